@@ -1,0 +1,267 @@
+// Command drivergen turns store specs (spec/*.yaml) into Go (generated/).
+//
+// Usage:
+//
+//	drivergen generate [-spec DIR] [-out DIR]   write generated/ from spec/
+//	drivergen check    [-spec DIR] [-out DIR]   exit 1 if generated/ is stale
+//	drivergen validate FILE...                  check spec files, print errors
+//	drivergen new      [-root DIR] STORE        scaffold a spec, driver and test
+//	drivergen gate     [--store NAME]...        generate-check and run conformance
+//
+// Spec errors print as "file:line:col: message", one a line.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kvblob/kvblob/gen"
+)
+
+var log = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, NoColor: true, PartsExclude: []string{zerolog.TimestampFieldName}}).
+	With().Str("tool", "drivergen").Logger()
+
+type command struct {
+	name, usage, summary string
+	run                  func(args []string, stdout, stderr io.Writer) int
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"generate", "generate [-spec DIR] [-out DIR]", "write every spec's package into generated/", runGenerate},
+		{"check", "check [-spec DIR] [-out DIR]", "exit 1 naming each file of generated/ that differs from what the specs generate", runCheck},
+		{"validate", "validate FILE...", "load and validate spec files; print every error as file:line:col", runValidate},
+		{"new", "new [-root DIR] STORE", "scaffold spec/STORE.yaml, stores/STORE/driver.go and its conformance test", runNew},
+		{"gate", "gate [--store NAME]... [--sdk fake|real]", "check generated/, then run the conformance suite and generated cases per store", runGate},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "drivergen turns store specs (spec/*.yaml) into Go (generated/).")
+	fmt.Fprintln(w, "\nUsage:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  drivergen %-42s %s\n", c.usage, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'drivergen COMMAND -help' for a command's flags.")
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "drivergen: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func newFlags(name, usageLine string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: drivergen %s\n", usageLine)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args; it returns -1 to go on, or the exit code.
+func parse(fs *flag.FlagSet, args []string) int {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	return -1
+}
+
+// loadAndGenerate loads specDir and renders every package.
+func loadAndGenerate(specDir string, stderr io.Writer) (map[string][]byte, bool) {
+	specs, err := gen.LoadDir(specDir)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return nil, false
+	}
+	files, err := gen.Generate(specs, gen.DefaultOptions)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return nil, false
+	}
+	return files, true
+}
+
+func runGenerate(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("generate", "generate [-spec DIR] [-out DIR]", stderr)
+	specDir := fs.String("spec", "spec", "folder of spec files")
+	outDir := fs.String("out", "generated", "folder to write packages into")
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	start := time.Now()
+	files, ok := loadAndGenerate(*specDir, stderr)
+	if !ok {
+		return 1
+	}
+	differ, stale, err := gen.Drift(*outDir, files)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	// Everything rendered: only now touch the disk, and only what changed.
+	for _, name := range differ {
+		p := filepath.Join(*outDir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		if err := os.WriteFile(p, files[name], 0o644); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		log.Info().Str("file", p).Msg("wrote")
+	}
+	for _, name := range stale {
+		p := filepath.Join(*outDir, name)
+		if err := os.Remove(p); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		log.Info().Str("file", p).Msg("removed stale generated file")
+	}
+	log.Info().Int("files", len(files)).Int("written", len(differ)).Int("removed", len(stale)).
+		Dur("took", time.Since(start)).Msg("generate done")
+	return 0
+}
+
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("check", "check [-spec DIR] [-out DIR]", stderr)
+	specDir := fs.String("spec", "spec", "folder of spec files")
+	outDir := fs.String("out", "generated", "folder of generated packages")
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	files, ok := loadAndGenerate(*specDir, stderr)
+	if !ok {
+		return 1
+	}
+	differ, stale, err := gen.Drift(*outDir, files)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if len(differ) == 0 && len(stale) == 0 {
+		fmt.Fprintf(stdout, "generated/ is up to date (%d files)\n", len(files))
+		return 0
+	}
+	for _, name := range differ {
+		p := filepath.Join(*outDir, name)
+		got, err := os.ReadFile(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: missing\n", p)
+			continue
+		}
+		fmt.Fprintf(stderr, "%s: differs from what %s generates\n", p, *specDir)
+		fmt.Fprint(stderr, gen.LineDiff(p+" (committed)", p+" (generated)", got, files[name]))
+	}
+	for _, name := range stale {
+		fmt.Fprintf(stderr, "%s: generated file that no spec produces any more\n", filepath.Join(*outDir, name))
+	}
+	fmt.Fprintln(stderr, "generated/ is stale; run 'make generate'")
+	return 1
+}
+
+func runValidate(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("validate", "validate FILE...", stderr)
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	bad := 0
+	for _, name := range fs.Args() {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			bad++
+			continue
+		}
+		if _, err := gen.Load(name, data); err != nil {
+			fmt.Fprintln(stderr, err)
+			bad++
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: ok\n", name)
+	}
+	if bad > 0 {
+		return 1
+	}
+	return 0
+}
+
+func runNew(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("new", "new [-root DIR] STORE", stderr)
+	root := fs.String("root", ".", "repository root")
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	store := fs.Arg(0)
+	if !isPackageName(store) {
+		fmt.Fprintf(stderr, "drivergen new: store name %q must be lower-case letters and digits (it names a Go package)\n", store)
+		return 2
+	}
+	files := scaffold(store)
+	for _, f := range files {
+		if _, err := os.Stat(filepath.Join(*root, f.path)); err == nil {
+			fmt.Fprintf(stderr, "drivergen new: %s exists; refusing to overwrite it\n", f.path)
+			return 1
+		}
+	}
+	for _, f := range files {
+		p := filepath.Join(*root, f.path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		if err := os.WriteFile(p, []byte(f.body), 0o644); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", p)
+	}
+	fmt.Fprintf(stdout, "next: fill in spec/%s.yaml, run 'make generate', then 'go test ./stores/%s/'\n", store, store)
+	return 0
+}
+
+func isPackageName(s string) bool {
+	if s == "" || !(s[0] >= 'a' && s[0] <= 'z') {
+		return false
+	}
+	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789") == ""
+}

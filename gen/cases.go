@@ -1,0 +1,174 @@
+package gen
+
+import (
+	"fmt"
+
+	"github.com/dave/jennifer/jen"
+)
+
+// specCase is one conformance case derived from a call's rules.
+type specCase struct {
+	id, pos     string
+	op, call    string
+	code        *Code
+	size        string // "", whole, short
+	exists      bool
+	reread      *Code // reread answers this code
+	rereadWhole bool  // reread answers the whole row
+	want        string
+	wantCode    int64
+	written     string
+	accessEnded bool
+	stageable   bool
+}
+
+// Cases derives the conformance cases of a spec: one per size answer, per
+// mapped code and for a representative unmapped code of each call, two for
+// each follow-up (exists or absent; reread whole or expired again).
+func (s *Spec) cases() []specCase {
+	var out []specCase
+	for _, c := range s.Calls {
+		base := func(o *Outcome, id string) specCase {
+			written := o.Written
+			if c.Op == "put" || written == "" {
+				written = "no"
+			}
+			return specCase{
+				id: c.Name + "/" + id, pos: o.Pos.String(), op: c.Op, call: c.Name,
+				want: o.Result, written: written, stageable: o.Stageable,
+				accessEnded: s.accessEnded(c, o.KeepsAccess),
+			}
+		}
+		if c.Answers == "size" {
+			w := base(c.Whole, "whole")
+			w.size = "whole"
+			sh := base(c.Short, "short")
+			sh.size = "short"
+			out = append(out, w, sh)
+		}
+		withCode := func(o *Outcome, code Code, id string) {
+			k := base(o, id)
+			k.code = &code
+			if o.Result == "FAULT" {
+				k.wantCode = code.Value
+			}
+			switch o.FollowUp {
+			case "ask_existence":
+				ex, ab := k, k
+				ex.id, ex.exists, ex.want, ex.wantCode = k.id+"/exists", true, o.IfExists, 0
+				ab.id, ab.want, ab.wantCode = k.id+"/absent", o.IfAbsent, 0
+				if o.IfExists == "FAULT" {
+					ex.wantCode = code.Value
+				}
+				if o.IfAbsent == "FAULT" {
+					ab.wantCode = code.Value
+				}
+				out = append(out, ex, ab)
+			case "reread_once":
+				whole, again := k, k
+				whole.id, whole.rereadWhole = k.id+"/reread-whole", true
+				whole.want, whole.wantCode = "READY", 0
+				if c.Whole != nil {
+					whole.want = c.Whole.Result
+				}
+				again.id, again.reread = k.id+"/reread-again", &code
+				again.want, again.wantCode = "FAULT", code.Value
+				out = append(out, whole, again)
+			default:
+				out = append(out, k)
+			}
+		}
+		mapped := map[string]bool{}
+		for i := range c.Codes {
+			r := &c.Codes[i]
+			mapped[r.Code] = true
+			code, _ := s.CodeByName(r.Code)
+			withCode(&r.Outcome, code, r.Code)
+		}
+		if rep, ok := s.unmapped(c, mapped); ok {
+			withCode(c.Otherwise, rep, "otherwise-"+rep.Name)
+		}
+	}
+	return out
+}
+
+// unmapped picks the first code of the table the call does not map (and,
+// for a size answer, that cannot be read as a size).
+func (s *Spec) unmapped(c *Call, mapped map[string]bool) (Code, bool) {
+	for _, code := range s.Codes {
+		if mapped[code.Name] || (c.Answers == "size" && code.Value >= 0) {
+			continue
+		}
+		return code, true
+	}
+	return Code{}, false
+}
+
+// accessEnded says whether an operation whose call c answered an outcome
+// (keeping access or not) proves its access ended, when every other call of
+// its op succeeds.
+func (s *Spec) accessEnded(c *Call, kept bool) bool {
+	for _, other := range s.Calls {
+		if other.Op != c.Op || !other.TouchesMemory {
+			continue
+		}
+		switch other.AccessEnd {
+		case "never":
+			return false
+		case "unless_kept":
+			if other == c && kept {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (e *emitter) cases(f *jen.File) {
+	cs := e.s.cases()
+	f.Commentf("Cases are the conformance cases derived from %s: the SDK answers a", e.s.File)
+	f.Comment("call for one row, and the driver must report the wanted result and")
+	f.Comment("access state. conformance.RunCases runs them through a store's stager.")
+	f.Var().Id("Cases").Op("=").Index().Add(qual("SpecCase")).ValuesFunc(func(g *jen.Group) {
+		for _, k := range cs {
+			d := jen.Dict{
+				jen.Id("ID"):          jen.Lit(k.id),
+				jen.Id("Pos"):         jen.Lit(k.pos),
+				jen.Id("Op"):          qual(map[string]string{"put": "OpPut", "get": "OpGet"}[k.op]),
+				jen.Id("Call"):        jen.Lit(k.call),
+				jen.Id("Want"):        qual(statusIdents[k.want]),
+				jen.Id("Written"):     qual(writtenIdents[k.written]),
+				jen.Id("AccessEnded"): jen.Lit(k.accessEnded),
+			}
+			d[jen.Id("Answer")] = answer(k.code, k.size)
+			if k.exists {
+				d[jen.Id("Exists")] = jen.True()
+			}
+			if k.rereadWhole {
+				d[jen.Id("Reread")] = jen.Op("&").Add(answer(nil, "whole"))
+			} else if k.reread != nil {
+				d[jen.Id("Reread")] = jen.Op("&").Add(answer(k.reread, ""))
+			}
+			if k.wantCode != 0 {
+				d[jen.Id("WantCode")] = jen.Lit(int(k.wantCode))
+			}
+			if k.stageable {
+				d[jen.Id("Stageable")] = jen.True()
+			}
+			g.Values(d)
+		}
+	})
+}
+
+func answer(code *Code, size string) *jen.Statement {
+	switch size {
+	case "whole":
+		return qual("Answer").Values(jen.Dict{jen.Id("Size"): qual("SizeWhole")})
+	case "short":
+		return qual("Answer").Values(jen.Dict{jen.Id("Size"): qual("SizeShort")})
+	}
+	if code == nil {
+		panic(fmt.Sprintf("gen: case answer has neither code nor size"))
+	}
+	return qual("Answer").Values(jen.Dict{jen.Id("Code"): jen.Lit(int(code.Value)), jen.Id("CodeName"): jen.Lit(code.Name)})
+}

@@ -1,0 +1,187 @@
+// Package gen loads store specs (spec/*.yaml), validates them strictly and
+// emits Go for them with jennifer.
+//
+// Load and Generate are pure: they read bytes and return bytes, so the same
+// code drives cmd/drivergen's generate and check, the drift test and the
+// golden tests. The schema is documented in spec/README.md.
+package gen
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Pos is a place in a spec file.
+type Pos struct {
+	File      string
+	Line, Col int
+}
+
+func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col) }
+
+// Error is one spec error at a position.
+type Error struct {
+	Pos Pos
+	Msg string
+}
+
+func (e Error) Error() string { return e.Pos.String() + ": " + e.Msg }
+
+// ErrorList is every error found in one or more spec files, sorted by
+// position. Its Error method prints one "file:line:col: message" a line.
+type ErrorList []Error
+
+func (l ErrorList) Error() string {
+	lines := make([]string, len(l))
+	for i, e := range l {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (l ErrorList) sort() {
+	sort.SliceStable(l, func(i, j int) bool {
+		a, b := l[i].Pos, l[j].Pos
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+}
+
+// Spec is one store at one SDK version.
+type Spec struct {
+	File    string // as given to Load, e.g. spec/mooncake-0.3.13.yaml
+	Store   string
+	Package string
+	SDK     SDK
+
+	Capabilities Capabilities
+	MaxRowBytes  int64 // rows must be under this many bytes; 0: no bound
+
+	Codes       []Code
+	Calls       []*Call
+	Admission   []Rule
+	Environment []EnvRule
+	Config      Config
+}
+
+// SDK names the SDK a spec was read from and the versions it holds for.
+type SDK struct {
+	Name     string
+	Versions []string
+}
+
+// Capabilities mirror driver.Capabilities.
+type Capabilities struct {
+	Hints, AbsentIsMiss, DeviceMemory, MultiSpan, Probe bool
+	MaxRowsPerOp                                        int64
+}
+
+// Code is one entry of the SDK's code table.
+type Code struct {
+	Name  string
+	Value int64
+	Doc   string
+	Pos   Pos
+}
+
+// Call is one SDK call and what its answers mean.
+type Call struct {
+	Name          string
+	Pos           Pos
+	Op            string // put or get
+	Doc           string
+	TouchesMemory bool
+	AccessEnd     string // none, on_return, unless_kept, never
+	Answers       string // code or size
+
+	Whole, Short *Outcome   // size answers
+	Codes        []CodeRule // code answers
+	Otherwise    *Outcome   // any code not listed
+}
+
+// CodeRule is what one code means for a row when a call answers it.
+type CodeRule struct {
+	Code string
+	Pos  Pos
+	Outcome
+}
+
+// Outcome is a row's result for one answer.
+type Outcome struct {
+	Pos         Pos
+	Result      string // READY, MISS, NOT_READY, DECLINED, FAULT
+	Written     string // no, maybe, yes
+	FollowUp    string // none, reread_once, ask_existence, keep_open, revoke_in_drain
+	KeepsAccess bool
+	Text        string
+	IfExists    string // for ask_existence
+	IfAbsent    string
+	Stageable   bool
+}
+
+// Rule is one admission rule.
+type Rule struct {
+	Name string
+	Pos  Pos
+}
+
+// EnvRule is an environment variable the driver refuses unless it holds
+// one of Allow.
+type EnvRule struct {
+	Name   string
+	Allow  []string
+	Reason string
+	Pos    Pos
+}
+
+// Config holds a store's blob defaults.
+type Config struct {
+	Workers, RowsPerBatch, BytesPerBatch int64
+}
+
+// CodeByName returns the code named name.
+func (s *Spec) CodeByName(name string) (Code, bool) {
+	for _, c := range s.Codes {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Code{}, false
+}
+
+// The closed vocabularies of the schema.
+var (
+	results        = []string{"READY", "MISS", "NOT_READY", "DECLINED", "FAULT"}
+	writtenValues  = []string{"no", "maybe", "yes"}
+	followUps      = []string{"none", "reread_once", "ask_existence", "keep_open", "revoke_in_drain"}
+	accessEnds     = []string{"on_return", "unless_kept", "never"}
+	answerKinds    = []string{"code", "size"}
+	ops            = []string{"put", "get"}
+	admissionRules = []string{"empty_key", "repeated_key", "multi_span", "row_too_large", "span_outside_registration", "hint", "device_region"}
+)
+
+func oneOf(v string, allowed []string) bool {
+	for _, a := range allowed {
+		if a == v {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteList(allowed []string) string {
+	q := make([]string, len(allowed))
+	for i, a := range allowed {
+		q[i] = fmt.Sprintf("%q", a)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}

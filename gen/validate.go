@@ -1,0 +1,151 @@
+package gen
+
+import (
+	"fmt"
+	"go/token"
+	"regexp"
+)
+
+var packageRE = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+
+// validate checks what the schema alone cannot: names, references, and
+// rules that must agree with each other.
+func (d *decoder) validate(s *Spec) {
+	at := func(p Pos, format string, args ...any) {
+		d.errs = append(d.errs, Error{Pos: p, Msg: fmt.Sprintf(format, args...)})
+	}
+	top := Pos{d.file, 1, 1}
+	if !packageRE.MatchString(s.Package) || token.IsKeyword(s.Package) {
+		at(top, "package %q is not a Go package name; want lower-case letters and digits", s.Package)
+	}
+	if s.Store == "" {
+		at(top, "store is empty; want the store's name, e.g. \"mooncake\"")
+	}
+	if len(s.SDK.Versions) == 0 {
+		at(top, "sdk.versions is empty; want the SDK version or versions this spec was read from")
+	}
+
+	// The code table: names are unique (the decoder refuses repeated keys),
+	// and so must values be.
+	byValue := map[int64]Code{}
+	for _, c := range s.Codes {
+		if prev, ok := byValue[c.Value]; ok {
+			at(c.Pos, "code %s repeats value %d of code %s (%s)", c.Name, c.Value, prev.Name, prev.Pos)
+			continue
+		}
+		byValue[c.Value] = c
+	}
+
+	ops := map[string]bool{}
+	for _, c := range s.Calls {
+		d.validateCall(s, c, at)
+		if c.TouchesMemory {
+			ops[c.Op] = true
+		}
+	}
+	for _, op := range []string{"put", "get"} {
+		if !ops[op] {
+			at(top, "no call with op %q touches memory; a store needs one to move rows", op)
+		}
+	}
+
+	listed := map[string]bool{}
+	for _, r := range s.Admission {
+		if listed[r.Name] {
+			at(r.Pos, "admission rule %q listed twice", r.Name)
+		}
+		listed[r.Name] = true
+	}
+	need := func(rule string, why string) {
+		if !listed[rule] {
+			at(top, "admission lacks %q, which %s", rule, why)
+		}
+	}
+	need("empty_key", "every store needs")
+	need("repeated_key", "every store needs")
+	need("span_outside_registration", "every store needs")
+	if !s.Capabilities.MultiSpan {
+		need("multi_span", "capabilities.multi_span: false needs")
+	}
+	if !s.Capabilities.Hints {
+		need("hint", "capabilities.hints: false needs")
+	}
+	if !s.Capabilities.DeviceMemory {
+		need("device_region", "capabilities.device_memory: false needs")
+	}
+	if s.MaxRowBytes > 0 {
+		need("row_too_large", "limits.max_row_bytes needs")
+	} else if listed["row_too_large"] {
+		at(top, "admission lists \"row_too_large\" but limits.max_row_bytes is not set")
+	}
+}
+
+func (d *decoder) validateCall(s *Spec, c *Call, at func(Pos, string, ...any)) {
+	if c.TouchesMemory && c.AccessEnd == "" {
+		at(c.Pos, "call %s touches memory but has no access_end; want %s", c.Name, quoteList(accessEnds))
+	}
+	if !c.TouchesMemory && c.AccessEnd != "" {
+		at(c.Pos, "call %s touches no memory, so it takes no access_end", c.Name)
+	}
+	switch c.Answers {
+	case "size":
+		if c.Whole == nil || c.Short == nil {
+			at(c.Pos, "call %s answers sizes; it needs both \"whole\" and \"short\"", c.Name)
+		}
+	case "code":
+		if c.Whole != nil || c.Short != nil {
+			at(c.Pos, "call %s answers codes; \"whole\" and \"short\" are for size answers", c.Name)
+		}
+		if len(c.Codes) == 0 {
+			at(c.Pos, "call %s answers codes but maps none; list its success code under codes", c.Name)
+		}
+	}
+	if c.Otherwise == nil {
+		at(c.Pos, "call %s has no \"otherwise\"; every code needs a row result", c.Name)
+	}
+	for _, r := range c.Codes {
+		if _, ok := s.CodeByName(r.Code); !ok {
+			at(r.Pos, "call %s maps code %q, which the code table does not declare", c.Name, r.Code)
+		}
+	}
+	check := func(o *Outcome, what string) {
+		if o == nil {
+			return
+		}
+		if c.Op == "get" && o.Written == "" {
+			at(o.Pos, "%s of get call %s needs \"written\" (no, maybe or yes)", what, c.Name)
+		}
+		if c.Op == "put" && o.Written != "" && o.Written != "no" {
+			at(o.Pos, "%s of put call %s says written %q; a put never writes its sources", what, c.Name, o.Written)
+		}
+		if o.Result == "MISS" && o.Written != "no" && c.Op == "get" {
+			at(o.Pos, "%s of call %s is a MISS whose destination may be written; a MISS leaves it untouched", what, c.Name)
+		}
+		if o.KeepsAccess && c.AccessEnd != "unless_kept" {
+			at(o.Pos, "%s of call %s keeps access, but the call's access_end is %q; want \"unless_kept\"", what, c.Name, c.AccessEnd)
+		}
+		switch o.FollowUp {
+		case "ask_existence":
+			if o.IfExists == "" || o.IfAbsent == "" {
+				at(o.Pos, "%s of call %s asks existence; it needs if_exists and if_absent", what, c.Name)
+			}
+		case "reread_once":
+			if c.Op != "get" {
+				at(o.Pos, "%s of call %s rereads, but only a get can reread", what, c.Name)
+			}
+		case "keep_open", "revoke_in_drain":
+			if c.Op != "put" {
+				at(o.Pos, "%s of call %s keeps a write open, but only a put writes", what, c.Name)
+			}
+		}
+		if o.FollowUp != "ask_existence" && (o.IfExists != "" || o.IfAbsent != "") {
+			at(o.Pos, "%s of call %s has if_exists/if_absent without follow_up: ask_existence", what, c.Name)
+		}
+	}
+	check(c.Whole, "whole")
+	check(c.Short, "short")
+	for i := range c.Codes {
+		check(&c.Codes[i].Outcome, "code "+c.Codes[i].Code)
+	}
+	check(c.Otherwise, "otherwise")
+}

@@ -1,0 +1,202 @@
+package driver
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Status is a row's logical result. The numbers never change; new statuses
+// are appended.
+type Status uint8
+
+const (
+	// Pending is the zero Status: no result recorded yet. Drivers never
+	// report it in a finished Poll.
+	Pending Status = iota
+	// Ready: the row was stored (put) or read whole into its spans (get).
+	Ready
+	// Miss: the key is absent; a get left its destination untouched.
+	Miss
+	// NotReady: another writer has not finished the key; try later.
+	NotReady
+	// Declined: the store is full and refused the row. Not a fault.
+	Declined
+	// Fault: any other failure; the result carries the store's code and text.
+	Fault
+	// Cancelled: the row never started, because the operation was cancelled.
+	Cancelled
+)
+
+var statusNames = [...]string{"PENDING", "READY", "MISS", "NOT_READY", "DECLINED", "FAULT", "CANCELLED"}
+
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return fmt.Sprintf("Status(%d)", uint8(s))
+}
+
+// ParseStatus returns the status named name (READY, MISS, ...).
+func ParseStatus(name string) (Status, bool) {
+	for i, n := range statusNames {
+		if n == name && i != int(Pending) {
+			return Status(i), true
+		}
+	}
+	return Pending, false
+}
+
+// Result is one row's result. Code and Text are set only for a Fault.
+type Result struct {
+	Status Status
+	Code   int64  // the store's numeric code, for a Fault
+	Text   string // what went wrong, for a Fault
+}
+
+// FaultResult returns a Fault with the store's code and a text saying what
+// went wrong.
+func FaultResult(code int64, format string, args ...any) Result {
+	return Result{Status: Fault, Code: code, Text: fmt.Sprintf(format, args...)}
+}
+
+func (r Result) String() string {
+	if r.Status == Fault {
+		return fmt.Sprintf("FAULT(%d: %s)", r.Code, r.Text)
+	}
+	return r.Status.String()
+}
+
+// Validate refuses a status out of range, a fault without text and a code
+// or text on anything but a fault.
+func (r Result) Validate() error {
+	if r.Status == Pending || int(r.Status) >= len(statusNames) {
+		return fmt.Errorf("driver: result status %d is out of range", uint8(r.Status))
+	}
+	if r.Status == Fault && r.Text == "" {
+		return fmt.Errorf("driver: a FAULT must say what went wrong (code %d has no text)", r.Code)
+	}
+	if r.Status != Fault && (r.Code != 0 || r.Text != "") {
+		return fmt.Errorf("driver: %s carries code %d %q; only a FAULT has a code", r.Status, r.Code, r.Text)
+	}
+	return nil
+}
+
+// Capabilities declares what a driver supports. The zero value supports
+// nothing; every capability added later defaults to unsupported.
+type Capabilities struct {
+	// Hints: Get reads a non-zero Hint. Without it the caller must pass the
+	// zero Hint.
+	Hints bool
+	// AbsentIsMiss: an absent key answers MISS (otherwise it may be a FAULT).
+	AbsentIsMiss bool
+	// DeviceMemory: Register accepts Device regions.
+	DeviceMemory bool
+	// MultiSpan: a row may have more than one span.
+	MultiSpan bool
+	// MaxRowsPerOp bounds the rows of one Put or Get; 0 means no bound.
+	MaxRowsPerOp int
+	// Probe: the driver can answer existence without reading.
+	Probe bool
+}
+
+// Hint is an opaque, immutable routing hint for a get (which instance holds
+// the rows, say). The zero Hint is "no hint".
+type Hint struct{ b *[]byte }
+
+// NewHint returns a hint holding a copy of b.
+func NewHint(b []byte) Hint {
+	c := bytes.Clone(b)
+	if c == nil {
+		c = []byte{}
+	}
+	return Hint{b: &c}
+}
+
+// IsZero reports whether h is the zero Hint.
+func (h Hint) IsZero() bool { return h.b == nil }
+
+// Bytes returns a copy of the hint's bytes.
+func (h Hint) Bytes() []byte {
+	if h.b == nil {
+		return nil
+	}
+	return bytes.Clone(*h.b)
+}
+
+// Registration is a driver's handle on a registered region.
+type Registration interface {
+	Region() *Region
+}
+
+// Operation is a recorded Put or Get.
+//
+// Poll and AccessEnded answer separate questions, and neither implies the
+// other: a row may be READY while the store still touches its memory, and an
+// operation may end its access before its results are known.
+type Operation interface {
+	// Poll returns one result per row, in row order, and true once every
+	// row has its result; until then it returns nil, false.
+	Poll() ([]Result, bool)
+	// AccessEnded reports whether the store can no longer touch any memory
+	// the operation named. Once true it stays true.
+	AccessEnded() bool
+	// AccessUnprovable reports that the store lost the evidence that its
+	// access ended and never will have it. Once true it stays true, and
+	// AccessEnded stays false.
+	AccessUnprovable() bool
+	// Cancel asks the driver to stop rows that have not started; they
+	// answer CANCELLED. It is best effort and never blocks on the store.
+	Cancel()
+}
+
+// Driver is what a store implements.
+//
+// Put and Get record an operation and return it, or return a RejectedError
+// having recorded nothing. They may block until the operation is done or
+// return early. Put and Get may run concurrently with each other.
+type Driver interface {
+	Capabilities() Capabilities
+	// Register makes a region's memory available to the store. A Device
+	// region is refused (RejectedError) unless DeviceMemory is declared.
+	Register(r *Region) (Registration, error)
+	// Unregister revokes a registration. It is refused (RejectedError)
+	// while an operation that may touch the region is open or unprovable.
+	Unregister(reg Registration) error
+	// Put stores each row's spans under its key. It never writes a span.
+	Put(rows []Row) (Operation, error)
+	// Get reads each row's object into its spans. hint must be zero unless
+	// the driver declares Hints.
+	Get(rows []Row, hint Hint) (Operation, error)
+	// Drain waits up to timeout for work in progress and reports whether
+	// none is left. It answers false at once while an operation is
+	// unprovable.
+	Drain(timeout time.Duration) bool
+	// Close releases the driver. It is refused unless a drain returned true
+	// and every region is unregistered.
+	Close() error
+}
+
+// RejectedError is the DriverRejected error: the only error that certifies
+// nothing escaped. It is not a store error. Match it with errors.As or
+// IsRejected.
+type RejectedError struct {
+	Rule   string // the admission rule or state that refused, e.g. "repeated_key"
+	Reason string // what was wrong and what to do
+}
+
+func (e *RejectedError) Error() string {
+	return "driver rejected (" + e.Rule + "): " + e.Reason
+}
+
+// Reject returns a RejectedError naming rule.
+func Reject(rule, format string, args ...any) error {
+	return &RejectedError{Rule: rule, Reason: fmt.Sprintf(format, args...)}
+}
+
+// IsRejected reports whether err is (or wraps) a RejectedError.
+func IsRejected(err error) bool {
+	var r *RejectedError
+	return errors.As(err, &r)
+}

@@ -1,0 +1,80 @@
+package driver
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// KeyVersion is the key format's version segment.
+const KeyVersion = "v1"
+
+// Stem is a checked key prefix: every key under it is Stem + hex(name).
+type Stem struct{ s string }
+
+// KeyStem checks prefix once and returns the stem every key under it starts
+// with, so a backend can build many keys without re-checking the prefix.
+//
+// A prefix is one or more segments of [A-Za-z0-9_.-] joined by '/', with no
+// empty segment: it may not be empty, start or end with '/', or contain
+// "//". These rules keep distinct (prefix, name) pairs from encoding alike.
+func KeyStem(prefix string) (Stem, error) {
+	if prefix == "" {
+		return Stem{}, fmt.Errorf("driver: key prefix is empty; want segments like \"kv/model-a\"")
+	}
+	for _, seg := range strings.Split(prefix, "/") {
+		if seg == "" {
+			return Stem{}, fmt.Errorf("driver: key prefix %q has an empty segment", prefix)
+		}
+		for _, c := range seg {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+				return Stem{}, fmt.Errorf("driver: key prefix %q has %q; want only [A-Za-z0-9_.-] and '/'", prefix, c)
+			}
+		}
+	}
+	return Stem{s: prefix + "/" + KeyVersion + "/"}, nil
+}
+
+// String returns the stem, ending in "/v1/".
+func (s Stem) String() string { return s.s }
+
+// Key returns the key of name under the stem. name must not be empty.
+func (s Stem) Key(name []byte) (string, error) {
+	if s.s == "" {
+		return "", fmt.Errorf("driver: zero Stem; build one with KeyStem")
+	}
+	if len(name) == 0 {
+		return "", fmt.Errorf("driver: key name is empty")
+	}
+	return s.s + hex.EncodeToString(name), nil
+}
+
+// Key returns prefix/v1/hex(name).
+func Key(prefix string, name []byte) (string, error) {
+	stem, err := KeyStem(prefix)
+	if err != nil {
+		return "", err
+	}
+	return stem.Key(name)
+}
+
+// ParseKey splits a key into its prefix and name. It refuses anything Key
+// would not have produced.
+func ParseKey(key string) (prefix string, name []byte, err error) {
+	i := strings.LastIndex(key, "/"+KeyVersion+"/")
+	if i < 0 {
+		return "", nil, fmt.Errorf("driver: key %q has no /%s/ segment", key, KeyVersion)
+	}
+	prefix, h := key[:i], key[i+len(KeyVersion)+2:]
+	if _, err := KeyStem(prefix); err != nil {
+		return "", nil, err
+	}
+	if h == "" || strings.ToLower(h) != h {
+		return "", nil, fmt.Errorf("driver: key %q name is not lower-case hex", key)
+	}
+	name, err = hex.DecodeString(h)
+	if err != nil {
+		return "", nil, fmt.Errorf("driver: key %q name: %v", key, err)
+	}
+	return prefix, name, nil
+}

@@ -1,0 +1,229 @@
+package driver
+
+import "fmt"
+
+// This file holds the types that code generated from a store spec
+// (generated/<pkg>) is written in. Generated packages import this package
+// and nothing else.
+
+// EnforceVersion is used by generated code to fail the build when it was
+// generated for another version of these types:
+//
+//	const _ = driver.EnforceVersion(GenVersion - driver.MinGenVersion)
+//	const _ = driver.EnforceVersion(driver.MaxGenVersion - GenVersion)
+//
+// A negative constant does not convert to uint, so a stale generated package
+// stops compiling; re-run drivergen.
+type EnforceVersion uint
+
+const (
+	// GenVersion is the generated-code version this package writes.
+	GenVersion = 1
+	// MinGenVersion and MaxGenVersion bound what this package accepts.
+	MinGenVersion = 1
+	MaxGenVersion = 1
+)
+
+// Written says whether a call may have written a row's destination.
+type Written uint8
+
+const (
+	WrittenNo    Written = iota + 1 // the destination is untouched
+	WrittenMaybe                    // it may have been written, in part or whole
+	WrittenYes                      // it was written (perhaps with the wrong bytes)
+)
+
+func (w Written) String() string {
+	switch w {
+	case WrittenNo:
+		return "no"
+	case WrittenMaybe:
+		return "maybe"
+	case WrittenYes:
+		return "yes"
+	}
+	return fmt.Sprintf("Written(%d)", uint8(w))
+}
+
+// FollowUp is what a driver must do after an answer before the row's result
+// is final.
+type FollowUp uint8
+
+const (
+	// FollowNone: the mapped result is final.
+	FollowNone FollowUp = iota
+	// FollowRereadOnce: read the row once more and map that answer with
+	// AfterReread (a read lease expired while the bytes were written).
+	FollowRereadOnce
+	// FollowAskExistence: ask whether the key exists before calling it READY
+	// (the store answered "already exists" for a write it may not have
+	// finished).
+	FollowAskExistence
+	// FollowKeepOpen: the store may still apply this write: never revoke or
+	// free its space, and keep the key held.
+	FollowKeepOpen
+	// FollowRevokeInDrain: the write's end went unanswered: keep the key
+	// held, and revoke the write in Drain once no call runs.
+	FollowRevokeInDrain
+)
+
+func (f FollowUp) String() string {
+	switch f {
+	case FollowNone:
+		return "none"
+	case FollowRereadOnce:
+		return "reread_once"
+	case FollowAskExistence:
+		return "ask_existence"
+	case FollowKeepOpen:
+		return "keep_open"
+	case FollowRevokeInDrain:
+		return "revoke_in_drain"
+	}
+	return fmt.Sprintf("FollowUp(%d)", uint8(f))
+}
+
+// AccessRule says when a call stops touching the caller's memory.
+type AccessRule uint8
+
+const (
+	// AccessNone: the call never touches the caller's memory.
+	AccessNone AccessRule = iota + 1
+	// AccessOnReturn: the call's return ends its access, whatever it answers.
+	AccessOnReturn
+	// AccessUnlessKept: the return ends access unless some row's answer
+	// keeps it (Mapping.KeepsAccess); then access is never provable.
+	AccessUnlessKept
+	// AccessNever: the call's return never proves its access ended.
+	AccessNever
+)
+
+func (a AccessRule) String() string {
+	switch a {
+	case AccessNone:
+		return "none"
+	case AccessOnReturn:
+		return "on_return"
+	case AccessUnlessKept:
+		return "unless_kept"
+	case AccessNever:
+		return "never"
+	}
+	return fmt.Sprintf("AccessRule(%d)", uint8(a))
+}
+
+// Ended reports whether a call under rule proved its access ended, given
+// whether any row's answer kept access.
+func (a AccessRule) Ended(kept bool) bool {
+	switch a {
+	case AccessNone, AccessOnReturn:
+		return true
+	case AccessUnlessKept:
+		return !kept
+	}
+	return false
+}
+
+// Mapping is what one SDK answer means for one row.
+type Mapping struct {
+	Result      Result
+	Written     Written
+	FollowUp    FollowUp
+	KeepsAccess bool // the answer does not prove the call's access ended
+	// IfExists and IfAbsent are the row's result after FollowAskExistence.
+	IfExists, IfAbsent Status
+}
+
+// AfterReread maps the answer to a reread (FollowRereadOnce). The first read
+// already wrote the slot, so a reread that finds the key absent or not ready
+// is a FAULT, never a MISS or NOT_READY; and a reread is never reread again.
+func AfterReread(m Mapping) Mapping {
+	switch m.Result.Status {
+	case Miss, NotReady:
+		m.Result = FaultResult(0, "reread after an expired lease answered %s; the first read already wrote the slot", m.Result.Status)
+		m.Written = WrittenYes
+	}
+	m.FollowUp = FollowNone
+	return m
+}
+
+// Op names a driver call a case drives.
+type Op uint8
+
+const (
+	OpPut Op = iota + 1
+	OpGet
+)
+
+func (o Op) String() string {
+	if o == OpPut {
+		return "put"
+	}
+	if o == OpGet {
+		return "get"
+	}
+	return fmt.Sprintf("Op(%d)", uint8(o))
+}
+
+// SizeAnswer is the kind of non-negative answer a size-returning call gave.
+type SizeAnswer uint8
+
+const (
+	SizeNone  SizeAnswer = iota // the answer is a code
+	SizeWhole                   // the row's whole length
+	SizeShort                   // fewer bytes than the row
+)
+
+func (s SizeAnswer) String() string {
+	switch s {
+	case SizeNone:
+		return "code"
+	case SizeWhole:
+		return "whole"
+	case SizeShort:
+		return "short"
+	}
+	return fmt.Sprintf("SizeAnswer(%d)", uint8(s))
+}
+
+// Answer is what an SDK call answers for one row in a case: a code, or a
+// size.
+type Answer struct {
+	Code     int64
+	CodeName string
+	Size     SizeAnswer
+}
+
+func (a Answer) String() string {
+	if a.Size != SizeNone {
+		return "size:" + a.Size.String()
+	}
+	return fmt.Sprintf("%s(%d)", a.CodeName, a.Code)
+}
+
+// SpecCase is one generated conformance case: a store's SDK answers Call
+// with Answer for a row, and the driver's operation must end with Want and
+// the access state AccessEnded. Cases are data; conformance.RunCases
+// interprets them through a store's stager.
+type SpecCase struct {
+	ID   string // call/answer[/follow-up]
+	Pos  string // spec file:line:col of the rule the case pins
+	Op   Op
+	Call string
+	// Answer is the SDK's answer to Call for the row.
+	Answer Answer
+	// Exists answers an existence question (FollowAskExistence).
+	Exists bool
+	// Reread answers the reread (FollowRereadOnce).
+	Reread *Answer
+	// Want is the row's final status, and WantCode its code for a FAULT
+	// (0 when the fault has no store code).
+	Want     Status
+	WantCode int64
+	// Written says whether the get destination may have been written.
+	Written Written
+	// AccessEnded is whether the operation must prove its access ended.
+	AccessEnded bool
+	// Stageable: a real server can stage this case.
+	Stageable bool
+}

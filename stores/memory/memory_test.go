@@ -1,0 +1,284 @@
+package memory_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	gen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/memory"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const slot = 256
+
+type fixture struct {
+	d   *memory.Driver
+	r   *hostmem.Region
+	reg driver.Registration
+}
+
+func newFixture(t *testing.T, opt memory.Options) *fixture {
+	t.Helper()
+	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: slot, Slots: 8})
+	require.NoError(t, err)
+	d := memory.New(opt)
+	reg, err := d.Register(r.Region)
+	require.NoError(t, err)
+	f := &fixture{d: d, r: r, reg: reg}
+	t.Cleanup(func() {
+		if d.Drain(5 * time.Second) {
+			_ = d.Unregister(reg)
+			_ = r.Close()
+		} // else: keep the memory, a store may still touch it
+	})
+	return f
+}
+
+func (f *fixture) row(key string, i int) driver.Row {
+	return driver.Row{Key: key, Spans: []driver.Span{f.r.Slot(i)}}
+}
+
+func (f *fixture) fill(i int, b byte) {
+	s := f.r.Slot(i).Bytes()
+	for j := range s {
+		s[j] = b + byte(j)
+	}
+}
+
+func wait(t *testing.T, op driver.Operation) []driver.Result {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if res, done := op.Poll(); done {
+			return res
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("operation did not finish within 5s")
+		}
+		time.Sleep(time.Millisecond) // polling an operation, not synchronising a test
+	}
+}
+
+func TestRoundTripIsByteForByte(t *testing.T) {
+	for _, mode := range []memory.Mode{memory.Blocking, memory.Background} {
+		t.Run(mode.String(), func(t *testing.T) {
+			f := newFixture(t, memory.Options{Mode: mode})
+			f.fill(0, 1)
+			f.fill(1, 50)
+			put, err := f.d.Put([]driver.Row{f.row("a", 0), f.row("b", 1)})
+			require.NoError(t, err)
+			assert.Equal(t, []driver.Result{{Status: driver.Ready}, {Status: driver.Ready}}, wait(t, put))
+			get, err := f.d.Get([]driver.Row{f.row("a", 2), f.row("b", 3)}, driver.Hint{})
+			require.NoError(t, err)
+			assert.Equal(t, []driver.Result{{Status: driver.Ready}, {Status: driver.Ready}}, wait(t, get))
+			assert.Equal(t, f.r.Slot(0).Bytes(), f.r.Slot(2).Bytes())
+			assert.Equal(t, f.r.Slot(1).Bytes(), f.r.Slot(3).Bytes())
+			require.True(t, f.d.Drain(time.Second))
+		})
+	}
+}
+
+func TestMissLeavesDestinationUntouched(t *testing.T) {
+	f := newFixture(t, memory.Options{})
+	f.fill(0, 9)
+	before := bytes.Clone(f.r.Slot(0).Bytes())
+	op, err := f.d.Get([]driver.Row{f.row("absent", 0)}, driver.Hint{})
+	require.NoError(t, err)
+	assert.Equal(t, driver.Miss, wait(t, op)[0].Status)
+	assert.Equal(t, before, f.r.Slot(0).Bytes())
+}
+
+func TestCorruptObjectsAreFaultsNamingWhatWasWrong(t *testing.T) {
+	payload := bytes.Repeat([]byte{7}, slot)
+	good := memory.EncodeObject("k", payload)
+	mutate := func(fn func(o []byte) []byte) []byte { return fn(bytes.Clone(good)) }
+	tr := len(good) - memory.TrailerSize
+	cases := []struct {
+		name string
+		obj  []byte
+		want string
+	}{
+		{"magic", mutate(func(o []byte) []byte { o[tr] = 'X'; return o }), "magic"},
+		{"version", mutate(func(o []byte) []byte { binary.LittleEndian.PutUint16(o[tr+4:], memory.TrailerVersion+1); return o }), "format version 2, expected 1"},
+		{"name", memory.EncodeObject("other", payload), "name digest"},
+		{"length", mutate(func(o []byte) []byte { binary.LittleEndian.PutUint64(o[tr+24:], 5); return o }), "payload length"},
+		{"checksum", mutate(func(o []byte) []byte { o[0] ^= 1; return o }), "CRC32"},
+		{"too short", []byte("abc"), "shorter than its"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, memory.Options{})
+			f.d.Store().SetObject("k", c.obj)
+			f.fill(0, 3)
+			before := bytes.Clone(f.r.Slot(0).Bytes())
+			op, err := f.d.Get([]driver.Row{f.row("k", 0)}, driver.Hint{})
+			require.NoError(t, err, "a store fault is a row result, never an error")
+			res := wait(t, op)[0]
+			assert.Equal(t, driver.Fault, res.Status)
+			assert.Equal(t, int64(gen.Corrupt), res.Code)
+			assert.Contains(t, res.Text, c.want)
+			assert.Equal(t, before, f.r.Slot(0).Bytes(), "a corrupt object must not reach the slot")
+		})
+	}
+}
+
+func FuzzCheckObject(f *testing.F) {
+	f.Add(memory.EncodeObject("k", []byte("payload")), "k")
+	f.Add([]byte("TLBK"), "k")
+	f.Fuzz(func(t *testing.T, obj []byte, key string) {
+		payload, err := memory.CheckObject(obj, key)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(memory.EncodeObject(key, payload), obj) {
+			t.Fatalf("accepted an object that does not re-encode to itself")
+		}
+	})
+}
+
+func TestStoreAnswersBecomeRowResults(t *testing.T) {
+	cases := []struct {
+		name  string
+		stage func(f *fixture)
+		put   bool
+		want  driver.Status
+		code  int64
+	}{
+		{"store error on put is a fault", func(f *fixture) { f.d.Store().Inject(memory.CallPut, "k", gen.IOError) }, true, driver.Fault, int64(gen.IOError)},
+		{"store error on get is a fault", func(f *fixture) { f.d.Store().Inject(memory.CallGet, "k", gen.IOError) }, false, driver.Fault, int64(gen.IOError)},
+		{"a full store declines", func(f *fixture) { f.d.Store().SetCapacity(10) }, true, driver.Declined, 0},
+		{"another writer's key is not ready to put", func(f *fixture) { f.d.Store().BeginExternal("k") }, true, driver.NotReady, 0},
+		{"another writer's key is not ready to get", func(f *fixture) { f.d.Store().BeginExternal("k") }, false, driver.NotReady, 0},
+		{"a shorter object is a fault", func(f *fixture) { f.d.Store().SetObject("k", memory.EncodeObject("k", []byte("short"))) }, false, driver.Fault, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, memory.Options{})
+			c.stage(f)
+			var op driver.Operation
+			var err error
+			if c.put {
+				op, err = f.d.Put([]driver.Row{f.row("k", 0)})
+			} else {
+				op, err = f.d.Get([]driver.Row{f.row("k", 0)}, driver.Hint{})
+			}
+			require.NoError(t, err)
+			res := wait(t, op)[0]
+			assert.Equal(t, c.want, res.Status, res.Text)
+			assert.Equal(t, c.code, res.Code)
+			assert.NoError(t, res.Validate())
+		})
+	}
+}
+
+func TestDeviceRegionIsRefusedAtRegister(t *testing.T) {
+	d := memory.New(memory.Options{})
+	_, err := d.Register(&driver.Region{Name: "gpu", Kind: driver.Device, Layout: driver.Layout{SlotBytes: 8, Slots: 1}})
+	var re *driver.RejectedError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, driver.RuleDeviceRegion, re.Rule)
+}
+
+func TestControlledStagesAreObservedApart(t *testing.T) {
+	t.Run("results before access end", func(t *testing.T) {
+		f := newFixture(t, memory.Options{Mode: memory.Controlled})
+		op, err := f.d.Put([]driver.Row{f.row("k", 0)})
+		require.NoError(t, err)
+		c := memory.ControllerOf(op)
+		_, done := op.Poll()
+		assert.False(t, done)
+		c.PublishResults()
+		res, done := op.Poll()
+		assert.True(t, done)
+		assert.Equal(t, driver.Ready, res[0].Status)
+		assert.False(t, op.AccessEnded(), "READY does not end access")
+		assert.Error(t, f.d.Unregister(f.reg), "unregister while access is open")
+		c.EndAccess()
+		assert.True(t, op.AccessEnded())
+	})
+	t.Run("access end before results", func(t *testing.T) {
+		f := newFixture(t, memory.Options{Mode: memory.Controlled})
+		op, err := f.d.Put([]driver.Row{f.row("k", 0)})
+		require.NoError(t, err)
+		c := memory.ControllerOf(op)
+		c.EndAccess()
+		assert.True(t, op.AccessEnded())
+		_, done := op.Poll()
+		assert.False(t, done, "ending access publishes no result")
+		c.PublishResults()
+		_, done = op.Poll()
+		assert.True(t, done)
+	})
+}
+
+func TestCancelOnlyStopsRowsThatNeverStarted(t *testing.T) {
+	f := newFixture(t, memory.Options{Mode: memory.Controlled})
+	before, err := f.d.Put([]driver.Row{f.row("a", 0), f.row("b", 1)})
+	require.NoError(t, err)
+	before.Cancel()
+	memory.ControllerOf(before).PublishResults()
+	res, _ := before.Poll()
+	assert.Equal(t, []driver.Result{{Status: driver.Cancelled}, {Status: driver.Cancelled}}, res)
+
+	after, err := f.d.Put([]driver.Row{f.row("c", 0)})
+	require.NoError(t, err)
+	c := memory.ControllerOf(after)
+	c.MoveData()
+	after.Cancel()
+	c.PublishResults()
+	c.EndAccess()
+	res, _ = after.Poll()
+	assert.Equal(t, driver.Ready, res[0].Status, "a started row is never CANCELLED")
+}
+
+func TestUnprovableOperationPinsRegionAndDrain(t *testing.T) {
+	f := newFixture(t, memory.Options{})
+	f.d.LoseEvidenceNext()
+	op, err := f.d.Put([]driver.Row{f.row("k", 0)})
+	require.NoError(t, err)
+	assert.True(t, op.AccessUnprovable())
+	assert.False(t, op.AccessEnded())
+	start := time.Now()
+	assert.False(t, f.d.Drain(time.Hour), "drain answers false at once")
+	assert.Less(t, time.Since(start), time.Minute)
+	var re *driver.RejectedError
+	require.ErrorAs(t, f.d.Unregister(f.reg), &re)
+	assert.Equal(t, driver.RuleAccessOpen, re.Rule)
+}
+
+func TestDrainWaitsForBackgroundWork(t *testing.T) {
+	f := newFixture(t, memory.Options{Mode: memory.Background})
+	entered, release := f.d.Store().Hold(memory.CallPut, "k")
+	op, err := f.d.Put([]driver.Row{f.row("k", 0)})
+	require.NoError(t, err)
+	<-entered
+	assert.False(t, f.d.Drain(10*time.Millisecond), "a put is held inside the store")
+	release()
+	assert.True(t, f.d.Drain(5*time.Second))
+	assert.True(t, op.AccessEnded())
+}
+
+func TestCloseNeedsDrainAndUnregister(t *testing.T) {
+	r, err := hostmem.NewRegion("r", driver.Layout{SlotBytes: 64, Slots: 1})
+	require.NoError(t, err)
+	defer r.Close()
+	d := memory.New(memory.Options{})
+	reg, err := d.Register(r.Region)
+	require.NoError(t, err)
+	assert.Error(t, d.Close(), "no drain yet")
+	require.True(t, d.Drain(time.Second))
+	assert.Error(t, d.Close(), "a region is still registered")
+	require.NoError(t, d.Unregister(reg))
+	require.NoError(t, d.Close())
+	_, err = d.Put([]driver.Row{{Key: "k", Spans: []driver.Span{r.Slot(0)}}})
+	assert.True(t, driver.IsRejected(err), "a closed driver rejects work")
+}

@@ -1,0 +1,242 @@
+package memory
+
+import (
+	"sync"
+
+	gen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/runtime/driver"
+)
+
+// op is one recorded Put or Get.
+type op struct {
+	d    *Driver
+	put  bool
+	rows []driver.Row
+
+	mu          sync.Mutex
+	staged      []driver.Result // results computed by move, not yet published
+	started     int             // rows moved so far (in order)
+	moved       bool
+	cancelled   bool
+	results     []driver.Result // published results
+	accessEnded bool
+	unprovable  bool
+	lose        bool          // lose the evidence of the access end
+	holdAccess  chan struct{} // keep access open until closed
+	settled     chan struct{} // closed once results are published and access ended
+	settleOnce  sync.Once
+}
+
+func (o *op) Poll() ([]driver.Result, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.results == nil {
+		return nil, false
+	}
+	return append([]driver.Result(nil), o.results...), true
+}
+
+func (o *op) AccessEnded() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.accessEnded
+}
+
+func (o *op) AccessUnprovable() bool { return o.Unprovable() }
+
+func (o *op) Unprovable() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.unprovable
+}
+
+// accessSettled reports whether the store can no longer touch o's memory.
+func (o *op) accessSettled() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.accessEnded
+}
+
+func (o *op) touches(r *driver.Region) bool {
+	for _, row := range o.rows {
+		for _, s := range row.Spans {
+			if s.Region == r {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Cancel stops rows that have not started; they answer CANCELLED.
+func (o *op) Cancel() {
+	o.mu.Lock()
+	o.cancelled = true
+	o.mu.Unlock()
+}
+
+// run does every stage in order, as the blocking and background modes do.
+func (o *op) run() {
+	o.move()
+	o.publish()
+	if o.lose {
+		o.loseEvidence()
+		return
+	}
+	if o.holdAccess != nil {
+		go func() {
+			<-o.holdAccess
+			o.endAccess()
+		}()
+		return
+	}
+	o.endAccess()
+}
+
+// move moves each row's data, in order, unless the operation was cancelled
+// first: rows that never started answer CANCELLED.
+func (o *op) move() {
+	o.mu.Lock()
+	if o.moved {
+		o.mu.Unlock()
+		return
+	}
+	o.moved = true
+	o.mu.Unlock()
+	for i := range o.rows {
+		o.mu.Lock()
+		cancelled := o.cancelled
+		if !cancelled {
+			o.started = i + 1
+		}
+		o.mu.Unlock()
+		var r driver.Result
+		if cancelled {
+			r = driver.Result{Status: driver.Cancelled}
+		} else if o.put {
+			r = o.putRow(o.rows[i])
+		} else {
+			r = o.getRow(o.rows[i])
+		}
+		o.mu.Lock()
+		o.staged[i] = r
+		o.mu.Unlock()
+	}
+	o.mu.Lock()
+	none := o.started == 0
+	o.mu.Unlock()
+	if none { // every row was cancelled before it started: nothing was touched
+		o.endAccess()
+	}
+}
+
+func (o *op) putRow(row driver.Row) driver.Result {
+	st := o.d.store
+	if code, ok := st.enter(CallPut, row.Key); ok {
+		return gen.MapStorePut(int64(code)).Result
+	}
+	id, code := st.begin(row.Key)
+	if code != gen.OK {
+		return gen.MapStorePut(int64(code)).Result
+	}
+	payload := make([]byte, 0, row.Bytes()+TrailerSize)
+	for _, s := range row.Spans {
+		payload = append(payload, s.Bytes()...)
+	}
+	obj := AppendTrailer(payload, row.Key, payload)
+	code = st.commit(row.Key, id, obj)
+	return gen.MapStorePut(int64(code)).Result
+}
+
+func (o *op) getRow(row driver.Row) driver.Result {
+	st := o.d.store
+	if code, ok := st.enter(CallGet, row.Key); ok {
+		return gen.MapStoreGet(int64(code), row.Bytes()).Result
+	}
+	obj, code := st.get(row.Key)
+	if code != gen.OK {
+		return gen.MapStoreGet(int64(code), row.Bytes()).Result
+	}
+	payload, err := CheckObject(obj, row.Key)
+	if err != nil {
+		m := gen.MapStoreGet(int64(gen.Corrupt), row.Bytes())
+		m.Result.Text += ": " + err.Error()
+		return m.Result
+	}
+	m := gen.MapStoreGet(int64(len(payload)), row.Bytes())
+	if m.Written == driver.WrittenYes {
+		for _, s := range row.Spans {
+			payload = payload[copy(s.Bytes(), payload):]
+		}
+	}
+	return m.Result
+}
+
+func (o *op) publish() {
+	o.move()
+	o.mu.Lock()
+	if o.results == nil {
+		o.results = append([]driver.Result(nil), o.staged...)
+	}
+	o.mu.Unlock()
+	o.maybeSettle()
+}
+
+func (o *op) endAccess() {
+	o.mu.Lock()
+	if !o.unprovable {
+		o.accessEnded = true
+	}
+	o.mu.Unlock()
+	o.maybeSettle()
+}
+
+func (o *op) loseEvidence() {
+	o.mu.Lock()
+	if !o.accessEnded {
+		o.unprovable = true
+	}
+	o.mu.Unlock()
+}
+
+func (o *op) maybeSettle() {
+	o.mu.Lock()
+	done := o.results != nil && o.accessEnded
+	o.mu.Unlock()
+	if done {
+		o.settleOnce.Do(func() {
+			o.d.settle(o)
+			close(o.settled)
+		})
+	}
+}
+
+// Controller releases the stages of an operation of a Controlled driver.
+type Controller struct{ o *op }
+
+// ControllerOf returns the controller of an operation returned by a
+// Controlled driver, or nil for any other operation.
+func ControllerOf(operation driver.Operation) *Controller {
+	o, ok := operation.(*op)
+	if !ok || o.d.opt.Mode != Controlled {
+		return nil
+	}
+	return &Controller{o: o}
+}
+
+// MoveData moves every row's bytes (rows cancelled before this answer
+// CANCELLED). Results stay unpublished.
+func (c *Controller) MoveData() { c.o.move() }
+
+// PublishResults publishes the rows' results, moving data first if needed.
+func (c *Controller) PublishResults() { c.o.publish() }
+
+// EndAccess proves the operation's access ended, moving data first if
+// needed.
+func (c *Controller) EndAccess() {
+	c.o.move()
+	c.o.endAccess()
+}
+
+// LoseEvidence makes the operation's access unprovable for good.
+func (c *Controller) LoseEvidence() { c.o.loseEvidence() }
