@@ -111,6 +111,14 @@ func (s *Store) SetObject(key string, obj []byte) {
 	s.objects[key] = append([]byte(nil), obj...)
 }
 
+// Delete drops the object under key.
+func (s *Store) Delete(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.used -= int64(len(s.objects[key]))
+	delete(s.objects, key)
+}
+
 // enter runs a call's staged hold and injection. It returns the injected
 // code, if any.
 func (s *Store) enter(call, key string) (gen.Code, bool) {

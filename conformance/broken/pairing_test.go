@@ -1,0 +1,53 @@
+package broken_test
+
+import (
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/broken"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/stores/memory"
+	"github.com/kvblob/kvblob/stores/memory/memtest"
+)
+
+func TestMain(m *testing.M) {
+	conformance.Deadline = 2 * time.Second // broken twins fail by timing out; keep that short
+	goleak.VerifyTestMain(m)
+}
+
+func sound(conformance.T) driver.Driver { return memory.New(memory.Options{}) }
+
+// TestPairing runs every conformance check against the sound memory driver,
+// which must pass, and against its broken twin, which must fail. A check
+// with no twin is a defect.
+func TestPairing(t *testing.T) {
+	s := memtest.Scenarios()
+	for _, c := range conformance.Checks {
+		twin, ok := broken.Twins[c.Name]
+		t.Run(c.Name+"/sound", func(t *testing.T) {
+			o := conformance.RunRecorded(c, sound, s)
+			if !o.Passed {
+				t.Errorf("the sound driver did not pass: skipped=%v %s", o.Skipped, o.Reason)
+			}
+		})
+		t.Run(c.Name+"/broken", func(t *testing.T) {
+			if !ok {
+				t.Fatalf("check %q has no broken twin in conformance/broken", c.Name)
+			}
+			o := conformance.RunRecorded(c, func(t conformance.T) driver.Driver { return twin(sound(t)) }, s)
+			if o.Passed || o.Skipped {
+				t.Errorf("the broken twin was not caught (passed=%v skipped=%v %s)", o.Passed, o.Skipped, o.Reason)
+			} else {
+				t.Logf("caught: %s", o.Reason)
+			}
+		})
+	}
+	for name := range broken.Twins {
+		if _, ok := conformance.CheckByName(name); !ok {
+			t.Errorf("broken twin %q matches no check", name)
+		}
+	}
+}

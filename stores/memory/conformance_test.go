@@ -1,0 +1,67 @@
+package memory_test
+
+import (
+	"testing"
+
+	"github.com/kvblob/kvblob/conformance"
+	gen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/memory"
+	"github.com/kvblob/kvblob/stores/memory/memtest"
+)
+
+// TestConformance runs the suite over the memory driver five ways.
+func TestConformance(t *testing.T) {
+	shared := memory.NewStore(0)
+	ways := []struct {
+		name string
+		f    conformance.Factory
+	}{
+		{"blocking", memtest.Factory(memory.Options{})},
+		{"hint-free", memtest.Factory(memory.Options{NoHints: true})},
+		{"background", memtest.Factory(memory.Options{Mode: memory.Background})},
+		{"shared-store", memtest.Factory(memory.Options{Store: shared})},
+		{"pool-registered-first", func(t conformance.T) driver.Driver {
+			d := memory.New(memory.Options{Mode: memory.Background})
+			pool, err := hostmem.NewRegion("pool", driver.Layout{SlotBytes: 4096, Slots: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg, err := d.Register(pool.Region)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return &poolFirst{Driver: d, pool: pool, reg: reg}
+		}},
+	}
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) { conformance.Run(t, w.f, memtest.Scenarios()) })
+	}
+}
+
+// TestSpecCases runs spec/memory.yaml's generated cases.
+func TestSpecCases(t *testing.T) {
+	conformance.RunCases(t, memtest.Factory(memory.Options{}), gen.Cases, memtest.Stage, false)
+}
+
+// poolFirst is a memory driver with a pool registered before any check ran;
+// its Close unregisters the pool first, as the pool's owner would.
+type poolFirst struct {
+	*memory.Driver
+	pool *hostmem.Region
+	reg  driver.Registration
+}
+
+func (p *poolFirst) Unwrap() driver.Driver { return p.Driver }
+
+func (p *poolFirst) Close() error {
+	if p.reg != nil {
+		if err := p.Driver.Unregister(p.reg); err != nil {
+			return err
+		}
+		p.reg = nil
+		_ = p.pool.Close()
+	}
+	return p.Driver.Close()
+}

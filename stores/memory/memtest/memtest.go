@@ -1,0 +1,86 @@
+// Package memtest wires the memory store into the conformance suite: the
+// scenarios its Store can stage, the stager for generated/memory's cases,
+// and the factories of the five ways the suite runs over it.
+package memtest
+
+import (
+	"fmt"
+
+	"github.com/kvblob/kvblob/conformance"
+	gen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/stores/memory"
+)
+
+// Unwrapper is a driver that decorates another (as broken drivers do).
+type Unwrapper interface{ Unwrap() driver.Driver }
+
+// Memory returns the *memory.Driver under d, unwrapping decorators.
+func Memory(d driver.Driver) *memory.Driver {
+	for {
+		switch x := d.(type) {
+		case *memory.Driver:
+			return x
+		case Unwrapper:
+			d = x.Unwrap()
+		default:
+			panic(fmt.Sprintf("memtest: %T is not a memory driver", d))
+		}
+	}
+}
+
+// Scenarios are every scenario the memory store stages.
+func Scenarios() conformance.Scenarios {
+	return conformance.Scenarios{
+		HoldGet: func(d driver.Driver, key string) (<-chan struct{}, func()) {
+			return Memory(d).Store().Hold(memory.CallGet, key)
+		},
+		Writing:    func(d driver.Driver, key string) func() { return Memory(d).Store().BeginExternal(key) },
+		Full:       func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallPut, key, gen.Full) },
+		FailPut:    func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallPut, key, gen.IOError) },
+		FailRead:   func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallGet, key, gen.IOError) },
+		Unprovable: func(d driver.Driver) { Memory(d).LoseEvidenceNext() },
+		HoldAccess: func(d driver.Driver) func() { return Memory(d).HoldAccessNext() },
+	}
+}
+
+// Factory returns a conformance factory for memory drivers with opt. A nil
+// opt.Store gives each driver a store of its own.
+func Factory(opt memory.Options) conformance.Factory {
+	return func(conformance.T) driver.Driver { return memory.New(opt) }
+}
+
+// Stage makes the memory store answer case c for key.
+func Stage(h *conformance.Harness, c driver.SpecCase, key string) error {
+	st := Memory(h.D).Store()
+	payload := make([]byte, conformance.RowBytes)
+	for i := range payload {
+		payload[i] = byte(i)
+	}
+	if c.Op == driver.OpGet {
+		st.SetObject(key, memory.EncodeObject(key, payload))
+	}
+	switch {
+	case c.Answer.Size == driver.SizeWhole:
+	case c.Answer.Size == driver.SizeShort:
+		st.SetObject(key, memory.EncodeObject(key, payload[:len(payload)/2]))
+	case gen.Code(c.Answer.Code) == gen.OK:
+	case gen.Code(c.Answer.Code) == gen.Pending:
+		st.BeginExternal(key)
+		st.SetObject(key, nil)
+		st.Delete(key)
+	case gen.Code(c.Answer.Code) == gen.NotFound && c.Op == driver.OpGet:
+		st.Delete(key)
+	case gen.Code(c.Answer.Code) == gen.Corrupt:
+		obj := memory.EncodeObject(key, payload)
+		obj[0] ^= 0xff
+		st.SetObject(key, obj)
+	default:
+		call := memory.CallPut
+		if c.Op == driver.OpGet {
+			call = memory.CallGet
+		}
+		st.Inject(call, key, gen.Code(c.Answer.Code))
+	}
+	return nil
+}
