@@ -1,0 +1,175 @@
+package backend
+
+import (
+	"github.com/kvblob/kvblob/runtime/driver"
+)
+
+type batchState uint8
+
+const (
+	queued batchState = iota
+	started
+	dropped
+)
+
+// batch is the rows of one driver call.
+type batch struct {
+	a     *Attempt
+	rows  []driver.Row
+	idx   []int // the rows' indices in the attempt's view
+	bytes int64
+
+	state           batchState
+	op              driver.Operation
+	callStart       timeWithWarning
+	resultsRecorded bool
+	accessEnded     bool
+	unprovable      bool
+}
+
+// settled reports whether nothing more will be learned about the batch:
+// results recorded and access ended, or unprovable with results recorded.
+func (bt *batch) settled() bool {
+	return bt.resultsRecorded && (bt.accessEnded || bt.unprovable)
+}
+
+// Outcome is what an attempt delivered.
+type Outcome struct {
+	// Results holds one result per view row. Rows that never started
+	// (dropped after a fault, a cancel or a shutdown) are CANCELLED.
+	Results []driver.Result
+	// Delivered marks the READY rows.
+	Delivered []bool
+	// Prefix is the number of leading rows delivered: what a prefix reuse
+	// may use.
+	Prefix int
+	// Fault says why the attempt stopped early or why a row failed ("" if
+	// nothing did).
+	Fault string
+}
+
+// Attempt is one Publish or Fetch.
+type Attempt struct {
+	b       *Backend
+	fetch   bool
+	hint    driver.Hint
+	results []driver.Result
+	batches []*batch
+	stopped bool
+	fault   string
+}
+
+// Poll returns the outcome and true once every batch has recorded its
+// results or was dropped; until then it returns false.
+func (a *Attempt) Poll() (Outcome, bool) {
+	a.b.mu.Lock()
+	defer a.b.mu.Unlock()
+	if !a.doneLocked() {
+		return Outcome{}, false
+	}
+	o := Outcome{Results: append([]driver.Result(nil), a.results...), Delivered: make([]bool, len(a.results)), Fault: a.fault}
+	prefix := true
+	for i, r := range a.results {
+		o.Delivered[i] = r.Status == driver.Ready
+		if prefix && o.Delivered[i] {
+			o.Prefix++
+		} else {
+			prefix = false
+		}
+	}
+	return o, true
+}
+
+// Quiesced reports whether no store can touch the attempt's slots any more:
+// its outcome is final and every batch that started proved its access
+// ended. An attempt with an unprovable batch never quiesces.
+func (a *Attempt) Quiesced() bool {
+	a.b.mu.Lock()
+	defer a.b.mu.Unlock()
+	return a.quiescedLocked()
+}
+
+// Cancel drops the attempt's queued batches (their rows answer CANCELLED)
+// and asks the driver, best effort, to cancel the ones started.
+func (a *Attempt) Cancel() {
+	b := a.b
+	b.mu.Lock()
+	a.stopLocked("cancelled")
+	var ops []driver.Operation
+	for _, bt := range a.batches {
+		if bt.state == started && bt.op != nil && !bt.resultsRecorded {
+			ops = append(ops, bt.op)
+		}
+	}
+	b.notifyLocked()
+	b.mu.Unlock()
+	for _, op := range ops {
+		op.Cancel()
+	}
+	b.wake()
+}
+
+func (a *Attempt) doneLocked() bool {
+	for _, bt := range a.batches {
+		if bt.state == queued || (bt.state == started && !bt.resultsRecorded) {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *Attempt) quiescedLocked() bool {
+	if !a.doneLocked() {
+		return false
+	}
+	for _, bt := range a.batches {
+		if bt.state == started && !bt.accessEnded {
+			return false
+		}
+	}
+	return true
+}
+
+// pinnedLocked reports whether the attempt holds an unprovable batch, so
+// that neither its outcome's quiescence nor a region's registration can
+// ever clear.
+func (a *Attempt) pinnedLocked() bool {
+	for _, bt := range a.batches {
+		if bt.unprovable {
+			return true
+		}
+	}
+	return false
+}
+
+// stopLocked drops every queued batch of the attempt; their rows answer
+// CANCELLED. The first reason is kept as the attempt's fault.
+func (a *Attempt) stopLocked(reason string) {
+	if a.fault == "" {
+		a.fault = reason
+	}
+	a.stopped = true
+	for _, bt := range a.batches {
+		if bt.state != queued {
+			continue
+		}
+		bt.state = dropped
+		for _, i := range bt.idx {
+			a.results[i] = driver.Result{Status: driver.Cancelled}
+		}
+	}
+}
+
+// recordLocked records a batch's results once. A FAULT stops a fetch's
+// later batches.
+func (a *Attempt) recordLocked(bt *batch, res []driver.Result) {
+	for k, r := range res {
+		a.results[bt.idx[k]] = r
+		if r.Status == driver.Fault && a.fetch && !a.stopped {
+			a.stopLocked("row " + bt.rows[k].Key + ": " + r.Text)
+		} else if r.Status == driver.Fault && a.fault == "" {
+			a.fault = "row " + bt.rows[k].Key + ": " + r.Text
+		}
+	}
+	bt.resultsRecorded = true
+}

@@ -1,0 +1,340 @@
+// Package backend is what a Go serving runtime embeds to move KV rows
+// through any store driver: it validates a view, cuts it into batches,
+// drives them through the driver on worker goroutines, and reports per
+// attempt which rows were delivered and whether any store may still touch
+// the attempt's slots.
+//
+// The rules, each pinned by a test named after it:
+//
+//   - Submission validates the whole view, cuts batches by rows, bytes and
+//     the driver's MaxRowsPerOp, queues them and never calls the driver.
+//   - Config.Workers goroutines call Put and Get. Fetches go first; after
+//     four fetch batches taken while a publish batch waited, that publish
+//     goes next. Publishes use at most max(1, Workers-1) workers.
+//   - A batch counts as started before it enters the driver.
+//   - One progress goroutine is the only observer of operations a worker
+//     could not settle. Each batch records its results and its access end
+//     once.
+//   - An unprovable operation is counted (Stats.BatchesUnprovable), polled
+//     only until its results are recorded, and its attempt never quiesces.
+//   - A fault stops a fetch's later batches; a publish stops only when a
+//     call failed as a whole. After a fault the outcome waits for batches
+//     already started.
+//   - A driver error other than DriverRejected, or a poll with the wrong row
+//     count, is a protocol violation: every later submission is refused
+//     naming it, and queued batches are dropped.
+//   - Shutdown never calls the driver. It returns within its budget, or as
+//     soon as every open attempt is pinned by an unprovable call. Drain and
+//     unregister run on the progress goroutine, with retries.
+//   - A driver call past Config.SlowCall (60 s) logs one warning; Stats
+//     reports the oldest call's age.
+package backend
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kvblob/kvblob/runtime/driver"
+)
+
+// Config configures a Backend. Its defaults assume nothing about the
+// driver: one worker, and no batch limit of the backend's own.
+type Config struct {
+	// Workers is the number of goroutines calling the driver (0: 1).
+	Workers int
+	// RowsPerBatch bounds the rows of one driver call (0: no bound).
+	RowsPerBatch int
+	// BytesPerBatch bounds the payload bytes of one driver call (0: no bound).
+	BytesPerBatch int64
+	// Prefix is the key prefix (default "kvblob").
+	Prefix string
+	// SlowCall is how long a driver call may run before one warning is
+	// logged (0: 60 s).
+	SlowCall time.Duration
+	// Logger receives the slow-call warnings (zero value: discarded).
+	Logger zerolog.Logger
+}
+
+// DefaultSlowCall is the default Config.SlowCall.
+const DefaultSlowCall = 60 * time.Second
+
+func (c *Config) normalize() error {
+	if c.Workers < 0 {
+		return fmt.Errorf("backend: Workers is %d; want 0 (one worker) or more", c.Workers)
+	}
+	if c.RowsPerBatch < 0 {
+		return fmt.Errorf("backend: RowsPerBatch is %d; want 0 (no bound) or more", c.RowsPerBatch)
+	}
+	if c.BytesPerBatch < 0 {
+		return fmt.Errorf("backend: BytesPerBatch is %d; want 0 (no bound) or more", c.BytesPerBatch)
+	}
+	if c.SlowCall < 0 {
+		return fmt.Errorf("backend: SlowCall is %v; want 0 (60 s) or more", c.SlowCall)
+	}
+	if c.Workers == 0 {
+		c.Workers = 1
+	}
+	if c.Prefix == "" {
+		c.Prefix = "kvblob"
+	}
+	if c.SlowCall == 0 {
+		c.SlowCall = DefaultSlowCall
+	}
+	return nil
+}
+
+// ViewRow is one row of a view: the row's name (its key is the backend's
+// stem + hex(name)) and the spans of lent memory holding it.
+type ViewRow struct {
+	Name  []byte
+	Spans []driver.Span
+}
+
+// View is what a runtime submits: rows in order.
+type View []ViewRow
+
+// InvalidSubmission is returned for a view or hint the backend refuses
+// before queueing anything.
+type InvalidSubmission struct{ Reason string }
+
+func (e *InvalidSubmission) Error() string { return "backend: invalid submission: " + e.Reason }
+
+// SubmissionRejected is returned once the backend takes no more work: after
+// Shutdown, or after the driver broke its protocol.
+type SubmissionRejected struct{ Reason string }
+
+func (e *SubmissionRejected) Error() string { return "backend: submission rejected: " + e.Reason }
+
+// Stats is a snapshot of the backend's counters.
+type Stats struct {
+	Attempts          int
+	BatchesQueued     int
+	BatchesStarted    int
+	BatchesSettled    int
+	BatchesUnprovable int
+	CallsOpen         int           // batches started and not settled
+	OldestCall        time.Duration // age of the oldest open call
+	ProtocolViolation string
+	ShutDown          bool
+}
+
+// Backend moves views through one driver.
+type Backend struct {
+	cfg     Config
+	binding *RegionBinding
+	d       driver.Driver
+	caps    driver.Capabilities
+	stem    driver.Stem
+	wake    func()
+	pubCap  int
+
+	mu         sync.Mutex
+	cond       *sync.Cond
+	fetchQ     []*batch
+	pubQ       []*batch
+	waited     int // fetch batches taken while a publish batch waited
+	publishing int
+	open       []*batch // started, not settled
+	attempts   map[*Attempt]bool
+	closing    bool
+	workers    int
+	finished   bool // progress goroutine done
+	violation  string
+	stats      Stats
+	changed    chan struct{}
+	kick       chan struct{}
+	done       chan struct{}
+}
+
+// New starts a backend over binding's driver. wake is called after every
+// state change, outside the backend's lock.
+func New(binding *RegionBinding, wake func(), cfg Config) (*Backend, error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	stem, err := driver.KeyStem(cfg.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("backend: %w", err)
+	}
+	if wake == nil {
+		wake = func() {}
+	}
+	d := binding.Driver()
+	b := &Backend{
+		cfg: cfg, binding: binding, d: d, caps: d.Capabilities(), stem: stem, wake: wake,
+		pubCap: max(1, cfg.Workers-1), attempts: map[*Attempt]bool{}, workers: cfg.Workers,
+		changed: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{}),
+	}
+	b.cond = sync.NewCond(&b.mu)
+	for i := 0; i < cfg.Workers; i++ {
+		go b.worker()
+	}
+	go b.progress()
+	return b, nil
+}
+
+// BatchSize returns the rows and bytes of one driver call for rows of one
+// slot of region r, and false when neither the backend nor the driver
+// bounds a call.
+func (b *Backend) BatchSize(r *driver.Region) (rows int, bytes int64, bounded bool) {
+	rows = b.rowLimit()
+	if b.cfg.BytesPerBatch > 0 && r.Layout.SlotBytes > 0 {
+		byBytes := int(max(1, b.cfg.BytesPerBatch/r.Layout.SlotBytes))
+		if rows == 0 || byBytes < rows {
+			rows = byBytes
+		}
+	}
+	if rows == 0 {
+		return 0, 0, false
+	}
+	return rows, int64(rows) * r.Layout.SlotBytes, true
+}
+
+func (b *Backend) rowLimit() int {
+	rows := b.cfg.RowsPerBatch
+	if m := b.caps.MaxRowsPerOp; m > 0 && (rows == 0 || m < rows) {
+		rows = m
+	}
+	return rows
+}
+
+// Publish stores a view's rows. It never calls the driver: it validates,
+// queues, and returns the attempt.
+func (b *Backend) Publish(v View) (*Attempt, error) { return b.submit(v, driver.Hint{}, false) }
+
+// Fetch reads a view's rows. A non-zero hint goes unchanged to every get of
+// a driver that declares hints, and is refused for any other driver.
+func (b *Backend) Fetch(v View, hint driver.Hint) (*Attempt, error) { return b.submit(v, hint, true) }
+
+func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error) {
+	rows, err := b.validate(v, hint, fetch)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if b.violation != "" {
+		b.mu.Unlock()
+		return nil, &SubmissionRejected{Reason: "the driver broke its protocol: " + b.violation}
+	}
+	if b.closing {
+		b.mu.Unlock()
+		return nil, &SubmissionRejected{Reason: "the backend is shut down"}
+	}
+	a := &Attempt{b: b, fetch: fetch, hint: hint, results: make([]driver.Result, len(rows))}
+	for _, bt := range b.cut(rows) {
+		bt.a = a
+		a.batches = append(a.batches, bt)
+		if fetch {
+			b.fetchQ = append(b.fetchQ, bt)
+		} else {
+			b.pubQ = append(b.pubQ, bt)
+		}
+		b.stats.BatchesQueued++
+	}
+	b.attempts[a] = true
+	b.stats.Attempts++
+	b.cond.Broadcast()
+	b.notifyLocked()
+	b.mu.Unlock()
+	b.wake()
+	return a, nil
+}
+
+// validate checks the whole view before anything is queued.
+func (b *Backend) validate(v View, hint driver.Hint, fetch bool) ([]driver.Row, error) {
+	bad := func(format string, args ...any) error {
+		return &InvalidSubmission{Reason: fmt.Sprintf(format, args...)}
+	}
+	if !hint.IsZero() {
+		if !fetch {
+			return nil, bad("a publish takes no hint")
+		}
+		if !b.caps.Hints {
+			return nil, bad("a hint was given, but the driver does not declare hints")
+		}
+	}
+	if len(v) == 0 {
+		return nil, bad("the view has no rows")
+	}
+	rows := make([]driver.Row, len(v))
+	seen := make(map[string]int, len(v))
+	for i, vr := range v {
+		if len(vr.Name) == 0 {
+			return nil, bad("row %d has an empty name", i)
+		}
+		if len(vr.Spans) == 0 {
+			return nil, bad("row %d has no span", i)
+		}
+		if len(vr.Spans) > 1 && !b.caps.MultiSpan {
+			return nil, bad("row %d has %d spans; the driver takes one span per row", i, len(vr.Spans))
+		}
+		for j, s := range vr.Spans {
+			if err := s.Validate(); err != nil {
+				return nil, bad("row %d span %d: %v", i, j, err)
+			}
+			if !b.binding.Registered(s.Region) {
+				return nil, bad("row %d span %d is in region %q, which this backend did not register", i, j, s.Region.Name)
+			}
+		}
+		key, err := b.stem.Key(vr.Name)
+		if err != nil {
+			return nil, bad("row %d: %v", i, err)
+		}
+		if j, ok := seen[key]; ok {
+			return nil, bad("rows %d and %d have the same name %x", j, i, vr.Name)
+		}
+		seen[key] = i
+		rows[i] = driver.Row{Key: key, Spans: vr.Spans}
+	}
+	return rows, nil
+}
+
+// cut splits rows into batches by the row and byte limits.
+func (b *Backend) cut(rows []driver.Row) []*batch {
+	maxRows := b.rowLimit()
+	maxBytes := b.cfg.BytesPerBatch
+	var out []*batch
+	cur := &batch{}
+	for i, r := range rows {
+		n := r.Bytes()
+		full := len(cur.rows) > 0 && ((maxRows > 0 && len(cur.rows) >= maxRows) || (maxBytes > 0 && cur.bytes+n > maxBytes))
+		if full {
+			out = append(out, cur)
+			cur = &batch{}
+		}
+		cur.rows = append(cur.rows, r)
+		cur.idx = append(cur.idx, i)
+		cur.bytes += n
+	}
+	return append(out, cur)
+}
+
+// notifyLocked wakes everything waiting for a state change. b.mu is held.
+func (b *Backend) notifyLocked() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Stats returns a snapshot of the counters.
+func (b *Backend) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.stats
+	s.CallsOpen = len(b.open)
+	now := time.Now()
+	for _, bt := range b.open {
+		if age := now.Sub(bt.callStart.Time); age > s.OldestCall {
+			s.OldestCall = age
+		}
+	}
+	s.ProtocolViolation = b.violation
+	s.ShutDown = b.finished
+	return s
+}

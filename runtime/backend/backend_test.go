@@ -1,0 +1,637 @@
+package backend_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/kvblob/kvblob/runtime/backend"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/memory"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const slotBytes = 1024
+
+// hookDriver wraps a memory driver. Each call is recorded; before, when
+// set, runs first and may answer the call itself.
+type hookDriver struct {
+	*memory.Driver
+	caps   *driver.Capabilities
+	mu     sync.Mutex
+	calls  []call
+	before func(c call) (driver.Operation, error, bool)
+}
+
+type call struct {
+	op   string // put or get
+	keys []string
+	rows []driver.Row
+	hint driver.Hint
+}
+
+func (h *hookDriver) Capabilities() driver.Capabilities {
+	if h.caps != nil {
+		return *h.caps
+	}
+	return h.Driver.Capabilities()
+}
+
+func (h *hookDriver) record(op string, rows []driver.Row, hint driver.Hint) (driver.Operation, error, bool) {
+	c := call{op: op, rows: rows, hint: hint}
+	for _, r := range rows {
+		c.keys = append(c.keys, r.Key)
+	}
+	h.mu.Lock()
+	h.calls = append(h.calls, c)
+	before := h.before
+	h.mu.Unlock()
+	if before != nil {
+		return before(c)
+	}
+	return nil, nil, false
+}
+
+func (h *hookDriver) Put(rows []driver.Row) (driver.Operation, error) {
+	if op, err, ok := h.record("put", rows, driver.Hint{}); ok {
+		return op, err
+	}
+	return h.Driver.Put(rows)
+}
+
+func (h *hookDriver) Get(rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
+	if op, err, ok := h.record("get", rows, hint); ok {
+		return op, err
+	}
+	return h.Driver.Get(rows, hint)
+}
+
+func (h *hookDriver) Calls() []call {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]call(nil), h.calls...)
+}
+
+type env struct {
+	t      *testing.T
+	lender *hostmem.Lender
+	hold   *hostmem.Hold
+	d      *hookDriver
+	be     *backend.Backend
+	region *driver.Region
+}
+
+func newEnv(t *testing.T, opt memory.Options, cfg backend.Config) *env {
+	t.Helper()
+	lender, err := hostmem.NewLender("slots", driver.Layout{SlotBytes: slotBytes, Slots: 64})
+	require.NoError(t, err)
+	hold, err := lender.Hold()
+	require.NoError(t, err)
+	d := &hookDriver{Driver: memory.New(opt)}
+	bind, err := backend.Bind(hold.Regions(), d, hold)
+	require.NoError(t, err)
+	be, err := backend.New(bind, nil, cfg)
+	require.NoError(t, err)
+	e := &env{t: t, lender: lender, hold: hold, d: d, be: be, region: hold.Regions()[0]}
+	t.Cleanup(func() {
+		if e.be.Shutdown(10 * time.Second) {
+			require.True(t, e.hold.Released(), "a clean shutdown releases the hold")
+			require.NoError(t, e.lender.Close())
+		} else {
+			t.Logf("shutdown did not finish; keeping the lender's memory")
+		}
+	})
+	return e
+}
+
+// view returns n rows named prefix-i over slots from, from+1, ...
+func (e *env) view(prefix string, from, n int) backend.View {
+	v := make(backend.View, n)
+	for i := range v {
+		s := e.region.Slot(from + i)
+		v[i] = backend.ViewRow{Name: []byte(fmt.Sprintf("%s-%d", prefix, i)), Spans: []driver.Span{s}}
+	}
+	return v
+}
+
+func (e *env) fill(v backend.View, seed byte) {
+	for i, r := range v {
+		b := r.Spans[0].Bytes()
+		for j := range b {
+			b[j] = seed + byte(i) + byte(j)
+		}
+	}
+}
+
+func wait(t *testing.T, a *backend.Attempt) backend.Outcome {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if o, done := a.Poll(); done {
+			return o
+		}
+		require.True(t, time.Now().Before(deadline), "attempt did not finish within 10s")
+		time.Sleep(100 * time.Microsecond) // polling an attempt, as a runtime does
+	}
+}
+
+func waitQuiesced(t *testing.T, a *backend.Attempt) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !a.Quiesced() {
+		require.True(t, time.Now().Before(deadline), "attempt did not quiesce within 10s")
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+func TestRoundTripThroughTheBackendIsByteForByte(t *testing.T) {
+	e := newEnv(t, memory.Options{Mode: memory.Background}, backend.Config{Workers: 3, RowsPerBatch: 4})
+	src := e.view("r", 0, 10)
+	e.fill(src, 3)
+	o := wait(t, must(e.be.Publish(src)))
+	assert.Equal(t, 10, o.Prefix)
+	dst := e.view("r", 20, 10)
+	a := must(e.be.Fetch(dst, driver.Hint{}))
+	o = wait(t, a)
+	waitQuiesced(t, a)
+	assert.Equal(t, 10, o.Prefix)
+	for i := range src {
+		assert.True(t, bytes.Equal(src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes()), "row %d", i)
+	}
+}
+
+func must(a *backend.Attempt, err error) *backend.Attempt {
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+func TestSubmissionValidatesTheWholeViewAndNeverCallsTheDriver(t *testing.T) {
+	e := newEnv(t, memory.Options{NoHints: true}, backend.Config{})
+	foreign := &driver.Region{Name: "foreign", Kind: driver.Host, Layout: driver.Layout{SlotBytes: slotBytes, Slots: 1}, Mem: make([]byte, slotBytes)}
+	good := e.view("g", 0, 2)
+	cases := []struct {
+		name  string
+		view  backend.View
+		hint  driver.Hint
+		fetch bool
+		want  string
+	}{
+		{"no rows", nil, driver.Hint{}, false, "no rows"},
+		{"empty name", backend.View{{Name: nil, Spans: good[0].Spans}}, driver.Hint{}, false, "empty name"},
+		{"no span", backend.View{{Name: []byte("x")}}, driver.Hint{}, false, "no span"},
+		{"invalid span", backend.View{{Name: []byte("x"), Spans: []driver.Span{{Region: e.region, Offset: -1, Length: 8}}}}, driver.Hint{}, false, "negative"},
+		{"a region the backend did not register", backend.View{{Name: []byte("x"), Spans: []driver.Span{foreign.Slot(0)}}}, driver.Hint{}, false, "did not register"},
+		{"repeated name", backend.View{good[0], good[0]}, driver.Hint{}, false, "same name"},
+		{"hint to a hint-free driver", good, driver.NewHint([]byte("h")), true, "does not declare hints"},
+		{"a bad row after good ones", append(append(backend.View{}, good...), backend.ViewRow{Name: []byte("z")}), driver.Hint{}, true, "row 2 has no span"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			if c.fetch {
+				_, err = e.be.Fetch(c.view, c.hint)
+			} else {
+				_, err = e.be.Publish(c.view) // a publish has no hint parameter at all
+			}
+			var inv *backend.InvalidSubmission
+			require.ErrorAs(t, err, &inv)
+			assert.Contains(t, inv.Reason, c.want)
+		})
+	}
+	assert.Empty(t, e.d.Calls(), "no invalid submission may reach the driver")
+}
+
+func TestBatchesAreCutByRowsBytesAndMaxRowsPerOp(t *testing.T) {
+	cases := []struct {
+		name     string
+		cfg      backend.Config
+		maxRows  int
+		rows     int
+		wantCuts []int
+	}{
+		{"no limits: one call", backend.Config{}, 0, 10, []int{10}},
+		{"rows per batch", backend.Config{RowsPerBatch: 4}, 0, 10, []int{4, 4, 2}},
+		{"bytes per batch", backend.Config{BytesPerBatch: 3 * slotBytes}, 0, 7, []int{3, 3, 1}},
+		{"the driver's MaxRowsPerOp", backend.Config{RowsPerBatch: 8}, 3, 7, []int{3, 3, 1}},
+		{"a row larger than the byte cap goes alone", backend.Config{BytesPerBatch: slotBytes / 2}, 0, 2, []int{1, 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, memory.Options{MaxRowsPerOp: c.maxRows}, c.cfg)
+			wait(t, must(e.be.Publish(e.view("r", 0, c.rows))))
+			var got []int
+			for _, cl := range e.d.Calls() {
+				got = append(got, len(cl.rows))
+			}
+			assert.Equal(t, c.wantCuts, got)
+		})
+	}
+}
+
+func TestBatchSizeSaysTheRowsAndBytesOfOneCall(t *testing.T) {
+	e := newEnv(t, memory.Options{}, backend.Config{})
+	_, _, bounded := e.be.BatchSize(e.region)
+	assert.False(t, bounded, "no limit anywhere: unbounded")
+	e2 := newEnv(t, memory.Options{MaxRowsPerOp: 16}, backend.Config{RowsPerBatch: 32, BytesPerBatch: 8 * slotBytes})
+	rows, n, bounded := e2.be.BatchSize(e2.region)
+	assert.True(t, bounded)
+	assert.Equal(t, 8, rows)
+	assert.Equal(t, int64(8*slotBytes), n)
+}
+
+func TestAFetchHintReachesEveryGetOfADriverThatReadsHints(t *testing.T) {
+	e := newEnv(t, memory.Options{}, backend.Config{RowsPerBatch: 2})
+	wait(t, must(e.be.Publish(e.view("r", 0, 6))))
+	hint := driver.NewHint([]byte("node-3"))
+	wait(t, must(e.be.Fetch(e.view("r", 10, 6), hint)))
+	gets := 0
+	for _, c := range e.d.Calls() {
+		if c.op == "get" {
+			gets++
+			assert.Equal(t, []byte("node-3"), c.hint.Bytes())
+		}
+	}
+	assert.Equal(t, 3, gets)
+}
+
+// gate blocks every driver call until released, counting calls in flight.
+type gate struct {
+	mu       sync.Mutex
+	inFlight map[string]int
+	peak     map[string]int
+	order    []string
+	release  chan struct{}
+	entered  chan string
+}
+
+func newGate() *gate {
+	return &gate{inFlight: map[string]int{}, peak: map[string]int{}, release: make(chan struct{}), entered: make(chan string, 1000)}
+}
+
+func (g *gate) hook(inner *memory.Driver) func(c call) (driver.Operation, error, bool) {
+	return func(c call) (driver.Operation, error, bool) {
+		g.mu.Lock()
+		g.inFlight[c.op]++
+		g.peak[c.op] = max(g.peak[c.op], g.inFlight[c.op])
+		g.order = append(g.order, c.op+":"+strings.Split(c.keys[0], "/v1/")[1])
+		g.mu.Unlock()
+		g.entered <- c.op
+		<-g.release
+		g.mu.Lock()
+		g.inFlight[c.op]--
+		g.mu.Unlock()
+		if c.op == "put" {
+			op, err := inner.Put(c.rows)
+			return op, err, true
+		}
+		op, err := inner.Get(c.rows, c.hint)
+		return op, err, true
+	}
+}
+
+func TestFetchesGoFirstAndAPublishGoesAfterFourFetches(t *testing.T) {
+	e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 1})
+	g := newGate()
+	e.d.before = g.hook(e.d.Driver)
+	// A first fetch occupies the only worker, so everything after it queues.
+	first := must(e.be.Fetch(e.view("f0", 0, 1), driver.Hint{}))
+	<-g.entered
+	pub := must(e.be.Publish(e.view("p", 1, 2)))
+	fetch := must(e.be.Fetch(e.view("f", 3, 6), driver.Hint{}))
+	close(g.release)
+	wait(t, first)
+	wait(t, pub)
+	wait(t, fetch)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	hexOf := func(s string) string { return fmt.Sprintf("%x", s) }
+	want := []string{"get:" + hexOf("f0-0"),
+		"get:" + hexOf("f-0"), "get:" + hexOf("f-1"), "get:" + hexOf("f-2"), "get:" + hexOf("f-3"),
+		"put:" + hexOf("p-0"),
+		"get:" + hexOf("f-4"), "get:" + hexOf("f-5"),
+		"put:" + hexOf("p-1")}
+	assert.Equal(t, want, g.order)
+}
+
+func TestPublishesUseAtMostWorkersMinusOne(t *testing.T) {
+	for _, workers := range []int{1, 2, 4} {
+		t.Run(fmt.Sprint(workers, " workers"), func(t *testing.T) {
+			e := newEnv(t, memory.Options{}, backend.Config{Workers: workers, RowsPerBatch: 1})
+			g := newGate()
+			e.d.before = g.hook(e.d.Driver)
+			pub := must(e.be.Publish(e.view("p", 0, 8)))
+			capacity := max(1, workers-1)
+			for i := 0; i < capacity; i++ {
+				<-g.entered
+			}
+			// A fetch still finds a free worker when there are two or more.
+			var fetch *backend.Attempt
+			if workers > 1 {
+				fetch = must(e.be.Fetch(e.view("f", 20, 1), driver.Hint{}))
+				assert.Equal(t, "get", <-g.entered)
+			}
+			close(g.release)
+			wait(t, pub)
+			if fetch != nil {
+				wait(t, fetch)
+			}
+			g.mu.Lock()
+			assert.Equal(t, capacity, g.peak["put"])
+			g.mu.Unlock()
+		})
+	}
+}
+
+func TestAPublishNeverStarvesUnderAStreamOfFetches(t *testing.T) {
+	e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 1})
+	g := newGate()
+	e.d.before = g.hook(e.d.Driver)
+	first := must(e.be.Fetch(e.view("f0", 0, 1), driver.Hint{}))
+	<-g.entered
+	pub := must(e.be.Publish(e.view("p", 1, 1)))
+	var fetches []*backend.Attempt
+	for i := 0; i < 20; i++ {
+		fetches = append(fetches, must(e.be.Fetch(e.view(fmt.Sprint("s", i), 2+i, 1), driver.Hint{})))
+	}
+	close(g.release)
+	wait(t, pub)
+	wait(t, first)
+	for _, f := range fetches {
+		wait(t, f)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, o := range g.order {
+		if strings.HasPrefix(o, "put:") {
+			assert.LessOrEqual(t, i, 5, "the publish waited behind more than four fetches")
+		}
+	}
+}
+
+func TestABatchCountsAsStartedBeforeItEntersTheDriver(t *testing.T) {
+	e := newEnv(t, memory.Options{}, backend.Config{})
+	g := newGate()
+	e.d.before = g.hook(e.d.Driver)
+	a := must(e.be.Publish(e.view("p", 0, 1)))
+	<-g.entered // the worker is inside the driver
+	assert.Equal(t, 1, e.be.Stats().BatchesStarted)
+	a.Cancel()
+	assert.False(t, a.Quiesced(), "a cancelled attempt whose batch is in the driver must not quiesce")
+	_, done := a.Poll()
+	assert.False(t, done)
+	close(g.release)
+	o := wait(t, a)
+	waitQuiesced(t, a)
+	assert.Equal(t, driver.Ready, o.Results[0].Status, "the started batch ran; cancel did not fake its result")
+}
+
+// failRows makes the memory store fail the named keys' gets.
+func (e *env) failGets(v backend.View, stemPrefix string) {
+	for _, r := range v {
+		key, _ := driver.Key(stemPrefix, r.Name)
+		e.d.Store().Inject(memory.CallGet, key, -5)
+	}
+}
+
+func TestAFetchWithAFaultInItsThirdBatchOfFiveMarksOnlyTheDeliveredPrefix(t *testing.T) {
+	e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 2})
+	src := e.view("r", 0, 10)
+	e.fill(src, 1)
+	wait(t, must(e.be.Publish(src)))
+	e.failGets(src[4:5], "kvblob") // the third batch holds rows 4 and 5
+	o := wait(t, must(e.be.Fetch(e.view("r", 20, 10), driver.Hint{})))
+	assert.Equal(t, 4, o.Prefix)
+	assert.Equal(t, []bool{true, true, true, true, false, true, false, false, false, false}, o.Delivered)
+	assert.Equal(t, driver.Fault, o.Results[4].Status)
+	for i := 6; i < 10; i++ {
+		assert.Equal(t, driver.Cancelled, o.Results[i].Status, "row %d never started", i)
+	}
+	assert.NotEmpty(t, o.Fault)
+	gets := 0
+	for _, c := range e.d.Calls() {
+		if c.op == "get" {
+			gets++
+		}
+	}
+	assert.Equal(t, 3, gets, "the batches after the fault never reach the driver")
+}
+
+func TestAPublishStopsOnlyWhenACallFailedAsAWhole(t *testing.T) {
+	t.Run("a row fault does not stop it", func(t *testing.T) {
+		e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 2})
+		v := e.view("r", 0, 6)
+		key, _ := driver.Key("kvblob", v[1].Name)
+		e.d.Store().Inject(memory.CallPut, key, -5)
+		o := wait(t, must(e.be.Publish(v)))
+		assert.Equal(t, []bool{true, false, true, true, true, true}, o.Delivered)
+	})
+	t.Run("a rejected call stops it", func(t *testing.T) {
+		e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 2})
+		n := 0
+		e.d.before = func(c call) (driver.Operation, error, bool) {
+			n++
+			if n == 2 {
+				return nil, driver.Reject("test", "refused"), true
+			}
+			return nil, nil, false
+		}
+		o := wait(t, must(e.be.Publish(e.view("r", 0, 6))))
+		assert.Equal(t, []bool{true, true, false, false, false, false}, o.Delivered)
+		assert.Equal(t, driver.Cancelled, o.Results[4].Status)
+		assert.Contains(t, o.Fault, "refused")
+	})
+}
+
+func TestAfterAFaultTheOutcomeWaitsForBatchesAlreadyStarted(t *testing.T) {
+	e := newEnv(t, memory.Options{Mode: memory.Background}, backend.Config{Workers: 2, RowsPerBatch: 1})
+	src := e.view("r", 0, 2)
+	wait(t, must(e.be.Publish(src)))
+	k0, _ := driver.Key("kvblob", src[0].Name)
+	entered, release := e.d.Store().Hold(memory.CallGet, k0)
+	e.failGets(src[1:2], "kvblob")
+	a := must(e.be.Fetch(e.view("r", 10, 2), driver.Hint{}))
+	<-entered
+	// The second batch faults while the first is still inside the store.
+	deadline := time.Now().Add(5 * time.Second)
+	for e.be.Stats().BatchesSettled < 2 && time.Now().Before(deadline) { // 1 publish + the faulted get
+		time.Sleep(100 * time.Microsecond)
+	}
+	_, done := a.Poll()
+	assert.False(t, done, "the outcome must wait for the started first batch")
+	release()
+	o := wait(t, a)
+	assert.Equal(t, []bool{true, false}, o.Delivered, "the earlier row a prefix reuse needs is kept")
+}
+
+func TestUnprovableOperationsAreCountedAndNeverQuiesce(t *testing.T) {
+	e := newEnv(t, memory.Options{}, backend.Config{})
+	e.d.LoseEvidenceNext()
+	a := must(e.be.Publish(e.view("r", 0, 2)))
+	o := wait(t, a)
+	assert.Equal(t, 2, o.Prefix, "results are still recorded")
+	assert.Equal(t, 1, e.be.Stats().BatchesUnprovable)
+	assert.False(t, a.Quiesced())
+	assert.True(t, e.be.Shutdown(time.Hour) == false, "shutdown answers false at once: the attempt is pinned")
+	assert.False(t, e.hold.Released(), "the hold is kept while a store may touch the memory")
+	select {
+	case <-e.be.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the progress goroutine did not exit")
+	}
+}
+
+func TestShutdownWithACallInTheDriverReturnsWithinItsBudget(t *testing.T) {
+	e := newEnv(t, memory.Options{}, backend.Config{})
+	g := newGate()
+	e.d.before = g.hook(e.d.Driver)
+	a := must(e.be.Publish(e.view("r", 0, 1)))
+	<-g.entered
+	calls := len(e.d.Calls())
+	start := time.Now()
+	assert.False(t, e.be.Shutdown(20*time.Millisecond))
+	assert.Less(t, time.Since(start), 5*time.Second)
+	_, err := e.be.Publish(e.view("late", 5, 1))
+	var rej *backend.SubmissionRejected
+	assert.ErrorAs(t, err, &rej)
+	assert.Equal(t, calls, len(e.d.Calls()), "shutdown never calls the driver")
+	close(g.release)
+	wait(t, a)
+	assert.True(t, e.be.Shutdown(10*time.Second), "once the call returns, the background drain and unregister finish")
+	assert.True(t, e.hold.Released())
+}
+
+func TestShutdownUnregistersInTheBackgroundAndReleasesTheHold(t *testing.T) {
+	e := newEnv(t, memory.Options{}, backend.Config{Workers: 2})
+	wait(t, must(e.be.Publish(e.view("r", 0, 3))))
+	queuedBehind := newGate()
+	e.d.before = queuedBehind.hook(e.d.Driver)
+	close(queuedBehind.release)
+	assert.True(t, e.be.Shutdown(10*time.Second))
+	assert.True(t, e.hold.Released())
+	assert.True(t, e.be.Stats().ShutDown)
+}
+
+func TestProtocolViolationsRefuseEveryLaterSubmission(t *testing.T) {
+	t.Run("an error that is not DriverRejected", func(t *testing.T) {
+		e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 1})
+		e.d.before = func(c call) (driver.Operation, error, bool) { return nil, errors.New("sdk exploded"), true }
+		a := must(e.be.Publish(e.view("r", 0, 3)))
+		o := wait(t, a)
+		assert.Equal(t, driver.Fault, o.Results[0].Status)
+		assert.Equal(t, driver.Cancelled, o.Results[2].Status, "queued batches are dropped")
+		assert.False(t, a.Quiesced(), "the batch is held: its access was never proven")
+		_, err := e.be.Publish(e.view("s", 10, 1))
+		var rej *backend.SubmissionRejected
+		require.ErrorAs(t, err, &rej)
+		assert.Contains(t, rej.Reason, "sdk exploded")
+		assert.Equal(t, 1, e.be.Stats().BatchesUnprovable)
+	})
+	t.Run("a poll with the wrong row count", func(t *testing.T) {
+		e := newEnv(t, memory.Options{}, backend.Config{})
+		e.d.before = func(c call) (driver.Operation, error, bool) {
+			return shortOp{}, nil, true
+		}
+		o := wait(t, must(e.be.Publish(e.view("r", 0, 2))))
+		assert.Equal(t, driver.Fault, o.Results[0].Status)
+		_, err := e.be.Fetch(e.view("r", 10, 1), driver.Hint{})
+		var rej *backend.SubmissionRejected
+		require.ErrorAs(t, err, &rej)
+		assert.Contains(t, rej.Reason, "answered 1 results for 2 rows")
+	})
+}
+
+// shortOp answers one result whatever the row count, and never ends access.
+type shortOp struct{}
+
+func (shortOp) Poll() ([]driver.Result, bool) { return []driver.Result{{Status: driver.Ready}}, true }
+func (shortOp) AccessEnded() bool             { return false }
+func (shortOp) AccessUnprovable() bool        { return false }
+func (shortOp) Cancel()                       {}
+
+func TestASlowCallWarnsOnceAndStatsReportTheOldestCall(t *testing.T) {
+	var buf safeBuffer
+	e := newEnv(t, memory.Options{}, backend.Config{SlowCall: time.Millisecond, Logger: zerolog.New(&buf)})
+	g := newGate()
+	e.d.before = g.hook(e.d.Driver)
+	a := must(e.be.Publish(e.view("r", 0, 1)))
+	<-g.entered
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(buf.String(), "slow-call") && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	assert.GreaterOrEqual(t, e.be.Stats().OldestCall, time.Millisecond)
+	close(g.release)
+	wait(t, a)
+	assert.Equal(t, 1, strings.Count(buf.String(), "slow-call"), "one warning per call")
+}
+
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestWakeIsCalledAfterStateChangesOutsideTheLock(t *testing.T) {
+	lender, err := hostmem.NewLender("slots", driver.Layout{SlotBytes: slotBytes, Slots: 4})
+	require.NoError(t, err)
+	hold, err := lender.Hold()
+	require.NoError(t, err)
+	d := memory.New(memory.Options{})
+	bind, err := backend.Bind(hold.Regions(), d, hold)
+	require.NoError(t, err)
+	var be *backend.Backend
+	var mu sync.Mutex
+	wakes := 0
+	be, err = backend.New(bind, func() {
+		mu.Lock()
+		wakes++
+		mu.Unlock()
+		if be != nil {
+			_ = be.Stats() // would deadlock if wake ran under the backend's lock
+		}
+	}, backend.Config{})
+	require.NoError(t, err)
+	v := backend.View{{Name: []byte("a"), Spans: []driver.Span{hold.Regions()[0].Slot(0)}}}
+	wait(t, must(be.Publish(v)))
+	require.True(t, be.Shutdown(10*time.Second))
+	mu.Lock()
+	assert.Greater(t, wakes, 1)
+	mu.Unlock()
+	require.NoError(t, lender.Close())
+}
+
+func TestConfigIsValidated(t *testing.T) {
+	for _, cfg := range []backend.Config{{Workers: -1}, {RowsPerBatch: -1}, {BytesPerBatch: -1}, {SlowCall: -1}, {Prefix: "a//b"}} {
+		lender, err := hostmem.NewLender("slots", driver.Layout{SlotBytes: 64, Slots: 1})
+		require.NoError(t, err)
+		hold, _ := lender.Hold()
+		bind, err := backend.Bind(hold.Regions(), memory.New(memory.Options{}), hold)
+		require.NoError(t, err)
+		_, err = backend.New(bind, nil, cfg)
+		assert.Error(t, err, "%+v", cfg)
+	}
+}

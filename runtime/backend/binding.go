@@ -1,0 +1,137 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/kvblob/kvblob/runtime/driver"
+)
+
+// Hold is a lender's claim on its regions (hostmem.Hold is one). While the
+// hold is out, the lender does not free them.
+type Hold interface {
+	Release() error
+}
+
+// ErrConstructionRejected is returned (wrapped) by Bind when nothing stays
+// registered and the hold was released: the caller may free its regions.
+var ErrConstructionRejected = errors.New("backend: construction rejected")
+
+// ErrHoldKept is returned (wrapped) by Bind when a failure may have left a
+// registration live: the hold is kept, and the caller must not free the
+// regions.
+var ErrHoldKept = errors.New("backend: a registration may be live; the hold is kept")
+
+// RegionBinding owns a lender's hold and the registrations made under it.
+// It registers only the regions with slots in memory the driver can access
+// (HOST, or DEVICE once the driver declares device memory), and releases
+// the hold only after every region is confirmed unregistered.
+type RegionBinding struct {
+	d    driver.Driver
+	hold Hold
+
+	mu       sync.Mutex
+	regs     map[*driver.Region]driver.Registration
+	order    []*driver.Region
+	released bool
+}
+
+// Bind registers regions with d under hold.
+//
+//   - With no region the driver can access, it releases the hold and
+//     returns ErrConstructionRejected.
+//   - A registration refused with a RejectedError escaped nothing: Bind
+//     unregisters what it registered, releases the hold and returns
+//     ErrConstructionRejected; if a rollback fails, the hold is kept
+//     (ErrHoldKept).
+//   - Any other registration error may have left a registration live: the
+//     hold is kept (ErrHoldKept).
+func Bind(regions []*driver.Region, d driver.Driver, hold Hold) (*RegionBinding, error) {
+	b := &RegionBinding{d: d, hold: hold, regs: map[*driver.Region]driver.Registration{}}
+	caps := d.Capabilities()
+	var served []*driver.Region
+	for _, r := range regions {
+		if r == nil || r.Layout.Slots <= 0 {
+			continue
+		}
+		if r.Kind == driver.Host || (r.Kind == driver.Device && caps.DeviceMemory) {
+			served = append(served, r)
+		}
+	}
+	if len(served) == 0 {
+		if err := hold.Release(); err != nil {
+			return nil, fmt.Errorf("%w: no region the driver can access, and releasing the hold failed: %v", ErrHoldKept, err)
+		}
+		return nil, fmt.Errorf("%w: no region has slots in memory the driver can access", ErrConstructionRejected)
+	}
+	for _, r := range served {
+		reg, err := d.Register(r)
+		if err == nil {
+			b.regs[r] = reg
+			b.order = append(b.order, r)
+			continue
+		}
+		if !driver.IsRejected(err) {
+			return nil, fmt.Errorf("%w: registering region %q: %v", ErrHoldKept, r.Name, err)
+		}
+		if rbErr := b.unregisterAll(); rbErr != nil {
+			return nil, fmt.Errorf("%w: registering region %q was refused (%v) and the rollback failed: %v", ErrHoldKept, r.Name, err, rbErr)
+		}
+		return nil, fmt.Errorf("%w: registering region %q: %v", ErrConstructionRejected, r.Name, err)
+	}
+	return b, nil
+}
+
+// Driver returns the bound driver.
+func (b *RegionBinding) Driver() driver.Driver { return b.d }
+
+// Registered reports whether r is registered under the binding.
+func (b *RegionBinding) Registered(r *driver.Region) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.regs[r]
+	return ok
+}
+
+// Regions returns the registered regions, in registration order.
+func (b *RegionBinding) Regions() []*driver.Region {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]*driver.Region(nil), b.order...)
+}
+
+// HoldReleased reports whether the binding gave its hold back.
+func (b *RegionBinding) HoldReleased() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.released
+}
+
+// unregisterAll unregisters every region still registered and, once none
+// is left, releases the hold. It may be called again after a failure.
+func (b *RegionBinding) unregisterAll() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var errs []error
+	var left []*driver.Region
+	for _, r := range b.order {
+		if err := b.d.Unregister(b.regs[r]); err != nil {
+			errs = append(errs, fmt.Errorf("unregister %q: %w", r.Name, err))
+			left = append(left, r)
+			continue
+		}
+		delete(b.regs, r)
+	}
+	b.order = left
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if !b.released {
+		if err := b.hold.Release(); err != nil {
+			return fmt.Errorf("release hold: %w", err)
+		}
+		b.released = true
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+package backend_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/runtime/backend"
+	"github.com/kvblob/kvblob/runtime/driver"
+)
+
+// regDriver records registrations and fails the ones it is told to.
+type regDriver struct {
+	caps       driver.Capabilities
+	fail       map[string]error
+	failUnreg  error
+	registered map[string]bool
+}
+
+type reg struct{ r *driver.Region }
+
+func (g reg) Region() *driver.Region { return g.r }
+
+func (d *regDriver) Capabilities() driver.Capabilities { return d.caps }
+func (d *regDriver) Register(r *driver.Region) (driver.Registration, error) {
+	if err := d.fail[r.Name]; err != nil {
+		return nil, err
+	}
+	d.registered[r.Name] = true
+	return reg{r}, nil
+}
+func (d *regDriver) Unregister(g driver.Registration) error {
+	if d.failUnreg != nil {
+		return d.failUnreg
+	}
+	delete(d.registered, g.Region().Name)
+	return nil
+}
+func (d *regDriver) Put([]driver.Row) (driver.Operation, error) { return nil, errors.New("unused") }
+func (d *regDriver) Get([]driver.Row, driver.Hint) (driver.Operation, error) {
+	return nil, errors.New("unused")
+}
+func (d *regDriver) Drain(time.Duration) bool { return true }
+func (d *regDriver) Close() error             { return nil }
+
+type testHold struct{ released int }
+
+func (h *testHold) Release() error { h.released++; return nil }
+
+func regions() []*driver.Region {
+	host := func(name string) *driver.Region {
+		return &driver.Region{Name: name, Kind: driver.Host, Layout: driver.Layout{SlotBytes: 8, Slots: 2}, Mem: make([]byte, 16)}
+	}
+	return []*driver.Region{
+		host("host-a"),
+		{Name: "device", Kind: driver.Device, Layout: driver.Layout{SlotBytes: 8, Slots: 2}},
+		{Name: "no-slots", Kind: driver.Host},
+		host("host-b"),
+	}
+}
+
+func TestRegionBindingRegistersOnlyRegionsWithSlotsTheDriverCanAccess(t *testing.T) {
+	for _, device := range []bool{false, true} {
+		d := &regDriver{caps: driver.Capabilities{DeviceMemory: device}, registered: map[string]bool{}}
+		h := &testHold{}
+		b, err := backend.Bind(regions(), d, h)
+		require.NoError(t, err)
+		want := map[string]bool{"host-a": true, "host-b": true}
+		if device {
+			want["device"] = true
+		}
+		assert.Equal(t, want, d.registered, "device memory declared: %v", device)
+		assert.Len(t, b.Regions(), len(want))
+		assert.Zero(t, h.released)
+	}
+}
+
+func TestRegionBindingFailures(t *testing.T) {
+	cases := []struct {
+		name         string
+		regions      []*driver.Region
+		fail         map[string]error
+		failUnreg    error
+		wantErr      error
+		wantReleased bool
+	}{
+		{"no region to register lets the hold go", regions()[1:3], nil, nil, backend.ErrConstructionRejected, true},
+		{"a rejected registration is rolled back", regions(), map[string]error{"host-b": driver.Reject("test", "no")}, nil, backend.ErrConstructionRejected, true},
+		{"any other failure keeps the hold", regions(), map[string]error{"host-b": errors.New("sdk died mid-register")}, nil, backend.ErrHoldKept, false},
+		{"a failed rollback keeps the hold", regions(), map[string]error{"host-b": driver.Reject("test", "no")}, errors.New("stuck"), backend.ErrHoldKept, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := &regDriver{fail: c.fail, failUnreg: c.failUnreg, registered: map[string]bool{}}
+			h := &testHold{}
+			_, err := backend.Bind(c.regions, d, h)
+			require.ErrorIs(t, err, c.wantErr)
+			assert.Equal(t, c.wantReleased, h.released == 1)
+			if c.wantReleased {
+				assert.Empty(t, d.registered, "nothing may stay registered once the hold is released")
+			}
+		})
+	}
+}
