@@ -259,6 +259,27 @@ var Checks = []Check{
 		}
 		h.Reg = nil
 	}},
+	{Name: "unregister_is_refused_while_a_call_is_in_progress", Needs: "HoldGet", Run: func(h *Harness, s Scenarios) {
+		key := h.Key("a")
+		h.stored(key, 0, 1)
+		entered, release := s.HoldGet(h.D, key)
+		defer release()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if op, err := h.D.Get([]driver.Row{h.Row(key, 1)}, driver.Hint{}); err == nil {
+				WaitResults(op, Deadline)
+			}
+		}()
+		select {
+		case <-entered:
+		case <-time.After(Deadline):
+			h.T.Fatal("test timed out: the get never reached the SDK")
+		}
+		rejected(h.T, h.D.Unregister(h.Reg), "", "Unregister while a get is inside the SDK")
+		release()
+		<-done
+	}},
 	{Name: "drain_waits_for_work_in_progress", Needs: "HoldGet", Run: func(h *Harness, s Scenarios) {
 		key := h.Key("a")
 		h.stored(key, 0, 1)
@@ -326,8 +347,9 @@ var Checks = []Check{
 		release()
 	}},
 	{Name: "drain_answers_false_at_once_while_an_operation_is_unprovable", Needs: "Unprovable", Run: func(h *Harness, s Scenarios) {
-		s.Unprovable(h.D)
-		_, op := h.Put(h.Row(h.Key("a"), 0))
+		key := h.Key("a")
+		s.Unprovable(h.D, key)
+		_, op := h.Put(h.Row(key, 0))
 		if !op.AccessUnprovable() {
 			h.T.Fatalf("the staged operation is not unprovable")
 		}
@@ -352,8 +374,9 @@ var Checks = []Check{
 		}
 	}},
 	{Name: "an_unprovable_operation_keeps_its_region_registered", Needs: "Unprovable", Run: func(h *Harness, s Scenarios) {
-		s.Unprovable(h.D)
-		h.Put(h.Row(h.Key("a"), 0))
+		key := h.Key("a")
+		s.Unprovable(h.D, key)
+		h.Put(h.Row(key, 0))
 		rejected(h.T, h.D.Unregister(h.Reg), "", "Unregister under an unprovable operation")
 	}},
 	{Name: "close_only_after_drain_and_unregister", Run: func(h *Harness, _ Scenarios) {

@@ -59,9 +59,9 @@ type Scenarios struct {
 	FailPut func(d driver.Driver, key string)
 	// FailRead makes the next get of key fail inside the SDK.
 	FailRead func(d driver.Driver, key string)
-	// Unprovable makes the next operation lose the evidence of its access
+	// Unprovable makes the next put of key lose the evidence of its access
 	// end for good.
-	Unprovable func(d driver.Driver)
+	Unprovable func(d driver.Driver, key string)
 	// HoldAccess makes the next operation publish its results but keep its
 	// access open until release is called.
 	HoldAccess func(d driver.Driver) (release func())

@@ -292,6 +292,11 @@ func (d *decoder) call(n *yaml.Node, c *Call) {
 		field{"touches_memory", true, d.boolean(&c.TouchesMemory, what+" touches_memory")},
 		field{"access_end", false, d.enum(&c.AccessEnd, what+" access_end", accessEnds)},
 		field{"answers", true, d.enum(&c.Answers, what+" answers", answerKinds)},
+		field{"cases", false, func(n *yaml.Node) {
+			withCases := true
+			d.boolean(&withCases, what+" cases")(n)
+			c.NoCases = !withCases
+		}},
 		field{"whole", false, func(n *yaml.Node) { c.Whole = d.outcome(n, what+" whole") }},
 		field{"short", false, func(n *yaml.Node) { c.Short = d.outcome(n, what+" short") }},
 		field{"codes", false, func(n *yaml.Node) {

@@ -99,6 +99,9 @@ type Call struct {
 	TouchesMemory bool
 	AccessEnd     string // none, on_return, unless_kept, never
 	Answers       string // code or size
+	// NoCases: the call runs only as a follow-up of another call's answer
+	// (a cleanup), so it gets no standalone conformance case.
+	NoCases bool
 
 	Whole, Short *Outcome   // size answers
 	Codes        []CodeRule // code answers

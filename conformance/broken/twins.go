@@ -138,6 +138,11 @@ var Twins = map[string]func(inner driver.Driver) driver.Driver{
 		d.unregister = unregisterLying(d, in, false)
 		return d
 	},
+	"unregister_is_refused_while_a_call_is_in_progress": func(in driver.Driver) driver.Driver {
+		d := &Driver{Inner: in}
+		d.unregister = unregisterLying(d, in, false)
+		return d
+	},
 	"an_unprovable_operation_keeps_its_region_registered": func(in driver.Driver) driver.Driver {
 		d := &Driver{Inner: in}
 		d.unregister = unregisterLying(d, in, true)

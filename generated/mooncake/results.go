@@ -105,6 +105,31 @@ func MapBatchPutSessionEnd(answer int64) driver.Mapping {
 	}
 }
 
+// BatchPutSessionRevokeAccess says when batch_put_session_revoke stops touching the caller's memory (it touches none).
+const BatchPutSessionRevokeAccess = driver.AccessNone
+
+// MapBatchPutSessionRevoke maps batch_put_session_revoke's answer code for one row.
+func MapBatchPutSessionRevoke(answer int64) driver.Mapping {
+	switch code := Code(answer); code {
+	case OK:
+		return driver.Mapping{
+			Result:  driver.Result{Status: driver.Ready},
+			Written: driver.WrittenNo,
+		}
+	case ObjectNotFound:
+		return driver.Mapping{
+			Result:  driver.Result{Status: driver.Ready},
+			Written: driver.WrittenNo,
+		}
+	default:
+		return driver.Mapping{
+			FollowUp: driver.FollowRevokeInDrain,
+			Result:   driver.FaultResult(int64(code), "batch_put_session_revoke answered %s (%d)", code, int64(code)),
+			Written:  driver.WrittenNo,
+		}
+	}
+}
+
 // BatchGetIntoAccess says when batch_get_into stops touching the caller's memory (unless_kept).
 const BatchGetIntoAccess = driver.AccessUnlessKept
 

@@ -39,7 +39,7 @@ func Scenarios() conformance.Scenarios {
 		Full:       func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallPut, key, gen.Full) },
 		FailPut:    func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallPut, key, gen.IOError) },
 		FailRead:   func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallGet, key, gen.IOError) },
-		Unprovable: func(d driver.Driver) { Memory(d).LoseEvidenceNext() },
+		Unprovable: func(d driver.Driver, _ string) { Memory(d).LoseEvidenceNext() },
 		HoldAccess: func(d driver.Driver) func() { return Memory(d).HoldAccessNext() },
 	}
 }

@@ -1,0 +1,79 @@
+package mooncake_test
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/runtime/backend"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/mooncake"
+	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+)
+
+// TestBackendRoundTripBetweenTwoClients publishes through one client of a
+// pool and fetches through another, with four workers, byte for byte.
+func TestBackendRoundTripBetweenTwoClients(t *testing.T) {
+	master := fakesdk.NewMaster(0)
+	const rows = 200
+	open := func() (*backend.Backend, *hostmem.Lender, *hostmem.Hold) {
+		lender, err := hostmem.NewLender("slots", driver.Layout{SlotBytes: 8 << 10, Slots: rows})
+		require.NoError(t, err)
+		hold, err := lender.Hold()
+		require.NoError(t, err)
+		d, err := mooncake.New(fakesdk.NewClient(master, "0.3.13"))
+		require.NoError(t, err)
+		bind, err := backend.Bind(hold.Regions(), d, hold)
+		require.NoError(t, err)
+		be, err := backend.New(bind, nil, backend.Config{Workers: 4, RowsPerBatch: 16})
+		require.NoError(t, err)
+		return be, lender, hold
+	}
+	pubBE, pubL, pubH := open()
+	getBE, getL, getH := open()
+	view := func(l *hostmem.Lender) backend.View {
+		r := l.Regions()[0]
+		v := make(backend.View, rows)
+		for i := range v {
+			v[i] = backend.ViewRow{Name: []byte(fmt.Sprint("block-", i)), Spans: []driver.Span{r.Slot(i)}}
+		}
+		return v
+	}
+	src, dst := view(pubL), view(getL)
+	for i, r := range src {
+		b := r.Spans[0].Bytes()
+		for j := range b {
+			b[j] = byte(i*7 + j)
+		}
+	}
+	outcome := func(a *backend.Attempt, err error) backend.Outcome {
+		require.NoError(t, err)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if o, done := a.Poll(); done {
+				return o
+			}
+			require.True(t, time.Now().Before(deadline))
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	assert.Equal(t, rows, outcome(pubBE.Publish(src)).Prefix)
+	assert.Equal(t, rows, outcome(getBE.Fetch(dst, driver.Hint{})).Prefix)
+	for i := range src {
+		require.True(t, bytes.Equal(src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes()), "row %d", i)
+	}
+	for _, x := range []struct {
+		be *backend.Backend
+		l  *hostmem.Lender
+		h  *hostmem.Hold
+	}{{pubBE, pubL, pubH}, {getBE, getL, getH}} {
+		require.True(t, x.be.Shutdown(10*time.Second))
+		require.True(t, x.h.Released())
+		require.NoError(t, x.l.Close())
+	}
+}

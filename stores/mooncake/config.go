@@ -1,0 +1,181 @@
+package mooncake
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+
+	gen "github.com/kvblob/kvblob/generated/mooncake"
+)
+
+// Config is a Mooncake store file: a blob section for the backend and a
+// mooncake section for the SDK client.
+//
+//	blob:
+//	  workers: 4
+//	  rows_per_batch: 256
+//	  bytes_per_batch: 134217728
+//	mooncake:
+//	  master: 127.0.0.1:50051
+//	  local_hostname: 127.0.0.1
+//	  metadata_server: P2PHANDSHAKE
+//	  protocol: tcp
+//	  device: ""
+//	  global_segment_size: 0
+//	  local_buffer_size: 0
+type Config struct {
+	Blob     BlobConfig     `yaml:"blob"`
+	Mooncake MooncakeConfig `yaml:"mooncake"`
+}
+
+// BlobConfig holds the backend's settings for this store. Its defaults come
+// from the spec: 4 workers, 256 rows and 128 MiB per call.
+type BlobConfig struct {
+	Workers       int   `yaml:"workers"`
+	RowsPerBatch  int   `yaml:"rows_per_batch"`
+	BytesPerBatch int64 `yaml:"bytes_per_batch"`
+}
+
+// MooncakeConfig holds the SDK client's setup arguments.
+type MooncakeConfig struct {
+	Master            string `yaml:"master"`
+	LocalHostname     string `yaml:"local_hostname"`
+	MetadataServer    string `yaml:"metadata_server"`
+	Protocol          string `yaml:"protocol"`
+	Device            string `yaml:"device"`
+	GlobalSegmentSize int64  `yaml:"global_segment_size"`
+	LocalBufferSize   int64  `yaml:"local_buffer_size"`
+}
+
+// DefaultConfig is the config an empty file gives.
+func DefaultConfig() Config {
+	return Config{
+		Blob: BlobConfig{Workers: gen.DefaultWorkers, RowsPerBatch: gen.DefaultRowsPerBatch, BytesPerBatch: gen.DefaultBytesPerBatch},
+		Mooncake: MooncakeConfig{Master: "127.0.0.1:50051", LocalHostname: "127.0.0.1",
+			MetadataServer: "P2PHANDSHAKE", Protocol: "tcp"},
+	}
+}
+
+// LoadConfig reads a store file strictly: an unreadable file, invalid YAML,
+// unknown sections or keys, values of the wrong type, and a master address
+// that is not one host:port are errors naming the file and key.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("mooncake config: %w", err)
+	}
+	return ParseConfig(path, data)
+}
+
+// ParseConfig is LoadConfig over bytes; name labels errors.
+func ParseConfig(name string, data []byte) (Config, error) {
+	if err := checkIntegers(data); err != nil {
+		return Config{}, fmt.Errorf("mooncake config %s: %v", name, err)
+	}
+	cfg := DefaultConfig()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) { // an empty file is all defaults
+		return Config{}, fmt.Errorf("mooncake config %s: %v", name, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, fmt.Errorf("mooncake config %s: %v", name, err)
+	}
+	return cfg, nil
+}
+
+// Validate checks values the types alone cannot.
+func (c Config) Validate() error {
+	if c.Blob.Workers < 1 {
+		return fmt.Errorf("blob.workers is %d; want at least 1", c.Blob.Workers)
+	}
+	if c.Blob.RowsPerBatch < 0 || c.Blob.BytesPerBatch < 0 {
+		return fmt.Errorf("blob.rows_per_batch and blob.bytes_per_batch must be 0 (no bound) or more")
+	}
+	host, port, err := net.SplitHostPort(c.Mooncake.Master)
+	if err != nil || host == "" {
+		return fmt.Errorf("mooncake.master %q is not one host:port (an HA master list is not supported)", c.Mooncake.Master)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+		return fmt.Errorf("mooncake.master %q has port %q; want 1-65535", c.Mooncake.Master, port)
+	}
+	switch c.Mooncake.Protocol {
+	case "tcp", "rdma":
+	default:
+		return fmt.Errorf("mooncake.protocol is %q; want \"tcp\" or \"rdma\"", c.Mooncake.Protocol)
+	}
+	if c.Mooncake.GlobalSegmentSize < 0 || c.Mooncake.LocalBufferSize < 0 {
+		return fmt.Errorf("mooncake.global_segment_size and mooncake.local_buffer_size must not be negative")
+	}
+	return nil
+}
+
+// Opener sets up an SDK client from the mooncake section: the fake SDK's,
+// or the cgo client's (build tag mooncake).
+type Opener func(MooncakeConfig) (SDK, error)
+
+// Open reads the store file, refuses the environment settings the spec
+// refuses, opens the SDK with open and returns the driver with its blob
+// settings. A client whose driver could not be built is closed.
+func Open(path string, open Opener) (*Driver, BlobConfig, error) {
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		return nil, BlobConfig{}, err
+	}
+	return OpenConfig(cfg, open, os.Getenv)
+}
+
+// OpenConfig is Open over a parsed config and an environment.
+func OpenConfig(cfg Config, open Opener, getenv func(string) string) (*Driver, BlobConfig, error) {
+	if err := gen.CheckEnvironment(getenv); err != nil {
+		return nil, BlobConfig{}, fmt.Errorf("mooncake: %w", err)
+	}
+	sdk, err := open(cfg.Mooncake)
+	if err != nil {
+		return nil, BlobConfig{}, fmt.Errorf("mooncake: opening the SDK: %w", err)
+	}
+	d, err := New(sdk)
+	if err != nil {
+		_ = sdk.Close()
+		return nil, BlobConfig{}, err
+	}
+	return d, cfg.Blob, nil
+}
+
+// integerKeys are the keys whose values must be written as integers. yaml.v3
+// would otherwise read 1.28e+8 into an int without a word.
+var integerKeys = map[string]bool{
+	"blob.workers": true, "blob.rows_per_batch": true, "blob.bytes_per_batch": true,
+	"mooncake.global_segment_size": true, "mooncake.local_buffer_size": true,
+}
+
+func checkIntegers(data []byte) error {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil || len(root.Content) == 0 {
+		return nil // the strict decode reports syntax errors and empty files
+	}
+	top := root.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		sec := top.Content[i+1]
+		if sec.Kind != yaml.MappingNode {
+			continue
+		}
+		for j := 0; j+1 < len(sec.Content); j += 2 {
+			key := top.Content[i].Value + "." + sec.Content[j].Value
+			v := sec.Content[j+1]
+			if integerKeys[key] && v.Tag != "!!int" {
+				return fmt.Errorf("line %d: %s must be an integer, found %s %q", v.Line, key, v.Tag, v.Value)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package mooncake_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/stores/mooncake"
+	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+)
+
+func TestConfigDefaultsComeFromTheSpec(t *testing.T) {
+	cfg, err := mooncake.ParseConfig("empty.yaml", nil)
+	require.NoError(t, err)
+	assert.Equal(t, mooncake.BlobConfig{Workers: 4, RowsPerBatch: 256, BytesPerBatch: 128 << 20}, cfg.Blob)
+}
+
+func TestConfigErrorsNameTheKey(t *testing.T) {
+	cases := []struct{ name, yaml, want string }{
+		{"unknown section", "cache: {}\n", "field cache not found"},
+		{"unknown key", "blob: {workerz: 2}\n", "field workerz not found"},
+		{"wrong type", "blob: {bytes_per_batch: 1.28e+8}\n", `line 1: blob.bytes_per_batch must be an integer, found !!float "1.28e+8"`},
+		{"HA master list", "mooncake: {master: \"a:1,b:2\"}\n", "not one host:port"},
+		{"no port", "mooncake: {master: \"localhost\"}\n", "not one host:port"},
+		{"bad port", "mooncake: {master: \"localhost:99999\"}\n", "want 1-65535"},
+		{"zero workers", "blob: {workers: 0}\n", "blob.workers is 0"},
+		{"bad protocol", "mooncake: {protocol: udp}\n", "mooncake.protocol"},
+		{"invalid yaml", "blob: [\n", "store.yaml"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := mooncake.ParseConfig("store.yaml", []byte(c.yaml))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+			assert.Contains(t, err.Error(), "store.yaml")
+		})
+	}
+	_, err := mooncake.LoadConfig(filepath.Join(t.TempDir(), "missing.yaml"))
+	assert.ErrorContains(t, err, "missing.yaml")
+}
+
+func TestOpenRefusesTheSettingsTheSpecRefuses(t *testing.T) {
+	open := func(mooncake.MooncakeConfig) (mooncake.SDK, error) {
+		return fakesdk.NewClient(fakesdk.NewMaster(0), "0.3.13"), nil
+	}
+	for _, env := range []string{"MC_STORE_LOCAL_HOT_CACHE_SIZE", "MC_USE_TENT", "MC_USE_TEV1"} {
+		t.Run(env, func(t *testing.T) {
+			getenv := func(k string) string {
+				if k == env {
+					return "1"
+				}
+				return ""
+			}
+			_, _, err := mooncake.OpenConfig(mooncake.DefaultConfig(), open, getenv)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), env+`="1" is refused`)
+		})
+	}
+	d, blob, err := mooncake.OpenConfig(mooncake.DefaultConfig(), open, func(string) string { return "" })
+	require.NoError(t, err)
+	assert.Equal(t, 4, blob.Workers)
+	assert.NotNil(t, d)
+
+	closed := false
+	old := func(mooncake.MooncakeConfig) (mooncake.SDK, error) {
+		c := fakesdk.NewClient(fakesdk.NewMaster(0), "0.3.12")
+		return closeSpy{Client: c, closed: &closed}, nil
+	}
+	_, _, err = mooncake.OpenConfig(mooncake.DefaultConfig(), old, func(string) string { return "" })
+	assert.ErrorContains(t, err, "has no spec")
+	assert.True(t, closed, "a client whose driver could not be built is closed")
+}
+
+type closeSpy struct {
+	*fakesdk.Client
+	closed *bool
+}
+
+func (c closeSpy) Close() error { *c.closed = true; return c.Client.Close() }
+
+func TestLoadConfigReadsAFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "store.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("blob: {workers: 2}\nmooncake: {master: \"127.0.0.1:6000\"}\n"), 0o644))
+	cfg, err := mooncake.LoadConfig(p)
+	require.NoError(t, err)
+	assert.Equal(t, 2, cfg.Blob.Workers)
+	assert.Equal(t, 256, cfg.Blob.RowsPerBatch, "unset keys keep their defaults")
+	assert.Equal(t, "127.0.0.1:6000", cfg.Mooncake.Master)
+}

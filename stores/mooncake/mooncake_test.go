@@ -1,0 +1,261 @@
+package mooncake_test
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/kvblob/kvblob/conformance"
+	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/mooncake"
+	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+	"github.com/kvblob/kvblob/stores/mooncake/mctest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestConformance(t *testing.T) {
+	t.Run("own-master", func(t *testing.T) { conformance.Run(t, mctest.Factory(nil), mctest.Scenarios()) })
+	t.Run("shared-master", func(t *testing.T) {
+		conformance.Run(t, mctest.Factory(fakesdk.NewMaster(0)), mctest.Scenarios())
+	})
+}
+
+func TestSpecCases(t *testing.T) {
+	conformance.RunCases(t, mctest.Factory(nil), gen.Cases, mctest.Stage, false)
+}
+
+const slot = 4096
+
+type fx struct {
+	m   *fakesdk.Master
+	d   *mooncake.Driver
+	r   *hostmem.Region
+	reg driver.Registration
+}
+
+func newFx(t *testing.T) *fx {
+	t.Helper()
+	m := fakesdk.NewMaster(0)
+	d, err := mooncake.New(fakesdk.NewClient(m, mctest.Version))
+	require.NoError(t, err)
+	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: slot, Slots: 8})
+	require.NoError(t, err)
+	reg, err := d.Register(r.Region)
+	require.NoError(t, err)
+	f := &fx{m: m, d: d, r: r, reg: reg}
+	t.Cleanup(func() {
+		if d.Drain(5*time.Second) && d.Unregister(reg) == nil {
+			_ = r.Close()
+		}
+	})
+	return f
+}
+
+func (f *fx) row(key string, i int) driver.Row {
+	return driver.Row{Key: key, Spans: []driver.Span{f.r.Slot(i)}}
+}
+
+func (f *fx) put(t *testing.T, rows ...driver.Row) (driver.Operation, []driver.Result) {
+	t.Helper()
+	op, err := f.d.Put(rows)
+	require.NoError(t, err)
+	res, done := op.Poll()
+	require.True(t, done, "put returns a finished operation")
+	return op, res
+}
+
+func (f *fx) get(t *testing.T, rows ...driver.Row) (driver.Operation, []driver.Result) {
+	t.Helper()
+	op, err := f.d.Get(rows, driver.Hint{})
+	require.NoError(t, err)
+	res, done := op.Poll()
+	require.True(t, done)
+	return op, res
+}
+
+func TestOnlySDKVersionsWithASpecAreOpened(t *testing.T) {
+	_, err := mooncake.New(fakesdk.NewClient(fakesdk.NewMaster(0), "0.3.12"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"0.3.12" has no spec`)
+	_, err = mooncake.New(fakesdk.NewClient(fakesdk.NewMaster(0), "0.3.13"))
+	assert.NoError(t, err)
+}
+
+func TestRoundTripIsZeroCopyAndWhole(t *testing.T) {
+	f := newFx(t)
+	src := f.r.Slot(0).Bytes()
+	for i := range src {
+		src[i] = byte(i)
+	}
+	_, res := f.put(t, f.row("k", 0))
+	assert.Equal(t, driver.Ready, res[0].Status)
+	obj, ok := f.m.Object("k")
+	require.True(t, ok)
+	assert.Equal(t, src, obj)
+	op, res := f.get(t, f.row("k", 1))
+	assert.Equal(t, driver.Ready, res[0].Status)
+	assert.True(t, op.AccessEnded())
+	assert.Equal(t, src, f.r.Slot(1).Bytes())
+}
+
+func TestNeverStartsASessionForAKeyThisDriverHolds(t *testing.T) {
+	f := newFx(t)
+	held := f.m.Hold(fakesdk.CallScatter, "k")
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); f.put(t, f.row("k", 0)) }()
+	<-held.Entered
+	starts := f.m.Calls(fakesdk.CallStart)
+	_, res := f.put(t, f.row("k", 1))
+	assert.Equal(t, driver.NotReady, res[0].Status)
+	assert.Equal(t, starts, f.m.Calls(fakesdk.CallStart), "the second put must not ask the SDK")
+	held.Release()
+	wg.Wait()
+}
+
+func TestAPutStuckPastTheDiscardTimeoutKeepsItsKeys(t *testing.T) {
+	f := newFx(t)
+	held := f.m.Hold(fakesdk.CallScatter, "k")
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); f.put(t, f.row("k", 0)) }()
+	<-held.Entered
+	f.m.Advance(fakesdk.DefaultDiscard + time.Second)
+	_, res := f.put(t, f.row("k", 1))
+	assert.Equal(t, driver.NotReady, res[0].Status, "the same client's second put is skipped")
+	exist, err := f.d.SDK().BatchIsExist([]string{"k"})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{0}, exist, "batch_is_exist stays 0 until the first put ends")
+	held.Release()
+	wg.Wait()
+	exist, _ = f.d.SDK().BatchIsExist([]string{"k"})
+	assert.Equal(t, []int64{1}, exist)
+}
+
+func TestSessionBookkeeping(t *testing.T) {
+	cases := []struct {
+		name       string
+		stage      func(m *fakesdk.Master)
+		want       driver.Status
+		held       string // why the driver holds the key after the put
+		openAfter  bool   // a session is still open after drain
+		unprovable bool
+	}{
+		{"a scatter that answers TRANSFER_FAIL is never revoked", func(m *fakesdk.Master) { m.Answer(fakesdk.CallScatter, "k", gen.TransferFail) }, driver.Fault, "keep", true, false},
+		{"an unanswered end is left open and revoked in drain", func(m *fakesdk.Master) { m.Answer(fakesdk.CallEnd, "k", gen.RPCTimeout) }, driver.Fault, "open", false, false},
+		{"a refused end is revoked at once", func(m *fakesdk.Master) { m.Answer(fakesdk.CallEnd, "k", gen.InternalError) }, driver.Fault, "", false, false},
+		{"a raise in session start leaves the sessions for drain", func(m *fakesdk.Master) { m.Raise(fakesdk.CallStart, "k") }, driver.Fault, "open", false, false},
+		{"a short scatter is revoked", func(m *fakesdk.Master) { m.Short("k") }, driver.Fault, "", false, false},
+		{"a raise in the scatter leaves access unproven", func(m *fakesdk.Master) { m.Raise(fakesdk.CallScatter, "k") }, driver.Fault, "open", true, true},
+		{"a full pool declines", func(m *fakesdk.Master) { m.SetCapacity(1) }, driver.Declined, "", false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFx(t)
+			c.stage(f.m)
+			op, res := f.put(t, f.row("k", 0))
+			assert.Equal(t, c.want, res[0].Status, res[0].Text)
+			assert.Equal(t, c.held, f.d.Held("k"))
+			assert.Equal(t, c.unprovable, op.AccessUnprovable())
+			assert.Equal(t, !c.unprovable, op.AccessEnded())
+			drained := f.d.Drain(time.Second)
+			assert.Equal(t, !c.unprovable, drained)
+			assert.Equal(t, c.openAfter, f.m.SessionOpen("k"))
+		})
+	}
+}
+
+func TestAKeyWhoseSessionWasLeftOpenIsReadyOnlyOnceItExists(t *testing.T) {
+	f := newFx(t)
+	f.m.Answer(fakesdk.CallEnd, "k", gen.RPCFail) // the end may still land
+	_, res := f.put(t, f.row("k", 0))
+	require.Equal(t, driver.Fault, res[0].Status)
+	_, res = f.put(t, f.row("k", 1))
+	assert.Equal(t, driver.NotReady, res[0].Status, "no object yet")
+	f.m.Plant("k", make([]byte, slot)) // the late end completed it
+	_, res = f.put(t, f.row("k", 1))
+	assert.Equal(t, driver.Ready, res[0].Status)
+}
+
+func TestGetAnswers(t *testing.T) {
+	obj := bytes.Repeat([]byte{9}, slot)
+	cases := []struct {
+		name       string
+		stage      func(m *fakesdk.Master)
+		want       driver.Status
+		code       gen.Code
+		untouched  bool
+		unprovable bool
+		gets       int
+	}{
+		{"absent is MISS", func(m *fakesdk.Master) {}, driver.Miss, 0, true, false, 1},
+		{"being written is NOT_READY", func(m *fakesdk.Master) { m.BeginForeign("k", slot) }, driver.NotReady, 0, true, false, 1},
+		{"an expired lease is read once more", func(m *fakesdk.Master) {
+			m.Plant("k", obj)
+			m.AnswerAfterWriting(fakesdk.CallGet, "k", gen.LeaseExpired)
+		}, driver.Ready, 0, false, false, 2},
+		{"a second expiry is a fault", func(m *fakesdk.Master) {
+			m.Plant("k", obj)
+			m.AnswerAfterWriting(fakesdk.CallGet, "k", gen.LeaseExpired)
+			m.AnswerAfterWriting(fakesdk.CallGet, "k", gen.LeaseExpired)
+		}, driver.Fault, gen.LeaseExpired, false, false, 2},
+		{"a reread that finds nothing is a fault, never a MISS", func(m *fakesdk.Master) {
+			m.Plant("k", obj)
+			m.AnswerAfterWriting(fakesdk.CallGet, "k", gen.LeaseExpired)
+			m.Answer(fakesdk.CallGet, "k", gen.ObjectNotFound)
+		}, driver.Fault, 0, false, false, 2},
+		{"TRANSFER_FAIL leaves access unproven", func(m *fakesdk.Master) {
+			m.Plant("k", obj)
+			m.AnswerAfterWriting(fakesdk.CallGet, "k", gen.TransferFail)
+		}, driver.Fault, gen.TransferFail, false, true, 1},
+		{"a longer object is refused without a transfer", func(m *fakesdk.Master) { m.Plant("k", append(obj, 1)) }, driver.Fault, gen.InvalidParams, true, false, 1},
+		{"a shorter object lands in the head and is a fault", func(m *fakesdk.Master) { m.Plant("k", obj[:10]) }, driver.Fault, 0, false, false, 1},
+		{"a raise leaves access unproven", func(m *fakesdk.Master) { m.Raise(fakesdk.CallGet, "k") }, driver.Fault, 0, true, true, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFx(t)
+			c.stage(f.m)
+			dst := f.r.Slot(0).Bytes()
+			for i := range dst {
+				dst[i] = 0xEE
+			}
+			op, res := f.get(t, f.row("k", 0))
+			assert.Equal(t, c.want, res[0].Status, res[0].Text)
+			assert.Equal(t, int64(c.code), res[0].Code)
+			assert.Equal(t, c.unprovable, op.AccessUnprovable())
+			assert.Equal(t, c.gets, f.m.Calls(fakesdk.CallGet))
+			if c.untouched {
+				assert.Equal(t, bytes.Repeat([]byte{0xEE}, slot), dst)
+			}
+			if c.unprovable {
+				assert.True(t, driver.IsRejected(f.d.Unregister(f.reg)), "unregister under an unprovable get")
+				assert.False(t, f.d.Drain(time.Hour), "drain answers false at once")
+			}
+		})
+	}
+}
+
+func TestAdmissionComesFromTheSpec(t *testing.T) {
+	f := newFx(t)
+	multi := driver.Row{Key: "m", Spans: []driver.Span{f.r.Slot(0), f.r.Slot(1)}}
+	_, err := f.d.Put([]driver.Row{multi})
+	var re *driver.RejectedError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, driver.RuleMultiSpan, re.Rule)
+	_, err = f.d.Get([]driver.Row{f.row("k", 0)}, driver.NewHint([]byte("x")))
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, driver.RuleHint, re.Rule)
+	_, err = f.d.Register(&driver.Region{Name: "gpu", Kind: driver.Device, Layout: driver.Layout{SlotBytes: 8, Slots: 1}})
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, driver.RuleDeviceRegion, re.Rule)
+	assert.Equal(t, int64(2)<<30, int64(gen.MaxRowBytes), "rows must stay under 2 GiB")
+}
