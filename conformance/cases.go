@@ -18,53 +18,65 @@ type Stager func(h *Harness, c driver.SpecCase, key string) error
 // can stage run.
 func RunCases(t *testing.T, f Factory, cases []driver.SpecCase, stage Stager, stageableOnly bool) {
 	t.Helper()
-	for _, c := range cases {
-		t.Run(c.ID, func(t *testing.T) {
-			if stageableOnly && !c.Stageable {
-				t.Skipf("%s: a real server cannot stage this case", c.Pos)
-			}
-			h := NewHarness(t, f)
-			key := h.Key("case")
-			if err := stage(h, c, key); err != nil {
-				t.Skipf("%s: cannot stage: %v", c.Pos, err)
-			}
-			var op driver.Operation
-			var res []driver.Result
-			var before []byte
-			dst := h.Row(key, 1)
-			if c.Op == driver.OpPut {
-				src := h.Row(key, 0)
-				Fill(src.Spans[0], 0x42)
-				res, op = h.Put(src)
-			} else {
-				h.Dest(dst)
-				before = Snapshot(dst)
-				var err error
-				op, err = h.D.Get([]driver.Row{dst}, driver.Hint{})
-				if err != nil {
-					t.Fatalf("%s: Get = %v", c.Pos, err)
-				}
-				res = h.Wait(op, 1)
-			}
-			got := res[0]
-			if got.Status != c.Want {
-				t.Errorf("%s (%s): got %v, want %v", c.ID, c.Pos, got, c.Want)
-			}
-			if c.WantCode != 0 && got.Code != c.WantCode {
-				t.Errorf("%s (%s): got code %d, want %d (%s)", c.ID, c.Pos, got.Code, c.WantCode, got.Text)
-			}
-			if c.Op == driver.OpGet && c.Written == driver.WrittenNo {
-				if d := differs(before, Snapshot(dst)); d != "" {
-					t.Errorf("%s (%s): the destination must be untouched: %s", c.ID, c.Pos, d)
-				}
-			}
-			if c.AccessEnded {
-				if !WaitAccess(op, Deadline) {
-					t.Errorf("%s (%s): access never ended; the spec says this answer ends it", c.ID, c.Pos)
-				}
-			} else if op.AccessEnded() {
-				t.Errorf("%s (%s): access reported ended; the spec says this answer cannot prove it", c.ID, c.Pos)
-			}
-		})
+	for _, c := range CaseChecks(cases, stage, stageableOnly) {
+		t.Run(c.Name, func(t *testing.T) { RunCheck(t, c, f, Scenarios{}) })
+	}
+}
+
+// CaseChecks turns generated cases into checks, so that RunRecorded and
+// CheckAll can run them outside go test too.
+func CaseChecks(cases []driver.SpecCase, stage Stager, stageableOnly bool) []Check {
+	out := make([]Check, len(cases))
+	for i, c := range cases {
+		out[i] = Check{Name: c.ID, Run: func(h *Harness, _ Scenarios) { runCase(h, c, stage, stageableOnly) }}
+	}
+	return out
+}
+
+func runCase(h *Harness, c driver.SpecCase, stage Stager, stageableOnly bool) {
+	t := h.T
+	if stageableOnly && !c.Stageable {
+		t.Skipf("%s: a real server cannot stage this case", c.Pos)
+	}
+	key := h.Key("case")
+	if err := stage(h, c, key); err != nil {
+		t.Skipf("%s: cannot stage: %v", c.Pos, err)
+	}
+	var op driver.Operation
+	var res []driver.Result
+	var before []byte
+	dst := h.Row(key, 1)
+	if c.Op == driver.OpPut {
+		src := h.Row(key, 0)
+		Fill(src.Spans[0], 0x42)
+		res, op = h.Put(src)
+	} else {
+		h.Dest(dst)
+		before = Snapshot(dst)
+		var err error
+		op, err = h.D.Get([]driver.Row{dst}, driver.Hint{})
+		if err != nil {
+			t.Fatalf("%s: Get = %v", c.Pos, err)
+		}
+		res = h.Wait(op, 1)
+	}
+	got := res[0]
+	if got.Status != c.Want {
+		t.Errorf("%s (%s): got %v, want %v", c.ID, c.Pos, got, c.Want)
+	}
+	if c.WantCode != 0 && got.Code != c.WantCode {
+		t.Errorf("%s (%s): got code %d, want %d (%s)", c.ID, c.Pos, got.Code, c.WantCode, got.Text)
+	}
+	if c.Op == driver.OpGet && c.Written == driver.WrittenNo {
+		if d := differs(before, Snapshot(dst)); d != "" {
+			t.Errorf("%s (%s): the destination must be untouched: %s", c.ID, c.Pos, d)
+		}
+	}
+	if c.AccessEnded {
+		if !WaitAccess(op, Deadline) {
+			t.Errorf("%s (%s): access never ended; the spec says this answer ends it", c.ID, c.Pos)
+		}
+	} else if op.AccessEnded() {
+		t.Errorf("%s (%s): access reported ended; the spec says this answer cannot prove it", c.ID, c.Pos)
 	}
 }

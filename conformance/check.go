@@ -16,12 +16,13 @@ type Outcome struct {
 	Reason  string // the skip reason or the failures
 }
 
-// CheckAll runs every check outside go test and reports each outcome, with
+// CheckAll runs checks (Checks, CaseChecks or both) outside go test and
+// reports each outcome, with
 // errors.Join of the failures (nil when none failed).
-func CheckAll(f Factory, s Scenarios) ([]Outcome, error) {
+func CheckAll(f Factory, s Scenarios, checks []Check) ([]Outcome, error) {
 	var outs []Outcome
 	var errs []error
-	for _, c := range Checks {
+	for _, c := range checks {
 		o := RunRecorded(c, f, s)
 		outs = append(outs, o)
 		if !o.Passed && !o.Skipped {
