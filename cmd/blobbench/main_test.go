@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestQuickRunWritesEveryOutput runs the bench at tiny sizes: it asserts the
+// outputs exist and hang together, never a speed.
+func TestQuickRunWritesEveryOutput(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"-quick", "-out", dir}, &out, &errb), errb.String())
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios: publish_vs_memcpy=\d+\.\d+ fetch_vs_memcpy=\d+\.\d+ fetch_p99_loaded_vs_idle=\d+\.\d+ rows_per_s=\d+$`), out.String())
+	b, err := os.ReadFile(filepath.Join(dir, "blobbench.json"))
+	require.NoError(t, err)
+	var rep report
+	require.NoError(t, json.Unmarshal(b, &rep))
+	assert.Len(t, rep.Bandwidth, 2*2*2, "two stores x two row sizes x two worker counts")
+	assert.Len(t, rep.Latency, 2)
+	svg, err := os.ReadFile(filepath.Join(dir, "bandwidth.svg"))
+	require.NoError(t, err)
+	assert.Contains(t, string(svg), "<svg")
+	assert.Contains(t, string(svg), "mooncake fetch")
+}
+
+func TestBadFlags(t *testing.T) {
+	var out, errb bytes.Buffer
+	assert.Equal(t, 2, run([]string{"-reps", "0"}, &out, &errb))
+	assert.Equal(t, 2, run([]string{"-nope"}, &out, &errb))
+}
