@@ -3,6 +3,7 @@ package memory_test
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/kvblob/kvblob/runtime/trailer"
 	"testing"
 	"time"
 
@@ -99,17 +100,17 @@ func TestMissLeavesDestinationUntouched(t *testing.T) {
 
 func TestCorruptObjectsAreFaultsNamingWhatWasWrong(t *testing.T) {
 	payload := bytes.Repeat([]byte{7}, slot)
-	good := memory.EncodeObject("k", payload)
+	good := trailer.Encode("k", payload)
 	mutate := func(fn func(o []byte) []byte) []byte { return fn(bytes.Clone(good)) }
-	tr := len(good) - memory.TrailerSize
+	tr := len(good) - trailer.Size
 	cases := []struct {
 		name string
 		obj  []byte
 		want string
 	}{
 		{"magic", mutate(func(o []byte) []byte { o[tr] = 'X'; return o }), "magic"},
-		{"version", mutate(func(o []byte) []byte { binary.LittleEndian.PutUint16(o[tr+4:], memory.TrailerVersion+1); return o }), "format version 2, expected 1"},
-		{"name", memory.EncodeObject("other", payload), "name digest"},
+		{"version", mutate(func(o []byte) []byte { binary.LittleEndian.PutUint16(o[tr+4:], trailer.Version+1); return o }), "format version 2, expected 1"},
+		{"name", trailer.Encode("other", payload), "name digest"},
 		{"length", mutate(func(o []byte) []byte { binary.LittleEndian.PutUint64(o[tr+24:], 5); return o }), "payload length"},
 		{"checksum", mutate(func(o []byte) []byte { o[0] ^= 1; return o }), "CRC32"},
 		{"too short", []byte("abc"), "shorter than its"},
@@ -132,14 +133,14 @@ func TestCorruptObjectsAreFaultsNamingWhatWasWrong(t *testing.T) {
 }
 
 func FuzzCheckObject(f *testing.F) {
-	f.Add(memory.EncodeObject("k", []byte("payload")), "k")
+	f.Add(trailer.Encode("k", []byte("payload")), "k")
 	f.Add([]byte("TLBK"), "k")
 	f.Fuzz(func(t *testing.T, obj []byte, key string) {
-		payload, err := memory.CheckObject(obj, key)
+		payload, err := trailer.Check(obj, key)
 		if err != nil {
 			return
 		}
-		if !bytes.Equal(memory.EncodeObject(key, payload), obj) {
+		if !bytes.Equal(trailer.Encode(key, payload), obj) {
 			t.Fatalf("accepted an object that does not re-encode to itself")
 		}
 	})
@@ -158,7 +159,7 @@ func TestStoreAnswersBecomeRowResults(t *testing.T) {
 		{"a full store declines", func(f *fixture) { f.d.Store().SetCapacity(10) }, true, driver.Declined, 0},
 		{"another writer's key is not ready to put", func(f *fixture) { f.d.Store().BeginExternal("k") }, true, driver.NotReady, 0},
 		{"another writer's key is not ready to get", func(f *fixture) { f.d.Store().BeginExternal("k") }, false, driver.NotReady, 0},
-		{"a shorter object is a fault", func(f *fixture) { f.d.Store().SetObject("k", memory.EncodeObject("k", []byte("short"))) }, false, driver.Fault, 0},
+		{"a shorter object is a fault", func(f *fixture) { f.d.Store().SetObject("k", trailer.Encode("k", []byte("short"))) }, false, driver.Fault, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"github.com/kvblob/kvblob/runtime/trailer"
 	"sync"
 
 	gen "github.com/kvblob/kvblob/generated/memory"
@@ -139,11 +140,11 @@ func (o *op) putRow(row driver.Row) driver.Result {
 	if code != gen.OK {
 		return gen.MapStorePut(int64(code)).Result
 	}
-	payload := make([]byte, 0, row.Bytes()+TrailerSize)
+	payload := make([]byte, 0, row.Bytes()+trailer.Size)
 	for _, s := range row.Spans {
 		payload = append(payload, s.Bytes()...)
 	}
-	obj := AppendTrailer(payload, row.Key, payload)
+	obj := trailer.Append(payload, row.Key, payload)
 	code = st.commit(row.Key, id, obj)
 	return gen.MapStorePut(int64(code)).Result
 }
@@ -157,7 +158,7 @@ func (o *op) getRow(row driver.Row) driver.Result {
 	if code != gen.OK {
 		return gen.MapStoreGet(int64(code), row.Bytes()).Result
 	}
-	payload, err := CheckObject(obj, row.Key)
+	payload, err := trailer.Check(obj, row.Key)
 	if err != nil {
 		m := gen.MapStoreGet(int64(gen.Corrupt), row.Bytes())
 		m.Result.Text += ": " + err.Error()

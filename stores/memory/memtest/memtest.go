@@ -5,6 +5,7 @@ package memtest
 
 import (
 	"fmt"
+	"github.com/kvblob/kvblob/runtime/trailer"
 
 	"github.com/kvblob/kvblob/conformance"
 	gen "github.com/kvblob/kvblob/generated/memory"
@@ -58,12 +59,12 @@ func Stage(h *conformance.Harness, c driver.SpecCase, key string) error {
 		payload[i] = byte(i)
 	}
 	if c.Op == driver.OpGet {
-		st.SetObject(key, memory.EncodeObject(key, payload))
+		st.SetObject(key, trailer.Encode(key, payload))
 	}
 	switch {
 	case c.Answer.Size == driver.SizeWhole:
 	case c.Answer.Size == driver.SizeShort:
-		st.SetObject(key, memory.EncodeObject(key, payload[:len(payload)/2]))
+		st.SetObject(key, trailer.Encode(key, payload[:len(payload)/2]))
 	case gen.Code(c.Answer.Code) == gen.OK:
 	case gen.Code(c.Answer.Code) == gen.Pending:
 		st.BeginExternal(key)
@@ -72,7 +73,7 @@ func Stage(h *conformance.Harness, c driver.SpecCase, key string) error {
 	case gen.Code(c.Answer.Code) == gen.NotFound && c.Op == driver.OpGet:
 		st.Delete(key)
 	case gen.Code(c.Answer.Code) == gen.Corrupt:
-		obj := memory.EncodeObject(key, payload)
+		obj := trailer.Encode(key, payload)
 		obj[0] ^= 0xff
 		st.SetObject(key, obj)
 	default:

@@ -1,0 +1,77 @@
+package redis_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kvblob/kvblob/runtime/backend"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/memory"
+	"github.com/kvblob/kvblob/stores/redis/redistest"
+)
+
+// BenchmarkRoundTrip publishes and fetches 32 rows through the backend over
+// loopback Redis and, in the same run, over the memory store, at 256 KiB
+// and 1 MiB rows; compare their MB/s.
+func BenchmarkRoundTrip(b *testing.B) {
+	if server == nil {
+		b.Skip(absent)
+	}
+	for _, rowBytes := range []int64{256 << 10, 1 << 20} {
+		for _, store := range []string{"redis", "memory"} {
+			b.Run(fmt.Sprintf("%s/%dKiB", store, rowBytes>>10), func(b *testing.B) {
+				const rows = 32
+				lender, err := hostmem.NewLender("bench", driver.Layout{SlotBytes: rowBytes, Slots: 2 * rows})
+				if err != nil {
+					b.Fatal(err)
+				}
+				hold, _ := lender.Hold()
+				var d driver.Driver = memory.New(memory.Options{})
+				if store == "redis" {
+					d = redistest.Factory(standalone())(b)
+				}
+				bind, err := backend.Bind(hold.Regions(), d, hold)
+				if err != nil {
+					b.Fatal(err)
+				}
+				be, err := backend.New(bind, nil, backend.Config{Workers: 2, RowsPerBatch: 8})
+				if err != nil {
+					b.Fatal(err)
+				}
+				r := hold.Regions()[0]
+				view := func(i, first int) backend.View {
+					v := make(backend.View, rows)
+					for k := range v {
+						v[k] = backend.ViewRow{Name: []byte(fmt.Sprint(i, "-", k)), Spans: []driver.Span{r.Slot(first + k)}}
+					}
+					return v
+				}
+				finish := func(a *backend.Attempt, err error) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					for !a.Quiesced() {
+						time.Sleep(20 * time.Microsecond)
+					}
+					if o, _ := a.Poll(); o.Prefix != rows {
+						b.Fatalf("delivered %d of %d: %s", o.Prefix, rows, o.Fault)
+					}
+				}
+				b.SetBytes(2 * rows * rowBytes)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					finish(be.Publish(view(i, 0)))
+					finish(be.Fetch(view(i, rows), driver.Hint{}))
+				}
+				b.StopTimer()
+				if !be.Shutdown(time.Minute) {
+					b.Fatal("shutdown")
+				}
+				_ = d.Close()
+				_ = lender.Close()
+			})
+		}
+	}
+}

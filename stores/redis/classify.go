@@ -1,0 +1,37 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	gen "github.com/kvblob/kvblob/generated/redis"
+)
+
+// classify turns a go-redis reply error into a spec/redis-7.yaml code. It
+// returns the error too, so a FAULT can carry its text. What each code
+// means for a row is the spec's, not this function's.
+func classify(err error) (gen.Code, error) {
+	var netErr net.Error
+	var redisErr goredis.Error
+	switch {
+	case err == nil:
+		return gen.OK, nil
+	case errors.Is(err, goredis.Nil):
+		return gen.Nil, nil
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return gen.Timeout, err
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, goredis.ErrClosed),
+		errors.Is(err, net.ErrClosed), errors.As(err, new(*net.OpError)):
+		return gen.Conn, err
+	case errors.As(err, &redisErr) && strings.HasPrefix(err.Error(), "OOM "):
+		return gen.OOM, err
+	}
+	return gen.Err, err
+}

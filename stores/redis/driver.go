@@ -1,0 +1,411 @@
+// Package redis is kvblob's driver for Redis 7 (standalone or Cluster) over
+// github.com/redis/go-redis/v9.
+//
+// A row is one Redis string: the row's spans concatenated, then the memory
+// store's trailer. A put claims each key with a pending marker
+// (SET NX PX), then replaces its own marker with the object in one
+// compare-and-set script; a get checks the trailer before any byte reaches
+// the caller's slots. spec/redis-7.yaml says why, and holds every
+// code-to-result rule: this package only classifies replies and errors into
+// the spec's codes (classify.go).
+package redis
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"github.com/kvblob/kvblob/runtime/trailer"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	gen "github.com/kvblob/kvblob/generated/redis"
+	"github.com/kvblob/kvblob/runtime/driver"
+)
+
+// Options configure a Driver.
+type Options struct {
+	// Addrs are the server's host:port, or the Cluster's seed nodes.
+	Addrs []string
+	// Cluster talks Redis Cluster.
+	Cluster bool
+	// PendingTTL bounds how long a claimed key stays pending if its writer
+	// dies (default 30 s).
+	PendingTTL time.Duration
+	// DialTimeout, ReadTimeout and WriteTimeout bound each network step
+	// (defaults 5 s, 3 s, 3 s).
+	DialTimeout, ReadTimeout, WriteTimeout time.Duration
+	// Hooks are added to the client (tests use them to inject faults).
+	Hooks []goredis.Hook
+}
+
+// markerPrefix starts every pending marker. An object always ends in a
+// trailer, so a marker (which has none) is never read as an object.
+const markerPrefix = "kvblob-pending:"
+
+// casScript replaces KEYS[1] with ARGV[2] only if it still holds this
+// writer's marker ARGV[1]: 1 when stored, 0 when the marker was gone.
+const casScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end return 0`
+
+// delScript deletes KEYS[1] only if it holds this writer's marker ARGV[1].
+const delScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`
+
+// Driver is a driver.Driver over one Redis deployment.
+type Driver struct {
+	c   goredis.UniversalClient
+	opt Options
+	ver string
+
+	mu      sync.Mutex
+	regs    map[*registration]bool
+	calls   int
+	idle    chan struct{}
+	drained bool
+	closed  bool
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// Open connects, checks the server's major version against the specs the
+// repository holds, and returns the driver.
+func Open(ctx context.Context, opt Options) (*Driver, error) {
+	if len(opt.Addrs) == 0 {
+		return nil, fmt.Errorf("redis: no address; set Options.Addrs to the server's host:port")
+	}
+	if opt.PendingTTL == 0 {
+		opt.PendingTTL = 30 * time.Second
+	}
+	var c goredis.UniversalClient
+	if opt.Cluster {
+		c = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: opt.Addrs, DialTimeout: opt.DialTimeout,
+			ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout, MaxRetries: -1, MaxRedirects: 8})
+	} else {
+		// No retries: a retried compare-and-set whose first reply was lost
+		// would answer LOST for an object it stored.
+		c = goredis.NewClient(&goredis.Options{Addr: opt.Addrs[0], DialTimeout: opt.DialTimeout,
+			ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout, MaxRetries: -1})
+	}
+	for _, h := range opt.Hooks {
+		c.AddHook(h)
+	}
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("redis: INFO server at %v: %w", opt.Addrs, err)
+	}
+	ver := serverVersion(info)
+	major, _, _ := strings.Cut(ver, ".")
+	if !gen.SupportsVersion(major) {
+		_ = c.Close()
+		return nil, fmt.Errorf("redis: server version %q has no spec; kvblob holds specs for major versions %v (spec/redis-*.yaml)", ver, gen.SDKVersions)
+	}
+	return &Driver{c: c, opt: opt, ver: ver, regs: map[*registration]bool{}, idle: make(chan struct{})}, nil
+}
+
+func serverVersion(info string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return v
+		}
+	}
+	return "unknown"
+}
+
+// ServerVersion is the version INFO reported at Open.
+func (d *Driver) ServerVersion() string { return d.ver }
+
+// Client returns the go-redis client (for tests and diagnostics).
+func (d *Driver) Client() goredis.UniversalClient { return d.c }
+
+// Capabilities are spec/redis-7.yaml's.
+func (d *Driver) Capabilities() driver.Capabilities { return gen.Capabilities }
+
+type registration struct{ r *driver.Region }
+
+func (g *registration) Region() *driver.Region { return g.r }
+
+// Register admits a host region; Redis needs no registration of its own.
+func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
+	if err := gen.AdmitRegister(r); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, driver.Reject(driver.RuleClosed, "the driver is closed")
+	}
+	g := &registration{r: r}
+	d.regs[g] = true
+	return g, nil
+}
+
+// Unregister refuses while a call is in progress: a call may be copying
+// from or into any region.
+func (d *Driver) Unregister(reg driver.Registration) error {
+	g, ok := reg.(*registration)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !ok || !d.regs[g] {
+		return driver.Reject(driver.RuleUnknownRegistration, "not a live registration of this driver")
+	}
+	if d.calls > 0 {
+		return driver.Reject(driver.RuleAccessOpen, "a call in progress may touch region %q", g.r.Name)
+	}
+	delete(d.regs, g)
+	return nil
+}
+
+func (d *Driver) liveLocked(r *driver.Region) bool {
+	for g := range d.regs {
+		if g.r == r {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Driver) begin(check func(live func(*driver.Region) bool) error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return driver.Reject(driver.RuleClosed, "the driver is closed")
+	}
+	if err := check(d.liveLocked); err != nil {
+		return err
+	}
+	d.calls++
+	d.drained = false
+	return nil
+}
+
+func (d *Driver) end() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.calls--; d.calls == 0 {
+		close(d.idle)
+		d.idle = make(chan struct{})
+	}
+}
+
+// Drain waits up to timeout for the calls in progress. Every call ends its
+// access on return, so no operation is ever unprovable.
+func (d *Driver) Drain(timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		d.mu.Lock()
+		if d.calls == 0 {
+			d.drained = true
+			d.mu.Unlock()
+			return true
+		}
+		idle := d.idle
+		d.mu.Unlock()
+		select {
+		case <-idle:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
+// Close closes the client once a drain returned true and every region is
+// unregistered.
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	if !d.drained || d.calls > 0 {
+		return driver.Reject(driver.RuleAccessOpen, "close needs a drain that returned true first")
+	}
+	if len(d.regs) > 0 {
+		return driver.Reject(driver.RuleAccessOpen, "%d regions are still registered; unregister them first", len(d.regs))
+	}
+	d.closed = true
+	return d.c.Close()
+}
+
+// op is a finished operation: every call ends its access on return.
+type op struct{ results []driver.Result }
+
+func (o *op) Poll() ([]driver.Result, bool) { return append([]driver.Result(nil), o.results...), true }
+func (o *op) AccessEnded() bool             { return true }
+func (o *op) AccessUnprovable() bool        { return false }
+func (o *op) Cancel()                       {}
+
+func fault(m driver.Mapping, err error) driver.Result {
+	r := m.Result
+	if r.Status == driver.Fault && err != nil {
+		r.Text += ": " + err.Error()
+	}
+	return r
+}
+
+// Put claims each key, stores the objects of the rows it claimed, and asks
+// about the keys it found present.
+func (d *Driver) Put(rows []driver.Row) (driver.Operation, error) {
+	if err := d.begin(func(live func(*driver.Region) bool) error { return gen.AdmitPut(rows, live) }); err != nil {
+		return nil, err
+	}
+	defer d.end()
+	ctx := context.Background()
+	o := &op{results: make([]driver.Result, len(rows))}
+	marker := newMarker()
+
+	// 1. Claim every key.
+	pipe := d.c.Pipeline()
+	claims := make([]*goredis.BoolCmd, len(rows))
+	for i, r := range rows {
+		claims[i] = pipe.SetNX(ctx, r.Key, marker, d.opt.PendingTTL)
+	}
+	_, _ = pipe.Exec(ctx)
+	var store, exists []int
+	asked := map[int]driver.Mapping{}
+	for i, cmd := range claims {
+		ok, err := cmd.Result()
+		code, cerr := classify(err)
+		if err == nil && !ok {
+			code = gen.Nil
+		}
+		m := gen.MapClaim(int64(code))
+		switch {
+		case m.Result.Status == driver.Ready:
+			store = append(store, i)
+		case m.FollowUp == driver.FollowAskExistence:
+			exists = append(exists, i)
+			asked[i] = m
+		default:
+			o.results[i] = fault(m, cerr)
+		}
+	}
+
+	// 2. Store the claimed rows. The value is copied out of the caller's
+	// slots here, so access ends before the call even starts.
+	if len(store) > 0 {
+		pipe = d.c.Pipeline()
+		cas := make([]*goredis.Cmd, len(store))
+		for k, i := range store {
+			payload := make([]byte, 0, rows[i].Bytes()+trailer.Size)
+			for _, s := range rows[i].Spans {
+				payload = append(payload, s.Bytes()...)
+			}
+			obj := trailer.Append(payload, rows[i].Key, payload)
+			cas[k] = pipe.Eval(ctx, casScript, []string{rows[i].Key}, marker, obj)
+		}
+		_, _ = pipe.Exec(ctx)
+		var release []int
+		for k, i := range store {
+			n, err := cas[k].Int()
+			code, cerr := classify(err)
+			if err == nil && n == 0 {
+				code = gen.Lost
+			}
+			m := gen.MapStore(int64(code))
+			o.results[i] = fault(m, cerr)
+			if m.Result.Status != driver.Ready && code != gen.Lost {
+				release = append(release, i)
+			}
+		}
+		d.release(ctx, rows, release, marker)
+	}
+
+	// 3. A present key is READY if it holds a whole object, NOT_READY if it
+	// holds another writer's marker.
+	if len(exists) > 0 {
+		pipe = d.c.Pipeline()
+		gets := make([]*goredis.StringCmd, len(exists))
+		for k, i := range exists {
+			gets[k] = pipe.Get(ctx, rows[i].Key)
+		}
+		_, _ = pipe.Exec(ctx)
+		for k, i := range exists {
+			m := asked[i]
+			v, err := gets[k].Bytes()
+			switch {
+			case err != nil && err != goredis.Nil:
+				o.results[i] = fault(m, err)
+			case err == nil && isObject(v, rows[i].Key):
+				o.results[i] = driver.Result{Status: m.IfExists}
+			default:
+				o.results[i] = driver.Result{Status: m.IfAbsent}
+			}
+		}
+	}
+	return o, nil
+}
+
+// release deletes this writer's markers from rows whose store failed, so a
+// later put need not wait out the TTL; a marker that cannot be deleted
+// expires.
+func (d *Driver) release(ctx context.Context, rows []driver.Row, idx []int, marker string) {
+	if len(idx) == 0 {
+		return
+	}
+	pipe := d.c.Pipeline()
+	for _, i := range idx {
+		pipe.Eval(ctx, delScript, []string{rows[i].Key}, marker)
+	}
+	_, _ = pipe.Exec(ctx)
+}
+
+func isObject(v []byte, key string) bool {
+	if bytes.HasPrefix(v, []byte(markerPrefix)) {
+		return false
+	}
+	_, err := trailer.Check(v, key)
+	return err == nil
+}
+
+func newMarker() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return markerPrefix + hex.EncodeToString(b[:])
+}
+
+// Get reads each row's object, checks its trailer and only then copies its
+// payload into the row's spans.
+func (d *Driver) Get(rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
+	if err := d.begin(func(live func(*driver.Region) bool) error { return gen.AdmitGet(rows, hint, live) }); err != nil {
+		return nil, err
+	}
+	defer d.end()
+	ctx := context.Background()
+	o := &op{results: make([]driver.Result, len(rows))}
+	pipe := d.c.Pipeline()
+	gets := make([]*goredis.StringCmd, len(rows))
+	for i, r := range rows {
+		gets[i] = pipe.Get(ctx, r.Key)
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, cmd := range gets {
+		v, err := cmd.Bytes()
+		if err != nil {
+			code, cerr := classify(err)
+			o.results[i] = fault(gen.MapGet(int64(code), rows[i].Bytes()), cerr)
+			continue
+		}
+		if bytes.HasPrefix(v, []byte(markerPrefix)) {
+			o.results[i] = gen.MapGet(int64(gen.Pending), rows[i].Bytes()).Result
+			continue
+		}
+		payload, err := trailer.Check(v, rows[i].Key)
+		if err != nil {
+			o.results[i] = fault(gen.MapGet(int64(gen.Corrupt), rows[i].Bytes()), err)
+			continue
+		}
+		m := gen.MapGet(int64(len(payload)), rows[i].Bytes())
+		if m.Written == driver.WrittenYes {
+			for _, s := range rows[i].Spans {
+				payload = payload[copy(s.Bytes(), payload):]
+			}
+		}
+		o.results[i] = m.Result
+	}
+	return o, nil
+}

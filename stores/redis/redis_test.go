@@ -1,0 +1,187 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/kvblob/kvblob/conformance"
+	gen "github.com/kvblob/kvblob/generated/redis"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/redis"
+	"github.com/kvblob/kvblob/stores/redis/redistest"
+)
+
+var (
+	server  *redistest.Server
+	cluster *redistest.Cluster
+	absent  string // why no server could be started
+)
+
+// TestMain starts one server and one three-node Cluster on loopback for the
+// package. Without redis-server the tests skip, except under CI=true, where
+// a missing server is a failure (.ci/run installs it).
+func TestMain(m *testing.M) {
+	code := func() int {
+		if ok, why := redistest.Available(); !ok {
+			absent = why
+			return m.Run()
+		}
+		var err error
+		if server, err = redistest.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer server.Stop()
+		if cluster, err = redistest.StartCluster(3); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer cluster.Stop()
+		return m.Run()
+	}()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func needServer(t *testing.T) {
+	t.Helper()
+	if server != nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true but no Redis server: %s", absent)
+	}
+	t.Skip(absent)
+}
+
+func standalone() redistest.Deployment {
+	return redistest.Deployment{Addrs: []string{server.Addr}}
+}
+
+func clustered() redistest.Deployment {
+	return redistest.Deployment{Addrs: cluster.Addrs(), Cluster: true}
+}
+
+func TestConformance(t *testing.T) {
+	needServer(t)
+	t.Run("standalone", func(t *testing.T) { conformance.Run(t, redistest.Factory(standalone()), redistest.Scenarios()) })
+	t.Run("cluster", func(t *testing.T) { conformance.Run(t, redistest.Factory(clustered()), redistest.Scenarios()) })
+}
+
+func TestSpecCases(t *testing.T) {
+	needServer(t)
+	t.Run("standalone", func(t *testing.T) {
+		conformance.RunCases(t, redistest.Factory(standalone()), gen.Cases, redistest.Stage, false)
+	})
+	t.Run("cluster", func(t *testing.T) {
+		conformance.RunCases(t, redistest.Factory(clustered()), gen.Cases, redistest.Stage, false)
+	})
+}
+
+type fx struct {
+	d   *redis.Driver
+	r   *hostmem.Region
+	reg driver.Registration
+}
+
+func newFx(t *testing.T, addr string, hooks ...*redistest.Faults) *fx {
+	t.Helper()
+	opt := redis.Options{Addrs: []string{addr}}
+	for _, h := range hooks {
+		opt.Hooks = append(opt.Hooks, h)
+	}
+	d, err := redis.Open(context.Background(), opt)
+	require.NoError(t, err)
+	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 64 << 10, Slots: 16})
+	require.NoError(t, err)
+	reg, err := d.Register(r.Region)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if d.Drain(5*time.Second) && d.Unregister(reg) == nil {
+			_ = d.Close()
+			_ = r.Close()
+		}
+	})
+	return &fx{d: d, r: r, reg: reg}
+}
+
+// TestAServerKilledMidFetchIsAFault kills the server while a fetch's
+// command is on its way: every row is a FAULT, none is READY, and no
+// destination byte changed.
+func TestAServerKilledMidFetchIsAFault(t *testing.T) {
+	needServer(t)
+	own, err := redistest.Start()
+	require.NoError(t, err)
+	defer own.Stop()
+	faults := redistest.NewFaults()
+	f := newFx(t, own.Addr, faults)
+	var rows, dst []driver.Row
+	for i := 0; i < 8; i++ {
+		key := fmt.Sprintf("kill/v1/%02x", i)
+		rows = append(rows, driver.Row{Key: key, Spans: []driver.Span{f.r.Slot(i)}})
+		dst = append(dst, driver.Row{Key: key, Spans: []driver.Span{f.r.Slot(8 + i)}})
+	}
+	op, err := f.d.Put(rows)
+	require.NoError(t, err)
+	res, _ := op.Poll()
+	for _, r := range res {
+		require.Equal(t, driver.Ready, r.Status)
+	}
+	for _, r := range dst {
+		b := r.Spans[0].Bytes()
+		for j := range b {
+			b[j] = 0xEE
+		}
+	}
+	faults.Before("get", rows[0].Key, own.Kill)
+	op, err = f.d.Get(dst, driver.Hint{})
+	require.NoError(t, err, "a dead server is a row fault, never an error")
+	res, _ = op.Poll()
+	for i, r := range res {
+		assert.Equal(t, driver.Fault, r.Status, "row %d", i)
+		assert.NotEmpty(t, r.Text)
+		for _, b := range dst[i].Spans[0].Bytes() {
+			if b != 0xEE {
+				t.Fatalf("row %d: a faulted row's destination was written", i)
+			}
+		}
+	}
+	assert.True(t, op.AccessEnded())
+}
+
+func TestOpenChecksTheServer(t *testing.T) {
+	needServer(t)
+	d, err := redis.Open(context.Background(), redis.Options{Addrs: []string{server.Addr}})
+	require.NoError(t, err)
+	assert.Regexp(t, `^7\.`, d.ServerVersion())
+	require.True(t, d.Drain(time.Second))
+	require.NoError(t, d.Close())
+
+	_, err = redis.Open(context.Background(), redis.Options{})
+	assert.ErrorContains(t, err, "no address")
+	port, _ := freeClosedPort()
+	_, err = redis.Open(context.Background(), redis.Options{Addrs: []string{port}, DialTimeout: time.Second})
+	assert.ErrorContains(t, err, "INFO server")
+}
+
+func freeClosedPort() (string, error) {
+	s, err := redistest.Start()
+	if err != nil {
+		return "", err
+	}
+	s.Stop()
+	return s.Addr, nil
+}

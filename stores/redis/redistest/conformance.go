@@ -1,0 +1,184 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/kvblob/kvblob/conformance"
+	gen "github.com/kvblob/kvblob/generated/redis"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/trailer"
+	"github.com/kvblob/kvblob/stores/redis"
+)
+
+// Deployment is what a factory connects to: one server or a Cluster.
+type Deployment struct {
+	Addrs   []string
+	Cluster bool
+}
+
+// withFaults is a Redis driver and the fault hook on its client.
+type withFaults struct {
+	*redis.Driver
+	faults *Faults
+}
+
+func (w *withFaults) Unwrap() driver.Driver { return w.Driver }
+
+func parts(d driver.Driver) (*redis.Driver, *Faults) {
+	for {
+		switch x := d.(type) {
+		case *withFaults:
+			return x.Driver, x.faults
+		case interface{ Unwrap() driver.Driver }:
+			d = x.Unwrap()
+		default:
+			panic(fmt.Sprintf("redistest: %T is not a Redis driver from Factory", d))
+		}
+	}
+}
+
+// Factory returns drivers over dep, each with a fault hook. Each call first
+// empties the deployment and lifts any memory limit a previous check set.
+func Factory(dep Deployment) conformance.Factory {
+	return func(t conformance.T) driver.Driver {
+		f := NewFaults()
+		d, err := redis.Open(context.Background(), redis.Options{Addrs: dep.Addrs, Cluster: dep.Cluster, Hooks: []goredis.Hook{f}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := eachMaster(d, func(c *goredis.Client) error {
+			if err := c.FlushAll(context.Background()).Err(); err != nil {
+				return err
+			}
+			return c.ConfigSet(context.Background(), "maxmemory", "0").Err()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return &withFaults{Driver: d, faults: f}
+	}
+}
+
+func eachMaster(d *redis.Driver, fn func(*goredis.Client) error) error {
+	ctx := context.Background()
+	switch c := d.Client().(type) {
+	case *goredis.ClusterClient:
+		return c.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error { return fn(n) })
+	case *goredis.Client:
+		return fn(c)
+	}
+	return errors.New("redistest: unknown client type")
+}
+
+// fillMemory makes every master refuse writes (maxmemory 1, noeviction).
+func fillMemory(d *redis.Driver) error {
+	return eachMaster(d, func(c *goredis.Client) error {
+		ctx := context.Background()
+		if err := c.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+			return err
+		}
+		return c.ConfigSet(ctx, "maxmemory", "1").Err()
+	})
+}
+
+// Marker is what another writer's pending claim looks like.
+const Marker = "kvblob-pending:another-writer"
+
+func set(d *redis.Driver, key string, v any) error {
+	return d.Client().Set(context.Background(), key, v, 0).Err()
+}
+
+// Scenarios are what a real server stages with the fault hook's help.
+// Unprovable and HoldAccess are not among them: every Redis call ends its
+// access on return.
+func Scenarios() conformance.Scenarios {
+	return conformance.Scenarios{
+		HoldGet: func(d driver.Driver, key string) (<-chan struct{}, func()) {
+			_, f := parts(d)
+			h := f.Hold("get", key)
+			return h.Entered, h.Release
+		},
+		Writing: func(d driver.Driver, key string) func() {
+			r, _ := parts(d)
+			_ = set(r, key, Marker)
+			return func() { _ = r.Client().Del(context.Background(), key).Err() }
+		},
+		Full: func(d driver.Driver, key string) {
+			r, _ := parts(d)
+			_ = fillMemory(r)
+		},
+		FailPut: func(d driver.Driver, key string) {
+			r, _ := parts(d)
+			_ = r.Client().LPush(context.Background(), key, "not a string").Err() // WRONGTYPE for GET
+		},
+		FailRead: func(d driver.Driver, key string) {
+			r, _ := parts(d)
+			_ = r.Client().Del(context.Background(), key).Err()
+			_ = r.Client().LPush(context.Background(), key, "not a string").Err()
+		},
+	}
+}
+
+// codeError is the client error that classify maps to each code.
+var codeError = map[gen.Code]error{
+	gen.Nil:     goredis.Nil,
+	gen.OOM:     RedisError("OOM command not allowed when used memory > 'maxmemory'."),
+	gen.Conn:    ConnError,
+	gen.Timeout: context.DeadlineExceeded,
+	gen.Err:     RedisError("ERR injected by redistest"),
+}
+
+// cmdOf is the command each spec call sends.
+var cmdOf = map[string]string{"claim": "set", "store": "eval", "get": "get"}
+
+// Stage makes the server (or, for answers a server cannot give on cue, the
+// fault hook) answer case c for key.
+func Stage(h *conformance.Harness, c driver.SpecCase, key string) error {
+	r, f := parts(h.D)
+	payload := make([]byte, conformance.RowBytes)
+	for i := range payload {
+		payload[i] = byte(i * 5)
+	}
+	code := gen.Code(c.Answer.Code)
+	if c.Op == driver.OpGet {
+		if err := set(r, key, trailer.Encode(key, payload)); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.Answer.Size == driver.SizeWhole:
+	case c.Answer.Size == driver.SizeShort:
+		return set(r, key, trailer.Encode(key, payload[:len(payload)/2]))
+	case code == gen.OK:
+	case c.Call == "claim" && code == gen.Nil && c.Exists:
+		return set(r, key, trailer.Encode(key, payload))
+	case c.Call == "claim" && code == gen.Nil:
+		return set(r, key, Marker)
+	case code == gen.OOM && c.Call != "get":
+		if c.Call == "store" {
+			f.Before("eval", key, func() { _ = fillMemory(r) })
+			return nil
+		}
+		return fillMemory(r)
+	case c.Call == "store" && code == gen.Lost:
+		f.Before("eval", key, func() { _ = r.Client().Del(context.Background(), key).Err() })
+	case c.Call == "get" && code == gen.Nil:
+		return r.Client().Del(context.Background(), key).Err()
+	case c.Call == "get" && code == gen.Pending:
+		return set(r, key, Marker)
+	case c.Call == "get" && code == gen.Corrupt:
+		obj := trailer.Encode(key, payload)
+		obj[0] ^= 0xff
+		return set(r, key, obj)
+	default:
+		err, ok := codeError[code]
+		if !ok {
+			return fmt.Errorf("%s never answers %s: no reply or client error classifies as it", c.Call, code)
+		}
+		f.Error(cmdOf[c.Call], key, err)
+	}
+	return nil
+}
