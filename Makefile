@@ -34,10 +34,12 @@ golden: ## rewrite the generator's golden files
 bench: ## the benchmark table, JSON, SVG and ratios line
 	$(GO) run ./cmd/blobbench
 
-soak: ## the randomized fault soak (not built yet)
-	@echo "make soak: not built yet"
+SOAK_DURATION ?= 60s
+soak: ## the randomized fault soak, bounded (SOAK_DURATION, default 60s)
+	$(GO) run ./cmd/soak -duration $(SOAK_DURATION)
 
 fuzz: ## each fuzz target for a bounded time
 	$(GO) test ./gen -run '^$$' -fuzz FuzzLoad -fuzztime 20s
 	$(GO) test ./runtime/driver -run '^$$' -fuzz FuzzParseKey -fuzztime 20s
-	$(GO) test ./stores/memory -run '^$$' -fuzz FuzzCheckObject -fuzztime 20s
+	$(GO) test ./runtime/trailer -run '^$$' -fuzz FuzzCheck -fuzztime 20s
+	$(GO) test ./runtime/backend -run '^$$' -fuzz FuzzSubmission -fuzztime 20s

@@ -132,20 +132,6 @@ func TestCorruptObjectsAreFaultsNamingWhatWasWrong(t *testing.T) {
 	}
 }
 
-func FuzzCheckObject(f *testing.F) {
-	f.Add(trailer.Encode("k", []byte("payload")), "k")
-	f.Add([]byte("TLBK"), "k")
-	f.Fuzz(func(t *testing.T, obj []byte, key string) {
-		payload, err := trailer.Check(obj, key)
-		if err != nil {
-			return
-		}
-		if !bytes.Equal(trailer.Encode(key, payload), obj) {
-			t.Fatalf("accepted an object that does not re-encode to itself")
-		}
-	})
-}
-
 func TestStoreAnswersBecomeRowResults(t *testing.T) {
 	cases := []struct {
 		name  string

@@ -29,6 +29,7 @@ type Master struct {
 	faults   map[faultKey][]fault
 	holds    map[faultKey][]*Held
 	calls    map[string]int
+	late     sync.WaitGroup // transfers still writing after their call answered
 }
 
 type session struct {
@@ -46,7 +47,8 @@ type fault struct {
 	code  gen.Code
 	raise bool
 	short bool
-	write bool // the bytes land although the code is answered (LEASE_EXPIRED, TRANSFER_FAIL)
+	write bool          // the bytes land although the code is answered (LEASE_EXPIRED, TRANSFER_FAIL)
+	late  time.Duration // the transfer goes on writing this long after the call answered
 }
 
 // The calls, as the spec names them.
@@ -94,6 +96,16 @@ func (m *Master) Answer(call, key string, code gen.Code) { m.stage(call, key, fa
 func (m *Master) AnswerAfterWriting(call, key string, code gen.Code) {
 	m.stage(call, key, fault{code: code, write: true})
 }
+
+// TransferStillRunning makes the next get of key answer TRANSFER_FAIL while
+// its transfer goes on: after the call answered, the buffer is written once
+// more, after delay. Wait waits for such transfers.
+func (m *Master) TransferStillRunning(key string, delay time.Duration) {
+	m.stage(CallGet, key, fault{code: gen.TransferFail, write: true, late: delay})
+}
+
+// Wait waits until every transfer still running has finished writing.
+func (m *Master) Wait() { m.late.Wait() }
 
 // Raise makes the next call of call that names key raise.
 func (m *Master) Raise(call, key string) { m.stage(call, key, fault{raise: true}) }
@@ -461,6 +473,16 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 			out[i] = int64(copy(dst, obj)) // a shorter object lands in the head
 			if staged && f.write {
 				out[i] = int64(f.code)
+			}
+			if staged && f.late > 0 {
+				m.late.Add(1)
+				go func(dst []byte, n int, d time.Duration) {
+					defer m.late.Done()
+					time.Sleep(d) // the transfer engine's timing, not a test's synchronisation
+					for j := 0; j < n; j++ {
+						dst[j] ^= 0x5A
+					}
+				}(dst, len(obj), f.late)
 			}
 		}
 	}
