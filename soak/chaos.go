@@ -82,7 +82,10 @@ func (c *chaosSDK) call(n int, real func() ([]int64, error)) ([]int64, error) {
 		return out[:len(out)-1], nil
 	}
 	for i := range out {
-		if c.d.roll(0.02) {
+		// TRANSFER_FAIL is the one answer that keeps access (the transfer
+		// may still run): replacing it would be a lie about memory, which no
+		// contract can survive, not a fault.
+		if out[i] != int64(mcgen.TransferFail) && c.d.roll(0.02) {
 			c.t.fault("random_code")
 			out[i] = int64(mcgen.Codes[1+c.d.intn(len(mcgen.Codes)-1)]) // any code but OK
 		}
