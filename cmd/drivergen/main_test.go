@@ -132,3 +132,24 @@ func TestGatePassesOnTheEmbeddedDefaults(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestAScaffoldedStoreCompiles scaffolds a store in a copy of the module,
+// generates its package and vets it: a driver author's first build works.
+func TestAScaffoldedStoreCompiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a copy of the module")
+	}
+	dir := t.TempDir()
+	for _, sub := range []string{"go.mod", "go.sum", "spec", "generated", "runtime", "conformance", "gen"} {
+		out, err := exec.Command("cp", "-r", filepath.Join("..", "..", sub), filepath.Join(dir, sub)).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	code, _, stderr := runCLI("new", "-root", dir, "acme")
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runCLI("generate", "-spec", filepath.Join(dir, "spec"), "-out", filepath.Join(dir, "generated"))
+	require.Equal(t, 0, code, stderr)
+	cmd := exec.Command("go", "vet", "./stores/acme/", "./generated/acme/")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+}

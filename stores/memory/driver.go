@@ -54,8 +54,9 @@ type Driver struct {
 	store *Store
 	caps  driver.Capabilities
 
+	regs driver.Registry
+
 	mu         sync.Mutex
-	regs       map[*registration]bool
 	open       map[*op]bool
 	closed     bool
 	drained    bool
@@ -77,7 +78,7 @@ func New(opt Options) *Driver {
 	if st == nil {
 		st = NewStore(0)
 	}
-	return &Driver{opt: opt, store: st, caps: caps, regs: map[*registration]bool{}, open: map[*op]bool{}}
+	return &Driver{opt: opt, store: st, caps: caps, open: map[*op]bool{}}
 }
 
 // Store returns the driver's store.
@@ -85,10 +86,6 @@ func (d *Driver) Store() *Store { return d.store }
 
 // Capabilities reports spec/memory.yaml's capabilities, narrowed by Options.
 func (d *Driver) Capabilities() driver.Capabilities { return d.caps }
-
-type registration struct{ r *driver.Region }
-
-func (g *registration) Region() *driver.Region { return g.r }
 
 // Register admits a host region. A device region is refused.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
@@ -100,36 +97,25 @@ func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
 	if d.closed {
 		return nil, driver.Reject(driver.RuleClosed, "the driver is closed")
 	}
-	g := &registration{r: r}
-	d.regs[g] = true
-	return g, nil
+	return d.regs.Add(r, nil), nil
 }
 
 // Unregister revokes a registration; it is refused while an operation that
 // may touch the region is open or unprovable.
 func (d *Driver) Unregister(reg driver.Registration) error {
-	g, ok := reg.(*registration)
+	g, err := d.regs.Lookup(reg)
+	if err != nil {
+		return err
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !ok || !d.regs[g] {
-		return driver.Reject(driver.RuleUnknownRegistration, "not a live registration of this driver")
-	}
 	for o := range d.open {
-		if !o.accessSettled() && o.touches(g.r) {
-			return driver.Reject(driver.RuleAccessOpen, "an operation that may touch region %q is still open; drain first", g.r.Name)
+		if !o.accessSettled() && o.touches(g.Region()) {
+			return driver.Reject(driver.RuleAccessOpen, "an operation that may touch region %q is still open; drain first", g.Region().Name)
 		}
 	}
-	delete(d.regs, g)
+	d.regs.Remove(g)
 	return nil
-}
-
-func (d *Driver) liveLocked(r *driver.Region) bool {
-	for g := range d.regs {
-		if g.r == r {
-			return true
-		}
-	}
-	return false
 }
 
 // LoseEvidenceNext makes the next operation lose the evidence of its access
@@ -169,9 +155,9 @@ func (d *Driver) submit(rows []driver.Row, put bool, hint driver.Hint) (driver.O
 	}
 	var err error
 	if put {
-		err = gen.AdmitPut(rows, d.liveLocked)
+		err = gen.AdmitPut(rows, d.regs.Live)
 	} else {
-		err = gen.AdmitGet(rows, hint, d.liveLocked)
+		err = gen.AdmitGet(rows, hint, d.regs.Live)
 	}
 	if err == nil {
 		err = driver.AdmitHint(hint, d.caps.Hints)
@@ -251,8 +237,8 @@ func (d *Driver) Close() error {
 	if !d.drained || len(d.open) > 0 {
 		return driver.Reject(driver.RuleAccessOpen, "close needs a drain that returned true first")
 	}
-	if len(d.regs) > 0 {
-		return driver.Reject(driver.RuleAccessOpen, "%d regions are still registered; unregister them first", len(d.regs))
+	if n := d.regs.Len(); n > 0 {
+		return driver.Reject(driver.RuleAccessOpen, "%d regions are still registered; unregister them first", n)
 	}
 	d.closed = true
 	return nil

@@ -28,15 +28,15 @@ const (
 type Driver struct {
 	sdk SDK
 
+	regs  driver.Registry // Data: the registered Buffer
+	calls driver.Calls
+
 	mu         sync.Mutex
-	regs       map[*registration]bool
 	held       map[string]hold
 	inflight   map[*driver.Region]int // regions of calls in progress
-	calls      int
 	unprovable map[*op]bool
 	drained    bool
 	closed     bool
-	idle       chan struct{} // closed and replaced whenever calls drops to 0
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -48,8 +48,7 @@ func New(sdk SDK) (*Driver, error) {
 	if v := sdk.Version(); !gen.SupportsVersion(v) {
 		return nil, fmt.Errorf("mooncake: SDK version %q has no spec; kvblob holds specs for %v (spec/mooncake-*.yaml). Install a supported build, or add a spec for %s and run 'make generate'", v, gen.SDKVersions, v)
 	}
-	return &Driver{sdk: sdk, regs: map[*registration]bool{}, held: map[string]hold{},
-		inflight: map[*driver.Region]int{}, unprovable: map[*op]bool{}, idle: make(chan struct{})}, nil
+	return &Driver{sdk: sdk, held: map[string]hold{}, inflight: map[*driver.Region]int{}, unprovable: map[*op]bool{}}, nil
 }
 
 // SDK returns the client the driver calls.
@@ -58,13 +57,6 @@ func (d *Driver) SDK() SDK { return d.sdk }
 // Capabilities are spec/mooncake-0.3.13.yaml's: absent is MISS, host memory
 // only, one span per row.
 func (d *Driver) Capabilities() driver.Capabilities { return gen.Capabilities }
-
-type registration struct {
-	r   *driver.Region
-	buf Buffer
-}
-
-func (g *registration) Region() *driver.Region { return g.r }
 
 func regionBuffer(r *driver.Region) Buffer { return Buffer{Addr: r.Addr, Len: r.Layout.Bytes()} }
 
@@ -96,50 +88,36 @@ func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
 	if gen.Code(code) != gen.OK {
 		return nil, driver.Reject("register_buffer", "register_buffer of region %q answered %s", r.Name, gen.Code(code))
 	}
-	g := &registration{r: r, buf: buf}
-	d.mu.Lock()
-	d.regs[g] = true
-	d.mu.Unlock()
-	return g, nil
+	return d.regs.Add(r, buf), nil
 }
 
 // Unregister refuses while a call in progress or an unprovable operation may
 // touch the region.
 func (d *Driver) Unregister(reg driver.Registration) error {
-	g, ok := reg.(*registration)
-	d.mu.Lock()
-	if !ok || !d.regs[g] {
-		d.mu.Unlock()
-		return driver.Reject(driver.RuleUnknownRegistration, "not a live registration of this driver")
+	g, err := d.regs.Lookup(reg)
+	if err != nil {
+		return err
 	}
-	if d.inflight[g.r] > 0 {
+	r := g.Region()
+	d.mu.Lock()
+	if d.inflight[r] > 0 {
 		d.mu.Unlock()
-		return driver.Reject(driver.RuleAccessOpen, "a call in progress may touch region %q", g.r.Name)
+		return driver.Reject(driver.RuleAccessOpen, "a call in progress may touch region %q", r.Name)
 	}
 	for o := range d.unprovable {
-		if o.touches(g.r) {
+		if o.touches(r) {
 			d.mu.Unlock()
-			return driver.Reject(driver.RuleAccessOpen, "an operation that never proved its access ended may touch region %q", g.r.Name)
+			return driver.Reject(driver.RuleAccessOpen, "an operation that never proved its access ended may touch region %q", r.Name)
 		}
 	}
 	d.mu.Unlock()
-	code, err := d.sdk.UnregisterBuffer(g.buf)
+	buf := g.Data.(Buffer)
+	code, err := d.sdk.UnregisterBuffer(buf)
 	if err != nil || gen.Code(code) != gen.OK {
-		return driver.Reject("unregister_buffer", "unregister_buffer of region %q answered %s (%v); it is still registered", g.r.Name, gen.Code(code), err)
+		return driver.Reject("unregister_buffer", "unregister_buffer of region %q answered %s (%v); it is still registered", r.Name, gen.Code(code), err)
 	}
-	d.mu.Lock()
-	delete(d.regs, g)
-	d.mu.Unlock()
+	d.regs.Remove(g)
 	return nil
-}
-
-func (d *Driver) liveLocked(r *driver.Region) bool {
-	for g := range d.regs {
-		if g.r == r {
-			return true
-		}
-	}
-	return false
 }
 
 // admit runs the generated admission under the lock and, once admitted,
@@ -153,7 +131,7 @@ func (d *Driver) admit(rows []driver.Row, check func(live func(*driver.Region) b
 	if err := check(d.fastLive(rows)); err != nil {
 		return err
 	}
-	d.calls++
+	d.calls.Enter()
 	d.drained = false
 	for _, r := range rows {
 		d.inflight[r.Spans[0].Region]++
@@ -165,15 +143,15 @@ func (d *Driver) admit(rows []driver.Row, check func(live func(*driver.Region) b
 // with one lookup.
 func (d *Driver) fastLive(rows []driver.Row) func(*driver.Region) bool {
 	if len(rows) == 0 || len(rows[0].Spans) == 0 {
-		return d.liveLocked
+		return d.regs.Live
 	}
 	first := rows[0].Spans[0].Region
-	firstLive := d.liveLocked(first)
+	firstLive := d.regs.Live(first)
 	return func(r *driver.Region) bool {
 		if r == first {
 			return firstLive
 		}
-		return d.liveLocked(r)
+		return d.regs.Live(r)
 	}
 }
 
@@ -189,36 +167,17 @@ func (d *Driver) done(rows []driver.Row, o *op) {
 	if o.unprovable {
 		d.unprovable[o] = true
 	}
-	d.calls--
-	if d.calls == 0 {
-		close(d.idle)
-		d.idle = make(chan struct{})
-	}
+	d.calls.Leave()
 }
 
 // Drain waits up to timeout for the calls in progress, then revokes the
 // sessions left open. It answers false at once while an operation is
 // unprovable, and false while a left-open session could not be revoked.
 func (d *Driver) Drain(timeout time.Duration) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		d.mu.Lock()
-		if len(d.unprovable) > 0 {
-			d.mu.Unlock()
-			return false
-		}
-		if d.calls == 0 {
-			break
-		}
-		idle := d.idle
-		d.mu.Unlock()
-		select {
-		case <-idle:
-		case <-deadline.C:
-			return false
-		}
+	if d.anyUnprovable() || !d.calls.Wait(timeout) || d.anyUnprovable() {
+		return false
 	}
+	d.mu.Lock()
 	var open []string
 	for k, h := range d.held {
 		if h == heldOpen {
@@ -245,8 +204,14 @@ func (d *Driver) Drain(timeout time.Duration) bool {
 			return false
 		}
 	}
-	d.drained = d.calls == 0
+	d.drained = d.calls.InProgress() == 0
 	return d.drained
+}
+
+func (d *Driver) anyUnprovable() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.unprovable) > 0
 }
 
 // Close closes the SDK client once a drain returned true and every region
@@ -257,13 +222,13 @@ func (d *Driver) Close() error {
 		d.mu.Unlock()
 		return nil
 	}
-	if !d.drained || d.calls > 0 {
+	if !d.drained || d.calls.InProgress() > 0 {
 		d.mu.Unlock()
 		return driver.Reject(driver.RuleAccessOpen, "close needs a drain that returned true first")
 	}
-	if len(d.regs) > 0 {
+	if n := d.regs.Len(); n > 0 {
 		d.mu.Unlock()
-		return driver.Reject(driver.RuleAccessOpen, "%d regions are still registered; unregister them first", len(d.regs))
+		return driver.Reject(driver.RuleAccessOpen, "%d regions are still registered; unregister them first", n)
 	}
 	d.closed = true
 	d.mu.Unlock()

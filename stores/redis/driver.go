@@ -60,10 +60,10 @@ type Driver struct {
 	opt Options
 	ver string
 
+	regs  driver.Registry
+	calls driver.Calls
+
 	mu      sync.Mutex
-	regs    map[*registration]bool
-	calls   int
-	idle    chan struct{}
 	drained bool
 	closed  bool
 }
@@ -103,7 +103,7 @@ func Open(ctx context.Context, opt Options) (*Driver, error) {
 		_ = c.Close()
 		return nil, fmt.Errorf("redis: server version %q has no spec; kvblob holds specs for major versions %v (spec/redis-*.yaml)", ver, gen.SDKVersions)
 	}
-	return &Driver{c: c, opt: opt, ver: ver, regs: map[*registration]bool{}, idle: make(chan struct{})}, nil
+	return &Driver{c: c, opt: opt, ver: ver}, nil
 }
 
 func serverVersion(info string) string {
@@ -124,10 +124,6 @@ func (d *Driver) Client() goredis.UniversalClient { return d.c }
 // Capabilities are spec/redis-7.yaml's.
 func (d *Driver) Capabilities() driver.Capabilities { return gen.Capabilities }
 
-type registration struct{ r *driver.Region }
-
-func (g *registration) Region() *driver.Region { return g.r }
-
 // Register admits a host region; Redis needs no registration of its own.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
 	if err := gen.AdmitRegister(r); err != nil {
@@ -138,34 +134,21 @@ func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
 	if d.closed {
 		return nil, driver.Reject(driver.RuleClosed, "the driver is closed")
 	}
-	g := &registration{r: r}
-	d.regs[g] = true
-	return g, nil
+	return d.regs.Add(r, nil), nil
 }
 
 // Unregister refuses while a call is in progress: a call may be copying
 // from or into any region.
 func (d *Driver) Unregister(reg driver.Registration) error {
-	g, ok := reg.(*registration)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !ok || !d.regs[g] {
-		return driver.Reject(driver.RuleUnknownRegistration, "not a live registration of this driver")
+	g, err := d.regs.Lookup(reg)
+	if err != nil {
+		return err
 	}
-	if d.calls > 0 {
-		return driver.Reject(driver.RuleAccessOpen, "a call in progress may touch region %q", g.r.Name)
+	if d.calls.InProgress() > 0 {
+		return driver.Reject(driver.RuleAccessOpen, "a call in progress may touch region %q", g.Region().Name)
 	}
-	delete(d.regs, g)
+	d.regs.Remove(g)
 	return nil
-}
-
-func (d *Driver) liveLocked(r *driver.Region) bool {
-	for g := range d.regs {
-		if g.r == r {
-			return true
-		}
-	}
-	return false
 }
 
 func (d *Driver) begin(check func(live func(*driver.Region) bool) error) error {
@@ -174,43 +157,24 @@ func (d *Driver) begin(check func(live func(*driver.Region) bool) error) error {
 	if d.closed {
 		return driver.Reject(driver.RuleClosed, "the driver is closed")
 	}
-	if err := check(d.liveLocked); err != nil {
+	if err := check(d.regs.Live); err != nil {
 		return err
 	}
-	d.calls++
+	d.calls.Enter()
 	d.drained = false
 	return nil
-}
-
-func (d *Driver) end() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.calls--; d.calls == 0 {
-		close(d.idle)
-		d.idle = make(chan struct{})
-	}
 }
 
 // Drain waits up to timeout for the calls in progress. Every call ends its
 // access on return, so no operation is ever unprovable.
 func (d *Driver) Drain(timeout time.Duration) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		d.mu.Lock()
-		if d.calls == 0 {
-			d.drained = true
-			d.mu.Unlock()
-			return true
-		}
-		idle := d.idle
-		d.mu.Unlock()
-		select {
-		case <-idle:
-		case <-deadline.C:
-			return false
-		}
+	if !d.calls.Wait(timeout) {
+		return false
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.drained = true
+	return true
 }
 
 // Close closes the client once a drain returned true and every region is
@@ -221,11 +185,11 @@ func (d *Driver) Close() error {
 	if d.closed {
 		return nil
 	}
-	if !d.drained || d.calls > 0 {
+	if !d.drained || d.calls.InProgress() > 0 {
 		return driver.Reject(driver.RuleAccessOpen, "close needs a drain that returned true first")
 	}
-	if len(d.regs) > 0 {
-		return driver.Reject(driver.RuleAccessOpen, "%d regions are still registered; unregister them first", len(d.regs))
+	if n := d.regs.Len(); n > 0 {
+		return driver.Reject(driver.RuleAccessOpen, "%d regions are still registered; unregister them first", n)
 	}
 	d.closed = true
 	return d.c.Close()
@@ -253,7 +217,7 @@ func (d *Driver) Put(rows []driver.Row) (driver.Operation, error) {
 	if err := d.begin(func(live func(*driver.Region) bool) error { return gen.AdmitPut(rows, live) }); err != nil {
 		return nil, err
 	}
-	defer d.end()
+	defer d.calls.Leave()
 	ctx := context.Background()
 	o := &op{results: make([]driver.Result, len(rows))}
 	marker := newMarker()
@@ -374,7 +338,7 @@ func (d *Driver) Get(rows []driver.Row, hint driver.Hint) (driver.Operation, err
 	if err := d.begin(func(live func(*driver.Region) bool) error { return gen.AdmitGet(rows, hint, live) }); err != nil {
 		return nil, err
 	}
-	defer d.end()
+	defer d.calls.Leave()
 	ctx := context.Background()
 	o := &op{results: make([]driver.Result, len(rows))}
 	pipe := d.c.Pipeline()

@@ -301,44 +301,32 @@ func (c *Client) bytesOf(b mooncake.Buffer) ([]byte, bool) {
 var errClosed = errors.New("fakesdk: client closed")
 
 func (c *Client) BatchPutSessionStart(keys []string, sizes []int64) ([]int64, error) {
-	m := c.m
-	m.enter(CallStart, keys)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.raiseLocked(CallStart, keys); err != nil {
-		return nil, err
-	}
-	out := make([]int64, len(keys))
+	size := make(map[string]int64, len(keys))
 	for i, k := range keys {
-		if f, ok := m.takeLocked(CallStart, k); ok {
-			out[i] = int64(f.code)
-			continue
-		}
+		size[k] = sizes[i]
+	}
+	m := c.m
+	return c.metadataCall(CallStart, keys, func(k string) int64 {
 		if _, ok := m.objects[k]; ok {
-			out[i] = int64(gen.ObjectAlreadyExists)
-			continue
+			return int64(gen.ObjectAlreadyExists)
 		}
 		if s, ok := m.sessions[k]; ok {
 			if m.now.Sub(s.started) < m.discard {
-				out[i] = int64(gen.ObjectAlreadyExists)
-				continue
+				return int64(gen.ObjectAlreadyExists)
 			}
 			m.used -= int64(len(s.data)) // the master discards the unfinished put
 			delete(m.sessions, k)
 		}
-		if sizes[i] <= 0 {
-			out[i] = int64(gen.InvalidParams)
-			continue
+		switch {
+		case size[k] <= 0:
+			return int64(gen.InvalidParams)
+		case m.capacity > 0 && m.used+size[k] > m.capacity:
+			return int64(gen.NoAvailableHandle)
 		}
-		if m.capacity > 0 && m.used+sizes[i] > m.capacity {
-			out[i] = int64(gen.NoAvailableHandle)
-			continue
-		}
-		m.used += sizes[i]
-		m.sessions[k] = &session{client: c.id, started: m.now, data: make([]byte, sizes[i])}
-		out[i] = int64(gen.OK)
-	}
-	return out, nil
+		m.used += size[k]
+		m.sessions[k] = &session{client: c.id, started: m.now, data: make([]byte, size[k])}
+		return int64(gen.OK)
+	})
 }
 
 func (c *Client) BatchPutFromMultiBufferRanges(keys []string, buffers [][]mooncake.Buffer) ([]int64, error) {
@@ -385,56 +373,56 @@ func (c *Client) BatchPutFromMultiBufferRanges(keys []string, buffers [][]moonca
 	return out, nil
 }
 
-func (c *Client) BatchPutSessionEnd(keys []string) ([]int64, error) {
+// metadataCall runs a call that touches only the master's metadata: it
+// waits at any staged hold, raises if staged, and answers each key with a
+// staged code or with answer(key), all under the master's lock.
+func (c *Client) metadataCall(call string, keys []string, answer func(key string) int64) ([]int64, error) {
 	m := c.m
-	m.enter(CallEnd, keys)
+	m.enter(call, keys)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.raiseLocked(CallEnd, keys); err != nil {
+	if err := m.raiseLocked(call, keys); err != nil {
 		return nil, err
 	}
 	out := make([]int64, len(keys))
 	for i, k := range keys {
-		if f, ok := m.takeLocked(CallEnd, k); ok {
+		if f, ok := m.takeLocked(call, k); ok {
 			out[i] = int64(f.code)
 			continue
 		}
-		s, ok := m.sessions[k]
-		if !ok || s.client != c.id {
-			out[i] = int64(gen.ObjectNotFound)
-			continue
-		}
-		delete(m.sessions, k)
-		m.objects[k] = s.data
-		out[i] = int64(gen.OK)
+		out[i] = answer(k)
 	}
 	return out, nil
 }
 
+// ownSessionLocked returns key's session if this client started it.
+func (c *Client) ownSessionLocked(key string) (*session, bool) {
+	s, ok := c.m.sessions[key]
+	return s, ok && s.client == c.id
+}
+
+func (c *Client) BatchPutSessionEnd(keys []string) ([]int64, error) {
+	return c.metadataCall(CallEnd, keys, func(k string) int64 {
+		s, ok := c.ownSessionLocked(k)
+		if !ok {
+			return int64(gen.ObjectNotFound)
+		}
+		delete(c.m.sessions, k)
+		c.m.objects[k] = s.data
+		return int64(gen.OK)
+	})
+}
+
 func (c *Client) BatchPutSessionRevoke(keys []string) ([]int64, error) {
-	m := c.m
-	m.enter(CallRevoke, keys)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.raiseLocked(CallRevoke, keys); err != nil {
-		return nil, err
-	}
-	out := make([]int64, len(keys))
-	for i, k := range keys {
-		if f, ok := m.takeLocked(CallRevoke, k); ok {
-			out[i] = int64(f.code)
-			continue
+	return c.metadataCall(CallRevoke, keys, func(k string) int64 {
+		s, ok := c.ownSessionLocked(k)
+		if !ok {
+			return int64(gen.ObjectNotFound)
 		}
-		s, ok := m.sessions[k]
-		if !ok || s.client != c.id {
-			out[i] = int64(gen.ObjectNotFound)
-			continue
-		}
-		m.used -= int64(len(s.data))
-		delete(m.sessions, k)
-		out[i] = int64(gen.OK)
-	}
-	return out, nil
+		c.m.used -= int64(len(s.data))
+		delete(c.m.sessions, k)
+		return int64(gen.OK)
+	})
 }
 
 func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64, error) {
@@ -490,24 +478,12 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 }
 
 func (c *Client) BatchIsExist(keys []string) ([]int64, error) {
-	m := c.m
-	m.enter(CallExist, keys)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.raiseLocked(CallExist, keys); err != nil {
-		return nil, err
-	}
-	out := make([]int64, len(keys))
-	for i, k := range keys {
-		if f, ok := m.takeLocked(CallExist, k); ok {
-			out[i] = int64(f.code)
-			continue
+	return c.metadataCall(CallExist, keys, func(k string) int64 {
+		if _, ok := c.m.objects[k]; ok {
+			return 1
 		}
-		if _, ok := m.objects[k]; ok {
-			out[i] = 1
-		}
-	}
-	return out, nil
+		return 0
+	})
 }
 
 func (c *Client) Close() error {
