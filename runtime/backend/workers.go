@@ -64,6 +64,7 @@ func (b *Backend) next() *batch {
 			bt.callStart = timeWithWarning{Time: time.Now()}
 			b.open = append(b.open, bt)
 			b.stats.BatchesStarted++
+			b.notifyLocked() // the progress goroutine watches the call's age
 			return bt
 		}
 		b.cond.Wait()
@@ -267,8 +268,15 @@ func (b *Backend) progress() {
 			pause = 50 * time.Microsecond
 			continue
 		}
+		b.mu.Lock()
+		idle := len(b.open) == 0
+		b.mu.Unlock()
+		if idle {
+			<-b.kick // nothing to observe: sleep until a worker or Shutdown says so
+			continue
+		}
 		if len(watch) == 0 {
-			pause = 10 * time.Millisecond
+			pause = 10 * time.Millisecond // only calls inside the driver: watch their age
 		} else {
 			pause = min(2*pause, 2*time.Millisecond)
 		}
