@@ -150,7 +150,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 		log.Info().Str("file", p).Msg("removed stale generated file")
 	}
 	log.Info().Int("files", len(files)).Int("written", len(differ)).Int("removed", len(stale)).
-		Dur("took", time.Since(start)).Msg("generate done")
+		Str("took", time.Since(start).Round(time.Microsecond).String()).Msg("generate done")
 	return 0
 }
 
