@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -198,4 +199,39 @@ func TestLineDiffNamesChangedLines(t *testing.T) {
 	d := LineDiff("a", "b", []byte("x\ny\nz\n"), []byte("x\nY\nz\n"))
 	assert.Contains(t, d, "-y\n")
 	assert.Contains(t, d, "+Y\n")
+}
+
+// TestGoldenOutputsCompile writes each golden case's generated files into a
+// folder under testdata (inside this module, so the driver package
+// resolves) and vets it: testdata is invisible to ./..., so nothing else
+// would compile them.
+func TestGoldenOutputsCompile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go vet")
+	}
+	files, err := filepath.Glob("testdata/*.txtar")
+	require.NoError(t, err)
+	for _, file := range files {
+		ar, err := txtar.ParseFile(file)
+		require.NoError(t, err)
+		var outs []txtar.File
+		for _, f := range ar.Files {
+			if strings.HasPrefix(f.Name, "want/") {
+				outs = append(outs, f)
+			}
+		}
+		if len(outs) == 0 {
+			continue // a case that must fail
+		}
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			dir, err := os.MkdirTemp("testdata", "compile-")
+			require.NoError(t, err)
+			defer os.RemoveAll(dir)
+			for _, f := range outs {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, strings.TrimPrefix(f.Name, "want/")), f.Data, 0o644))
+			}
+			out, err := exec.Command("go", "vet", "./"+filepath.ToSlash(dir)).CombinedOutput()
+			require.NoError(t, err, "%s", out)
+		})
+	}
 }
