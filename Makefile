@@ -20,9 +20,12 @@ deps:
 	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
 	  else echo "make: redis-server not found; the Redis tests will skip (apt-get install redis-server)"; fi; }
 
-check: ## generated/ matches spec/, the tree vets and is gofmt-clean
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+check: ## generated/ matches spec/, the tree vets, passes staticcheck and is gofmt-clean
 	$(GO) run ./cmd/drivergen check
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 
 generate: ## rewrite generated/ from spec/

@@ -13,7 +13,6 @@ package conformance
 
 import (
 	"bytes"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
@@ -249,8 +248,6 @@ func keys(rows []driver.Row) string {
 	}
 	return strings.Join(ks, ",")
 }
-
-func hexOf(b []byte) string { return hex.EncodeToString(b) }
 
 // differs says where two snapshots first differ.
 func differs(a, b []byte) string {

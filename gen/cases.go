@@ -1,8 +1,6 @@
 package gen
 
 import (
-	"fmt"
-
 	"github.com/dave/jennifer/jen"
 )
 
@@ -171,7 +169,7 @@ func answer(code *Code, size string) *jen.Statement {
 		return qual("Answer").Values(jen.Dict{jen.Id("Size"): qual("SizeShort")})
 	}
 	if code == nil {
-		panic(fmt.Sprintf("gen: case answer has neither code nor size"))
+		panic("gen: case answer has neither code nor size")
 	}
 	return qual("Answer").Values(jen.Dict{jen.Id("Code"): jen.Lit(int(code.Value)), jen.Id("CodeName"): jen.Lit(code.Name)})
 }

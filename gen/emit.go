@@ -185,9 +185,8 @@ func (e *emitter) codes(f *jen.File) {
 func (e *emitter) results(f *jen.File) {
 	for _, c := range e.s.Calls {
 		name := goName(c.Name)
-		doc := c.Doc
-		if doc == "" {
-			doc = "is the SDK call " + c.Name + "."
+		if c.Doc != "" {
+			f.Commentf("%s: %s.", c.Name, c.Doc)
 		}
 		f.Commentf("%sAccess says when %s stops touching the caller's memory (%s).", name, c.Name, orNone(c.AccessEnd))
 		f.Const().Id(name + "Access").Op("=").Add(qual(accessIdents[c.AccessEnd]))

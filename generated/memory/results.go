@@ -4,6 +4,7 @@ package memory
 
 import driver "github.com/kvblob/kvblob/runtime/driver"
 
+// store_put: copies a row's spans into an object with a trailer and commits it.
 // StorePutAccess says when store_put stops touching the caller's memory (on_return).
 const StorePutAccess = driver.AccessOnReturn
 
@@ -33,6 +34,7 @@ func MapStorePut(answer int64) driver.Mapping {
 	}
 }
 
+// store_get: reads an object, checks its trailer and copies its payload into the row's spans.
 // StoreGetAccess says when store_get stops touching the caller's memory (on_return).
 const StoreGetAccess = driver.AccessOnReturn
 

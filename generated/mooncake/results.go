@@ -4,6 +4,7 @@ package mooncake
 
 import driver "github.com/kvblob/kvblob/runtime/driver"
 
+// batch_put_session_start: starts one put session per key; metadata only.
 // BatchPutSessionStartAccess says when batch_put_session_start stops touching the caller's memory (it touches none).
 const BatchPutSessionStartAccess = driver.AccessNone
 
@@ -41,6 +42,7 @@ func MapBatchPutSessionStart(answer int64) driver.Mapping {
 	}
 }
 
+// batch_put_from_multi_buffer_ranges: writes every started row in one scatter; waits, without a timeout, until every fragment it posted has finished.
 // BatchPutFromMultiBufferRangesAccess says when batch_put_from_multi_buffer_ranges stops touching the caller's memory (on_return).
 const BatchPutFromMultiBufferRangesAccess = driver.AccessOnReturn
 
@@ -74,6 +76,7 @@ func MapBatchPutFromMultiBufferRanges(answer, rowBytes int64) driver.Mapping {
 	}
 }
 
+// batch_put_session_end: marks rows written whole complete; metadata only.
 // BatchPutSessionEndAccess says when batch_put_session_end stops touching the caller's memory (it touches none).
 const BatchPutSessionEndAccess = driver.AccessNone
 
@@ -105,6 +108,7 @@ func MapBatchPutSessionEnd(answer int64) driver.Mapping {
 	}
 }
 
+// batch_put_session_revoke: frees the space of a session not written whole; metadata only.
 // BatchPutSessionRevokeAccess says when batch_put_session_revoke stops touching the caller's memory (it touches none).
 const BatchPutSessionRevokeAccess = driver.AccessNone
 
@@ -130,6 +134,7 @@ func MapBatchPutSessionRevoke(answer int64) driver.Mapping {
 	}
 }
 
+// batch_get_into: reads each row's object into its one span.
 // BatchGetIntoAccess says when batch_get_into stops touching the caller's memory (unless_kept).
 const BatchGetIntoAccess = driver.AccessUnlessKept
 

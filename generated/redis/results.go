@@ -4,6 +4,7 @@ package redis
 
 import driver "github.com/kvblob/kvblob/runtime/driver"
 
+// claim: SET key <marker> NX PX <ttl>: claim the key for this writer.
 // ClaimAccess says when claim stops touching the caller's memory (it touches none).
 const ClaimAccess = driver.AccessNone
 
@@ -36,6 +37,7 @@ func MapClaim(answer int64) driver.Mapping {
 	}
 }
 
+// store: replace this writer's marker with payload+trailer in one compare-and-set; the value is copied out of the caller's slots first.
 // StoreAccess says when store stops touching the caller's memory (on_return).
 const StoreAccess = driver.AccessOnReturn
 
@@ -65,6 +67,7 @@ func MapStore(answer int64) driver.Mapping {
 	}
 }
 
+// release: delete this writer's marker after a failed store.
 // ReleaseAccess says when release stops touching the caller's memory (it touches none).
 const ReleaseAccess = driver.AccessNone
 
@@ -84,6 +87,7 @@ func MapRelease(answer int64) driver.Mapping {
 	}
 }
 
+// get: GET key; the trailer is checked before any byte reaches the caller's slots.
 // GetAccess says when get stops touching the caller's memory (on_return).
 const GetAccess = driver.AccessOnReturn
 

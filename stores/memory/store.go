@@ -159,15 +159,6 @@ func (s *Store) begin(key string) (int, gen.Code) {
 	return s.nextID, gen.OK
 }
 
-// abort drops writer id's reservation of key.
-func (s *Store) abort(key string, id int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pending[key] == id {
-		delete(s.pending, key)
-	}
-}
-
 // commit stores obj under key for writer id and drops its reservation. It
 // answers FULL when the object does not fit.
 func (s *Store) commit(key string, id int, obj []byte) gen.Code {
