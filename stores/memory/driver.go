@@ -5,10 +5,10 @@
 //
 //   - Blocking: Put and Get return a finished operation.
 //   - Background: Put and Get return at once; a goroutine moves the rows.
-//   - Controlled: nothing happens until the test releases each stage
-//     through the operation's Controller (moving data, publishing results,
-//     ending access), so a row's result and the operation's access end can
-//     be observed apart.
+//   - Controlled: Put and Get admit the rows and return; nothing more
+//     happens until the test releases each stage through the operation's
+//     Controller (moving data, publishing results, ending access), so a
+//     row's result and the operation's access end can be observed apart.
 //
 // Every code-to-result decision comes from generated/memory (spec/memory.yaml).
 // Objects carry the trailer of trailer.go; a trailer that does not match is a
@@ -168,7 +168,7 @@ func (d *Driver) submit(rows []driver.Row, put bool, hint driver.Hint) (driver.O
 	if err != nil {
 		return nil, err
 	}
-	o := &op{d: d, put: put, rows: append([]driver.Row(nil), rows...), staged: make([]driver.Result, len(rows)),
+	o := &op{d: d, put: put, rows: append([]driver.Row(nil), rows...), staged: make([]driver.Result, len(rows)), writes: make([]*write, len(rows)),
 		settled: make(chan struct{}), lose: d.loseNext, holdAccess: d.holdNext}
 	d.loseNext, d.holdNext = false, nil
 	d.open[o] = true

@@ -269,3 +269,21 @@ func TestCloseNeedsDrainAndUnregister(t *testing.T) {
 	_, err = d.Put([]driver.Row{{Key: "k", Spans: []driver.Span{r.Slot(0)}}})
 	assert.True(t, driver.IsRejected(err), "a closed driver rejects work")
 }
+
+func TestAPutNotYetPublishedIsNotReadyToOthers(t *testing.T) {
+	shared := memory.NewStore(0)
+	f := newFixture(t, memory.Options{Mode: memory.Controlled, Store: shared})
+	reader := newFixture(t, memory.Options{Store: shared})
+	op, err := f.d.Put([]driver.Row{f.row("k", 0)})
+	require.NoError(t, err)
+	c := memory.ControllerOf(op)
+	c.MoveData()
+	get, err := reader.d.Get([]driver.Row{reader.row("k", 1)}, driver.Hint{})
+	require.NoError(t, err)
+	assert.Equal(t, driver.NotReady, wait(t, get)[0].Status, "data moved but not committed")
+	c.PublishResults()
+	c.EndAccess()
+	get, err = reader.d.Get([]driver.Row{reader.row("k", 1)}, driver.Hint{})
+	require.NoError(t, err)
+	assert.Equal(t, driver.Ready, wait(t, get)[0].Status)
+}

@@ -16,6 +16,7 @@ type op struct {
 
 	mu          sync.Mutex
 	staged      []driver.Result // results computed by move, not yet published
+	writes      []*write        // a put's objects, committed when results are published
 	started     int             // rows moved so far (in order)
 	moved       bool
 	cancelled   bool
@@ -112,15 +113,19 @@ func (o *op) move() {
 		}
 		o.mu.Unlock()
 		var r driver.Result
+		var w *write
 		if cancelled {
 			r = driver.Result{Status: driver.Cancelled}
 		} else if o.put {
-			r = o.putRow(o.rows[i])
+			r, w = o.putRow(o.rows[i])
 		} else {
 			r = o.getRow(o.rows[i])
 		}
 		o.mu.Lock()
 		o.staged[i] = r
+		if w != nil {
+			o.writes[i] = w
+		}
 		o.mu.Unlock()
 	}
 	o.mu.Lock()
@@ -131,22 +136,30 @@ func (o *op) move() {
 	}
 }
 
-func (o *op) putRow(row driver.Row) driver.Result {
+// write is a put's object, copied out of the caller's spans and reserved
+// in the store (other writers and readers see the key as PENDING) until
+// the results are published, which commits it.
+type write struct {
+	id  int
+	obj []byte
+}
+
+// putRow reserves the key and copies the row out of its spans. It returns
+// the row's result when the store refused, or the write to commit.
+func (o *op) putRow(row driver.Row) (driver.Result, *write) {
 	st := o.d.store
 	if code, ok := st.enter(CallPut, row.Key); ok {
-		return gen.MapStorePut(int64(code)).Result
+		return gen.MapStorePut(int64(code)).Result, nil
 	}
 	id, code := st.begin(row.Key)
 	if code != gen.OK {
-		return gen.MapStorePut(int64(code)).Result
+		return gen.MapStorePut(int64(code)).Result, nil
 	}
 	payload := make([]byte, 0, row.Bytes()+trailer.Size)
 	for _, s := range row.Spans {
 		payload = append(payload, s.Bytes()...)
 	}
-	obj := trailer.Append(payload, row.Key, payload)
-	code = st.commit(row.Key, id, obj)
-	return gen.MapStorePut(int64(code)).Result
+	return driver.Result{}, &write{id: id, obj: trailer.Append(payload, row.Key, payload)}
 }
 
 func (o *op) getRow(row driver.Row) driver.Result {
@@ -173,14 +186,20 @@ func (o *op) getRow(row driver.Row) driver.Result {
 	return m.Result
 }
 
+// publish commits the put's writes and publishes every row's result.
 func (o *op) publish() {
 	o.move()
 	o.mu.Lock()
-	if o.results == nil {
-		o.results = append([]driver.Result(nil), o.staged...)
+	defer func() { o.mu.Unlock(); o.maybeSettle() }()
+	if o.results != nil {
+		return
 	}
-	o.mu.Unlock()
-	o.maybeSettle()
+	for i, w := range o.writes {
+		if w != nil {
+			o.staged[i] = gen.MapStorePut(int64(o.d.store.commit(o.rows[i].Key, w.id, w.obj))).Result
+		}
+	}
+	o.results = append([]driver.Result(nil), o.staged...)
 }
 
 func (o *op) endAccess() {
@@ -226,10 +245,13 @@ func ControllerOf(operation driver.Operation) *Controller {
 }
 
 // MoveData moves every row's bytes (rows cancelled before this answer
-// CANCELLED). Results stay unpublished.
+// CANCELLED): a get fills its spans; a put copies its spans out and
+// reserves its keys, which other readers and writers see as NOT_READY
+// until the results are published. Results stay unpublished.
 func (c *Controller) MoveData() { c.o.move() }
 
-// PublishResults publishes the rows' results, moving data first if needed.
+// PublishResults commits a put's objects and publishes the rows' results,
+// moving data first if needed.
 func (c *Controller) PublishResults() { c.o.publish() }
 
 // EndAccess proves the operation's access ended, moving data first if
