@@ -42,7 +42,8 @@ soak: ## the randomized fault soak, bounded (SOAK_DURATION, default 60s)
 	$(GO) run ./cmd/soak -duration $(SOAK_DURATION)
 
 fuzz: ## each fuzz target for a bounded time
-	$(GO) test ./gen -run '^$$' -fuzz FuzzLoad -fuzztime 20s
+	$(GO) test ./gen -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 20s
+	$(GO) test ./gen -run '^$$' -fuzz '^FuzzGenerate$$' -fuzztime 20s
 	$(GO) test ./runtime/driver -run '^$$' -fuzz FuzzParseKey -fuzztime 20s
 	$(GO) test ./runtime/trailer -run '^$$' -fuzz FuzzCheck -fuzztime 20s
 	$(GO) test ./runtime/backend -run '^$$' -fuzz FuzzSubmission -fuzztime 20s

@@ -172,25 +172,54 @@ func TestAllErrorsOfAFileAtOnce(t *testing.T) {
 	assert.True(t, list[0].Pos.Line < list[1].Pos.Line, "sorted by position")
 }
 
-func FuzzLoad(f *testing.F) {
+func fuzzSeeds(f *testing.F) {
 	f.Add([]byte(validSpec))
 	f.Add([]byte("store: [\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := Load("f.yaml", data)
-		if err != nil {
-			var list ErrorList
-			if !errors.As(err, &list) || len(list) == 0 {
-				t.Fatalf("error is not a non-empty ErrorList: %v", err)
-			}
-			for _, e := range list {
-				if e.Pos.File != "f.yaml" || e.Pos.Line < 0 {
-					t.Fatalf("error without a position: %v", e)
-				}
-			}
-			return
+	for _, p := range []string{"../spec/memory.yaml", "../spec/mooncake-0.3.13.yaml", "../spec/redis-7.yaml"} {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
 		}
-		if _, err := GenerateOne(s, DefaultOptions); err != nil {
-			t.Fatalf("a valid spec failed to generate: %v", err)
+	}
+}
+
+// checkLoad loads data and checks that a refusal is a non-empty ErrorList
+// with positions, returning the spec when it loaded.
+func checkLoad(t *testing.T, data []byte) *Spec {
+	s, err := Load("f.yaml", data)
+	if err != nil {
+		var list ErrorList
+		if !errors.As(err, &list) || len(list) == 0 {
+			t.Fatalf("error is not a non-empty ErrorList: %v", err)
+		}
+		for _, e := range list {
+			if e.Pos.File != "f.yaml" || e.Pos.Line < 0 {
+				t.Fatalf("error without a position: %v", e)
+			}
+		}
+		return nil
+	}
+	return s
+}
+
+// FuzzLoad loads arbitrary specs: no panic, errors with positions, and
+// every valid spec derives its cases.
+func FuzzLoad(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if s := checkLoad(t, data); s != nil {
+			_ = s.cases()
+		}
+	})
+}
+
+// FuzzGenerate also renders every valid spec (slower: gofmt runs).
+func FuzzGenerate(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if s := checkLoad(t, data); s != nil {
+			if _, err := GenerateOne(s, DefaultOptions); err != nil {
+				t.Fatalf("a valid spec failed to generate: %v", err)
+			}
 		}
 	})
 }
