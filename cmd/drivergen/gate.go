@@ -39,6 +39,7 @@ type gateRow struct {
 	store, sdk              string
 	passed, failed, skipped int
 	reasons                 map[string]int // skip reasons, counted
+	roundTrip               string         // the demonstration round trip
 	failures                []string
 	skippedStore            string
 	took                    time.Duration
@@ -125,6 +126,7 @@ func runGateStore(s gateStore, stderr io.Writer, verbose bool) gateRow {
 		}
 	}
 	checks := append(append([]conformance.Check(nil), conformance.Checks...), conformance.CaseChecks(s.cases, s.stage, false)...)
+	checks = append(checks, roundTripCheck(&row.roundTrip))
 	tty := isTerminal(stderr)
 	for i, c := range checks {
 		o := conformance.RunRecorded(c, s.factory, s.scenarios)
@@ -158,13 +160,17 @@ func runGateStore(s gateStore, stderr io.Writer, verbose bool) gateRow {
 
 func printGateTable(w io.Writer, rows []gateRow) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STORE\tSDK\tPASSED\tFAILED\tSKIPPED\tTIME")
+	fmt.Fprintln(tw, "STORE\tSDK\tPASSED\tFAILED\tSKIPPED\tTIME\tBACKEND ROUND TRIP")
 	for _, r := range rows {
 		if r.skippedStore != "" {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\tall\t-\n", r.store, r.sdk)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\tall\t-\t-\n", r.store, r.sdk)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%v\n", r.store, r.sdk, r.passed, r.failed, r.skipped, r.took.Round(time.Millisecond))
+		trip := r.roundTrip
+		if trip == "" {
+			trip = "failed"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%v\t%s\n", r.store, r.sdk, r.passed, r.failed, r.skipped, r.took.Round(time.Millisecond), trip)
 	}
 	tw.Flush()
 	for _, r := range rows {
