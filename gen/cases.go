@@ -93,9 +93,13 @@ func (s *Spec) cases() []specCase {
 	return out
 }
 
-// unmapped picks the first code of the table the call does not map (and,
-// for a size answer, that cannot be read as a size).
+// unmapped picks the code of the call's "otherwise" case: its example, or
+// the first code of the table the call does not map (and, for a size
+// answer, that cannot be read as a size).
 func (s *Spec) unmapped(c *Call, mapped map[string]bool) (Code, bool) {
+	if c.Otherwise != nil && c.Otherwise.Example != "" {
+		return s.CodeByName(c.Otherwise.Example)
+	}
 	for _, code := range s.Codes {
 		if mapped[code.Name] || (c.Answers == "size" && code.Value >= 0) {
 			continue

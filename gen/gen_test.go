@@ -264,3 +264,22 @@ func TestGoldenOutputsCompile(t *testing.T) {
 		})
 	}
 }
+
+func TestOtherwiseExampleIsChecked(t *testing.T) {
+	cases := []struct{ example, want string }{
+		{"NOPE", `example "NOPE", which the code table does not declare`},
+		{"OK", `example "OK", which the call maps itself`},
+	}
+	for _, c := range cases {
+		src := strings.Replace(validSpec, "    otherwise: {result: FAULT}\n", "    otherwise: {result: FAULT, example: "+c.example+"}\n", 1)
+		_, err := Load("s.yaml", []byte(src))
+		require.Error(t, err, c.example)
+		assert.Contains(t, err.Error(), c.want)
+	}
+	src := strings.Replace(validSpec, `otherwise: {result: FAULT, written: "maybe"}`, `otherwise: {result: FAULT, written: "maybe", example: OK}`, 1)
+	_, err := Load("s.yaml", []byte(src))
+	assert.ErrorContains(t, err, "reads as a size")
+	s, err := Load("s.yaml", []byte(strings.Replace(validSpec, "    otherwise: {result: FAULT}\n", "    otherwise: {result: FAULT, example: NOT_FOUND}\n", 1)))
+	require.NoError(t, err)
+	assert.Equal(t, "put_call/otherwise-NOT_FOUND", s.cases()[1].id)
+}

@@ -323,6 +323,7 @@ func (d *decoder) outcome(n *yaml.Node, what string) *Outcome {
 		field{"if_exists", false, d.enum(&o.IfExists, what+" if_exists", results)},
 		field{"if_absent", false, d.enum(&o.IfAbsent, what+" if_absent", results)},
 		field{"stageable", false, d.boolean(&o.Stageable, what+" stageable")},
+		field{"example", false, d.str(&o.Example, what+" example")},
 	)
 	return o
 }

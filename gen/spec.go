@@ -126,6 +126,9 @@ type Outcome struct {
 	IfExists    string // for ask_existence
 	IfAbsent    string
 	Stageable   bool
+	// Example names the code the generated "otherwise" case answers with
+	// (default: the first code of the table the call does not map).
+	Example string
 }
 
 // Rule is one admission rule.

@@ -103,9 +103,28 @@ func (d *decoder) validateCall(s *Spec, c *Call, at func(Pos, string, ...any)) {
 	if c.Otherwise == nil {
 		at(c.Pos, "call %s has no \"otherwise\"; every code needs a row result", c.Name)
 	}
+	mapped := map[string]bool{}
 	for _, r := range c.Codes {
+		mapped[r.Code] = true
 		if _, ok := s.CodeByName(r.Code); !ok {
 			at(r.Pos, "call %s maps code %q, which the code table does not declare", c.Name, r.Code)
+		}
+		if r.Example != "" {
+			at(r.Pos, "code %s of call %s has an example; only \"otherwise\" takes one", r.Code, c.Name)
+		}
+	}
+	if c.Whole != nil && c.Whole.Example != "" || c.Short != nil && c.Short.Example != "" {
+		at(c.Pos, "call %s: only \"otherwise\" takes an example", c.Name)
+	}
+	if o := c.Otherwise; o != nil && o.Example != "" {
+		code, ok := s.CodeByName(o.Example)
+		switch {
+		case !ok:
+			at(o.Pos, "otherwise of call %s has example %q, which the code table does not declare", c.Name, o.Example)
+		case mapped[o.Example]:
+			at(o.Pos, "otherwise of call %s has example %q, which the call maps itself; want a code it does not map", c.Name, o.Example)
+		case c.Answers == "size" && code.Value >= 0:
+			at(o.Pos, "otherwise of call %s has example %q (%d), which reads as a size; want a negative code", c.Name, o.Example, code.Value)
 		}
 	}
 	check := func(o *Outcome, what string) {

@@ -63,15 +63,15 @@ var Cases = []driver.SpecCase{{
 }, {
 	AccessEnded: true,
 	Answer: driver.Answer{
-		Code:     -2,
-		CodeName: "PENDING",
+		Code:     -8,
+		CodeName: "ERR",
 	},
 	Call:     "claim",
-	ID:       "claim/otherwise-PENDING",
+	ID:       "claim/otherwise-ERR",
 	Op:       driver.OpPut,
 	Pos:      "spec/redis-7.yaml:65:16",
 	Want:     driver.Fault,
-	WantCode: -2,
+	WantCode: -8,
 	Written:  driver.WrittenNo,
 }, {
 	AccessEnded: true,
@@ -115,15 +115,15 @@ var Cases = []driver.SpecCase{{
 }, {
 	AccessEnded: true,
 	Answer: driver.Answer{
-		Code:     -1,
-		CodeName: "NIL",
+		Code:     -6,
+		CodeName: "CONN",
 	},
 	Call:     "store",
-	ID:       "store/otherwise-NIL",
+	ID:       "store/otherwise-CONN",
 	Op:       driver.OpPut,
 	Pos:      "spec/redis-7.yaml:77:16",
 	Want:     driver.Fault,
-	WantCode: -1,
+	WantCode: -6,
 	Written:  driver.WrittenNo,
 }, {
 	AccessEnded: true,
@@ -188,14 +188,14 @@ var Cases = []driver.SpecCase{{
 }, {
 	AccessEnded: true,
 	Answer: driver.Answer{
-		Code:     -3,
-		CodeName: "OOM",
+		Code:     -7,
+		CodeName: "TIMEOUT",
 	},
 	Call:     "get",
-	ID:       "get/otherwise-OOM",
+	ID:       "get/otherwise-TIMEOUT",
 	Op:       driver.OpGet,
 	Pos:      "spec/redis-7.yaml:106:16",
 	Want:     driver.Fault,
-	WantCode: -3,
+	WantCode: -7,
 	Written:  driver.WrittenNo,
 }}
