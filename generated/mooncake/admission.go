@@ -62,6 +62,9 @@ func CheckEnvironment(getenv func(string) string) error {
 	if v := getenv("MC_STORE_LOCAL_HOT_CACHE_SIZE"); !oneOf(v, "", "0") {
 		return driver.Reject("environment", "MC_STORE_LOCAL_HOT_CACHE_SIZE=%q is refused: the local hot cache copies a get's slot before the lease check and keeps it after eviction, so a torn LEASE_EXPIRED read could later be served whole; unset it or set 0", v)
 	}
+	if v := getenv("MC_TCP_PROTO"); !oneOf(v, "", "2") {
+		return driver.Reject("environment", "MC_TCP_PROTO=%q is refused: MC_TCP_PROTO=1 selects TCP's legacy unacknowledged framing, which reports a write before it lands; unset it or set 2", v)
+	}
 	if v := getenv("MC_USE_TENT"); !oneOf(v, "", "0") {
 		return driver.Reject("environment", "MC_USE_TENT=%q is refused: selects a transfer engine this spec's access-end rules were not read for; unset it or set 0", v)
 	}

@@ -46,7 +46,7 @@ func TestOpenRefusesTheSettingsTheSpecRefuses(t *testing.T) {
 	open := func(mooncake.MooncakeConfig) (mooncake.SDK, error) {
 		return fakesdk.NewClient(fakesdk.NewMaster(0), "0.3.13"), nil
 	}
-	for _, env := range []string{"MC_STORE_LOCAL_HOT_CACHE_SIZE", "MC_USE_TENT", "MC_USE_TEV1"} {
+	for _, env := range []string{"MC_STORE_LOCAL_HOT_CACHE_SIZE", "MC_TCP_PROTO", "MC_USE_TENT", "MC_USE_TEV1"} {
 		t.Run(env, func(t *testing.T) {
 			getenv := func(k string) string {
 				if k == env {
