@@ -2,14 +2,17 @@
 # runs the Redis driver's tests against a redis-server it starts itself (CI
 # installs one; see .ci/run).
 GO ?= go
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 
 .PHONY: run test check generate golden bench soak fuzz deps
 
 run: ## the main job: check generated/, run every store's conformance suite
 	$(GO) run ./cmd/drivergen gate
 
-test: deps ## every test, with the race detector
-	$(GO) test -race -count=1 ./...
+test: deps ## every test, with the race detector; ends with the totals
+	$(GO) build -o .bin/testsum ./cmd/testsum
+	$(GO) test -race -count=1 -json ./... | .bin/testsum
 
 # The Redis tests start their own redis-server on loopback. Install it from
 # Debian's packages when we can; otherwise they skip (and fail under CI=true).
