@@ -112,11 +112,11 @@ var accessIdents = map[string]string{
 
 func (e *emitter) codes(f *jen.File) {
 	s := e.s
-	f.Comment(fmt.Sprintf("Package %s holds what spec %s says about store %q (%s %s).",
+	f.PackageComment(fmt.Sprintf("Package %s holds what spec %s says about store %q (%s %s).",
 		s.Package, s.File, s.Store, s.SDK.Name, strings.Join(s.SDK.Versions, ", ")))
-	f.Comment("")
-	f.Comment("Every code-to-result decision of its driver is made here; the driver")
-	f.Comment("holds no numeric code and no code name of its own.")
+	f.PackageComment("")
+	f.PackageComment("Every code-to-result decision of its driver is made here; the driver")
+	f.PackageComment("holds no numeric code and no code name of its own.")
 
 	/*
 		const (
