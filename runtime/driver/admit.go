@@ -1,5 +1,7 @@
 package driver
 
+import "sync"
+
 // Admission checks, composed by the Admit function generated from each
 // store's spec. Each returns a RejectedError naming its rule, so a refusal
 // says which rule of the spec it enforces. They run before anything is
@@ -33,9 +35,14 @@ func AdmitRows(rows []Row, max int) error {
 	return nil
 }
 
+// keySets recycles AdmitKeys' sets: admission runs for every driver call,
+// and a fresh map per call was most of its cost.
+var keySets = sync.Pool{New: func() any { return map[string]int{} }}
+
 // AdmitKeys refuses an empty key and a key repeated within the batch.
 func AdmitKeys(rows []Row) error {
-	seen := make(map[string]int, len(rows))
+	seen := keySets.Get().(map[string]int)
+	defer func() { clear(seen); keySets.Put(seen) }()
 	for i, r := range rows {
 		if r.Key == "" {
 			return Reject(RuleEmptyKey, "row %d has an empty key", i)
