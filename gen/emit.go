@@ -183,101 +183,97 @@ func (e *emitter) codes(f *jen.File) {
 }
 
 func (e *emitter) results(f *jen.File) {
+	f.Comment("codeName names a code in fault texts.")
+	f.Func().Id("codeName").Params(jen.Id("c").Int64()).String().Block(jen.Return(jen.Id("Code").Call(jen.Id("c")).Dot("String").Call()))
+	f.Line()
 	for _, c := range e.s.Calls {
-		name := goName(c.Name)
-		if c.Doc != "" {
-			f.Commentf("%s: %s.", c.Name, c.Doc)
-		}
-		f.Commentf("%sAccess says when %s stops touching the caller's memory (%s).", name, c.Name, orNone(c.AccessEnd))
-		f.Const().Id(name + "Access").Op("=").Add(qual(accessIdents[c.AccessEnd]))
-		f.Line()
-		e.mapFunc(f, c, name)
+		e.callRule(f, c, goName(c.Name))
 		f.Line()
 	}
 }
 
 func orNone(s string) string {
 	if s == "" {
-		return "it touches none"
+		return "it touches no memory"
 	}
 	return s
 }
 
-// mapping emits driver.Mapping{...} for o. code is the expression of the
-// answered code for a fault, or nil for a size answer.
-func mapping(c *Call, o *Outcome, faultText jen.Code) *jen.Statement {
-	var result jen.Code
-	if o.Result == "FAULT" {
-		result = faultText
-	} else {
-		result = qual("Result").Values(jen.Id("Status").Op(":").Add(qual(statusIdents[o.Result])))
-	}
+// outcome emits driver.Outcome{...} for o. A FAULT's result is filled in
+// by driver.CallRule.Map, which knows the answer.
+func outcome(o *Outcome) *jen.Statement {
 	written := o.Written
 	if written == "" {
 		written = "no"
 	}
-	d := jen.Dict{
-		jen.Id("Result"):  result,
+	m := jen.Dict{
+		jen.Id("Result"):  qual("Result").Values(jen.Dict{jen.Id("Status"): qual(statusIdents[o.Result])}),
 		jen.Id("Written"): qual(writtenIdents[written]),
 	}
 	if o.FollowUp != "none" {
-		d[jen.Id("FollowUp")] = qual(followIdents[o.FollowUp])
+		m[jen.Id("FollowUp")] = qual(followIdents[o.FollowUp])
 	}
 	if o.KeepsAccess {
-		d[jen.Id("KeepsAccess")] = jen.True()
+		m[jen.Id("KeepsAccess")] = jen.True()
 	}
 	if o.IfExists != "" {
-		d[jen.Id("IfExists")] = qual(statusIdents[o.IfExists])
-		d[jen.Id("IfAbsent")] = qual(statusIdents[o.IfAbsent])
+		m[jen.Id("IfExists")] = qual(statusIdents[o.IfExists])
+		m[jen.Id("IfAbsent")] = qual(statusIdents[o.IfAbsent])
 	}
-	return qual("Mapping").Values(d)
+	d := jen.Dict{jen.Id("Mapping"): qual("Mapping").Values(m)}
+	if o.Text != "" && o.Result == "FAULT" {
+		d[jen.Id("Text")] = jen.Lit(o.Text)
+	}
+	return qual("Outcome").Values(d)
 }
 
-func suffix(text string) string {
-	if text == "" {
-		return ""
-	}
-	return ": " + text
-}
+/*
+// BatchGetIntoRule is what spec/x.yaml:12:3 says about batch_get_into's answers.
+var BatchGetIntoRule = &driver.CallRule{Call: "batch_get_into", Access: ..., Sized: true,
 
-func (e *emitter) mapFunc(f *jen.File, c *Call, name string) {
-	codeFault := func(o *Outcome) jen.Code {
-		return qual("FaultResult").Call(jen.Int64().Call(jen.Id("code")),
-			jen.Lit(c.Name+" answered %s (%d)"+suffix(o.Text)), jen.Id("code"), jen.Int64().Call(jen.Id("code")))
+	Whole: driver.Outcome{...}, Short: ..., Codes: map[int64]driver.Outcome{int64(ObjectNotFound): ...},
+	Otherwise: ..., CodeName: codeName}
+
+// MapBatchGetInto maps batch_get_into's answer for one row of rowBytes bytes.
+func MapBatchGetInto(answer, rowBytes int64) driver.Mapping { return BatchGetIntoRule.Map(answer, rowBytes) }
+*/
+func (e *emitter) callRule(f *jen.File, c *Call, name string) {
+	d := jen.Dict{
+		jen.Id("Call"):      jen.Lit(c.Name),
+		jen.Id("Access"):    qual(accessIdents[c.AccessEnd]),
+		jen.Id("Otherwise"): outcome(c.Otherwise),
+		jen.Id("CodeName"):  jen.Id("codeName"),
 	}
-	/*
-		func MapX(answer, rowBytes int64) driver.Mapping {
-			if answer >= 0 {
-				if answer == rowBytes { return <whole> }
-				return <short>
+	if c.Answers == "size" {
+		d[jen.Id("Sized")] = jen.True()
+		d[jen.Id("Whole")] = outcome(c.Whole)
+		d[jen.Id("Short")] = outcome(c.Short)
+	}
+	if len(c.Codes) > 0 {
+		d[jen.Id("Codes")] = jen.Map(jen.Int64()).Add(qual("Outcome")).Values(jen.DictFunc(func(m jen.Dict) {
+			for i := range c.Codes {
+				r := &c.Codes[i]
+				m[jen.Int64().Call(jen.Id(goName(r.Code)))] = outcome(&r.Outcome)
 			}
-			switch code := Code(answer); code { case A: return ...; default: return <otherwise> }
-		}
-	*/
-	var params []jen.Code
-	var body []jen.Code
+		}))
+	}
+	f.Commentf("%sRule is what %s says about %s's answers and its", name, c.Pos, c.Name)
+	f.Commentf("access (%s).", orNone(c.AccessEnd))
+	if c.Doc != "" {
+		f.Commentf("The call %s.", c.Doc)
+	}
+	f.Var().Id(name + "Rule").Op("=").Op("&").Add(qual("CallRule")).Values(d)
+	f.Line()
 	if c.Answers == "size" {
 		f.Commentf("Map%s maps %s's answer for one row of rowBytes bytes: a byte", name, c.Name)
 		f.Comment("count, or a negative code.")
-		params = []jen.Code{jen.Id("answer"), jen.Id("rowBytes").Int64()}
-		shortText := qual("FaultResult").Call(jen.Lit(0),
-			jen.Lit(c.Name+" answered %d bytes for a row of %d"+suffix(c.Short.Text)), jen.Id("answer"), jen.Id("rowBytes"))
-		body = append(body, jen.If(jen.Id("answer").Op(">=").Lit(0)).Block(
-			jen.If(jen.Id("answer").Op("==").Id("rowBytes")).Block(jen.Return(mapping(c, c.Whole, nil))),
-			jen.Return(mapping(c, c.Short, shortText)),
-		))
-	} else {
-		f.Commentf("Map%s maps %s's answer code for one row.", name, c.Name)
-		params = []jen.Code{jen.Id("answer").Int64()}
+		f.Func().Id("Map"+name).Params(jen.Id("answer"), jen.Id("rowBytes").Int64()).Add(qual("Mapping")).Block(
+			jen.Return(jen.Id(name+"Rule").Dot("Map").Call(jen.Id("answer"), jen.Id("rowBytes"))))
+		return
 	}
-	body = append(body, jen.Switch(jen.Id("code").Op(":=").Id("Code").Call(jen.Id("answer")), jen.Id("code")).BlockFunc(func(g *jen.Group) {
-		for i := range c.Codes {
-			r := &c.Codes[i]
-			g.Case(jen.Id(goName(r.Code))).Return(mapping(c, &r.Outcome, codeFault(&r.Outcome)))
-		}
-		g.Default().Return(mapping(c, c.Otherwise, codeFault(c.Otherwise)))
-	}))
-	f.Func().Id("Map" + name).Params(params...).Add(qual("Mapping")).Block(body...)
+	f.Commentf("Map%s maps %s's answer code for one row.", name, c.Name)
+	f.Func().Id("Map" + name).Params(jen.Id("answer").Int64()).Add(qual("Mapping")).Block(
+		jen.Return(jen.Id(name+"Rule").Dot("Map").Call(jen.Id("answer"), jen.Lit(0))))
 }
 
 func (e *emitter) admission(f *jen.File) {
@@ -317,56 +313,61 @@ func (e *emitter) admission(f *jen.File) {
 		listed[r.Name] = true
 		names = append(names, r.Name)
 	}
-	rowChecks := func(g *jen.Group) {
-		g.If(jen.Err().Op(":=").Add(qual("AdmitRows")).Call(jen.Id("rows"), jen.Lit(int(caps.MaxRowsPerOp))), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
-		if listed["empty_key"] || listed["repeated_key"] {
-			g.If(jen.Err().Op(":=").Add(qual("AdmitKeys")).Call(jen.Id("rows")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
+	f.Commentf("Admission holds the spec's admission rules: %s.", strings.Join(names, ", "))
+	f.Var().Id("Admission").Op("=").Add(qual("Admission")).Values(jen.DictFunc(func(d jen.Dict) {
+		if caps.MaxRowsPerOp > 0 {
+			d[jen.Id("MaxRowsPerOp")] = jen.Lit(int(caps.MaxRowsPerOp))
 		}
-		g.If(jen.Err().Op(":=").Add(qual("AdmitSpans")).Call(jen.Id("rows"), jen.Lit(!listed["multi_span"]), jen.Id("MaxRowBytes"), jen.Id("live")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
-	}
-	f.Commentf("AdmitPut checks a put's rows against the spec's admission rules (%s)", strings.Join(names, ", "))
-	f.Comment("before anything is recorded. live reports whether a region has a live")
-	f.Comment("registration. A refusal is a *driver.RejectedError naming the rule.")
-	f.Func().Id("AdmitPut").Params(jen.Id("rows").Index().Add(qual("Row")), jen.Id("live").Func().Params(jen.Op("*").Add(qual("Region"))).Bool()).Error().BlockFunc(func(g *jen.Group) {
-		rowChecks(g)
-		g.Return(jen.Nil())
-	})
+		if !listed["multi_span"] {
+			d[jen.Id("MultiSpan")] = jen.True()
+		}
+		if s.MaxRowBytes > 0 {
+			d[jen.Id("MaxRowBytes")] = jen.Id("MaxRowBytes")
+		}
+		if caps.Hints {
+			d[jen.Id("Hints")] = jen.True()
+		}
+		if caps.DeviceMemory {
+			d[jen.Id("DeviceMemory")] = jen.True()
+		}
+	}))
 	f.Line()
-	f.Comment("AdmitGet checks a get's rows and hint as AdmitPut does.")
-	f.Func().Id("AdmitGet").Params(jen.Id("rows").Index().Add(qual("Row")), jen.Id("hint").Add(qual("Hint")), jen.Id("live").Func().Params(jen.Op("*").Add(qual("Region"))).Bool()).Error().BlockFunc(func(g *jen.Group) {
-		g.If(jen.Err().Op(":=").Add(qual("AdmitHint")).Call(jen.Id("hint"), jen.Lit(caps.Hints)), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
-		rowChecks(g)
-		g.Return(jen.Nil())
-	})
+	live := jen.Id("live").Func().Params(jen.Op("*").Add(qual("Region"))).Bool()
+	f.Comment("AdmitPut checks a put's rows against Admission before anything is")
+	f.Comment("recorded. live reports whether a region has a live registration. A")
+	f.Comment("refusal is a *driver.RejectedError naming the rule.")
+	f.Func().Id("AdmitPut").Params(jen.Id("rows").Index().Add(qual("Row")), live.Clone()).Error().Block(
+		jen.Return(jen.Id("Admission").Dot("Put").Call(jen.Id("rows"), jen.Id("live"))))
+	f.Line()
+	f.Comment("AdmitGet checks a get's hint and rows against Admission.")
+	f.Func().Id("AdmitGet").Params(jen.Id("rows").Index().Add(qual("Row")), jen.Id("hint").Add(qual("Hint")), live.Clone()).Error().Block(
+		jen.Return(jen.Id("Admission").Dot("Get").Call(jen.Id("rows"), jen.Id("hint"), jen.Id("live"))))
 	f.Line()
 	f.Comment("AdmitRegister checks a region before registration: a device region is")
 	f.Comment("refused unless the store declares device memory.")
 	f.Func().Id("AdmitRegister").Params(jen.Id("r").Op("*").Add(qual("Region"))).Error().Block(
-		jen.Return(qual("AdmitRegion").Call(jen.Id("r"), jen.Lit(caps.DeviceMemory))),
-	)
+		jen.Return(jen.Id("Admission").Dot("Register").Call(jen.Id("r"))))
 	f.Line()
 
 	envs := append([]EnvRule(nil), s.Environment...)
 	sort.Slice(envs, func(i, j int) bool { return envs[i].Name < envs[j].Name })
-	f.Comment("CheckEnvironment refuses the environment settings the spec refuses, each")
-	f.Comment("with its reason. getenv is os.Getenv in production.")
-	f.Func().Id("CheckEnvironment").Params(jen.Id("getenv").Func().Params(jen.String()).String()).Error().BlockFunc(func(g *jen.Group) {
+	f.Comment("Environment lists the settings the driver refuses, each with its reason.")
+	f.Var().Id("Environment").Op("=").Index().Add(qual("EnvRule")).ValuesFunc(func(g *jen.Group) {
 		for _, env := range envs {
-			g.If(jen.Id("v").Op(":=").Id("getenv").Call(jen.Lit(env.Name)), jen.Op("!").Add(jen.Id("oneOf").Call(jen.Id("v"), jen.ListFunc(func(l *jen.Group) {
-				for _, a := range env.Allow {
-					l.Lit(a)
-				}
-			})))).Block(
-				jen.Return(qual("Reject").Call(jen.Lit("environment"), jen.Lit(env.Name+"=%q is refused: "+env.Reason), jen.Id("v"))),
-			)
+			g.Values(jen.Dict{
+				jen.Id("Name"): jen.Lit(env.Name),
+				jen.Id("Allow"): jen.Index().String().ValuesFunc(func(l *jen.Group) {
+					for _, a := range env.Allow {
+						l.Lit(a)
+					}
+				}),
+				jen.Id("Reason"): jen.Lit(env.Reason),
+			})
 		}
-		g.Return(jen.Nil())
 	})
 	f.Line()
-	f.Func().Id("oneOf").Params(jen.Id("v").String(), jen.Id("allowed").Op("...").String()).Bool().Block(
-		jen.For(jen.List(jen.Id("_"), jen.Id("a")).Op(":=").Range().Id("allowed")).Block(
-			jen.If(jen.Id("a").Op("==").Id("v")).Block(jen.Return(jen.True())),
-		),
-		jen.Return(jen.False()),
-	)
+	f.Comment("CheckEnvironment refuses the settings in Environment. getenv is")
+	f.Comment("os.Getenv in production.")
+	f.Func().Id("CheckEnvironment").Params(jen.Id("getenv").Func().Params(jen.String()).String()).Error().Block(
+		jen.Return(qual("CheckEnvironment").Call(jen.Id("Environment"), jen.Id("getenv"))))
 }

@@ -21,56 +21,35 @@ const (
 	DefaultBytesPerBatch = 134217728
 )
 
-// AdmitPut checks a put's rows against the spec's admission rules (empty_key, repeated_key, span_outside_registration, device_region)
-// before anything is recorded. live reports whether a region has a live
-// registration. A refusal is a *driver.RejectedError naming the rule.
-func AdmitPut(rows []driver.Row, live func(*driver.Region) bool) error {
-	if err := driver.AdmitRows(rows, 0); err != nil {
-		return err
-	}
-	if err := driver.AdmitKeys(rows); err != nil {
-		return err
-	}
-	if err := driver.AdmitSpans(rows, true, MaxRowBytes, live); err != nil {
-		return err
-	}
-	return nil
+// Admission holds the spec's admission rules: empty_key, repeated_key, span_outside_registration, device_region.
+var Admission = driver.Admission{
+	Hints:     true,
+	MultiSpan: true,
 }
 
-// AdmitGet checks a get's rows and hint as AdmitPut does.
+// AdmitPut checks a put's rows against Admission before anything is
+// recorded. live reports whether a region has a live registration. A
+// refusal is a *driver.RejectedError naming the rule.
+func AdmitPut(rows []driver.Row, live func(*driver.Region) bool) error {
+	return Admission.Put(rows, live)
+}
+
+// AdmitGet checks a get's hint and rows against Admission.
 func AdmitGet(rows []driver.Row, hint driver.Hint, live func(*driver.Region) bool) error {
-	if err := driver.AdmitHint(hint, true); err != nil {
-		return err
-	}
-	if err := driver.AdmitRows(rows, 0); err != nil {
-		return err
-	}
-	if err := driver.AdmitKeys(rows); err != nil {
-		return err
-	}
-	if err := driver.AdmitSpans(rows, true, MaxRowBytes, live); err != nil {
-		return err
-	}
-	return nil
+	return Admission.Get(rows, hint, live)
 }
 
 // AdmitRegister checks a region before registration: a device region is
 // refused unless the store declares device memory.
 func AdmitRegister(r *driver.Region) error {
-	return driver.AdmitRegion(r, false)
+	return Admission.Register(r)
 }
 
-// CheckEnvironment refuses the environment settings the spec refuses, each
-// with its reason. getenv is os.Getenv in production.
+// Environment lists the settings the driver refuses, each with its reason.
+var Environment = []driver.EnvRule{}
+
+// CheckEnvironment refuses the settings in Environment. getenv is
+// os.Getenv in production.
 func CheckEnvironment(getenv func(string) string) error {
-	return nil
-}
-
-func oneOf(v string, allowed ...string) bool {
-	for _, a := range allowed {
-		if a == v {
-			return true
-		}
-	}
-	return false
+	return driver.CheckEnvironment(Environment, getenv)
 }

@@ -4,75 +4,84 @@ package memory
 
 import driver "github.com/kvblob/kvblob/runtime/driver"
 
-// store_put: copies a row's spans into an object with a trailer and commits it.
-// StorePutAccess says when store_put stops touching the caller's memory (on_return).
-const StorePutAccess = driver.AccessOnReturn
+// codeName names a code in fault texts.
+func codeName(c int64) string {
+	return Code(c).String()
+}
+
+// StorePutRule is what spec/memory.yaml:27:3 says about store_put's answers and its
+// access (on_return).
+// The call copies a row's spans into an object with a trailer and commits it.
+var StorePutRule = &driver.CallRule{
+	Access:   driver.AccessOnReturn,
+	Call:     "store_put",
+	CodeName: codeName,
+	Codes: map[int64]driver.Outcome{
+		int64(Full): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Declined},
+			Written: driver.WrittenNo,
+		}},
+		int64(OK): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Ready},
+			Written: driver.WrittenNo,
+		}},
+		int64(Pending): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.NotReady},
+			Written: driver.WrittenNo,
+		}},
+	},
+	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+		Result:  driver.Result{Status: driver.Fault},
+		Written: driver.WrittenNo,
+	}},
+}
 
 // MapStorePut maps store_put's answer code for one row.
 func MapStorePut(answer int64) driver.Mapping {
-	switch code := Code(answer); code {
-	case OK:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.Ready},
-			Written: driver.WrittenNo,
-		}
-	case Pending:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.NotReady},
-			Written: driver.WrittenNo,
-		}
-	case Full:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.Declined},
-			Written: driver.WrittenNo,
-		}
-	default:
-		return driver.Mapping{
-			Result:  driver.FaultResult(int64(code), "store_put answered %s (%d)", code, int64(code)),
-			Written: driver.WrittenNo,
-		}
-	}
+	return StorePutRule.Map(answer, 0)
 }
 
-// store_get: reads an object, checks its trailer and copies its payload into the row's spans.
-// StoreGetAccess says when store_get stops touching the caller's memory (on_return).
-const StoreGetAccess = driver.AccessOnReturn
+// StoreGetRule is what spec/memory.yaml:38:3 says about store_get's answers and its
+// access (on_return).
+// The call reads an object, checks its trailer and copies its payload into the row's spans.
+var StoreGetRule = &driver.CallRule{
+	Access:   driver.AccessOnReturn,
+	Call:     "store_get",
+	CodeName: codeName,
+	Codes: map[int64]driver.Outcome{
+		int64(Corrupt): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Fault},
+			Written: driver.WrittenNo,
+		}},
+		int64(NotFound): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Miss},
+			Written: driver.WrittenNo,
+		}},
+		int64(Pending): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.NotReady},
+			Written: driver.WrittenNo,
+		}},
+	},
+	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+		Result:  driver.Result{Status: driver.Fault},
+		Written: driver.WrittenNo,
+	}},
+	Short: driver.Outcome{
+		Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Fault},
+			Written: driver.WrittenNo,
+		},
+		Text: "the object's payload length differs from the row; the destination is untouched",
+	},
+	Sized: true,
+	Whole: driver.Outcome{Mapping: driver.Mapping{
+		Result:  driver.Result{Status: driver.Ready},
+		Written: driver.WrittenYes,
+	}},
+}
 
 // MapStoreGet maps store_get's answer for one row of rowBytes bytes: a byte
 // count, or a negative code.
 func MapStoreGet(answer, rowBytes int64) driver.Mapping {
-	if answer >= 0 {
-		if answer == rowBytes {
-			return driver.Mapping{
-				Result:  driver.Result{Status: driver.Ready},
-				Written: driver.WrittenYes,
-			}
-		}
-		return driver.Mapping{
-			Result:  driver.FaultResult(0, "store_get answered %d bytes for a row of %d: the object's payload length differs from the row; the destination is untouched", answer, rowBytes),
-			Written: driver.WrittenNo,
-		}
-	}
-	switch code := Code(answer); code {
-	case NotFound:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.Miss},
-			Written: driver.WrittenNo,
-		}
-	case Pending:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.NotReady},
-			Written: driver.WrittenNo,
-		}
-	case Corrupt:
-		return driver.Mapping{
-			Result:  driver.FaultResult(int64(code), "store_get answered %s (%d)", code, int64(code)),
-			Written: driver.WrittenNo,
-		}
-	default:
-		return driver.Mapping{
-			Result:  driver.FaultResult(int64(code), "store_get answered %s (%d)", code, int64(code)),
-			Written: driver.WrittenNo,
-		}
-	}
+	return StoreGetRule.Map(answer, rowBytes)
 }

@@ -17,68 +17,48 @@ const (
 	DefaultBytesPerBatch = 134217728
 )
 
-// AdmitPut checks a put's rows against the spec's admission rules (empty_key, repeated_key, multi_span, row_too_large, span_outside_registration, hint, device_region)
-// before anything is recorded. live reports whether a region has a live
-// registration. A refusal is a *driver.RejectedError naming the rule.
+// Admission holds the spec's admission rules: empty_key, repeated_key, multi_span, row_too_large, span_outside_registration, hint, device_region.
+var Admission = driver.Admission{MaxRowBytes: MaxRowBytes}
+
+// AdmitPut checks a put's rows against Admission before anything is
+// recorded. live reports whether a region has a live registration. A
+// refusal is a *driver.RejectedError naming the rule.
 func AdmitPut(rows []driver.Row, live func(*driver.Region) bool) error {
-	if err := driver.AdmitRows(rows, 0); err != nil {
-		return err
-	}
-	if err := driver.AdmitKeys(rows); err != nil {
-		return err
-	}
-	if err := driver.AdmitSpans(rows, false, MaxRowBytes, live); err != nil {
-		return err
-	}
-	return nil
+	return Admission.Put(rows, live)
 }
 
-// AdmitGet checks a get's rows and hint as AdmitPut does.
+// AdmitGet checks a get's hint and rows against Admission.
 func AdmitGet(rows []driver.Row, hint driver.Hint, live func(*driver.Region) bool) error {
-	if err := driver.AdmitHint(hint, false); err != nil {
-		return err
-	}
-	if err := driver.AdmitRows(rows, 0); err != nil {
-		return err
-	}
-	if err := driver.AdmitKeys(rows); err != nil {
-		return err
-	}
-	if err := driver.AdmitSpans(rows, false, MaxRowBytes, live); err != nil {
-		return err
-	}
-	return nil
+	return Admission.Get(rows, hint, live)
 }
 
 // AdmitRegister checks a region before registration: a device region is
 // refused unless the store declares device memory.
 func AdmitRegister(r *driver.Region) error {
-	return driver.AdmitRegion(r, false)
+	return Admission.Register(r)
 }
 
-// CheckEnvironment refuses the environment settings the spec refuses, each
-// with its reason. getenv is os.Getenv in production.
+// Environment lists the settings the driver refuses, each with its reason.
+var Environment = []driver.EnvRule{{
+	Allow:  []string{"", "0"},
+	Name:   "MC_STORE_LOCAL_HOT_CACHE_SIZE",
+	Reason: "the local hot cache copies a get's slot before the lease check and keeps it after eviction, so a torn LEASE_EXPIRED read could later be served whole; unset it or set 0",
+}, {
+	Allow:  []string{"", "2"},
+	Name:   "MC_TCP_PROTO",
+	Reason: "MC_TCP_PROTO=1 selects TCP's legacy unacknowledged framing, which reports a write before it lands; unset it or set 2",
+}, {
+	Allow:  []string{"", "0"},
+	Name:   "MC_USE_TENT",
+	Reason: "selects a transfer engine this spec's access-end rules were not read for; unset it or set 0",
+}, {
+	Allow:  []string{"", "0"},
+	Name:   "MC_USE_TEV1",
+	Reason: "selects a transfer engine this spec's access-end rules were not read for; unset it or set 0",
+}}
+
+// CheckEnvironment refuses the settings in Environment. getenv is
+// os.Getenv in production.
 func CheckEnvironment(getenv func(string) string) error {
-	if v := getenv("MC_STORE_LOCAL_HOT_CACHE_SIZE"); !oneOf(v, "", "0") {
-		return driver.Reject("environment", "MC_STORE_LOCAL_HOT_CACHE_SIZE=%q is refused: the local hot cache copies a get's slot before the lease check and keeps it after eviction, so a torn LEASE_EXPIRED read could later be served whole; unset it or set 0", v)
-	}
-	if v := getenv("MC_TCP_PROTO"); !oneOf(v, "", "2") {
-		return driver.Reject("environment", "MC_TCP_PROTO=%q is refused: MC_TCP_PROTO=1 selects TCP's legacy unacknowledged framing, which reports a write before it lands; unset it or set 2", v)
-	}
-	if v := getenv("MC_USE_TENT"); !oneOf(v, "", "0") {
-		return driver.Reject("environment", "MC_USE_TENT=%q is refused: selects a transfer engine this spec's access-end rules were not read for; unset it or set 0", v)
-	}
-	if v := getenv("MC_USE_TEV1"); !oneOf(v, "", "0") {
-		return driver.Reject("environment", "MC_USE_TEV1=%q is refused: selects a transfer engine this spec's access-end rules were not read for; unset it or set 0", v)
-	}
-	return nil
-}
-
-func oneOf(v string, allowed ...string) bool {
-	for _, a := range allowed {
-		if a == v {
-			return true
-		}
-	}
-	return false
+	return driver.CheckEnvironment(Environment, getenv)
 }

@@ -4,187 +4,200 @@ package mooncake
 
 import driver "github.com/kvblob/kvblob/runtime/driver"
 
-// batch_put_session_start: starts one put session per key; metadata only.
-// BatchPutSessionStartAccess says when batch_put_session_start stops touching the caller's memory (it touches none).
-const BatchPutSessionStartAccess = driver.AccessNone
+// codeName names a code in fault texts.
+func codeName(c int64) string {
+	return Code(c).String()
+}
 
-// MapBatchPutSessionStart maps batch_put_session_start's answer code for one row.
-func MapBatchPutSessionStart(answer int64) driver.Mapping {
-	switch code := Code(answer); code {
-	case OK:
-		return driver.Mapping{
+// BatchPutSessionStartRule is what spec/mooncake-0.3.13.yaml:115:3 says about batch_put_session_start's answers and its
+// access (it touches no memory).
+// The call starts one put session per key; metadata only.
+var BatchPutSessionStartRule = &driver.CallRule{
+	Access:   driver.AccessNone,
+	Call:     "batch_put_session_start",
+	CodeName: codeName,
+	Codes: map[int64]driver.Outcome{
+		int64(InvalidParams): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Fault},
+			Written: driver.WrittenNo,
+		}},
+		int64(NoAvailableHandle): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Declined},
+			Written: driver.WrittenNo,
+		}},
+		int64(OK): driver.Outcome{Mapping: driver.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
 			Written: driver.WrittenNo,
-		}
-	case ObjectAlreadyExists:
-		return driver.Mapping{
+		}},
+		int64(ObjectAlreadyExists): driver.Outcome{Mapping: driver.Mapping{
 			FollowUp: driver.FollowAskExistence,
 			IfAbsent: driver.NotReady,
 			IfExists: driver.Ready,
-			Result:   driver.FaultResult(int64(code), "batch_put_session_start answered %s (%d)", code, int64(code)),
+			Result:   driver.Result{Status: driver.Fault},
 			Written:  driver.WrittenNo,
-		}
-	case NoAvailableHandle:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.Declined},
-			Written: driver.WrittenNo,
-		}
-	case InvalidParams:
-		return driver.Mapping{
-			Result:  driver.FaultResult(int64(code), "batch_put_session_start answered %s (%d)", code, int64(code)),
-			Written: driver.WrittenNo,
-		}
-	default:
-		return driver.Mapping{
-			Result:  driver.FaultResult(int64(code), "batch_put_session_start answered %s (%d)", code, int64(code)),
-			Written: driver.WrittenNo,
-		}
-	}
+		}},
+	},
+	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+		Result:  driver.Result{Status: driver.Fault},
+		Written: driver.WrittenNo,
+	}},
 }
 
-// batch_put_from_multi_buffer_ranges: writes every started row in one scatter; waits, without a timeout, until every fragment it posted has finished.
-// BatchPutFromMultiBufferRangesAccess says when batch_put_from_multi_buffer_ranges stops touching the caller's memory (on_return).
-const BatchPutFromMultiBufferRangesAccess = driver.AccessOnReturn
+// MapBatchPutSessionStart maps batch_put_session_start's answer code for one row.
+func MapBatchPutSessionStart(answer int64) driver.Mapping {
+	return BatchPutSessionStartRule.Map(answer, 0)
+}
+
+// BatchPutFromMultiBufferRangesRule is what spec/mooncake-0.3.13.yaml:138:3 says about batch_put_from_multi_buffer_ranges's answers and its
+// access (on_return).
+// The call writes every started row in one scatter; waits, without a timeout, until every fragment it posted has finished.
+var BatchPutFromMultiBufferRangesRule = &driver.CallRule{
+	Access:   driver.AccessOnReturn,
+	Call:     "batch_put_from_multi_buffer_ranges",
+	CodeName: codeName,
+	Codes: map[int64]driver.Outcome{int64(TransferFail): driver.Outcome{Mapping: driver.Mapping{
+		FollowUp: driver.FollowKeepOpen,
+		Result:   driver.Result{Status: driver.Fault},
+		Written:  driver.WrittenNo,
+	}}},
+	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+		Result:  driver.Result{Status: driver.Fault},
+		Written: driver.WrittenNo,
+	}},
+	Short: driver.Outcome{
+		Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Fault},
+			Written: driver.WrittenNo,
+		},
+		Text: "the scatter wrote part of the row; its session is revoked",
+	},
+	Sized: true,
+	Whole: driver.Outcome{Mapping: driver.Mapping{
+		Result:  driver.Result{Status: driver.Ready},
+		Written: driver.WrittenNo,
+	}},
+}
 
 // MapBatchPutFromMultiBufferRanges maps batch_put_from_multi_buffer_ranges's answer for one row of rowBytes bytes: a byte
 // count, or a negative code.
 func MapBatchPutFromMultiBufferRanges(answer, rowBytes int64) driver.Mapping {
-	if answer >= 0 {
-		if answer == rowBytes {
-			return driver.Mapping{
-				Result:  driver.Result{Status: driver.Ready},
-				Written: driver.WrittenNo,
-			}
-		}
-		return driver.Mapping{
-			Result:  driver.FaultResult(0, "batch_put_from_multi_buffer_ranges answered %d bytes for a row of %d: the scatter wrote part of the row; its session is revoked", answer, rowBytes),
-			Written: driver.WrittenNo,
-		}
-	}
-	switch code := Code(answer); code {
-	case TransferFail:
-		return driver.Mapping{
-			FollowUp: driver.FollowKeepOpen,
-			Result:   driver.FaultResult(int64(code), "batch_put_from_multi_buffer_ranges answered %s (%d)", code, int64(code)),
-			Written:  driver.WrittenNo,
-		}
-	default:
-		return driver.Mapping{
-			Result:  driver.FaultResult(int64(code), "batch_put_from_multi_buffer_ranges answered %s (%d)", code, int64(code)),
-			Written: driver.WrittenNo,
-		}
-	}
+	return BatchPutFromMultiBufferRangesRule.Map(answer, rowBytes)
 }
 
-// batch_put_session_end: marks rows written whole complete; metadata only.
-// BatchPutSessionEndAccess says when batch_put_session_end stops touching the caller's memory (it touches none).
-const BatchPutSessionEndAccess = driver.AccessNone
+// BatchPutSessionEndRule is what spec/mooncake-0.3.13.yaml:154:3 says about batch_put_session_end's answers and its
+// access (it touches no memory).
+// The call marks rows written whole complete; metadata only.
+var BatchPutSessionEndRule = &driver.CallRule{
+	Access:   driver.AccessNone,
+	Call:     "batch_put_session_end",
+	CodeName: codeName,
+	Codes: map[int64]driver.Outcome{
+		int64(OK): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Ready},
+			Written: driver.WrittenNo,
+		}},
+		int64(RPCFail): driver.Outcome{Mapping: driver.Mapping{
+			FollowUp: driver.FollowRevokeInDrain,
+			Result:   driver.Result{Status: driver.Fault},
+			Written:  driver.WrittenNo,
+		}},
+		int64(RPCTimeout): driver.Outcome{Mapping: driver.Mapping{
+			FollowUp: driver.FollowRevokeInDrain,
+			Result:   driver.Result{Status: driver.Fault},
+			Written:  driver.WrittenNo,
+		}},
+	},
+	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+		Result:  driver.Result{Status: driver.Fault},
+		Written: driver.WrittenNo,
+	}},
+}
 
 // MapBatchPutSessionEnd maps batch_put_session_end's answer code for one row.
 func MapBatchPutSessionEnd(answer int64) driver.Mapping {
-	switch code := Code(answer); code {
-	case OK:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.Ready},
-			Written: driver.WrittenNo,
-		}
-	case RPCFail:
-		return driver.Mapping{
-			FollowUp: driver.FollowRevokeInDrain,
-			Result:   driver.FaultResult(int64(code), "batch_put_session_end answered %s (%d)", code, int64(code)),
-			Written:  driver.WrittenNo,
-		}
-	case RPCTimeout:
-		return driver.Mapping{
-			FollowUp: driver.FollowRevokeInDrain,
-			Result:   driver.FaultResult(int64(code), "batch_put_session_end answered %s (%d)", code, int64(code)),
-			Written:  driver.WrittenNo,
-		}
-	default:
-		return driver.Mapping{
-			Result:  driver.FaultResult(int64(code), "batch_put_session_end answered %s (%d)", code, int64(code)),
-			Written: driver.WrittenNo,
-		}
-	}
+	return BatchPutSessionEndRule.Map(answer, 0)
 }
 
-// batch_put_session_revoke: frees the space of a session not written whole; metadata only.
-// BatchPutSessionRevokeAccess says when batch_put_session_revoke stops touching the caller's memory (it touches none).
-const BatchPutSessionRevokeAccess = driver.AccessNone
+// BatchPutSessionRevokeRule is what spec/mooncake-0.3.13.yaml:167:3 says about batch_put_session_revoke's answers and its
+// access (it touches no memory).
+// The call frees the space of a session not written whole; metadata only.
+var BatchPutSessionRevokeRule = &driver.CallRule{
+	Access:   driver.AccessNone,
+	Call:     "batch_put_session_revoke",
+	CodeName: codeName,
+	Codes: map[int64]driver.Outcome{
+		int64(OK): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Ready},
+			Written: driver.WrittenNo,
+		}},
+		int64(ObjectNotFound): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Ready},
+			Written: driver.WrittenNo,
+		}},
+	},
+	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+		FollowUp: driver.FollowRevokeInDrain,
+		Result:   driver.Result{Status: driver.Fault},
+		Written:  driver.WrittenNo,
+	}},
+}
 
 // MapBatchPutSessionRevoke maps batch_put_session_revoke's answer code for one row.
 func MapBatchPutSessionRevoke(answer int64) driver.Mapping {
-	switch code := Code(answer); code {
-	case OK:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.Ready},
-			Written: driver.WrittenNo,
-		}
-	case ObjectNotFound:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.Ready},
-			Written: driver.WrittenNo,
-		}
-	default:
-		return driver.Mapping{
-			FollowUp: driver.FollowRevokeInDrain,
-			Result:   driver.FaultResult(int64(code), "batch_put_session_revoke answered %s (%d)", code, int64(code)),
-			Written:  driver.WrittenNo,
-		}
-	}
+	return BatchPutSessionRevokeRule.Map(answer, 0)
 }
 
-// batch_get_into: reads each row's object into its one span.
-// BatchGetIntoAccess says when batch_get_into stops touching the caller's memory (unless_kept).
-const BatchGetIntoAccess = driver.AccessUnlessKept
+// BatchGetIntoRule is what spec/mooncake-0.3.13.yaml:181:3 says about batch_get_into's answers and its
+// access (unless_kept).
+// The call reads each row's object into its one span.
+var BatchGetIntoRule = &driver.CallRule{
+	Access:   driver.AccessUnlessKept,
+	Call:     "batch_get_into",
+	CodeName: codeName,
+	Codes: map[int64]driver.Outcome{
+		int64(InvalidParams): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Fault},
+			Written: driver.WrittenNo,
+		}},
+		int64(LeaseExpired): driver.Outcome{Mapping: driver.Mapping{
+			FollowUp: driver.FollowRereadOnce,
+			Result:   driver.Result{Status: driver.Fault},
+			Written:  driver.WrittenYes,
+		}},
+		int64(ObjectNotFound): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Miss},
+			Written: driver.WrittenNo,
+		}},
+		int64(ReplicaIsNotReady): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.NotReady},
+			Written: driver.WrittenNo,
+		}},
+		int64(TransferFail): driver.Outcome{Mapping: driver.Mapping{
+			KeepsAccess: true,
+			Result:      driver.Result{Status: driver.Fault},
+			Written:     driver.WrittenMaybe,
+		}},
+	},
+	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+		Result:  driver.Result{Status: driver.Fault},
+		Written: driver.WrittenMaybe,
+	}},
+	Short: driver.Outcome{
+		Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Fault},
+			Written: driver.WrittenYes,
+		},
+		Text: "a shorter object landed in the slot's head",
+	},
+	Sized: true,
+	Whole: driver.Outcome{Mapping: driver.Mapping{
+		Result:  driver.Result{Status: driver.Ready},
+		Written: driver.WrittenYes,
+	}},
+}
 
 // MapBatchGetInto maps batch_get_into's answer for one row of rowBytes bytes: a byte
 // count, or a negative code.
 func MapBatchGetInto(answer, rowBytes int64) driver.Mapping {
-	if answer >= 0 {
-		if answer == rowBytes {
-			return driver.Mapping{
-				Result:  driver.Result{Status: driver.Ready},
-				Written: driver.WrittenYes,
-			}
-		}
-		return driver.Mapping{
-			Result:  driver.FaultResult(0, "batch_get_into answered %d bytes for a row of %d: a shorter object landed in the slot's head", answer, rowBytes),
-			Written: driver.WrittenYes,
-		}
-	}
-	switch code := Code(answer); code {
-	case ObjectNotFound:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.Miss},
-			Written: driver.WrittenNo,
-		}
-	case ReplicaIsNotReady:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.NotReady},
-			Written: driver.WrittenNo,
-		}
-	case LeaseExpired:
-		return driver.Mapping{
-			FollowUp: driver.FollowRereadOnce,
-			Result:   driver.FaultResult(int64(code), "batch_get_into answered %s (%d)", code, int64(code)),
-			Written:  driver.WrittenYes,
-		}
-	case TransferFail:
-		return driver.Mapping{
-			KeepsAccess: true,
-			Result:      driver.FaultResult(int64(code), "batch_get_into answered %s (%d)", code, int64(code)),
-			Written:     driver.WrittenMaybe,
-		}
-	case InvalidParams:
-		return driver.Mapping{
-			Result:  driver.FaultResult(int64(code), "batch_get_into answered %s (%d)", code, int64(code)),
-			Written: driver.WrittenNo,
-		}
-	default:
-		return driver.Mapping{
-			Result:  driver.FaultResult(int64(code), "batch_get_into answered %s (%d)", code, int64(code)),
-			Written: driver.WrittenMaybe,
-		}
-	}
+	return BatchGetIntoRule.Map(answer, rowBytes)
 }

@@ -4,128 +4,144 @@ package redis
 
 import driver "github.com/kvblob/kvblob/runtime/driver"
 
-// claim: SET key <marker> NX PX <ttl>: claim the key for this writer.
-// ClaimAccess says when claim stops touching the caller's memory (it touches none).
-const ClaimAccess = driver.AccessNone
+// codeName names a code in fault texts.
+func codeName(c int64) string {
+	return Code(c).String()
+}
 
-// MapClaim maps claim's answer code for one row.
-func MapClaim(answer int64) driver.Mapping {
-	switch code := Code(answer); code {
-	case OK:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.Ready},
-			Written: driver.WrittenNo,
-		}
-	case Nil:
-		return driver.Mapping{
+// ClaimRule is what spec/redis-7.yaml:49:3 says about claim's answers and its
+// access (it touches no memory).
+// The call SET key <marker> NX PX <ttl>: claim the key for this writer.
+var ClaimRule = &driver.CallRule{
+	Access:   driver.AccessNone,
+	Call:     "claim",
+	CodeName: codeName,
+	Codes: map[int64]driver.Outcome{
+		int64(Nil): driver.Outcome{Mapping: driver.Mapping{
 			FollowUp: driver.FollowAskExistence,
 			IfAbsent: driver.NotReady,
 			IfExists: driver.Ready,
-			Result:   driver.FaultResult(int64(code), "claim answered %s (%d)", code, int64(code)),
+			Result:   driver.Result{Status: driver.Fault},
 			Written:  driver.WrittenNo,
-		}
-	case OOM:
-		return driver.Mapping{
+		}},
+		int64(OK): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Ready},
+			Written: driver.WrittenNo,
+		}},
+		int64(OOM): driver.Outcome{Mapping: driver.Mapping{
 			Result:  driver.Result{Status: driver.Declined},
 			Written: driver.WrittenNo,
-		}
-	default:
-		return driver.Mapping{
-			Result:  driver.FaultResult(int64(code), "claim answered %s (%d)", code, int64(code)),
-			Written: driver.WrittenNo,
-		}
-	}
+		}},
+	},
+	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+		Result:  driver.Result{Status: driver.Fault},
+		Written: driver.WrittenNo,
+	}},
 }
 
-// store: replace this writer's marker with payload+trailer in one compare-and-set; the value is copied out of the caller's slots first.
-// StoreAccess says when store stops touching the caller's memory (on_return).
-const StoreAccess = driver.AccessOnReturn
+// MapClaim maps claim's answer code for one row.
+func MapClaim(answer int64) driver.Mapping {
+	return ClaimRule.Map(answer, 0)
+}
+
+// StoreRule is what spec/redis-7.yaml:67:3 says about store's answers and its
+// access (on_return).
+// The call replace this writer's marker with payload+trailer in one compare-and-set; the value is copied out of the caller's slots first.
+var StoreRule = &driver.CallRule{
+	Access:   driver.AccessOnReturn,
+	Call:     "store",
+	CodeName: codeName,
+	Codes: map[int64]driver.Outcome{
+		int64(Lost): driver.Outcome{
+			Mapping: driver.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: driver.WrittenNo,
+			},
+			Text: "the pending marker expired before the object was stored",
+		},
+		int64(OK): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Ready},
+			Written: driver.WrittenNo,
+		}},
+		int64(OOM): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Declined},
+			Written: driver.WrittenNo,
+		}},
+	},
+	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+		Result:  driver.Result{Status: driver.Fault},
+		Written: driver.WrittenNo,
+	}},
+}
 
 // MapStore maps store's answer code for one row.
 func MapStore(answer int64) driver.Mapping {
-	switch code := Code(answer); code {
-	case OK:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.Ready},
-			Written: driver.WrittenNo,
-		}
-	case Lost:
-		return driver.Mapping{
-			Result:  driver.FaultResult(int64(code), "store answered %s (%d): the pending marker expired before the object was stored", code, int64(code)),
-			Written: driver.WrittenNo,
-		}
-	case OOM:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.Declined},
-			Written: driver.WrittenNo,
-		}
-	default:
-		return driver.Mapping{
-			Result:  driver.FaultResult(int64(code), "store answered %s (%d)", code, int64(code)),
-			Written: driver.WrittenNo,
-		}
-	}
+	return StoreRule.Map(answer, 0)
 }
 
-// release: delete this writer's marker after a failed store.
-// ReleaseAccess says when release stops touching the caller's memory (it touches none).
-const ReleaseAccess = driver.AccessNone
+// ReleaseRule is what spec/redis-7.yaml:79:3 says about release's answers and its
+// access (it touches no memory).
+// The call delete this writer's marker after a failed store.
+var ReleaseRule = &driver.CallRule{
+	Access:   driver.AccessNone,
+	Call:     "release",
+	CodeName: codeName,
+	Codes: map[int64]driver.Outcome{int64(OK): driver.Outcome{Mapping: driver.Mapping{
+		Result:  driver.Result{Status: driver.Ready},
+		Written: driver.WrittenNo,
+	}}},
+	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+		Result:  driver.Result{Status: driver.Fault},
+		Written: driver.WrittenNo,
+	}},
+}
 
 // MapRelease maps release's answer code for one row.
 func MapRelease(answer int64) driver.Mapping {
-	switch code := Code(answer); code {
-	case OK:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.Ready},
-			Written: driver.WrittenNo,
-		}
-	default:
-		return driver.Mapping{
-			Result:  driver.FaultResult(int64(code), "release answered %s (%d)", code, int64(code)),
-			Written: driver.WrittenNo,
-		}
-	}
+	return ReleaseRule.Map(answer, 0)
 }
 
-// get: GET key; the trailer is checked before any byte reaches the caller's slots.
-// GetAccess says when get stops touching the caller's memory (on_return).
-const GetAccess = driver.AccessOnReturn
+// GetRule is what spec/redis-7.yaml:90:3 says about get's answers and its
+// access (on_return).
+// The call GET key; the trailer is checked before any byte reaches the caller's slots.
+var GetRule = &driver.CallRule{
+	Access:   driver.AccessOnReturn,
+	Call:     "get",
+	CodeName: codeName,
+	Codes: map[int64]driver.Outcome{
+		int64(Corrupt): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Fault},
+			Written: driver.WrittenNo,
+		}},
+		int64(Nil): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Miss},
+			Written: driver.WrittenNo,
+		}},
+		int64(Pending): driver.Outcome{Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.NotReady},
+			Written: driver.WrittenNo,
+		}},
+	},
+	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+		Result:  driver.Result{Status: driver.Fault},
+		Written: driver.WrittenNo,
+	}},
+	Short: driver.Outcome{
+		Mapping: driver.Mapping{
+			Result:  driver.Result{Status: driver.Fault},
+			Written: driver.WrittenNo,
+		},
+		Text: "the object's payload length differs from the row; the destination is untouched",
+	},
+	Sized: true,
+	Whole: driver.Outcome{Mapping: driver.Mapping{
+		Result:  driver.Result{Status: driver.Ready},
+		Written: driver.WrittenYes,
+	}},
+}
 
 // MapGet maps get's answer for one row of rowBytes bytes: a byte
 // count, or a negative code.
 func MapGet(answer, rowBytes int64) driver.Mapping {
-	if answer >= 0 {
-		if answer == rowBytes {
-			return driver.Mapping{
-				Result:  driver.Result{Status: driver.Ready},
-				Written: driver.WrittenYes,
-			}
-		}
-		return driver.Mapping{
-			Result:  driver.FaultResult(0, "get answered %d bytes for a row of %d: the object's payload length differs from the row; the destination is untouched", answer, rowBytes),
-			Written: driver.WrittenNo,
-		}
-	}
-	switch code := Code(answer); code {
-	case Nil:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.Miss},
-			Written: driver.WrittenNo,
-		}
-	case Pending:
-		return driver.Mapping{
-			Result:  driver.Result{Status: driver.NotReady},
-			Written: driver.WrittenNo,
-		}
-	case Corrupt:
-		return driver.Mapping{
-			Result:  driver.FaultResult(int64(code), "get answered %s (%d)", code, int64(code)),
-			Written: driver.WrittenNo,
-		}
-	default:
-		return driver.Mapping{
-			Result:  driver.FaultResult(int64(code), "get answered %s (%d)", code, int64(code)),
-			Written: driver.WrittenNo,
-		}
-	}
+	return GetRule.Map(answer, rowBytes)
 }

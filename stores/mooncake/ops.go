@@ -128,7 +128,7 @@ func (d *Driver) scatter(rows []driver.Row, idx []int, o *op, set func(int, hold
 			toRevoke = append(toRevoke, i)
 		}
 	}
-	if !gen.BatchPutFromMultiBufferRangesAccess.Ended(kept) {
+	if !gen.BatchPutFromMultiBufferRangesRule.Access.Ended(kept) {
 		o.ended, o.unprovable = false, true
 	}
 	return toEnd, toRevoke
@@ -226,7 +226,7 @@ func (d *Driver) Get(rows []driver.Row, hint driver.Hint) (driver.Operation, err
 		k, ok, _ = d.getInto(rows, reread, o, true)
 		kept = kept || k
 	}
-	if ok && gen.BatchGetIntoAccess.Ended(kept) {
+	if ok && gen.BatchGetIntoRule.Access.Ended(kept) {
 		o.ended = true
 	} else {
 		o.unprovable = true

@@ -1,0 +1,127 @@
+package driver
+
+// The types below are what code generated from a spec declares: a spec's
+// rules become data (a CallRule per SDK call, one Admission, the refused
+// environment), and the logic that applies them lives here, once.
+
+// Outcome is what one answer means for a row, as the spec states it. For a
+// FAULT, Text is the spec's own words, added to the fault's text.
+type Outcome struct {
+	Mapping Mapping
+	Text    string
+}
+
+// CallRule is what a spec says about one SDK call's answers.
+type CallRule struct {
+	// Call is the SDK call's name, as fault texts print it.
+	Call string
+	// Access says when the call stops touching the caller's memory.
+	Access AccessRule
+	// Sized: the call answers a byte count per row, or a negative code.
+	Sized bool
+	// Whole and Short are a sized call's outcomes for a count equal to the
+	// row's length, and for any other count.
+	Whole, Short Outcome
+	// Codes holds the outcome of each code the spec maps.
+	Codes map[int64]Outcome
+	// Otherwise is the outcome of every other code.
+	Otherwise Outcome
+	// CodeName names a code in fault texts (the generated Code.String).
+	CodeName func(code int64) string
+}
+
+// Map returns what the call's answer means for a row of rowBytes bytes
+// (rowBytes is ignored for a call that answers codes only).
+func (c *CallRule) Map(answer, rowBytes int64) Mapping {
+	if c.Sized && answer >= 0 {
+		if answer == rowBytes {
+			return c.Whole.apply(func(string) Result { return Result{} })
+		}
+		return c.Short.apply(func(text string) Result {
+			return FaultResult(0, "%s answered %d bytes for a row of %d%s", c.Call, answer, rowBytes, text)
+		})
+	}
+	o, ok := c.Codes[answer]
+	if !ok {
+		o = c.Otherwise
+	}
+	return o.apply(func(text string) Result {
+		return FaultResult(answer, "%s answered %s (%d)%s", c.Call, c.CodeName(answer), answer, text)
+	})
+}
+
+// apply returns the outcome's mapping, with the fault's text built by
+// fault when the outcome is a FAULT.
+func (o Outcome) apply(fault func(text string) Result) Mapping {
+	m := o.Mapping
+	if m.Result.Status == Fault {
+		text := ""
+		if o.Text != "" {
+			text = ": " + o.Text
+		}
+		m.Result = fault(text)
+	}
+	return m
+}
+
+// Admission is a spec's admission rules.
+type Admission struct {
+	// MaxRowsPerOp bounds a call's rows (0: no bound).
+	MaxRowsPerOp int
+	// MultiSpan admits rows of more than one span.
+	MultiSpan bool
+	// MaxRowBytes: rows must be under this many bytes (0: no bound).
+	MaxRowBytes int64
+	// Hints admits a non-zero hint on a get.
+	Hints bool
+	// DeviceMemory admits Device regions at Register.
+	DeviceMemory bool
+}
+
+// Put checks a put's rows before anything is recorded; live reports
+// whether a region has a live registration. A refusal is a RejectedError
+// naming the rule.
+func (a Admission) Put(rows []Row, live func(*Region) bool) error {
+	if err := AdmitRows(rows, a.MaxRowsPerOp); err != nil {
+		return err
+	}
+	if err := AdmitKeys(rows); err != nil {
+		return err
+	}
+	return AdmitSpans(rows, a.MultiSpan, a.MaxRowBytes, live)
+}
+
+// Get checks a get's hint, then its rows as Put does.
+func (a Admission) Get(rows []Row, hint Hint, live func(*Region) bool) error {
+	if err := AdmitHint(hint, a.Hints); err != nil {
+		return err
+	}
+	return a.Put(rows, live)
+}
+
+// Register checks a region before registration.
+func (a Admission) Register(r *Region) error { return AdmitRegion(r, a.DeviceMemory) }
+
+// EnvRule is an environment variable a driver refuses unless it holds one
+// of Allow.
+type EnvRule struct {
+	Name   string
+	Allow  []string
+	Reason string
+}
+
+// CheckEnvironment refuses the first variable of rules whose value getenv
+// reports outside its Allow list, naming the value and the reason.
+func CheckEnvironment(rules []EnvRule, getenv func(string) string) error {
+	for _, r := range rules {
+		v := getenv(r.Name)
+		ok := false
+		for _, a := range r.Allow {
+			ok = ok || a == v
+		}
+		if !ok {
+			return Reject("environment", "%s=%q is refused: %s", r.Name, v, r.Reason)
+		}
+	}
+	return nil
+}
