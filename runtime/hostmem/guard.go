@@ -101,6 +101,13 @@ func (g *Guarded) Check() error {
 // simulate a stray write past an end.
 func (g *Guarded) Mapping() []byte { return g.mem }
 
+// Mapped reports whether the memory is still mapped.
+func (g *Guarded) Mapped() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.closed
+}
+
 // Close unmaps the memory.
 func (g *Guarded) Close() error {
 	g.mu.Lock()
