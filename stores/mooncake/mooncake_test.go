@@ -155,6 +155,7 @@ func TestSessionBookkeeping(t *testing.T) {
 		{"a raise in session start leaves the sessions for drain", func(m *fakesdk.Master) { m.Raise(fakesdk.CallStart, "k") }, driver.Fault, "open", false, false},
 		{"a short scatter is revoked", func(m *fakesdk.Master) { m.Short("k") }, driver.Fault, "", false, false},
 		{"a raise in the scatter leaves access unproven", func(m *fakesdk.Master) { m.Raise(fakesdk.CallScatter, "k") }, driver.Fault, "open", true, true},
+		{"a wrong count from the scatter leaves access unproven", func(m *fakesdk.Master) { m.Miscount(fakesdk.CallScatter, "k") }, driver.Fault, "open", true, true},
 		{"a full pool declines", func(m *fakesdk.Master) { m.SetCapacity(1) }, driver.Declined, "", false, false},
 	}
 	for _, c := range cases {
@@ -219,6 +220,10 @@ func TestGetAnswers(t *testing.T) {
 		{"a longer object is refused without a transfer", func(m *fakesdk.Master) { m.Plant("k", append(obj, 1)) }, driver.Fault, gen.InvalidParams, true, false, 1},
 		{"a shorter object lands in the head and is a fault", func(m *fakesdk.Master) { m.Plant("k", obj[:10]) }, driver.Fault, 0, false, false, 1},
 		{"a raise leaves access unproven", func(m *fakesdk.Master) { m.Raise(fakesdk.CallGet, "k") }, driver.Fault, 0, true, true, 1},
+		{"a wrong answer count leaves access unproven", func(m *fakesdk.Master) {
+			m.Plant("k", obj)
+			m.Miscount(fakesdk.CallGet, "k")
+		}, driver.Fault, 0, false, true, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -44,11 +44,12 @@ type faultKey struct{ call, key string }
 // fault is one staged answer: a code, a raise, a short write or a
 // transfer that still writes after its failure is answered.
 type fault struct {
-	code  gen.Code
-	raise bool
-	short bool
-	write bool          // the bytes land although the code is answered (LEASE_EXPIRED, TRANSFER_FAIL)
-	late  time.Duration // the transfer goes on writing this long after the call answered
+	code     gen.Code
+	raise    bool
+	short    bool
+	write    bool          // the bytes land although the code is answered (LEASE_EXPIRED, TRANSFER_FAIL)
+	late     time.Duration // the transfer goes on writing this long after the call answered
+	miscount bool          // the call answers one value fewer than its keys
 }
 
 // The calls, as the spec names them.
@@ -109,6 +110,32 @@ func (m *Master) Wait() { m.late.Wait() }
 
 // Raise makes the next call of call that names key raise.
 func (m *Master) Raise(call, key string) { m.stage(call, key, fault{raise: true}) }
+
+// Miscount makes the next call of call that names key answer one value
+// fewer than its keys, after doing its work.
+func (m *Master) Miscount(call, key string) { m.stage(call, key, fault{miscount: true}) }
+
+// miscountLocked pops a staged miscount for any key of the call. m.mu is held.
+func (m *Master) miscountLocked(call string, keys []string) bool {
+	for _, k := range keys {
+		fk := faultKey{call, k}
+		if fs := m.faults[fk]; len(fs) > 0 && fs[0].miscount {
+			m.faults[fk] = fs[1:]
+			return true
+		}
+	}
+	return false
+}
+
+// answered applies a staged miscount to out.
+func (m *Master) answered(call string, keys []string, out []int64) ([]int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.miscountLocked(call, keys) && len(out) > 0 {
+		out = out[:len(out)-1]
+	}
+	return out, nil
+}
 
 // Short makes the next scatter of key write only half the row.
 func (m *Master) Short(key string) { m.stage(CallScatter, key, fault{short: true}) }
@@ -220,7 +247,7 @@ func (m *Master) enter(call string, keys []string) {
 func (m *Master) takeLocked(call, key string) (fault, bool) {
 	fk := faultKey{call, key}
 	fs := m.faults[fk]
-	if len(fs) == 0 {
+	if len(fs) == 0 || fs[0].raise || fs[0].miscount { // those apply to the whole call
 		return fault{}, false
 	}
 	m.faults[fk] = fs[1:]
@@ -370,7 +397,7 @@ func (c *Client) BatchPutFromMultiBufferRanges(keys []string, buffers [][]moonca
 		s.written = n == int64(len(s.data))
 		out[i] = n
 	}
-	return out, nil
+	return m.answered(CallScatter, keys, out)
 }
 
 // metadataCall runs a call that touches only the master's metadata: it
@@ -474,7 +501,7 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 			}
 		}
 	}
-	return out, nil
+	return m.answered(CallGet, keys, out)
 }
 
 func (c *Client) BatchIsExist(keys []string) ([]int64, error) {
