@@ -430,14 +430,16 @@ func TestAFetchWithAFaultInItsThirdBatchOfFiveMarksOnlyTheDeliveredPrefix(t *tes
 }
 
 func TestAPublishStopsOnlyWhenACallFailedAsAWhole(t *testing.T) {
-	t.Run("a row fault does not stop it", func(t *testing.T) {
-		e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 2})
-		v := e.view("r", 0, 6)
-		key, _ := driver.Key("kvblob", v[1].Name)
-		e.d.Store().Inject(memory.CallPut, key, -5)
-		o := wait(t, must(e.be.Publish(v)))
-		assert.Equal(t, []bool{true, false, true, true, true, true}, o.Delivered)
-	})
+	for _, rows := range []int{1, 2} {
+		t.Run(fmt.Sprintf("a row fault does not stop it (%d rows a call)", rows), func(t *testing.T) {
+			e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: rows})
+			v := e.view("r", 0, 6)
+			key, _ := driver.Key("kvblob", v[1].Name)
+			e.d.Store().Inject(memory.CallPut, key, -5)
+			o := wait(t, must(e.be.Publish(v)))
+			assert.Equal(t, []bool{true, false, true, true, true, true}, o.Delivered)
+		})
+	}
 	t.Run("a rejected call stops it", func(t *testing.T) {
 		e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 2})
 		n := 0

@@ -142,9 +142,6 @@ func (b *Backend) observeLocked(bt *batch, res []driver.Result, done, ended, unp
 			return
 		}
 		bt.a.recordLocked(bt, res)
-		if !bt.a.fetch && allFault(res) {
-			bt.a.stopLocked("every row of a publish call failed")
-		}
 	}
 	if !bt.accessEnded && !bt.unprovable {
 		if ended {
@@ -157,15 +154,6 @@ func (b *Backend) observeLocked(bt *batch, res []driver.Result, done, ended, unp
 	if bt.settled() {
 		b.settleLocked(bt)
 	}
-}
-
-func allFault(res []driver.Result) bool {
-	for _, r := range res {
-		if r.Status != driver.Fault {
-			return false
-		}
-	}
-	return len(res) > 0
 }
 
 func (b *Backend) faultBatchLocked(bt *batch, text string) {
