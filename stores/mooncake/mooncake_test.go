@@ -32,6 +32,37 @@ func TestSpecCases(t *testing.T) {
 	conformance.RunCases(t, mctest.Factory(nil), gen.Cases, mctest.Stage, false)
 }
 
+// TestStageableCases runs only the cases a real master can stage, as the
+// real-pool test does, and checks that the selection is the spec's.
+func TestStageableCases(t *testing.T) {
+	stageable := 0
+	for _, c := range gen.Cases {
+		if c.Stageable {
+			stageable++
+		}
+	}
+	require.Greater(t, stageable, 0)
+	require.Less(t, stageable, len(gen.Cases))
+	var outs []conformance.Outcome
+	for _, c := range conformance.CaseChecks(gen.Cases, mctest.Stage, true) {
+		outs = append(outs, conformance.RunRecorded(c, mctest.Factory(nil), conformance.Scenarios{}))
+	}
+	passed, skipped := 0, 0
+	for _, o := range outs {
+		switch {
+		case o.Passed:
+			passed++
+		case o.Skipped:
+			skipped++
+			assert.Contains(t, o.Reason, "a real server cannot stage this case")
+		default:
+			t.Errorf("%s: %s", o.Check, o.Reason)
+		}
+	}
+	assert.Equal(t, stageable, passed)
+	assert.Equal(t, len(gen.Cases)-stageable, skipped)
+}
+
 const slot = 4096
 
 type fx struct {
