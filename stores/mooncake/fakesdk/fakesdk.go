@@ -243,6 +243,15 @@ func (m *Master) enter(call string, keys []string) {
 	}
 }
 
+// begin starts a data call: it waits at any staged hold, then raises if a
+// raise is staged for one of its keys.
+func (m *Master) begin(call string, keys []string) error {
+	m.enter(call, keys)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.raiseLocked(call, keys)
+}
+
 // take pops the fault staged for call and key. m.mu is held.
 func (m *Master) takeLocked(call, key string) (fault, bool) {
 	fk := faultKey{call, key}
@@ -358,20 +367,16 @@ func (c *Client) BatchPutSessionStart(keys []string, sizes []int64) ([]int64, er
 
 func (c *Client) BatchPutFromMultiBufferRanges(keys []string, buffers [][]mooncake.Buffer) ([]int64, error) {
 	m := c.m
-	m.enter(CallScatter, keys)
-	m.mu.Lock()
-	err := m.raiseLocked(CallScatter, keys)
-	m.mu.Unlock()
-	if err != nil {
+	if err := m.begin(CallScatter, keys); err != nil {
 		return nil, err
 	}
 	out := make([]int64, len(keys))
 	for i, k := range keys {
 		m.mu.Lock()
 		f, staged := m.takeLocked(CallScatter, k)
-		s, ok := m.sessions[k]
+		s, ok := c.ownSessionLocked(k)
 		m.mu.Unlock()
-		if !ok || s.client != c.id {
+		if !ok {
 			out[i] = int64(gen.InvalidParams)
 			continue
 		}
@@ -454,11 +459,7 @@ func (c *Client) BatchPutSessionRevoke(keys []string) ([]int64, error) {
 
 func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64, error) {
 	m := c.m
-	m.enter(CallGet, keys)
-	m.mu.Lock()
-	err := m.raiseLocked(CallGet, keys)
-	m.mu.Unlock()
-	if err != nil {
+	if err := m.begin(CallGet, keys); err != nil {
 		return nil, err
 	}
 	out := make([]int64, len(keys))
