@@ -134,7 +134,7 @@ func (e *emitter) cases(f *jen.File) {
 	f.Commentf("Cases are the conformance cases derived from %s: the SDK answers a", e.s.File)
 	f.Comment("call for one row, and the driver must report the wanted result and")
 	f.Comment("access state. conformance.RunCases runs them through a store's stager.")
-	f.Var().Id("Cases").Op("=").Index().Add(qual("SpecCase")).ValuesFunc(func(g *jen.Group) {
+	f.Var().Id("Cases").Op("=").Index().Add(qual("Case")).ValuesFunc(func(g *jen.Group) {
 		for _, k := range cs {
 			d := jen.Dict{
 				jen.Id("ID"):          jen.Lit(k.id),

@@ -22,7 +22,21 @@ type Options struct {
 // DefaultOptions are kvblob's own.
 var DefaultOptions = Options{ImportRoot: "github.com/kvblob/kvblob/generated"}
 
-const driverPath = "github.com/kvblob/kvblob/runtime/driver"
+// The packages generated code imports: the driver contract, the rule
+// engine that applies a spec's rules, and the data of conformance cases.
+const (
+	driverPath   = "github.com/kvblob/kvblob/runtime/driver"
+	rulesPath    = "github.com/kvblob/kvblob/runtime/rules"
+	speccasePath = "github.com/kvblob/kvblob/conformance/speccase"
+)
+
+// speccaseNames are the identifiers of package speccase generated code uses;
+// contractNames those of package driver. Every other identifier is the rule
+// engine's.
+var (
+	speccaseNames = map[string]bool{"Case": true, "Answer": true, "OpPut": true, "OpGet": true, "SizeWhole": true, "SizeShort": true}
+	contractNames = map[string]bool{"Capabilities": true, "Hint": true, "Region": true, "Result": true, "Row": true}
+)
 
 // Generate renders every file for specs, keyed by their path under
 // generated/ (e.g. "mooncake/codes.go"). It writes nothing. Two specs that
@@ -78,7 +92,15 @@ type emitter struct {
 	importPath string
 }
 
-func qual(name string) *jen.Statement { return jen.Qual(driverPath, name) }
+func qual(name string) *jen.Statement {
+	switch {
+	case speccaseNames[name]:
+		return jen.Qual(speccasePath, name)
+	case contractNames[name] || isStatusIdent(name):
+		return jen.Qual(driverPath, name)
+	}
+	return jen.Qual(rulesPath, name)
+}
 
 // goName turns OBJECT_NOT_FOUND or batch_get_into into ObjectNotFound or
 // BatchGetInto. Initialisms stay upper case.
@@ -101,6 +123,16 @@ func goName(s string) string {
 var statusIdents = map[string]string{
 	"READY": "Ready", "MISS": "Miss", "NOT_READY": "NotReady", "DECLINED": "Declined", "FAULT": "Fault",
 }
+
+func isStatusIdent(name string) bool {
+	for _, id := range statusIdents {
+		if id == name {
+			return true
+		}
+	}
+	return false
+}
+
 var writtenIdents = map[string]string{"no": "WrittenNo", "maybe": "WrittenMaybe", "yes": "WrittenYes"}
 var followIdents = map[string]string{
 	"none": "FollowNone", "reread_once": "FollowRereadOnce", "ask_existence": "FollowAskExistence",
@@ -120,8 +152,8 @@ func (e *emitter) codes(f *jen.File) {
 
 	/*
 		const (
-			_ = driver.EnforceVersion(1 - driver.MinGenVersion)
-			_ = driver.EnforceVersion(driver.MaxGenVersion - 1)
+			_ = rules.EnforceVersion(1 - rules.MinGenVersion)
+			_ = rules.EnforceVersion(rules.MaxGenVersion - 1)
 		)
 	*/
 	f.Comment("A stale package stops compiling here: re-run drivergen.")
@@ -199,8 +231,8 @@ func orNone(s string) string {
 	return s
 }
 
-// outcome emits driver.Outcome{...} for o. A FAULT's result is filled in
-// by driver.CallRule.Map, which knows the answer.
+// outcome emits rules.Meaning{...} for o. A FAULT's result is filled in
+// by rules.CallRule.Map, which knows the answer.
 func outcome(o *Outcome) *jen.Statement {
 	written := o.Written
 	if written == "" {
@@ -224,18 +256,18 @@ func outcome(o *Outcome) *jen.Statement {
 	if o.Text != "" && o.Result == "FAULT" {
 		d[jen.Id("Text")] = jen.Lit(o.Text)
 	}
-	return qual("Outcome").Values(d)
+	return qual("Meaning").Values(d)
 }
 
 /*
 // BatchGetIntoRule is what spec/x.yaml:12:3 says about batch_get_into's answers.
-var BatchGetIntoRule = &driver.CallRule{Call: "batch_get_into", Access: ..., Sized: true,
+var BatchGetIntoRule = &rules.CallRule{Call: "batch_get_into", Access: ..., Sized: true,
 
-	Whole: driver.Outcome{...}, Short: ..., Codes: map[int64]driver.Outcome{int64(ObjectNotFound): ...},
+	Whole: rules.Meaning{...}, Short: ..., Codes: map[int64]rules.Meaning{int64(ObjectNotFound): ...},
 	Otherwise: ..., CodeName: codeName}
 
 // MapBatchGetInto maps batch_get_into's answer for one row of rowBytes bytes.
-func MapBatchGetInto(answer, rowBytes int64) driver.Mapping { return BatchGetIntoRule.Map(answer, rowBytes) }
+func MapBatchGetInto(answer, rowBytes int64) rules.Mapping { return BatchGetIntoRule.Map(answer, rowBytes) }
 */
 func (e *emitter) callRule(f *jen.File, c *Call, name string) {
 	d := jen.Dict{
@@ -250,7 +282,7 @@ func (e *emitter) callRule(f *jen.File, c *Call, name string) {
 		d[jen.Id("Short")] = outcome(c.Short)
 	}
 	if len(c.Codes) > 0 {
-		d[jen.Id("Codes")] = jen.Map(jen.Int64()).Add(qual("Outcome")).Values(jen.DictFunc(func(m jen.Dict) {
+		d[jen.Id("Codes")] = jen.Map(jen.Int64()).Add(qual("Meaning")).Values(jen.DictFunc(func(m jen.Dict) {
 			for i := range c.Codes {
 				r := &c.Codes[i]
 				m[jen.Int64().Call(jen.Id(goName(r.Code)))] = outcome(&r.Outcome)

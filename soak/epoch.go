@@ -11,10 +11,10 @@ import (
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
-	"github.com/kvblob/kvblob/runtime/trailer"
 	"github.com/kvblob/kvblob/stores/memory"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+	"github.com/kvblob/kvblob/stores/trailer"
 )
 
 const (

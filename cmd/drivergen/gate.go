@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/conformance/speccase"
 )
 
 // gateStore is one store the gate can run: its embedded default driver,
@@ -20,7 +20,7 @@ type gateStore struct {
 	sdk       string // SDK name and version
 	factory   conformance.Factory
 	scenarios conformance.Scenarios
-	cases     []driver.SpecCase
+	cases     []speccase.Case
 	stage     conformance.Stager
 	// setup readies the store (a server to start); it returns a reason to
 	// skip the store, and a teardown.

@@ -2,134 +2,138 @@
 
 package memory
 
-import driver "github.com/kvblob/kvblob/runtime/driver"
+import (
+	speccase "github.com/kvblob/kvblob/conformance/speccase"
+	driver "github.com/kvblob/kvblob/runtime/driver"
+	rules "github.com/kvblob/kvblob/runtime/rules"
+)
 
 // Cases are the conformance cases derived from spec/memory.yaml: the SDK answers a
 // call for one row, and the driver must report the wanted result and
 // access state. conformance.RunCases runs them through a store's stager.
-var Cases = []driver.SpecCase{{
+var Cases = []speccase.Case{{
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     0,
 		CodeName: "OK",
 	},
 	Call:      "store_put",
 	ID:        "store_put/OK",
-	Op:        driver.OpPut,
+	Op:        speccase.OpPut,
 	Pos:       "spec/memory.yaml:34:11",
 	Stageable: true,
 	Want:      driver.Ready,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -2,
 		CodeName: "PENDING",
 	},
 	Call:      "store_put",
 	ID:        "store_put/PENDING",
-	Op:        driver.OpPut,
+	Op:        speccase.OpPut,
 	Pos:       "spec/memory.yaml:35:16",
 	Stageable: true,
 	Want:      driver.NotReady,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -3,
 		CodeName: "FULL",
 	},
 	Call:      "store_put",
 	ID:        "store_put/FULL",
-	Op:        driver.OpPut,
+	Op:        speccase.OpPut,
 	Pos:       "spec/memory.yaml:36:13",
 	Stageable: true,
 	Want:      driver.Declined,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -1,
 		CodeName: "NOT_FOUND",
 	},
 	Call:     "store_put",
 	ID:       "store_put/otherwise-NOT_FOUND",
-	Op:       driver.OpPut,
+	Op:       speccase.OpPut,
 	Pos:      "spec/memory.yaml:37:16",
 	Want:     driver.Fault,
 	WantCode: -1,
-	Written:  driver.WrittenNo,
+	Written:  rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer:      driver.Answer{Size: driver.SizeWhole},
+	Answer:      speccase.Answer{Size: speccase.SizeWhole},
 	Call:        "store_get",
 	ID:          "store_get/whole",
-	Op:          driver.OpGet,
+	Op:          speccase.OpGet,
 	Pos:         "spec/memory.yaml:44:12",
 	Stageable:   true,
 	Want:        driver.Ready,
-	Written:     driver.WrittenYes,
+	Written:     rules.WrittenYes,
 }, {
 	AccessEnded: true,
-	Answer:      driver.Answer{Size: driver.SizeShort},
+	Answer:      speccase.Answer{Size: speccase.SizeShort},
 	Call:        "store_get",
 	ID:          "store_get/short",
-	Op:          driver.OpGet,
+	Op:          speccase.OpGet,
 	Pos:         "spec/memory.yaml:46:7",
 	Stageable:   true,
 	Want:        driver.Fault,
-	Written:     driver.WrittenNo,
+	Written:     rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -1,
 		CodeName: "NOT_FOUND",
 	},
 	Call:      "store_get",
 	ID:        "store_get/NOT_FOUND",
-	Op:        driver.OpGet,
+	Op:        speccase.OpGet,
 	Pos:       "spec/memory.yaml:51:18",
 	Stageable: true,
 	Want:      driver.Miss,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -2,
 		CodeName: "PENDING",
 	},
 	Call:      "store_get",
 	ID:        "store_get/PENDING",
-	Op:        driver.OpGet,
+	Op:        speccase.OpGet,
 	Pos:       "spec/memory.yaml:52:16",
 	Stageable: true,
 	Want:      driver.NotReady,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -4,
 		CodeName: "CORRUPT",
 	},
 	Call:      "store_get",
 	ID:        "store_get/CORRUPT",
-	Op:        driver.OpGet,
+	Op:        speccase.OpGet,
 	Pos:       "spec/memory.yaml:53:16",
 	Stageable: true,
 	Want:      driver.Fault,
 	WantCode:  -4,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -3,
 		CodeName: "FULL",
 	},
 	Call:     "store_get",
 	ID:       "store_get/otherwise-FULL",
-	Op:       driver.OpGet,
+	Op:       speccase.OpGet,
 	Pos:      "spec/memory.yaml:54:16",
 	Want:     driver.Fault,
 	WantCode: -3,
-	Written:  driver.WrittenNo,
+	Written:  rules.WrittenNo,
 }}

@@ -2,7 +2,10 @@
 
 package memory
 
-import driver "github.com/kvblob/kvblob/runtime/driver"
+import (
+	driver "github.com/kvblob/kvblob/runtime/driver"
+	rules "github.com/kvblob/kvblob/runtime/rules"
+)
 
 // codeName names a code in fault texts.
 func codeName(c int64) string {
@@ -12,76 +15,76 @@ func codeName(c int64) string {
 // StorePutRule is what spec/memory.yaml:27:3 says about store_put's answers and its
 // access (on_return).
 // The call copies a row's spans into an object with a trailer and commits it.
-var StorePutRule = &driver.CallRule{
-	Access:   driver.AccessOnReturn,
+var StorePutRule = &rules.CallRule{
+	Access:   rules.AccessOnReturn,
 	Call:     "store_put",
 	CodeName: codeName,
-	Codes: map[int64]driver.Outcome{
-		int64(Full): driver.Outcome{Mapping: driver.Mapping{
+	Codes: map[int64]rules.Meaning{
+		int64(Full): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Declined},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
-		int64(OK): driver.Outcome{Mapping: driver.Mapping{
+		int64(OK): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
-		int64(Pending): driver.Outcome{Mapping: driver.Mapping{
+		int64(Pending): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.NotReady},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
 	},
-	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+	Otherwise: rules.Meaning{Mapping: rules.Mapping{
 		Result:  driver.Result{Status: driver.Fault},
-		Written: driver.WrittenNo,
+		Written: rules.WrittenNo,
 	}},
 }
 
 // MapStorePut maps store_put's answer code for one row.
-func MapStorePut(answer int64) driver.Mapping {
+func MapStorePut(answer int64) rules.Mapping {
 	return StorePutRule.Map(answer, 0)
 }
 
 // StoreGetRule is what spec/memory.yaml:38:3 says about store_get's answers and its
 // access (on_return).
 // The call reads an object, checks its trailer and copies its payload into the row's spans.
-var StoreGetRule = &driver.CallRule{
-	Access:   driver.AccessOnReturn,
+var StoreGetRule = &rules.CallRule{
+	Access:   rules.AccessOnReturn,
 	Call:     "store_get",
 	CodeName: codeName,
-	Codes: map[int64]driver.Outcome{
-		int64(Corrupt): driver.Outcome{Mapping: driver.Mapping{
+	Codes: map[int64]rules.Meaning{
+		int64(Corrupt): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
-		int64(NotFound): driver.Outcome{Mapping: driver.Mapping{
+		int64(NotFound): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Miss},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
-		int64(Pending): driver.Outcome{Mapping: driver.Mapping{
+		int64(Pending): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.NotReady},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
 	},
-	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+	Otherwise: rules.Meaning{Mapping: rules.Mapping{
 		Result:  driver.Result{Status: driver.Fault},
-		Written: driver.WrittenNo,
+		Written: rules.WrittenNo,
 	}},
-	Short: driver.Outcome{
-		Mapping: driver.Mapping{
+	Short: rules.Meaning{
+		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		},
 		Text: "the object's payload length differs from the row; the destination is untouched",
 	},
 	Sized: true,
-	Whole: driver.Outcome{Mapping: driver.Mapping{
+	Whole: rules.Meaning{Mapping: rules.Mapping{
 		Result:  driver.Result{Status: driver.Ready},
-		Written: driver.WrittenYes,
+		Written: rules.WrittenYes,
 	}},
 }
 
 // MapStoreGet maps store_get's answer for one row of rowBytes bytes: a byte
 // count, or a negative code.
-func MapStoreGet(answer, rowBytes int64) driver.Mapping {
+func MapStoreGet(answer, rowBytes int64) rules.Mapping {
 	return StoreGetRule.Map(answer, rowBytes)
 }

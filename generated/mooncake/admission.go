@@ -2,7 +2,10 @@
 
 package mooncake
 
-import driver "github.com/kvblob/kvblob/runtime/driver"
+import (
+	driver "github.com/kvblob/kvblob/runtime/driver"
+	rules "github.com/kvblob/kvblob/runtime/rules"
+)
 
 // Capabilities are the driver's, as the spec declares them.
 var Capabilities = driver.Capabilities{AbsentIsMiss: true}
@@ -18,7 +21,7 @@ const (
 )
 
 // Admission holds the spec's admission rules: empty_key, repeated_key, multi_span, row_too_large, span_outside_registration, hint, device_region.
-var Admission = driver.Admission{MaxRowBytes: MaxRowBytes}
+var Admission = rules.Admission{MaxRowBytes: MaxRowBytes}
 
 // AdmitPut checks a put's rows against Admission before anything is
 // recorded. live reports whether a region has a live registration. A
@@ -39,7 +42,7 @@ func AdmitRegister(r *driver.Region) error {
 }
 
 // Environment lists the settings the driver refuses, each with its reason.
-var Environment = []driver.EnvRule{{
+var Environment = []rules.EnvRule{{
 	Allow:  []string{"", "0"},
 	Name:   "MC_STORE_LOCAL_HOT_CACHE_SIZE",
 	Reason: "the local hot cache copies a get's slot before the lease check and keeps it after eviction, so a torn LEASE_EXPIRED read could later be served whole; unset it or set 0",
@@ -60,5 +63,5 @@ var Environment = []driver.EnvRule{{
 // CheckEnvironment refuses the settings in Environment. getenv is
 // os.Getenv in production.
 func CheckEnvironment(getenv func(string) string) error {
-	return driver.CheckEnvironment(Environment, getenv)
+	return rules.CheckEnvironment(Environment, getenv)
 }

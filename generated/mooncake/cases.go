@@ -2,301 +2,305 @@
 
 package mooncake
 
-import driver "github.com/kvblob/kvblob/runtime/driver"
+import (
+	speccase "github.com/kvblob/kvblob/conformance/speccase"
+	driver "github.com/kvblob/kvblob/runtime/driver"
+	rules "github.com/kvblob/kvblob/runtime/rules"
+)
 
 // Cases are the conformance cases derived from spec/mooncake-0.3.13.yaml: the SDK answers a
 // call for one row, and the driver must report the wanted result and
 // access state. conformance.RunCases runs them through a store's stager.
-var Cases = []driver.SpecCase{{
+var Cases = []speccase.Case{{
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     0,
 		CodeName: "OK",
 	},
 	Call:      "batch_put_session_start",
 	ID:        "batch_put_session_start/OK",
-	Op:        driver.OpPut,
+	Op:        speccase.OpPut,
 	Pos:       "spec/mooncake-0.3.13.yaml:121:11",
 	Stageable: true,
 	Want:      driver.Ready,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -705,
 		CodeName: "OBJECT_ALREADY_EXISTS",
 	},
 	Call:      "batch_put_session_start",
 	Exists:    true,
 	ID:        "batch_put_session_start/OBJECT_ALREADY_EXISTS/exists",
-	Op:        driver.OpPut,
+	Op:        speccase.OpPut,
 	Pos:       "spec/mooncake-0.3.13.yaml:126:9",
 	Stageable: true,
 	Want:      driver.Ready,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -705,
 		CodeName: "OBJECT_ALREADY_EXISTS",
 	},
 	Call:      "batch_put_session_start",
 	ID:        "batch_put_session_start/OBJECT_ALREADY_EXISTS/absent",
-	Op:        driver.OpPut,
+	Op:        speccase.OpPut,
 	Pos:       "spec/mooncake-0.3.13.yaml:126:9",
 	Stageable: true,
 	Want:      driver.NotReady,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -200,
 		CodeName: "NO_AVAILABLE_HANDLE",
 	},
 	Call:      "batch_put_session_start",
 	ID:        "batch_put_session_start/NO_AVAILABLE_HANDLE",
-	Op:        driver.OpPut,
+	Op:        speccase.OpPut,
 	Pos:       "spec/mooncake-0.3.13.yaml:132:28",
 	Stageable: true,
 	Want:      driver.Declined,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -600,
 		CodeName: "INVALID_PARAMS",
 	},
 	Call:     "batch_put_session_start",
 	ID:       "batch_put_session_start/INVALID_PARAMS",
-	Op:       driver.OpPut,
+	Op:       speccase.OpPut,
 	Pos:      "spec/mooncake-0.3.13.yaml:135:23",
 	Want:     driver.Fault,
 	WantCode: -600,
-	Written:  driver.WrittenNo,
+	Written:  rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -1,
 		CodeName: "INTERNAL_ERROR",
 	},
 	Call:     "batch_put_session_start",
 	ID:       "batch_put_session_start/otherwise-INTERNAL_ERROR",
-	Op:       driver.OpPut,
+	Op:       speccase.OpPut,
 	Pos:      "spec/mooncake-0.3.13.yaml:136:16",
 	Want:     driver.Fault,
 	WantCode: -1,
-	Written:  driver.WrittenNo,
+	Written:  rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer:      driver.Answer{Size: driver.SizeWhole},
+	Answer:      speccase.Answer{Size: speccase.SizeWhole},
 	Call:        "batch_put_from_multi_buffer_ranges",
 	ID:          "batch_put_from_multi_buffer_ranges/whole",
-	Op:          driver.OpPut,
+	Op:          speccase.OpPut,
 	Pos:         "spec/mooncake-0.3.13.yaml:144:12",
 	Stageable:   true,
 	Want:        driver.Ready,
-	Written:     driver.WrittenNo,
+	Written:     rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer:      driver.Answer{Size: driver.SizeShort},
+	Answer:      speccase.Answer{Size: speccase.SizeShort},
 	Call:        "batch_put_from_multi_buffer_ranges",
 	ID:          "batch_put_from_multi_buffer_ranges/short",
-	Op:          driver.OpPut,
+	Op:          speccase.OpPut,
 	Pos:         "spec/mooncake-0.3.13.yaml:146:7",
 	Want:        driver.Fault,
-	Written:     driver.WrittenNo,
+	Written:     rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -800,
 		CodeName: "TRANSFER_FAIL",
 	},
 	Call:     "batch_put_from_multi_buffer_ranges",
 	ID:       "batch_put_from_multi_buffer_ranges/TRANSFER_FAIL",
-	Op:       driver.OpPut,
+	Op:       speccase.OpPut,
 	Pos:      "spec/mooncake-0.3.13.yaml:151:22",
 	Want:     driver.Fault,
 	WantCode: -800,
-	Written:  driver.WrittenNo,
+	Written:  rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -1,
 		CodeName: "INTERNAL_ERROR",
 	},
 	Call:     "batch_put_from_multi_buffer_ranges",
 	ID:       "batch_put_from_multi_buffer_ranges/otherwise-INTERNAL_ERROR",
-	Op:       driver.OpPut,
+	Op:       speccase.OpPut,
 	Pos:      "spec/mooncake-0.3.13.yaml:152:16",
 	Want:     driver.Fault,
 	WantCode: -1,
-	Written:  driver.WrittenNo,
+	Written:  rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     0,
 		CodeName: "OK",
 	},
 	Call:      "batch_put_session_end",
 	ID:        "batch_put_session_end/OK",
-	Op:        driver.OpPut,
+	Op:        speccase.OpPut,
 	Pos:       "spec/mooncake-0.3.13.yaml:160:11",
 	Stageable: true,
 	Want:      driver.Ready,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -900,
 		CodeName: "RPC_FAIL",
 	},
 	Call:     "batch_put_session_end",
 	ID:       "batch_put_session_end/RPC_FAIL",
-	Op:       driver.OpPut,
+	Op:       speccase.OpPut,
 	Pos:      "spec/mooncake-0.3.13.yaml:163:17",
 	Want:     driver.Fault,
 	WantCode: -900,
-	Written:  driver.WrittenNo,
+	Written:  rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -901,
 		CodeName: "RPC_TIMEOUT",
 	},
 	Call:     "batch_put_session_end",
 	ID:       "batch_put_session_end/RPC_TIMEOUT",
-	Op:       driver.OpPut,
+	Op:       speccase.OpPut,
 	Pos:      "spec/mooncake-0.3.13.yaml:164:20",
 	Want:     driver.Fault,
 	WantCode: -901,
-	Written:  driver.WrittenNo,
+	Written:  rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -1,
 		CodeName: "INTERNAL_ERROR",
 	},
 	Call:     "batch_put_session_end",
 	ID:       "batch_put_session_end/otherwise-INTERNAL_ERROR",
-	Op:       driver.OpPut,
+	Op:       speccase.OpPut,
 	Pos:      "spec/mooncake-0.3.13.yaml:165:16",
 	Want:     driver.Fault,
 	WantCode: -1,
-	Written:  driver.WrittenNo,
+	Written:  rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer:      driver.Answer{Size: driver.SizeWhole},
+	Answer:      speccase.Answer{Size: speccase.SizeWhole},
 	Call:        "batch_get_into",
 	ID:          "batch_get_into/whole",
-	Op:          driver.OpGet,
+	Op:          speccase.OpGet,
 	Pos:         "spec/mooncake-0.3.13.yaml:187:12",
 	Stageable:   true,
 	Want:        driver.Ready,
-	Written:     driver.WrittenYes,
+	Written:     rules.WrittenYes,
 }, {
 	AccessEnded: true,
-	Answer:      driver.Answer{Size: driver.SizeShort},
+	Answer:      speccase.Answer{Size: speccase.SizeShort},
 	Call:        "batch_get_into",
 	ID:          "batch_get_into/short",
-	Op:          driver.OpGet,
+	Op:          speccase.OpGet,
 	Pos:         "spec/mooncake-0.3.13.yaml:190:7",
 	Stageable:   true,
 	Want:        driver.Fault,
-	Written:     driver.WrittenYes,
+	Written:     rules.WrittenYes,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -704,
 		CodeName: "OBJECT_NOT_FOUND",
 	},
 	Call:      "batch_get_into",
 	ID:        "batch_get_into/OBJECT_NOT_FOUND",
-	Op:        driver.OpGet,
+	Op:        speccase.OpGet,
 	Pos:       "spec/mooncake-0.3.13.yaml:195:25",
 	Stageable: true,
 	Want:      driver.Miss,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -703,
 		CodeName: "REPLICA_IS_NOT_READY",
 	},
 	Call:      "batch_get_into",
 	ID:        "batch_get_into/REPLICA_IS_NOT_READY",
-	Op:        driver.OpGet,
+	Op:        speccase.OpGet,
 	Pos:       "spec/mooncake-0.3.13.yaml:196:29",
 	Stageable: true,
 	Want:      driver.NotReady,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -707,
 		CodeName: "LEASE_EXPIRED",
 	},
 	Call:    "batch_get_into",
 	ID:      "batch_get_into/LEASE_EXPIRED/reread-whole",
-	Op:      driver.OpGet,
+	Op:      speccase.OpGet,
 	Pos:     "spec/mooncake-0.3.13.yaml:198:22",
-	Reread:  &driver.Answer{Size: driver.SizeWhole},
+	Reread:  &speccase.Answer{Size: speccase.SizeWhole},
 	Want:    driver.Ready,
-	Written: driver.WrittenYes,
+	Written: rules.WrittenYes,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -707,
 		CodeName: "LEASE_EXPIRED",
 	},
 	Call: "batch_get_into",
 	ID:   "batch_get_into/LEASE_EXPIRED/reread-again",
-	Op:   driver.OpGet,
+	Op:   speccase.OpGet,
 	Pos:  "spec/mooncake-0.3.13.yaml:198:22",
-	Reread: &driver.Answer{
+	Reread: &speccase.Answer{
 		Code:     -707,
 		CodeName: "LEASE_EXPIRED",
 	},
 	Want:     driver.Fault,
 	WantCode: -707,
-	Written:  driver.WrittenYes,
+	Written:  rules.WrittenYes,
 }, {
 	AccessEnded: false,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -800,
 		CodeName: "TRANSFER_FAIL",
 	},
 	Call:     "batch_get_into",
 	ID:       "batch_get_into/TRANSFER_FAIL",
-	Op:       driver.OpGet,
+	Op:       speccase.OpGet,
 	Pos:      "spec/mooncake-0.3.13.yaml:200:22",
 	Want:     driver.Fault,
 	WantCode: -800,
-	Written:  driver.WrittenMaybe,
+	Written:  rules.WrittenMaybe,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -600,
 		CodeName: "INVALID_PARAMS",
 	},
 	Call:      "batch_get_into",
 	ID:        "batch_get_into/INVALID_PARAMS",
-	Op:        driver.OpGet,
+	Op:        speccase.OpGet,
 	Pos:       "spec/mooncake-0.3.13.yaml:202:23",
 	Stageable: true,
 	Want:      driver.Fault,
 	WantCode:  -600,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -1,
 		CodeName: "INTERNAL_ERROR",
 	},
 	Call:     "batch_get_into",
 	ID:       "batch_get_into/otherwise-INTERNAL_ERROR",
-	Op:       driver.OpGet,
+	Op:       speccase.OpGet,
 	Pos:      "spec/mooncake-0.3.13.yaml:203:16",
 	Want:     driver.Fault,
 	WantCode: -1,
-	Written:  driver.WrittenMaybe,
+	Written:  rules.WrittenMaybe,
 }}

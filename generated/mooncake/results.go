@@ -2,7 +2,10 @@
 
 package mooncake
 
-import driver "github.com/kvblob/kvblob/runtime/driver"
+import (
+	driver "github.com/kvblob/kvblob/runtime/driver"
+	rules "github.com/kvblob/kvblob/runtime/rules"
+)
 
 // codeName names a code in fault texts.
 func codeName(c int64) string {
@@ -12,192 +15,192 @@ func codeName(c int64) string {
 // BatchPutSessionStartRule is what spec/mooncake-0.3.13.yaml:115:3 says about batch_put_session_start's answers and its
 // access (it touches no memory).
 // The call starts one put session per key; metadata only.
-var BatchPutSessionStartRule = &driver.CallRule{
-	Access:   driver.AccessNone,
+var BatchPutSessionStartRule = &rules.CallRule{
+	Access:   rules.AccessNone,
 	Call:     "batch_put_session_start",
 	CodeName: codeName,
-	Codes: map[int64]driver.Outcome{
-		int64(InvalidParams): driver.Outcome{Mapping: driver.Mapping{
+	Codes: map[int64]rules.Meaning{
+		int64(InvalidParams): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
-		int64(NoAvailableHandle): driver.Outcome{Mapping: driver.Mapping{
+		int64(NoAvailableHandle): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Declined},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
-		int64(OK): driver.Outcome{Mapping: driver.Mapping{
+		int64(OK): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
-		int64(ObjectAlreadyExists): driver.Outcome{Mapping: driver.Mapping{
-			FollowUp: driver.FollowAskExistence,
+		int64(ObjectAlreadyExists): rules.Meaning{Mapping: rules.Mapping{
+			FollowUp: rules.FollowAskExistence,
 			IfAbsent: driver.NotReady,
 			IfExists: driver.Ready,
 			Result:   driver.Result{Status: driver.Fault},
-			Written:  driver.WrittenNo,
+			Written:  rules.WrittenNo,
 		}},
 	},
-	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+	Otherwise: rules.Meaning{Mapping: rules.Mapping{
 		Result:  driver.Result{Status: driver.Fault},
-		Written: driver.WrittenNo,
+		Written: rules.WrittenNo,
 	}},
 }
 
 // MapBatchPutSessionStart maps batch_put_session_start's answer code for one row.
-func MapBatchPutSessionStart(answer int64) driver.Mapping {
+func MapBatchPutSessionStart(answer int64) rules.Mapping {
 	return BatchPutSessionStartRule.Map(answer, 0)
 }
 
 // BatchPutFromMultiBufferRangesRule is what spec/mooncake-0.3.13.yaml:138:3 says about batch_put_from_multi_buffer_ranges's answers and its
 // access (on_return).
 // The call writes every started row in one scatter; waits, without a timeout, until every fragment it posted has finished.
-var BatchPutFromMultiBufferRangesRule = &driver.CallRule{
-	Access:   driver.AccessOnReturn,
+var BatchPutFromMultiBufferRangesRule = &rules.CallRule{
+	Access:   rules.AccessOnReturn,
 	Call:     "batch_put_from_multi_buffer_ranges",
 	CodeName: codeName,
-	Codes: map[int64]driver.Outcome{int64(TransferFail): driver.Outcome{Mapping: driver.Mapping{
-		FollowUp: driver.FollowKeepOpen,
+	Codes: map[int64]rules.Meaning{int64(TransferFail): rules.Meaning{Mapping: rules.Mapping{
+		FollowUp: rules.FollowKeepOpen,
 		Result:   driver.Result{Status: driver.Fault},
-		Written:  driver.WrittenNo,
+		Written:  rules.WrittenNo,
 	}}},
-	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+	Otherwise: rules.Meaning{Mapping: rules.Mapping{
 		Result:  driver.Result{Status: driver.Fault},
-		Written: driver.WrittenNo,
+		Written: rules.WrittenNo,
 	}},
-	Short: driver.Outcome{
-		Mapping: driver.Mapping{
+	Short: rules.Meaning{
+		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		},
 		Text: "the scatter wrote part of the row; its session is revoked",
 	},
 	Sized: true,
-	Whole: driver.Outcome{Mapping: driver.Mapping{
+	Whole: rules.Meaning{Mapping: rules.Mapping{
 		Result:  driver.Result{Status: driver.Ready},
-		Written: driver.WrittenNo,
+		Written: rules.WrittenNo,
 	}},
 }
 
 // MapBatchPutFromMultiBufferRanges maps batch_put_from_multi_buffer_ranges's answer for one row of rowBytes bytes: a byte
 // count, or a negative code.
-func MapBatchPutFromMultiBufferRanges(answer, rowBytes int64) driver.Mapping {
+func MapBatchPutFromMultiBufferRanges(answer, rowBytes int64) rules.Mapping {
 	return BatchPutFromMultiBufferRangesRule.Map(answer, rowBytes)
 }
 
 // BatchPutSessionEndRule is what spec/mooncake-0.3.13.yaml:154:3 says about batch_put_session_end's answers and its
 // access (it touches no memory).
 // The call marks rows written whole complete; metadata only.
-var BatchPutSessionEndRule = &driver.CallRule{
-	Access:   driver.AccessNone,
+var BatchPutSessionEndRule = &rules.CallRule{
+	Access:   rules.AccessNone,
 	Call:     "batch_put_session_end",
 	CodeName: codeName,
-	Codes: map[int64]driver.Outcome{
-		int64(OK): driver.Outcome{Mapping: driver.Mapping{
+	Codes: map[int64]rules.Meaning{
+		int64(OK): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
-		int64(RPCFail): driver.Outcome{Mapping: driver.Mapping{
-			FollowUp: driver.FollowRevokeInDrain,
+		int64(RPCFail): rules.Meaning{Mapping: rules.Mapping{
+			FollowUp: rules.FollowRevokeInDrain,
 			Result:   driver.Result{Status: driver.Fault},
-			Written:  driver.WrittenNo,
+			Written:  rules.WrittenNo,
 		}},
-		int64(RPCTimeout): driver.Outcome{Mapping: driver.Mapping{
-			FollowUp: driver.FollowRevokeInDrain,
+		int64(RPCTimeout): rules.Meaning{Mapping: rules.Mapping{
+			FollowUp: rules.FollowRevokeInDrain,
 			Result:   driver.Result{Status: driver.Fault},
-			Written:  driver.WrittenNo,
+			Written:  rules.WrittenNo,
 		}},
 	},
-	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+	Otherwise: rules.Meaning{Mapping: rules.Mapping{
 		Result:  driver.Result{Status: driver.Fault},
-		Written: driver.WrittenNo,
+		Written: rules.WrittenNo,
 	}},
 }
 
 // MapBatchPutSessionEnd maps batch_put_session_end's answer code for one row.
-func MapBatchPutSessionEnd(answer int64) driver.Mapping {
+func MapBatchPutSessionEnd(answer int64) rules.Mapping {
 	return BatchPutSessionEndRule.Map(answer, 0)
 }
 
 // BatchPutSessionRevokeRule is what spec/mooncake-0.3.13.yaml:167:3 says about batch_put_session_revoke's answers and its
 // access (it touches no memory).
 // The call frees the space of a session not written whole; metadata only.
-var BatchPutSessionRevokeRule = &driver.CallRule{
-	Access:   driver.AccessNone,
+var BatchPutSessionRevokeRule = &rules.CallRule{
+	Access:   rules.AccessNone,
 	Call:     "batch_put_session_revoke",
 	CodeName: codeName,
-	Codes: map[int64]driver.Outcome{
-		int64(OK): driver.Outcome{Mapping: driver.Mapping{
+	Codes: map[int64]rules.Meaning{
+		int64(OK): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
-		int64(ObjectNotFound): driver.Outcome{Mapping: driver.Mapping{
+		int64(ObjectNotFound): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
 	},
-	Otherwise: driver.Outcome{Mapping: driver.Mapping{
-		FollowUp: driver.FollowRevokeInDrain,
+	Otherwise: rules.Meaning{Mapping: rules.Mapping{
+		FollowUp: rules.FollowRevokeInDrain,
 		Result:   driver.Result{Status: driver.Fault},
-		Written:  driver.WrittenNo,
+		Written:  rules.WrittenNo,
 	}},
 }
 
 // MapBatchPutSessionRevoke maps batch_put_session_revoke's answer code for one row.
-func MapBatchPutSessionRevoke(answer int64) driver.Mapping {
+func MapBatchPutSessionRevoke(answer int64) rules.Mapping {
 	return BatchPutSessionRevokeRule.Map(answer, 0)
 }
 
 // BatchGetIntoRule is what spec/mooncake-0.3.13.yaml:181:3 says about batch_get_into's answers and its
 // access (unless_kept).
 // The call reads each row's object into its one span.
-var BatchGetIntoRule = &driver.CallRule{
-	Access:   driver.AccessUnlessKept,
+var BatchGetIntoRule = &rules.CallRule{
+	Access:   rules.AccessUnlessKept,
 	Call:     "batch_get_into",
 	CodeName: codeName,
-	Codes: map[int64]driver.Outcome{
-		int64(InvalidParams): driver.Outcome{Mapping: driver.Mapping{
+	Codes: map[int64]rules.Meaning{
+		int64(InvalidParams): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
-		int64(LeaseExpired): driver.Outcome{Mapping: driver.Mapping{
-			FollowUp: driver.FollowRereadOnce,
+		int64(LeaseExpired): rules.Meaning{Mapping: rules.Mapping{
+			FollowUp: rules.FollowRereadOnce,
 			Result:   driver.Result{Status: driver.Fault},
-			Written:  driver.WrittenYes,
+			Written:  rules.WrittenYes,
 		}},
-		int64(ObjectNotFound): driver.Outcome{Mapping: driver.Mapping{
+		int64(ObjectNotFound): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Miss},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
-		int64(ReplicaIsNotReady): driver.Outcome{Mapping: driver.Mapping{
+		int64(ReplicaIsNotReady): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.NotReady},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
-		int64(TransferFail): driver.Outcome{Mapping: driver.Mapping{
+		int64(TransferFail): rules.Meaning{Mapping: rules.Mapping{
 			KeepsAccess: true,
 			Result:      driver.Result{Status: driver.Fault},
-			Written:     driver.WrittenMaybe,
+			Written:     rules.WrittenMaybe,
 		}},
 	},
-	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+	Otherwise: rules.Meaning{Mapping: rules.Mapping{
 		Result:  driver.Result{Status: driver.Fault},
-		Written: driver.WrittenMaybe,
+		Written: rules.WrittenMaybe,
 	}},
-	Short: driver.Outcome{
-		Mapping: driver.Mapping{
+	Short: rules.Meaning{
+		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
-			Written: driver.WrittenYes,
+			Written: rules.WrittenYes,
 		},
 		Text: "a shorter object landed in the slot's head",
 	},
 	Sized: true,
-	Whole: driver.Outcome{Mapping: driver.Mapping{
+	Whole: rules.Meaning{Mapping: rules.Mapping{
 		Result:  driver.Result{Status: driver.Ready},
-		Written: driver.WrittenYes,
+		Written: rules.WrittenYes,
 	}},
 }
 
 // MapBatchGetInto maps batch_get_into's answer for one row of rowBytes bytes: a byte
 // count, or a negative code.
-func MapBatchGetInto(answer, rowBytes int64) driver.Mapping {
+func MapBatchGetInto(answer, rowBytes int64) rules.Mapping {
 	return BatchGetIntoRule.Map(answer, rowBytes)
 }

@@ -2,7 +2,10 @@
 
 package redis
 
-import driver "github.com/kvblob/kvblob/runtime/driver"
+import (
+	driver "github.com/kvblob/kvblob/runtime/driver"
+	rules "github.com/kvblob/kvblob/runtime/rules"
+)
 
 // Capabilities are the driver's, as the spec declares them.
 var Capabilities = driver.Capabilities{
@@ -21,7 +24,7 @@ const (
 )
 
 // Admission holds the spec's admission rules: empty_key, repeated_key, row_too_large, span_outside_registration, hint, device_region.
-var Admission = driver.Admission{
+var Admission = rules.Admission{
 	MaxRowBytes: MaxRowBytes,
 	MultiSpan:   true,
 }
@@ -45,10 +48,10 @@ func AdmitRegister(r *driver.Region) error {
 }
 
 // Environment lists the settings the driver refuses, each with its reason.
-var Environment = []driver.EnvRule{}
+var Environment = []rules.EnvRule{}
 
 // CheckEnvironment refuses the settings in Environment. getenv is
 // os.Getenv in production.
 func CheckEnvironment(getenv func(string) string) error {
-	return driver.CheckEnvironment(Environment, getenv)
+	return rules.CheckEnvironment(Environment, getenv)
 }

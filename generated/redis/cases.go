@@ -2,200 +2,204 @@
 
 package redis
 
-import driver "github.com/kvblob/kvblob/runtime/driver"
+import (
+	speccase "github.com/kvblob/kvblob/conformance/speccase"
+	driver "github.com/kvblob/kvblob/runtime/driver"
+	rules "github.com/kvblob/kvblob/runtime/rules"
+)
 
 // Cases are the conformance cases derived from spec/redis-7.yaml: the SDK answers a
 // call for one row, and the driver must report the wanted result and
 // access state. conformance.RunCases runs them through a store's stager.
-var Cases = []driver.SpecCase{{
+var Cases = []speccase.Case{{
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     0,
 		CodeName: "OK",
 	},
 	Call:      "claim",
 	ID:        "claim/OK",
-	Op:        driver.OpPut,
+	Op:        speccase.OpPut,
 	Pos:       "spec/redis-7.yaml:55:11",
 	Stageable: true,
 	Want:      driver.Ready,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -1,
 		CodeName: "NIL",
 	},
 	Call:      "claim",
 	Exists:    true,
 	ID:        "claim/NIL/exists",
-	Op:        driver.OpPut,
+	Op:        speccase.OpPut,
 	Pos:       "spec/redis-7.yaml:59:9",
 	Stageable: true,
 	Want:      driver.Ready,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -1,
 		CodeName: "NIL",
 	},
 	Call:      "claim",
 	ID:        "claim/NIL/absent",
-	Op:        driver.OpPut,
+	Op:        speccase.OpPut,
 	Pos:       "spec/redis-7.yaml:59:9",
 	Stageable: true,
 	Want:      driver.NotReady,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -3,
 		CodeName: "OOM",
 	},
 	Call:      "claim",
 	ID:        "claim/OOM",
-	Op:        driver.OpPut,
+	Op:        speccase.OpPut,
 	Pos:       "spec/redis-7.yaml:64:12",
 	Stageable: true,
 	Want:      driver.Declined,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -8,
 		CodeName: "ERR",
 	},
 	Call:     "claim",
 	ID:       "claim/otherwise-ERR",
-	Op:       driver.OpPut,
+	Op:       speccase.OpPut,
 	Pos:      "spec/redis-7.yaml:65:16",
 	Want:     driver.Fault,
 	WantCode: -8,
-	Written:  driver.WrittenNo,
+	Written:  rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     0,
 		CodeName: "OK",
 	},
 	Call:      "store",
 	ID:        "store/OK",
-	Op:        driver.OpPut,
+	Op:        speccase.OpPut,
 	Pos:       "spec/redis-7.yaml:74:11",
 	Stageable: true,
 	Want:      driver.Ready,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -4,
 		CodeName: "LOST",
 	},
 	Call:     "store",
 	ID:       "store/LOST",
-	Op:       driver.OpPut,
+	Op:       speccase.OpPut,
 	Pos:      "spec/redis-7.yaml:75:13",
 	Want:     driver.Fault,
 	WantCode: -4,
-	Written:  driver.WrittenNo,
+	Written:  rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -3,
 		CodeName: "OOM",
 	},
 	Call:      "store",
 	ID:        "store/OOM",
-	Op:        driver.OpPut,
+	Op:        speccase.OpPut,
 	Pos:       "spec/redis-7.yaml:76:12",
 	Stageable: true,
 	Want:      driver.Declined,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -6,
 		CodeName: "CONN",
 	},
 	Call:     "store",
 	ID:       "store/otherwise-CONN",
-	Op:       driver.OpPut,
+	Op:       speccase.OpPut,
 	Pos:      "spec/redis-7.yaml:77:16",
 	Want:     driver.Fault,
 	WantCode: -6,
-	Written:  driver.WrittenNo,
+	Written:  rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer:      driver.Answer{Size: driver.SizeWhole},
+	Answer:      speccase.Answer{Size: speccase.SizeWhole},
 	Call:        "get",
 	ID:          "get/whole",
-	Op:          driver.OpGet,
+	Op:          speccase.OpGet,
 	Pos:         "spec/redis-7.yaml:96:12",
 	Stageable:   true,
 	Want:        driver.Ready,
-	Written:     driver.WrittenYes,
+	Written:     rules.WrittenYes,
 }, {
 	AccessEnded: true,
-	Answer:      driver.Answer{Size: driver.SizeShort},
+	Answer:      speccase.Answer{Size: speccase.SizeShort},
 	Call:        "get",
 	ID:          "get/short",
-	Op:          driver.OpGet,
+	Op:          speccase.OpGet,
 	Pos:         "spec/redis-7.yaml:98:7",
 	Stageable:   true,
 	Want:        driver.Fault,
-	Written:     driver.WrittenNo,
+	Written:     rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -1,
 		CodeName: "NIL",
 	},
 	Call:      "get",
 	ID:        "get/NIL",
-	Op:        driver.OpGet,
+	Op:        speccase.OpGet,
 	Pos:       "spec/redis-7.yaml:103:12",
 	Stageable: true,
 	Want:      driver.Miss,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -2,
 		CodeName: "PENDING",
 	},
 	Call:      "get",
 	ID:        "get/PENDING",
-	Op:        driver.OpGet,
+	Op:        speccase.OpGet,
 	Pos:       "spec/redis-7.yaml:104:16",
 	Stageable: true,
 	Want:      driver.NotReady,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -5,
 		CodeName: "CORRUPT",
 	},
 	Call:      "get",
 	ID:        "get/CORRUPT",
-	Op:        driver.OpGet,
+	Op:        speccase.OpGet,
 	Pos:       "spec/redis-7.yaml:105:16",
 	Stageable: true,
 	Want:      driver.Fault,
 	WantCode:  -5,
-	Written:   driver.WrittenNo,
+	Written:   rules.WrittenNo,
 }, {
 	AccessEnded: true,
-	Answer: driver.Answer{
+	Answer: speccase.Answer{
 		Code:     -7,
 		CodeName: "TIMEOUT",
 	},
 	Call:     "get",
 	ID:       "get/otherwise-TIMEOUT",
-	Op:       driver.OpGet,
+	Op:       speccase.OpGet,
 	Pos:      "spec/redis-7.yaml:106:16",
 	Want:     driver.Fault,
 	WantCode: -7,
-	Written:  driver.WrittenNo,
+	Written:  rules.WrittenNo,
 }}

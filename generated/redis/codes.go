@@ -7,14 +7,14 @@
 package redis
 
 import (
-	driver "github.com/kvblob/kvblob/runtime/driver"
+	rules "github.com/kvblob/kvblob/runtime/rules"
 	"strconv"
 )
 
 // A stale package stops compiling here: re-run drivergen.
 const (
-	_ = driver.EnforceVersion(1 - driver.MinGenVersion)
-	_ = driver.EnforceVersion(driver.MaxGenVersion - 1)
+	_ = rules.EnforceVersion(1 - rules.MinGenVersion)
+	_ = rules.EnforceVersion(rules.MaxGenVersion - 1)
 )
 
 // Store is the store this package describes.

@@ -2,7 +2,10 @@
 
 package redis
 
-import driver "github.com/kvblob/kvblob/runtime/driver"
+import (
+	driver "github.com/kvblob/kvblob/runtime/driver"
+	rules "github.com/kvblob/kvblob/runtime/rules"
+)
 
 // codeName names a code in fault texts.
 func codeName(c int64) string {
@@ -12,136 +15,136 @@ func codeName(c int64) string {
 // ClaimRule is what spec/redis-7.yaml:49:3 says about claim's answers and its
 // access (it touches no memory).
 // The call SET key <marker> NX PX <ttl>: claim the key for this writer.
-var ClaimRule = &driver.CallRule{
-	Access:   driver.AccessNone,
+var ClaimRule = &rules.CallRule{
+	Access:   rules.AccessNone,
 	Call:     "claim",
 	CodeName: codeName,
-	Codes: map[int64]driver.Outcome{
-		int64(Nil): driver.Outcome{Mapping: driver.Mapping{
-			FollowUp: driver.FollowAskExistence,
+	Codes: map[int64]rules.Meaning{
+		int64(Nil): rules.Meaning{Mapping: rules.Mapping{
+			FollowUp: rules.FollowAskExistence,
 			IfAbsent: driver.NotReady,
 			IfExists: driver.Ready,
 			Result:   driver.Result{Status: driver.Fault},
-			Written:  driver.WrittenNo,
+			Written:  rules.WrittenNo,
 		}},
-		int64(OK): driver.Outcome{Mapping: driver.Mapping{
+		int64(OK): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
-		int64(OOM): driver.Outcome{Mapping: driver.Mapping{
+		int64(OOM): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Declined},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
 	},
-	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+	Otherwise: rules.Meaning{Mapping: rules.Mapping{
 		Result:  driver.Result{Status: driver.Fault},
-		Written: driver.WrittenNo,
+		Written: rules.WrittenNo,
 	}},
 }
 
 // MapClaim maps claim's answer code for one row.
-func MapClaim(answer int64) driver.Mapping {
+func MapClaim(answer int64) rules.Mapping {
 	return ClaimRule.Map(answer, 0)
 }
 
 // StoreRule is what spec/redis-7.yaml:67:3 says about store's answers and its
 // access (on_return).
 // The call replace this writer's marker with payload+trailer in one compare-and-set; the value is copied out of the caller's slots first.
-var StoreRule = &driver.CallRule{
-	Access:   driver.AccessOnReturn,
+var StoreRule = &rules.CallRule{
+	Access:   rules.AccessOnReturn,
 	Call:     "store",
 	CodeName: codeName,
-	Codes: map[int64]driver.Outcome{
-		int64(Lost): driver.Outcome{
-			Mapping: driver.Mapping{
+	Codes: map[int64]rules.Meaning{
+		int64(Lost): rules.Meaning{
+			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
-				Written: driver.WrittenNo,
+				Written: rules.WrittenNo,
 			},
 			Text: "the pending marker expired before the object was stored",
 		},
-		int64(OK): driver.Outcome{Mapping: driver.Mapping{
+		int64(OK): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
-		int64(OOM): driver.Outcome{Mapping: driver.Mapping{
+		int64(OOM): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Declined},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
 	},
-	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+	Otherwise: rules.Meaning{Mapping: rules.Mapping{
 		Result:  driver.Result{Status: driver.Fault},
-		Written: driver.WrittenNo,
+		Written: rules.WrittenNo,
 	}},
 }
 
 // MapStore maps store's answer code for one row.
-func MapStore(answer int64) driver.Mapping {
+func MapStore(answer int64) rules.Mapping {
 	return StoreRule.Map(answer, 0)
 }
 
 // ReleaseRule is what spec/redis-7.yaml:79:3 says about release's answers and its
 // access (it touches no memory).
 // The call delete this writer's marker after a failed store.
-var ReleaseRule = &driver.CallRule{
-	Access:   driver.AccessNone,
+var ReleaseRule = &rules.CallRule{
+	Access:   rules.AccessNone,
 	Call:     "release",
 	CodeName: codeName,
-	Codes: map[int64]driver.Outcome{int64(OK): driver.Outcome{Mapping: driver.Mapping{
+	Codes: map[int64]rules.Meaning{int64(OK): rules.Meaning{Mapping: rules.Mapping{
 		Result:  driver.Result{Status: driver.Ready},
-		Written: driver.WrittenNo,
+		Written: rules.WrittenNo,
 	}}},
-	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+	Otherwise: rules.Meaning{Mapping: rules.Mapping{
 		Result:  driver.Result{Status: driver.Fault},
-		Written: driver.WrittenNo,
+		Written: rules.WrittenNo,
 	}},
 }
 
 // MapRelease maps release's answer code for one row.
-func MapRelease(answer int64) driver.Mapping {
+func MapRelease(answer int64) rules.Mapping {
 	return ReleaseRule.Map(answer, 0)
 }
 
 // GetRule is what spec/redis-7.yaml:90:3 says about get's answers and its
 // access (on_return).
 // The call GET key; the trailer is checked before any byte reaches the caller's slots.
-var GetRule = &driver.CallRule{
-	Access:   driver.AccessOnReturn,
+var GetRule = &rules.CallRule{
+	Access:   rules.AccessOnReturn,
 	Call:     "get",
 	CodeName: codeName,
-	Codes: map[int64]driver.Outcome{
-		int64(Corrupt): driver.Outcome{Mapping: driver.Mapping{
+	Codes: map[int64]rules.Meaning{
+		int64(Corrupt): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
-		int64(Nil): driver.Outcome{Mapping: driver.Mapping{
+		int64(Nil): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Miss},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
-		int64(Pending): driver.Outcome{Mapping: driver.Mapping{
+		int64(Pending): rules.Meaning{Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.NotReady},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		}},
 	},
-	Otherwise: driver.Outcome{Mapping: driver.Mapping{
+	Otherwise: rules.Meaning{Mapping: rules.Mapping{
 		Result:  driver.Result{Status: driver.Fault},
-		Written: driver.WrittenNo,
+		Written: rules.WrittenNo,
 	}},
-	Short: driver.Outcome{
-		Mapping: driver.Mapping{
+	Short: rules.Meaning{
+		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
-			Written: driver.WrittenNo,
+			Written: rules.WrittenNo,
 		},
 		Text: "the object's payload length differs from the row; the destination is untouched",
 	},
 	Sized: true,
-	Whole: driver.Outcome{Mapping: driver.Mapping{
+	Whole: rules.Meaning{Mapping: rules.Mapping{
 		Result:  driver.Result{Status: driver.Ready},
-		Written: driver.WrittenYes,
+		Written: rules.WrittenYes,
 	}},
 }
 
 // MapGet maps get's answer for one row of rowBytes bytes: a byte
 // count, or a negative code.
-func MapGet(answer, rowBytes int64) driver.Mapping {
+func MapGet(answer, rowBytes int64) rules.Mapping {
 	return GetRule.Map(answer, rowBytes)
 }

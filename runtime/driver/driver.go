@@ -178,6 +178,24 @@ type Driver interface {
 	Close() error
 }
 
+// Rule names a RejectedError carries: the admission rules as spec files
+// spell them, and the states that refuse a call.
+const (
+	RuleNoRows              = "no_rows"
+	RuleEmptyKey            = "empty_key"
+	RuleRepeatedKey         = "repeated_key"
+	RuleMultiSpan           = "multi_span"
+	RuleRowTooLarge         = "row_too_large"
+	RuleSpanOutside         = "span_outside_registration"
+	RuleHint                = "hint"
+	RuleDeviceRegion        = "device_region"
+	RuleTooManyRows         = "too_many_rows"
+	RuleInvalidSpan         = "invalid_span"
+	RuleClosed              = "closed"
+	RuleAccessOpen          = "access_open"
+	RuleUnknownRegistration = "unknown_registration"
+)
+
 // RejectedError is the DriverRejected error: the only error that certifies
 // nothing escaped. It is not a store error. Match it with errors.As or
 // IsRejected.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -161,75 +160,4 @@ func FuzzParseKey(f *testing.F) {
 			t.Fatalf("ParseKey(%q) = %q, %x; Key gives %q, %v", key, p, name, back, err)
 		}
 	})
-}
-
-func TestAdmissionRulesNameThemselves(t *testing.T) {
-	r := hostRegion("r", 64, 4)
-	other := hostRegion("other", 64, 1)
-	live := func(x *Region) bool { return x == r }
-	row := func(k string, spans ...Span) Row { return Row{Key: k, Spans: spans} }
-	s := func(off, n int64) Span { return Span{r, off, n} }
-	cases := []struct {
-		name string
-		err  error
-		rule string
-	}{
-		{"no rows", AdmitRows(nil, 0), RuleNoRows},
-		{"too many rows", AdmitRows(make([]Row, 3), 2), RuleTooManyRows},
-		{"rows ok", AdmitRows(make([]Row, 2), 2), ""},
-		{"empty key", AdmitKeys([]Row{row("a"), row("")}), RuleEmptyKey},
-		{"repeated key", AdmitKeys([]Row{row("a"), row("b"), row("a")}), RuleRepeatedKey},
-		{"keys ok", AdmitKeys([]Row{row("a"), row("b")}), ""},
-		{"multi span", AdmitSpans([]Row{row("a", s(0, 8), s(8, 8))}, false, 0, live), RuleMultiSpan},
-		{"multi span allowed", AdmitSpans([]Row{row("a", s(0, 8), s(8, 8))}, true, 0, live), ""},
-		{"row too large", AdmitSpans([]Row{row("a", s(0, 64))}, false, 64, live), RuleRowTooLarge},
-		{"row under the bound", AdmitSpans([]Row{row("a", s(0, 63))}, false, 64, live), ""},
-		{"span outside registration", AdmitSpans([]Row{row("a", Span{other, 0, 8})}, false, 0, live), RuleSpanOutside},
-		{"invalid span", AdmitSpans([]Row{row("a", s(250, 8))}, false, 0, live), RuleInvalidSpan},
-		{"no span", AdmitSpans([]Row{row("a")}, false, 0, live), RuleInvalidSpan},
-		{"hint refused", AdmitHint(NewHint([]byte("x")), false), RuleHint},
-		{"hint declared", AdmitHint(NewHint([]byte("x")), true), ""},
-		{"zero hint", AdmitHint(Hint{}, false), ""},
-		{"device region", AdmitRegion(&Region{Name: "d", Kind: Device, Layout: Layout{8, 1}}, false), RuleDeviceRegion},
-		{"device region declared", AdmitRegion(&Region{Name: "d", Kind: Device, Layout: Layout{8, 1}}, true), ""},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if c.rule == "" {
-				assert.NoError(t, c.err)
-				return
-			}
-			var re *RejectedError
-			require.True(t, errors.As(c.err, &re), "want a RejectedError, got %v", c.err)
-			assert.Equal(t, c.rule, re.Rule, re.Reason)
-		})
-	}
-}
-
-func TestAfterRereadNeverAnswersMissOrNotReady(t *testing.T) {
-	for _, st := range []Status{Miss, NotReady} {
-		m := AfterReread(Mapping{Result: Result{Status: st}, Written: WrittenNo})
-		assert.Equal(t, Fault, m.Result.Status, "reread %s", st)
-		assert.Equal(t, WrittenYes, m.Written)
-		assert.True(t, strings.Contains(m.Result.Text, "already wrote"))
-	}
-	again := AfterReread(Mapping{Result: FaultResult(-707, "expired"), FollowUp: FollowRereadOnce})
-	assert.Equal(t, Fault, again.Result.Status)
-	assert.Equal(t, FollowNone, again.FollowUp, "a reread is never reread again")
-	ok := AfterReread(Mapping{Result: Result{Status: Ready}, Written: WrittenYes})
-	assert.Equal(t, Ready, ok.Result.Status)
-}
-
-func TestAccessRuleEnded(t *testing.T) {
-	cases := []struct {
-		rule       AccessRule
-		kept, want bool
-	}{
-		{AccessNone, true, true}, {AccessOnReturn, true, true},
-		{AccessUnlessKept, false, true}, {AccessUnlessKept, true, false},
-		{AccessNever, false, false},
-	}
-	for _, c := range cases {
-		assert.Equal(t, c.want, c.rule.Ended(c.kept), "%s kept=%v", c.rule, c.kept)
-	}
 }

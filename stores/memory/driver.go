@@ -21,6 +21,7 @@ import (
 
 	gen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/rules"
 )
 
 // Mode selects when the driver does its work.
@@ -160,10 +161,10 @@ func (d *Driver) submit(rows []driver.Row, put bool, hint driver.Hint) (driver.O
 		err = gen.AdmitGet(rows, hint, d.regs.Live)
 	}
 	if err == nil {
-		err = driver.AdmitHint(hint, d.caps.Hints)
+		err = rules.AdmitHint(hint, d.caps.Hints)
 	}
 	if err == nil {
-		err = driver.AdmitRows(rows, d.caps.MaxRowsPerOp)
+		err = rules.AdmitRows(rows, d.caps.MaxRowsPerOp)
 	}
 	if err != nil {
 		return nil, err

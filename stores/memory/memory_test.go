@@ -3,9 +3,10 @@ package memory_test
 import (
 	"bytes"
 	"encoding/binary"
-	"github.com/kvblob/kvblob/runtime/trailer"
 	"testing"
 	"time"
+
+	"github.com/kvblob/kvblob/stores/trailer"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -1,11 +1,13 @@
 package memory
 
 import (
-	"github.com/kvblob/kvblob/runtime/trailer"
 	"sync"
+
+	"github.com/kvblob/kvblob/stores/trailer"
 
 	gen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/rules"
 )
 
 // op is one recorded Put or Get.
@@ -178,7 +180,7 @@ func (o *op) getRow(row driver.Row) driver.Result {
 		return m.Result
 	}
 	m := gen.MapStoreGet(int64(len(payload)), row.Bytes())
-	if m.Written == driver.WrittenYes {
+	if m.Written == rules.WrittenYes {
 		for _, s := range row.Spans {
 			payload = payload[copy(s.Bytes(), payload):]
 		}

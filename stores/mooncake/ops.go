@@ -3,6 +3,7 @@ package mooncake
 import (
 	gen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/rules"
 )
 
 // Put starts a session per key, writes the started rows in one scatter,
@@ -34,10 +35,10 @@ func (d *Driver) Put(rows []driver.Row) (driver.Operation, error) {
 	}
 	d.mu.Unlock()
 
-	exists := map[int]driver.Mapping{} // rows whose result waits on batch_is_exist
+	exists := map[int]rules.Mapping{} // rows whose result waits on batch_is_exist
 	for _, i := range askHeld {
-		exists[i] = driver.Mapping{Result: driver.FaultResult(0, "batch_is_exist failed for a key whose session this driver left open"),
-			FollowUp: driver.FollowAskExistence, IfExists: driver.Ready, IfAbsent: driver.NotReady}
+		exists[i] = rules.Mapping{Result: driver.FaultResult(0, "batch_is_exist failed for a key whose session this driver left open"),
+			FollowUp: rules.FollowAskExistence, IfExists: driver.Ready, IfAbsent: driver.NotReady}
 	}
 	set := func(i int, h hold) { // settle how the driver holds row i's key
 		d.mu.Lock()
@@ -58,7 +59,7 @@ func (d *Driver) Put(rows []driver.Row) (driver.Operation, error) {
 }
 
 // startSessions starts a session per key; it returns the rows to scatter.
-func (d *Driver) startSessions(rows []driver.Row, start []int, o *op, exists map[int]driver.Mapping, set func(int, hold)) []int {
+func (d *Driver) startSessions(rows []driver.Row, start []int, o *op, exists map[int]rules.Mapping, set func(int, hold)) []int {
 	if len(start) == 0 {
 		return nil
 	}
@@ -82,7 +83,7 @@ func (d *Driver) startSessions(rows []driver.Row, start []int, o *op, exists map
 		case m.Result.Status == driver.Ready:
 			scatter = append(scatter, i)
 			continue
-		case m.FollowUp == driver.FollowAskExistence:
+		case m.FollowUp == rules.FollowAskExistence:
 			exists[i] = m
 		default:
 			o.results[i] = m.Result
@@ -120,7 +121,7 @@ func (d *Driver) scatter(rows []driver.Row, idx []int, o *op, set func(int, hold
 		switch {
 		case m.Result.Status == driver.Ready:
 			toEnd = append(toEnd, i)
-		case m.FollowUp == driver.FollowKeepOpen:
+		case m.FollowUp == rules.FollowKeepOpen:
 			o.results[i] = m.Result
 			set(i, heldKeep)
 		default:
@@ -154,7 +155,7 @@ func (d *Driver) endSessions(rows []driver.Row, idx []int, o *op, set func(int, 
 		switch {
 		case m.Result.Status == driver.Ready:
 			set(i, 0)
-		case m.FollowUp == driver.FollowRevokeInDrain:
+		case m.FollowUp == rules.FollowRevokeInDrain:
 			set(i, heldOpen) // an unanswered end may still complete
 		default:
 			toRevoke = append(toRevoke, i)
@@ -180,7 +181,7 @@ func (d *Driver) revoke(rows []driver.Row, idx []int, set func(int, hold)) {
 }
 
 // askExistence settles the rows that wait on batch_is_exist.
-func (d *Driver) askExistence(rows []driver.Row, exists map[int]driver.Mapping, o *op) {
+func (d *Driver) askExistence(rows []driver.Row, exists map[int]rules.Mapping, o *op) {
 	if len(exists) == 0 {
 		return
 	}
@@ -258,11 +259,11 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool) (k
 	for k, i := range idx {
 		m := gen.MapBatchGetInto(answers[k], rows[i].Bytes())
 		if rereading {
-			m = driver.AfterReread(m)
+			m = rules.AfterReread(m)
 		}
 		kept = kept || m.KeepsAccess
 		o.results[i] = m.Result
-		if m.FollowUp == driver.FollowRereadOnce {
+		if m.FollowUp == rules.FollowRereadOnce {
 			reread = append(reread, i)
 		}
 	}

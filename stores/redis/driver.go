@@ -16,15 +16,17 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/kvblob/kvblob/runtime/trailer"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kvblob/kvblob/stores/trailer"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	gen "github.com/kvblob/kvblob/generated/redis"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/rules"
 )
 
 // Options configure a Driver.
@@ -203,7 +205,7 @@ func (o *op) AccessEnded() bool             { return true }
 func (o *op) AccessUnprovable() bool        { return false }
 func (o *op) Cancel()                       {}
 
-func fault(m driver.Mapping, err error) driver.Result {
+func fault(m rules.Mapping, err error) driver.Result {
 	r := m.Result
 	if r.Status == driver.Fault && err != nil {
 		r.Text += ": " + err.Error()
@@ -230,7 +232,7 @@ func (d *Driver) Put(rows []driver.Row) (driver.Operation, error) {
 	}
 	_, _ = pipe.Exec(ctx)
 	var store, exists []int
-	asked := map[int]driver.Mapping{}
+	asked := map[int]rules.Mapping{}
 	for i, cmd := range claims {
 		ok, err := cmd.Result()
 		code, cerr := classify(err)
@@ -241,7 +243,7 @@ func (d *Driver) Put(rows []driver.Row) (driver.Operation, error) {
 		switch {
 		case m.Result.Status == driver.Ready:
 			store = append(store, i)
-		case m.FollowUp == driver.FollowAskExistence:
+		case m.FollowUp == rules.FollowAskExistence:
 			exists = append(exists, i)
 			asked[i] = m
 		default:
@@ -364,7 +366,7 @@ func (d *Driver) Get(rows []driver.Row, hint driver.Hint) (driver.Operation, err
 			continue
 		}
 		m := gen.MapGet(int64(len(payload)), rows[i].Bytes())
-		if m.Written == driver.WrittenYes {
+		if m.Written == rules.WrittenYes {
 			for _, s := range rows[i].Spans {
 				payload = payload[copy(s.Bytes(), payload):]
 			}

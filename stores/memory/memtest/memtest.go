@@ -5,7 +5,9 @@ package memtest
 
 import (
 	"fmt"
-	"github.com/kvblob/kvblob/runtime/trailer"
+
+	"github.com/kvblob/kvblob/conformance/speccase"
+	"github.com/kvblob/kvblob/stores/trailer"
 
 	"github.com/kvblob/kvblob/conformance"
 	gen "github.com/kvblob/kvblob/generated/memory"
@@ -52,25 +54,25 @@ func Factory(opt memory.Options) conformance.Factory {
 }
 
 // Stage makes the memory store answer case c for key.
-func Stage(h *conformance.Harness, c driver.SpecCase, key string) error {
+func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 	st := Memory(h.D).Store()
 	payload := make([]byte, conformance.RowBytes)
 	for i := range payload {
 		payload[i] = byte(i)
 	}
-	if c.Op == driver.OpGet {
+	if c.Op == speccase.OpGet {
 		st.SetObject(key, trailer.Encode(key, payload))
 	}
 	switch {
-	case c.Answer.Size == driver.SizeWhole:
-	case c.Answer.Size == driver.SizeShort:
+	case c.Answer.Size == speccase.SizeWhole:
+	case c.Answer.Size == speccase.SizeShort:
 		st.SetObject(key, trailer.Encode(key, payload[:len(payload)/2]))
 	case gen.Code(c.Answer.Code) == gen.OK:
 	case gen.Code(c.Answer.Code) == gen.Pending:
 		st.BeginExternal(key)
 		st.SetObject(key, nil)
 		st.Delete(key)
-	case gen.Code(c.Answer.Code) == gen.NotFound && c.Op == driver.OpGet:
+	case gen.Code(c.Answer.Code) == gen.NotFound && c.Op == speccase.OpGet:
 		st.Delete(key)
 	case gen.Code(c.Answer.Code) == gen.Corrupt:
 		obj := trailer.Encode(key, payload)
@@ -78,7 +80,7 @@ func Stage(h *conformance.Harness, c driver.SpecCase, key string) error {
 		st.SetObject(key, obj)
 	default:
 		call := memory.CallPut
-		if c.Op == driver.OpGet {
+		if c.Op == speccase.OpGet {
 			call = memory.CallGet
 		}
 		st.Inject(call, key, gen.Code(c.Answer.Code))

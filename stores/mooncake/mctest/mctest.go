@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/speccase"
 	gen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/mooncake"
@@ -70,22 +71,22 @@ func Scenarios() conformance.Scenarios {
 }
 
 // Stage makes the fake SDK answer case c for key.
-func Stage(h *conformance.Harness, c driver.SpecCase, key string) error {
+func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 	m := Master(h.D)
 	row := make([]byte, conformance.RowBytes)
 	for i := range row {
 		row[i] = byte(i * 3)
 	}
 	code := gen.Code(c.Answer.Code)
-	if c.Op == driver.OpGet {
+	if c.Op == speccase.OpGet {
 		m.Plant(key, row)
 	}
 	switch {
-	case c.Call == fakesdk.CallScatter && c.Answer.Size == driver.SizeShort:
+	case c.Call == fakesdk.CallScatter && c.Answer.Size == speccase.SizeShort:
 		m.Short(key)
-	case c.Call == fakesdk.CallGet && c.Answer.Size == driver.SizeShort:
+	case c.Call == fakesdk.CallGet && c.Answer.Size == speccase.SizeShort:
 		m.Plant(key, row[:len(row)/2])
-	case c.Answer.Size == driver.SizeWhole, c.Answer.Size == driver.SizeNone && code == gen.OK:
+	case c.Answer.Size == speccase.SizeWhole, c.Answer.Size == speccase.SizeNone && code == gen.OK:
 	case c.Call == fakesdk.CallStart && code == gen.ObjectAlreadyExists:
 		if c.Exists {
 			m.Plant(key, row) // a complete object
@@ -101,12 +102,12 @@ func Stage(h *conformance.Harness, c driver.SpecCase, key string) error {
 		m.Plant(key, append(row, 1, 2, 3)) // longer than its row: refused before any transfer
 	case c.Call == fakesdk.CallGet && (code == gen.LeaseExpired || code == gen.TransferFail):
 		m.AnswerAfterWriting(fakesdk.CallGet, key, code) // the bytes landed anyway
-	case c.Answer.Size == driver.SizeNone:
+	case c.Answer.Size == speccase.SizeNone:
 		m.Answer(c.Call, key, code)
 	default:
 		return errors.New("no staging for this answer")
 	}
-	if c.Reread != nil && c.Reread.Size == driver.SizeNone {
+	if c.Reread != nil && c.Reread.Size == speccase.SizeNone {
 		m.AnswerAfterWriting(fakesdk.CallGet, key, gen.Code(c.Reread.Code))
 	}
 	return nil

@@ -8,10 +8,11 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/speccase"
 	gen "github.com/kvblob/kvblob/generated/redis"
 	"github.com/kvblob/kvblob/runtime/driver"
-	"github.com/kvblob/kvblob/runtime/trailer"
 	"github.com/kvblob/kvblob/stores/redis"
+	"github.com/kvblob/kvblob/stores/trailer"
 )
 
 // Deployment is what a factory connects to: one server or a Cluster.
@@ -136,21 +137,21 @@ var cmdOf = map[string]string{"claim": "set", "store": "eval", "get": "get"}
 
 // Stage makes the server (or, for answers a server cannot give on cue, the
 // fault hook) answer case c for key.
-func Stage(h *conformance.Harness, c driver.SpecCase, key string) error {
+func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 	r, f := parts(h.D)
 	payload := make([]byte, conformance.RowBytes)
 	for i := range payload {
 		payload[i] = byte(i * 5)
 	}
 	code := gen.Code(c.Answer.Code)
-	if c.Op == driver.OpGet {
+	if c.Op == speccase.OpGet {
 		if err := set(r, key, trailer.Encode(key, payload)); err != nil {
 			return err
 		}
 	}
 	switch {
-	case c.Answer.Size == driver.SizeWhole:
-	case c.Answer.Size == driver.SizeShort:
+	case c.Answer.Size == speccase.SizeWhole:
+	case c.Answer.Size == speccase.SizeShort:
 		return set(r, key, trailer.Encode(key, payload[:len(payload)/2]))
 	case code == gen.OK:
 	case c.Call == "claim" && code == gen.Nil && c.Exists:

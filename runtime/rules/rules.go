@@ -1,12 +1,14 @@
-package driver
+package rules
+
+import "github.com/kvblob/kvblob/runtime/driver"
 
 // The types below are what code generated from a spec declares: a spec's
 // rules become data (a CallRule per SDK call, one Admission, the refused
 // environment), and the logic that applies them lives here, once.
 
-// Outcome is what one answer means for a row, as the spec states it. For a
+// Meaning is what one answer means for a row, as the spec states it. For a
 // FAULT, Text is the spec's own words, added to the fault's text.
-type Outcome struct {
+type Meaning struct {
 	Mapping Mapping
 	Text    string
 }
@@ -21,11 +23,11 @@ type CallRule struct {
 	Sized bool
 	// Whole and Short are a sized call's outcomes for a count equal to the
 	// row's length, and for any other count.
-	Whole, Short Outcome
+	Whole, Short Meaning
 	// Codes holds the outcome of each code the spec maps.
-	Codes map[int64]Outcome
+	Codes map[int64]Meaning
 	// Otherwise is the outcome of every other code.
-	Otherwise Outcome
+	Otherwise Meaning
 	// CodeName names a code in fault texts (the generated Code.String).
 	CodeName func(code int64) string
 }
@@ -35,26 +37,26 @@ type CallRule struct {
 func (c *CallRule) Map(answer, rowBytes int64) Mapping {
 	if c.Sized && answer >= 0 {
 		if answer == rowBytes {
-			return c.Whole.apply(func(string) Result { return Result{} })
+			return c.Whole.apply(func(string) driver.Result { return driver.Result{} })
 		}
-		return c.Short.apply(func(text string) Result {
-			return FaultResult(0, "%s answered %d bytes for a row of %d%s", c.Call, answer, rowBytes, text)
+		return c.Short.apply(func(text string) driver.Result {
+			return driver.FaultResult(0, "%s answered %d bytes for a row of %d%s", c.Call, answer, rowBytes, text)
 		})
 	}
 	o, ok := c.Codes[answer]
 	if !ok {
 		o = c.Otherwise
 	}
-	return o.apply(func(text string) Result {
-		return FaultResult(answer, "%s answered %s (%d)%s", c.Call, c.CodeName(answer), answer, text)
+	return o.apply(func(text string) driver.Result {
+		return driver.FaultResult(answer, "%s answered %s (%d)%s", c.Call, c.CodeName(answer), answer, text)
 	})
 }
 
 // apply returns the outcome's mapping, with the fault's text built by
 // fault when the outcome is a FAULT.
-func (o Outcome) apply(fault func(text string) Result) Mapping {
+func (o Meaning) apply(fault func(text string) driver.Result) Mapping {
 	m := o.Mapping
-	if m.Result.Status == Fault {
+	if m.Result.Status == driver.Fault {
 		text := ""
 		if o.Text != "" {
 			text = ": " + o.Text
@@ -81,7 +83,7 @@ type Admission struct {
 // Put checks a put's rows before anything is recorded; live reports
 // whether a region has a live registration. A refusal is a RejectedError
 // naming the rule.
-func (a Admission) Put(rows []Row, live func(*Region) bool) error {
+func (a Admission) Put(rows []driver.Row, live func(*driver.Region) bool) error {
 	if err := AdmitRows(rows, a.MaxRowsPerOp); err != nil {
 		return err
 	}
@@ -92,7 +94,7 @@ func (a Admission) Put(rows []Row, live func(*Region) bool) error {
 }
 
 // Get checks a get's hint, then its rows as Put does.
-func (a Admission) Get(rows []Row, hint Hint, live func(*Region) bool) error {
+func (a Admission) Get(rows []driver.Row, hint driver.Hint, live func(*driver.Region) bool) error {
 	if err := AdmitHint(hint, a.Hints); err != nil {
 		return err
 	}
@@ -100,7 +102,7 @@ func (a Admission) Get(rows []Row, hint Hint, live func(*Region) bool) error {
 }
 
 // Register checks a region before registration.
-func (a Admission) Register(r *Region) error { return AdmitRegion(r, a.DeviceMemory) }
+func (a Admission) Register(r *driver.Region) error { return AdmitRegion(r, a.DeviceMemory) }
 
 // EnvRule is an environment variable a driver refuses unless it holds one
 // of Allow.
@@ -120,7 +122,7 @@ func CheckEnvironment(rules []EnvRule, getenv func(string) string) error {
 			ok = ok || a == v
 		}
 		if !ok {
-			return Reject("environment", "%s=%q is refused: %s", r.Name, v, r.Reason)
+			return driver.Reject("environment", "%s=%q is refused: %s", r.Name, v, r.Reason)
 		}
 	}
 	return nil

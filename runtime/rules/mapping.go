@@ -1,16 +1,16 @@
-package driver
+package rules
 
-import "fmt"
+import (
+	"fmt"
 
-// This file holds the types that code generated from a store spec
-// (generated/<pkg>) is written in. Generated packages import this package
-// and nothing else.
+	"github.com/kvblob/kvblob/runtime/driver"
+)
 
 // EnforceVersion is used by generated code to fail the build when it was
 // generated for another version of these types:
 //
-//	const _ = driver.EnforceVersion(GenVersion - driver.MinGenVersion)
-//	const _ = driver.EnforceVersion(driver.MaxGenVersion - GenVersion)
+//	const _ = rules.EnforceVersion(GenVersion - rules.MinGenVersion)
+//	const _ = rules.EnforceVersion(rules.MaxGenVersion - GenVersion)
 //
 // A negative constant does not convert to uint, so a stale generated package
 // stops compiling; re-run drivergen.
@@ -126,12 +126,12 @@ func (a AccessRule) Ended(kept bool) bool {
 
 // Mapping is what one SDK answer means for one row.
 type Mapping struct {
-	Result      Result
+	Result      driver.Result
 	Written     Written
 	FollowUp    FollowUp
 	KeepsAccess bool // the answer does not prove the call's access ended
 	// IfExists and IfAbsent are the row's result after FollowAskExistence.
-	IfExists, IfAbsent Status
+	IfExists, IfAbsent driver.Status
 }
 
 // AfterReread maps the answer to a reread (FollowRereadOnce). The first read
@@ -139,91 +139,10 @@ type Mapping struct {
 // is a FAULT, never a MISS or NOT_READY; and a reread is never reread again.
 func AfterReread(m Mapping) Mapping {
 	switch m.Result.Status {
-	case Miss, NotReady:
-		m.Result = FaultResult(0, "reread after an expired lease answered %s; the first read already wrote the slot", m.Result.Status)
+	case driver.Miss, driver.NotReady:
+		m.Result = driver.FaultResult(0, "reread after an expired lease answered %s; the first read already wrote the slot", m.Result.Status)
 		m.Written = WrittenYes
 	}
 	m.FollowUp = FollowNone
 	return m
-}
-
-// Op names a driver call a case drives.
-type Op uint8
-
-const (
-	OpPut Op = iota + 1
-	OpGet
-)
-
-func (o Op) String() string {
-	if o == OpPut {
-		return "put"
-	}
-	if o == OpGet {
-		return "get"
-	}
-	return fmt.Sprintf("Op(%d)", uint8(o))
-}
-
-// SizeAnswer is the kind of non-negative answer a size-returning call gave.
-type SizeAnswer uint8
-
-const (
-	SizeNone  SizeAnswer = iota // the answer is a code
-	SizeWhole                   // the row's whole length
-	SizeShort                   // fewer bytes than the row
-)
-
-func (s SizeAnswer) String() string {
-	switch s {
-	case SizeNone:
-		return "code"
-	case SizeWhole:
-		return "whole"
-	case SizeShort:
-		return "short"
-	}
-	return fmt.Sprintf("SizeAnswer(%d)", uint8(s))
-}
-
-// Answer is what an SDK call answers for one row in a case: a code, or a
-// size.
-type Answer struct {
-	Code     int64
-	CodeName string
-	Size     SizeAnswer
-}
-
-func (a Answer) String() string {
-	if a.Size != SizeNone {
-		return "size:" + a.Size.String()
-	}
-	return fmt.Sprintf("%s(%d)", a.CodeName, a.Code)
-}
-
-// SpecCase is one generated conformance case: a store's SDK answers Call
-// with Answer for a row, and the driver's operation must end with Want and
-// the access state AccessEnded. Cases are data; conformance.RunCases
-// interprets them through a store's stager.
-type SpecCase struct {
-	ID   string // call/answer[/follow-up]
-	Pos  string // spec file:line:col of the rule the case pins
-	Op   Op
-	Call string
-	// Answer is the SDK's answer to Call for the row.
-	Answer Answer
-	// Exists answers an existence question (FollowAskExistence).
-	Exists bool
-	// Reread answers the reread (FollowRereadOnce).
-	Reread *Answer
-	// Want is the row's final status, and WantCode its code for a FAULT
-	// (0 when the fault has no store code).
-	Want     Status
-	WantCode int64
-	// Written says whether the get destination may have been written.
-	Written Written
-	// AccessEnded is whether the operation must prove its access ended.
-	AccessEnded bool
-	// Stageable: a real server can stage this case.
-	Stageable bool
 }

@@ -1,19 +1,21 @@
-package driver
+package rules
 
 import (
 	"fmt"
 	"testing"
+
+	"github.com/kvblob/kvblob/runtime/driver"
 )
 
 // BenchmarkAdmitBatch admits a 256-row batch of 4 KiB rows in one region,
 // as the generated AdmitGet does (keys, then spans).
 func BenchmarkAdmitBatch(b *testing.B) {
-	r := &Region{Name: "r", Kind: Host, Layout: Layout{SlotBytes: 4096, Slots: 256}, Mem: make([]byte, 4096*256)}
-	rows := make([]Row, 256)
+	r := &driver.Region{Name: "r", Kind: driver.Host, Layout: driver.Layout{SlotBytes: 4096, Slots: 256}, Mem: make([]byte, 4096*256)}
+	rows := make([]driver.Row, 256)
 	for i := range rows {
-		rows[i] = Row{Key: fmt.Sprintf("kv/v1/%08x", i), Spans: []Span{r.Slot(i)}}
+		rows[i] = driver.Row{Key: fmt.Sprintf("kv/v1/%08x", i), Spans: []driver.Span{r.Slot(i)}}
 	}
-	live := func(x *Region) bool { return x == r }
+	live := func(x *driver.Region) bool { return x == r }
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		if err := AdmitKeys(rows); err != nil {

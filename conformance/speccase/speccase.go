@@ -1,0 +1,89 @@
+package speccase
+
+import (
+	"fmt"
+
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/rules"
+)
+
+// Op names a driver call a case drives.
+type Op uint8
+
+const (
+	OpPut Op = iota + 1
+	OpGet
+)
+
+func (o Op) String() string {
+	if o == OpPut {
+		return "put"
+	}
+	if o == OpGet {
+		return "get"
+	}
+	return fmt.Sprintf("Op(%d)", uint8(o))
+}
+
+// SizeAnswer is the kind of non-negative answer a size-returning call gave.
+type SizeAnswer uint8
+
+const (
+	SizeNone  SizeAnswer = iota // the answer is a code
+	SizeWhole                   // the row's whole length
+	SizeShort                   // fewer bytes than the row
+)
+
+func (s SizeAnswer) String() string {
+	switch s {
+	case SizeNone:
+		return "code"
+	case SizeWhole:
+		return "whole"
+	case SizeShort:
+		return "short"
+	}
+	return fmt.Sprintf("SizeAnswer(%d)", uint8(s))
+}
+
+// Answer is what an SDK call answers for one row in a case: a code, or a
+// size.
+type Answer struct {
+	Code     int64
+	CodeName string
+	Size     SizeAnswer
+}
+
+func (a Answer) String() string {
+	if a.Size != SizeNone {
+		return "size:" + a.Size.String()
+	}
+	return fmt.Sprintf("%s(%d)", a.CodeName, a.Code)
+}
+
+// Case is one generated conformance case: a store's SDK answers Call
+// with Answer for a row, and the driver's operation must end with Want and
+// the access state AccessEnded. Cases are data; conformance.RunCases
+// interprets them through a store's stager.
+type Case struct {
+	ID   string // call/answer[/follow-up]
+	Pos  string // spec file:line:col of the rule the case pins
+	Op   Op
+	Call string
+	// Answer is the SDK's answer to Call for the row.
+	Answer Answer
+	// Exists answers an existence question (FollowAskExistence).
+	Exists bool
+	// Reread answers the reread (FollowRereadOnce).
+	Reread *Answer
+	// Want is the row's final status, and WantCode its code for a FAULT
+	// (0 when the fault has no store code).
+	Want     driver.Status
+	WantCode int64
+	// Written says whether the get destination may have been written.
+	Written rules.Written
+	// AccessEnded is whether the operation must prove its access ended.
+	AccessEnded bool
+	// Stageable: a real server can stage this case.
+	Stageable bool
+}

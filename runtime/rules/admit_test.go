@@ -1,0 +1,86 @@
+package rules
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func hostRegion(name string, slotBytes int64, slots int) *driver.Region {
+	return &driver.Region{Name: name, Kind: driver.Host, Layout: driver.Layout{SlotBytes: slotBytes, Slots: slots}, Mem: make([]byte, slotBytes*int64(slots))}
+}
+
+func TestAdmissionRulesNameThemselves(t *testing.T) {
+	r := hostRegion("r", 64, 4)
+	other := hostRegion("other", 64, 1)
+	live := func(x *driver.Region) bool { return x == r }
+	row := func(k string, spans ...driver.Span) driver.Row { return driver.Row{Key: k, Spans: spans} }
+	s := func(off, n int64) driver.Span { return driver.Span{Region: r, Offset: off, Length: n} }
+	cases := []struct {
+		name string
+		err  error
+		rule string
+	}{
+		{"no rows", AdmitRows(nil, 0), driver.RuleNoRows},
+		{"too many rows", AdmitRows(make([]driver.Row, 3), 2), driver.RuleTooManyRows},
+		{"rows ok", AdmitRows(make([]driver.Row, 2), 2), ""},
+		{"empty key", AdmitKeys([]driver.Row{row("a"), row("")}), driver.RuleEmptyKey},
+		{"repeated key", AdmitKeys([]driver.Row{row("a"), row("b"), row("a")}), driver.RuleRepeatedKey},
+		{"keys ok", AdmitKeys([]driver.Row{row("a"), row("b")}), ""},
+		{"multi span", AdmitSpans([]driver.Row{row("a", s(0, 8), s(8, 8))}, false, 0, live), driver.RuleMultiSpan},
+		{"multi span allowed", AdmitSpans([]driver.Row{row("a", s(0, 8), s(8, 8))}, true, 0, live), ""},
+		{"row too large", AdmitSpans([]driver.Row{row("a", s(0, 64))}, false, 64, live), driver.RuleRowTooLarge},
+		{"row under the bound", AdmitSpans([]driver.Row{row("a", s(0, 63))}, false, 64, live), ""},
+		{"span outside registration", AdmitSpans([]driver.Row{row("a", driver.Span{Region: other, Offset: 0, Length: 8})}, false, 0, live), driver.RuleSpanOutside},
+		{"invalid span", AdmitSpans([]driver.Row{row("a", s(250, 8))}, false, 0, live), driver.RuleInvalidSpan},
+		{"no span", AdmitSpans([]driver.Row{row("a")}, false, 0, live), driver.RuleInvalidSpan},
+		{"hint refused", AdmitHint(driver.NewHint([]byte("x")), false), driver.RuleHint},
+		{"hint declared", AdmitHint(driver.NewHint([]byte("x")), true), ""},
+		{"zero hint", AdmitHint(driver.Hint{}, false), ""},
+		{"device region", AdmitRegion(&driver.Region{Name: "d", Kind: driver.Device, Layout: driver.Layout{SlotBytes: 8, Slots: 1}}, false), driver.RuleDeviceRegion},
+		{"device region declared", AdmitRegion(&driver.Region{Name: "d", Kind: driver.Device, Layout: driver.Layout{SlotBytes: 8, Slots: 1}}, true), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.rule == "" {
+				assert.NoError(t, c.err)
+				return
+			}
+			var re *driver.RejectedError
+			require.True(t, errors.As(c.err, &re), "want a driver.RejectedError, got %v", c.err)
+			assert.Equal(t, c.rule, re.Rule, re.Reason)
+		})
+	}
+}
+
+func TestAfterRereadNeverAnswersMissOrNotReady(t *testing.T) {
+	for _, st := range []driver.Status{driver.Miss, driver.NotReady} {
+		m := AfterReread(Mapping{Result: driver.Result{Status: st}, Written: WrittenNo})
+		assert.Equal(t, driver.Fault, m.Result.Status, "reread %s", st)
+		assert.Equal(t, WrittenYes, m.Written)
+		assert.True(t, strings.Contains(m.Result.Text, "already wrote"))
+	}
+	again := AfterReread(Mapping{Result: driver.FaultResult(-707, "expired"), FollowUp: FollowRereadOnce})
+	assert.Equal(t, driver.Fault, again.Result.Status)
+	assert.Equal(t, FollowNone, again.FollowUp, "a reread is never reread again")
+	ok := AfterReread(Mapping{Result: driver.Result{Status: driver.Ready}, Written: WrittenYes})
+	assert.Equal(t, driver.Ready, ok.Result.Status)
+}
+
+func TestAccessRuleEnded(t *testing.T) {
+	cases := []struct {
+		rule       AccessRule
+		kept, want bool
+	}{
+		{AccessNone, true, true}, {AccessOnReturn, true, true},
+		{AccessUnlessKept, false, true}, {AccessUnlessKept, true, false},
+		{AccessNever, false, false},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, c.rule.Ended(c.kept), "%s kept=%v", c.rule, c.kept)
+	}
+}

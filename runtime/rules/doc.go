@@ -1,0 +1,14 @@
+// Package rules is the engine that code generated from a store spec runs on.
+//
+// A spec's rules are emitted as data, not code: per SDK call a CallRule
+// (what each answer means for a row, and when the call stops touching the
+// caller's memory), one Admission (what a driver refuses before it records
+// anything) and the refused Environment. The logic that applies that data
+// lives here, once, so every store's fault texts, follow-ups and admission
+// refusals read alike.
+//
+// Generated packages import this package, package driver (the contract)
+// and package speccase (their conformance cases), and nothing else. Driver
+// authors call the generated Map<Call> and Admit* wrappers, rarely this
+// package directly.
+package rules
