@@ -56,7 +56,7 @@ func runCase(h *Harness, c speccase.Case, stage Stager, stageableOnly bool) {
 		h.Dest(dst)
 		before = Snapshot(dst)
 		var err error
-		op, err = h.D.Get([]driver.Row{dst}, driver.Hint{})
+		op, err = h.D.Get(h.Ctx, []driver.Row{dst}, driver.Hint{})
 		if err != nil {
 			t.Fatalf("%s: Get = %v", c.Pos, err)
 		}

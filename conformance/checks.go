@@ -74,7 +74,7 @@ var Checks = []Check{
 		dst := h.Row(h.Key("absent"), 0)
 		h.Dest(dst)
 		before := Snapshot(dst)
-		op, err := h.D.Get([]driver.Row{dst}, driver.Hint{})
+		op, err := h.D.Get(h.Ctx, []driver.Row{dst}, driver.Hint{})
 		if err != nil {
 			h.T.Fatal(err)
 		}
@@ -128,7 +128,7 @@ var Checks = []Check{
 	}},
 	{Name: "hints_are_refused_unless_declared", Run: func(h *Harness, _ Scenarios) {
 		row := h.Row(h.Key("a"), 0)
-		op, err := h.D.Get([]driver.Row{row}, driver.NewHint([]byte("node-1")))
+		op, err := h.D.Get(h.Ctx, []driver.Row{row}, driver.NewHint([]byte("node-1")))
 		if h.Caps.Hints {
 			if err != nil {
 				h.T.Errorf("Hints declared, but a hinted get = %v", err)
@@ -143,7 +143,7 @@ var Checks = []Check{
 		row := driver.Row{Key: h.Key("a"), Spans: []driver.Span{h.Span(0), h.Span(1)}}
 		Fill(row.Spans[0], 1)
 		Fill(row.Spans[1], 2)
-		op, err := h.D.Put([]driver.Row{row})
+		op, err := h.D.Put(h.Ctx, []driver.Row{row})
 		if !h.Caps.MultiSpan {
 			rejected(h.T, err, driver.RuleMultiSpan, "multi-span put")
 			return
@@ -176,7 +176,7 @@ var Checks = []Check{
 			}
 			return
 		}
-		_, err := h.D.Put(rows)
+		_, err := h.D.Put(h.Ctx, rows)
 		rejected(h.T, err, driver.RuleTooManyRows, "put of MaxRowsPerOp+1 rows")
 		res, _ := h.Put(rows[:max]...)
 		if len(res) != max {
@@ -185,7 +185,7 @@ var Checks = []Check{
 	}},
 	{Name: "a_repeated_key_is_rejected_and_nothing_recorded", Run: func(h *Harness, _ Scenarios) {
 		a, b := h.Row(h.Key("a"), 0), h.Row(h.Key("b"), 1)
-		_, err := h.D.Put([]driver.Row{a, b, h.Row(a.Key, 2)})
+		_, err := h.D.Put(h.Ctx, []driver.Row{a, b, h.Row(a.Key, 2)})
 		rejected(h.T, err, driver.RuleRepeatedKey, "put with a repeated key")
 		res, _ := h.Get(driver.Hint{}, h.Row(b.Key, 3))
 		if res[0].Status == driver.Ready {
@@ -194,7 +194,7 @@ var Checks = []Check{
 	}},
 	{Name: "an_empty_key_is_rejected_and_nothing_recorded", Run: func(h *Harness, _ Scenarios) {
 		a := h.Row(h.Key("a"), 0)
-		_, err := h.D.Put([]driver.Row{a, h.Row("", 1)})
+		_, err := h.D.Put(h.Ctx, []driver.Row{a, h.Row("", 1)})
 		rejected(h.T, err, driver.RuleEmptyKey, "put with an empty key")
 		res, _ := h.Get(driver.Hint{}, h.Row(a.Key, 3))
 		if res[0].Status == driver.Ready {
@@ -203,7 +203,7 @@ var Checks = []Check{
 	}},
 	{Name: "a_span_outside_a_live_registration_is_rejected", Run: func(h *Harness, _ Scenarios) {
 		other := &driver.Region{Name: "unregistered", Kind: driver.Host, Layout: driver.Layout{SlotBytes: SlotBytes, Slots: 1}, Mem: make([]byte, SlotBytes)}
-		_, err := h.D.Put([]driver.Row{{Key: h.Key("a"), Spans: []driver.Span{other.Slot(0)}}})
+		_, err := h.D.Put(h.Ctx, []driver.Row{{Key: h.Key("a"), Spans: []driver.Span{other.Slot(0)}}})
 		rejected(h.T, err, driver.RuleSpanOutside, "put from an unregistered region")
 	}},
 	{Name: "cancel_yields_CANCELLED_only_for_rows_that_never_started", Run: func(h *Harness, _ Scenarios) {
@@ -212,7 +212,7 @@ var Checks = []Check{
 			rows[i] = h.Row(h.Key(string(rune('a'+i))), i)
 			Fill(rows[i].Spans[0], byte(i))
 		}
-		op, err := h.D.Put(rows)
+		op, err := h.D.Put(h.Ctx, rows)
 		if err != nil {
 			h.T.Fatal(err)
 		}
@@ -251,7 +251,7 @@ var Checks = []Check{
 		rejected(h.T, h.D.Unregister(h.Reg), "", "Unregister with access open")
 		release()
 		WaitAccess(op, Deadline)
-		if !h.D.Drain(Deadline) {
+		if !h.D.Drain(Within(Deadline)) {
 			h.T.Fatal("drain failed after the access ended")
 		}
 		if err := h.D.Unregister(h.Reg); err != nil {
@@ -267,7 +267,7 @@ var Checks = []Check{
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			if op, err := h.D.Get([]driver.Row{h.Row(key, 1)}, driver.Hint{}); err == nil {
+			if op, err := h.D.Get(h.Ctx, []driver.Row{h.Row(key, 1)}, driver.Hint{}); err == nil {
 				WaitResults(op, Deadline)
 			}
 		}()
@@ -287,7 +287,7 @@ var Checks = []Check{
 		defer release()
 		done := make(chan driver.Operation, 1)
 		go func() {
-			op, err := h.D.Get([]driver.Row{h.Row(key, 1)}, driver.Hint{})
+			op, err := h.D.Get(h.Ctx, []driver.Row{h.Row(key, 1)}, driver.Hint{})
 			if err != nil {
 				done <- nil
 				return
@@ -299,11 +299,11 @@ var Checks = []Check{
 		case <-time.After(Deadline):
 			h.T.Fatal("test timed out: the get never reached the SDK")
 		}
-		if h.D.Drain(50 * time.Millisecond) {
+		if h.D.Drain(Within(50 * time.Millisecond)) {
 			h.T.Errorf("drain returned true while a get is held inside the SDK")
 		}
 		release()
-		if !h.D.Drain(Deadline) {
+		if !h.D.Drain(Within(Deadline)) {
 			h.T.Errorf("drain did not return true after the get was released")
 		}
 		if op := <-done; op == nil {
@@ -317,7 +317,7 @@ var Checks = []Check{
 		entered, release := s.HoldGet(h.D, a)
 		defer release()
 		go func() {
-			if op, err := h.D.Get([]driver.Row{h.Row(a, 2)}, driver.Hint{}); err == nil {
+			if op, err := h.D.Get(h.Ctx, []driver.Row{h.Row(a, 2)}, driver.Hint{}); err == nil {
 				WaitResults(op, Deadline)
 			}
 		}()
@@ -328,7 +328,7 @@ var Checks = []Check{
 		}
 		got := make(chan []driver.Result, 1)
 		go func() {
-			op, err := h.D.Get([]driver.Row{h.Row(b, 3)}, driver.Hint{})
+			op, err := h.D.Get(h.Ctx, []driver.Row{h.Row(b, 3)}, driver.Hint{})
 			if err != nil {
 				got <- nil
 				return
@@ -357,7 +357,7 @@ var Checks = []Check{
 			h.T.Errorf("an unprovable operation reports its access ended")
 		}
 		done, finished := make(chan bool, 1), make(chan struct{})
-		go func() { done <- h.D.Drain(time.Hour); close(finished) }()
+		go func() { done <- h.D.Drain(Within(time.Hour)); close(finished) }()
 		h.T.Cleanup(func() { // do not leave the drain running past the check
 			select {
 			case <-finished:
@@ -384,7 +384,7 @@ var Checks = []Check{
 		if err := h.D.Close(); err == nil {
 			h.T.Fatalf("Close succeeded with a region registered and no drain")
 		}
-		if !h.D.Drain(Deadline) {
+		if !h.D.Drain(Within(Deadline)) {
 			h.T.Fatal("drain failed")
 		}
 		if err := h.D.Close(); err == nil {

@@ -13,6 +13,7 @@ package conformance
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -80,9 +81,18 @@ const (
 // check instead of hanging CI.
 var Deadline = 10 * time.Second
 
+// Within returns a context that is done after d, to bound a Drain.
+func Within(d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	time.AfterFunc(d, cancel) // releases the timer's resources once it fired
+	return ctx
+}
+
 // Harness is one check's driver and memory.
 type Harness struct {
-	T    T
+	T T
+	// Ctx is the context of the check's Put and Get calls.
+	Ctx  context.Context
 	D    driver.Driver
 	Caps driver.Capabilities
 	Mem  *hostmem.Guarded
@@ -99,7 +109,7 @@ func NewHarness(t T, f Factory) *Harness {
 		t.Fatal(err)
 	}
 	d := f(t)
-	h := &Harness{T: t, D: d, Caps: d.Capabilities(), Mem: mem}
+	h := &Harness{T: t, Ctx: context.Background(), D: d, Caps: d.Capabilities(), Mem: mem}
 	h.Reg, err = d.Register(mem.Region)
 	if err != nil {
 		t.Fatalf("Register of a host region failed: %v", err)
@@ -109,7 +119,7 @@ func NewHarness(t T, f Factory) *Harness {
 }
 
 func (h *Harness) cleanup() {
-	if !h.D.Drain(Deadline) {
+	if !h.D.Drain(Within(Deadline)) {
 		h.T.Logf("harness: the driver did not drain; keeping region %q mapped, since the store may still touch it", h.Mem.Name)
 		return
 	}
@@ -176,7 +186,7 @@ func Snapshot(rows ...driver.Row) []byte {
 // error.
 func (h *Harness) Put(rows ...driver.Row) ([]driver.Result, driver.Operation) {
 	h.T.Helper()
-	op, err := h.D.Put(rows)
+	op, err := h.D.Put(h.Ctx, rows)
 	if err != nil {
 		h.T.Fatalf("Put(%s) = %v", keys(rows), err)
 	}
@@ -187,7 +197,7 @@ func (h *Harness) Put(rows ...driver.Row) ([]driver.Result, driver.Operation) {
 func (h *Harness) Get(hint driver.Hint, rows ...driver.Row) ([]driver.Result, driver.Operation) {
 	h.T.Helper()
 	h.Dest(rows...)
-	op, err := h.D.Get(rows, hint)
+	op, err := h.D.Get(h.Ctx, rows, hint)
 	if err != nil {
 		h.T.Fatalf("Get(%s) = %v", keys(rows), err)
 	}

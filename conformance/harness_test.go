@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -16,15 +17,15 @@ type reg struct{ r *driver.Region }
 
 func (g reg) Region() *driver.Region { return g.r }
 
-func (d *stuckDriver) Capabilities() driver.Capabilities                      { return driver.Capabilities{} }
-func (d *stuckDriver) Register(r *driver.Region) (driver.Registration, error) { return reg{r}, nil }
-func (d *stuckDriver) Unregister(driver.Registration) error                   { return nil }
-func (d *stuckDriver) Put([]driver.Row) (driver.Operation, error)             { return nil, nil }
-func (d *stuckDriver) Get([]driver.Row, driver.Hint) (driver.Operation, error) {
+func (d *stuckDriver) Capabilities() driver.Capabilities                           { return driver.Capabilities{} }
+func (d *stuckDriver) Register(r *driver.Region) (driver.Registration, error)      { return reg{r}, nil }
+func (d *stuckDriver) Unregister(driver.Registration) error                        { return nil }
+func (d *stuckDriver) Put(context.Context, []driver.Row) (driver.Operation, error) { return nil, nil }
+func (d *stuckDriver) Get(context.Context, []driver.Row, driver.Hint) (driver.Operation, error) {
 	return nil, nil
 }
-func (d *stuckDriver) Drain(time.Duration) bool { return d.drains }
-func (d *stuckDriver) Close() error             { return nil }
+func (d *stuckDriver) Drain(context.Context) bool { return d.drains }
+func (d *stuckDriver) Close() error               { return nil }
 
 // TestTheHarnessKeepsMemoryADriverMayTouch: when the driver does not
 // drain, the harness leaves its region mapped; when it drains, the region

@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"context"
 	"errors"
 	"math/rand"
 	"sync"
@@ -167,14 +168,14 @@ func (c *chaosMemory) wrap(op driver.Operation, err error) (driver.Operation, er
 	return shortPoll{op}, nil
 }
 
-func (c *chaosMemory) Put(rows []driver.Row) (driver.Operation, error) {
+func (c *chaosMemory) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
 	c.stage(memory.CallPut, rows)
-	return c.wrap(c.Driver.Put(rows))
+	return c.wrap(c.Driver.Put(ctx, rows))
 }
 
-func (c *chaosMemory) Get(rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
+func (c *chaosMemory) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	c.stage(memory.CallGet, rows)
-	return c.wrap(c.Driver.Get(rows, hint))
+	return c.wrap(c.Driver.Get(ctx, rows, hint))
 }
 
 // shortPoll answers one result fewer than its rows.

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -341,13 +342,13 @@ func (c *checker) track(rows []driver.Row, op driver.Operation, err error) (driv
 	return op, err
 }
 
-func (c *checker) Put(rows []driver.Row) (driver.Operation, error) {
-	op, err := c.Driver.Put(rows)
+func (c *checker) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
+	op, err := c.Driver.Put(ctx, rows)
 	return c.track(rows, op, err)
 }
 
-func (c *checker) Get(rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	op, err := c.Driver.Get(rows, hint)
+func (c *checker) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
+	op, err := c.Driver.Get(ctx, rows, hint)
 	return c.track(rows, op, err)
 }
 

@@ -66,56 +66,70 @@ const driverTemplate = `// Package STORE is the kvblob driver for STORE. Every c
 package STORE
 
 import (
-	"time"
+	"context"
 
 	gen "github.com/kvblob/kvblob/generated/STORE"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/driverkit"
 )
 
-// Driver is a driver.Driver over the STORE SDK.
+// Driver is a driver.Driver over the STORE SDK. Its lifecycle
+// (registrations, calls in progress, drain, close) is driverkit's; the
+// adapter adds only its SDK calls.
 type Driver struct {
-	regs  driver.Registry // live registrations
-	calls driver.Calls    // calls in progress, for Drain
+	life driverkit.Lifecycle
 }
 
 var _ driver.Driver = (*Driver)(nil)
 
+// Capabilities are spec/STORE.yaml's.
 func (d *Driver) Capabilities() driver.Capabilities { return gen.Capabilities }
 
+// Register admits r; TODO: register its memory with the SDK in the attach
+// function (return its handle), if the SDK needs that.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
-	if err := gen.AdmitRegister(r); err != nil {
-		return nil, err
-	}
-	// TODO: register r with the SDK; on success:
-	return d.regs.Add(r, nil), nil
+	return d.life.Register(r, gen.AdmitRegister, nil)
 }
 
-func (d *Driver) Unregister(reg driver.Registration) error {
-	g, err := d.regs.Lookup(reg)
+// Unregister refuses while a call may touch the region; TODO: unregister
+// with the SDK in the detach function, if Register registered.
+func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unregister(reg, nil) }
+
+// Put stores each row. TODO: call the SDK, map each answer with gen.MapSdkPut.
+func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return gen.AdmitPut(rows, live) })
 	if err != nil {
-		return err
-	}
-	// TODO: refuse while a call may touch g.Region(); unregister with the SDK.
-	d.regs.Remove(g)
-	return nil
-}
-
-func (d *Driver) Put(rows []driver.Row) (driver.Operation, error) {
-	if err := gen.AdmitPut(rows, d.regs.Live); err != nil {
 		return nil, err
 	}
-	panic("TODO: call the SDK, map each answer with gen.MapSdkPut")
+	defer call.End()
+	return driverkit.Finished(notWritten(len(rows), "put")), nil
 }
 
-func (d *Driver) Get(rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	if err := gen.AdmitGet(rows, hint, d.regs.Live); err != nil {
+// Get reads each row. TODO: call the SDK, map each answer with gen.MapSdkGet.
+func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return gen.AdmitGet(rows, hint, live) })
+	if err != nil {
 		return nil, err
 	}
-	panic("TODO: call the SDK, map each answer with gen.MapSdkGet")
+	defer call.End()
+	return driverkit.Finished(notWritten(len(rows), "get")), nil
 }
 
-func (d *Driver) Drain(timeout time.Duration) bool { return d.calls.Wait(timeout) }
-func (d *Driver) Close() error                     { panic("TODO: close the SDK client") }
+// notWritten answers every row FAULT until the SDK calls are written.
+func notWritten(n int, call string) []driver.Result {
+	res := make([]driver.Result, n)
+	for i := range res {
+		res[i] = driver.FaultResult(0, "STORE: %s is not written yet", call)
+	}
+	return res
+}
+
+// Drain waits for the calls in progress.
+func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil) }
+
+// Close closes the driver once drained. TODO: pass a function that closes
+// the SDK client.
+func (d *Driver) Close() error { return d.life.Close(nil) }
 `
 
 const testTemplate = `package STORE_test

@@ -6,9 +6,9 @@
 package broken
 
 import (
+	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/kvblob/kvblob/runtime/driver"
 )
@@ -19,9 +19,9 @@ type Driver struct {
 	caps       func(driver.Capabilities) driver.Capabilities
 	register   func(r *driver.Region) (driver.Registration, error)
 	unregister func(reg driver.Registration) error
-	put        func(rows []driver.Row) (driver.Operation, error)
-	get        func(rows []driver.Row, hint driver.Hint) (driver.Operation, error)
-	drain      func(timeout time.Duration) bool
+	put        func(ctx context.Context, rows []driver.Row) (driver.Operation, error)
+	get        func(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error)
+	drain      func(ctx context.Context) bool
 	close      func() error
 	op         func(o *Op) // adjusts every operation the driver returns
 
@@ -29,8 +29,8 @@ type Driver struct {
 	ops []*Op
 }
 
-// Unwrap returns the sound driver underneath.
-func (d *Driver) Unwrap() driver.Driver { return d.Inner }
+// As reaches the sound driver underneath (see driver.As).
+func (d *Driver) As(target any) bool { return driver.As(d.Inner, target) }
 
 func (d *Driver) Capabilities() driver.Capabilities {
 	c := d.Inner.Capabilities()
@@ -54,25 +54,25 @@ func (d *Driver) Unregister(reg driver.Registration) error {
 	return d.Inner.Unregister(reg)
 }
 
-func (d *Driver) Put(rows []driver.Row) (driver.Operation, error) {
+func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
 	if d.put != nil {
-		return d.put(rows)
+		return d.put(ctx, rows)
 	}
-	return d.wrap(d.Inner.Put(rows))(rows, true)
+	return d.wrap(d.Inner.Put(ctx, rows))(rows, true)
 }
 
-func (d *Driver) Get(rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
+func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	if d.get != nil {
-		return d.get(rows, hint)
+		return d.get(ctx, rows, hint)
 	}
-	return d.wrap(d.Inner.Get(rows, hint))(rows, false)
+	return d.wrap(d.Inner.Get(ctx, rows, hint))(rows, false)
 }
 
-func (d *Driver) Drain(timeout time.Duration) bool {
+func (d *Driver) Drain(ctx context.Context) bool {
 	if d.drain != nil {
-		return d.drain(timeout)
+		return d.drain(ctx)
 	}
-	return d.Inner.Drain(timeout)
+	return d.Inner.Drain(ctx)
 }
 
 func (d *Driver) Close() error {

@@ -1,6 +1,7 @@
 package broken
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -89,8 +90,8 @@ var Twins = map[string]func(inner driver.Driver) driver.Driver{
 	},
 	"hints_are_refused_unless_declared": func(in driver.Driver) driver.Driver {
 		d := &Driver{Inner: in, caps: func(c driver.Capabilities) driver.Capabilities { c.Hints = false; return c }}
-		d.get = func(rows []driver.Row, _ driver.Hint) (driver.Operation, error) {
-			return d.wrap(in.Get(rows, driver.Hint{}))(rows, false) // swallows the hint
+		d.get = func(ctx context.Context, rows []driver.Row, _ driver.Hint) (driver.Operation, error) {
+			return d.wrap(in.Get(ctx, rows, driver.Hint{}))(rows, false) // swallows the hint
 		}
 		return d
 	},
@@ -104,8 +105,8 @@ var Twins = map[string]func(inner driver.Driver) driver.Driver{
 	"an_empty_key_is_rejected_and_nothing_recorded":   recordsBeforeRejecting(driver.RuleEmptyKey),
 	"a_span_outside_a_live_registration_is_rejected": func(in driver.Driver) driver.Driver {
 		d := &Driver{Inner: in}
-		d.put = func(rows []driver.Row) (driver.Operation, error) {
-			op, err := in.Put(rows)
+		d.put = func(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
+			op, err := in.Put(ctx, rows)
 			if re, ok := err.(*driver.RejectedError); ok && re.Rule == driver.RuleSpanOutside {
 				return doneOp{res: ready(len(rows))}, nil // pretends the rows were stored
 			}
@@ -150,21 +151,21 @@ var Twins = map[string]func(inner driver.Driver) driver.Driver{
 	},
 	"drain_waits_for_work_in_progress": func(in driver.Driver) driver.Driver {
 		d := &Driver{Inner: in}
-		d.drain = func(timeout time.Duration) bool {
-			if timeout < time.Second {
+		d.drain = func(ctx context.Context) bool {
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < time.Second {
 				return true // answers before the work finished
 			}
-			return in.Drain(timeout)
+			return in.Drain(ctx)
 		}
 		return d
 	},
 	"a_held_get_does_not_block_another": func(in driver.Driver) driver.Driver {
 		d := &Driver{Inner: in}
 		var mu sync.Mutex
-		d.get = func(rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
+		d.get = func(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 			mu.Lock() // one get at a time, held for the whole call
 			defer mu.Unlock()
-			op, err := in.Get(rows, hint)
+			op, err := in.Get(ctx, rows, hint)
 			if err == nil {
 				for _, done := op.Poll(); !done; _, done = op.Poll() {
 					time.Sleep(time.Millisecond)
@@ -176,12 +177,15 @@ var Twins = map[string]func(inner driver.Driver) driver.Driver{
 	},
 	"drain_answers_false_at_once_while_an_operation_is_unprovable": func(in driver.Driver) driver.Driver {
 		d := &Driver{Inner: in}
-		d.drain = func(timeout time.Duration) bool {
+		d.drain = func(ctx context.Context) bool {
 			if d.anyUnprovable() {
-				time.Sleep(min(timeout, conformance.Deadline+time.Second)) // waits instead of answering at once
+				select { // waits instead of answering at once
+				case <-ctx.Done():
+				case <-time.After(conformance.Deadline + time.Second):
+				}
 				return false
 			}
-			return in.Drain(timeout)
+			return in.Drain(ctx)
 		}
 		return d
 	},
@@ -200,8 +204,8 @@ var Twins = map[string]func(inner driver.Driver) driver.Driver{
 	"a_failing_read_is_a_row_fault":                statusAs(driver.Fault, driver.Result{Status: driver.Miss}),
 	"a_failure_inside_a_put_is_a_row_fault": func(in driver.Driver) driver.Driver {
 		d := &Driver{Inner: in}
-		d.put = func(rows []driver.Row) (driver.Operation, error) {
-			op, err := in.Put(rows)
+		d.put = func(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
+			op, err := in.Put(ctx, rows)
 			if err != nil {
 				return nil, err
 			}
@@ -241,8 +245,8 @@ func waitDone(op driver.Operation) ([]driver.Result, bool) {
 func recordsBeforeRejecting(rule string) func(driver.Driver) driver.Driver {
 	return func(in driver.Driver) driver.Driver {
 		d := &Driver{Inner: in}
-		d.put = func(rows []driver.Row) (driver.Operation, error) {
-			op, err := in.Put(rows)
+		d.put = func(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
+			op, err := in.Put(ctx, rows)
 			re, ok := err.(*driver.RejectedError)
 			if !ok || re.Rule != rule {
 				return op, err
@@ -255,7 +259,7 @@ func recordsBeforeRejecting(rule string) func(driver.Driver) driver.Driver {
 					keep = append(keep, r)
 				}
 			}
-			if op, err := in.Put(keep); err == nil {
+			if op, err := in.Put(ctx, keep); err == nil {
 				waitDone(op)
 			}
 			return nil, re

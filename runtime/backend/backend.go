@@ -31,6 +31,7 @@
 package backend
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -130,6 +131,10 @@ type Backend struct {
 	stem    driver.Stem
 	wake    func()
 	pubCap  int
+	// ctx is the context of every driver call; it ends when the backend
+	// has shut down.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu         sync.Mutex
 	cond       *sync.Cond
@@ -168,6 +173,7 @@ func New(binding *RegionBinding, wake func(), cfg Config) (*Backend, error) {
 		pubCap: max(1, cfg.Workers-1), attempts: map[*Attempt]bool{}, workers: cfg.Workers,
 		changed: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.cond = sync.NewCond(&b.mu)
 	for i := 0; i < cfg.Workers; i++ {
 		go b.worker()

@@ -2,6 +2,7 @@ package backend_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -63,18 +64,18 @@ func (h *hookDriver) record(op string, rows []driver.Row, hint driver.Hint) (dri
 	return nil, nil, false
 }
 
-func (h *hookDriver) Put(rows []driver.Row) (driver.Operation, error) {
+func (h *hookDriver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
 	if op, err, ok := h.record("put", rows, driver.Hint{}); ok {
 		return op, err
 	}
-	return h.Driver.Put(rows)
+	return h.Driver.Put(context.Background(), rows)
 }
 
-func (h *hookDriver) Get(rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
+func (h *hookDriver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	if op, err, ok := h.record("get", rows, hint); ok {
 		return op, err
 	}
-	return h.Driver.Get(rows, hint)
+	return h.Driver.Get(context.Background(), rows, hint)
 }
 
 func (h *hookDriver) Calls() []call {
@@ -294,10 +295,10 @@ func (g *gate) hook(inner *memory.Driver) func(c call) (driver.Operation, error,
 		g.inFlight[c.op]--
 		g.mu.Unlock()
 		if c.op == "put" {
-			op, err := inner.Put(c.rows)
+			op, err := inner.Put(context.Background(), c.rows)
 			return op, err, true
 		}
-		op, err := inner.Get(c.rows, c.hint)
+		op, err := inner.Get(context.Background(), c.rows, c.hint)
 		return op, err, true
 	}
 }

@@ -1,9 +1,9 @@
 package backend_test
 
 import (
+	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,12 +39,14 @@ func (d *regDriver) Unregister(g driver.Registration) error {
 	delete(d.registered, g.Region().Name)
 	return nil
 }
-func (d *regDriver) Put([]driver.Row) (driver.Operation, error) { return nil, errors.New("unused") }
-func (d *regDriver) Get([]driver.Row, driver.Hint) (driver.Operation, error) {
+func (d *regDriver) Put(context.Context, []driver.Row) (driver.Operation, error) {
 	return nil, errors.New("unused")
 }
-func (d *regDriver) Drain(time.Duration) bool { return true }
-func (d *regDriver) Close() error             { return nil }
+func (d *regDriver) Get(context.Context, []driver.Row, driver.Hint) (driver.Operation, error) {
+	return nil, errors.New("unused")
+}
+func (d *regDriver) Drain(context.Context) bool { return true }
+func (d *regDriver) Close() error               { return nil }
 
 type testHold struct{ released int }
 

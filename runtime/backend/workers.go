@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -88,9 +89,9 @@ func (b *Backend) call(bt *batch) {
 		if b.caps.Hints {
 			hint = bt.a.hint
 		}
-		op, err = b.d.Get(bt.rows, hint)
+		op, err = b.d.Get(b.ctx, bt.rows, hint)
 	} else {
-		op, err = b.d.Put(bt.rows)
+		op, err = b.d.Put(b.ctx, bt.rows)
 	}
 	var res []driver.Result
 	var done, ended, unprovable bool
@@ -212,6 +213,7 @@ func (b *Backend) forgetQuiescedLocked() {
 // while any batch is unprovable.
 func (b *Backend) progress() {
 	defer close(b.done)
+	defer b.cancel()
 	pause := 50 * time.Microsecond
 	for {
 		b.mu.Lock()
@@ -298,13 +300,20 @@ func (b *Backend) warnSlowLocked() {
 	}
 }
 
+// drain asks the driver to drain, waiting at most timeout.
+func (b *Backend) drain(timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	defer cancel()
+	return b.d.Drain(ctx)
+}
+
 // drainAndUnregister drains the driver and unregisters every region,
 // retrying with backoff until both succeed; the binding then releases its
 // hold.
 func (b *Backend) drainAndUnregister() {
 	backoff := time.Millisecond
 	for {
-		if b.d.Drain(time.Second) && b.binding.unregisterAll() == nil {
+		if b.drain(time.Second) && b.binding.unregisterAll() == nil {
 			return
 		}
 		time.Sleep(backoff)

@@ -2,9 +2,10 @@ package driver
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"time"
+	"reflect"
 )
 
 // Status is a row's logical result. The numbers never change; new statuses
@@ -135,6 +136,9 @@ type Registration interface {
 // Poll and AccessEnded answer separate questions, and neither implies the
 // other: a row may be READY while the store still touches its memory, and an
 // operation may end its access before its results are known.
+//
+// Every method is safe to call from any goroutine, at any time, and never
+// blocks on the store.
 type Operation interface {
 	// Poll returns one result per row, in row order, and true once every
 	// row has its result; until then it returns nil, false.
@@ -147,35 +151,67 @@ type Operation interface {
 	// AccessEnded stays false.
 	AccessUnprovable() bool
 	// Cancel asks the driver to stop rows that have not started; they
-	// answer CANCELLED. It is best effort and never blocks on the store.
+	// answer CANCELLED. It is best effort.
 	Cancel()
 }
 
-// Driver is what a store implements.
+// Driver is what a store implements. Package driverkit holds the lifecycle
+// every driver shares (registrations, calls in progress, drain and close).
+//
+// Every method is safe for concurrent use by multiple goroutines: Put and
+// Get may run beside each other and beside Register, Unregister and Drain;
+// Close may be called at any time and refuses what it must.
 //
 // Put and Get record an operation and return it, or return a RejectedError
 // having recorded nothing. They may block until the operation is done or
-// return early. Put and Get may run concurrently with each other.
+// return early. ctx bounds the store calls the operation makes where the
+// store's client honors a context (a driver documents the calls that
+// cannot); a cancelled ctx turns the rows it stopped into row results,
+// never an error, once the operation is recorded.
 type Driver interface {
 	Capabilities() Capabilities
 	// Register makes a region's memory available to the store. A Device
 	// region is refused (RejectedError) unless DeviceMemory is declared.
+	// Any error other than a RejectedError means the registration may be
+	// live.
 	Register(r *Region) (Registration, error)
 	// Unregister revokes a registration. It is refused (RejectedError)
 	// while an operation that may touch the region is open or unprovable.
 	Unregister(reg Registration) error
 	// Put stores each row's spans under its key. It never writes a span.
-	Put(rows []Row) (Operation, error)
+	Put(ctx context.Context, rows []Row) (Operation, error)
 	// Get reads each row's object into its spans. hint must be zero unless
 	// the driver declares Hints.
-	Get(rows []Row, hint Hint) (Operation, error)
-	// Drain waits up to timeout for work in progress and reports whether
-	// none is left. It answers false at once while an operation is
+	Get(ctx context.Context, rows []Row, hint Hint) (Operation, error)
+	// Drain waits until no work is in progress, or ctx is done, and reports
+	// whether none is left. It answers false at once while an operation is
 	// unprovable.
-	Drain(timeout time.Duration) bool
+	Drain(ctx context.Context) bool
 	// Close releases the driver. It is refused unless a drain returned true
 	// and every region is unregistered.
 	Close() error
+}
+
+// As is the escape hatch from the contract to a driver's own type, in the
+// manner of gocloud.dev/blob's As: target must be a non-nil pointer; when d
+// is of the type target points to, As stores d there and returns true.
+// Otherwise, when d has a method As(any) bool (a wrapper of another driver
+// does), As returns what that method returns; a wrapper's As calls
+// driver.As on the driver it wraps. Tests use it to stage scenarios on the
+// store behind a wrapping driver.
+func As(d Driver, target any) bool {
+	v := reflect.ValueOf(target)
+	if d == nil || v.Kind() != reflect.Pointer || v.IsNil() {
+		return false
+	}
+	if dv := reflect.ValueOf(d); dv.Type().AssignableTo(v.Elem().Type()) {
+		v.Elem().Set(dv)
+		return true
+	}
+	if w, ok := d.(interface{ As(any) bool }); ok {
+		return w.As(target)
+	}
+	return false
 }
 
 // Rule names a RejectedError carries: the admission rules as spec files

@@ -16,11 +16,12 @@
 package memory
 
 import (
+	"context"
 	"sync"
-	"time"
 
 	gen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
 )
 
@@ -55,12 +56,9 @@ type Driver struct {
 	store *Store
 	caps  driver.Capabilities
 
-	regs driver.Registry
+	life driverkit.Lifecycle
 
 	mu         sync.Mutex
-	open       map[*op]bool
-	closed     bool
-	drained    bool
 	loseNext   bool
 	holdNext   chan struct{}
 	background sync.WaitGroup
@@ -79,7 +77,7 @@ func New(opt Options) *Driver {
 	if st == nil {
 		st = NewStore(0)
 	}
-	return &Driver{opt: opt, store: st, caps: caps, open: map[*op]bool{}}
+	return &Driver{opt: opt, store: st, caps: caps}
 }
 
 // Store returns the driver's store.
@@ -90,34 +88,12 @@ func (d *Driver) Capabilities() driver.Capabilities { return d.caps }
 
 // Register admits a host region. A device region is refused.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
-	if err := gen.AdmitRegister(r); err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return nil, driver.Reject(driver.RuleClosed, "the driver is closed")
-	}
-	return d.regs.Add(r, nil), nil
+	return d.life.Register(r, gen.AdmitRegister, nil)
 }
 
 // Unregister revokes a registration; it is refused while an operation that
 // may touch the region is open or unprovable.
-func (d *Driver) Unregister(reg driver.Registration) error {
-	g, err := d.regs.Lookup(reg)
-	if err != nil {
-		return err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for o := range d.open {
-		if !o.accessSettled() && o.touches(g.Region()) {
-			return driver.Reject(driver.RuleAccessOpen, "an operation that may touch region %q is still open; drain first", g.Region().Name)
-		}
-	}
-	d.regs.Remove(g)
-	return nil
-}
+func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unregister(reg, nil) }
 
 // LoseEvidenceNext makes the next operation lose the evidence of its access
 // end: its results are published, but its access is never proven to end.
@@ -139,46 +115,42 @@ func (d *Driver) HoldAccessNext() (release func()) {
 }
 
 // Put stores each row's spans under its key.
-func (d *Driver) Put(rows []driver.Row) (driver.Operation, error) {
+func (d *Driver) Put(_ context.Context, rows []driver.Row) (driver.Operation, error) {
 	return d.submit(rows, true, driver.Hint{})
 }
 
 // Get reads each row's object into its spans.
-func (d *Driver) Get(rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
+func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	return d.submit(rows, false, hint)
 }
 
 func (d *Driver) submit(rows []driver.Row, put bool, hint driver.Hint) (driver.Operation, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return nil, driver.Reject(driver.RuleClosed, "the driver is closed")
-	}
-	var err error
-	if put {
-		err = gen.AdmitPut(rows, d.regs.Live)
-	} else {
-		err = gen.AdmitGet(rows, hint, d.regs.Live)
-	}
-	if err == nil {
-		err = rules.AdmitHint(hint, d.caps.Hints)
-	}
-	if err == nil {
-		err = rules.AdmitRows(rows, d.caps.MaxRowsPerOp)
-	}
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error {
+		var err error
+		if put {
+			err = gen.AdmitPut(rows, live)
+		} else {
+			err = gen.AdmitGet(rows, hint, live)
+		}
+		if err == nil {
+			err = rules.AdmitHint(hint, d.caps.Hints)
+		}
+		if err == nil {
+			err = rules.AdmitRows(rows, d.caps.MaxRowsPerOp)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	o := &op{d: d, put: put, rows: append([]driver.Row(nil), rows...), staged: make([]driver.Result, len(rows)), writes: make([]*write, len(rows)),
-		settled: make(chan struct{}), lose: d.loseNext, holdAccess: d.holdNext}
+	d.mu.Lock()
+	o := &op{d: d, call: call, put: put, rows: append([]driver.Row(nil), rows...), staged: make([]driver.Result, len(rows)), writes: make([]*write, len(rows)),
+		lose: d.loseNext, holdAccess: d.holdNext}
 	d.loseNext, d.holdNext = false, nil
-	d.open[o] = true
-	d.drained = false
+	d.mu.Unlock()
 	switch d.opt.Mode {
 	case Blocking:
-		d.mu.Unlock()
 		o.run()
-		d.mu.Lock()
 	case Background:
 		d.background.Add(1)
 		go func() {
@@ -189,58 +161,16 @@ func (d *Driver) submit(rows []driver.Row, put bool, hint driver.Hint) (driver.O
 	return o, nil
 }
 
-// settle drops o from the open set once its results are published and its
-// access ended. An unprovable operation stays open for good.
-func (d *Driver) settle(o *op) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.open, o)
-}
-
-// Drain waits up to timeout for every operation to finish. It answers false
-// at once while an operation is unprovable.
-func (d *Driver) Drain(timeout time.Duration) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		d.mu.Lock()
-		var wait chan struct{}
-		for o := range d.open {
-			if o.Unprovable() {
-				d.mu.Unlock()
-				return false
-			}
-			wait = o.settled
-		}
-		if wait == nil {
-			d.drained = true
-			d.mu.Unlock()
-			d.background.Wait() // goroutines past their last settle
-			return true
-		}
-		d.mu.Unlock()
-		select {
-		case <-wait:
-		case <-deadline.C:
-			return false
-		}
-	}
+// Drain waits until every operation published its results and ended its
+// access, or ctx is done. It answers false at once while an operation is
+// unprovable.
+func (d *Driver) Drain(ctx context.Context) bool {
+	return d.life.Drain(ctx, func(context.Context) bool {
+		d.background.Wait() // goroutines past their last stage
+		return true
+	})
 }
 
 // Close releases the driver. It is refused unless a drain returned true
 // since the last operation and every region is unregistered.
-func (d *Driver) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return nil
-	}
-	if !d.drained || len(d.open) > 0 {
-		return driver.Reject(driver.RuleAccessOpen, "close needs a drain that returned true first")
-	}
-	if n := d.regs.Len(); n > 0 {
-		return driver.Reject(driver.RuleAccessOpen, "%d regions are still registered; unregister them first", n)
-	}
-	d.closed = true
-	return nil
-}
+func (d *Driver) Close() error { return d.life.Close(nil) }

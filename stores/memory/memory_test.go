@@ -2,10 +2,12 @@ package memory_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"testing"
 	"time"
 
+	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/stores/trailer"
 
 	"github.com/stretchr/testify/assert"
@@ -37,7 +39,7 @@ func newFixture(t *testing.T, opt memory.Options) *fixture {
 	require.NoError(t, err)
 	f := &fixture{d: d, r: r, reg: reg}
 	t.Cleanup(func() {
-		if d.Drain(5 * time.Second) {
+		if d.Drain(conformance.Within(5 * time.Second)) {
 			_ = d.Unregister(reg)
 			_ = r.Close()
 		} // else: keep the memory, a store may still touch it
@@ -76,15 +78,15 @@ func TestRoundTripIsByteForByte(t *testing.T) {
 			f := newFixture(t, memory.Options{Mode: mode})
 			f.fill(0, 1)
 			f.fill(1, 50)
-			put, err := f.d.Put([]driver.Row{f.row("a", 0), f.row("b", 1)})
+			put, err := f.d.Put(context.Background(), []driver.Row{f.row("a", 0), f.row("b", 1)})
 			require.NoError(t, err)
 			assert.Equal(t, []driver.Result{{Status: driver.Ready}, {Status: driver.Ready}}, wait(t, put))
-			get, err := f.d.Get([]driver.Row{f.row("a", 2), f.row("b", 3)}, driver.Hint{})
+			get, err := f.d.Get(context.Background(), []driver.Row{f.row("a", 2), f.row("b", 3)}, driver.Hint{})
 			require.NoError(t, err)
 			assert.Equal(t, []driver.Result{{Status: driver.Ready}, {Status: driver.Ready}}, wait(t, get))
 			assert.Equal(t, f.r.Slot(0).Bytes(), f.r.Slot(2).Bytes())
 			assert.Equal(t, f.r.Slot(1).Bytes(), f.r.Slot(3).Bytes())
-			require.True(t, f.d.Drain(time.Second))
+			require.True(t, f.d.Drain(conformance.Within(time.Second)))
 		})
 	}
 }
@@ -93,7 +95,7 @@ func TestMissLeavesDestinationUntouched(t *testing.T) {
 	f := newFixture(t, memory.Options{})
 	f.fill(0, 9)
 	before := bytes.Clone(f.r.Slot(0).Bytes())
-	op, err := f.d.Get([]driver.Row{f.row("absent", 0)}, driver.Hint{})
+	op, err := f.d.Get(context.Background(), []driver.Row{f.row("absent", 0)}, driver.Hint{})
 	require.NoError(t, err)
 	assert.Equal(t, driver.Miss, wait(t, op)[0].Status)
 	assert.Equal(t, before, f.r.Slot(0).Bytes())
@@ -122,7 +124,7 @@ func TestCorruptObjectsAreFaultsNamingWhatWasWrong(t *testing.T) {
 			f.d.Store().SetObject("k", c.obj)
 			f.fill(0, 3)
 			before := bytes.Clone(f.r.Slot(0).Bytes())
-			op, err := f.d.Get([]driver.Row{f.row("k", 0)}, driver.Hint{})
+			op, err := f.d.Get(context.Background(), []driver.Row{f.row("k", 0)}, driver.Hint{})
 			require.NoError(t, err, "a store fault is a row result, never an error")
 			res := wait(t, op)[0]
 			assert.Equal(t, driver.Fault, res.Status)
@@ -155,9 +157,9 @@ func TestStoreAnswersBecomeRowResults(t *testing.T) {
 			var op driver.Operation
 			var err error
 			if c.put {
-				op, err = f.d.Put([]driver.Row{f.row("k", 0)})
+				op, err = f.d.Put(context.Background(), []driver.Row{f.row("k", 0)})
 			} else {
-				op, err = f.d.Get([]driver.Row{f.row("k", 0)}, driver.Hint{})
+				op, err = f.d.Get(context.Background(), []driver.Row{f.row("k", 0)}, driver.Hint{})
 			}
 			require.NoError(t, err)
 			res := wait(t, op)[0]
@@ -179,7 +181,7 @@ func TestDeviceRegionIsRefusedAtRegister(t *testing.T) {
 func TestControlledStagesAreObservedApart(t *testing.T) {
 	t.Run("results before access end", func(t *testing.T) {
 		f := newFixture(t, memory.Options{Mode: memory.Controlled})
-		op, err := f.d.Put([]driver.Row{f.row("k", 0)})
+		op, err := f.d.Put(context.Background(), []driver.Row{f.row("k", 0)})
 		require.NoError(t, err)
 		c := memory.ControllerOf(op)
 		_, done := op.Poll()
@@ -195,7 +197,7 @@ func TestControlledStagesAreObservedApart(t *testing.T) {
 	})
 	t.Run("access end before results", func(t *testing.T) {
 		f := newFixture(t, memory.Options{Mode: memory.Controlled})
-		op, err := f.d.Put([]driver.Row{f.row("k", 0)})
+		op, err := f.d.Put(context.Background(), []driver.Row{f.row("k", 0)})
 		require.NoError(t, err)
 		c := memory.ControllerOf(op)
 		c.EndAccess()
@@ -210,14 +212,14 @@ func TestControlledStagesAreObservedApart(t *testing.T) {
 
 func TestCancelOnlyStopsRowsThatNeverStarted(t *testing.T) {
 	f := newFixture(t, memory.Options{Mode: memory.Controlled})
-	before, err := f.d.Put([]driver.Row{f.row("a", 0), f.row("b", 1)})
+	before, err := f.d.Put(context.Background(), []driver.Row{f.row("a", 0), f.row("b", 1)})
 	require.NoError(t, err)
 	before.Cancel()
 	memory.ControllerOf(before).PublishResults()
 	res, _ := before.Poll()
 	assert.Equal(t, []driver.Result{{Status: driver.Cancelled}, {Status: driver.Cancelled}}, res)
 
-	after, err := f.d.Put([]driver.Row{f.row("c", 0)})
+	after, err := f.d.Put(context.Background(), []driver.Row{f.row("c", 0)})
 	require.NoError(t, err)
 	c := memory.ControllerOf(after)
 	c.MoveData()
@@ -231,12 +233,12 @@ func TestCancelOnlyStopsRowsThatNeverStarted(t *testing.T) {
 func TestUnprovableOperationPinsRegionAndDrain(t *testing.T) {
 	f := newFixture(t, memory.Options{})
 	f.d.LoseEvidenceNext()
-	op, err := f.d.Put([]driver.Row{f.row("k", 0)})
+	op, err := f.d.Put(context.Background(), []driver.Row{f.row("k", 0)})
 	require.NoError(t, err)
 	assert.True(t, op.AccessUnprovable())
 	assert.False(t, op.AccessEnded())
 	start := time.Now()
-	assert.False(t, f.d.Drain(time.Hour), "drain answers false at once")
+	assert.False(t, f.d.Drain(conformance.Within(time.Hour)), "drain answers false at once")
 	assert.Less(t, time.Since(start), time.Minute)
 	var re *driver.RejectedError
 	require.ErrorAs(t, f.d.Unregister(f.reg), &re)
@@ -246,12 +248,12 @@ func TestUnprovableOperationPinsRegionAndDrain(t *testing.T) {
 func TestDrainWaitsForBackgroundWork(t *testing.T) {
 	f := newFixture(t, memory.Options{Mode: memory.Background})
 	entered, release := f.d.Store().Hold(memory.CallPut, "k")
-	op, err := f.d.Put([]driver.Row{f.row("k", 0)})
+	op, err := f.d.Put(context.Background(), []driver.Row{f.row("k", 0)})
 	require.NoError(t, err)
 	<-entered
-	assert.False(t, f.d.Drain(10*time.Millisecond), "a put is held inside the store")
+	assert.False(t, f.d.Drain(conformance.Within(10*time.Millisecond)), "a put is held inside the store")
 	release()
-	assert.True(t, f.d.Drain(5*time.Second))
+	assert.True(t, f.d.Drain(conformance.Within(5*time.Second)))
 	assert.True(t, op.AccessEnded())
 }
 
@@ -263,11 +265,11 @@ func TestCloseNeedsDrainAndUnregister(t *testing.T) {
 	reg, err := d.Register(r.Region)
 	require.NoError(t, err)
 	assert.Error(t, d.Close(), "no drain yet")
-	require.True(t, d.Drain(time.Second))
+	require.True(t, d.Drain(conformance.Within(time.Second)))
 	assert.Error(t, d.Close(), "a region is still registered")
 	require.NoError(t, d.Unregister(reg))
 	require.NoError(t, d.Close())
-	_, err = d.Put([]driver.Row{{Key: "k", Spans: []driver.Span{r.Slot(0)}}})
+	_, err = d.Put(context.Background(), []driver.Row{{Key: "k", Spans: []driver.Span{r.Slot(0)}}})
 	assert.True(t, driver.IsRejected(err), "a closed driver rejects work")
 }
 
@@ -275,16 +277,16 @@ func TestAPutNotYetPublishedIsNotReadyToOthers(t *testing.T) {
 	shared := memory.NewStore(0)
 	f := newFixture(t, memory.Options{Mode: memory.Controlled, Store: shared})
 	reader := newFixture(t, memory.Options{Store: shared})
-	op, err := f.d.Put([]driver.Row{f.row("k", 0)})
+	op, err := f.d.Put(context.Background(), []driver.Row{f.row("k", 0)})
 	require.NoError(t, err)
 	c := memory.ControllerOf(op)
 	c.MoveData()
-	get, err := reader.d.Get([]driver.Row{reader.row("k", 1)}, driver.Hint{})
+	get, err := reader.d.Get(context.Background(), []driver.Row{reader.row("k", 1)}, driver.Hint{})
 	require.NoError(t, err)
 	assert.Equal(t, driver.NotReady, wait(t, get)[0].Status, "data moved but not committed")
 	c.PublishResults()
 	c.EndAccess()
-	get, err = reader.d.Get([]driver.Row{reader.row("k", 1)}, driver.Hint{})
+	get, err = reader.d.Get(context.Background(), []driver.Row{reader.row("k", 1)}, driver.Hint{})
 	require.NoError(t, err)
 	assert.Equal(t, driver.Ready, wait(t, get)[0].Status)
 }

@@ -7,12 +7,14 @@ import (
 
 	gen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
 )
 
 // op is one recorded Put or Get.
 type op struct {
 	d    *Driver
+	call *driverkit.Call
 	put  bool
 	rows []driver.Row
 
@@ -27,8 +29,6 @@ type op struct {
 	unprovable  bool
 	lose        bool          // lose the evidence of the access end
 	holdAccess  chan struct{} // keep access open until closed
-	settled     chan struct{} // closed once results are published and access ended
-	settleOnce  sync.Once
 }
 
 func (o *op) Poll() ([]driver.Result, bool) {
@@ -52,24 +52,6 @@ func (o *op) Unprovable() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.unprovable
-}
-
-// accessSettled reports whether the store can no longer touch o's memory.
-func (o *op) accessSettled() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.accessEnded
-}
-
-func (o *op) touches(r *driver.Region) bool {
-	for _, row := range o.rows {
-		for _, s := range row.Spans {
-			if s.Region == r {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // Cancel stops rows that have not started; they answer CANCELLED.
@@ -192,7 +174,7 @@ func (o *op) getRow(row driver.Row) driver.Result {
 func (o *op) publish() {
 	o.move()
 	o.mu.Lock()
-	defer func() { o.mu.Unlock(); o.maybeSettle() }()
+	defer func() { o.mu.Unlock(); o.call.Done() }()
 	if o.results != nil {
 		return
 	}
@@ -206,30 +188,21 @@ func (o *op) publish() {
 
 func (o *op) endAccess() {
 	o.mu.Lock()
-	if !o.unprovable {
-		o.accessEnded = true
-	}
+	ended := !o.unprovable
+	o.accessEnded = o.accessEnded || ended
 	o.mu.Unlock()
-	o.maybeSettle()
+	if ended {
+		o.call.EndAccess()
+	}
 }
 
 func (o *op) loseEvidence() {
 	o.mu.Lock()
-	if !o.accessEnded {
-		o.unprovable = true
-	}
+	lost := !o.accessEnded
+	o.unprovable = o.unprovable || lost
 	o.mu.Unlock()
-}
-
-func (o *op) maybeSettle() {
-	o.mu.Lock()
-	done := o.results != nil && o.accessEnded
-	o.mu.Unlock()
-	if done {
-		o.settleOnce.Do(func() {
-			o.d.settle(o)
-			close(o.settled)
-		})
+	if lost {
+		o.call.Unprovable()
 	}
 }
 

@@ -1,12 +1,13 @@
 package mooncake
 
 import (
+	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	gen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/driverkit"
 )
 
 // hold is why the driver holds a key.
@@ -28,15 +29,10 @@ const (
 type Driver struct {
 	sdk SDK
 
-	regs  driver.Registry // Data: the registered Buffer
-	calls driver.Calls
+	life driverkit.Lifecycle // registration handles: the registered Buffer
 
-	mu         sync.Mutex
-	held       map[string]hold
-	inflight   map[*driver.Region]int // regions of calls in progress
-	unprovable map[*op]bool
-	drained    bool
-	closed     bool
+	mu   sync.Mutex
+	held map[string]hold
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -48,7 +44,7 @@ func New(sdk SDK) (*Driver, error) {
 	if v := sdk.Version(); !gen.SupportsVersion(v) {
 		return nil, fmt.Errorf("mooncake: SDK version %q has no spec; kvblob holds specs for %v (spec/mooncake-*.yaml). Install a supported build, or add a spec for %s and run 'make generate'", v, gen.SDKVersions, v)
 	}
-	return &Driver{sdk: sdk, held: map[string]hold{}, inflight: map[*driver.Region]int{}, unprovable: map[*op]bool{}}, nil
+	return &Driver{sdk: sdk, held: map[string]hold{}}, nil
 }
 
 // SDK returns the client the driver calls.
@@ -68,115 +64,50 @@ func spanBuffer(s driver.Span) Buffer {
 // refused before the SDK is asked. A raise inside the SDK is returned as a
 // plain error: the registration may be live.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
-	if err := gen.AdmitRegister(r); err != nil {
-		return nil, err
+	admit := func(r *driver.Region) error {
+		if err := gen.AdmitRegister(r); err != nil {
+			return err
+		}
+		if r.Addr == 0 {
+			return driver.Reject(driver.RuleInvalidSpan, "region %q has no address; the SDK registers memory by address (use runtime/hostmem)", r.Name)
+		}
+		return nil
 	}
-	if r.Addr == 0 {
-		return nil, driver.Reject(driver.RuleInvalidSpan, "region %q has no address; the SDK registers memory by address (use runtime/hostmem)", r.Name)
-	}
-	d.mu.Lock()
-	closed := d.closed
-	d.mu.Unlock()
-	if closed {
-		return nil, driver.Reject(driver.RuleClosed, "the driver is closed")
-	}
-	buf := regionBuffer(r)
-	code, err := d.sdk.RegisterBuffer(buf)
-	if err != nil {
-		return nil, fmt.Errorf("mooncake: register_buffer of region %q raised; the registration may be live: %w", r.Name, err)
-	}
-	if gen.Code(code) != gen.OK {
-		return nil, driver.Reject("register_buffer", "register_buffer of region %q answered %s", r.Name, gen.Code(code))
-	}
-	return d.regs.Add(r, buf), nil
+	return d.life.Register(r, admit, func() (any, error) {
+		buf := regionBuffer(r)
+		code, err := d.sdk.RegisterBuffer(buf)
+		if err != nil {
+			return nil, fmt.Errorf("mooncake: register_buffer of region %q raised; the registration may be live: %w", r.Name, err)
+		}
+		if gen.Code(code) != gen.OK {
+			return nil, driver.Reject("register_buffer", "register_buffer of region %q answered %s", r.Name, gen.Code(code))
+		}
+		return buf, nil
+	})
 }
 
 // Unregister refuses while a call in progress or an unprovable operation may
 // touch the region.
 func (d *Driver) Unregister(reg driver.Registration) error {
-	g, err := d.regs.Lookup(reg)
-	if err != nil {
-		return err
-	}
-	r := g.Region()
-	d.mu.Lock()
-	if d.inflight[r] > 0 {
-		d.mu.Unlock()
-		return driver.Reject(driver.RuleAccessOpen, "a call in progress may touch region %q", r.Name)
-	}
-	for o := range d.unprovable {
-		if o.touches(r) {
-			d.mu.Unlock()
-			return driver.Reject(driver.RuleAccessOpen, "an operation that never proved its access ended may touch region %q", r.Name)
+	return d.life.Unregister(reg, func(handle any) error {
+		buf := handle.(Buffer)
+		code, err := d.sdk.UnregisterBuffer(buf)
+		if err != nil || gen.Code(code) != gen.OK {
+			return driver.Reject("unregister_buffer", "unregister_buffer of region %q answered %s (%v); it is still registered", reg.Region().Name, gen.Code(code), err)
 		}
-	}
-	d.mu.Unlock()
-	buf := g.Data.(Buffer)
-	code, err := d.sdk.UnregisterBuffer(buf)
-	if err != nil || gen.Code(code) != gen.OK {
-		return driver.Reject("unregister_buffer", "unregister_buffer of region %q answered %s (%v); it is still registered", r.Name, gen.Code(code), err)
-	}
-	d.regs.Remove(g)
-	return nil
+		return nil
+	})
 }
 
-// admit runs the generated admission under the lock and, once admitted,
-// counts the call as in progress.
-func (d *Driver) admit(rows []driver.Row, check func(live func(*driver.Region) bool) error) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return driver.Reject(driver.RuleClosed, "the driver is closed")
-	}
-	if err := check(d.fastLive(rows)); err != nil {
-		return err
-	}
-	d.calls.Enter()
-	d.drained = false
-	for _, r := range rows {
-		d.inflight[r.Spans[0].Region]++
-	}
-	return nil
-}
+// Drain waits for the calls in progress, then revokes the sessions left
+// open. It answers false at once while an operation is unprovable, and
+// false while a left-open session could not be revoked. The SDK's calls take
+// no deadline: ctx bounds only the wait for calls in progress.
+func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, d.revokeLeftOpen) }
 
-// fastLive answers liveness for the common case, every row in one region,
-// with one lookup.
-func (d *Driver) fastLive(rows []driver.Row) func(*driver.Region) bool {
-	if len(rows) == 0 || len(rows[0].Spans) == 0 {
-		return d.regs.Live
-	}
-	first := rows[0].Spans[0].Region
-	firstLive := d.regs.Live(first)
-	return func(r *driver.Region) bool {
-		if r == first {
-			return firstLive
-		}
-		return d.regs.Live(r)
-	}
-}
-
-func (d *Driver) done(rows []driver.Row, o *op) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, r := range rows {
-		reg := r.Spans[0].Region
-		if d.inflight[reg]--; d.inflight[reg] == 0 {
-			delete(d.inflight, reg)
-		}
-	}
-	if o.unprovable {
-		d.unprovable[o] = true
-	}
-	d.calls.Leave()
-}
-
-// Drain waits up to timeout for the calls in progress, then revokes the
-// sessions left open. It answers false at once while an operation is
-// unprovable, and false while a left-open session could not be revoked.
-func (d *Driver) Drain(timeout time.Duration) bool {
-	if d.anyUnprovable() || !d.calls.Wait(timeout) || d.anyUnprovable() {
-		return false
-	}
+// revokeLeftOpen revokes the sessions this driver left open and reports
+// whether none is left.
+func (d *Driver) revokeLeftOpen(context.Context) bool {
 	d.mu.Lock()
 	var open []string
 	for k, h := range d.held {
@@ -185,55 +116,30 @@ func (d *Driver) Drain(timeout time.Duration) bool {
 		}
 	}
 	d.mu.Unlock()
-	if len(open) > 0 {
-		codes, err := d.sdk.BatchPutSessionRevoke(open)
-		d.mu.Lock()
-		if err == nil && len(codes) == len(open) {
-			for i, k := range open {
-				if gen.MapBatchPutSessionRevoke(codes[i]).Result.Status == driver.Ready {
-					delete(d.held, k)
-				}
-			}
-		}
-		d.mu.Unlock()
+	if len(open) == 0 {
+		return true
 	}
+	codes, err := d.sdk.BatchPutSessionRevoke(open)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err == nil && len(codes) == len(open) {
+		for i, k := range open {
+			if gen.MapBatchPutSessionRevoke(codes[i]).Result.Status == driver.Ready {
+				delete(d.held, k)
+			}
+		}
+	}
 	for _, h := range d.held {
 		if h == heldOpen {
 			return false
 		}
 	}
-	d.drained = d.calls.InProgress() == 0
-	return d.drained
-}
-
-func (d *Driver) anyUnprovable() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.unprovable) > 0
+	return true
 }
 
 // Close closes the SDK client once a drain returned true and every region
 // is unregistered.
-func (d *Driver) Close() error {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return nil
-	}
-	if !d.drained || d.calls.InProgress() > 0 {
-		d.mu.Unlock()
-		return driver.Reject(driver.RuleAccessOpen, "close needs a drain that returned true first")
-	}
-	if n := d.regs.Len(); n > 0 {
-		d.mu.Unlock()
-		return driver.Reject(driver.RuleAccessOpen, "%d regions are still registered; unregister them first", n)
-	}
-	d.closed = true
-	d.mu.Unlock()
-	return d.sdk.Close()
-}
+func (d *Driver) Close() error { return d.life.Close(d.sdk.Close) }
 
 // Held reports why the driver holds key ("" when it does not): for tests
 // and diagnostics.
@@ -254,7 +160,6 @@ func (d *Driver) Held(key string) string {
 // op is a finished operation: Put and Get return only after their SDK
 // calls returned.
 type op struct {
-	rows       []driver.Row
 	results    []driver.Result
 	ended      bool
 	unprovable bool
@@ -266,15 +171,6 @@ func (o *op) AccessUnprovable() bool        { return o.unprovable }
 
 // Cancel does nothing: every row started before Put or Get returned.
 func (o *op) Cancel() {}
-
-func (o *op) touches(r *driver.Region) bool {
-	for _, row := range o.rows {
-		if row.Spans[0].Region == r {
-			return true
-		}
-	}
-	return false
-}
 
 func keysOf(rows []driver.Row, idx []int) []string {
 	ks := make([]string, len(idx))
@@ -290,4 +186,14 @@ func raised(call string, err error, got, want int) driver.Result {
 		return driver.FaultResult(0, "%s raised: %v", call, err)
 	}
 	return driver.FaultResult(0, "%s answered %d values for %d keys", call, got, want)
+}
+
+// settle ends the call of a finished operation: its access ended on return,
+// or it never will.
+func (o *op) settle(call *driverkit.Call) {
+	if o.unprovable {
+		call.Unprovable()
+		return
+	}
+	call.End()
 }

@@ -2,6 +2,7 @@ package mooncake_test
 
 import (
 	"bytes"
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func newFx(t *testing.T) *fx {
 	require.NoError(t, err)
 	f := &fx{m: m, d: d, r: r, reg: reg}
 	t.Cleanup(func() {
-		if d.Drain(5*time.Second) && d.Unregister(reg) == nil {
+		if d.Drain(conformance.Within(5*time.Second)) && d.Unregister(reg) == nil {
 			_ = r.Close()
 		}
 	})
@@ -96,7 +97,7 @@ func (f *fx) row(key string, i int) driver.Row {
 
 func (f *fx) put(t *testing.T, rows ...driver.Row) (driver.Operation, []driver.Result) {
 	t.Helper()
-	op, err := f.d.Put(rows)
+	op, err := f.d.Put(context.Background(), rows)
 	require.NoError(t, err)
 	res, done := op.Poll()
 	require.True(t, done, "put returns a finished operation")
@@ -105,7 +106,7 @@ func (f *fx) put(t *testing.T, rows ...driver.Row) (driver.Operation, []driver.R
 
 func (f *fx) get(t *testing.T, rows ...driver.Row) (driver.Operation, []driver.Result) {
 	t.Helper()
-	op, err := f.d.Get(rows, driver.Hint{})
+	op, err := f.d.Get(context.Background(), rows, driver.Hint{})
 	require.NoError(t, err)
 	res, done := op.Poll()
 	require.True(t, done)
@@ -198,7 +199,7 @@ func TestSessionBookkeeping(t *testing.T) {
 			assert.Equal(t, c.held, f.d.Held("k"))
 			assert.Equal(t, c.unprovable, op.AccessUnprovable())
 			assert.Equal(t, !c.unprovable, op.AccessEnded())
-			drained := f.d.Drain(time.Second)
+			drained := f.d.Drain(conformance.Within(time.Second))
 			assert.Equal(t, !c.unprovable, drained)
 			assert.Equal(t, c.openAfter, f.m.SessionOpen("k"))
 		})
@@ -274,7 +275,7 @@ func TestGetAnswers(t *testing.T) {
 			}
 			if c.unprovable {
 				assert.True(t, driver.IsRejected(f.d.Unregister(f.reg)), "unregister under an unprovable get")
-				assert.False(t, f.d.Drain(time.Hour), "drain answers false at once")
+				assert.False(t, f.d.Drain(conformance.Within(time.Hour)), "drain answers false at once")
 			}
 		})
 	}
@@ -283,11 +284,11 @@ func TestGetAnswers(t *testing.T) {
 func TestAdmissionComesFromTheSpec(t *testing.T) {
 	f := newFx(t)
 	multi := driver.Row{Key: "m", Spans: []driver.Span{f.r.Slot(0), f.r.Slot(1)}}
-	_, err := f.d.Put([]driver.Row{multi})
+	_, err := f.d.Put(context.Background(), []driver.Row{multi})
 	var re *driver.RejectedError
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, driver.RuleMultiSpan, re.Rule)
-	_, err = f.d.Get([]driver.Row{f.row("k", 0)}, driver.NewHint([]byte("x")))
+	_, err = f.d.Get(context.Background(), []driver.Row{f.row("k", 0)}, driver.NewHint([]byte("x")))
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, driver.RuleHint, re.Rule)
 	_, err = f.d.Register(&driver.Region{Name: "gpu", Kind: driver.Device, Layout: driver.Layout{SlotBytes: 8, Slots: 1}})

@@ -1,6 +1,8 @@
 package mooncake
 
 import (
+	"context"
+
 	gen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -13,12 +15,13 @@ import (
 // session it left open is READY when batch_is_exist shows its object
 // complete, NOT_READY otherwise. It never starts a session for a key it
 // holds.
-func (d *Driver) Put(rows []driver.Row) (driver.Operation, error) {
-	if err := d.admit(rows, func(live func(*driver.Region) bool) error { return gen.AdmitPut(rows, live) }); err != nil {
+func (d *Driver) Put(_ context.Context, rows []driver.Row) (driver.Operation, error) {
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return gen.AdmitPut(rows, live) })
+	if err != nil {
 		return nil, err
 	}
-	o := &op{rows: rows, results: make([]driver.Result, len(rows)), ended: true}
-	defer d.done(rows, o)
+	o := &op{results: make([]driver.Result, len(rows)), ended: true}
+	defer o.settle(call)
 
 	var start, askHeld []int
 	d.mu.Lock()
@@ -211,12 +214,13 @@ func (d *Driver) askExistence(rows []driver.Row, exists map[int]rules.Mapping, o
 // Get reads each row's object into its span with one batch_get_into, and
 // rereads once the rows whose read lease expired. Access ends only when no
 // row's answer keeps it (TRANSFER_FAIL).
-func (d *Driver) Get(rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	if err := d.admit(rows, func(live func(*driver.Region) bool) error { return gen.AdmitGet(rows, hint, live) }); err != nil {
+func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return gen.AdmitGet(rows, hint, live) })
+	if err != nil {
 		return nil, err
 	}
-	o := &op{rows: rows, results: make([]driver.Result, len(rows))}
-	defer d.done(rows, o)
+	o := &op{results: make([]driver.Result, len(rows))}
+	defer o.settle(call)
 	all := make([]int, len(rows))
 	for i := range all {
 		all[i] = i

@@ -17,7 +17,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kvblob/kvblob/stores/trailer"
@@ -26,6 +25,7 @@ import (
 
 	gen "github.com/kvblob/kvblob/generated/redis"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
 )
 
@@ -62,12 +62,7 @@ type Driver struct {
 	opt Options
 	ver string
 
-	regs  driver.Registry
-	calls driver.Calls
-
-	mu      sync.Mutex
-	drained bool
-	closed  bool
+	life driverkit.Lifecycle
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -128,82 +123,28 @@ func (d *Driver) Capabilities() driver.Capabilities { return gen.Capabilities }
 
 // Register admits a host region; Redis needs no registration of its own.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
-	if err := gen.AdmitRegister(r); err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return nil, driver.Reject(driver.RuleClosed, "the driver is closed")
-	}
-	return d.regs.Add(r, nil), nil
+	return d.life.Register(r, gen.AdmitRegister, nil)
 }
 
-// Unregister refuses while a call is in progress: a call may be copying
-// from or into any region.
-func (d *Driver) Unregister(reg driver.Registration) error {
-	g, err := d.regs.Lookup(reg)
-	if err != nil {
-		return err
-	}
-	if d.calls.InProgress() > 0 {
-		return driver.Reject(driver.RuleAccessOpen, "a call in progress may touch region %q", g.Region().Name)
-	}
-	d.regs.Remove(g)
-	return nil
-}
+// Unregister refuses while a call that may touch the region is in progress.
+func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unregister(reg, nil) }
 
-func (d *Driver) begin(check func(live func(*driver.Region) bool) error) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return driver.Reject(driver.RuleClosed, "the driver is closed")
-	}
-	if err := check(d.regs.Live); err != nil {
-		return err
-	}
-	d.calls.Enter()
-	d.drained = false
-	return nil
-}
-
-// Drain waits up to timeout for the calls in progress. Every call ends its
-// access on return, so no operation is ever unprovable.
-func (d *Driver) Drain(timeout time.Duration) bool {
-	if !d.calls.Wait(timeout) {
-		return false
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.drained = true
-	return true
-}
+// Drain waits for the calls in progress. Every call ends its access on
+// return, so no operation is ever unprovable.
+func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil) }
 
 // Close closes the client once a drain returned true and every region is
 // unregistered.
-func (d *Driver) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return nil
+func (d *Driver) Close() error { return d.life.Close(d.c.Close) }
+
+// As reaches the go-redis client: target may be a *goredis.UniversalClient.
+func (d *Driver) As(target any) bool {
+	if p, ok := target.(*goredis.UniversalClient); ok {
+		*p = d.c
+		return true
 	}
-	if !d.drained || d.calls.InProgress() > 0 {
-		return driver.Reject(driver.RuleAccessOpen, "close needs a drain that returned true first")
-	}
-	if n := d.regs.Len(); n > 0 {
-		return driver.Reject(driver.RuleAccessOpen, "%d regions are still registered; unregister them first", n)
-	}
-	d.closed = true
-	return d.c.Close()
+	return false
 }
-
-// op is a finished operation: every call ends its access on return.
-type op struct{ results []driver.Result }
-
-func (o *op) Poll() ([]driver.Result, bool) { return append([]driver.Result(nil), o.results...), true }
-func (o *op) AccessEnded() bool             { return true }
-func (o *op) AccessUnprovable() bool        { return false }
-func (o *op) Cancel()                       {}
 
 func fault(m rules.Mapping, err error) driver.Result {
 	r := m.Result
@@ -215,13 +156,13 @@ func fault(m rules.Mapping, err error) driver.Result {
 
 // Put claims each key, stores the objects of the rows it claimed, and asks
 // about the keys it found present.
-func (d *Driver) Put(rows []driver.Row) (driver.Operation, error) {
-	if err := d.begin(func(live func(*driver.Region) bool) error { return gen.AdmitPut(rows, live) }); err != nil {
+func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return gen.AdmitPut(rows, live) })
+	if err != nil {
 		return nil, err
 	}
-	defer d.calls.Leave()
-	ctx := context.Background()
-	o := &op{results: make([]driver.Result, len(rows))}
+	defer call.End()
+	results := make([]driver.Result, len(rows))
 	marker := newMarker()
 
 	// 1. Claim every key.
@@ -247,7 +188,7 @@ func (d *Driver) Put(rows []driver.Row) (driver.Operation, error) {
 			exists = append(exists, i)
 			asked[i] = m
 		default:
-			o.results[i] = fault(m, cerr)
+			results[i] = fault(m, cerr)
 		}
 	}
 
@@ -273,7 +214,7 @@ func (d *Driver) Put(rows []driver.Row) (driver.Operation, error) {
 				code = gen.Lost
 			}
 			m := gen.MapStore(int64(code))
-			o.results[i] = fault(m, cerr)
+			results[i] = fault(m, cerr)
 			if m.Result.Status != driver.Ready && code != gen.Lost {
 				release = append(release, i)
 			}
@@ -295,15 +236,15 @@ func (d *Driver) Put(rows []driver.Row) (driver.Operation, error) {
 			v, err := gets[k].Bytes()
 			switch {
 			case err != nil && err != goredis.Nil:
-				o.results[i] = fault(m, err)
+				results[i] = fault(m, err)
 			case err == nil && isObject(v, rows[i].Key):
-				o.results[i] = driver.Result{Status: m.IfExists}
+				results[i] = driver.Result{Status: m.IfExists}
 			default:
-				o.results[i] = driver.Result{Status: m.IfAbsent}
+				results[i] = driver.Result{Status: m.IfAbsent}
 			}
 		}
 	}
-	return o, nil
+	return driverkit.Finished(results), nil
 }
 
 // release deletes this writer's markers from rows whose store failed, so a
@@ -336,13 +277,13 @@ func newMarker() string {
 
 // Get reads each row's object, checks its trailer and only then copies its
 // payload into the row's spans.
-func (d *Driver) Get(rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	if err := d.begin(func(live func(*driver.Region) bool) error { return gen.AdmitGet(rows, hint, live) }); err != nil {
+func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return gen.AdmitGet(rows, hint, live) })
+	if err != nil {
 		return nil, err
 	}
-	defer d.calls.Leave()
-	ctx := context.Background()
-	o := &op{results: make([]driver.Result, len(rows))}
+	defer call.End()
+	results := make([]driver.Result, len(rows))
 	pipe := d.c.Pipeline()
 	gets := make([]*goredis.StringCmd, len(rows))
 	for i, r := range rows {
@@ -353,16 +294,16 @@ func (d *Driver) Get(rows []driver.Row, hint driver.Hint) (driver.Operation, err
 		v, err := cmd.Bytes()
 		if err != nil {
 			code, cerr := classify(err)
-			o.results[i] = fault(gen.MapGet(int64(code), rows[i].Bytes()), cerr)
+			results[i] = fault(gen.MapGet(int64(code), rows[i].Bytes()), cerr)
 			continue
 		}
 		if bytes.HasPrefix(v, []byte(markerPrefix)) {
-			o.results[i] = gen.MapGet(int64(gen.Pending), rows[i].Bytes()).Result
+			results[i] = gen.MapGet(int64(gen.Pending), rows[i].Bytes()).Result
 			continue
 		}
 		payload, err := trailer.Check(v, rows[i].Key)
 		if err != nil {
-			o.results[i] = fault(gen.MapGet(int64(gen.Corrupt), rows[i].Bytes()), err)
+			results[i] = fault(gen.MapGet(int64(gen.Corrupt), rows[i].Bytes()), err)
 			continue
 		}
 		m := gen.MapGet(int64(len(payload)), rows[i].Bytes())
@@ -371,7 +312,7 @@ func (d *Driver) Get(rows []driver.Row, hint driver.Hint) (driver.Operation, err
 				payload = payload[copy(s.Bytes(), payload):]
 			}
 		}
-		o.results[i] = m.Result
+		results[i] = m.Result
 	}
-	return o, nil
+	return driverkit.Finished(results), nil
 }

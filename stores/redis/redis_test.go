@@ -110,7 +110,7 @@ func newFx(t *testing.T, addr string, hooks ...*redistest.Faults) *fx {
 	reg, err := d.Register(r.Region)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		if d.Drain(5*time.Second) && d.Unregister(reg) == nil {
+		if d.Drain(conformance.Within(5*time.Second)) && d.Unregister(reg) == nil {
 			_ = d.Close()
 			_ = r.Close()
 		}
@@ -134,7 +134,7 @@ func TestAServerKilledMidFetchIsAFault(t *testing.T) {
 		rows = append(rows, driver.Row{Key: key, Spans: []driver.Span{f.r.Slot(i)}})
 		dst = append(dst, driver.Row{Key: key, Spans: []driver.Span{f.r.Slot(8 + i)}})
 	}
-	op, err := f.d.Put(rows)
+	op, err := f.d.Put(context.Background(), rows)
 	require.NoError(t, err)
 	res, _ := op.Poll()
 	for _, r := range res {
@@ -147,7 +147,7 @@ func TestAServerKilledMidFetchIsAFault(t *testing.T) {
 		}
 	}
 	faults.Before("get", rows[0].Key, own.Kill)
-	op, err = f.d.Get(dst, driver.Hint{})
+	op, err = f.d.Get(context.Background(), dst, driver.Hint{})
 	require.NoError(t, err, "a dead server is a row fault, never an error")
 	res, _ = op.Poll()
 	for i, r := range res {
@@ -167,7 +167,7 @@ func TestOpenChecksTheServer(t *testing.T) {
 	d, err := redis.Open(context.Background(), redis.Options{Addrs: []string{server.Addr}})
 	require.NoError(t, err)
 	assert.Regexp(t, `^7\.`, d.ServerVersion())
-	require.True(t, d.Drain(time.Second))
+	require.True(t, d.Drain(conformance.Within(time.Second)))
 	require.NoError(t, d.Close())
 
 	_, err = redis.Open(context.Background(), redis.Options{})

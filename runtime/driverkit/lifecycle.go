@@ -1,0 +1,365 @@
+// Package driverkit is what a driver author builds a driver.Driver on.
+//
+// Lifecycle is the one state machine every driver shares: its live
+// registrations, its calls in progress and the regions they may touch, the
+// calls that lost the evidence that their access ended, and the rule that a
+// driver closes only after a drain that returned true. A driver holds one
+// Lifecycle and forwards Register, Unregister, Drain and Close to it, adding
+// only its SDK calls; Put and Get begin a Call and end it when the store can
+// no longer touch the call's memory. The rules are written and tested once
+// here, as gocloud.dev/blob enforces "closed" once for every driver.
+package driverkit
+
+import (
+	"context"
+	"sync"
+
+	"github.com/kvblob/kvblob/runtime/driver"
+)
+
+// Lifecycle is a driver's shared state. The zero value is an open driver
+// with no registrations. All methods are safe for concurrent use.
+//
+// One mutex guards registrations and calls together, so admission and
+// Unregister can never interleave: a call is admitted only over regions that
+// are live at that instant, and from then on its regions are pinned; an
+// Unregister either sees the pin and is refused, or takes the region out of
+// the live set before any later call can be admitted over it.
+type Lifecycle struct {
+	mu         sync.Mutex
+	regs       map[*Registration]bool
+	pinned     map[*driver.Region]int // calls whose access may touch the region
+	inProgress int                    // calls admitted and not yet ended
+	idle       chan struct{}          // closed when inProgress drops to 0
+	unprovable int                    // calls that lost the evidence of their access end
+	drained    bool
+	closed     bool
+}
+
+// Registration is one live registration. Handle holds whatever the driver
+// needs to revoke it (an SDK buffer, say).
+type Registration struct {
+	region   *driver.Region
+	Handle   any
+	detached bool // being unregistered: no call may be admitted over it
+}
+
+// Region returns the registered region.
+func (g *Registration) Region() *driver.Region { return g.region }
+
+func closedError() error { return driver.Reject(driver.RuleClosed, "the driver is closed") }
+
+// Register admits r with admit (the generated AdmitRegister), then calls
+// attach, which registers the memory with the store and returns the handle
+// Unregister will need. attach runs outside the lock, counted as a call in
+// progress so that Close cannot run beside it. An attach error is returned
+// as it is: a driver returns a RejectedError when nothing was registered,
+// and any other error when the registration may be live.
+func (l *Lifecycle) Register(r *driver.Region, admit func(*driver.Region) error, attach func() (any, error)) (driver.Registration, error) {
+	if err := admit(r); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, closedError()
+	}
+	l.inProgress++
+	l.mu.Unlock()
+	var handle any
+	var err error
+	if attach != nil {
+		handle, err = attach()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.leaveLocked()
+	if err != nil {
+		return nil, err
+	}
+	if l.regs == nil {
+		l.regs = map[*Registration]bool{}
+	}
+	g := &Registration{region: r, Handle: handle}
+	l.regs[g] = true
+	return g, nil
+}
+
+// Unregister revokes reg. It is refused (RejectedError) when reg is not a
+// live registration of this lifecycle, and while a call that may touch its
+// region is in progress or unprovable. Otherwise the region leaves the live
+// set at once (no call can be admitted over it any more), and detach, which
+// revokes the store's registration, runs outside the lock. When detach fails
+// the registration stays live and its error is returned.
+func (l *Lifecycle) Unregister(reg driver.Registration, detach func(handle any) error) error {
+	g, ok := reg.(*Registration)
+	l.mu.Lock()
+	if !ok || !l.regs[g] || g.detached {
+		l.mu.Unlock()
+		return driver.Reject(driver.RuleUnknownRegistration, "not a live registration of this driver")
+	}
+	if l.pinned[g.region] > 0 {
+		l.mu.Unlock()
+		return driver.Reject(driver.RuleAccessOpen, "a call that may touch region %q is in progress or never proved its access ended; drain first", g.region.Name)
+	}
+	g.detached = true
+	l.mu.Unlock()
+	var err error
+	if detach != nil {
+		err = detach(g.Handle)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		g.detached = false
+		return err
+	}
+	delete(l.regs, g)
+	return nil
+}
+
+// liveLocked reports whether r has a live registration.
+func (l *Lifecycle) liveLocked(r *driver.Region) bool {
+	for g := range l.regs {
+		if g.region == r && !g.detached {
+			return true
+		}
+	}
+	return false
+}
+
+// Registered returns the number of live registrations.
+func (l *Lifecycle) Registered() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.regs)
+}
+
+// Begin admits a Put or Get over rows: it is refused when the driver is
+// closed, or when admit (the generated AdmitPut or AdmitGet, given whether a
+// region is live) refuses. Admitted, the call pins every region its rows'
+// spans lie in and counts as in progress until the driver ends it. Nothing
+// is recorded on a refusal.
+func (l *Lifecycle) Begin(rows []driver.Row, admit func(live func(*driver.Region) bool) error) (*Call, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, closedError()
+	}
+	if err := admit(l.liveFunc(rows)); err != nil {
+		return nil, err
+	}
+	c := &Call{l: l, accessOpen: true, open: true}
+	for _, row := range rows {
+		for _, s := range row.Spans {
+			if !containsRegion(c.regions, s.Region) {
+				c.regions = append(c.regions, s.Region)
+			}
+		}
+	}
+	if l.pinned == nil {
+		l.pinned = map[*driver.Region]int{}
+	}
+	for _, r := range c.regions {
+		l.pinned[r]++
+	}
+	l.inProgress++
+	l.drained = false
+	return c, nil
+}
+
+// liveFunc answers liveness under the lock, with one lookup for the common
+// batch of rows in one region.
+func (l *Lifecycle) liveFunc(rows []driver.Row) func(*driver.Region) bool {
+	var first *driver.Region
+	firstLive := false
+	if len(rows) > 0 && len(rows[0].Spans) > 0 {
+		first = rows[0].Spans[0].Region
+		firstLive = l.liveLocked(first)
+	}
+	return func(r *driver.Region) bool {
+		if r == first {
+			return firstLive
+		}
+		return l.liveLocked(r)
+	}
+}
+
+func containsRegion(rs []*driver.Region, r *driver.Region) bool {
+	for _, x := range rs {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *Lifecycle) leaveLocked() {
+	l.inProgress--
+	if l.inProgress == 0 && l.idle != nil {
+		close(l.idle)
+		l.idle = nil
+	}
+}
+
+// Drain waits until no call is in progress or ctx is done, then runs finish
+// (nil for none: the driver's own clean-up, such as revoking writes left
+// open) and reports whether nothing is left. It answers false at once while
+// a call is unprovable, since that call's access never ends. A true answer
+// is what Close requires; any call begun after it clears it again.
+func (l *Lifecycle) Drain(ctx context.Context, finish func(context.Context) bool) bool {
+	for {
+		l.mu.Lock()
+		if l.unprovable > 0 {
+			l.mu.Unlock()
+			return false
+		}
+		if l.inProgress == 0 {
+			l.mu.Unlock()
+			break
+		}
+		if l.idle == nil {
+			l.idle = make(chan struct{})
+		}
+		idle := l.idle
+		l.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if finish != nil && !finish(ctx) {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.drained = l.inProgress == 0 && l.unprovable == 0
+	return l.drained
+}
+
+// Unprovable reports whether any call lost the evidence of its access end.
+func (l *Lifecycle) Unprovable() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.unprovable > 0
+}
+
+// Close runs release (nil for none: closing the SDK client) once, and only
+// after a drain returned true with no call begun since and every region
+// unregistered; otherwise it is refused (RejectedError). A second Close
+// answers nil.
+func (l *Lifecycle) Close(release func() error) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	if !l.drained || l.inProgress > 0 {
+		l.mu.Unlock()
+		return driver.Reject(driver.RuleAccessOpen, "close needs a drain that returned true first")
+	}
+	if n := len(l.regs); n > 0 {
+		l.mu.Unlock()
+		return driver.Reject(driver.RuleAccessOpen, "%d regions are still registered; unregister them first", n)
+	}
+	l.closed = true
+	l.mu.Unlock()
+	if release != nil {
+		return release()
+	}
+	return nil
+}
+
+// Call is one admitted Put or Get. It pins its regions until EndAccess (or
+// End) and counts as in progress until both its access ended and Done (or
+// End) was called. Its methods are safe for concurrent use and each takes
+// effect once.
+type Call struct {
+	l          *Lifecycle
+	regions    []*driver.Region
+	accessOpen bool // regions pinned
+	open       bool // results not yet recorded
+	unprovable bool
+}
+
+// EndAccess records that the store can no longer touch the call's memory:
+// its regions may be unregistered.
+func (c *Call) EndAccess() {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	c.endAccessLocked()
+}
+
+func (c *Call) endAccessLocked() {
+	if !c.accessOpen || c.unprovable {
+		return
+	}
+	c.accessOpen = false
+	for _, r := range c.regions {
+		if c.l.pinned[r]--; c.l.pinned[r] == 0 {
+			delete(c.l.pinned, r)
+		}
+	}
+	if !c.open {
+		c.l.leaveLocked()
+	}
+}
+
+// Done records that the call's results are recorded.
+func (c *Call) Done() {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	c.doneLocked()
+}
+
+func (c *Call) doneLocked() {
+	if !c.open {
+		return
+	}
+	c.open = false
+	if !c.accessOpen {
+		c.l.leaveLocked()
+	}
+}
+
+// End is Done and EndAccess: the call returned and its return ended its
+// access. A call marked Unprovable keeps its regions pinned.
+func (c *Call) End() {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	c.doneLocked()
+	c.endAccessLocked()
+}
+
+// Unprovable records that the store lost the evidence that the call's
+// access ended and never will have it: its regions stay pinned for good
+// (Unregister is refused), Drain answers false at once, and the driver can
+// never close. Its results are taken as recorded.
+func (c *Call) Unprovable() {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	if c.unprovable || !c.accessOpen {
+		return
+	}
+	c.unprovable = true
+	c.l.unprovable++
+	c.open = false
+	c.l.leaveLocked() // counted while its access was open; pinned from now on
+
+}
+
+// Finished returns the operation of a call that returned with every row's
+// result and whose return ended its access: what a driver whose Put and Get
+// block until the store answered returns.
+func Finished(results []driver.Result) driver.Operation { return finished(results) }
+
+type finished []driver.Result
+
+func (o finished) Poll() ([]driver.Result, bool) { return append([]driver.Result(nil), o...), true }
+func (o finished) AccessEnded() bool             { return true }
+func (o finished) AccessUnprovable() bool        { return false }
+
+// Cancel does nothing: every row finished before the operation was
+// returned.
+func (o finished) Cancel() {}
