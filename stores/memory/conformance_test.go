@@ -53,7 +53,8 @@ type poolFirst struct {
 	reg  driver.Registration
 }
 
-func (p *poolFirst) Unwrap() driver.Driver { return p.Driver }
+// As reaches the memory driver underneath (see driver.As).
+func (p *poolFirst) As(target any) bool { return driver.As(p.Driver, target) }
 
 func (p *poolFirst) Close() error {
 	if p.reg != nil {

@@ -15,21 +15,13 @@ import (
 	"github.com/kvblob/kvblob/stores/memory"
 )
 
-// Unwrapper is a driver that decorates another (as broken drivers do).
-type Unwrapper interface{ Unwrap() driver.Driver }
-
-// Memory returns the *memory.Driver under d, unwrapping decorators.
+// Memory returns the *memory.Driver d is or wraps (see driver.As).
 func Memory(d driver.Driver) *memory.Driver {
-	for {
-		switch x := d.(type) {
-		case *memory.Driver:
-			return x
-		case Unwrapper:
-			d = x.Unwrap()
-		default:
-			panic(fmt.Sprintf("memtest: %T is not a memory driver", d))
-		}
+	var m *memory.Driver
+	if !driver.As(d, &m) {
+		panic(fmt.Sprintf("memtest: %T is not a memory driver", d))
 	}
+	return m
 }
 
 // Scenarios are every scenario the memory store stages.

@@ -36,16 +36,11 @@ func Factory(master *fakesdk.Master) conformance.Factory {
 
 // Master returns the fake master behind d.
 func Master(d driver.Driver) *fakesdk.Master {
-	for {
-		switch x := d.(type) {
-		case *mooncake.Driver:
-			return x.SDK().(*fakesdk.Client).Master()
-		case interface{ Unwrap() driver.Driver }:
-			d = x.Unwrap()
-		default:
-			panic(fmt.Sprintf("mctest: %T is not a mooncake driver", d))
-		}
+	var m *mooncake.Driver
+	if !driver.As(d, &m) {
+		panic(fmt.Sprintf("mctest: %T is not a mooncake driver", d))
 	}
+	return m.SDK().(*fakesdk.Client).Master()
 }
 
 // Scenarios are every scenario the fake SDK stages. HoldAccess is not one:

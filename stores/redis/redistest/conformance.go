@@ -27,19 +27,12 @@ type withFaults struct {
 	faults *Faults
 }
 
-func (w *withFaults) Unwrap() driver.Driver { return w.Driver }
-
 func parts(d driver.Driver) (*redis.Driver, *Faults) {
-	for {
-		switch x := d.(type) {
-		case *withFaults:
-			return x.Driver, x.faults
-		case interface{ Unwrap() driver.Driver }:
-			d = x.Unwrap()
-		default:
-			panic(fmt.Sprintf("redistest: %T is not a Redis driver from Factory", d))
-		}
+	var w *withFaults
+	if !driver.As(d, &w) {
+		panic(fmt.Sprintf("redistest: %T is not a Redis driver from Factory", d))
 	}
+	return w.Driver, w.faults
 }
 
 // Factory returns drivers over dep, each with a fault hook. Each call first
