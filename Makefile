@@ -8,7 +8,7 @@ SHELL := /bin/bash
 .PHONY: run test check generate golden bench soak fuzz deps
 
 run: ## the main job: check generated/, run every store's conformance suite
-	$(GO) run ./cmd/drivergen gate
+	$(GO) run ./cmd/gate
 
 test: deps ## every test, with the race detector; ends with the totals
 	$(GO) build -o .bin/testsum ./cmd/testsum

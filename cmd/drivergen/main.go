@@ -6,7 +6,6 @@
 //	drivergen check    [-spec DIR] [-out DIR]   exit 1 if generated/ is stale
 //	drivergen validate FILE...                  check spec files, print errors
 //	drivergen new      [-root DIR] STORE        scaffold a spec, driver and test
-//	drivergen gate     [--store NAME]...        generate-check and run conformance
 //
 // Spec errors print as "file:line:col: message", one a line.
 package main
@@ -42,7 +41,6 @@ func init() {
 		{"check", "check [-spec DIR] [-out DIR]", "exit 1 naming each file of generated/ that differs from what the specs generate", runCheck},
 		{"validate", "validate FILE...", "load and validate spec files; print every error as file:line:col", runValidate},
 		{"new", "new [-root DIR] STORE", "scaffold spec/STORE.yaml, stores/STORE/driver.go and its conformance test", runNew},
-		{"gate", "gate [--store NAME]... [--sdk fake|real]", "check generated/, then run the conformance suite and generated cases per store", runGate},
 	}
 }
 

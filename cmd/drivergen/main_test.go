@@ -106,29 +106,17 @@ func TestNewScaffoldsAStoreAndRefusesToOverwrite(t *testing.T) {
 func TestUsageAndUnknownCommands(t *testing.T) {
 	code, out, _ := runCLI("--help")
 	assert.Equal(t, 0, code)
-	for _, c := range []string{"generate", "check", "validate", "new", "gate"} {
+	for _, c := range []string{"generate", "check", "validate", "new"} {
 		assert.Contains(t, out, "drivergen "+c)
 	}
 	code, _, stderr := runCLI("frobnicate")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, `unknown command "frobnicate"`)
-	for _, c := range []string{"generate", "check", "validate", "new", "gate"} {
+	for _, c := range []string{"generate", "check", "validate", "new"} {
 		code, _, stderr := runCLI(c, "-help")
 		assert.Equal(t, 0, code, c)
 		assert.Contains(t, stderr, "usage: drivergen "+c)
 	}
-	code, _, stderr = runCLI("gate", "--store", "nosuch")
-	assert.Equal(t, 2, code)
-	assert.Contains(t, stderr, `unknown store "nosuch"`)
-}
-
-func TestGatePassesOnTheEmbeddedDefaults(t *testing.T) {
-	dir := copyTree(t)
-	code, out, stderr := runCLI("gate", "-spec", filepath.Join(dir, "spec"), "-out", filepath.Join(dir, "generated"), "--store", "memory", "--store", "mooncake")
-	require.Equal(t, 0, code, stderr)
-	assert.Regexp(t, `memory\s+kvblob-memory 1\s+\d+\s+0\s+0`, out)
-	assert.Regexp(t, `mooncake\s+mooncake-store 0.3.13 \(fake\)\s+\d+\s+0\s+2`, out)
-	assert.Contains(t, out, "gate: ok")
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

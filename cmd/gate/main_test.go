@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func runCLI(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestUsage(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-help"}, 0, "usage: gate"},
+		{[]string{"--store", "nosuch"}, 2, `unknown store "nosuch"; want one of memory, mooncake, redis`},
+		{[]string{"--sdk", "other"}, 2, `--sdk "other"; want fake or real`},
+		{[]string{"--sdk", "real"}, 2, "needs a gate built with -tags mooncake"},
+		{[]string{"extra"}, 2, `unexpected argument "extra"`},
+	}
+	for _, c := range cases {
+		code, _, stderr := runCLI(c.args...)
+		assert.Equal(t, c.code, code, "%v", c.args)
+		assert.Contains(t, stderr, c.want, "%v", c.args)
+	}
+}
+
+func TestGatePassesOnTheEmbeddedDefaults(t *testing.T) {
+	code, out, stderr := runCLI("-spec", "../../spec", "-out", "../../generated", "--store", "memory", "--store", "mooncake")
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `memory\s+kvblob-memory 1\s+\d+\s+0\s+0`, out)
+	assert.Regexp(t, `mooncake\s+mooncake-store 0.3.13 \(fake\)\s+\d+\s+0\s+2`, out)
+	assert.Contains(t, out, "gate: ok")
+}
+
+func TestGateRefusesStaleGeneratedCode(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(filepath.Join(dir, "generated"), os.DirFS("../../generated")))
+	p := filepath.Join(dir, "generated", "memory", "results.go")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, append(b, []byte("\n// edited by hand\n")...), 0o644))
+	code, _, stderr := runCLI("-spec", "../../spec", "-out", filepath.Join(dir, "generated"), "--store", "memory")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, p+" differs")
+	assert.Contains(t, stderr, "run 'make generate'")
+}

@@ -1,0 +1,72 @@
+// Package gate is the registry of stores the conformance gate runs
+// (cmd/gate). A store joins the gate from its own tree, the way an image
+// format joins package image: its test kit registers a Store in an init
+// function, and cmd/gate imports that package for its side effect.
+//
+//	func init() {
+//		gate.Register(gate.Store{Name: "redis", SDK: "redis-server 7.x", ...})
+//	}
+package gate
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/speccase"
+)
+
+// Store is one store the gate can run: its embedded default driver, the
+// scenarios it stages and the cases generated from its spec.
+type Store struct {
+	// Name is how --store selects it ("redis").
+	Name string
+	// SDK names the SDK and version the gate exercises, as the table
+	// prints it ("redis-server 7.x (loopback)").
+	SDK string
+	// Factory makes a fresh driver for each check. It is called only after
+	// Setup succeeded.
+	Factory conformance.Factory
+	// Scenarios are what the store can stage.
+	Scenarios conformance.Scenarios
+	// Cases and Stage run the cases generated from the store's spec.
+	Cases []speccase.Case
+	Stage conformance.Stager
+	// Setup readies what the store needs (a server to start). It returns a
+	// reason to skip the store when the machine lacks it, and a teardown.
+	// Nil means nothing to set up.
+	Setup func() (skip string, teardown func(), err error)
+}
+
+var (
+	mu     sync.Mutex
+	stores = map[string]Store{}
+)
+
+// Register adds s to the gate. It panics when s has no name or factory, or
+// when a store of that name is registered already: both are programming
+// errors in a store's init function.
+func Register(s Store) {
+	mu.Lock()
+	defer mu.Unlock()
+	if s.Name == "" || s.Factory == nil {
+		panic(fmt.Sprintf("gate: Register of %q needs a name and a factory", s.Name))
+	}
+	if _, dup := stores[s.Name]; dup {
+		panic(fmt.Sprintf("gate: store %q is registered twice", s.Name))
+	}
+	stores[s.Name] = s
+}
+
+// Stores returns every registered store, sorted by name.
+func Stores() []Store {
+	mu.Lock()
+	defer mu.Unlock()
+	out := make([]Store, 0, len(stores))
+	for _, s := range stores {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

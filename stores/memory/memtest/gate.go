@@ -1,0 +1,17 @@
+package memtest
+
+import (
+	"github.com/kvblob/kvblob/conformance/gate"
+	gen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/stores/memory"
+)
+
+// The memory store joins the gate in its background mode, where results
+// and access end arrive after Put and Get return.
+func init() {
+	gate.Register(gate.Store{
+		Name: "memory", SDK: gen.SDKName + " " + gen.SDKVersions[0],
+		Factory: Factory(memory.Options{Mode: memory.Background}), Scenarios: Scenarios(),
+		Cases: gen.Cases, Stage: Stage,
+	})
+}
