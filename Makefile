@@ -29,7 +29,7 @@ check: ## generated/ matches spec/, the tree vets, passes staticcheck and is gof
 	$(GO) run ./cmd/drivergen check
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
-	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	@test -z "$$(gofmt -s -l .)" || { echo "gofmt -s needed:"; gofmt -s -l .; exit 1; }
 
 generate: ## rewrite generated/ from spec/
 	$(GO) run ./cmd/drivergen generate

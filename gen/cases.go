@@ -133,34 +133,34 @@ func (e *emitter) cases(f *jen.File) {
 	cs := e.s.cases()
 	f.Commentf("Cases are the conformance cases derived from %s: the SDK answers a", e.s.File)
 	f.Comment("call for one row, and the driver must report the wanted result and")
-	f.Comment("access state. conformance.RunCases runs them through a store's stager.")
+	f.Comment("access state. Package conformance runs them through a store's stager.")
 	f.Var().Id("Cases").Op("=").Index().Add(qual("Case")).ValuesFunc(func(g *jen.Group) {
 		for _, k := range cs {
-			d := jen.Dict{
-				jen.Id("ID"):          jen.Lit(k.id),
-				jen.Id("Pos"):         jen.Lit(k.pos),
-				jen.Id("Op"):          qual(map[string]string{"put": "OpPut", "get": "OpGet"}[k.op]),
-				jen.Id("Call"):        jen.Lit(k.call),
-				jen.Id("Want"):        qual(statusIdents[k.want]),
-				jen.Id("Written"):     qual(writtenIdents[k.written]),
-				jen.Id("AccessEnded"): jen.Lit(k.accessEnded),
+			// The fields in the order of speccase.Case.
+			d := []litField{
+				named("ID", jen.Lit(k.id)),
+				named("Pos", jen.Lit(k.pos)),
+				named("Op", qual(map[string]string{"put": "OpPut", "get": "OpGet"}[k.op])),
+				named("Call", jen.Lit(k.call)),
+				named("Answer", answer(k.code, k.size)),
 			}
-			d[jen.Id("Answer")] = answer(k.code, k.size)
 			if k.exists {
-				d[jen.Id("Exists")] = jen.True()
+				d = append(d, named("Exists", jen.True()))
 			}
 			if k.rereadWhole {
-				d[jen.Id("Reread")] = jen.Op("&").Add(answer(nil, "whole"))
+				d = append(d, named("Reread", jen.Op("&").Add(answer(nil, "whole"))))
 			} else if k.reread != nil {
-				d[jen.Id("Reread")] = jen.Op("&").Add(answer(k.reread, ""))
+				d = append(d, named("Reread", jen.Op("&").Add(answer(k.reread, ""))))
 			}
+			d = append(d, named("Want", qual(statusIdents[k.want])))
 			if k.wantCode != 0 {
-				d[jen.Id("WantCode")] = jen.Lit(int(k.wantCode))
+				d = append(d, named("WantCode", jen.Lit(int(k.wantCode))))
 			}
+			d = append(d, named("Written", qual(writtenIdents[k.written])), named("AccessEnded", jen.Lit(k.accessEnded)))
 			if k.stageable {
-				d[jen.Id("Stageable")] = jen.True()
+				d = append(d, named("Stageable", jen.True()))
 			}
-			g.Values(d)
+			g.Add(values(nil, d))
 		}
 	})
 }
@@ -175,5 +175,5 @@ func answer(code *Code, size string) *jen.Statement {
 	if code == nil {
 		panic("gen: case answer has neither code nor size")
 	}
-	return qual("Answer").Values(jen.Dict{jen.Id("Code"): jen.Lit(int(code.Value)), jen.Id("CodeName"): jen.Lit(code.Name)})
+	return qual("Answer").Values(jen.Id("Code").Op(":").Lit(int(code.Value)), jen.Id("CodeName").Op(":").Lit(code.Name))
 }

@@ -77,6 +77,7 @@ func GenerateOne(s *Spec, opt Options) (map[string][]byte, error) {
 	for _, em := range emitters {
 		f := jen.NewFilePathName(e.importPath, s.Package)
 		f.HeaderComment(Header)
+		f.HeaderComment("// source: " + s.File)
 		em.fn(f)
 		var buf bytes.Buffer
 		if err := f.Render(&buf); err != nil {
@@ -231,32 +232,66 @@ func orNone(s string) string {
 	return s
 }
 
-// outcome emits rules.Meaning{...} for o. A FAULT's result is filled in
-// by rules.CallRule.Map, which knows the answer.
-func outcome(o *Outcome) *jen.Statement {
+// litField is one field of a composite literal the generator emits; note, when
+// set, is a comment line above it (the spec position it comes from).
+type litField struct {
+	name  jen.Code
+	value jen.Code
+	note  string
+}
+
+// values emits typ{...} with fs in the order given, one field a line, so
+// generated code reads in the spec's order (jen.Dict sorts its keys).
+// A nil typ emits {...}, as gofmt -s wants inside a map or slice literal.
+func values(typ *jen.Statement, fs []litField) *jen.Statement {
+	items := make([]jen.Code, 0, len(fs)+1)
+	for _, f := range fs {
+		line := jen.Line()
+		if f.note != "" {
+			line.Comment(f.note).Line()
+		}
+		items = append(items, line.Add(f.name).Op(":").Add(f.value))
+	}
+	if len(fs) > 0 {
+		items = append(items, jen.Line())
+	}
+	if typ == nil {
+		return jen.Values(items...)
+	}
+	return typ.Values(items...)
+}
+
+func named(name string, v jen.Code) litField { return litField{name: jen.Id(name), value: v} }
+
+// outcome emits rules.Meaning{...} for o, its fields in the order of the
+// rules.Mapping type. A FAULT's result is filled in by rules.CallRule.Map,
+// which knows the answer.
+func outcome(o *Outcome) *jen.Statement { return meaning(qual("Meaning"), o) }
+
+// meaning emits o as a literal of type typ (nil: the type is elided).
+func meaning(typ *jen.Statement, o *Outcome) *jen.Statement {
 	written := o.Written
 	if written == "" {
 		written = "no"
 	}
-	m := jen.Dict{
-		jen.Id("Result"):  qual("Result").Values(jen.Dict{jen.Id("Status"): qual(statusIdents[o.Result])}),
-		jen.Id("Written"): qual(writtenIdents[written]),
+	m := []litField{
+		named("Result", qual("Result").Values(jen.Id("Status").Op(":").Add(qual(statusIdents[o.Result])))),
+		named("Written", qual(writtenIdents[written])),
 	}
 	if o.FollowUp != "none" {
-		m[jen.Id("FollowUp")] = qual(followIdents[o.FollowUp])
+		m = append(m, named("FollowUp", qual(followIdents[o.FollowUp])))
 	}
 	if o.KeepsAccess {
-		m[jen.Id("KeepsAccess")] = jen.True()
+		m = append(m, named("KeepsAccess", jen.True()))
 	}
 	if o.IfExists != "" {
-		m[jen.Id("IfExists")] = qual(statusIdents[o.IfExists])
-		m[jen.Id("IfAbsent")] = qual(statusIdents[o.IfAbsent])
+		m = append(m, named("IfExists", qual(statusIdents[o.IfExists])), named("IfAbsent", qual(statusIdents[o.IfAbsent])))
 	}
-	d := jen.Dict{jen.Id("Mapping"): qual("Mapping").Values(m)}
+	d := []litField{named("Mapping", values(qual("Mapping"), m))}
 	if o.Text != "" && o.Result == "FAULT" {
-		d[jen.Id("Text")] = jen.Lit(o.Text)
+		d = append(d, named("Text", jen.Lit(o.Text)))
 	}
-	return qual("Meaning").Values(d)
+	return values(typ, d)
 }
 
 /*
@@ -270,31 +305,31 @@ var BatchGetIntoRule = &rules.CallRule{Call: "batch_get_into", Access: ..., Size
 func MapBatchGetInto(answer, rowBytes int64) rules.Mapping { return BatchGetIntoRule.Map(answer, rowBytes) }
 */
 func (e *emitter) callRule(f *jen.File, c *Call, name string) {
-	d := jen.Dict{
-		jen.Id("Call"):      jen.Lit(c.Name),
-		jen.Id("Access"):    qual(accessIdents[c.AccessEnd]),
-		jen.Id("Otherwise"): outcome(c.Otherwise),
-		jen.Id("CodeName"):  jen.Id("codeName"),
+	d := []litField{
+		named("Call", jen.Lit(c.Name)),
+		named("Access", qual(accessIdents[c.AccessEnd])),
 	}
 	if c.Answers == "size" {
-		d[jen.Id("Sized")] = jen.True()
-		d[jen.Id("Whole")] = outcome(c.Whole)
-		d[jen.Id("Short")] = outcome(c.Short)
+		d = append(d, named("Sized", jen.True()),
+			litField{name: jen.Id("Whole"), value: outcome(c.Whole), note: c.Whole.Pos.String()},
+			litField{name: jen.Id("Short"), value: outcome(c.Short), note: c.Short.Pos.String()})
 	}
 	if len(c.Codes) > 0 {
-		d[jen.Id("Codes")] = jen.Map(jen.Int64()).Add(qual("Meaning")).Values(jen.DictFunc(func(m jen.Dict) {
-			for i := range c.Codes {
-				r := &c.Codes[i]
-				m[jen.Int64().Call(jen.Id(goName(r.Code)))] = outcome(&r.Outcome)
-			}
-		}))
+		codes := make([]litField, len(c.Codes))
+		for i := range c.Codes {
+			r := &c.Codes[i]
+			codes[i] = litField{name: jen.Int64().Call(jen.Id(goName(r.Code))), value: meaning(nil, &r.Outcome), note: r.Pos.String()}
+		}
+		d = append(d, named("Codes", values(jen.Map(jen.Int64()).Add(qual("Meaning")), codes)))
 	}
+	d = append(d, litField{name: jen.Id("Otherwise"), value: outcome(c.Otherwise), note: c.Otherwise.Pos.String()},
+		named("CodeName", jen.Id("codeName")))
 	f.Commentf("%sRule is what %s says about %s's answers and its", name, c.Pos, c.Name)
 	f.Commentf("access (%s).", orNone(c.AccessEnd))
 	if c.Doc != "" {
 		f.Commentf("The call %s.", c.Doc)
 	}
-	f.Var().Id(name + "Rule").Op("=").Op("&").Add(qual("CallRule")).Values(d)
+	f.Var().Id(name + "Rule").Op("=").Op("&").Add(values(qual("CallRule"), d))
 	f.Line()
 	if c.Answers == "size" {
 		f.Commentf("Map%s maps %s's answer for one row of rowBytes bytes: a byte", name, c.Name)
