@@ -109,11 +109,24 @@ func loadAndGenerate(specDir string, stderr io.Writer) (map[string][]byte, bool)
 	return files, true
 }
 
+// noArgs refuses positional arguments for a command that takes none.
+func noArgs(fs *flag.FlagSet, stderr io.Writer) int {
+	if fs.NArg() == 0 {
+		return -1
+	}
+	fmt.Fprintf(stderr, "drivergen %s: unexpected argument %q; the command takes flags only\n", fs.Name(), fs.Arg(0))
+	fs.Usage()
+	return 2
+}
+
 func runGenerate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("generate", "generate [-spec DIR] [-out DIR]", stderr)
 	specDir := fs.String("spec", "spec", "folder of spec files")
 	outDir := fs.String("out", "generated", "folder to write packages into")
 	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	if code := noArgs(fs, stderr); code >= 0 {
 		return code
 	}
 	start := time.Now()
@@ -157,6 +170,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	specDir := fs.String("spec", "spec", "folder of spec files")
 	outDir := fs.String("out", "generated", "folder of generated packages")
 	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	if code := noArgs(fs, stderr); code >= 0 {
 		return code
 	}
 	files, ok := loadAndGenerate(*specDir, stderr)

@@ -141,3 +141,30 @@ func TestAScaffoldedStoreCompiles(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
 }
+
+// snapshot returns every file under dir with its content.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		files[p] = string(b)
+		return err
+	}))
+	return files
+}
+
+func TestGenerateAndCheckRefuseArguments(t *testing.T) {
+	dir := copyTree(t)
+	for _, verb := range []string{"generate", "check"} {
+		before := snapshot(t, dir)
+		code, _, stderr := runCLI(verb, "-spec", filepath.Join(dir, "spec"), "-out", filepath.Join(dir, "generated"), "extra")
+		assert.Equal(t, 2, code, verb)
+		assert.Contains(t, stderr, `unexpected argument "extra"`, verb)
+		assert.Contains(t, stderr, "usage: drivergen "+verb, verb)
+		assert.Equal(t, before, snapshot(t, dir), verb)
+	}
+}
