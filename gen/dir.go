@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -51,36 +53,128 @@ func IsGenerated(b []byte) bool {
 	return bytes.HasPrefix(b, []byte("// "+Header+"\n"))
 }
 
+// Packages returns the package folders that want's files (as Generate
+// returns them, "<package>/<file>") live in, sorted. These are the only
+// folders drivergen owns under an output folder.
+func Packages(want map[string][]byte) []string {
+	seen := map[string]bool{}
+	var pkgs []string
+	for name := range want {
+		pkg, _, _ := strings.Cut(name, "/")
+		if !seen[pkg] {
+			seen[pkg] = true
+			pkgs = append(pkgs, pkg)
+		}
+	}
+	sort.Strings(pkgs)
+	return pkgs
+}
+
 // Drift compares want (as Generate returns it) with the tree under outDir.
 // It returns the files that differ or are missing, and the generated files
-// under outDir that no spec produces any more.
+// that no spec produces any more. It looks for stale files only directly
+// inside the package folders want owns (outDir/<package>/), and takes only
+// regular .go files that start with drivergen's header: a file anywhere
+// else, or one drivergen did not write, is never stale. A missing outDir
+// (or package folder) is no error: every file in it differs.
 func Drift(outDir string, want map[string][]byte) (differ, stale []string, err error) {
 	for name, b := range want {
-		got, err := os.ReadFile(filepath.Join(outDir, name))
+		got, err := os.ReadFile(filepath.Join(outDir, filepath.FromSlash(name)))
 		if err != nil || !bytes.Equal(got, b) {
 			differ = append(differ, name)
 		}
 	}
-	err = filepath.WalkDir(outDir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
-			return err
+	for _, pkg := range Packages(want) {
+		entries, err := os.ReadDir(filepath.Join(outDir, pkg))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
 		}
-		rel, _ := filepath.Rel(outDir, p)
-		if _, ok := want[filepath.ToSlash(rel)]; ok {
-			return nil
+		if err != nil {
+			return nil, nil, err
 		}
-		b, err := os.ReadFile(p)
+		for _, e := range entries {
+			rel := pkg + "/" + e.Name()
+			if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".go") || want[rel] != nil {
+				continue
+			}
+			gen, err := isGeneratedFile(filepath.Join(outDir, pkg, e.Name()))
+			if err != nil {
+				return nil, nil, err
+			}
+			if gen {
+				stale = append(stale, rel)
+			}
+		}
+	}
+	sort.Strings(differ)
+	sort.Strings(stale)
+	return differ, stale, nil
+}
+
+// isGeneratedFile reports whether the file at p starts with drivergen's
+// header, reading no more than the header.
+func isGeneratedFile(p string) (bool, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	head := make([]byte, len("// "+Header+"\n"))
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	return IsGenerated(head[:n]), nil
+}
+
+// CheckOut reports why generate must not write want into outDir, or nil.
+// drivergen writes only into package folders of its own: it refuses an
+// outDir that is a module root (it holds go.mod: "-out ." at the
+// repository root would put packages beside it), a package path that is
+// not a folder, and a package folder holding Go that drivergen did not
+// write (a file without its header, other than a _test.go), which it would
+// overwrite or mix its package into.
+func CheckOut(outDir string, want map[string][]byte) error {
+	if _, err := os.Stat(filepath.Join(outDir, "go.mod")); err == nil {
+		return fmt.Errorf("%s holds go.mod: it is a module root, not a folder of generated packages; want -out naming the folder the packages go in (e.g. generated)", outDir)
+	}
+	var errs []error
+	for _, pkg := range Packages(want) {
+		dir := filepath.Join(outDir, pkg)
+		info, err := os.Stat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
-		if IsGenerated(b) {
-			stale = append(stale, filepath.ToSlash(rel))
+		if !info.IsDir() {
+			errs = append(errs, fmt.Errorf("%s is not a folder; drivergen writes package %s there", dir, pkg))
+			continue
 		}
-		return nil
-	})
-	sort.Strings(differ)
-	sort.Strings(stale)
-	return differ, stale, err
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			p := filepath.Join(dir, e.Name())
+			if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+				continue
+			}
+			if !e.Type().IsRegular() {
+				errs = append(errs, fmt.Errorf("%s is not a regular file; drivergen writes only regular files into its package folders", p))
+				continue
+			}
+			gen, err := isGeneratedFile(p)
+			if err != nil {
+				return err
+			}
+			if !gen {
+				errs = append(errs, fmt.Errorf("%s does not start with %q: drivergen did not write it, and writes only into package folders of its own; move it, or pick another -out", p, "// "+Header))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // LineDiff returns a unified-style diff of a and b, naming them aName and

@@ -122,7 +122,7 @@ func noArgs(fs *flag.FlagSet, stderr io.Writer) int {
 func runGenerate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("generate", "generate [-spec DIR] [-out DIR]", stderr)
 	specDir := fs.String("spec", "spec", "folder of spec files")
-	outDir := fs.String("out", "generated", "folder to write packages into")
+	outDir := fs.String("out", "generated", "folder to write packages into (one folder per spec's package)")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
@@ -134,23 +134,23 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
+	if err := gen.CheckOut(*outDir, files); err != nil {
+		fmt.Fprintf(stderr, "drivergen generate: %v\n", err)
+		return 1
+	}
 	differ, stale, err := gen.Drift(*outDir, files)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	// Everything rendered: only now touch the disk, and only what changed.
+	// Everything rendered: only now touch the disk, only what changed, and
+	// remove stale files only once every new one is in place.
+	if err := writeFiles(*outDir, differ, files); err != nil {
+		fmt.Fprintf(stderr, "drivergen generate: %v\n", err)
+		return 1
+	}
 	for _, name := range differ {
-		p := filepath.Join(*outDir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		if err := os.WriteFile(p, files[name], 0o644); err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		log.Info().Str("file", p).Msg("wrote")
+		log.Info().Str("file", filepath.Join(*outDir, name)).Msg("wrote")
 	}
 	for _, name := range stale {
 		p := filepath.Join(*outDir, name)
@@ -163,6 +163,53 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 	log.Info().Int("files", len(files)).Int("written", len(differ)).Int("removed", len(stale)).
 		Str("took", time.Since(start).Round(time.Microsecond).String()).Msg("generate done")
 	return 0
+}
+
+// createTemp is os.CreateTemp; tests replace it to fail a write part way.
+var createTemp = os.CreateTemp
+
+// writeFiles writes files[name] for each of names under outDir as one step
+// as far as a file system allows: every file first goes to a temporary file
+// beside its target, and only when all of them are written are they renamed
+// into place. A failure before the renames leaves the tree as it was.
+func writeFiles(outDir string, names []string, files map[string][]byte) error {
+	temps := make([]string, 0, len(names))
+	defer func() {
+		for _, t := range temps {
+			if t != "" {
+				os.Remove(t)
+			}
+		}
+	}()
+	for _, name := range names {
+		p := filepath.Join(outDir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		f, err := createTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp-*")
+		if err != nil {
+			return err
+		}
+		temps = append(temps, f.Name())
+		_, err = f.Write(files[name])
+		if err == nil {
+			err = f.Chmod(0o644)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", p, err)
+		}
+	}
+	for i, name := range names {
+		p := filepath.Join(outDir, filepath.FromSlash(name))
+		if err := os.Rename(temps[i], p); err != nil {
+			return fmt.Errorf("%w (files before %s were replaced)", err, name)
+		}
+		temps[i] = ""
+	}
+	return nil
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {

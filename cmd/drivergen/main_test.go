@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/kvblob/kvblob/gen"
 )
 
 func runCLI(args ...string) (int, string, string) {
@@ -157,6 +160,69 @@ func snapshot(t *testing.T, dir string) map[string]string {
 	return files
 }
 
+// TestGenerateStaysInItsPackageFolders pins that generate deletes nothing
+// outside the package folders its specs own, even where other files carry
+// its header, and refuses a module root as -out.
+func TestGenerateStaysInItsPackageFolders(t *testing.T) {
+	dir := copyTree(t)
+	specDir := filepath.Join(dir, "spec")
+
+	// -out one level too high: generated/<pkg>/*.go carry the header but
+	// are not in the folders this run owns (dir/<pkg>/).
+	before := snapshot(t, filepath.Join(dir, "generated"))
+	code, _, stderr := runCLI("generate", "-spec", specDir, "-out", dir)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, before, snapshot(t, filepath.Join(dir, "generated")), "files outside the owned package folders were touched")
+	for _, pkg := range []string{"memory", "mooncake", "redis"} {
+		_, err := os.Stat(filepath.Join(dir, pkg, "codes.go"))
+		assert.NoError(t, err, pkg)
+	}
+
+	// A module root is refused before anything is written.
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("module x\n"), 0o644))
+	code, _, stderr = runCLI("generate", "-spec", specDir, "-out", root)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "holds go.mod")
+	assert.Equal(t, map[string]string{filepath.Join(root, "go.mod"): "module x\n"}, snapshot(t, root))
+}
+
+// TestGenerateNeverOverwritesHandWrittenGo pins that a package folder with
+// Go that drivergen did not write is refused, and nothing is written.
+func TestGenerateNeverOverwritesHandWrittenGo(t *testing.T) {
+	dir := copyTree(t)
+	specDir, outDir := filepath.Join(dir, "spec"), filepath.Join(dir, "generated")
+	hand := filepath.Join(outDir, "memory", "codes.go")
+	require.NoError(t, os.WriteFile(hand, []byte("package memory\n\n// mine\n"), 0o644))
+	before := snapshot(t, outDir)
+	code, _, stderr := runCLI("generate", "-spec", specDir, "-out", outDir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, hand+" does not start with")
+	assert.Equal(t, before, snapshot(t, outDir))
+
+	// A hand-written test beside generated code is left alone.
+	require.NoError(t, os.Remove(hand))
+	test := filepath.Join(outDir, "memory", "extra_test.go")
+	require.NoError(t, os.WriteFile(test, []byte("package memory\n"), 0o644))
+	code, _, stderr = runCLI("generate", "-spec", specDir, "-out", outDir)
+	require.Equal(t, 0, code, stderr)
+	_, err := os.Stat(test)
+	assert.NoError(t, err)
+}
+
+func TestGenerateIntoANewFolder(t *testing.T) {
+	dir := copyTree(t)
+	specDir, outDir := filepath.Join(dir, "spec"), filepath.Join(dir, "new", "gen")
+	code, _, stderr := runCLI("check", "-spec", specDir, "-out", outDir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, filepath.Join(outDir, "memory", "codes.go")+": missing")
+	code, _, stderr = runCLI("generate", "-spec", specDir, "-out", outDir)
+	require.Equal(t, 0, code, stderr)
+	code, out, stderr := runCLI("check", "-spec", specDir, "-out", outDir)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "up to date")
+}
+
 func TestGenerateAndCheckRefuseArguments(t *testing.T) {
 	dir := copyTree(t)
 	for _, verb := range []string{"generate", "check"} {
@@ -167,4 +233,43 @@ func TestGenerateAndCheckRefuseArguments(t *testing.T) {
 		assert.Contains(t, stderr, "usage: drivergen "+verb, verb)
 		assert.Equal(t, before, snapshot(t, dir), verb)
 	}
+}
+
+// TestGenerateWritesAllOrNothing fails the third file's write and checks
+// that no file changed, no stale file went and no temporary file is left.
+func TestGenerateWritesAllOrNothing(t *testing.T) {
+	dir := copyTree(t)
+	specDir, outDir := filepath.Join(dir, "spec"), filepath.Join(dir, "generated")
+	for _, pkg := range []string{"memory", "mooncake", "redis"} {
+		p := filepath.Join(outDir, pkg, "codes.go")
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(p, append(b, "// edited\n"...), 0o644))
+	}
+	stale := filepath.Join(outDir, "memory", "old.go")
+	require.NoError(t, os.WriteFile(stale, []byte("// "+gen.Header+"\n\npackage memory\n"), 0o644))
+	before := snapshot(t, outDir)
+
+	calls := 0
+	createTemp = func(dir, pattern string) (*os.File, error) {
+		calls++
+		if calls == 3 {
+			return nil, errors.New("disk full")
+		}
+		return os.CreateTemp(dir, pattern)
+	}
+	defer func() { createTemp = os.CreateTemp }()
+	code, _, stderr := runCLI("generate", "-spec", specDir, "-out", outDir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "disk full")
+	assert.Equal(t, 3, calls)
+	assert.Equal(t, before, snapshot(t, outDir), "a failed generate changed the tree")
+
+	createTemp = os.CreateTemp
+	code, _, stderr = runCLI("generate", "-spec", specDir, "-out", outDir)
+	require.Equal(t, 0, code, stderr)
+	_, err := os.Stat(stale)
+	assert.True(t, os.IsNotExist(err))
+	code, _, stderr = runCLI("check", "-spec", specDir, "-out", outDir)
+	assert.Equal(t, 0, code, stderr)
 }
