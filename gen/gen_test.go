@@ -145,7 +145,7 @@ func TestSpecErrorsPointAtLineAndColumn(t *testing.T) {
 		{"memory call without access end", "    access_end: on_return\n    answers: code\n", "    answers: code\n", `9:3: call put_call touches memory but has no access_end`},
 		{"result outside the contract", "OK: {result: READY}", "OK: {result: CANCELLED}", `15:20: call put_call code OK result is "CANCELLED"; want "READY", "MISS", "NOT_READY", "DECLINED" or "FAULT"`},
 		{"miss that writes", `NOT_FOUND: {result: MISS, written: "no"}`, `NOT_FOUND: {result: MISS, written: "yes"}`, `25:18: code NOT_FOUND of call get_call is a MISS whose destination may be written`},
-		{"missing admission rule", "multi_span, ", "", `1:1: admission lacks "multi_span"`},
+		{"missing admission rule", "multi_span, ", "", `27:12: admission lacks "multi_span"`},
 		{"unknown admission rule", "hint,", "hint, fly,", `27:83: admission rule is "fly"`},
 		{"bad yaml", "store: s\n", "store: [s\n", `1:1: invalid YAML`},
 	}
@@ -282,4 +282,133 @@ func TestOtherwiseExampleIsChecked(t *testing.T) {
 	s, err := Load("s.yaml", []byte(strings.Replace(validSpec, "    otherwise: {result: FAULT}\n", "    otherwise: {result: FAULT, example: NOT_FOUND}\n", 1)))
 	require.NoError(t, err)
 	assert.Equal(t, "put_call/otherwise-NOT_FOUND", s.cases()[1].id)
+}
+
+// edit returns validSpec with old replaced by new, failing if old is not
+// in it.
+func edit(t *testing.T, old, new string) string {
+	t.Helper()
+	require.Contains(t, validSpec, old, "the case's edit does not apply")
+	return strings.Replace(validSpec, old, new, 1)
+}
+
+// wantErrors loads src as spec/s.yaml and checks that it fails with
+// exactly the errors want ("line:col: message prefix"), in order.
+func wantErrors(t *testing.T, src string, want ...string) {
+	t.Helper()
+	_, err := Load("spec/s.yaml", []byte(src))
+	var list ErrorList
+	require.True(t, errors.As(err, &list), "want an ErrorList, got %v", err)
+	got := make([]string, len(list))
+	for i, e := range list {
+		got[i] = e.Error()
+	}
+	require.Len(t, got, len(want), "errors:\n%s", err)
+	for i := range want {
+		assert.True(t, strings.HasPrefix(got[i], "spec/s.yaml:"+want[i]), "error %d is\n\t%s\nwant\n\tspec/s.yaml:%s...", i, got[i], want[i])
+	}
+}
+
+// TestLoadRefusesWhatItCannotRead pins each input the loader cannot read
+// to the position and message it reports, and checks it reports nothing
+// else.
+func TestLoadRefusesWhatItCannotRead(t *testing.T) {
+	lines := strings.SplitAfter(validSpec, "\n")
+	require.Contains(t, lines[18], "touches_memory")
+	line19 := strings.Join(lines[:18], "") + strings.Replace(lines[18], "touches_memory", "touches_\xffmemory", 1) + strings.Join(lines[19:], "")
+	cases := []struct {
+		name string
+		src  func(t *testing.T) string
+		want []string
+	}{
+		{"a second document", func(*testing.T) string { return validSpec + "---\nstore: t\n" },
+			[]string{`28:1: a second YAML document starts here; a spec is one document`}},
+		{"an empty second document", func(*testing.T) string { return validSpec + "---\n" },
+			[]string{`28:1: a second YAML document starts here`}},
+		{"invalid YAML after ---", func(*testing.T) string { return validSpec + "---\nstore: [\n" },
+			[]string{`29:1: invalid YAML after the first document (a spec is one document): did not find expected node content`}},
+		{"a byte that is not UTF-8", func(*testing.T) string { return line19 },
+			[]string{`19:13: byte 0xff is not UTF-8; a spec is UTF-8 text`}},
+		{"an empty file", func(*testing.T) string { return "" },
+			[]string{`1:1: the spec is empty; want a mapping with store, package`}},
+		{"only comments", func(*testing.T) string { return "# nothing yet\n" },
+			[]string{`1:1: the spec is empty`}},
+		{"a tagged string for an integer", func(t *testing.T) string { return edit(t, "NOT_FOUND: -1", "NOT_FOUND: !!str -1") },
+			[]string{`7:14: code NOT_FOUND must be an integer, found a string; write -1 without quotes or a !!str tag`}},
+		{"a quoted integer", func(t *testing.T) string { return edit(t, "NOT_FOUND: -1", `NOT_FOUND: "-1"`) },
+			[]string{`7:14: code NOT_FOUND must be an integer, found a string; write -1 without quotes or a !!str tag`}},
+		{"a quoted boolean", func(t *testing.T) string { return edit(t, "absent_is_miss: true", `absent_is_miss: "true"`) },
+			[]string{`4:32: capabilities.absent_is_miss must be true or false, found a string; write true without quotes or a !!str tag`}},
+		{"not an integer", func(t *testing.T) string { return edit(t, "NOT_FOUND: -1", `NOT_FOUND: minus one`) },
+			[]string{`7:14: code NOT_FOUND must be an integer, found "minus one"`}},
+		{"a list as a key", func(t *testing.T) string { return edit(t, "store: s\n", "store: s\n? [a, b]\n: 1\n") },
+			[]string{`2:3: a key in the spec is a list; keys are plain names`}},
+		{"a mapping as a code name", func(t *testing.T) string {
+			return edit(t, "  NOT_FOUND: -1\n", "  NOT_FOUND: -1\n  ? {a: 1}\n  : -2\n")
+		},
+			[]string{`8:5: a key in codes is a mapping; keys are plain names`}},
+		{"a code beyond int32", func(t *testing.T) string { return edit(t, "NOT_FOUND: -1", "NOT_FOUND: 0x7fffffffffffffff") },
+			[]string{`7:14: code NOT_FOUND is 0x7fffffffffffffff; want -2147483648 to 2147483647 (an SDK code is a 32-bit signed integer)`}},
+		{"a code just past int32", func(t *testing.T) string { return edit(t, "NOT_FOUND: -1", "NOT_FOUND: -2147483649") },
+			[]string{`7:14: code NOT_FOUND is -2147483649; want -2147483648 to 2147483647`}},
+		{"a code value beyond int32", func(t *testing.T) string { return edit(t, "NOT_FOUND: -1", "NOT_FOUND: {value: 2147483648}") },
+			[]string{`7:22: code NOT_FOUND value is 2147483648; want -2147483648 to 2147483647`}},
+		{"a code beyond int64", func(t *testing.T) string { return edit(t, "NOT_FOUND: -1", "NOT_FOUND: -99999999999999999999") },
+			[]string{`7:14: code NOT_FOUND is -99999999999999999999; want -2147483648 to 2147483647`}},
+		{"a limit beyond int64", func(t *testing.T) string {
+			return edit(t, "capabilities: {absent_is_miss: true}\n", "capabilities: {absent_is_miss: true}\nlimits: {max_row_bytes: 99999999999999999999}\n")
+		}, []string{`5:25: limits.max_row_bytes is 99999999999999999999; want at most 9223372036854775807`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { wantErrors(t, c.src(t), c.want...) })
+	}
+	// The bounds themselves are codes.
+	_, err := Load("spec/s.yaml", []byte(edit(t, "  NOT_FOUND: -1\n", "  NOT_FOUND: -2147483648\n  MAX: 2147483647\n")))
+	require.NoError(t, err)
+}
+
+// TestSchemaErrorsDoNotHideValidation pins that a file with schema errors
+// still reports its validator errors, and that a field the schema could
+// not read makes the validator invent none.
+func TestSchemaErrorsDoNotHideValidation(t *testing.T) {
+	t.Run("both kinds reported", func(t *testing.T) {
+		src := edit(t, "store: s\n", "store: s\nstroe: x\n")
+		src = strings.Replace(src, `NOT_FOUND: {result: MISS, written: "no"}`, `NOT_FOUND: {result: MISS, written: "yes"}`, 1)
+		src = strings.Replace(src, "repeated_key, ", "", 1)
+		wantErrors(t, src,
+			`2:1: unknown key "stroe" in the spec`,
+			`26:18: code NOT_FOUND of call get_call is a MISS whose destination may be written`,
+			`28:12: admission lacks "repeated_key"`)
+	})
+	// Each schema error alone: the validator adds nothing about the field.
+	cases := []struct{ name, old, new, want string }{
+		{"package of the wrong type", "package: s\n", "package: [s]\n", `2:10: package must be a string, found a list`},
+		{"package missing", "package: s\n", "", `1:1: the spec has no "package"`},
+		{"store missing", "store: s\n", "", `1:1: the spec has no "store"`},
+		{"sdk not a mapping", `sdk: {name: s-sdk, versions: ["1"]}`, `sdk: s-sdk`, `3:6: sdk must be a mapping`},
+		{"a code value that is not a number", "NOT_FOUND: -1", "NOT_FOUND: x", `7:14: code NOT_FOUND must be an integer`},
+		{"a capability of the wrong type", "absent_is_miss: true}", "absent_is_miss: true, multi_span: 3}", `4:50: capabilities.multi_span must be true or false`},
+		{"an admission rule misspelt", "repeated_key,", "repeated_kye,", `27:24: admission rule is "repeated_kye"`},
+		{"a limit that is not a number", "capabilities: {absent_is_miss: true}\n", "capabilities: {absent_is_miss: true}\nlimits: {max_row_bytes: x}\n", `5:25: limits.max_row_bytes must be an integer`},
+		{"an access_end misspelt", "    access_end: on_return\n    answers: code\n", "    access_end: on_retrun\n    answers: code\n", `12:17: call put_call access_end is "on_retrun"`},
+		{"touches_memory of the wrong type", "    touches_memory: true\n    access_end: on_return\n    answers: code\n", "    touches_memory: 1\n    access_end: on_return\n    answers: code\n", `11:21: call put_call touches_memory must be true or false`},
+		{"op misspelt", "    op: get\n", "    op: gte\n", `18:9: call get_call op is "gte"`},
+		{"codes not a mapping", "codes:\n  OK: 0\n  NOT_FOUND: -1\n", "codes: [OK, NOT_FOUND]\n", `5:8: codes must be a mapping, found a list`},
+		{"calls not a mapping", validSpec[strings.Index(validSpec, "calls:\n"):strings.Index(validSpec, "admission:")], "calls: []\n", `8:8: calls must be a mapping, found a list`},
+		{"an outcome result misspelt", `whole: {result: READY, written: "yes"}`, `whole: {result: REDY, written: "yes"}`, `22:21: call get_call whole result is "REDY"`},
+		{"an outcome that is not a mapping", `whole: {result: READY, written: "yes"}`, `whole: READY`, `22:12: call get_call whole must be a mapping`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { wantErrors(t, edit(t, c.old, c.new), c.want) })
+	}
+	// What admission needs follows from capabilities and limits: when one
+	// of them cannot be read, admission is not judged against it.
+	t.Run("a capability that cannot be read", func(t *testing.T) {
+		src := edit(t, "absent_is_miss: true}", `absent_is_miss: true, multi_span: "true"}`)
+		wantErrors(t, strings.Replace(src, "multi_span, ", "", 1), `4:50: capabilities.multi_span must be true or false`)
+	})
+	t.Run("a limit that cannot be read", func(t *testing.T) {
+		src := edit(t, "capabilities: {absent_is_miss: true}\n", "capabilities: {absent_is_miss: true}\nlimits: {max_row_bytes: 0}\n")
+		wantErrors(t, strings.Replace(src, "hint,", "hint, row_too_large,", 1), `5:25: limits.max_row_bytes is 0; want at least 1`)
+	})
 }

@@ -1,32 +1,48 @@
 package gen
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
 
 // Load parses and validates one spec. file names it in errors; data is its
-// content. Every error found is returned at once as an ErrorList.
+// content. Every error found is returned at once as an ErrorList: schema
+// errors and, for what the schema could read, the validator's errors.
 func Load(file string, data []byte) (*Spec, error) {
-	d := &decoder{file: file}
+	d := &decoder{file: file, ok: map[string]bool{}, bad: map[Pos]bool{}}
+	if pos, b, ok := firstNonUTF8(data); !ok {
+		d.errs = append(d.errs, Error{Pos: Pos{file, pos.Line, pos.Col},
+			Msg: fmt.Sprintf("byte 0x%02x is not UTF-8; a spec is UTF-8 text", b)})
+		return nil, d.errs
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		d.errs = append(d.errs, yamlError(file, err))
+	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
+		d.errs = append(d.errs, yamlError(file, "", err))
 		return nil, d.errs
 	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 {
-		d.errorf(&root, "the spec is empty; want a mapping with store, package, sdk, codes and calls")
+		d.errs = append(d.errs, Error{Pos: Pos{file, 1, 1}, Msg: "the spec is empty; want a mapping with store, package, sdk, capabilities, codes, calls and admission"})
 		return nil, d.errs
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); err == nil {
+		d.errorf(&next, "a second YAML document starts here; a spec is one document: remove this \"---\" and what follows, or move it to a file of its own")
+	} else if !errors.Is(err, io.EOF) {
+		d.errs = append(d.errs, yamlError(file, " after the first document (a spec is one document)", err))
 	}
 	s := &Spec{File: file}
 	d.spec(root.Content[0], s)
-	if len(d.errs) == 0 {
-		d.validate(s)
-	}
+	d.validate(s)
 	if len(d.errs) > 0 {
 		d.errs.sort()
 		return nil, d.errs
@@ -34,22 +50,57 @@ func Load(file string, data []byte) (*Spec, error) {
 	return s, nil
 }
 
+// firstNonUTF8 finds the first byte of data that is not UTF-8, and its
+// line and column (in characters, as yaml.v3 counts them).
+func firstNonUTF8(data []byte) (pos Pos, b byte, ok bool) {
+	if utf8.Valid(data) {
+		return Pos{}, 0, true
+	}
+	line, col := 1, 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return Pos{Line: line, Col: col}, data[i], false
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		i += size
+	}
+	return Pos{}, 0, true
+}
+
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // yamlError turns a yaml.v3 syntax error ("yaml: line N: msg") into one
-// with the file and line.
-func yamlError(file string, err error) Error {
+// with the file and line; where says where it was found.
+func yamlError(file, where string, err error) Error {
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return Error{Pos: Pos{file, line, 1}, Msg: "invalid YAML: " + m[2]}
+		return Error{Pos: Pos{file, line, 1}, Msg: "invalid YAML" + where + ": " + m[2]}
 	}
-	return Error{Pos: Pos{file, 1, 1}, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+	return Error{Pos: Pos{file, 1, 1}, Msg: "invalid YAML" + where + ": " + strings.TrimPrefix(msg, "yaml: ")}
 }
 
 type decoder struct {
 	file string
 	errs ErrorList
+	// ok holds the top-level keys that were present and read without
+	// error, and bad the positions of calls, outcomes and codes that were
+	// not: the validator checks only what the schema could read, so a
+	// schema error neither hides its errors nor makes it invent others.
+	ok  map[string]bool
+	bad map[Pos]bool
+}
+
+// track runs decode and reports whether it added no error.
+func (d *decoder) track(decode func()) bool {
+	n := len(d.errs)
+	decode()
+	return len(d.errs) == n
 }
 
 func (d *decoder) pos(n *yaml.Node) Pos { return Pos{d.file, n.Line, n.Column} }
@@ -98,6 +149,9 @@ func (d *decoder) fields(n *yaml.Node, what string, fs ...field) {
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if !d.plainKey(k, what) {
+			continue
+		}
 		f, ok := byName[k.Value]
 		if !ok {
 			d.errorf(k, "unknown key %q in %s; want %s", k.Value, what, quoteList(names))
@@ -127,6 +181,9 @@ func (d *decoder) entries(n *yaml.Node, what string, fn func(k, v *yaml.Node)) {
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
+		if !d.plainKey(k, what) {
+			continue
+		}
 		if seen[k.Value] {
 			d.errorf(k, "%q repeated in %s", k.Value, what)
 			continue
@@ -134,6 +191,30 @@ func (d *decoder) entries(n *yaml.Node, what string, fn func(k, v *yaml.Node)) {
 		seen[k.Value] = true
 		fn(k, n.Content[i+1])
 	}
+}
+
+// plainKey reports whether key k is a plain scalar name, reporting it if
+// not (YAML allows a list, a mapping or an alias as a key; a spec does not).
+func (d *decoder) plainKey(k *yaml.Node, what string) bool {
+	if k.Kind == yaml.ScalarNode {
+		return true
+	}
+	d.errorf(k, "a key in %s is %s; keys are plain names", what, kindName(k))
+	return false
+}
+
+// quotedAs reports whether n is a string scalar (quoted or tagged !!str)
+// whose text, written plain, would read as tag: "-5" or !!str -5 where an
+// integer is wanted.
+func quotedAs(n *yaml.Node, tag string) bool {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		return false
+	}
+	var plain yaml.Node
+	if err := yaml.Unmarshal([]byte(n.Value), &plain); err != nil || len(plain.Content) != 1 {
+		return false
+	}
+	return plain.Content[0].Kind == yaml.ScalarNode && plain.Content[0].Tag == tag
 }
 
 func (d *decoder) str(dst *string, what string) func(*yaml.Node) {
@@ -158,6 +239,10 @@ func (d *decoder) enum(dst *string, what string, allowed []string) func(*yaml.No
 
 func (d *decoder) boolean(dst *bool, what string) func(*yaml.Node) {
 	return func(n *yaml.Node) {
+		if quotedAs(n, "!!bool") {
+			d.errorf(n, "%s must be true or false, found a string; write %s without quotes or a !!str tag", what, n.Value)
+			return
+		}
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
 			d.errorf(n, "%s must be true or false, found %s", what, kindName(n))
 			return
@@ -166,19 +251,34 @@ func (d *decoder) boolean(dst *bool, what string) func(*yaml.Node) {
 	}
 }
 
-func (d *decoder) integer(dst *int64, what string, min int64) func(*yaml.Node) {
+// integer reads an integer from min to max; why, if set, says where the
+// bound comes from.
+func (d *decoder) integer(dst *int64, what string, min, max int64, why string) func(*yaml.Node) {
 	return func(n *yaml.Node) {
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+		if quotedAs(n, "!!int") {
+			d.errorf(n, "%s must be an integer, found a string; write %s without quotes or a !!str tag", what, n.Value)
+			return
+		}
+		// yaml.v3 reads an integer too large for 64 bits as a float.
+		tooLarge := n.Kind == yaml.ScalarNode && n.Tag == "!!float" && decimalRE.MatchString(n.Value)
+		if !tooLarge && (n.Kind != yaml.ScalarNode || n.Tag != "!!int") {
 			d.errorf(n, "%s must be an integer, found %s", what, kindName(n))
 			return
 		}
+		want := fmt.Sprintf("want at least %d", min)
+		if max != math.MaxInt64 {
+			want = fmt.Sprintf("want %d to %d", min, max)
+		}
+		if why != "" {
+			want += " (" + why + ")"
+		}
 		v, err := strconv.ParseInt(n.Value, 0, 64)
-		if err != nil {
-			d.errorf(n, "%s %q does not fit in 64 bits", what, n.Value)
+		if err == nil && v < min || max != math.MaxInt64 && (err != nil || v > max) {
+			d.errorf(n, "%s is %s; %s", what, n.Value, want)
 			return
 		}
-		if v < min {
-			d.errorf(n, "%s is %d; want at least %d", what, v, min)
+		if err != nil {
+			d.errorf(n, "%s is %s; want at most %d", what, n.Value, int64(math.MaxInt64))
 			return
 		}
 		*dst = v
@@ -200,24 +300,39 @@ func (d *decoder) strings(dst *[]string, what string) func(*yaml.Node) {
 	}
 }
 
+var decimalRE = regexp.MustCompile(`^[-+]?[0-9][0-9_]*$`)
 var identRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 var codeNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 
 func (d *decoder) spec(n *yaml.Node, s *Spec) {
+	// key marks a top-level key read without error in d.ok.
+	key := func(name string, decode func(*yaml.Node)) func(*yaml.Node) {
+		return func(n *yaml.Node) { d.ok[name] = d.track(func() { decode(n) }) }
+	}
 	d.fields(n, "the spec",
-		field{"store", true, d.str(&s.Store, "store")},
-		field{"package", true, d.str(&s.Package, "package")},
-		field{"sdk", true, func(n *yaml.Node) {
+		field{"store", true, key("store", func(n *yaml.Node) {
+			s.StorePos = d.pos(n)
+			d.str(&s.Store, "store")(n)
+		})},
+		field{"package", true, key("package", func(n *yaml.Node) {
+			s.PackagePos = d.pos(n)
+			d.str(&s.Package, "package")(n)
+		})},
+		field{"sdk", true, key("sdk", func(n *yaml.Node) {
 			d.fields(n, "sdk",
 				field{"name", true, d.str(&s.SDK.Name, "sdk.name")},
 				field{"versions", true, d.strings(&s.SDK.Versions, "sdk.versions")})
+		})},
+		field{"capabilities", true, key("capabilities", func(n *yaml.Node) { d.capabilities(n, &s.Capabilities) })},
+		field{"limits", false, key("limits", func(n *yaml.Node) {
+			d.fields(n, "limits", field{"max_row_bytes", false, d.integer(&s.MaxRowBytes, "limits.max_row_bytes", 1, math.MaxInt64, "")})
+		})},
+		field{"codes", true, func(n *yaml.Node) {
+			d.ok["codes"] = n.Kind == yaml.MappingNode
+			d.codes(n, s)
 		}},
-		field{"capabilities", true, func(n *yaml.Node) { d.capabilities(n, &s.Capabilities) }},
-		field{"limits", false, func(n *yaml.Node) {
-			d.fields(n, "limits", field{"max_row_bytes", false, d.integer(&s.MaxRowBytes, "limits.max_row_bytes", 1)})
-		}},
-		field{"codes", true, func(n *yaml.Node) { d.codes(n, s) }},
 		field{"calls", true, func(n *yaml.Node) {
+			d.ok["calls"] = n.Kind == yaml.MappingNode
 			d.entries(n, "calls", func(k, v *yaml.Node) {
 				c := &Call{Name: k.Value, Pos: d.pos(k)}
 				if !identRE.MatchString(k.Value) {
@@ -227,7 +342,8 @@ func (d *decoder) spec(n *yaml.Node, s *Spec) {
 				s.Calls = append(s.Calls, c)
 			})
 		}},
-		field{"admission", true, func(n *yaml.Node) {
+		field{"admission", true, key("admission", func(n *yaml.Node) {
+			s.AdmissionPos = d.pos(n)
 			if n.Kind != yaml.SequenceNode {
 				d.errorf(n, "admission must be a list of rule names, found %s", kindName(n))
 				return
@@ -237,7 +353,7 @@ func (d *decoder) spec(n *yaml.Node, s *Spec) {
 				d.enum(&r, "admission rule", admissionRules)(e)
 				s.Admission = append(s.Admission, Rule{Name: r, Pos: d.pos(e)})
 			}
-		}},
+		})},
 		field{"environment", false, func(n *yaml.Node) {
 			d.entries(n, "environment", func(k, v *yaml.Node) {
 				e := EnvRule{Name: k.Value, Pos: d.pos(k)}
@@ -249,9 +365,9 @@ func (d *decoder) spec(n *yaml.Node, s *Spec) {
 		}},
 		field{"config", false, func(n *yaml.Node) {
 			d.fields(n, "config",
-				field{"workers", false, d.integer(&s.Config.Workers, "config.workers", 1)},
-				field{"rows_per_batch", false, d.integer(&s.Config.RowsPerBatch, "config.rows_per_batch", 1)},
-				field{"bytes_per_batch", false, d.integer(&s.Config.BytesPerBatch, "config.bytes_per_batch", 1)})
+				field{"workers", false, d.integer(&s.Config.Workers, "config.workers", 1, math.MaxInt64, "")},
+				field{"rows_per_batch", false, d.integer(&s.Config.RowsPerBatch, "config.rows_per_batch", 1, math.MaxInt64, "")},
+				field{"bytes_per_batch", false, d.integer(&s.Config.BytesPerBatch, "config.bytes_per_batch", 1, math.MaxInt64, "")})
 		}},
 	)
 }
@@ -263,8 +379,11 @@ func (d *decoder) capabilities(n *yaml.Node, c *Capabilities) {
 		field{"device_memory", false, d.boolean(&c.DeviceMemory, "capabilities.device_memory")},
 		field{"multi_span", false, d.boolean(&c.MultiSpan, "capabilities.multi_span")},
 		field{"probe", false, d.boolean(&c.Probe, "capabilities.probe")},
-		field{"max_rows_per_op", false, d.integer(&c.MaxRowsPerOp, "capabilities.max_rows_per_op", 0)})
+		field{"max_rows_per_op", false, d.integer(&c.MaxRowsPerOp, "capabilities.max_rows_per_op", 0, math.MaxInt64, "")})
 }
+
+// codeBound says why a code's value is bounded.
+const codeBound = "an SDK code is a 32-bit signed integer"
 
 // codes reads the code table: NAME: value, or NAME: {value: N, doc: "..."}.
 func (d *decoder) codes(n *yaml.Node, s *Spec) {
@@ -273,25 +392,45 @@ func (d *decoder) codes(n *yaml.Node, s *Spec) {
 		if !codeNameRE.MatchString(k.Value) {
 			d.errorf(k, "code name %q must be UPPER_SNAKE_CASE", k.Value)
 		}
-		if v.Kind == yaml.MappingNode {
-			d.fields(v, "code "+k.Value,
-				field{"value", true, d.integer(&c.Value, "code "+k.Value+" value", -1<<31)},
-				field{"doc", false, d.str(&c.Doc, "code "+k.Value+" doc")})
-		} else {
-			d.integer(&c.Value, "code "+k.Value, -1<<31)(v)
-		}
+		d.bad[c.Pos] = !d.track(func() {
+			if v.Kind == yaml.MappingNode {
+				d.fields(v, "code "+k.Value,
+					field{"value", true, d.integer(&c.Value, "code "+k.Value+" value", math.MinInt32, math.MaxInt32, codeBound)},
+					field{"doc", false, d.str(&c.Doc, "code "+k.Value+" doc")})
+			} else {
+				d.integer(&c.Value, "code "+k.Value, math.MinInt32, math.MaxInt32, codeBound)(v)
+			}
+		})
 		s.Codes = append(s.Codes, c)
 	})
 }
 
 func (d *decoder) call(n *yaml.Node, c *Call) {
 	what := "call " + c.Name
+	// own marks the call bad when one of its own fields fails: the
+	// validator's call rules then skip it (its outcomes are tracked apart).
+	own := func(decode func(*yaml.Node)) func(*yaml.Node) {
+		return func(n *yaml.Node) {
+			if !d.track(func() { decode(n) }) {
+				d.bad[c.Pos] = true
+			}
+		}
+	}
+	touches := false
+	defer func() {
+		if c.Op == "" || c.Answers == "" || !touches {
+			d.bad[c.Pos] = true // missing, or not a mapping at all
+		}
+	}()
 	d.fields(n, what,
-		field{"op", true, d.enum(&c.Op, what+" op", ops)},
+		field{"op", true, own(d.enum(&c.Op, what+" op", ops))},
 		field{"doc", false, d.str(&c.Doc, what+" doc")},
-		field{"touches_memory", true, d.boolean(&c.TouchesMemory, what+" touches_memory")},
-		field{"access_end", false, d.enum(&c.AccessEnd, what+" access_end", accessEnds)},
-		field{"answers", true, d.enum(&c.Answers, what+" answers", answerKinds)},
+		field{"touches_memory", true, own(func(n *yaml.Node) {
+			touches = true
+			d.boolean(&c.TouchesMemory, what+" touches_memory")(n)
+		})},
+		field{"access_end", false, own(d.enum(&c.AccessEnd, what+" access_end", accessEnds))},
+		field{"answers", true, own(d.enum(&c.Answers, what+" answers", answerKinds))},
 		field{"cases", false, func(n *yaml.Node) {
 			withCases := true
 			d.boolean(&withCases, what+" cases")(n)
@@ -314,6 +453,7 @@ func (d *decoder) call(n *yaml.Node, c *Call) {
 
 func (d *decoder) outcome(n *yaml.Node, what string) *Outcome {
 	o := &Outcome{Pos: d.pos(n), FollowUp: "none"}
+	defer func(before int) { d.bad[o.Pos] = len(d.errs) > before }(len(d.errs))
 	d.fields(n, what,
 		field{"result", true, d.enum(&o.Result, what+" result", results)},
 		field{"written", false, d.enum(&o.Written, what+" written", writtenValues)},

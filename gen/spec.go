@@ -60,14 +60,17 @@ type Spec struct {
 	Package string
 	SDK     SDK
 
+	StorePos, PackagePos Pos // where store and package are given
+
 	Capabilities Capabilities
 	MaxRowBytes  int64 // rows must be under this many bytes; 0: no bound
 
-	Codes       []Code
-	Calls       []*Call
-	Admission   []Rule
-	Environment []EnvRule
-	Config      Config
+	Codes        []Code
+	Calls        []*Call
+	Admission    []Rule
+	AdmissionPos Pos // where the admission list is given
+	Environment  []EnvRule
+	Config       Config
 }
 
 // SDK names the SDK a spec was read from and the versions it holds for.

@@ -9,19 +9,20 @@ import (
 var packageRE = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 
 // validate checks what the schema alone cannot: names, references, and
-// rules that must agree with each other.
+// rules that must agree with each other. It runs whether or not the schema
+// found errors, and checks only what the schema could read (d.ok, d.bad).
 func (d *decoder) validate(s *Spec) {
 	at := func(p Pos, format string, args ...any) {
 		d.errs = append(d.errs, Error{Pos: p, Msg: fmt.Sprintf(format, args...)})
 	}
 	top := Pos{d.file, 1, 1}
-	if !packageRE.MatchString(s.Package) || token.IsKeyword(s.Package) {
-		at(top, "package %q is not a Go package name; want lower-case letters and digits", s.Package)
+	if d.ok["package"] && (!packageRE.MatchString(s.Package) || token.IsKeyword(s.Package)) {
+		at(s.PackagePos, "package %q is not a Go package name; want lower-case letters and digits", s.Package)
 	}
-	if s.Store == "" {
-		at(top, "store is empty; want the store's name, e.g. \"mooncake\"")
+	if d.ok["store"] && s.Store == "" {
+		at(s.StorePos, "store is empty; want the store's name, e.g. \"mooncake\"")
 	}
-	if len(s.SDK.Versions) == 0 {
+	if d.ok["sdk"] && len(s.SDK.Versions) == 0 {
 		at(top, "sdk.versions is empty; want the SDK version or versions this spec was read from")
 	}
 
@@ -29,6 +30,9 @@ func (d *decoder) validate(s *Spec) {
 	// and so must values be.
 	byValue := map[int64]Code{}
 	for _, c := range s.Codes {
+		if d.bad[c.Pos] {
+			continue
+		}
 		if prev, ok := byValue[c.Value]; ok {
 			at(c.Pos, "code %s repeats value %d of code %s (%s)", c.Name, c.Value, prev.Name, prev.Pos)
 			continue
@@ -37,14 +41,16 @@ func (d *decoder) validate(s *Spec) {
 	}
 
 	ops := map[string]bool{}
+	callsRead := d.ok["calls"]
 	for _, c := range s.Calls {
 		d.validateCall(s, c, at)
 		if c.TouchesMemory {
 			ops[c.Op] = true
 		}
+		callsRead = callsRead && !d.bad[c.Pos]
 	}
 	for _, op := range []string{"put", "get"} {
-		if !ops[op] {
+		if callsRead && !ops[op] {
 			at(top, "no call with op %q touches memory; a store needs one to move rows", op)
 		}
 	}
@@ -56,9 +62,13 @@ func (d *decoder) validate(s *Spec) {
 		}
 		listed[r.Name] = true
 	}
+	limitsOK, limitsGiven := d.ok["limits"]
+	if !d.ok["admission"] || !d.ok["capabilities"] || limitsGiven && !limitsOK {
+		return // what the admission list needs cannot be told
+	}
 	need := func(rule string, why string) {
 		if !listed[rule] {
-			at(top, "admission lacks %q, which %s", rule, why)
+			at(s.AdmissionPos, "admission lacks %q, which %s; want it in the list", rule, why)
 		}
 	}
 	need("empty_key", "every store needs")
@@ -76,11 +86,21 @@ func (d *decoder) validate(s *Spec) {
 	if s.MaxRowBytes > 0 {
 		need("row_too_large", "limits.max_row_bytes needs")
 	} else if listed["row_too_large"] {
-		at(top, "admission lists \"row_too_large\" but limits.max_row_bytes is not set")
+		at(s.AdmissionPos, "admission lists \"row_too_large\" but limits.max_row_bytes is not set")
 	}
 }
 
 func (d *decoder) validateCall(s *Spec, c *Call, at func(Pos, string, ...any)) {
+	mapped := map[string]bool{}
+	for _, r := range c.Codes {
+		mapped[r.Code] = true
+		if _, ok := s.CodeByName(r.Code); !ok && d.ok["codes"] {
+			at(r.Pos, "call %s maps code %q, which the code table does not declare", c.Name, r.Code)
+		}
+	}
+	if d.bad[c.Pos] {
+		return // its op, memory or answers could not be read
+	}
 	if c.TouchesMemory && c.AccessEnd == "" {
 		at(c.Pos, "call %s touches memory but has no access_end; want %s", c.Name, quoteList(accessEnds))
 	}
@@ -103,12 +123,7 @@ func (d *decoder) validateCall(s *Spec, c *Call, at func(Pos, string, ...any)) {
 	if c.Otherwise == nil {
 		at(c.Pos, "call %s has no \"otherwise\"; every code needs a row result", c.Name)
 	}
-	mapped := map[string]bool{}
 	for _, r := range c.Codes {
-		mapped[r.Code] = true
-		if _, ok := s.CodeByName(r.Code); !ok {
-			at(r.Pos, "call %s maps code %q, which the code table does not declare", c.Name, r.Code)
-		}
 		if r.Example != "" {
 			at(r.Pos, "code %s of call %s has an example; only \"otherwise\" takes one", r.Code, c.Name)
 		}
@@ -128,7 +143,7 @@ func (d *decoder) validateCall(s *Spec, c *Call, at func(Pos, string, ...any)) {
 		}
 	}
 	check := func(o *Outcome, what string) {
-		if o == nil {
+		if o == nil || d.bad[o.Pos] {
 			return
 		}
 		if c.Op == "get" && o.Written == "" {
