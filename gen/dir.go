@@ -12,9 +12,55 @@ import (
 	"strings"
 )
 
+// MaxSpecBytes bounds a spec file: a spec is a short text file, and
+// anything larger is refused before it is parsed.
+const MaxSpecBytes = 1 << 20
+
+// ReadSpec reads the spec file at name, refusing what is not a regular
+// file (a device such as /dev/zero, a FIFO, a folder) and anything larger
+// than MaxSpecBytes.
+func ReadSpec(name string) ([]byte, error) {
+	info, err := os.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %s, not a regular file; a spec is a YAML file", name, fileKind(info.Mode()))
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(data) > MaxSpecBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes (1 MiB); a spec is a short YAML file", name, MaxSpecBytes)
+	}
+	return data, nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
+}
+
 // LoadDir loads every *.yaml spec in dir, reporting every file's errors at
-// once. Each spec is named "spec/<file>" (in errors and in generated code),
-// whatever dir is, so output does not depend on where drivergen runs.
+// once, by the path it was found under (dir/<file>). A spec that loads is
+// then named "spec/<file>" (in generated code), whatever dir is, so output
+// does not depend on where drivergen runs. Two specs for one store, or for
+// one package, are refused (CheckSet).
 func LoadDir(dir string) ([]*Spec, error) {
 	names, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
@@ -27,11 +73,11 @@ func LoadDir(dir string) ([]*Spec, error) {
 	var specs []*Spec
 	var all ErrorList
 	for _, name := range names {
-		data, err := os.ReadFile(name)
+		data, err := ReadSpec(name)
 		if err != nil {
 			return nil, err
 		}
-		s, err := Load("spec/"+filepath.Base(name), data)
+		s, err := Load(name, data)
 		var list ErrorList
 		if errors.As(err, &list) {
 			all = append(all, list...)
@@ -41,10 +87,38 @@ func LoadDir(dir string) ([]*Spec, error) {
 		}
 		specs = append(specs, s)
 	}
+	all = append(all, CheckSet(specs)...)
 	if len(all) > 0 {
+		all.sort()
 		return nil, all
 	}
+	for _, s := range specs {
+		s.relabel("spec/" + filepath.Base(s.File))
+	}
 	return specs, nil
+}
+
+// CheckSet refuses two specs for one store or one package: each names the
+// other's position.
+func CheckSet(specs []*Spec) ErrorList {
+	var errs ErrorList
+	stores, pkgs := map[string]*Spec{}, map[string]*Spec{}
+	for _, s := range specs {
+		if prev, ok := stores[s.Store]; ok {
+			errs = append(errs, Error{Pos: s.StorePos, Msg: fmt.Sprintf(
+				"store %q is also described by %s (package %s); one spec per store, or the store has two generated packages", s.Store, prev.StorePos, prev.Package)})
+		} else {
+			stores[s.Store] = s
+		}
+		if prev, ok := pkgs[s.Package]; ok {
+			errs = append(errs, Error{Pos: s.PackagePos, Msg: fmt.Sprintf(
+				"package %q is also emitted by %s; give each spec its own package", s.Package, prev.PackagePos)})
+		} else {
+			pkgs[s.Package] = s
+		}
+	}
+	errs.sort()
+	return errs
 }
 
 // IsGenerated reports whether b starts with the drivergen header, so that

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -411,4 +412,94 @@ func TestSchemaErrorsDoNotHideValidation(t *testing.T) {
 		src := edit(t, "capabilities: {absent_is_miss: true}\n", "capabilities: {absent_is_miss: true}\nlimits: {max_row_bytes: 0}\n")
 		wantErrors(t, strings.Replace(src, "hint,", "hint, row_too_large,", 1), `5:25: limits.max_row_bytes is 0; want at least 1`)
 	})
+}
+
+// writeSpecs writes name -> content into a new folder and returns it.
+func writeSpecs(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+	}
+	return dir
+}
+
+// TestLoadDirNamesTheRealPath pins that LoadDir's errors name each file by
+// the path it was found under, while a spec that loads is named
+// spec/<file> in every position it holds (generated code must not depend
+// on where drivergen runs).
+func TestLoadDirNamesTheRealPath(t *testing.T) {
+	dir := writeSpecs(t, map[string]string{"s.yaml": strings.Replace(validSpec, "store: s\n", "store: s\nstroe: x\n", 1)})
+	_, err := LoadDir(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), filepath.Join(dir, "s.yaml")+`:2:1: unknown key "stroe"`)
+
+	specs, err := LoadDir("../spec")
+	require.NoError(t, err)
+	for _, s := range specs {
+		require.True(t, strings.HasPrefix(s.File, "spec/"), s.File)
+		n := 0
+		var walk func(v reflect.Value)
+		walk = func(v reflect.Value) {
+			switch v.Kind() {
+			case reflect.Pointer:
+				if !v.IsNil() {
+					walk(v.Elem())
+				}
+			case reflect.Slice:
+				for i := 0; i < v.Len(); i++ {
+					walk(v.Index(i))
+				}
+			case reflect.Struct:
+				if p, ok := v.Interface().(Pos); ok {
+					n++
+					assert.Equal(t, s.File, p.File, "a position left unrenamed")
+					return
+				}
+				for i := 0; i < v.NumField(); i++ {
+					walk(v.Field(i))
+				}
+			}
+		}
+		walk(reflect.ValueOf(s))
+		assert.Greater(t, n, 20, s.File)
+	}
+}
+
+func TestLoadDirRefusesTwoSpecsForOneStore(t *testing.T) {
+	other := strings.Replace(validSpec, "package: s\n", "package: s2\n", 1)
+	dir := writeSpecs(t, map[string]string{"a.yaml": validSpec, "b.yaml": other})
+	_, err := LoadDir(dir)
+	require.Error(t, err)
+	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	assert.Equal(t, b+`:1:8: store "s" is also described by `+a+`:1:8 (package s); one spec per store, or the store has two generated packages`, err.Error())
+
+	same := strings.Replace(validSpec, "store: s\n", "store: t\n", 1)
+	dir = writeSpecs(t, map[string]string{"a.yaml": validSpec, "b.yaml": same})
+	_, err = LoadDir(dir)
+	require.Error(t, err)
+	a, b = filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	assert.Equal(t, b+`:2:10: package "s" is also emitted by `+a+`:2:10; give each spec its own package`, err.Error())
+}
+
+func TestReadSpecRefusesWhatIsNoSpecFile(t *testing.T) {
+	_, err := ReadSpec("/dev/zero")
+	assert.ErrorContains(t, err, "/dev/zero: a device, not a regular file")
+	dir := t.TempDir()
+	_, err = ReadSpec(dir)
+	assert.ErrorContains(t, err, "a folder, not a regular file")
+
+	big := filepath.Join(dir, "big.yaml")
+	require.NoError(t, os.WriteFile(big, []byte(strings.Repeat("#", MaxSpecBytes+1)), 0o644))
+	_, err = ReadSpec(big)
+	assert.ErrorContains(t, err, "larger than 1048576 bytes (1 MiB)")
+	require.NoError(t, os.WriteFile(big, []byte(strings.Repeat("#", MaxSpecBytes)), 0o644))
+	b, err := ReadSpec(big)
+	require.NoError(t, err)
+	assert.Len(t, b, MaxSpecBytes)
+
+	dir = writeSpecs(t, map[string]string{"a.yaml": validSpec})
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "b.yaml"), 0o755))
+	_, err = LoadDir(dir)
+	assert.ErrorContains(t, err, "b.yaml: a folder, not a regular file")
 }

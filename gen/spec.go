@@ -154,6 +154,40 @@ type Config struct {
 	Workers, RowsPerBatch, BytesPerBatch int64
 }
 
+// relabel names the spec file in s and in every position it holds.
+func (s *Spec) relabel(file string) {
+	s.File = file
+	for _, p := range s.positions() {
+		p.File = file
+	}
+}
+
+// positions returns every position s holds.
+func (s *Spec) positions() []*Pos {
+	ps := []*Pos{&s.StorePos, &s.PackagePos, &s.AdmissionPos}
+	for i := range s.Codes {
+		ps = append(ps, &s.Codes[i].Pos)
+	}
+	for _, c := range s.Calls {
+		ps = append(ps, &c.Pos)
+		for _, o := range []*Outcome{c.Whole, c.Short, c.Otherwise} {
+			if o != nil {
+				ps = append(ps, &o.Pos)
+			}
+		}
+		for i := range c.Codes {
+			ps = append(ps, &c.Codes[i].Pos, &c.Codes[i].Outcome.Pos)
+		}
+	}
+	for i := range s.Admission {
+		ps = append(ps, &s.Admission[i].Pos)
+	}
+	for i := range s.Environment {
+		ps = append(ps, &s.Environment[i].Pos)
+	}
+	return ps
+}
+
 // CodeByName returns the code named name.
 func (s *Spec) CodeByName(name string) (Code, bool) {
 	for _, c := range s.Codes {

@@ -262,19 +262,26 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	bad := 0
+	var specs []*gen.Spec
 	for _, name := range fs.Args() {
-		data, err := os.ReadFile(name)
+		data, err := gen.ReadSpec(name)
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			bad++
-			continue
-		}
-		if _, err := gen.Load(name, data); err != nil {
 			fmt.Fprintln(stderr, err)
 			bad++
 			continue
 		}
+		s, err := gen.Load(name, data)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			bad++
+			continue
+		}
+		specs = append(specs, s)
 		fmt.Fprintf(stdout, "%s: ok\n", name)
+	}
+	if errs := gen.CheckSet(specs); len(errs) > 0 {
+		fmt.Fprintln(stderr, errs)
+		bad++
 	}
 	if bad > 0 {
 		return 1

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -272,4 +273,44 @@ func TestGenerateWritesAllOrNothing(t *testing.T) {
 	assert.True(t, os.IsNotExist(err))
 	code, _, stderr = runCLI("check", "-spec", specDir, "-out", outDir)
 	assert.Equal(t, 0, code, stderr)
+}
+
+// TestValidateRefusesWhatIsNoSpec pins that validate reads no device, no
+// folder and nothing past the size bound, and goes on to the next file.
+func TestValidateRefusesWhatIsNoSpec(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	require.NoError(t, os.WriteFile(big, bytes.Repeat([]byte("#"), gen.MaxSpecBytes+1), 0o644))
+	code, out, stderr := runCLI("validate", "/dev/zero", big, t.TempDir(), "../../spec/memory.yaml")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "/dev/zero: a device, not a regular file")
+	assert.Contains(t, stderr, big+": larger than")
+	assert.Contains(t, stderr, "a folder, not a regular file")
+	assert.Equal(t, "../../spec/memory.yaml: ok\n", out)
+}
+
+func TestValidateRefusesTwoSpecsForOneStore(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("../../spec/memory.yaml")
+	require.NoError(t, err)
+	other := filepath.Join(dir, "memory2.yaml")
+	require.NoError(t, os.WriteFile(other, bytes.Replace(b, []byte("package: memory\n"), []byte("package: memory2\n"), 1), 0o644))
+	code, _, stderr := runCLI("validate", "../../spec/memory.yaml", other)
+	assert.Equal(t, 1, code)
+	assert.Regexp(t, regexp.QuoteMeta(other)+`:\d+:8: store "memory" is also described by \.\./\.\./spec/memory\.yaml:\d+:8`, stderr)
+}
+
+// TestSpecErrorsNameThePathGiven pins that generate and check name a bad
+// spec by the -spec path, not spec/<file>.
+func TestSpecErrorsNameThePathGiven(t *testing.T) {
+	dir := copyTree(t)
+	specDir := filepath.Join(dir, "spec")
+	p := filepath.Join(specDir, "memory.yaml")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, bytes.Replace(b, []byte("store: memory\n"), []byte("store: memory\nstroe: x\n"), 1), 0o644))
+	for _, verb := range []string{"generate", "check"} {
+		code, _, stderr := runCLI(verb, "-spec", specDir, "-out", filepath.Join(dir, "generated"))
+		assert.Equal(t, 1, code, verb)
+		assert.Regexp(t, "^"+regexp.QuoteMeta(p)+`:\d+:1: unknown key "stroe"`, stderr, verb)
+	}
 }
