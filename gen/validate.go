@@ -127,6 +127,11 @@ func (d *decoder) validateCall(s *Spec, c *Call, at func(Pos, string, ...any)) {
 		if r.Example != "" {
 			at(r.Pos, "code %s of call %s has an example; only \"otherwise\" takes one", r.Code, c.Name)
 		}
+		// A sized call reads every answer >= 0 as a byte count (whole or
+		// short), so a rule for such a code never applies.
+		if code, ok := s.CodeByName(r.Code); ok && c.Answers == "size" && code.Value >= 0 && !d.bad[code.Pos] {
+			at(r.Pos, "call %s answers sizes, so its answer %d reads as a byte count and the rule for code %s can never apply; a size-answering call maps only negative codes", c.Name, code.Value, r.Code)
+		}
 	}
 	if c.Whole != nil && c.Whole.Example != "" || c.Short != nil && c.Short.Example != "" {
 		at(c.Pos, "call %s: only \"otherwise\" takes an example", c.Name)
@@ -155,8 +160,23 @@ func (d *decoder) validateCall(s *Spec, c *Call, at func(Pos, string, ...any)) {
 		if o.Result == "MISS" && o.Written != "no" && c.Op == "get" {
 			at(o.Pos, "%s of call %s is a MISS whose destination may be written; a MISS leaves it untouched", what, c.Name)
 		}
+		// The READY promise: a READY row holds exactly the row's bytes.
+		if o.Result == "READY" {
+			switch {
+			case what == "short":
+				at(o.Pos, "short of call %s is READY, but a size other than the row's length is never the whole row; want FAULT (or another result that is not READY)", c.Name)
+			case what == "otherwise":
+				at(o.Pos, "otherwise of call %s is READY, but otherwise answers every code the spec does not list, the SDK's failures included; want FAULT, and list under codes each code that means READY", c.Name)
+			}
+			if c.Op == "get" && o.Written != "" && o.Written != "yes" {
+				at(o.Pos, "%s of get call %s is READY with written %q, but a READY get has written the whole row into its destination; want written \"yes\", or a result that is not READY", what, c.Name, o.Written)
+			}
+		}
+		if o.Result == "NOT_READY" && o.Written == "yes" {
+			at(o.Pos, "%s of call %s is NOT_READY with written \"yes\", but NOT_READY says another writer holds the key and the row was not read; want written \"no\" (or \"maybe\")", what, c.Name)
+		}
 		if o.KeepsAccess && c.AccessEnd != "unless_kept" {
-			at(o.Pos, "%s of call %s keeps access, but the call's access_end is %q; want \"unless_kept\"", what, c.Name, c.AccessEnd)
+			at(o.Pos, "%s of call %s keeps access, but the call's access_end is %q; keeps_access needs access_end \"unless_kept\"", what, c.Name, c.AccessEnd)
 		}
 		switch o.FollowUp {
 		case "ask_existence":
