@@ -98,17 +98,23 @@ func LoadDir(dir string) ([]*Spec, error) {
 	return specs, nil
 }
 
-// CheckSet refuses two specs for one store or one package: each names the
-// other's position.
+// CheckSet refuses two specs for one store that hold for the same SDK
+// version, and two specs for one package: each error names the other's
+// position. Two SDK versions of one store are two spec files with two
+// packages, and the driver picks by the version its SDK reports, so a
+// version must lead to exactly one spec.
 func CheckSet(specs []*Spec) ErrorList {
 	var errs ErrorList
-	stores, pkgs := map[string]*Spec{}, map[string]*Spec{}
+	versions, pkgs := map[[2]string]*Spec{}, map[string]*Spec{}
 	for _, s := range specs {
-		if prev, ok := stores[s.Store]; ok {
-			errs = append(errs, Error{Pos: s.StorePos, Msg: fmt.Sprintf(
-				"store %q is also described by %s (package %s); one spec per store, or the store has two generated packages", s.Store, prev.StorePos, prev.Package)})
-		} else {
-			stores[s.Store] = s
+		for _, v := range s.SDK.Versions {
+			k := [2]string{s.Store, v}
+			if prev, ok := versions[k]; ok {
+				errs = append(errs, Error{Pos: s.StorePos, Msg: fmt.Sprintf(
+					"store %q at SDK version %q is also described by %s (package %s); each version of a store has one spec", s.Store, v, prev.StorePos, prev.Package)})
+				continue
+			}
+			versions[k] = s
 		}
 		if prev, ok := pkgs[s.Package]; ok {
 			errs = append(errs, Error{Pos: s.PackagePos, Msg: fmt.Sprintf(

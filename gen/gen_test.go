@@ -471,13 +471,18 @@ func TestLoadDirNamesTheRealPath(t *testing.T) {
 	}
 }
 
-func TestLoadDirRefusesTwoSpecsForOneStore(t *testing.T) {
+func TestLoadDirRefusesTwoSpecsForOneStoreVersion(t *testing.T) {
 	other := strings.Replace(validSpec, "package: s\n", "package: s2\n", 1)
 	dir := writeSpecs(t, map[string]string{"a.yaml": validSpec, "b.yaml": other})
 	_, err := LoadDir(dir)
 	require.Error(t, err)
 	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
-	assert.Equal(t, b+`:1:8: store "s" is also described by `+a+`:1:8 (package s); one spec per store, or the store has two generated packages`, err.Error())
+	assert.Equal(t, b+`:1:8: store "s" at SDK version "1" is also described by `+a+`:1:8 (package s); each version of a store has one spec`, err.Error())
+
+	nextVersion := strings.Replace(other, `versions: ["1"]`, `versions: ["2"]`, 1)
+	require.NotEqual(t, other, nextVersion, "the edit applied")
+	_, err = LoadDir(writeSpecs(t, map[string]string{"a.yaml": validSpec, "b.yaml": nextVersion}))
+	assert.NoError(t, err, "two versions of one store are two specs")
 
 	same := strings.Replace(validSpec, "store: s\n", "store: t\n", 1)
 	dir = writeSpecs(t, map[string]string{"a.yaml": validSpec, "b.yaml": same})

@@ -288,7 +288,7 @@ func TestValidateRefusesWhatIsNoSpec(t *testing.T) {
 	assert.Equal(t, "../../spec/memory.yaml: ok\n", out)
 }
 
-func TestValidateRefusesTwoSpecsForOneStore(t *testing.T) {
+func TestValidateRefusesTwoSpecsForOneStoreVersion(t *testing.T) {
 	dir := t.TempDir()
 	b, err := os.ReadFile("../../spec/memory.yaml")
 	require.NoError(t, err)
@@ -296,7 +296,7 @@ func TestValidateRefusesTwoSpecsForOneStore(t *testing.T) {
 	require.NoError(t, os.WriteFile(other, bytes.Replace(b, []byte("package: memory\n"), []byte("package: memory2\n"), 1), 0o644))
 	code, _, stderr := runCLI("validate", "../../spec/memory.yaml", other)
 	assert.Equal(t, 1, code)
-	assert.Regexp(t, regexp.QuoteMeta(other)+`:\d+:8: store "memory" is also described by \.\./\.\./spec/memory\.yaml:\d+:8`, stderr)
+	assert.Regexp(t, regexp.QuoteMeta(other)+`:\d+:8: store "memory" at SDK version "1" is also described by \.\./\.\./spec/memory\.yaml:\d+:8`, stderr)
 }
 
 // TestSpecErrorsNameThePathGiven pins that generate and check name a bad
