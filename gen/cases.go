@@ -29,7 +29,7 @@ func (s *Spec) cases() []specCase {
 		if c.NoCases {
 			continue
 		}
-		base := func(o *Outcome, id string) specCase {
+		base := func(o *Meaning, id string) specCase {
 			written := o.Written
 			if c.Op == "put" || written == "" {
 				written = "no"
@@ -47,7 +47,7 @@ func (s *Spec) cases() []specCase {
 			sh.size = "short"
 			out = append(out, w, sh)
 		}
-		withCode := func(o *Outcome, code Code, id string) {
+		withCode := func(o *Meaning, code Code, id string) {
 			k := base(o, id)
 			k.code = &code
 			if o.Result == "FAULT" {
@@ -84,7 +84,7 @@ func (s *Spec) cases() []specCase {
 			r := &c.Codes[i]
 			mapped[r.Code] = true
 			code, _ := s.CodeByName(r.Code)
-			withCode(&r.Outcome, code, r.Code)
+			withCode(&r.Meaning, code, r.Code)
 		}
 		if rep, ok := s.unmapped(c, mapped); ok {
 			withCode(c.Otherwise, rep, "otherwise-"+rep.Name)

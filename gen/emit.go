@@ -266,10 +266,10 @@ func named(name string, v jen.Code) litField { return litField{name: jen.Id(name
 // outcome emits rules.Meaning{...} for o, its fields in the order of the
 // rules.Mapping type. A FAULT's result is filled in by rules.CallRule.Map,
 // which knows the answer.
-func outcome(o *Outcome) *jen.Statement { return meaning(qual("Meaning"), o) }
+func outcome(o *Meaning) *jen.Statement { return meaning(qual("Meaning"), o) }
 
 // meaning emits o as a literal of type typ (nil: the type is elided).
-func meaning(typ *jen.Statement, o *Outcome) *jen.Statement {
+func meaning(typ *jen.Statement, o *Meaning) *jen.Statement {
 	written := o.Written
 	if written == "" {
 		written = "no"
@@ -318,7 +318,7 @@ func (e *emitter) callRule(f *jen.File, c *Call, name string) {
 		codes := make([]litField, len(c.Codes))
 		for i := range c.Codes {
 			r := &c.Codes[i]
-			codes[i] = litField{name: jen.Int64().Call(jen.Id(goName(r.Code))), value: meaning(nil, &r.Outcome), note: r.Pos.String()}
+			codes[i] = litField{name: jen.Int64().Call(jen.Id(goName(r.Code))), value: meaning(nil, &r.Meaning), note: r.Pos.String()}
 		}
 		d = append(d, named("Codes", values(jen.Map(jen.Int64()).Add(qual("Meaning")), codes)))
 	}

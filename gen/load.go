@@ -442,7 +442,7 @@ func (d *decoder) call(n *yaml.Node, c *Call) {
 			d.entries(n, what+" codes", func(k, v *yaml.Node) {
 				r := CodeRule{Code: k.Value, Pos: d.pos(k)}
 				if o := d.outcome(v, what+" code "+k.Value); o != nil {
-					r.Outcome = *o
+					r.Meaning = *o
 				}
 				c.Codes = append(c.Codes, r)
 			})
@@ -451,8 +451,8 @@ func (d *decoder) call(n *yaml.Node, c *Call) {
 	)
 }
 
-func (d *decoder) outcome(n *yaml.Node, what string) *Outcome {
-	o := &Outcome{Pos: d.pos(n), FollowUp: "none"}
+func (d *decoder) outcome(n *yaml.Node, what string) *Meaning {
+	o := &Meaning{Pos: d.pos(n), FollowUp: "none"}
 	defer func(before int) { d.bad[o.Pos] = len(d.errs) > before }(len(d.errs))
 	d.fields(n, what,
 		field{"result", true, d.enum(&o.Result, what+" result", results)},

@@ -106,20 +106,20 @@ type Call struct {
 	// (a cleanup), so it gets no standalone conformance case.
 	NoCases bool
 
-	Whole, Short *Outcome   // size answers
+	Whole, Short *Meaning   // size answers
 	Codes        []CodeRule // code answers
-	Otherwise    *Outcome   // any code not listed
+	Otherwise    *Meaning   // any code not listed
 }
 
 // CodeRule is what one code means for a row when a call answers it.
 type CodeRule struct {
 	Code string
 	Pos  Pos
-	Outcome
+	Meaning
 }
 
-// Outcome is a row's result for one answer.
-type Outcome struct {
+// Meaning is what one answer means for a row, as the spec states it.
+type Meaning struct {
 	Pos         Pos
 	Result      string // READY, MISS, NOT_READY, DECLINED, FAULT
 	Written     string // no, maybe, yes
@@ -170,13 +170,13 @@ func (s *Spec) positions() []*Pos {
 	}
 	for _, c := range s.Calls {
 		ps = append(ps, &c.Pos)
-		for _, o := range []*Outcome{c.Whole, c.Short, c.Otherwise} {
+		for _, o := range []*Meaning{c.Whole, c.Short, c.Otherwise} {
 			if o != nil {
 				ps = append(ps, &o.Pos)
 			}
 		}
 		for i := range c.Codes {
-			ps = append(ps, &c.Codes[i].Pos, &c.Codes[i].Outcome.Pos)
+			ps = append(ps, &c.Codes[i].Pos, &c.Codes[i].Meaning.Pos)
 		}
 	}
 	for i := range s.Admission {

@@ -147,7 +147,7 @@ func (d *decoder) validateCall(s *Spec, c *Call, at func(Pos, string, ...any)) {
 			at(o.Pos, "otherwise of call %s has example %q (%d), which reads as a size; want a negative code", c.Name, o.Example, code.Value)
 		}
 	}
-	check := func(o *Outcome, what string) {
+	check := func(o *Meaning, what string) {
 		if o == nil || d.bad[o.Pos] {
 			return
 		}
@@ -199,7 +199,7 @@ func (d *decoder) validateCall(s *Spec, c *Call, at func(Pos, string, ...any)) {
 	check(c.Whole, "whole")
 	check(c.Short, "short")
 	for i := range c.Codes {
-		check(&c.Codes[i].Outcome, "code "+c.Codes[i].Code)
+		check(&c.Codes[i].Meaning, "code "+c.Codes[i].Code)
 	}
 	check(c.Otherwise, "otherwise")
 }
