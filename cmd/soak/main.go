@@ -12,7 +12,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/kvblob/kvblob/soak"
+	"github.com/kvblob/kvblob/internal/soak"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
