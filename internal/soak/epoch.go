@@ -151,7 +151,7 @@ func (e *epoch) run(deadline time.Time, left int, rep *Report) {
 			continue
 		}
 		err := e.submit(k, e.rng.Intn(2) == 0)
-		var rej *backend.SubmissionRejected
+		var rej *backend.SubmissionRejectedError
 		if errors.As(err, &rej) {
 			break // the driver broke its protocol: this backend takes no more work
 		}

@@ -97,17 +97,25 @@ type ViewRow struct {
 // View is what a runtime submits: rows in order.
 type View []ViewRow
 
-// InvalidSubmission is returned for a view or hint the backend refuses
-// before queueing anything.
-type InvalidSubmission struct{ Reason string }
+// InvalidSubmissionError is returned for a view or hint the backend refuses
+// before queueing anything. Nothing reached the driver.
+type InvalidSubmissionError struct {
+	// Rule names the rule the view broke, as driver.RejectedError spells
+	// it where the rule is an admission rule ("repeated_key", ...).
+	Rule string
+	// Reason says which row broke it and how.
+	Reason string
+}
 
-func (e *InvalidSubmission) Error() string { return "backend: invalid submission: " + e.Reason }
+func (e *InvalidSubmissionError) Error() string { return "backend: invalid submission: " + e.Reason }
 
-// SubmissionRejected is returned once the backend takes no more work: after
-// Shutdown, or after the driver broke its protocol.
-type SubmissionRejected struct{ Reason string }
+// SubmissionRejectedError is returned once the backend takes no more work:
+// after Shutdown, or after the driver broke its protocol.
+type SubmissionRejectedError struct{ Reason string }
 
-func (e *SubmissionRejected) Error() string { return "backend: submission rejected: " + e.Reason }
+func (e *SubmissionRejectedError) Error() string {
+	return "backend: submission rejected: " + e.Reason
+}
 
 // Stats is a snapshot of the backend's counters.
 type Stats struct {
@@ -223,11 +231,11 @@ func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error)
 	b.mu.Lock()
 	if b.violation != "" {
 		b.mu.Unlock()
-		return nil, &SubmissionRejected{Reason: "the driver broke its protocol: " + b.violation}
+		return nil, &SubmissionRejectedError{Reason: "the driver broke its protocol: " + b.violation}
 	}
 	if b.closing {
 		b.mu.Unlock()
-		return nil, &SubmissionRejected{Reason: "the backend is shut down"}
+		return nil, &SubmissionRejectedError{Reason: "the backend is shut down"}
 	}
 	a := &Attempt{b: b, fetch: fetch, hint: hint, results: make([]driver.Result, len(rows))}
 	for _, bt := range b.cut(rows) {
@@ -252,7 +260,7 @@ func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error)
 // validate checks the whole view before anything is queued.
 func (b *Backend) validate(v View, hint driver.Hint, fetch bool) ([]driver.Row, error) {
 	bad := func(format string, args ...any) error {
-		return &InvalidSubmission{Reason: fmt.Sprintf(format, args...)}
+		return &InvalidSubmissionError{Reason: fmt.Sprintf(format, args...)}
 	}
 	if !hint.IsZero() {
 		if !fetch {

@@ -207,7 +207,7 @@ func TestSubmissionValidatesTheWholeViewAndNeverCallsTheDriver(t *testing.T) {
 			} else {
 				_, err = e.be.Publish(c.view) // a publish has no hint parameter at all
 			}
-			var inv *backend.InvalidSubmission
+			var inv *backend.InvalidSubmissionError
 			require.ErrorAs(t, err, &inv)
 			assert.Contains(t, inv.Reason, c.want)
 		})
@@ -507,7 +507,7 @@ func TestShutdownWithACallInTheDriverReturnsWithinItsBudget(t *testing.T) {
 	assert.False(t, e.be.Shutdown(20*time.Millisecond))
 	assert.Less(t, time.Since(start), 5*time.Second)
 	_, err := e.be.Publish(e.view("late", 5, 1))
-	var rej *backend.SubmissionRejected
+	var rej *backend.SubmissionRejectedError
 	assert.ErrorAs(t, err, &rej)
 	assert.Equal(t, calls, len(e.d.Calls()), "shutdown never calls the driver")
 	close(g.release)
@@ -537,7 +537,7 @@ func TestProtocolViolationsRefuseEveryLaterSubmission(t *testing.T) {
 		assert.Equal(t, driver.Cancelled, o.Results[2].Status, "queued batches are dropped")
 		assert.False(t, a.Quiesced(), "the batch is held: its access was never proven")
 		_, err := e.be.Publish(e.view("s", 10, 1))
-		var rej *backend.SubmissionRejected
+		var rej *backend.SubmissionRejectedError
 		require.ErrorAs(t, err, &rej)
 		assert.Contains(t, rej.Reason, "sdk exploded")
 		assert.Equal(t, 1, e.be.Stats().BatchesUnprovable)
@@ -550,7 +550,7 @@ func TestProtocolViolationsRefuseEveryLaterSubmission(t *testing.T) {
 		o := wait(t, must(e.be.Publish(e.view("r", 0, 2))))
 		assert.Equal(t, driver.Fault, o.Results[0].Status)
 		_, err := e.be.Fetch(e.view("r", 10, 1), driver.Hint{})
-		var rej *backend.SubmissionRejected
+		var rej *backend.SubmissionRejectedError
 		require.ErrorAs(t, err, &rej)
 		assert.Contains(t, rej.Reason, "answered 1 results for 2 rows")
 	})

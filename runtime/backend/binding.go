@@ -47,6 +47,12 @@ type RegionBinding struct {
 //     (ErrHoldKept).
 //   - Any other registration error may have left a registration live: the
 //     hold is kept (ErrHoldKept).
+//
+// The driver's own error stays in the chain: errors.As finds a
+// *driver.RejectedError, or the driver's own error type, in what Bind
+// returns, and errors.Is finds ErrConstructionRejected or ErrHoldKept.
+// Bind calls the driver from the caller's goroutine and returns once every
+// registration is made or rolled back.
 func Bind(regions []*driver.Region, d driver.Driver, hold Hold) (*RegionBinding, error) {
 	b := &RegionBinding{d: d, hold: hold, regs: map[*driver.Region]driver.Registration{}}
 	caps := d.Capabilities()
@@ -61,7 +67,7 @@ func Bind(regions []*driver.Region, d driver.Driver, hold Hold) (*RegionBinding,
 	}
 	if len(served) == 0 {
 		if err := hold.Release(); err != nil {
-			return nil, fmt.Errorf("%w: no region the driver can access, and releasing the hold failed: %v", ErrHoldKept, err)
+			return nil, fmt.Errorf("%w: no region the driver can access, and releasing the hold failed: %w", ErrHoldKept, err)
 		}
 		return nil, fmt.Errorf("%w: no region has slots in memory the driver can access", ErrConstructionRejected)
 	}
@@ -73,12 +79,12 @@ func Bind(regions []*driver.Region, d driver.Driver, hold Hold) (*RegionBinding,
 			continue
 		}
 		if !driver.IsRejected(err) {
-			return nil, fmt.Errorf("%w: registering region %q: %v", ErrHoldKept, r.Name, err)
+			return nil, fmt.Errorf("%w: registering region %q: %w", ErrHoldKept, r.Name, err)
 		}
 		if rbErr := b.unregisterAll(); rbErr != nil {
-			return nil, fmt.Errorf("%w: registering region %q was refused (%v) and the rollback failed: %v", ErrHoldKept, r.Name, err, rbErr)
+			return nil, fmt.Errorf("%w: registering region %q was refused (%w) and the rollback failed: %w", ErrHoldKept, r.Name, err, rbErr)
 		}
-		return nil, fmt.Errorf("%w: registering region %q: %v", ErrConstructionRejected, r.Name, err)
+		return nil, fmt.Errorf("%w: registering region %q: %w", ErrConstructionRejected, r.Name, err)
 	}
 	return b, nil
 }

@@ -3,6 +3,7 @@ package backend_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -106,4 +107,38 @@ func TestRegionBindingFailures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sdkError is a driver's own error type, as an SDK adapter would return.
+type sdkError struct{ code int }
+
+func (e *sdkError) Error() string { return fmt.Sprintf("sdk code %d", e.code) }
+
+func TestBindKeepsTheDriversErrorMatchable(t *testing.T) {
+	t.Run("a driver's own error type", func(t *testing.T) {
+		d := &regDriver{fail: map[string]error{"host-b": &sdkError{code: -7}}, registered: map[string]bool{}}
+		_, err := backend.Bind(regions(), d, &testHold{})
+		require.ErrorIs(t, err, backend.ErrHoldKept)
+		var sdk *sdkError
+		require.ErrorAs(t, err, &sdk, "errors.As must reach the driver's error through Bind")
+		assert.Equal(t, -7, sdk.code)
+	})
+	t.Run("a RejectedError", func(t *testing.T) {
+		d := &regDriver{fail: map[string]error{"host-b": driver.Reject(driver.RuleDeviceRegion, "no")}, registered: map[string]bool{}}
+		_, err := backend.Bind(regions(), d, &testHold{})
+		require.ErrorIs(t, err, backend.ErrConstructionRejected)
+		var rej *driver.RejectedError
+		require.ErrorAs(t, err, &rej)
+		assert.Equal(t, driver.RuleDeviceRegion, rej.Rule)
+	})
+	t.Run("a failed rollback keeps both errors", func(t *testing.T) {
+		d := &regDriver{fail: map[string]error{"host-b": driver.Reject("test", "no")}, failUnreg: &sdkError{code: -9}, registered: map[string]bool{}}
+		_, err := backend.Bind(regions(), d, &testHold{})
+		require.ErrorIs(t, err, backend.ErrHoldKept)
+		var rej *driver.RejectedError
+		require.ErrorAs(t, err, &rej)
+		var sdk *sdkError
+		require.ErrorAs(t, err, &sdk)
+		assert.Equal(t, -9, sdk.code)
+	})
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // FuzzSubmission feeds views built from arbitrary bytes to Publish and
-// Fetch: each must be refused with an InvalidSubmission or accepted and
+// Fetch: each must be refused with an InvalidSubmissionError or accepted and
 // finished, and an accepted view must have been valid.
 func FuzzSubmission(f *testing.F) {
 	f.Add([]byte{1, 'a', 0, 0, 0, 0, 0, 16, 0, 0}, false)
@@ -64,10 +64,10 @@ func FuzzSubmission(f *testing.F) {
 		} else {
 			a, err = be.Publish(v)
 		}
-		var inv *backend.InvalidSubmission
+		var inv *backend.InvalidSubmissionError
 		if err != nil {
 			if !errors.As(err, &inv) || inv.Reason == "" {
-				t.Fatalf("refusal is not a clear InvalidSubmission: %v", err)
+				t.Fatalf("refusal is not a clear InvalidSubmissionError: %v", err)
 			}
 			return
 		}
