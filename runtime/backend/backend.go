@@ -6,8 +6,12 @@
 //
 // The rules, each pinned by a test named after it:
 //
-//   - Submission validates the whole view, cuts batches by rows, bytes and
-//     the driver's MaxRowsPerOp, queues them and never calls the driver.
+//   - Submission validates the whole view with the admission helpers
+//     drivers run (package rules), cuts batches by rows, bytes and the
+//     driver's MaxRowsPerOp, queues them and never calls the driver.
+//   - A fetch whose destinations overlap (two rows into one slot, or one
+//     row's spans overlapping) is refused at submission: both rows could
+//     answer READY while one overwrote the other.
 //   - Config.Workers goroutines call Put and Get. Fetches go first; after
 //     four fetch batches taken while a publish batch waited, that publish
 //     goes next. Publishes use at most max(1, Workers-1) workers.
@@ -31,14 +35,18 @@
 package backend
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/rules"
 )
 
 // Config configures a Backend. Its defaults assume nothing about the
@@ -257,53 +265,97 @@ func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error)
 	return a, nil
 }
 
-// validate checks the whole view before anything is queued.
+// RuleOverlappingDestinations is the Rule of an InvalidSubmissionError for
+// a fetch whose rows' destinations overlap: two rows into one slot, or one
+// row's spans overlapping each other. Both rows could answer READY while
+// one overwrote the other's bytes, so the fetch is refused whole.
+const RuleOverlappingDestinations = "overlapping_destinations"
+
+// validate checks the whole view before anything is queued, with the same
+// admission helpers drivers run (package rules), so a rule is written once.
+// A refusal names the row (its index in the view and its key).
 func (b *Backend) validate(v View, hint driver.Hint, fetch bool) ([]driver.Row, error) {
-	bad := func(format string, args ...any) error {
-		return &InvalidSubmissionError{Reason: fmt.Sprintf(format, args...)}
-	}
-	if !hint.IsZero() {
-		if !fetch {
-			return nil, bad("a publish takes no hint")
-		}
-		if !b.caps.Hints {
-			return nil, bad("a hint was given, but the driver does not declare hints")
-		}
-	}
-	if len(v) == 0 {
-		return nil, bad("the view has no rows")
+	if !hint.IsZero() && !fetch {
+		return nil, &InvalidSubmissionError{Rule: driver.RuleHint, Reason: "a publish takes no hint"}
 	}
 	rows := make([]driver.Row, len(v))
-	seen := make(map[string]int, len(v))
 	for i, vr := range v {
-		if len(vr.Name) == 0 {
-			return nil, bad("row %d has an empty name", i)
+		rows[i] = driver.Row{Spans: vr.Spans}
+		if len(vr.Name) > 0 { // an empty name keeps the empty key AdmitKeys refuses
+			rows[i].Key, _ = b.stem.Key(vr.Name) // the stem is checked; only an empty name fails
 		}
-		if len(vr.Spans) == 0 {
-			return nil, bad("row %d has no span", i)
+	}
+	err := rules.AdmitRows(rows, 0)
+	if err == nil {
+		err = rules.AdmitHint(hint, b.caps.Hints)
+	}
+	if err == nil {
+		err = rules.AdmitKeys(rows)
+	}
+	if err == nil {
+		err = rules.AdmitSpans(rows, b.caps.MultiSpan, 0, b.binding.Registered)
+	}
+	if err == nil && fetch {
+		err = admitDisjoint(rows)
+	}
+	if err != nil {
+		var rej *driver.RejectedError
+		if errors.As(err, &rej) {
+			return nil, &InvalidSubmissionError{Rule: rej.Rule, Reason: rej.Reason}
 		}
-		if len(vr.Spans) > 1 && !b.caps.MultiSpan {
-			return nil, bad("row %d has %d spans; the driver takes one span per row", i, len(vr.Spans))
-		}
-		for j, s := range vr.Spans {
-			if err := s.Validate(); err != nil {
-				return nil, bad("row %d span %d: %v", i, j, err)
-			}
-			if !b.binding.Registered(s.Region) {
-				return nil, bad("row %d span %d is in region %q, which this backend did not register", i, j, s.Region.Name)
-			}
-		}
-		key, err := b.stem.Key(vr.Name)
-		if err != nil {
-			return nil, bad("row %d: %v", i, err)
-		}
-		if j, ok := seen[key]; ok {
-			return nil, bad("rows %d and %d have the same name %x", j, i, vr.Name)
-		}
-		seen[key] = i
-		rows[i] = driver.Row{Key: key, Spans: vr.Spans}
+		return nil, &InvalidSubmissionError{Reason: err.Error()}
 	}
 	return rows, nil
+}
+
+// admitDisjoint refuses rows whose spans overlap: a fetch writes every span,
+// so two spans sharing a byte would leave one row's READY bytes overwritten
+// by another's. Spans must be valid (AdmitSpans ran first).
+func admitDisjoint(rows []driver.Row) error {
+	type at struct {
+		s        driver.Span
+		row, idx int
+	}
+	var spans []at
+	for i, r := range rows {
+		for j, s := range r.Spans {
+			spans = append(spans, at{s, i, j})
+		}
+	}
+	if len(spans) < 2 {
+		return nil
+	}
+	region := map[*driver.Region]int{}
+	for _, a := range spans {
+		if _, ok := region[a.s.Region]; !ok {
+			region[a.s.Region] = len(region)
+		}
+	}
+	slices.SortFunc(spans, func(x, y at) int {
+		if c := cmp.Compare(region[x.s.Region], region[y.s.Region]); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.s.Offset, y.s.Offset)
+	})
+	last := spans[0]
+	for _, a := range spans[1:] {
+		if a.s.Region == last.s.Region && a.s.Offset < last.s.Offset+last.s.Length {
+			first, second := last, a
+			if second.row < first.row || (second.row == first.row && second.idx < first.idx) {
+				first, second = second, first
+			}
+			where := fmt.Sprintf("region %q [%d, %d) and [%d, %d)", a.s.Region.Name,
+				first.s.Offset, first.s.Offset+first.s.Length, second.s.Offset, second.s.Offset+second.s.Length)
+			if first.row == second.row {
+				return driver.Reject(RuleOverlappingDestinations, "row %d (%q) has spans %d and %d overlapping in %s",
+					first.row, rows[first.row].Key, first.idx, second.idx, where)
+			}
+			return driver.Reject(RuleOverlappingDestinations, "rows %d (%q) and %d (%q) have overlapping destinations in %s",
+				first.row, rows[first.row].Key, second.row, rows[second.row].Key, where)
+		}
+		last = a // no overlap so far: sorted, disjoint spans end in order
+	}
+	return nil
 }
 
 // cut splits rows into batches by the row and byte limits.

@@ -191,13 +191,13 @@ func TestSubmissionValidatesTheWholeViewAndNeverCallsTheDriver(t *testing.T) {
 		want  string
 	}{
 		{"no rows", nil, driver.Hint{}, false, "no rows"},
-		{"empty name", backend.View{{Name: nil, Spans: good[0].Spans}}, driver.Hint{}, false, "empty name"},
-		{"no span", backend.View{{Name: []byte("x")}}, driver.Hint{}, false, "no span"},
+		{"empty name", backend.View{{Name: nil, Spans: good[0].Spans}}, driver.Hint{}, false, "row 0 has an empty key"},
+		{"no span", backend.View{{Name: []byte("x")}}, driver.Hint{}, false, "row 0 (\"kvblob/v1/78\") has no span"},
 		{"invalid span", backend.View{{Name: []byte("x"), Spans: []driver.Span{{Region: e.region, Offset: -1, Length: 8}}}}, driver.Hint{}, false, "negative"},
-		{"a region the backend did not register", backend.View{{Name: []byte("x"), Spans: []driver.Span{foreign.Slot(0)}}}, driver.Hint{}, false, "did not register"},
-		{"repeated name", backend.View{good[0], good[0]}, driver.Hint{}, false, "same name"},
+		{"a region the backend did not register", backend.View{{Name: []byte("x"), Spans: []driver.Span{foreign.Slot(0)}}}, driver.Hint{}, false, "no live registration"},
+		{"repeated name", backend.View{good[0], good[0]}, driver.Hint{}, false, "rows 0 and 1 repeat key"},
 		{"hint to a hint-free driver", good, driver.NewHint([]byte("h")), true, "does not declare hints"},
-		{"a bad row after good ones", append(append(backend.View{}, good...), backend.ViewRow{Name: []byte("z")}), driver.Hint{}, true, "row 2 has no span"},
+		{"a bad row after good ones", append(append(backend.View{}, good...), backend.ViewRow{Name: []byte("z")}), driver.Hint{}, true, "row 2 (\"kvblob/v1/7a\") has no span"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -210,9 +210,70 @@ func TestSubmissionValidatesTheWholeViewAndNeverCallsTheDriver(t *testing.T) {
 			var inv *backend.InvalidSubmissionError
 			require.ErrorAs(t, err, &inv)
 			assert.Contains(t, inv.Reason, c.want)
+			assert.False(t, driver.IsRejected(err), "a refused submission is the backend's error, not a driver's")
 		})
 	}
 	assert.Empty(t, e.d.Calls(), "no invalid submission may reach the driver")
+}
+
+func TestAFetchWhoseDestinationsOverlapIsRefusedAtSubmission(t *testing.T) {
+	e := newEnv(t, memory.Options{}, backend.Config{})
+	src := e.view("r", 0, 2)
+	e.fill(src, 7)
+	o := wait(t, must(e.be.Publish(src)))
+	require.Equal(t, 2, o.Prefix)
+	slot := e.region.Slot(10)
+	half := slotBytes / 2
+	cases := []struct {
+		name string
+		view backend.View
+		want string
+	}{
+		{"two rows into one slot", backend.View{
+			{Name: src[0].Name, Spans: []driver.Span{slot}},
+			{Name: src[1].Name, Spans: []driver.Span{slot}},
+		}, "rows 0 (\"kvblob/v1/722d30\") and 1 (\"kvblob/v1/722d31\") have overlapping destinations"},
+		{"two rows sharing a byte", backend.View{
+			{Name: src[0].Name, Spans: []driver.Span{e.region.Slot(20)}},
+			{Name: src[1].Name, Spans: []driver.Span{{Region: e.region, Offset: 21*slotBytes - 1, Length: slotBytes}}},
+		}, "rows 0 (\"kvblob/v1/722d30\") and 1 (\"kvblob/v1/722d31\")"},
+		{"a later row inside an earlier, longer one", backend.View{
+			{Name: src[0].Name, Spans: []driver.Span{{Region: e.region, Offset: 30 * slotBytes, Length: 4 * slotBytes}}},
+			{Name: []byte("x"), Spans: []driver.Span{e.region.Slot(40)}},
+			{Name: src[1].Name, Spans: []driver.Span{e.region.Slot(32)}},
+		}, "rows 0 (\"kvblob/v1/722d30\") and 2 (\"kvblob/v1/722d31\")"},
+		{"one row's spans overlapping", backend.View{
+			{Name: []byte("x"), Spans: []driver.Span{e.region.Slot(11)}},
+			{Name: src[0].Name, Spans: []driver.Span{
+				{Region: e.region, Offset: slot.Offset, Length: int64(half)},
+				{Region: e.region, Offset: slot.Offset + int64(half) - 1, Length: int64(half)},
+			}},
+		}, "row 1 (\"kvblob/v1/722d30\") has spans 0 and 1 overlapping"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			calls := len(e.d.Calls())
+			_, err := e.be.Fetch(c.view, driver.Hint{})
+			var inv *backend.InvalidSubmissionError
+			require.ErrorAs(t, err, &inv, "a fetch whose rows could overwrite each other must never run, or both could answer READY")
+			assert.Equal(t, backend.RuleOverlappingDestinations, inv.Rule)
+			assert.Contains(t, inv.Reason, c.want)
+			assert.Equal(t, calls, len(e.d.Calls()), "refused at submission: the driver never sees it")
+		})
+	}
+	t.Run("adjacent spans and a publish from one slot twice are fine", func(t *testing.T) {
+		o := wait(t, must(e.be.Fetch(backend.View{
+			{Name: src[0].Name, Spans: []driver.Span{e.region.Slot(12)}},
+			{Name: src[1].Name, Spans: []driver.Span{e.region.Slot(13)}},
+		}, driver.Hint{})))
+		assert.Equal(t, 2, o.Prefix)
+		// A publish only reads its spans: two keys may carry the same bytes.
+		o = wait(t, must(e.be.Publish(backend.View{
+			{Name: []byte("p0"), Spans: []driver.Span{slot}},
+			{Name: []byte("p1"), Spans: []driver.Span{slot}},
+		})))
+		assert.Equal(t, 2, o.Prefix)
+	})
 }
 
 func TestBatchesAreCutByRowsBytesAndMaxRowsPerOp(t *testing.T) {

@@ -77,6 +77,12 @@ func FuzzSubmission(f *testing.F) {
 				t.Fatalf("row %d of an accepted view is invalid: %+v", i, row)
 			}
 			seen[string(row.Name)] = true
+			for j := 0; j < i && fetch; j++ {
+				x, y := v[j].Spans[0], row.Spans[0]
+				if x.Offset < y.Offset+y.Length && y.Offset < x.Offset+x.Length {
+					t.Fatalf("an accepted fetch has rows %d and %d overlapping: %+v, %+v", j, i, x, y)
+				}
+			}
 		}
 		deadline := time.Now().Add(10 * time.Second)
 		for !a.Quiesced() {
