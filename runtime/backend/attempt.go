@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"context"
+
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
@@ -49,6 +51,20 @@ type Outcome struct {
 }
 
 // Attempt is one Publish or Fetch.
+//
+// Every method is safe to call from any goroutine, at any time, including
+// from the backend's wake function; none calls the driver except Cancel,
+// which calls the started operations' Cancel (never blocking on the
+// store). An outcome goes through two stages, each final once reached:
+//
+//  1. done: every row has its result (Poll returns true, Done is closed,
+//     Wait returns the outcome);
+//  2. quiesced: no store can touch the view's slots any more (Quiesced).
+//
+// The slots may be reused, or given back to the lender, only once the
+// attempt is quiesced, which can come after done: a store may answer a row
+// before its access ends. An attempt pinned by an unprovable call is done
+// but never quiesces; its slots must never be reused.
 type Attempt struct {
 	b       *Backend
 	fetch   bool
@@ -57,10 +73,46 @@ type Attempt struct {
 	batches []*batch
 	stopped bool
 	fault   string
+	done    chan struct{} // closed once the outcome is final
+	closed  bool          // done is closed
+}
+
+// Done returns a channel closed once the attempt's outcome is final: the
+// moment Poll starts returning true. It is the same channel every call.
+// It says nothing of Quiesced.
+func (a *Attempt) Done() <-chan struct{} { return a.done }
+
+// Wait blocks until the attempt's outcome is final or ctx is done, and
+// returns the outcome, or ctx.Err() with an empty Outcome if ctx ended
+// first. It never calls the driver and does not cancel the attempt when ctx
+// ends (call Cancel for that). Like Poll, it says nothing of Quiesced.
+func (a *Attempt) Wait(ctx context.Context) (Outcome, error) {
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		select {
+		case <-a.done: // final as well: the outcome wins
+		default:
+			return Outcome{}, ctx.Err()
+		}
+	}
+	o, _ := a.Poll()
+	return o, nil
+}
+
+// markDoneLocked closes done the first time the outcome is final. Every
+// change that can finish an attempt (a batch recorded, queued batches
+// dropped) calls it.
+func (a *Attempt) markDoneLocked() {
+	if !a.closed && a.doneLocked() {
+		a.closed = true
+		close(a.done)
+	}
 }
 
 // Poll returns the outcome and true once every batch has recorded its
-// results or was dropped; until then it returns false.
+// results or was dropped; until then it returns an empty Outcome (nil
+// Results) and false. It never blocks on the store.
 func (a *Attempt) Poll() (Outcome, bool) {
 	a.b.mu.Lock()
 	defer a.b.mu.Unlock()
@@ -158,6 +210,7 @@ func (a *Attempt) stopLocked(reason string) {
 			a.results[i] = driver.Result{Status: driver.Cancelled}
 		}
 	}
+	a.markDoneLocked()
 }
 
 // recordLocked records a batch's results once. A FAULT stops a fetch's
@@ -172,4 +225,5 @@ func (a *Attempt) recordLocked(bt *batch, res []driver.Result) {
 		}
 	}
 	bt.resultsRecorded = true
+	a.markDoneLocked()
 }

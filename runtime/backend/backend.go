@@ -245,7 +245,7 @@ func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error)
 		b.mu.Unlock()
 		return nil, &SubmissionRejectedError{Reason: "the backend is shut down"}
 	}
-	a := &Attempt{b: b, fetch: fetch, hint: hint, results: make([]driver.Result, len(rows))}
+	a := &Attempt{b: b, fetch: fetch, hint: hint, results: make([]driver.Result, len(rows)), done: make(chan struct{})}
 	for _, bt := range b.cut(rows) {
 		bt.a = a
 		a.batches = append(a.batches, bt)

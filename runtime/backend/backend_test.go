@@ -91,6 +91,7 @@ type env struct {
 	d      *hookDriver
 	be     *backend.Backend
 	region *driver.Region
+	w      *waker
 }
 
 func newEnv(t *testing.T, opt memory.Options, cfg backend.Config) *env {
@@ -102,9 +103,10 @@ func newEnv(t *testing.T, opt memory.Options, cfg backend.Config) *env {
 	d := &hookDriver{Driver: memory.New(opt)}
 	bind, err := backend.Bind(hold.Regions(), d, hold)
 	require.NoError(t, err)
-	be, err := backend.New(bind, nil, cfg)
+	w := newWaker()
+	be, err := backend.New(bind, w.wake, cfg)
 	require.NoError(t, err)
-	e := &env{t: t, lender: lender, hold: hold, d: d, be: be, region: hold.Regions()[0]}
+	e := &env{t: t, lender: lender, hold: hold, d: d, be: be, region: hold.Regions()[0], w: w}
 	t.Cleanup(func() {
 		if e.be.Shutdown(10 * time.Second) {
 			require.True(t, e.hold.Released(), "a clean shutdown releases the hold")
@@ -135,25 +137,60 @@ func (e *env) fill(v backend.View, seed byte) {
 	}
 }
 
+// wait returns the attempt's outcome once it is final.
 func wait(t *testing.T, a *backend.Attempt) backend.Outcome {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	o, err := a.Wait(ctx)
+	require.NoError(t, err, "attempt did not finish within 10s")
+	return o
+}
+
+// waker is a backend's wake function as a runtime writes one: every call
+// closes the current channel, so a waiter that took the channel before
+// checking its condition never misses a change.
+type waker struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newWaker() *waker { return &waker{ch: make(chan struct{})} }
+
+func (w *waker) wake() {
+	w.mu.Lock()
+	close(w.ch)
+	w.ch = make(chan struct{})
+	w.mu.Unlock()
+}
+
+func (w *waker) changed() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ch
+}
+
+// until waits for cond, checking it again after every wake.
+func (w *waker) until(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
 	for {
-		if o, done := a.Poll(); done {
-			return o
+		ch := w.changed()
+		if cond() {
+			return
 		}
-		require.True(t, time.Now().Before(deadline), "attempt did not finish within 10s")
-		time.Sleep(100 * time.Microsecond) // polling an attempt, as a runtime does
+		select {
+		case <-ch:
+		case <-timeout.C:
+			t.Fatalf("%s: not within 10s", what)
+		}
 	}
 }
 
-func waitQuiesced(t *testing.T, a *backend.Attempt) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !a.Quiesced() {
-		require.True(t, time.Now().Before(deadline), "attempt did not quiesce within 10s")
-		time.Sleep(100 * time.Microsecond)
-	}
+func (e *env) waitQuiesced(a *backend.Attempt) {
+	e.t.Helper()
+	e.w.until(e.t, "attempt quiesced", a.Quiesced)
 }
 
 func TestRoundTripThroughTheBackendIsByteForByte(t *testing.T) {
@@ -165,7 +202,7 @@ func TestRoundTripThroughTheBackendIsByteForByte(t *testing.T) {
 	dst := e.view("r", 20, 10)
 	a := must(e.be.Fetch(dst, driver.Hint{}))
 	o = wait(t, a)
-	waitQuiesced(t, a)
+	e.waitQuiesced(a)
 	assert.Equal(t, 10, o.Prefix)
 	for i := range src {
 		assert.True(t, bytes.Equal(src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes()), "row %d", i)
@@ -456,7 +493,7 @@ func TestABatchCountsAsStartedBeforeItEntersTheDriver(t *testing.T) {
 	assert.False(t, done)
 	close(g.release)
 	o := wait(t, a)
-	waitQuiesced(t, a)
+	e.waitQuiesced(a)
 	assert.Equal(t, driver.Ready, o.Results[0].Status, "the started batch ran; cancel did not fake its result")
 }
 
@@ -529,10 +566,7 @@ func TestAfterAFaultTheOutcomeWaitsForBatchesAlreadyStarted(t *testing.T) {
 	a := must(e.be.Fetch(e.view("r", 10, 2), driver.Hint{}))
 	<-entered
 	// The second batch faults while the first is still inside the store.
-	deadline := time.Now().Add(5 * time.Second)
-	for e.be.Stats().BatchesSettled < 2 && time.Now().Before(deadline) { // 1 publish + the faulted get
-		time.Sleep(100 * time.Microsecond)
-	}
+	e.w.until(t, "the faulted get settled", func() bool { return e.be.Stats().BatchesSettled >= 2 }) // 1 publish + the faulted get
 	_, done := a.Poll()
 	assert.False(t, done, "the outcome must wait for the started first batch")
 	release()
@@ -698,4 +732,73 @@ func TestConfigIsValidated(t *testing.T) {
 		_, err = backend.New(bind, nil, cfg)
 		assert.Error(t, err, "%+v", cfg)
 	}
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestDoneClosesWhenTheOutcomeIsFinalAndWaitReturnsIt(t *testing.T) {
+	e := newEnv(t, memory.Options{}, backend.Config{})
+	g := newGate()
+	e.d.before = g.hook(e.d.Driver)
+	a := must(e.be.Publish(e.view("r", 0, 2)))
+	<-g.entered // the batch is inside the driver: no result yet
+	assert.False(t, closed(a.Done()), "Done closed before any result")
+	o, done := a.Poll()
+	assert.False(t, done)
+	assert.Nil(t, o.Results, "Poll's outcome is empty until done")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o, err := a.Wait(ctx)
+	assert.ErrorIs(t, err, context.Canceled, "Wait gives up with ctx, not with a guess")
+	assert.Nil(t, o.Results)
+
+	close(g.release)
+	select { // what a runtime selects on
+	case <-a.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done was not closed once the call returned")
+	}
+	o, done = a.Poll()
+	require.True(t, done, "Done is closed only once Poll reports the outcome final")
+	assert.Equal(t, 2, o.Prefix)
+	o, err = a.Wait(ctx) // ctx already ended, the outcome final: the outcome wins
+	require.NoError(t, err)
+	assert.Equal(t, 2, o.Prefix)
+	assert.Equal(t, a.Done(), a.Done(), "one channel for every call")
+}
+
+func TestDoneClosesWhenQueuedBatchesAreDropped(t *testing.T) {
+	t.Run("by Cancel", func(t *testing.T) {
+		e := newEnv(t, memory.Options{}, backend.Config{Workers: 1})
+		g := newGate()
+		e.d.before = g.hook(e.d.Driver)
+		first := must(e.be.Publish(e.view("p", 0, 1)))
+		<-g.entered // the only worker is busy: the next attempt stays queued
+		queued := must(e.be.Fetch(e.view("p", 10, 1), driver.Hint{}))
+		queued.Cancel()
+		require.True(t, closed(queued.Done()), "an attempt whose every batch was dropped is final at once")
+		o, err := queued.Wait(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, driver.Cancelled, o.Results[0].Status)
+		close(g.release)
+		wait(t, first)
+	})
+	t.Run("by a fault that stops a fetch", func(t *testing.T) {
+		e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 1})
+		src := e.view("r", 0, 3)
+		wait(t, must(e.be.Publish(src)))
+		e.failGets(src[0:1], "kvblob")
+		a := must(e.be.Fetch(e.view("r", 10, 3), driver.Hint{}))
+		o := wait(t, a)
+		assert.Equal(t, []driver.Status{driver.Fault, driver.Cancelled, driver.Cancelled},
+			[]driver.Status{o.Results[0].Status, o.Results[1].Status, o.Results[2].Status})
+	})
 }
