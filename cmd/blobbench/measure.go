@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -152,8 +153,10 @@ func (r *rig) views(first, n int) (src, dst backend.View) {
 }
 
 func (r *rig) close() error {
-	if !r.be.Shutdown(time.Minute) {
-		return fmt.Errorf("backend did not shut down")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := r.be.Shutdown(ctx); err != nil {
+		return err // the lender keeps its memory: a store may still touch it
 	}
 	return r.lender.Close()
 }
@@ -162,18 +165,17 @@ func finish(a *backend.Attempt, err error) error {
 	if err != nil {
 		return err
 	}
-	for {
-		if o, done := a.Poll(); done {
-			if o.Prefix != len(o.Results) {
-				return fmt.Errorf("attempt delivered %d of %d rows: %s", o.Prefix, len(o.Results), o.Fault)
-			}
-			for !a.Quiesced() {
-				time.Sleep(10 * time.Microsecond)
-			}
-			return nil
-		}
+	o, err := a.Wait(context.Background())
+	if err != nil {
+		return err
+	}
+	if o.Prefix != len(o.Results) {
+		return fmt.Errorf("attempt delivered %d of %d rows: %s", o.Prefix, len(o.Results), o.Fault)
+	}
+	for !a.Quiesced() {
 		time.Sleep(10 * time.Microsecond)
 	}
+	return nil
 }
 
 func median(ds []time.Duration) time.Duration {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"time"
 
@@ -74,8 +75,10 @@ func roundTripCheck(summary *string) conformance.Check {
 				t.Errorf("row %d came back different", i)
 			}
 		}
-		if !be.Shutdown(conformance.Deadline) {
-			t.Fatalf("the backend did not shut down; keeping its memory")
+		ctx, cancel := context.WithTimeout(context.Background(), conformance.Deadline)
+		defer cancel()
+		if err := be.Shutdown(ctx); err != nil {
+			t.Fatalf("%v", err)
 		}
 		_ = lender.Close()
 		*summary = fmt.Sprintf("%d x %d KiB in %v", demoRows, demoRowBytes>>10, took.Round(100*time.Microsecond))

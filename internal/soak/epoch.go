@@ -276,10 +276,16 @@ func (e *epoch) checkGuard(when string) {
 // hold came back.
 func (e *epoch) shutdown(rep *Report) {
 	budget := time.Duration(e.rng.Intn(30)) * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	t0 := time.Now()
-	e.be.Shutdown(budget)
+	err := e.be.Shutdown(ctx)
+	cancel()
 	if el := time.Since(t0); el > budget+shutdownSlack {
 		e.t.violation("%s: Shutdown(%v) took %v", e.store, budget, el)
+	}
+	var se *backend.ShutdownError
+	if err != nil && !errors.As(err, &se) {
+		e.t.violation("%s: Shutdown returned %v, not a *backend.ShutdownError", e.store, err)
 	}
 	e.t.fault("shutdown")
 	rep.Shutdowns++
@@ -295,6 +301,11 @@ func (e *epoch) shutdown(rep *Report) {
 	}
 	if e.chaosMC != nil {
 		e.chaosMC.wg.Wait()
+	}
+	// Once the backend stopped for good, Shutdown's answer is final: nil
+	// exactly when the hold came back.
+	if err := e.be.Shutdown(context.Background()); (err == nil) != e.hold.isReleased() {
+		e.t.violation("%s: after the backend stopped, Shutdown returned %v while the hold released is %v", e.store, err, e.hold.isReleased())
 	}
 	e.reap(rep)
 	e.checkGuard("after shutdown")

@@ -32,7 +32,21 @@ type hookDriver struct {
 	caps   *driver.Capabilities
 	mu     sync.Mutex
 	calls  []call
+	closes int
 	before func(c call) (driver.Operation, error, bool)
+}
+
+func (h *hookDriver) Close() error {
+	h.mu.Lock()
+	h.closes++
+	h.mu.Unlock()
+	return h.Driver.Close()
+}
+
+func (h *hookDriver) Closes() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closes
 }
 
 type call struct {
@@ -108,14 +122,21 @@ func newEnv(t *testing.T, opt memory.Options, cfg backend.Config) *env {
 	require.NoError(t, err)
 	e := &env{t: t, lender: lender, hold: hold, d: d, be: be, region: hold.Regions()[0], w: w}
 	t.Cleanup(func() {
-		if e.be.Shutdown(10 * time.Second) {
+		if err := e.be.Shutdown(timeout(t, 10*time.Second)); err == nil {
 			require.True(t, e.hold.Released(), "a clean shutdown releases the hold")
 			require.NoError(t, e.lender.Close())
 		} else {
-			t.Logf("shutdown did not finish; keeping the lender's memory")
+			t.Logf("keeping the lender's memory: %v", err)
 		}
 	})
 	return e
+}
+
+// timeout returns a context ending after d, cancelled when the test ends.
+func timeout(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // view returns n rows named prefix-i over slots from, from+1, ...
@@ -582,13 +603,31 @@ func TestUnprovableOperationsAreCountedAndNeverQuiesce(t *testing.T) {
 	assert.Equal(t, 2, o.Prefix, "results are still recorded")
 	assert.Equal(t, 1, e.be.Stats().BatchesUnprovable)
 	assert.False(t, a.Quiesced())
-	assert.True(t, e.be.Shutdown(time.Hour) == false, "shutdown answers false at once: the attempt is pinned")
+	// No deadline at all: Shutdown must see that nothing can change.
+	errc := make(chan error, 1)
+	go func() { errc <- e.be.Shutdown(context.Background()) }()
+	var err error
+	select {
+	case err = <-errc:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown waited although every open attempt is pinned")
+	}
+	var se *backend.ShutdownError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, 1, se.Pinned)
+	assert.Zero(t, se.Settling)
+	assert.Nil(t, se.Err, "it returned at once, not because a budget ran out")
+	assert.Equal(t, []driver.Span{e.region.Slot(0), e.region.Slot(1)}, se.Kept, "the slots the store may still touch")
+	assert.Equal(t, []*driver.Region{e.region}, se.Registered)
+	assert.Contains(t, err.Error(), "keep the lender's memory")
 	assert.False(t, e.hold.Released(), "the hold is kept while a store may touch the memory")
+	assert.Error(t, e.lender.Close(), "the lender refuses to free memory under a hold")
 	select {
 	case <-e.be.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the progress goroutine did not exit")
 	}
+	assert.ErrorAs(t, e.be.Shutdown(context.Background()), &se, "the answer never changes")
 }
 
 func TestShutdownWithACallInTheDriverReturnsWithinItsBudget(t *testing.T) {
@@ -599,15 +638,22 @@ func TestShutdownWithACallInTheDriverReturnsWithinItsBudget(t *testing.T) {
 	<-g.entered
 	calls := len(e.d.Calls())
 	start := time.Now()
-	assert.False(t, e.be.Shutdown(20*time.Millisecond))
+	err := e.be.Shutdown(timeout(t, 20*time.Millisecond))
 	assert.Less(t, time.Since(start), 5*time.Second)
-	_, err := e.be.Publish(e.view("late", 5, 1))
+	var se *backend.ShutdownError
+	require.ErrorAs(t, err, &se)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "a budget that ran out is matchable")
+	assert.Equal(t, 1, se.Settling, "the attempt whose call is in the driver")
+	assert.Zero(t, se.Pinned)
+	assert.Equal(t, []*driver.Region{e.region}, se.Registered)
+	_, err = e.be.Publish(e.view("late", 5, 1))
 	var rej *backend.SubmissionRejectedError
 	assert.ErrorAs(t, err, &rej)
 	assert.Equal(t, calls, len(e.d.Calls()), "shutdown never calls the driver")
+	assert.False(t, e.hold.Released())
 	close(g.release)
 	wait(t, a)
-	assert.True(t, e.be.Shutdown(10*time.Second), "once the call returns, the background drain and unregister finish")
+	assert.NoError(t, e.be.Shutdown(timeout(t, 10*time.Second)), "once the call returns, the background drain and unregister finish")
 	assert.True(t, e.hold.Released())
 }
 
@@ -617,9 +663,13 @@ func TestShutdownUnregistersInTheBackgroundAndReleasesTheHold(t *testing.T) {
 	queuedBehind := newGate()
 	e.d.before = queuedBehind.hook(e.d.Driver)
 	close(queuedBehind.release)
-	assert.True(t, e.be.Shutdown(10*time.Second))
+	assert.NoError(t, e.be.Shutdown(timeout(t, 10*time.Second)))
 	assert.True(t, e.hold.Released())
 	assert.True(t, e.be.Stats().ShutDown)
+	assert.True(t, closed(e.be.Done()), "Done is closed once the backend finished")
+	assert.NoError(t, e.be.Shutdown(context.Background()), "a later Shutdown answers nil at once")
+	assert.Zero(t, e.d.Closes(), "Shutdown never closes the driver: its owner does")
+	assert.NoError(t, e.d.Close(), "after a nil Shutdown the driver is drained and has no region: it closes")
 }
 
 func TestProtocolViolationsRefuseEveryLaterSubmission(t *testing.T) {
@@ -715,7 +765,7 @@ func TestWakeIsCalledAfterStateChangesOutsideTheLock(t *testing.T) {
 	require.NoError(t, err)
 	v := backend.View{{Name: []byte("a"), Spans: []driver.Span{hold.Regions()[0].Slot(0)}}}
 	wait(t, must(be.Publish(v)))
-	require.True(t, be.Shutdown(10*time.Second))
+	require.NoError(t, be.Shutdown(timeout(t, 10*time.Second)))
 	mu.Lock()
 	assert.Greater(t, wakes, 1)
 	mu.Unlock()

@@ -1,6 +1,7 @@
 package backend_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -25,7 +26,8 @@ func BenchmarkRoundTrip4KiB(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	be, err := backend.New(bind, nil, backend.Config{Workers: 1, RowsPerBatch: 256})
+	w := newWaker()
+	be, err := backend.New(bind, w.wake, backend.Config{Workers: 1, RowsPerBatch: 256})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,9 +42,7 @@ func BenchmarkRoundTrip4KiB(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for !a.Quiesced() {
-			time.Sleep(time.Microsecond)
-		}
+		w.until(b, "quiesced", a.Quiesced)
 	}
 	b.SetBytes(2 * rows * rowBytes)
 	b.ResetTimer()
@@ -52,8 +52,10 @@ func BenchmarkRoundTrip4KiB(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*2*rows), "ns/row")
-	if !be.Shutdown(time.Minute) {
-		b.Fatal("shutdown")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := be.Shutdown(ctx); err != nil {
+		b.Fatal(err)
 	}
 	_ = lender.Close()
 }

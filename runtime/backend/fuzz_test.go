@@ -1,6 +1,7 @@
 package backend_test
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"testing"
@@ -28,15 +29,19 @@ func FuzzSubmission(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	be, err := backend.New(bind, nil, backend.Config{RowsPerBatch: 2})
+	w := newWaker()
+	be, err := backend.New(bind, w.wake, backend.Config{RowsPerBatch: 2})
 	if err != nil {
 		f.Fatal(err)
 	}
 	region := hold.Regions()[0]
 	foreign := &driver.Region{Name: "foreign", Kind: driver.Host, Layout: driver.Layout{SlotBytes: 64, Slots: 1}, Mem: make([]byte, 64)}
 	f.Cleanup(func() {
-		be.Shutdown(10 * time.Second)
-		_ = lender.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := be.Shutdown(ctx); err == nil {
+			_ = lender.Close()
+		}
 	})
 	f.Fuzz(func(t *testing.T, data []byte, fetch bool) {
 		var v backend.View
@@ -84,12 +89,6 @@ func FuzzSubmission(f *testing.F) {
 				}
 			}
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for !a.Quiesced() {
-			if time.Now().After(deadline) {
-				t.Fatal("an accepted attempt did not quiesce")
-			}
-			time.Sleep(50 * time.Microsecond)
-		}
+		w.until(t, "an accepted attempt quiesced", a.Quiesced)
 	})
 }

@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -321,15 +322,24 @@ func (b *Backend) drainAndUnregister() {
 	}
 }
 
-// Shutdown stops the backend. It refuses new work, drops queued batches
-// (their rows answer CANCELLED) and never calls the driver. It returns true
-// once the progress goroutine drained the driver, unregistered every region
-// and released the hold; false when timeout passed first, or at once when
-// every open attempt is pinned by an unprovable call, since from then on
-// the answer cannot change.
-func (b *Backend) Shutdown(timeout time.Duration) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
+// Shutdown stops the backend: it refuses new work, drops queued batches
+// (their rows answer CANCELLED) and waits, within ctx, for the progress
+// goroutine to drain the driver, unregister every region and release the
+// lender's hold. It never calls the driver itself, and it never closes the
+// driver: the caller closes it after a nil return, if it wants to.
+//
+// Shutdown returns nil once every attempt settled and the hold was
+// released: the lender may free its memory. Otherwise it returns a
+// *ShutdownError saying what is left, and the lender must keep its memory:
+//
+//   - when ctx ends first, the error wraps ctx.Err(); the backend goes on
+//     in the background, and a later Shutdown may return nil;
+//   - at once, whatever ctx allows, when every open attempt is pinned by an
+//     unprovable call: the answer can never change, so it does not wait.
+//
+// Shutdown is safe to call from any goroutine and more than once; every
+// call after the first only waits again.
+func (b *Backend) Shutdown(ctx context.Context) error {
 	b.mu.Lock()
 	if !b.closing {
 		b.closing = true
@@ -344,21 +354,94 @@ func (b *Backend) Shutdown(timeout time.Duration) bool {
 	for {
 		b.mu.Lock()
 		finished, ch := b.finished, b.changed
-		pinned := b.allOpenPinnedLocked()
+		stuck := b.allOpenPinnedLocked()
 		b.mu.Unlock()
 		if finished {
-			return true
+			return nil
 		}
-		if pinned {
-			return false
+		if stuck {
+			return b.shutdownError(nil)
 		}
 		select {
 		case <-ch:
 		case <-b.done:
-		case <-deadline.C:
-			return false
+			// The progress goroutine exited without finishing: it found a
+			// call pinned. Nothing will change any more.
+			if b.Stats().ShutDown {
+				return nil
+			}
+			return b.shutdownError(nil)
+		case <-ctx.Done():
+			if b.Stats().ShutDown {
+				return nil
+			}
+			return b.shutdownError(ctx.Err())
 		}
 	}
+}
+
+// ShutdownError is returned by Shutdown when the backend has not finished:
+// some store may still touch the lender's memory, so the lender must keep
+// it (hostmem.Lender.Close refuses while the hold is out, and must not be
+// forced).
+type ShutdownError struct {
+	// Pinned is the number of attempts held by an unprovable call: they
+	// never quiesce, and their slots must never be reused.
+	Pinned int
+	// Settling is the number of other attempts not yet quiesced (a call
+	// still inside the driver, or an access not yet ended).
+	Settling int
+	// Kept lists the spans the unprovable calls named: memory a store may
+	// still touch at any time.
+	Kept []driver.Span
+	// Registered lists the regions still registered with the driver. The
+	// binding keeps the lender's hold while any is left.
+	Registered []*driver.Region
+	// Err is ctx.Err() when Shutdown's budget ran out first; nil when it
+	// returned at once because every open attempt is pinned.
+	Err error
+}
+
+func (e *ShutdownError) Error() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "backend: shutdown did not finish: %d attempts pinned by unprovable calls (%d spans a store may still touch), %d attempts still settling",
+		e.Pinned, len(e.Kept), e.Settling)
+	names := make([]string, len(e.Registered))
+	for i, r := range e.Registered {
+		names[i] = fmt.Sprintf("%q", r.Name)
+	}
+	fmt.Fprintf(&sb, ", %d regions still registered [%s]; the hold is kept: keep the lender's memory", len(names), strings.Join(names, " "))
+	if e.Err != nil {
+		sb.WriteString(": " + e.Err.Error())
+	}
+	return sb.String()
+}
+
+// Unwrap returns ctx.Err() when the budget ran out, so errors.Is(err,
+// context.DeadlineExceeded) holds.
+func (e *ShutdownError) Unwrap() error { return e.Err }
+
+func (b *Backend) shutdownError(ctxErr error) *ShutdownError {
+	e := &ShutdownError{Err: ctxErr}
+	b.mu.Lock()
+	for a := range b.attempts {
+		switch {
+		case a.pinnedLocked():
+			e.Pinned++
+			for _, bt := range a.batches {
+				if bt.unprovable {
+					for _, r := range bt.rows {
+						e.Kept = append(e.Kept, r.Spans...)
+					}
+				}
+			}
+		case !a.quiescedLocked():
+			e.Settling++
+		}
+	}
+	b.mu.Unlock()
+	e.Registered = b.binding.Regions()
+	return e
 }
 
 // allOpenPinnedLocked reports whether there is an open attempt and every
@@ -377,6 +460,10 @@ func (b *Backend) allOpenPinnedLocked() bool {
 	return open > 0
 }
 
-// Done is closed when the progress goroutine has exited: after a clean
-// shutdown, or after a shutdown left unprovable calls pinned.
+// Done returns a channel closed once the backend has stopped for good,
+// which happens only after Shutdown: either it finished (Stats().ShutDown
+// is true and every later Shutdown returns nil), or it found a call pinned
+// and will never drain or unregister (every later Shutdown returns a
+// *ShutdownError at once). Until then a Shutdown that returned an error
+// goes on in the background. It is safe to call from any goroutine.
 func (b *Backend) Done() <-chan struct{} { return b.done }

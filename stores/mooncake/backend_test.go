@@ -2,6 +2,7 @@ package mooncake_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -72,7 +73,9 @@ func TestBackendRoundTripBetweenTwoClients(t *testing.T) {
 		l  *hostmem.Lender
 		h  *hostmem.Hold
 	}{{pubBE, pubL, pubH}, {getBE, getL, getH}} {
-		require.True(t, x.be.Shutdown(10*time.Second))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		require.NoError(t, x.be.Shutdown(ctx))
+		cancel()
 		require.True(t, x.h.Released())
 		require.NoError(t, x.l.Close())
 	}

@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -66,9 +67,11 @@ func BenchmarkRoundTrip(b *testing.B) {
 					finish(be.Fetch(view(i, rows), driver.Hint{}))
 				}
 				b.StopTimer()
-				if !be.Shutdown(time.Minute) {
-					b.Fatal("shutdown")
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				if err := be.Shutdown(ctx); err != nil {
+					b.Fatal(err)
 				}
+				cancel()
 				_ = d.Close()
 				_ = lender.Close()
 			})
