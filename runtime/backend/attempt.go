@@ -35,7 +35,8 @@ func (bt *batch) settled() bool {
 	return bt.resultsRecorded && (bt.accessEnded || bt.unprovable)
 }
 
-// Outcome is what an attempt delivered.
+// Outcome is what an attempt delivered. Poll and Wait return a fresh copy
+// each time: the caller owns its slices.
 type Outcome struct {
 	// Results holds one result per view row. Rows that never started
 	// (dropped after a fault, a cancel or a shutdown) are CANCELLED.
@@ -134,7 +135,9 @@ func (a *Attempt) Poll() (Outcome, bool) {
 
 // Quiesced reports whether no store can touch the attempt's slots any more:
 // its outcome is final and every batch that started proved its access
-// ended. An attempt with an unprovable batch never quiesces.
+// ended. Only then may the slots be written, fetched into again or given
+// back. An attempt with an unprovable batch never quiesces. There is no
+// channel for it: wait on the backend's wake and ask again.
 func (a *Attempt) Quiesced() bool {
 	a.b.mu.Lock()
 	defer a.b.mu.Unlock()
@@ -142,7 +145,9 @@ func (a *Attempt) Quiesced() bool {
 }
 
 // Cancel drops the attempt's queued batches (their rows answer CANCELLED)
-// and asks the driver, best effort, to cancel the ones started.
+// and asks the driver, best effort, to cancel the ones started. It does not
+// wait for them: the slots are still the store's until Quiesced. It may be
+// called more than once, from any goroutine.
 func (a *Attempt) Cancel() {
 	b := a.b
 	b.mu.Lock()

@@ -27,11 +27,32 @@
 //   - A driver error other than DriverRejected, or a poll with the wrong row
 //     count, is a protocol violation: every later submission is refused
 //     naming it, and queued batches are dropped.
-//   - Shutdown never calls the driver. It returns within its budget, or as
-//     soon as every open attempt is pinned by an unprovable call. Drain and
+//   - Shutdown never calls the driver, and never closes it. It returns
+//     when its ctx ends, or as soon as every open attempt is pinned by an
+//     unprovable call, with a *ShutdownError saying what is left. Drain and
 //     unregister run on the progress goroutine, with retries.
 //   - A driver call past Config.SlowCall (60 s) logs one warning; Stats
 //     reports the oldest call's age.
+//
+// # Concurrency
+//
+// Every method of Backend, Attempt and RegionBinding is safe to call from
+// any goroutine, at any time, and never blocks on the store: Publish and
+// Fetch only validate and queue, Poll, Quiesced and Stats read state under
+// the backend's lock, and only Wait and Shutdown wait (each until its ctx
+// ends). The backend calls the driver from its own goroutines alone:
+// Config.Workers workers call Put and Get, and one progress goroutine
+// observes operations and, after Shutdown, calls Drain and Unregister and
+// releases the hold. Bind is the exception: it registers on the caller's
+// goroutine.
+//
+// The wake function given to New is a plain func(). It may be nil (no
+// wake-ups). The backend calls it after every state change (a submission,
+// a recorded result, an access end, a cancel, a shutdown step), always
+// outside its lock, from whichever goroutine made the change, including
+// several at once: it must be safe for concurrent use and should return
+// quickly, since a worker waits for it. It may call the backend's methods.
+// A wake carries no payload; after one, poll what you are waiting for.
 package backend
 
 import (
@@ -50,7 +71,8 @@ import (
 )
 
 // Config configures a Backend. Its defaults assume nothing about the
-// driver: one worker, and no batch limit of the backend's own.
+// driver: one worker, and no batch limit of the backend's own. New copies
+// it; changing a Config after New has no effect.
 type Config struct {
 	// Workers is the number of goroutines calling the driver (0: 1).
 	Workers int
@@ -96,13 +118,19 @@ func (c *Config) normalize() error {
 }
 
 // ViewRow is one row of a view: the row's name (its key is the backend's
-// stem + hex(name)) and the spans of lent memory holding it.
+// stem + hex(name), so Prefix/v1/hex(name)) and the spans of lent memory
+// holding it (a publish) or receiving it (a fetch). Build a span with
+// Region.Slot(i) for a whole slot, or driver.Span{Region, Offset, Length}
+// for part of one; the region must be one the binding registered.
 type ViewRow struct {
 	Name  []byte
 	Spans []driver.Span
 }
 
-// View is what a runtime submits: rows in order.
+// View is what a runtime submits: rows in order. Publish and Fetch copy
+// the view (names and span lists), so the caller may reuse the View value
+// as soon as they return; the memory its spans name is the store's until
+// the attempt is Quiesced.
 type View []ViewRow
 
 // InvalidSubmissionError is returned for a view or hint the backend refuses
@@ -125,7 +153,7 @@ func (e *SubmissionRejectedError) Error() string {
 	return "backend: submission rejected: " + e.Reason
 }
 
-// Stats is a snapshot of the backend's counters.
+// Stats is a snapshot of the backend's counters, a value the caller owns.
 type Stats struct {
 	Attempts          int
 	BatchesQueued     int
@@ -138,7 +166,9 @@ type Stats struct {
 	ShutDown          bool
 }
 
-// Backend moves views through one driver.
+// Backend moves views through one driver. Its methods are safe for
+// concurrent use by multiple goroutines (see Concurrency in the package
+// doc). Build one with New; the zero Backend is not usable.
 type Backend struct {
 	cfg     Config
 	binding *RegionBinding
@@ -170,8 +200,12 @@ type Backend struct {
 	done       chan struct{}
 }
 
-// New starts a backend over binding's driver. wake is called after every
-// state change, outside the backend's lock.
+// New starts a backend over binding's driver: Config.Workers worker
+// goroutines and one progress goroutine, which run until Shutdown. wake
+// may be nil; otherwise it is called after every state change, outside the
+// backend's lock, possibly from several goroutines at once (see
+// Concurrency in the package doc). The binding is the backend's from now
+// on: Shutdown unregisters its regions and releases its hold.
 func New(binding *RegionBinding, wake func(), cfg Config) (*Backend, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
@@ -200,7 +234,7 @@ func New(binding *RegionBinding, wake func(), cfg Config) (*Backend, error) {
 
 // BatchSize returns the rows and bytes of one driver call for rows of one
 // slot of region r, and false when neither the backend nor the driver
-// bounds a call.
+// bounds a call. It is safe from any goroutine.
 func (b *Backend) BatchSize(r *driver.Region) (rows int, bytes int64, bounded bool) {
 	rows = b.rowLimit()
 	if b.cfg.BytesPerBatch > 0 && r.Layout.SlotBytes > 0 {
@@ -224,11 +258,16 @@ func (b *Backend) rowLimit() int {
 }
 
 // Publish stores a view's rows. It never calls the driver: it validates,
-// queues, and returns the attempt.
+// queues, and returns the attempt. It returns an *InvalidSubmissionError
+// for a view it refuses, and a *SubmissionRejectedError once the backend
+// takes no more work. It is safe from any goroutine.
 func (b *Backend) Publish(v View) (*Attempt, error) { return b.submit(v, driver.Hint{}, false) }
 
-// Fetch reads a view's rows. A non-zero hint goes unchanged to every get of
-// a driver that declares hints, and is refused for any other driver.
+// Fetch reads a view's rows into its spans. A non-zero hint goes unchanged
+// to every get of a driver that declares hints, and is refused for any
+// other driver. A view whose destinations overlap is refused
+// (RuleOverlappingDestinations). Errors are Publish's; it is safe from any
+// goroutine.
 func (b *Backend) Fetch(v View, hint driver.Hint) (*Attempt, error) { return b.submit(v, hint, true) }
 
 func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error) {
@@ -278,9 +317,16 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool) ([]driver.Row, 
 	if !hint.IsZero() && !fetch {
 		return nil, &InvalidSubmissionError{Rule: driver.RuleHint, Reason: "a publish takes no hint"}
 	}
+	n := 0
+	for _, vr := range v {
+		n += len(vr.Spans)
+	}
+	spans := make([]driver.Span, 0, n) // a copy: the caller may reuse its view
 	rows := make([]driver.Row, len(v))
 	for i, vr := range v {
-		rows[i] = driver.Row{Spans: vr.Spans}
+		k := len(spans)
+		spans = append(spans, vr.Spans...)
+		rows[i] = driver.Row{Spans: spans[k:len(spans):len(spans)]}
 		if len(vr.Name) > 0 { // an empty name keeps the empty key AdmitKeys refuses
 			rows[i].Key, _ = b.stem.Key(vr.Name) // the stem is checked; only an empty name fails
 		}
@@ -388,7 +434,7 @@ func (b *Backend) notifyLocked() {
 	}
 }
 
-// Stats returns a snapshot of the counters.
+// Stats returns a snapshot of the counters. It is safe from any goroutine.
 func (b *Backend) Stats() Stats {
 	b.mu.Lock()
 	defer b.mu.Unlock()

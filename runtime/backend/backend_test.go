@@ -852,3 +852,20 @@ func TestDoneClosesWhenQueuedBatchesAreDropped(t *testing.T) {
 			[]driver.Status{o.Results[0].Status, o.Results[1].Status, o.Results[2].Status})
 	})
 }
+
+func TestTheBackendCopiesTheViewItWasGiven(t *testing.T) {
+	e := newEnv(t, memory.Options{}, backend.Config{Workers: 1})
+	g := newGate()
+	e.d.before = g.hook(e.d.Driver)
+	first := must(e.be.Publish(e.view("a", 0, 1)))
+	<-g.entered // the only worker is busy: the next view stays queued
+	v := e.view("b", 1, 1)
+	queued := must(e.be.Publish(v))
+	v[0].Spans[0] = e.region.Slot(9) // the caller reuses its view
+	close(g.release)
+	wait(t, first)
+	wait(t, queued)
+	calls := e.d.Calls()
+	require.Len(t, calls, 2)
+	assert.Equal(t, []driver.Span{e.region.Slot(1)}, calls[1].rows[0].Spans, "the driver got the validated spans")
+}

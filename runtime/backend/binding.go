@@ -9,7 +9,9 @@ import (
 )
 
 // Hold is a lender's claim on its regions (hostmem.Hold is one). While the
-// hold is out, the lender does not free them.
+// hold is out, the lender does not free them. The binding calls Release
+// once, from Bind's caller on a failure that escaped nothing, or from the
+// backend's progress goroutine after Shutdown unregistered every region.
 type Hold interface {
 	Release() error
 }
@@ -26,7 +28,8 @@ var ErrHoldKept = errors.New("backend: a registration may be live; the hold is k
 // RegionBinding owns a lender's hold and the registrations made under it.
 // It registers only the regions with slots in memory the driver can access
 // (HOST, or DEVICE once the driver declares device memory), and releases
-// the hold only after every region is confirmed unregistered.
+// the hold only after every region is confirmed unregistered. Its methods
+// are safe for concurrent use by multiple goroutines.
 type RegionBinding struct {
 	d    driver.Driver
 	hold Hold
@@ -107,7 +110,8 @@ func (b *RegionBinding) Regions() []*driver.Region {
 	return append([]*driver.Region(nil), b.order...)
 }
 
-// HoldReleased reports whether the binding gave its hold back.
+// HoldReleased reports whether the binding gave its hold back: only then
+// may the lender free the regions.
 func (b *RegionBinding) HoldReleased() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -14,7 +14,8 @@ const guardBytes = 4096
 // Guarded is test memory: a host region whose every byte outside the
 // windows a test opens holds a canary, and with canary pages before and
 // after it. Check finds any write outside a window, including one past
-// either end of the region.
+// either end of the region. Its methods are safe for concurrent use;
+// Check reads bytes a store may be writing, so call it when none is.
 type Guarded struct {
 	*driver.Region
 	mem     []byte // guard + region + guard

@@ -4,6 +4,10 @@
 // Regions that a C SDK keeps must not live on the Go heap: cgo forbids C from
 // holding Go pointers past a call, and the collector may move or free them.
 // Alloc maps anonymous memory with mmap; Free unmaps it.
+//
+// Lender, Hold, Region and Guarded are safe for concurrent use by multiple
+// goroutines, except that the bytes they hand out are the caller's to
+// synchronise, and nothing may touch a region's bytes once it is closed.
 package hostmem
 
 import (
@@ -59,8 +63,9 @@ func newDriverRegion(name string, layout driver.Layout, mem []byte) *driver.Regi
 	return &driver.Region{Name: name, Kind: driver.Host, Layout: layout, Mem: mem, Addr: uintptr(unsafe.Pointer(&mem[0]))}
 }
 
-// Close unmaps the region. The caller must know no store can touch it any
-// more: a lender's hold (Lender.Close) is how kvblob knows.
+// Close unmaps the region; a second Close does nothing. The caller must
+// know no store can touch it any more: a lender's hold (Lender.Close) is
+// how kvblob knows.
 func (r *Region) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

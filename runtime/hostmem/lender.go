@@ -12,6 +12,9 @@ import (
 // hold is outstanding, the lender refuses to free its regions, so memory a
 // store may still touch is never unmapped. It also hands out single slots
 // from a free list.
+//
+// Every method of Lender and Hold is safe for concurrent use by multiple
+// goroutines.
 type Lender struct {
 	mu      sync.Mutex
 	regions []*Region
@@ -48,7 +51,7 @@ func NewLender(prefix string, layouts ...driver.Layout) (*Lender, error) {
 	return l, nil
 }
 
-// Regions returns the lender's regions.
+// Regions returns the lender's regions, fixed at NewLender.
 func (l *Lender) Regions() []*driver.Region {
 	out := make([]*driver.Region, len(l.regions))
 	for i, r := range l.regions {
@@ -58,7 +61,10 @@ func (l *Lender) Regions() []*driver.Region {
 }
 
 // Hold is a claim on a lender's regions: while it is outstanding, the
-// lender does not free them. Release it exactly once.
+// lender does not free them. Release it exactly once: a backend.Bind
+// binding releases the hold it was given, and only once no store can touch
+// the regions. While a backend's Shutdown returns an error, the hold stays
+// out and Lender.Close refuses: keep the lender.
 type Hold struct {
 	l        *Lender
 	mu       sync.Mutex
