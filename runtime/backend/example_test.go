@@ -3,7 +3,12 @@ package backend_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log"
+	"os"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/kvblob/kvblob/runtime/backend"
@@ -12,50 +17,152 @@ import (
 	"github.com/kvblob/kvblob/stores/memory"
 )
 
-// Example embeds the backend: lend host slots, bind them to a driver, publish
-// a view of KV rows and fetch it back into other slots.
+// Example embeds the backend as a serving runtime does: lend host slots,
+// bind them to a driver, publish a view of KV rows, fetch it back into
+// other slots, and shut down. The README's "Embedding the backend" shows
+// this function's body; TestREADMEShowsTheExample keeps the two in sync.
 func Example() {
-	// A lender owns off-heap host slots and lends them under a hold.
-	lender, _ := hostmem.NewLender("kv", driver.Layout{SlotBytes: 256 << 10, Slots: 8})
-	hold, _ := lender.Hold()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
-	// Bind registers the slots with the driver; the backend drives it.
-	bind, err := backend.Bind(hold.Regions(), memory.New(memory.Options{}), hold)
+	// A lender owns host slots off the Go heap and lends them under a hold;
+	// it refuses to free them while the hold is out.
+	lender, err := hostmem.NewLender("kv", driver.Layout{SlotBytes: 4 << 10, Slots: 8})
 	if err != nil {
-		panic(err)
+		log.Fatal(err)
 	}
-	be, _ := backend.New(bind, func() { /* wake the runtime's loop */ }, backend.Config{Workers: 2, Prefix: "model-a"})
+	hold, err := lender.Hold()
+	if err != nil {
+		log.Fatal(err)
+	}
 
+	// Bind registers the held regions with the driver. The driver stays
+	// yours: the backend never closes it.
+	drv := memory.New(memory.Options{})
+	bind, err := backend.Bind(hold.Regions(), drv, hold)
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, backend.ErrHoldKept): keep the lender's memory
+	}
+
+	// wake is a plain func(); nil is allowed (no wake-ups). The backend
+	// calls it after every state change, outside its lock, from its own
+	// goroutines and possibly from several at once, so it must be safe for
+	// concurrent use and must not block: nudge your loop and return.
+	woken := make(chan struct{}, 1)
+	wake := func() {
+		select {
+		case woken <- struct{}{}:
+		default: // a nudge is already pending
+		}
+	}
+	be, err := backend.New(bind, wake, backend.Config{Workers: 2, Prefix: "model-a"})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// A View is rows in order: each row's name (its key is
+	// Prefix/v1/hex(name)) and the spans of registered memory holding it,
+	// here one whole slot per row. A fetch's rows must not share a byte.
 	slots := hold.Regions()[0]
-	view := func(first int) backend.View {
-		v := backend.View{}
-		for i := 0; i < 4; i++ {
-			v = append(v, backend.ViewRow{Name: []byte{byte(i)}, Spans: []driver.Span{slots.Slot(first + i)}})
+	view := func(firstSlot int) backend.View {
+		v := make(backend.View, 4)
+		for i := range v {
+			v[i] = backend.ViewRow{Name: []byte{byte(i)}, Spans: []driver.Span{slots.Slot(firstSlot + i)}}
 		}
 		return v
 	}
 	copy(slots.Slot(0).Bytes(), "block zero")
 
-	wait := func(a *backend.Attempt, err error) backend.Outcome {
-		if err != nil {
-			panic(err)
+	// Slots may be written, fetched into again or given back only once
+	// their attempt is Quiesced: a store may still touch them after the
+	// outcome is final. Wait for it on wake.
+	quiesce := func(a *backend.Attempt) {
+		for !a.Quiesced() {
+			select {
+			case <-woken:
+			case <-ctx.Done():
+				log.Fatal("slots still in use; never reuse them: ", ctx.Err())
+			}
 		}
-		for !a.Quiesced() { // a runtime polls when woken; quiesced means the slots are free again
-			time.Sleep(time.Millisecond)
-		}
-		o, _ := a.Poll()
-		return o
 	}
-	fmt.Println("published:", wait(be.Publish(view(0))).Prefix)
-	fmt.Println("fetched:", wait(be.Fetch(view(4), driver.Hint{})).Prefix)
-	fmt.Println("same bytes:", bytes.Equal(slots.Slot(0).Bytes(), slots.Slot(4).Bytes()))
 
-	// Shutdown unregisters in the background and releases the hold.
-	fmt.Println("shut down:", be.Shutdown(context.Background()) == nil, hold.Released())
-	_ = lender.Close()
+	// Publish and Fetch validate and queue; they never call the driver.
+	// Until the outcome is final Poll returns an empty Outcome and false;
+	// Done is closed, and Wait returns, once it is final.
+	pub, err := be.Publish(view(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	o, err := pub.Wait(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	quiesce(pub)
+	fmt.Println("published:", o.Prefix, "of", len(o.Results))
+
+	fetch, err := be.Fetch(view(4), driver.Hint{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	select { // or select on Done beside your other channels
+	case <-fetch.Done():
+	case <-ctx.Done():
+		log.Fatal(ctx.Err())
+	}
+	o, _ = fetch.Poll()
+	quiesce(fetch)
+	fmt.Println("fetched:", o.Prefix, "same bytes:", bytes.Equal(slots.Slot(0).Bytes(), slots.Slot(4).Bytes()))
+
+	// Shutdown drains and unregisters in the background, then releases the
+	// hold. An error says what is left: a store may still touch the memory,
+	// so keep the lender (never Close it) and the driver.
+	if err := be.Shutdown(ctx); err != nil {
+		var se *backend.ShutdownError
+		if errors.As(err, &se) {
+			log.Printf("%d attempts pinned, %d spans a store may still touch", se.Pinned, len(se.Kept))
+		}
+		log.Printf("keeping the lender's memory: %v", err)
+		return
+	}
+	// Shutdown never closes the driver; after it returned nil, you may.
+	if err := drv.Close(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("hold released:", hold.Released(), "lender closed:", lender.Close() == nil)
 	// Output:
-	// published: 4
-	// fetched: 4
-	// same bytes: true
-	// shut down: true true
+	// published: 4 of 4
+	// fetched: 4 same bytes: true
+	// hold released: true lender closed: true
+}
+
+// TestREADMEShowsTheExample keeps the README's "Embedding the backend"
+// block equal to Example's body, so the README shows code that compiles
+// and runs.
+func TestREADMEShowsTheExample(t *testing.T) {
+	src, err := os.ReadFile("example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(src), "func Example() {\n")
+	body, _, ok2 := strings.Cut(after, "\t// Output:")
+	if !ok || !ok2 {
+		t.Fatal("example_test.go has no Example with an Output comment")
+	}
+	var want strings.Builder
+	for _, line := range strings.SplitAfter(body, "\n") {
+		want.WriteString(strings.TrimPrefix(line, "\t"))
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "## Embedding the backend\n")
+	_, block, ok2 := strings.Cut(section, "```go\n")
+	got, _, ok3 := strings.Cut(block, "```\n")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal(`README.md has no "## Embedding the backend" section with a go block`)
+	}
+	if got != want.String() {
+		t.Errorf("README.md's embedding block differs from Example's body; copy the body (one tab less) into the README\n--- README\n%s\n--- Example\n%s", got, want.String())
+	}
 }
