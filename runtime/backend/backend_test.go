@@ -710,15 +710,19 @@ func (shortOp) AccessUnprovable() bool        { return false }
 func (shortOp) Cancel()                       {}
 
 func TestASlowCallWarnsOnceAndStatsReportTheOldestCall(t *testing.T) {
-	var buf safeBuffer
-	e := newEnv(t, memory.Options{}, backend.Config{SlowCall: time.Millisecond, Logger: zerolog.New(&buf)})
+	buf := newSafeBuffer()
+	e := newEnv(t, memory.Options{}, backend.Config{SlowCall: time.Millisecond, Logger: zerolog.New(buf)})
 	g := newGate()
 	e.d.before = g.hook(e.d.Driver)
 	a := must(e.be.Publish(e.view("r", 0, 1)))
 	<-g.entered
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(buf.String(), "slow-call") && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	timeout := time.After(10 * time.Second)
+	for !strings.Contains(buf.String(), "slow-call") {
+		select {
+		case <-buf.wrote:
+		case <-timeout:
+			t.Fatal("no slow-call warning within 10s")
+		}
 	}
 	assert.GreaterOrEqual(t, e.be.Stats().OldestCall, time.Millisecond)
 	close(g.release)
@@ -726,14 +730,23 @@ func TestASlowCallWarnsOnceAndStatsReportTheOldestCall(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(buf.String(), "slow-call"), "one warning per call")
 }
 
+// safeBuffer is a log sink tests read while the backend writes; wrote
+// receives a nudge after each write.
 type safeBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{}
 }
+
+func newSafeBuffer() *safeBuffer { return &safeBuffer{wrote: make(chan struct{}, 1)} }
 
 func (s *safeBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	select {
+	case s.wrote <- struct{}{}:
+	default:
+	}
 	return s.b.Write(p)
 }
 
