@@ -213,8 +213,6 @@ func (b *Backend) forgetQuiescedLocked() {
 // the driver and unregisters every region, with retries; it never does so
 // while any batch is unprovable.
 func (b *Backend) progress() {
-	defer close(b.done)
-	defer b.cancel()
 	pause := 50 * time.Microsecond
 	for {
 		b.mu.Lock()
@@ -231,8 +229,10 @@ func (b *Backend) progress() {
 			if !pinned {
 				b.drainAndUnregister()
 			}
+			b.cancel() // no driver call is left to bound
 			b.mu.Lock()
 			b.finished = !pinned
+			close(b.done) // with finished, so Done and Shutdown agree
 			b.notifyLocked()
 			b.mu.Unlock()
 			b.wake()
