@@ -1,41 +1,29 @@
 package conformance
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 	"sync"
 )
 
-// Outcome is how one check went when run by Check.
-type Outcome struct {
+// Verdict is how one check went when run outside go test.
+type Verdict struct {
 	Check   string
 	Passed  bool
 	Skipped bool
-	Reason  string // the skip reason or the failures
+	Reason  string // the skip reason or the failures, one per line
 }
 
-// CheckAll runs checks (Checks, CaseChecks or both) outside go test and
-// reports each outcome, with
-// errors.Join of the failures (nil when none failed).
-func CheckAll(f Factory, s Scenarios, checks []Check) ([]Outcome, error) {
-	var outs []Outcome
-	var errs []error
-	for _, c := range checks {
-		o := RunRecorded(c, f, s)
-		outs = append(outs, o)
-		if !o.Passed && !o.Skipped {
-			errs = append(errs, fmt.Errorf("%s: %s", c.Name, o.Reason))
-		}
-	}
-	return outs, errors.Join(errs...)
+// RunRecorded runs one check of s on a recorder instead of a *testing.T,
+// with a fresh driver from f, and reports whether it passed, was skipped or
+// failed, and why.
+func RunRecorded(c Check, f Factory, s Suite) Verdict {
+	return record(c.Name, func(t T) { runCheck(t, c, f, s) })
 }
 
-// RunRecorded runs one check on a recorder instead of a *testing.T, and
-// reports whether it passed, was skipped or failed, and why.
-func RunRecorded(c Check, f Factory, s Scenarios) Outcome {
-	r := &recorder{name: c.Name}
+func record(name string, run func(T)) Verdict {
+	r := &recorder{name: name}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -44,13 +32,13 @@ func RunRecorded(c Check, f Factory, s Scenarios) Outcome {
 				r.Errorf("panic: %v", p)
 			}
 		}()
-		RunCheck(r, c, f, s)
+		run(r)
 	}()
 	<-done
 	r.runCleanups()
-	o := Outcome{Check: c.Name, Passed: !r.failed && !r.skipped, Skipped: r.skipped && !r.failed}
-	o.Reason = strings.Join(r.msgs, "; ")
-	return o
+	v := Verdict{Check: name, Passed: !r.failed && !r.skipped, Skipped: r.skipped && !r.failed}
+	v.Reason = strings.Join(r.msgs, "\n")
+	return v
 }
 
 // recorder is a T that records failures; Fatal and Skip end the check's

@@ -1,6 +1,16 @@
 // Package conformance is the suite every kvblob driver passes, in the spirit
 // of testing/fstest.TestFS and gocloud.dev/blob's drivertest: a driver's own
-// test calls Run with a Factory and the Scenarios its store can stage.
+// test calls Run with a Factory and a Suite: the Scenarios its store can
+// stage, its spec's generated Cases and the Stager that stages them:
+//
+//	conformance.Run(t, factory, conformance.Suite{
+//		Scenarios: storetest.Scenarios(),
+//		Cases:     gen.Cases,
+//		Stage:     storetest.Stage,
+//	})
+//
+// Check and CheckAll run the same suite outside go test. A store whose SDK
+// calls are not written yet runs Suite{Only: Lifecycle}.
 //
 // The suite observes drivers through the driver contract alone. It never
 // frees or reuses memory a driver has not proven it stopped touching: when a
@@ -14,6 +24,7 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -39,34 +50,6 @@ type T interface {
 
 var _ T = (*testing.T)(nil)
 
-// Factory makes a fresh driver for one check. It registers its own cleanup
-// with t if it needs one; the harness drains, unregisters and closes the
-// driver first.
-type Factory func(t T) driver.Driver
-
-// Scenarios are what a store can stage. A nil hook skips the checks that
-// need it, with the hook's name as the reason.
-type Scenarios struct {
-	// HoldGet holds the next get of key inside the SDK until release is
-	// called; entered is closed once the call is held.
-	HoldGet func(d driver.Driver, key string) (entered <-chan struct{}, release func())
-	// Writing makes key look as if another client were still writing it,
-	// until finish is called.
-	Writing func(d driver.Driver, key string) (finish func())
-	// Full makes the store refuse the next put of key as full.
-	Full func(d driver.Driver, key string)
-	// FailPut makes the next put of key fail inside the SDK (a raise).
-	FailPut func(d driver.Driver, key string)
-	// FailRead makes the next get of key fail inside the SDK.
-	FailRead func(d driver.Driver, key string)
-	// Unprovable makes the next put of key lose the evidence of its access
-	// end for good.
-	Unprovable func(d driver.Driver, key string)
-	// HoldAccess makes the next operation publish its results but keep its
-	// access open until release is called.
-	HoldAccess func(d driver.Driver) (release func())
-}
-
 // Geometry of the harness's guarded region. Each row's span is the middle
 // of a slot, so a write that strays past a span lands on canaries.
 const (
@@ -76,10 +59,6 @@ const (
 	// RowBytes is the length of one harness row.
 	RowBytes = SlotBytes - 2*margin
 )
-
-// Deadline bounds every wait of the harness, so a hung driver fails its
-// check instead of hanging CI.
-var Deadline = 10 * time.Second
 
 // Within returns a context that is done after d, to bound a Drain.
 func Within(d time.Duration) context.Context {
@@ -97,29 +76,33 @@ type Harness struct {
 	Caps driver.Capabilities
 	Mem  *hostmem.Guarded
 	Reg  driver.Registration
+	// Deadline bounds every wait of the check (Suite.Deadline).
+	Deadline time.Duration
+
+	names map[string]string // key -> the name Key made it from
 }
 
-// NewHarness makes a driver with f, maps a guarded region and registers it.
+// newHarness makes a driver with f, maps a guarded region and registers it.
 // Cleanup drains the driver; only if the drain returns true does it
 // unregister, close the driver and unmap the memory.
-func NewHarness(t T, f Factory) *Harness {
+func newHarness(t T, f Factory, deadline time.Duration) *Harness {
 	t.Helper()
 	mem, err := hostmem.NewGuarded("conformance", driver.Layout{SlotBytes: SlotBytes, Slots: Slots})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := f(t)
-	h := &Harness{T: t, Ctx: context.Background(), D: d, Caps: d.Capabilities(), Mem: mem}
+	h := &Harness{T: t, Ctx: context.Background(), D: d, Caps: d.Capabilities(), Mem: mem, Deadline: deadline, names: map[string]string{}}
 	h.Reg, err = d.Register(mem.Region)
 	if err != nil {
-		t.Fatalf("Register of a host region failed: %v", err)
+		t.Fatalf("Register of a host region: %v", err)
 	}
 	t.Cleanup(h.cleanup)
 	return h
 }
 
 func (h *Harness) cleanup() {
-	if !h.D.Drain(Within(Deadline)) {
+	if !h.D.Drain(Within(h.Deadline)) {
 		h.T.Logf("harness: the driver did not drain; keeping region %q mapped, since the store may still touch it", h.Mem.Name)
 		return
 	}
@@ -133,13 +116,36 @@ func (h *Harness) cleanup() {
 	_ = h.Mem.Close()
 }
 
-// Key returns a key unique to this check and name.
+// Key returns a key unique to this check and name. Failures name the row
+// by name, not by its key.
 func (h *Harness) Key(name string) string {
 	k, err := driver.Key("conformance", []byte(h.T.Name()+"/"+name))
 	if err != nil {
 		h.T.Fatal(err)
 	}
+	h.names[k] = name
 	return k
+}
+
+// RowName names the row of key in failures: the name Key made it from,
+// quoted, or the key itself when Key did not make it.
+func (h *Harness) RowName(key string) string {
+	if n, ok := h.names[key]; ok {
+		return fmt.Sprintf("row %q", n)
+	}
+	if key == "" {
+		return "the row with an empty key"
+	}
+	return fmt.Sprintf("row with key %q", key)
+}
+
+// Rows names rows in failures: row "a", row "b".
+func (h *Harness) Rows(rows []driver.Row) string {
+	ns := make([]string, len(rows))
+	for i, r := range rows {
+		ns[i] = h.RowName(r.Key)
+	}
+	return strings.Join(ns, ", ")
 }
 
 // Span returns the row span of slot i: the slot less a margin on each side.
@@ -182,42 +188,56 @@ func Snapshot(rows ...driver.Row) []byte {
 	return out
 }
 
-// Put submits rows and waits for their results; it fails the check on an
-// error.
+// Put submits rows and waits for their results. It fails the check when
+// the put is refused or answers other than one valid result per row.
 func (h *Harness) Put(rows ...driver.Row) ([]driver.Result, driver.Operation) {
 	h.T.Helper()
+	what := "put of " + h.Rows(rows)
 	op, err := h.D.Put(h.Ctx, rows)
 	if err != nil {
-		h.T.Fatalf("Put(%s) = %v", keys(rows), err)
+		h.T.Fatalf("%s: %s", what, CallError("Put", err))
 	}
-	return h.Wait(op, len(rows)), op
+	return h.Wait(op, what, len(rows)), op
 }
 
-// Get submits rows and waits for their results.
+// Get opens rows as destinations (see Dest), submits them and waits for
+// their results.
 func (h *Harness) Get(hint driver.Hint, rows ...driver.Row) ([]driver.Result, driver.Operation) {
 	h.T.Helper()
 	h.Dest(rows...)
+	what := "get of " + h.Rows(rows)
 	op, err := h.D.Get(h.Ctx, rows, hint)
 	if err != nil {
-		h.T.Fatalf("Get(%s) = %v", keys(rows), err)
+		h.T.Fatalf("%s: %s", what, CallError("Get", err))
 	}
-	return h.Wait(op, len(rows)), op
+	return h.Wait(op, what, len(rows)), op
 }
 
-// Wait polls op until it is done, and checks it answers one valid result
-// per row.
-func (h *Harness) Wait(op driver.Operation, rows int) []driver.Result {
+// CallError says what an error from a Put or Get (call) that the check
+// needed admitted means: a refusal names its rule; any other error breaks
+// the rule that a store's failure is a row FAULT.
+func CallError(call string, err error) string {
+	var re *driver.RejectedError
+	if errors.As(err, &re) {
+		return fmt.Sprintf("%s refused it (rule %s: %s), but the check needs it admitted", call, re.Rule, re.Reason)
+	}
+	return fmt.Sprintf("%s returned error %q: a store's failure must be a row FAULT, and the only error a call may return is a driver.RejectedError that certifies nothing was recorded", call, err.Error())
+}
+
+// Wait polls op, the operation of what ("put of row a"), until it is done,
+// and checks it answers one valid result per row.
+func (h *Harness) Wait(op driver.Operation, what string, rows int) []driver.Result {
 	h.T.Helper()
-	res, ok := WaitResults(op, Deadline)
+	res, ok := WaitResults(op, h.Deadline)
 	if !ok {
-		h.T.Fatalf("test timed out: no results within %v", Deadline)
+		h.T.Fatalf("%s: test timed out: no results within %v", what, h.Deadline)
 	}
 	if len(res) != rows {
-		h.T.Fatalf("Poll answered %d results for %d rows", len(res), rows)
+		h.T.Fatalf("%s: Poll answered %d results for %d rows; the rule is one result per row, in row order", what, len(res), rows)
 	}
 	for i, r := range res {
 		if err := r.Validate(); err != nil {
-			h.T.Fatalf("row %d: %v", i, err)
+			h.T.Fatalf("%s: result %d of %d: %v", what, i+1, rows, err)
 		}
 	}
 	return res
@@ -249,14 +269,6 @@ func poll[T any](d time.Duration, f func() (T, bool)) (T, bool) {
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
-}
-
-func keys(rows []driver.Row) string {
-	ks := make([]string, len(rows))
-	for i, r := range rows {
-		ks[i] = r.Key
-	}
-	return strings.Join(ks, ",")
 }
 
 // differs says where two snapshots first differ.

@@ -2,11 +2,15 @@ package conformance
 
 import (
 	"context"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
@@ -34,14 +38,89 @@ func TestTheHarnessKeepsMemoryADriverMayTouch(t *testing.T) {
 	for _, drains := range []bool{false, true} {
 		var h *Harness
 		c := Check{Name: "capture", Run: func(x *Harness, _ Scenarios) { h = x }}
-		old := Deadline
-		Deadline = 10 * time.Millisecond
-		o := RunRecorded(c, func(T) driver.Driver { return &stuckDriver{drains: drains} }, Scenarios{})
-		Deadline = old
-		assert.True(t, o.Passed, o.Reason)
+		v := RunRecorded(c, func(T) driver.Driver { return &stuckDriver{drains: drains} }, Suite{Deadline: 10 * time.Millisecond})
+		assert.True(t, v.Passed, v.Reason)
 		assert.Equal(t, !drains, h.Mem.Mapped(), "drains=%v", drains)
 		if !drains {
 			_ = h.Mem.Close() // this test knows no store is behind it
 		}
 	}
 }
+
+// TestEveryScenarioNamesAHook: each Scenario constant names the Scenarios
+// field of its name, and that field alone satisfies it; every check needs
+// only scenarios that exist. A check whose Needs named no hook would be
+// skipped by every store.
+func TestEveryScenarioNamesAHook(t *testing.T) {
+	typ := reflect.TypeOf(Scenarios{})
+	require.Equal(t, typ.NumField(), len(scenarioNames), "one Scenario constant per hook")
+	for i := range scenarioNames {
+		b := Scenario(1) << i
+		field, ok := typ.FieldByName(b.String())
+		require.True(t, ok, "scenario %v names no field of Scenarios", b)
+		var s Scenarios
+		v := reflect.ValueOf(&s).Elem().FieldByIndex(field.Index)
+		v.Set(reflect.MakeFunc(field.Type, func([]reflect.Value) []reflect.Value { return nil }))
+		assert.Equal(t, Scenario(0), s.Missing(b), "setting Scenarios.%s satisfies %v", field.Name, b)
+		assert.Equal(t, allScenarios&^b, s.Missing(allScenarios), "Scenarios.%s satisfies %v alone", field.Name, b)
+	}
+	for _, c := range Checks() {
+		assert.Zero(t, c.Needs&^allScenarios, "check %s needs %v, which names no hook", c.Name, c.Needs)
+		assert.NotZero(t, c.Group, "check %s is in no group", c.Name)
+		assert.Zero(t, c.Group&^(Lifecycle|Data), "check %s: a hand-written check is Lifecycle or Data", c.Name)
+	}
+	assert.Equal(t, "HoldGet|Full", (HoldGet | Full).String())
+	assert.Equal(t, "Scenario(1<<9)", Scenario(1<<9).String())
+}
+
+func TestCheckNamesAreUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range Checks() {
+		assert.False(t, seen[c.Name], "two checks named %s", c.Name)
+		seen[c.Name] = true
+	}
+}
+
+// TestSuiteSelects: Only picks groups, Cases add one check each, and a
+// suite that would silently run less than it says is refused.
+func TestSuiteSelects(t *testing.T) {
+	cases := []speccase.Case{{ID: "put/OK", Op: speccase.OpPut}}
+	stage := func(*Harness, speccase.Case, string) error { return nil }
+	all := Suite{Cases: cases, Stage: stage}.Checks()
+	assert.Len(t, all, len(Checks())+1)
+	for _, c := range (Suite{Only: Lifecycle, Cases: cases, Stage: stage}).Checks() {
+		assert.Equal(t, Lifecycle, c.Group, c.Name)
+	}
+	only := Suite{Only: SpecCases, Cases: cases, Stage: stage}.Checks()
+	require.Len(t, only, 1)
+	assert.Equal(t, "put/OK", only[0].Name)
+
+	_, err := CheckAll(nil, Suite{Cases: cases})
+	assert.ErrorContains(t, err, "Suite.Stage is nil")
+	_, err = CheckAll(nil, Suite{Only: 1 << 6})
+	assert.ErrorContains(t, err, "unknown groups")
+}
+
+// TestFailuresNameTheRowAndTheRule: a store error from a put names the row
+// by name and says which rule the error broke, on one line.
+func TestFailuresNameTheRowAndTheRule(t *testing.T) {
+	c := Check{Name: "put", Run: func(h *Harness, _ Scenarios) { h.Put(h.Row(h.Key("block-7"), 0)) }}
+	v := RunRecorded(c, func(T) driver.Driver { return errDriver{&stuckDriver{drains: true}} }, Suite{})
+	require.False(t, v.Passed)
+	assert.NotContains(t, v.Reason, "\n")
+	assert.Contains(t, v.Reason, `put of row "block-7": Put returned error "connection reset"`)
+	assert.Contains(t, v.Reason, "must be a row FAULT")
+	assert.True(t, strings.Count(v.Reason, "block-7") == 1, v.Reason)
+}
+
+type errDriver struct{ *stuckDriver }
+
+func (errDriver) Put(context.Context, []driver.Row) (driver.Operation, error) {
+	return nil, errConnReset
+}
+
+var errConnReset = errorString("connection reset")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }

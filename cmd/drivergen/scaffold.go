@@ -144,6 +144,6 @@ import (
 
 func TestConformance(t *testing.T) {
 	t.Skip("TODO: remove once the driver is written")
-	conformance.Run(t, func(conformance.T) driver.Driver { return &STORE.Driver{} }, conformance.Scenarios{})
+	conformance.Run(t, func(conformance.T) driver.Driver { return &STORE.Driver{} }, conformance.Suite{})
 }
 `

@@ -162,11 +162,11 @@ func runGateStore(s gate.Store, stderr io.Writer, verbose bool) gateRow {
 			defer teardown()
 		}
 	}
-	checks := append(append([]conformance.Check(nil), conformance.Checks...), conformance.CaseChecks(s.Cases, s.Stage, false)...)
-	checks = append(checks, roundTripCheck(&row.roundTrip))
+	suite := conformance.Suite{Scenarios: s.Scenarios, Cases: s.Cases, Stage: s.Stage}
+	checks := append(suite.Checks(), roundTripCheck(&row.roundTrip))
 	tty := isTerminal(stderr)
 	for i, c := range checks {
-		o := conformance.RunRecorded(c, s.Factory, s.Scenarios)
+		o := conformance.RunRecorded(c, s.Factory, suite)
 		status := "ok"
 		switch {
 		case o.Skipped:

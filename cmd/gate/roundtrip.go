@@ -53,10 +53,10 @@ func roundTripCheck(summary *string) conformance.Check {
 			if err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(conformance.Deadline)
+			deadline := time.Now().Add(h.Deadline)
 			for !a.Quiesced() {
 				if time.Now().After(deadline) {
-					t.Fatalf("test timed out: the attempt did not quiesce within %v", conformance.Deadline)
+					t.Fatalf("test timed out: the attempt did not quiesce within %v", h.Deadline)
 				}
 				time.Sleep(50 * time.Microsecond) // a runtime's poll
 			}
@@ -75,7 +75,7 @@ func roundTripCheck(summary *string) conformance.Check {
 				t.Errorf("row %d came back different", i)
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), conformance.Deadline)
+		ctx, cancel := context.WithTimeout(context.Background(), h.Deadline)
 		defer cancel()
 		if err := be.Shutdown(ctx); err != nil {
 			t.Fatalf("%v", err)

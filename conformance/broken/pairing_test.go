@@ -13,9 +13,12 @@ import (
 	"github.com/kvblob/kvblob/stores/memory/memtest"
 )
 
-func TestMain(m *testing.M) {
-	conformance.Deadline = 2 * time.Second // broken twins fail by timing out; keep that short
-	goleak.VerifyTestMain(m)
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// suite is what the pairing runs: every scenario the memory store stages,
+// and a short deadline, since some broken twins fail by timing out.
+func suite() conformance.Suite {
+	return conformance.Suite{Scenarios: memtest.Scenarios(), Deadline: 2 * time.Second}
 }
 
 func sound(conformance.T) driver.Driver { return memory.New(memory.Options{}) }
@@ -24,9 +27,11 @@ func sound(conformance.T) driver.Driver { return memory.New(memory.Options{}) }
 // which must pass, and against its broken twin, which must fail. A check
 // with no twin is a defect.
 func TestPairing(t *testing.T) {
-	s := memtest.Scenarios()
-	for _, c := range conformance.Checks {
-		twin, ok := broken.Twins[c.Name]
+	s := suite()
+	names := map[string]bool{}
+	for _, c := range conformance.Checks() {
+		names[c.Name] = true
+		twin, ok := broken.Twin(c.Name)
 		t.Run(c.Name+"/sound", func(t *testing.T) {
 			o := conformance.RunRecorded(c, sound, s)
 			if !o.Passed {
@@ -45,8 +50,8 @@ func TestPairing(t *testing.T) {
 			}
 		})
 	}
-	for name := range broken.Twins {
-		if _, ok := conformance.CheckByName(name); !ok {
+	for _, name := range broken.Names() {
+		if !names[name] {
 			t.Errorf("broken twin %q matches no check", name)
 		}
 	}

@@ -63,7 +63,7 @@ func (a Answer) String() string {
 
 // Case is one generated conformance case: a store's SDK answers Call
 // with Answer for a row, and the driver's operation must end with Want and
-// the access state AccessEnded. Cases are data; conformance.RunCases
+// the access state AccessEnded. Cases are data; conformance.Run
 // interprets them through a store's stager.
 type Case struct {
 	ID   string // call/answer[/follow-up]

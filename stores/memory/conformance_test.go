@@ -11,7 +11,8 @@ import (
 	"github.com/kvblob/kvblob/stores/memory/memtest"
 )
 
-// TestConformance runs the suite over the memory driver five ways.
+// TestConformance runs the suite, with spec/memory.yaml's generated cases,
+// over the memory driver five ways.
 func TestConformance(t *testing.T) {
 	shared := memory.NewStore(0)
 	ways := []struct {
@@ -36,13 +37,10 @@ func TestConformance(t *testing.T) {
 		}},
 	}
 	for _, w := range ways {
-		t.Run(w.name, func(t *testing.T) { conformance.Run(t, w.f, memtest.Scenarios()) })
+		t.Run(w.name, func(t *testing.T) {
+			conformance.Run(t, w.f, conformance.Suite{Scenarios: memtest.Scenarios(), Cases: gen.Cases, Stage: memtest.Stage})
+		})
 	}
-}
-
-// TestSpecCases runs spec/memory.yaml's generated cases.
-func TestSpecCases(t *testing.T) {
-	conformance.RunCases(t, memtest.Factory(memory.Options{}), gen.Cases, memtest.Stage, false)
 }
 
 // poolFirst is a memory driver with a pool registered before any check ran;

@@ -22,15 +22,15 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func TestConformance(t *testing.T) {
-	t.Run("own-master", func(t *testing.T) { conformance.Run(t, mctest.Factory(nil), mctest.Scenarios()) })
-	t.Run("shared-master", func(t *testing.T) {
-		conformance.Run(t, mctest.Factory(fakesdk.NewMaster(0)), mctest.Scenarios())
-	})
+// suite is the conformance suite over the fake SDK: every scenario it
+// stages and spec/mooncake-0.3.13.yaml's generated cases.
+func suite() conformance.Suite {
+	return conformance.Suite{Scenarios: mctest.Scenarios(), Cases: gen.Cases, Stage: mctest.Stage}
 }
 
-func TestSpecCases(t *testing.T) {
-	conformance.RunCases(t, mctest.Factory(nil), gen.Cases, mctest.Stage, false)
+func TestConformance(t *testing.T) {
+	t.Run("own-master", func(t *testing.T) { conformance.Run(t, mctest.Factory(nil), suite()) })
+	t.Run("shared-master", func(t *testing.T) { conformance.Run(t, mctest.Factory(fakesdk.NewMaster(0)), suite()) })
 }
 
 // TestStageableCases runs only the cases a real master can stage, as the
@@ -44,10 +44,10 @@ func TestStageableCases(t *testing.T) {
 	}
 	require.Greater(t, stageable, 0)
 	require.Less(t, stageable, len(gen.Cases))
-	var outs []conformance.Outcome
-	for _, c := range conformance.CaseChecks(gen.Cases, mctest.Stage, true) {
-		outs = append(outs, conformance.RunRecorded(c, mctest.Factory(nil), conformance.Scenarios{}))
-	}
+	outs, err := conformance.CheckAll(mctest.Factory(nil), conformance.Suite{
+		Only: conformance.SpecCases, Cases: gen.Cases, Stage: mctest.Stage, StageableOnly: true,
+	})
+	require.NoError(t, err)
 	passed, skipped := 0, 0
 	for _, o := range outs {
 		switch {

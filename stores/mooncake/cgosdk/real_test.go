@@ -70,5 +70,5 @@ func TestRealPool(t *testing.T) {
 		}
 		return d
 	}
-	t.Run("conformance", func(t *testing.T) { conformance.Run(t, factory, conformance.Scenarios{}) })
+	t.Run("conformance", func(t *testing.T) { conformance.Run(t, factory, conformance.Suite{}) })
 }

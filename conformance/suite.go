@@ -1,0 +1,255 @@
+package conformance
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvblob/kvblob/conformance/speccase"
+	"github.com/kvblob/kvblob/runtime/driver"
+)
+
+// DefaultDeadline is the Deadline of a Suite that sets none.
+const DefaultDeadline = 10 * time.Second
+
+// Suite is what one run of the conformance suite covers: the scenarios the
+// store stages, the spec's generated cases and how to stage them, which
+// groups of checks run, and how long any wait may last.
+type Suite struct {
+	// Scenarios are the hooks the store stages. A check that needs a hook
+	// left nil is skipped, and the skip names the hook.
+	Scenarios Scenarios
+	// Cases are the conformance cases generated from the store's spec
+	// (generated/<pkg>.Cases). They run through Stage, which must be set
+	// when Cases is not empty.
+	Cases []speccase.Case
+	// Stage makes the store answer a case.
+	Stage Stager
+	// StageableOnly runs only the cases a real server can stage (the
+	// spec's stageable cases); the others are skipped, saying so.
+	StageableOnly bool
+	// Only selects the groups that run; zero runs every group. A store
+	// whose SDK calls are not written yet runs Only: Lifecycle.
+	Only Group
+	// Deadline bounds every wait of a check, so that a hung driver fails
+	// its check ("test timed out") instead of hanging CI. Zero means
+	// DefaultDeadline.
+	Deadline time.Duration
+}
+
+// Group is a set of check groups.
+type Group uint8
+
+const (
+	// Lifecycle checks hold before a driver stores anything: admission,
+	// registration, access ends, drain, unregister and close. A driver on
+	// driverkit.Lifecycle whose every row answers FAULT passes them.
+	Lifecycle Group = 1 << iota
+	// Data checks need a store that stores: round trips, results, and the
+	// rows a failed or cancelled put leaves behind.
+	Data
+	// SpecCases are the checks made from Suite.Cases.
+	SpecCases
+
+	allGroups = 1<<iota - 1
+)
+
+var groupNames = [...]string{"Lifecycle", "Data", "SpecCases"}
+
+func (g Group) String() string { return bitNames(uint64(g), groupNames[:], "Group") }
+
+// Scenario is a set of the hooks of Scenarios, by name: what a check needs
+// staged. Each constant names the Scenarios field of the same name.
+type Scenario uint16
+
+const (
+	HoldGet Scenario = 1 << iota
+	Writing
+	Full
+	FailPut
+	FailRead
+	Unprovable
+	HoldAccess
+
+	allScenarios = 1<<iota - 1
+)
+
+var scenarioNames = [...]string{"HoldGet", "Writing", "Full", "FailPut", "FailRead", "Unprovable", "HoldAccess"}
+
+func (s Scenario) String() string { return bitNames(uint64(s), scenarioNames[:], "Scenario") }
+
+// Missing returns the scenarios of need that s leaves nil.
+func (s Scenarios) Missing(need Scenario) Scenario {
+	var missing Scenario
+	for b := Scenario(1); b <= need && b != 0; b <<= 1 {
+		if need&b != 0 && !s.has(b) {
+			missing |= b
+		}
+	}
+	return missing
+}
+
+// has reports whether the hook of the single scenario b is set. A bit that
+// names no hook is never set, so a check needing it would always skip; the
+// package's tests pin that every scenario names a hook.
+func (s Scenarios) has(b Scenario) bool {
+	switch b {
+	case HoldGet:
+		return s.HoldGet != nil
+	case Writing:
+		return s.Writing != nil
+	case Full:
+		return s.Full != nil
+	case FailPut:
+		return s.FailPut != nil
+	case FailRead:
+		return s.FailRead != nil
+	case Unprovable:
+		return s.Unprovable != nil
+	case HoldAccess:
+		return s.HoldAccess != nil
+	}
+	return false
+}
+
+func bitNames(v uint64, names []string, typ string) string {
+	if v == 0 {
+		return "none"
+	}
+	var parts []string
+	for v != 0 {
+		i := bits.TrailingZeros64(v)
+		v &^= 1 << i
+		if i < len(names) {
+			parts = append(parts, names[i])
+		} else {
+			parts = append(parts, fmt.Sprintf("%s(1<<%d)", typ, i))
+		}
+	}
+	return strings.Join(parts, "|")
+}
+
+// Check is one rule of the contract, observed through a driver.
+type Check struct {
+	Name  string
+	Group Group
+	// Needs is the scenarios the check stages; the check is skipped when
+	// the store stages any of them not.
+	Needs Scenario
+	Run   func(h *Harness, s Scenarios)
+}
+
+// Checks returns the hand-written checks, in the order Run runs them. Each
+// call returns a new slice.
+func Checks() []Check { return checks() }
+
+// Checks returns what s runs, in order: the selected hand-written checks,
+// then a check per generated case.
+func (s Suite) Checks() []Check {
+	var out []Check
+	for _, c := range checks() {
+		if s.selects(c.Group) {
+			out = append(out, c)
+		}
+	}
+	if s.selects(SpecCases) {
+		out = append(out, s.caseChecks()...)
+	}
+	return out
+}
+
+func (s Suite) selects(g Group) bool { return s.Only == 0 || s.Only&g != 0 }
+
+func (s Suite) deadline() time.Duration {
+	if s.Deadline <= 0 {
+		return DefaultDeadline
+	}
+	return s.Deadline
+}
+
+// validate refuses a suite that would silently run less than it says.
+func (s Suite) validate() error {
+	var errs []error
+	if len(s.Cases) > 0 && s.Stage == nil && s.selects(SpecCases) {
+		errs = append(errs, errors.New("conformance: Suite.Cases is set but Suite.Stage is nil"))
+	}
+	if s.Only&^allGroups != 0 {
+		errs = append(errs, fmt.Errorf("conformance: Suite.Only names unknown groups %v", s.Only&^allGroups))
+	}
+	return errors.Join(errs...)
+}
+
+// Run runs s against drivers from f, one t.Run per check and a fresh driver
+// per check. A check whose scenario the store does not stage is skipped
+// naming it; a check not in s.Only does not run.
+func Run(t *testing.T, f Factory, s Suite) {
+	t.Helper()
+	if err := s.validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.Checks() {
+		t.Run(c.Name, func(t *testing.T) { runCheck(t, c, f, s) })
+	}
+}
+
+// CheckAll runs s outside go test, as fstest.TestFS does, and returns each
+// check's verdict in order, with errors.Join of the failures, one error per
+// misbehaviour naming its check (nil when none failed).
+func CheckAll(f Factory, s Suite) ([]Verdict, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	var vs []Verdict
+	var errs []error
+	for _, c := range s.Checks() {
+		v := RunRecorded(c, f, s)
+		vs = append(vs, v)
+		if !v.Passed && !v.Skipped {
+			for _, line := range strings.Split(v.Reason, "\n") {
+				errs = append(errs, fmt.Errorf("%s: %s", c.Name, line))
+			}
+		}
+	}
+	return vs, errors.Join(errs...)
+}
+
+// runCheck runs one check on t with a fresh harness.
+func runCheck(t T, c Check, f Factory, s Suite) {
+	t.Helper()
+	if m := s.Scenarios.Missing(c.Needs); m != 0 {
+		t.Skipf("the store stages no %v scenario (Scenarios.%v is nil)", m, m)
+	}
+	c.Run(newHarness(t, f, s.deadline()), s.Scenarios)
+}
+
+// Factory makes a fresh driver for one check. It registers its own cleanup
+// with t if it needs one; the harness drains, unregisters and closes the
+// driver first.
+type Factory func(t T) driver.Driver
+
+// Scenarios are what a store can stage. A nil hook skips the checks that
+// need it, with the hook's name as the reason. Each hook has a Scenario
+// constant of the same name, which a check declares in Check.Needs.
+type Scenarios struct {
+	// HoldGet holds the next get of key inside the SDK until release is
+	// called; entered is closed once the call is held.
+	HoldGet func(d driver.Driver, key string) (entered <-chan struct{}, release func())
+	// Writing makes key look as if another client were still writing it,
+	// until finish is called.
+	Writing func(d driver.Driver, key string) (finish func())
+	// Full makes the store refuse the next put of key as full.
+	Full func(d driver.Driver, key string)
+	// FailPut makes the next put of key fail inside the SDK (a raise).
+	FailPut func(d driver.Driver, key string)
+	// FailRead makes the next get of key fail inside the SDK.
+	FailRead func(d driver.Driver, key string)
+	// Unprovable makes the next put of key lose the evidence of its access
+	// end for good.
+	Unprovable func(d driver.Driver, key string)
+	// HoldAccess makes the next operation publish its results but keep its
+	// access open until release is called.
+	HoldAccess func(d driver.Driver) (release func())
+}
