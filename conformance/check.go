@@ -17,9 +17,14 @@ type Verdict struct {
 
 // RunRecorded runs one check of s on a recorder instead of a *testing.T,
 // with a fresh driver from f, and reports whether it passed, was skipped or
-// failed, and why.
+// failed, and why. A check in s.KnownFailures that fails is reported as
+// skipped, and one that passes as failed.
 func RunRecorded(c Check, f Factory, s Suite) Verdict {
-	return record(c.Name, func(t T) { runCheck(t, c, f, s) })
+	v := record(c.Name, func(t T) { runCheck(t, c, f, s) })
+	if why, known := s.KnownFailures[c.Name]; known {
+		v = record(c.Name, func(t T) { reportKnown(t, v, why) })
+	}
+	return v
 }
 
 func record(name string, run func(T)) Verdict {

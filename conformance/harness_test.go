@@ -97,8 +97,25 @@ func TestSuiteSelects(t *testing.T) {
 
 	_, err := CheckAll(nil, Suite{Cases: cases})
 	assert.ErrorContains(t, err, "Suite.Stage is nil")
+	_, err = CheckAll(nil, Suite{KnownFailures: map[string]string{"no_such_check": "typo"}})
+	assert.ErrorContains(t, err, `Suite.KnownFailures names "no_such_check"`)
 	_, err = CheckAll(nil, Suite{Only: 1 << 6})
 	assert.ErrorContains(t, err, "unknown groups")
+}
+
+// TestKnownFailuresMustStillFail: a known failure that fails is a skip
+// naming why; one that passes fails the suite.
+func TestKnownFailuresMustStillFail(t *testing.T) {
+	fails := Check{Name: "fails", Group: Data, Run: func(h *Harness, _ Scenarios) { h.T.Errorf("broken") }}
+	passes := Check{Name: "passes", Group: Data, Run: func(*Harness, Scenarios) {}}
+	s := Suite{KnownFailures: map[string]string{"fails": "issue 1", "passes": "issue 2"}}
+	f := func(T) driver.Driver { return &stuckDriver{drains: true} }
+	v := RunRecorded(fails, f, s)
+	assert.True(t, v.Skipped, v.Reason)
+	assert.Contains(t, v.Reason, "known failure (issue 1): broken")
+	v = RunRecorded(passes, f, s)
+	assert.False(t, v.Passed || v.Skipped)
+	assert.Contains(t, v.Reason, "remove it from Suite.KnownFailures")
 }
 
 // TestFailuresNameTheRowAndTheRule: a store error from a put names the row
