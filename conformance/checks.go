@@ -444,5 +444,56 @@ func checks() []Check {
 			res, _ := h.Get(driver.Hint{}, h.Row(key, 1))
 			want(h.T, res[0], driver.Fault, "get of "+h.RowName(key)+" that failed inside the SDK")
 		}},
+		{Name: "a_declined_put_leaves_the_key_writable", Group: Data, Needs: Full, Run: func(h *Harness, s Scenarios) {
+			leavesWritable(h, s.Full)
+		}},
+		{Name: "a_faulted_put_leaves_the_key_writable", Group: Data, Needs: FailPut, Run: func(h *Harness, s Scenarios) {
+			leavesWritable(h, s.FailPut)
+		}},
+		{Name: "a_READY_put_over_another_length_stored_the_new_bytes", Group: Data, Run: func(h *Harness, _ Scenarios) {
+			// A put answers READY only for the bytes it stored. Put a row
+			// of RowBytes, then one of half that under the same key: if
+			// the second answers READY, a get of the new length must be
+			// READY with the new bytes. Whatever the second put answered,
+			// a get of the new length that is READY must deliver them,
+			// since no other bytes of that length were put under the key.
+			key := h.Key("a")
+			h.stored(key, 0, 1)
+			n := RowBytes / 2
+			src := h.RowOf(key, 1, n)
+			Fill(src.Spans[0], 2)
+			what := fmt.Sprintf("put of %s with %d bytes over its %d", h.RowName(key), n, RowBytes)
+			put, _ := h.Put(src)
+			dst := h.RowOf(key, 2, n)
+			got, _ := h.Get(driver.Hint{}, dst)
+			same := differs(Snapshot(src), Snapshot(dst)) == ""
+			switch {
+			case put[0].Status == driver.Ready && got[0].Status != driver.Ready:
+				h.T.Errorf("%s: READY, but a get of %d bytes answered %v; READY promises the new bytes are stored", what, n, got[0])
+			case got[0].Status == driver.Ready && !same:
+				h.T.Errorf("%s: %v, then a get of %d bytes answered READY with bytes no put stored", what, put[0], n)
+			}
+		}},
+	}
+}
+
+// leavesWritable stages a put of a key that fails (DECLINED or FAULT) and
+// checks that the key is not left looking mid-write: neither a get nor a
+// second put of it answers NOT_READY.
+func leavesWritable(h *Harness, stage func(d driver.Driver, key string)) {
+	key := h.Key("a")
+	stage(h.D, key)
+	first, _ := h.Put(h.Row(key, 0))
+	if st := first[0].Status; st != driver.Declined && st != driver.Fault {
+		h.T.Fatalf("put of %s: the staged failure answered %v, want DECLINED or FAULT; nothing to check after it", h.RowName(key), first[0])
+	}
+	what := fmt.Sprintf("after the put of %s answered %v", h.RowName(key), first[0])
+	got, _ := h.Get(driver.Hint{}, h.Row(key, 1))
+	if got[0].Status == driver.NotReady {
+		h.T.Errorf("%s, a get of it answered NOT_READY; a failed put must not leave its key looking mid-write", what)
+	}
+	again, _ := h.Put(h.Row(key, 2))
+	if again[0].Status == driver.NotReady {
+		h.T.Errorf("%s, a second put of it answered NOT_READY; a failed put must leave its key writable", what)
 	}
 }

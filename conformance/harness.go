@@ -158,6 +158,14 @@ func (h *Harness) Row(key string, i int) driver.Row {
 	return driver.Row{Key: key, Spans: []driver.Span{h.Span(i)}}
 }
 
+// RowOf returns a one-span row for key of n bytes (at most RowBytes) at
+// the start of slot i's span.
+func (h *Harness) RowOf(key string, i, n int) driver.Row {
+	s := h.Span(i)
+	s.Length = int64(n)
+	return driver.Row{Key: key, Spans: []driver.Span{s}}
+}
+
 // Fill writes a pattern derived from seed into s.
 func Fill(s driver.Span, seed byte) {
 	b := s.Bytes()

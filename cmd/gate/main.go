@@ -162,7 +162,7 @@ func runGateStore(s gate.Store, stderr io.Writer, verbose bool) gateRow {
 			defer teardown()
 		}
 	}
-	suite := conformance.Suite{Scenarios: s.Scenarios, Cases: s.Cases, Stage: s.Stage}
+	suite := conformance.Suite{Scenarios: s.Scenarios, Cases: s.Cases, Stage: s.Stage, KnownFailures: s.KnownFailures}
 	checks := append(suite.Checks(), roundTripCheck(&row.roundTrip))
 	tty := isTerminal(stderr)
 	for i, c := range checks {

@@ -245,6 +245,74 @@ var twins = map[string]func(inner driver.Driver) driver.Driver{
 		}
 		return d
 	},
+	"a_declined_put_leaves_the_key_writable":               leavesMarker,
+	"a_faulted_put_leaves_the_key_writable":                leavesMarker,
+	"a_READY_put_over_another_length_stored_the_new_bytes": putIfAbsent,
+}
+
+// leavesMarker leaves a key that a put failed (DECLINED or FAULT) looking
+// mid-write: every later operation answers NOT_READY for it, as a store
+// would that left its claim marker behind.
+func leavesMarker(in driver.Driver) driver.Driver {
+	var mu sync.Mutex
+	marked := map[string]*Op{} // key -> the failed put that left the marker
+	return &Driver{Inner: in, op: func(o *Op) {
+		o.poll = mapResults(o, func(i int, r driver.Result) driver.Result {
+			mu.Lock()
+			defer mu.Unlock()
+			if by, ok := marked[o.Rows[i].Key]; ok && by != o {
+				return driver.Result{Status: driver.NotReady}
+			}
+			return r
+		})
+		if o.Put {
+			o.after = func(res []driver.Result) {
+				mu.Lock()
+				defer mu.Unlock()
+				for i, r := range res {
+					if r.Status == driver.Declined || r.Status == driver.Fault {
+						marked[o.Rows[i].Key] = o
+					}
+				}
+			}
+		}
+	}}
+}
+
+// putIfAbsent answers READY for a put of a key it already stored, without
+// storing anything: a store that cannot replace an object and calls an
+// existing key READY whatever its length.
+func putIfAbsent(in driver.Driver) driver.Driver {
+	var mu sync.Mutex
+	stored := map[string]bool{}
+	d := &Driver{Inner: in}
+	d.op = func(o *Op) {
+		if !o.Put {
+			return
+		}
+		o.after = func(res []driver.Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			for i, r := range res {
+				if r.Status == driver.Ready {
+					stored[o.Rows[i].Key] = true
+				}
+			}
+		}
+	}
+	d.put = func(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
+		mu.Lock()
+		all := len(rows) > 0
+		for _, r := range rows {
+			all = all && stored[r.Key]
+		}
+		mu.Unlock()
+		if all {
+			return doneOp{res: ready(len(rows))}, nil
+		}
+		return d.wrap(in.Put(ctx, rows))(rows, true)
+	}
+	return d
 }
 
 func ready(n int) []driver.Result {

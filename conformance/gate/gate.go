@@ -33,6 +33,9 @@ type Store struct {
 	// Cases and Stage run the cases generated from the store's spec.
 	Cases []speccase.Case
 	Stage conformance.Stager
+	// KnownFailures are the checks the store is known to fail, each with
+	// why (see conformance.Suite.KnownFailures).
+	KnownFailures map[string]string
 	// Setup readies what the store needs (a server to start). It returns a
 	// reason to skip the store when the machine lacks it, and a teardown.
 	// Nil means nothing to set up.

@@ -76,9 +76,10 @@ func clustered() redistest.Deployment {
 }
 
 // suite is the conformance suite over a real server: the scenarios it
-// stages with the fault hook's help and spec/redis-7.yaml's generated cases.
+// stages with the fault hook's help, spec/redis-7.yaml's generated cases and
+// the checks the driver is known to fail.
 func suite() conformance.Suite {
-	return conformance.Suite{Scenarios: redistest.Scenarios(), Cases: gen.Cases, Stage: redistest.Stage}
+	return conformance.Suite{Scenarios: redistest.Scenarios(), Cases: gen.Cases, Stage: redistest.Stage, KnownFailures: redistest.KnownFailures()}
 }
 
 func TestConformance(t *testing.T) {

@@ -11,6 +11,6 @@ func init() {
 	gate.Register(gate.Store{
 		Name: "mooncake", SDK: gen.SDKName + " " + Version + " (fake)",
 		Factory: Factory(nil), Scenarios: Scenarios(),
-		Cases: gen.Cases, Stage: Stage,
+		Cases: gen.Cases, Stage: Stage, KnownFailures: KnownFailures(),
 	})
 }

@@ -65,6 +65,16 @@ func Scenarios() conformance.Scenarios {
 	}
 }
 
+// KnownFailures are the conformance checks the Mooncake driver is known to
+// fail, each with why; the suite still runs each and reports it skipped
+// while it fails (see conformance.Suite.KnownFailures).
+func KnownFailures() map[string]string {
+	return map[string]string{
+		"a_faulted_put_leaves_the_key_writable":                "issue 16: a put whose batch_put_session_start raised leaves its session open, so the next put of the key answers NOT_READY",
+		"a_READY_put_over_another_length_stored_the_new_bytes": "issue 16: ask_existence calls any complete object READY whatever its length; the spec cannot say a three-way existence answer yet",
+	}
+}
+
 // Stage makes the fake SDK answer case c for key.
 func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 	m := Master(h.D)

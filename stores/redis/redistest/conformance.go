@@ -116,6 +116,15 @@ func Scenarios() conformance.Scenarios {
 	}
 }
 
+// KnownFailures are the conformance checks the Redis driver is known to
+// fail, each with why; the suite still runs each and reports it skipped
+// while it fails (see conformance.Suite.KnownFailures).
+func KnownFailures() map[string]string {
+	return map[string]string{
+		"a_READY_put_over_another_length_stored_the_new_bytes": "issue 16: a claim that finds a complete object asks existence and calls it READY whatever its length; the spec cannot say a three-way existence answer yet",
+	}
+}
+
 // codeError is the client error that classify maps to each code.
 var codeError = map[gen.Code]error{
 	gen.Nil:     goredis.Nil,

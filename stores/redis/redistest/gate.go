@@ -13,7 +13,7 @@ func init() {
 	var server *Server
 	gate.Register(gate.Store{
 		Name: "redis", SDK: gen.SDKName + " " + gen.SDKVersions[0] + ".x (loopback)",
-		Scenarios: Scenarios(), Cases: gen.Cases, Stage: Stage,
+		Scenarios: Scenarios(), Cases: gen.Cases, Stage: Stage, KnownFailures: KnownFailures(),
 		Factory: func(t conformance.T) driver.Driver {
 			return Factory(Deployment{Addrs: []string{server.Addr}})(t)
 		},
