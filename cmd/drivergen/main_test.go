@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/gen"
 )
 
@@ -126,7 +128,10 @@ func TestUsageAndUnknownCommands(t *testing.T) {
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestAScaffoldedStoreCompiles scaffolds a store in a copy of the module,
-// generates its package and vets it: a driver author's first build works.
+// generates its package, vets it and runs its test: a driver author's first
+// build works, and the adapter passes every lifecycle check that needs no
+// scenario before any SDK call is written (those that need one skip,
+// naming it).
 func TestAScaffoldedStoreCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a copy of the module")
@@ -144,6 +149,26 @@ func TestAScaffoldedStoreCompiles(t *testing.T) {
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
+
+	cmd = exec.Command("go", "test", "-count=1", "-v", "-run", "^TestConformance$", "./stores/acme/")
+	cmd.Dir = dir
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	ran := 0
+	for _, c := range conformance.Checks() {
+		verdict := "PASS"
+		if c.Needs != 0 {
+			verdict = "SKIP"
+		}
+		line := fmt.Sprintf("--- %s: TestConformance/%s ", verdict, c.Name)
+		if c.Group != conformance.Lifecycle {
+			assert.NotContains(t, string(out), "TestConformance/"+c.Name+" ", "a %v check ran", c.Group)
+			continue
+		}
+		ran++
+		assert.Contains(t, string(out), line)
+	}
+	assert.Greater(t, ran, 0)
 }
 
 // snapshot returns every file under dir with its content.
