@@ -9,10 +9,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // stuckDriver accepts registrations and never drains.
 type stuckDriver struct{ drains bool }
