@@ -323,9 +323,22 @@ func runNew(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", p)
 	}
-	fmt.Fprintf(stdout, "next: fill in spec/%s.yaml, run 'make generate', then 'go test ./stores/%s/'\n", store, store)
+	fmt.Fprint(stdout, strings.NewReplacer("STORE", store).Replace(nextSteps))
 	return 0
 }
+
+// nextSteps is what 'drivergen new' tells the author to do, in order.
+const nextSteps = `next:
+  1. fill in spec/STORE.yaml: the SDK's code table and what each call's answers mean (spec/README.md)
+  2. make generate             # writes generated/STORE/
+  3. go test ./stores/STORE/    # the lifecycle checks pass already
+  4. write the SDK calls where stores/STORE/driver.go says TODO, mapping answers with gen.Map*
+  5. in stores/STORE/driver_test.go, run the whole suite with the kit's scenarios and the generated cases
+  6. stage on the real store what it can (stores/STORE/STOREtest; conformance/serverproc starts a server)
+  7. join the gate: register from STOREtest (see stores/redis/redistest/gate.go) and import it in cmd/gate/stores.go
+  8. a server the tests need: add its Debian package where the Makefile's deps target and .ci/run install redis-server
+docs/writing-a-store.md walks through each step.
+`
 
 func isPackageName(s string) bool {
 	if s == "" || !(s[0] >= 'a' && s[0] <= 'z') {

@@ -5,13 +5,16 @@ import "strings"
 type scaffoldFile struct{ path, body string }
 
 // scaffold returns the files 'drivergen new STORE' writes: a spec to fill
-// in, a thin adapter skeleton and a test that runs the conformance suite.
+// in, a thin adapter on the shared lifecycle whose calls pass through a
+// fault seam, a test kit that stages scenarios and cases through that seam,
+// and a test that runs the conformance suite.
 func scaffold(store string) []scaffoldFile {
 	r := strings.NewReplacer("STORE", store)
 	return []scaffoldFile{
 		{"spec/" + store + ".yaml", r.Replace(specTemplate)},
 		{"stores/" + store + "/driver.go", r.Replace(driverTemplate)},
 		{"stores/" + store + "/driver_test.go", r.Replace(testTemplate)},
+		{"stores/" + store + "/" + store + "test/" + store + "test.go", r.Replace(kitTemplate)},
 	}
 }
 
@@ -75,9 +78,12 @@ import (
 
 // Driver is a driver.Driver over the STORE SDK. Its lifecycle
 // (registrations, calls in progress, drain, close) is driverkit's; the
-// adapter adds only its SDK calls.
+// adapter adds only its SDK calls, each passed through Seam under the
+// spec's name for it, so tests can stage faults by call name.
 type Driver struct {
 	life driverkit.Lifecycle
+	// Seam is where tests stage faults; nil in production.
+	Seam *driverkit.Seam
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -95,33 +101,61 @@ func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
 // with the SDK in the detach function, if Register registered.
 func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unregister(reg, nil) }
 
-// Put stores each row. TODO: call the SDK, map each answer with gen.MapSdkPut.
+// Put stores each row through the spec's sdk_put call.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
 	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return gen.AdmitPut(rows, live) })
 	if err != nil {
 		return nil, err
 	}
 	defer call.End()
-	return driverkit.Finished(notWritten(len(rows), "put")), nil
+	pass := d.Seam.Enter("sdk_put", keys(rows)...)
+	res := make([]driver.Result, len(rows))
+	for i := range rows {
+		if err := pass.Err(); err != nil {
+			res[i] = driver.FaultResult(0, "sdk_put raised: %v", err)
+			continue
+		}
+		if code, staged := pass.Answer(i); staged {
+			res[i] = gen.MapSdkPut(code).Result
+			continue
+		}
+		// TODO: call the SDK for rows[i] and map its answer with gen.MapSdkPut.
+		res[i] = driver.FaultResult(0, "STORE: sdk_put is not written yet")
+	}
+	return driverkit.Finished(res), nil
 }
 
-// Get reads each row. TODO: call the SDK, map each answer with gen.MapSdkGet.
+// Get reads each row through the spec's sdk_get call.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return gen.AdmitGet(rows, hint, live) })
 	if err != nil {
 		return nil, err
 	}
 	defer call.End()
-	return driverkit.Finished(notWritten(len(rows), "get")), nil
+	pass := d.Seam.Enter("sdk_get", keys(rows)...)
+	res := make([]driver.Result, len(rows))
+	for i, row := range rows {
+		if err := pass.Err(); err != nil {
+			res[i] = driver.FaultResult(0, "sdk_get raised: %v", err)
+			continue
+		}
+		if answer, staged := pass.Answer(i); staged {
+			res[i] = gen.MapSdkGet(answer, row.Bytes()).Result
+			continue
+		}
+		// TODO: read rows[i] with the SDK into its spans and map the answer
+		// (a byte count or a negative code) with gen.MapSdkGet.
+		res[i] = driver.FaultResult(0, "STORE: sdk_get is not written yet")
+	}
+	return driverkit.Finished(res), nil
 }
 
-// notWritten answers every row FAULT until the SDK calls are written.
-func notWritten(n int, call string) []driver.Result {
-	res := make([]driver.Result, n)
-	for i := range res {
-		res[i] = driver.FaultResult(0, "STORE: %s is not written yet", call)
+func keys(rows []driver.Row) []string {
+	ks := make([]string, len(rows))
+	for i, r := range rows {
+		ks[i] = r.Key
 	}
-	return res
+	return ks
 }
 
 // Drain waits for the calls in progress.
@@ -132,23 +166,64 @@ func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil)
 func (d *Driver) Close() error { return d.life.Close(nil) }
 `
 
+const kitTemplate = `// Package STOREtest wires the STORE driver into kvblob's conformance
+// suite: a factory, the scenarios the store stages and the stager of the
+// cases generated from spec/STORE.yaml. Until a real server stages them,
+// the scenarios and cases are staged through the adapter's Seam, by the
+// spec's call names.
+package STOREtest
+
+import (
+	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/driverkit"
+	"github.com/kvblob/kvblob/stores/STORE"
+)
+
+// Factory returns a fresh driver for each check. TODO: open a client to
+// the store (a server started with conformance/serverproc, say), and
+// register its cleanup with t.
+func Factory() conformance.Factory {
+	return func(conformance.T) driver.Driver { return &STORE.Driver{Seam: &driverkit.Seam{}} }
+}
+
+// Seam returns the seam of the STORE driver d is or wraps.
+func Seam(d driver.Driver) *driverkit.Seam {
+	var s *STORE.Driver
+	if !driver.As(d, &s) {
+		panic("STOREtest: not a STORE driver")
+	}
+	return s.Seam
+}
+
+// Scenarios are what the store stages. TODO: stage Writing (another
+// client holds the key) and Full (the store refuses a put) on the real
+// store where it can.
+func Scenarios() conformance.Scenarios {
+	return conformance.SeamScenarios(Seam, "sdk_put", "sdk_get")
+}
+
+// Stage stages each generated case through the seam. TODO: stage on the
+// real store the cases it can answer for real (spec: stageable).
+var Stage = conformance.SeamStager(Seam)
+`
+
 const testTemplate = `package STORE_test
 
 import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/runtime/driver"
-	"github.com/kvblob/kvblob/stores/STORE"
+	"github.com/kvblob/kvblob/stores/STORE/STOREtest"
 )
 
 // TestConformance runs the lifecycle checks (admission, registration,
 // access ends, drain, unregister, close), which the adapter passes before
-// any SDK call is written. Once Put and Get call the SDK, drop Only and add
-// the scenarios your store stages, the generated cases and their stager:
+// any SDK call is written. Once Put and Get call the SDK, run the whole
+// suite with the kit's scenarios and the generated cases:
 //
-//	conformance.Suite{Scenarios: ..., Cases: gen.Cases, Stage: ...}
+//	conformance.Suite{Scenarios: STOREtest.Scenarios(), Cases: gen.Cases, Stage: STOREtest.Stage}
 func TestConformance(t *testing.T) {
-	conformance.Run(t, func(conformance.T) driver.Driver { return &STORE.Driver{} }, conformance.Suite{Only: conformance.Lifecycle})
+	conformance.Run(t, STOREtest.Factory(), conformance.Suite{Only: conformance.Lifecycle})
 }
 `
