@@ -1,0 +1,111 @@
+package gen
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func loadHeaderSpec(t *testing.T) *Spec {
+	t.Helper()
+	data, err := os.ReadFile("testdata/header/spec.yaml")
+	require.NoError(t, err)
+	s, err := Load("testdata/header/spec.yaml", data)
+	require.NoError(t, err)
+	return s
+}
+
+// TestParseEnumReadsAHeaderAsTheCompilerWould: comments, a forward
+// declaration, a string, another enum and a commented-out enum of the same
+// name are not the enum; hex, parentheses, implicit values, references,
+// attributes and preprocessor lines in the body are read.
+func TestParseEnumReadsAHeaderAsTheCompilerWould(t *testing.T) {
+	codes, err := FindEnum("testdata/header/ok/sdk.h", "ErrorCode")
+	require.NoError(t, err)
+	var got []string
+	for _, c := range codes {
+		got = append(got, c.Name+"="+itoa(c.Value)+"@"+itoa(int64(c.Line)))
+	}
+	assert.Equal(t, []string{
+		"OK=0@18", "INTERNAL_ERROR=-1@19", "BUFFER_OVERFLOW=-10@21",
+		"OBJECT_NOT_FOUND=-704@25", "OBJECT_ALREADY_EXISTS=-703@26", "LEASE_EXPIRED=-707@27",
+	}, got)
+	assert.Empty(t, CheckHeader(loadHeaderSpec(t), codes, "ErrorCode"))
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// TestCheckHeaderNamesBothPositions: a renumbered code fails at the spec's
+// position and names the header's line and value.
+func TestCheckHeaderNamesBothPositions(t *testing.T) {
+	codes, err := FindEnum("testdata/header/renumbered", "ErrorCode")
+	require.NoError(t, err)
+	errs := CheckHeader(loadHeaderSpec(t), codes, "ErrorCode")
+	want := filepath.Join("testdata/header/renumbered", "sdk.h")
+	assert.Equal(t, "testdata/header/spec.yaml:13:3: code LEASE_EXPIRED is -707 here, but "+want+":8 declares LEASE_EXPIRED = -708", errs.Error())
+}
+
+// TestCheckHeaderNamesMissingAndExtraCodes: a code only the spec lists, and
+// one only the header declares, each fail; the header's is placed after
+// the code it follows in the header.
+func TestCheckHeaderNamesMissingAndExtraCodes(t *testing.T) {
+	src := `enum ErrorCode {
+  OK = 0,
+  INTERNAL_ERROR = -1,
+  BUFFER_OVERFLOW = -10,
+  BUFFER_UNDERFLOW = -11,
+  OBJECT_NOT_FOUND = -704,
+  OBJECT_ALREADY_EXISTS = -703
+};`
+	codes, err := ParseEnum("x.h", []byte(src), "ErrorCode")
+	require.NoError(t, err)
+	errs := CheckHeader(loadHeaderSpec(t), codes, "ErrorCode")
+	assert.Equal(t, strings.Join([]string{
+		"testdata/header/spec.yaml:10:3: x.h:5 declares BUFFER_UNDERFLOW = -11, which the spec's code table does not list",
+		"testdata/header/spec.yaml:13:3: code LEASE_EXPIRED = -707 is not in the SDK's enum ErrorCode (x.h)",
+	}, "\n"), errs.Error())
+}
+
+func TestParseEnumRefusesWhatItCannotRead(t *testing.T) {
+	cases := []struct{ name, src, want string }{
+		{"absent", "enum class Other { A = 1 };", "x.h: declares no enum ErrorCode"},
+		{"twice", "enum ErrorCode { A = 1 };\nenum ErrorCode { A = 2 };", "x.h:2: enum ErrorCode is declared again here (first at x.h:1)"},
+		{"macro", "enum ErrorCode {\n  A = 1,\n  B = SDK_BASE - 1,\n};", "x.h:3: B = SDK_BASE - 1: SDK_BASE is no earlier enumerator"},
+		{"garbage", "enum ErrorCode {\n  A = 1,\n  B C,\n};", `x.h:3: cannot read "B C" as an enumerator of ErrorCode`},
+		{"repeated", "enum ErrorCode {\n  A = 1,\n  A = 2,\n};", "x.h:3: A is declared twice in enum ErrorCode"},
+		{"empty", "enum ErrorCode {\n};", "x.h:1: enum ErrorCode has no enumerators"},
+	}
+	for _, c := range cases {
+		_, err := ParseEnum("x.h", []byte(c.src), "ErrorCode")
+		if assert.Error(t, err, c.name) {
+			assert.Contains(t, err.Error(), c.want, c.name)
+		}
+	}
+}
+
+func TestParseEnumValues(t *testing.T) {
+	src := "typedef enum {\n A = 0x10, B = 1 << 4 | 1, C = ~0, D = (A + B) * 2, E = 0b101, F = 1'000u, G\n} ErrorCode;"
+	codes, err := ParseEnum("x.h", []byte(src), "ErrorCode")
+	require.NoError(t, err)
+	got := map[string]int64{}
+	for _, c := range codes {
+		got[c.Name] = c.Value
+	}
+	assert.Equal(t, map[string]int64{"A": 16, "B": 17, "C": -1, "D": 66, "E": 5, "F": 1000, "G": 1001}, got)
+}
+
+func TestFindEnumNeedsExactlyOneHeader(t *testing.T) {
+	dir := t.TempDir()
+	_, err := FindEnum(dir, "ErrorCode")
+	assert.ErrorContains(t, err, "no header")
+	for _, n := range []string{"a.h", "b.hpp"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte("enum ErrorCode { OK = 0 };"), 0o644))
+	}
+	_, err = FindEnum(dir, "ErrorCode")
+	assert.ErrorContains(t, err, "defined in 2 headers")
+}
