@@ -1,9 +1,14 @@
 // Command gate is the conformance gate: it checks that generated/ is what
 // spec/ generates, then runs, for every store registered with
 // conformance/gate, the conformance suite, every case generated from the
-// store's spec and a backend round trip, and prints a table. It exits 0
-// when every store passed, 1 when a check failed or generated/ is stale,
-// and 2 on bad usage. 'make run' runs it.
+// store's spec, a backend round trip and the store's SDK checks, and prints
+// a table. --junit and --json write the same results for a CI system, and
+// --sdk-include checks the spec's code table against the SDK's headers.
+//
+// Exit codes: 0 when every check passed (or was skipped), 1 when a check
+// failed or generated/ is stale, 2 on bad usage or when the gate could not
+// set up or read what it needs (a store's server, a header, a report file).
+// 'make run' runs it; docs/sdk-ci.md shows it in an SDK's CI.
 package main
 
 import (
@@ -16,10 +21,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
-	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/gate"
 	"github.com/kvblob/kvblob/gen"
 )
@@ -29,35 +32,43 @@ type storeList []string
 func (s *storeList) String() string     { return strings.Join(*s, ",") }
 func (s *storeList) Set(v string) error { *s = append(*s, v); return nil }
 
-type gateRow struct {
-	store, sdk              string
-	passed, failed, skipped int
-	reasons                 map[string]int // skip reasons, counted
-	roundTrip               string         // the demonstration round trip
-	failures                []string
-	skippedStore            string
-	took                    time.Duration
-}
-
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// run is the gate: exit 0 when every store passed, 1 when a check failed or
-// generated/ is stale, 2 on bad usage.
+// options are the gate's flags.
+type options struct {
+	stores              storeList
+	sdk                 string
+	specDir, outDir     string
+	verbose             bool
+	junit, json         string
+	sdkInclude, sdkEnum string
+}
+
+// run is the gate; it returns the exit code (see the package doc).
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: gate [--store NAME]... [--sdk fake|real] [-spec DIR] [-out DIR] [-v]")
+		fmt.Fprintln(stderr, "            [--junit FILE] [--json FILE] [--sdk-include DIR [--sdk-enum NAME]]")
 		fmt.Fprintln(stderr, "\nChecks generated/ against spec/, then runs the conformance suite, every case")
-		fmt.Fprintln(stderr, "generated from the store's spec and a backend round trip for each registered store.")
+		fmt.Fprintln(stderr, "generated from the store's spec, a backend round trip and the store's SDK checks")
+		fmt.Fprintln(stderr, "for each registered store.")
+		fmt.Fprintln(stderr, "\nExit codes: 0 every check passed or was skipped; 1 a check failed or generated/")
+		fmt.Fprintln(stderr, "is stale; 2 bad usage, or a set-up, header or report file the gate could not use.")
+		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
-	var stores storeList
-	fs.Var(&stores, "store", "run only this store (repeatable); default: every store")
-	sdk := fs.String("sdk", "fake", "fake: Mooncake over the fake SDK; real: the cgo SDK (needs -tags mooncake)")
-	specDir := fs.String("spec", "spec", "folder of spec files")
-	outDir := fs.String("out", "generated", "folder of generated packages")
-	verbose := fs.Bool("v", false, "print every check as it finishes")
+	var o options
+	fs.Var(&o.stores, "store", "run only this store (repeatable); default: every store")
+	fs.StringVar(&o.sdk, "sdk", "fake", "fake: Mooncake over the fake SDK; real: the cgo SDK (needs -tags mooncake)")
+	fs.StringVar(&o.specDir, "spec", "spec", "folder of spec files")
+	fs.StringVar(&o.outDir, "out", "generated", "folder of generated packages")
+	fs.BoolVar(&o.verbose, "v", false, "print every check as it finishes")
+	fs.StringVar(&o.junit, "junit", "", "write the results as JUnit XML to `FILE`")
+	fs.StringVar(&o.json, "json", "", "write the results as JSON to `FILE` (fields: docs/sdk-ci.md)")
+	fs.StringVar(&o.sdkInclude, "sdk-include", "", "check each store's code table against the enum its SDK's headers under `DIR` declare")
+	fs.StringVar(&o.sdkEnum, "sdk-enum", "", "the enum --sdk-include reads (default: the one the store registers, e.g. ErrorCode)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -68,13 +79,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gate: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	switch *sdk {
+	switch o.sdk {
 	case "fake":
 	case "real":
 		fmt.Fprintln(stderr, "gate: --sdk real needs a gate built with -tags mooncake and MOONCAKE_REAL=1; this one has only the fake SDK")
 		return 2
 	default:
-		fmt.Fprintf(stderr, "gate: --sdk %q; want fake or real\n", *sdk)
+		fmt.Fprintf(stderr, "gate: --sdk %q; want fake or real\n", o.sdk)
 		return 2
 	}
 	registered := gate.Stores()
@@ -82,145 +93,156 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, s := range registered {
 		known[s.Name] = true
 	}
-	for _, s := range stores {
+	for _, s := range o.stores {
 		if !known[s] {
 			fmt.Fprintf(stderr, "gate: unknown store %q; want one of %s\n", s, strings.Join(sortedKeys(known), ", "))
 			return 2
 		}
 	}
-
-	// 1. generated/ must be what spec/ generates.
-	fmt.Fprintf(stderr, "gate: checking %s against %s\n", *outDir, *specDir)
-	if !upToDate(*specDir, *outDir, stderr) {
-		return 1
-	}
-
-	// 2. Each store's suite and generated cases.
-	var rows []gateRow
-	failed := false
+	var selected []gate.Store
 	for _, s := range registered {
-		if len(stores) > 0 && !slices.Contains(stores, s.Name) {
-			continue
+		if len(o.stores) == 0 || slices.Contains(o.stores, s.Name) {
+			selected = append(selected, s)
 		}
-		row := runGateStore(s, stderr, *verbose)
-		failed = failed || row.failed > 0
-		rows = append(rows, row)
 	}
-	printGateTable(stdout, rows)
-	if failed {
+	if o.sdkEnum != "" && o.sdkInclude == "" {
+		fmt.Fprintln(stderr, "gate: --sdk-enum needs --sdk-include DIR")
+		return 2
+	}
+	if o.sdkEnum != "" && len(selected) != 1 {
+		fmt.Fprintln(stderr, "gate: --sdk-enum names one store's enum; select that store with --store NAME")
+		return 2
+	}
+	if o.sdkInclude != "" && o.sdkEnum == "" && !slices.ContainsFunc(selected, func(s gate.Store) bool { return s.CodeEnum != "" }) {
+		fmt.Fprintln(stderr, "gate: --sdk-include: no selected store registers the enum of its codes; name it with --sdk-enum NAME")
+		return 2
+	}
+
+	rep := &report{}
+	// 1. generated/ must be what spec/ generates.
+	fmt.Fprintf(stderr, "gate: checking %s against %s\n", o.outDir, o.specDir)
+	specs := upToDate(o.specDir, o.outDir, &rep.Generated, stderr)
+	// 2. Each store's suite, generated cases and SDK checks.
+	if rep.Generated.Status == statusPassed {
+		for _, s := range selected {
+			var extra []gateCheck
+			if o.sdkInclude != "" {
+				if c, ok := headerCheck(s, specs, o.sdkInclude, o.sdkEnum); ok {
+					extra = append(extra, c)
+				}
+			}
+			rep.Stores = append(rep.Stores, runGateStore(s, extra, stderr, o.verbose))
+		}
+		printTable(stdout, rep.Stores)
+	}
+	rep.finish()
+	if err := writeReports(rep, o.junit, o.json); err != nil {
+		fmt.Fprintf(stderr, "gate: writing the report: %v\n", err)
+		return 2
+	}
+	switch rep.ExitCode {
+	case 0:
+		fmt.Fprintln(stdout, "gate: ok")
+	case 1:
 		fmt.Fprintln(stdout, "gate: FAILED")
-		return 1
+	default:
+		fmt.Fprintln(stdout, "gate: ERROR: a store, header or spec could not be set up or read")
 	}
-	fmt.Fprintln(stdout, "gate: ok")
-	return 0
+	return rep.ExitCode
 }
 
-// upToDate reports whether outDir holds what specDir generates, naming
-// each file that differs.
-func upToDate(specDir, outDir string, stderr io.Writer) bool {
+// upToDate checks that outDir holds what specDir generates, naming each
+// file that differs, and records the check in *res. It returns the specs.
+func upToDate(specDir, outDir string, res *checkResult, stderr io.Writer) []*gen.Spec {
+	start := time.Now()
+	*res = checkResult{Name: "up_to_date", Kind: kindGenerated, Status: statusPassed}
+	defer func() { res.Seconds = time.Since(start).Seconds() }()
+	fail := func(msg string) []*gen.Spec {
+		fmt.Fprintln(stderr, msg)
+		res.Status, res.Message = statusFailed, msg
+		return nil
+	}
 	specs, err := gen.LoadDir(specDir)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return false
+		return fail(err.Error())
 	}
 	files, err := gen.Generate(specs, gen.DefaultOptions)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return false
+		return fail(err.Error())
 	}
 	differ, stale, err := gen.Drift(outDir, files)
 	if err != nil {
+		res.Status, res.Message = statusError, err.Error()
 		fmt.Fprintln(stderr, err)
-		return false
-	}
-	for _, name := range append(differ, stale...) {
-		fmt.Fprintf(stderr, "gate: %s differs from what %s generates\n", filepath.Join(outDir, name), specDir)
+		return nil
 	}
 	if len(differ)+len(stale) > 0 {
-		fmt.Fprintln(stderr, "gate: generated/ is stale; run 'make generate' ('drivergen check' shows the diff)")
-		return false
+		var lines []string
+		for _, name := range append(differ, stale...) {
+			lines = append(lines, fmt.Sprintf("gate: %s differs from what %s generates", filepath.Join(outDir, name), specDir))
+		}
+		lines = append(lines, "gate: generated/ is stale; run 'make generate' ('drivergen check' shows the diff)")
+		return fail(strings.Join(lines, "\n"))
 	}
-	return true
+	return specs
 }
 
-func runGateStore(s gate.Store, stderr io.Writer, verbose bool) gateRow {
-	row := gateRow{store: s.Name, sdk: s.SDK, reasons: map[string]int{}}
+// runGateStore runs every check of s, then extra (checks that need no
+// set-up), and returns its row.
+func runGateStore(s gate.Store, extra []gateCheck, stderr io.Writer, verbose bool) (row storeResult) {
+	row = storeResult{Store: s.Name, SDK: s.SDK}
 	start := time.Now()
+	defer func() { row.Seconds = time.Since(start).Seconds() }()
+	checks := append(storeChecks(s, &row.RoundTrip), extra...)
 	if s.Setup != nil {
 		skip, teardown, err := s.Setup()
-		if err != nil {
-			row.failed++
-			row.failures = append(row.failures, "setup: "+err.Error())
-			return row
-		}
-		if skip != "" {
-			row.skippedStore = skip
+		switch {
+		case err != nil:
+			row.add(checkResult{Name: "setup", Kind: kindSetup, Status: statusError, Message: err.Error()})
+			row.SkipReason = "set-up failed: " + err.Error()
+		case skip != "":
+			row.SkipReason = skip
 			fmt.Fprintf(stderr, "gate: %s skipped: %s\n", s.Name, skip)
-			return row
 		}
 		if teardown != nil {
 			defer teardown()
 		}
 	}
-	suite := conformance.Suite{Scenarios: s.Scenarios, Cases: s.Cases, Stage: s.Stage, KnownFailures: s.KnownFailures}
-	checks := append(suite.Checks(), roundTripCheck(&row.roundTrip))
 	tty := isTerminal(stderr)
 	for i, c := range checks {
-		o := conformance.RunRecorded(c, s.Factory, suite)
-		status := "ok"
-		switch {
-		case o.Skipped:
-			row.skipped++
-			row.reasons[o.Reason]++
-			status = "skip"
-		case o.Passed:
-			row.passed++
-		default:
-			row.failed++
-			row.failures = append(row.failures, c.Name+": "+o.Reason)
-			status = "FAIL"
+		res := checkResult{Name: c.name, Kind: c.kind, Spec: c.spec}
+		if c.needsSetup && row.SkipReason != "" {
+			res.Status, res.Message = statusSkipped, row.SkipReason
+			row.add(res)
+			continue
 		}
+		t0 := time.Now()
+		v := c.run()
+		res.Seconds = time.Since(t0).Seconds()
+		res.Message = v.reason
 		switch {
-		case verbose || status == "FAIL":
-			fmt.Fprintf(stderr, "gate: %-8s %4d/%d %-4s %s\n", s.Name, i+1, len(checks), status, c.Name)
+		case v.skipped:
+			res.Status = statusSkipped
+		case v.passed:
+			res.Status = statusPassed
+		case v.errored:
+			res.Status = statusError
+		default:
+			res.Status = statusFailed
+		}
+		row.add(res)
+		switch {
+		case verbose || res.Status == statusFailed || res.Status == statusError:
+			fmt.Fprintf(stderr, "gate: %-8s %4d/%d %-4s %s\n", s.Name, i+1, len(checks), strings.ToUpper(res.Status), c.name)
 		case tty:
 			fmt.Fprintf(stderr, "\rgate: %-8s %4d/%d", s.Name, i+1, len(checks))
 		}
 	}
-	row.took = time.Since(start)
 	if tty && !verbose {
 		fmt.Fprintln(stderr)
 	}
-	fmt.Fprintf(stderr, "gate: %s done in %v: %d passed, %d failed, %d skipped\n", s.Name, row.took.Round(time.Millisecond), row.passed, row.failed, row.skipped)
+	fmt.Fprintf(stderr, "gate: %s done in %v: %d passed, %d failed, %d skipped\n", s.Name, time.Since(start).Round(time.Millisecond), row.Passed, row.Failed+row.Errors, row.Skipped)
 	return row
-}
-
-func printGateTable(w io.Writer, rows []gateRow) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STORE\tSDK\tPASSED\tFAILED\tSKIPPED\tTIME\tBACKEND ROUND TRIP")
-	for _, r := range rows {
-		if r.skippedStore != "" {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\tall\t-\t-\n", r.store, r.sdk)
-			continue
-		}
-		trip := r.roundTrip
-		if trip == "" {
-			trip = "failed"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%v\t%s\n", r.store, r.sdk, r.passed, r.failed, r.skipped, r.took.Round(time.Millisecond), trip)
-	}
-	tw.Flush()
-	for _, r := range rows {
-		if r.skippedStore != "" {
-			fmt.Fprintf(w, "  %s skipped: %s\n", r.store, r.skippedStore)
-		}
-		for _, reason := range sortedKeys(r.reasons) {
-			fmt.Fprintf(w, "  %s skipped %d: %s\n", r.store, r.reasons[reason], reason)
-		}
-		for _, f := range r.failures {
-			fmt.Fprintf(w, "  %s FAILED %s\n", r.store, f)
-		}
-	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -40,6 +40,30 @@ type Store struct {
 	// reason to skip the store when the machine lacks it, and a teardown.
 	// Nil means nothing to set up.
 	Setup func() (skip string, teardown func(), err error)
+
+	// SDKChecks check the store's SDK itself against facts its spec relies
+	// on, asked of the SDK or its server (its version; the replies the
+	// rules map). Each runs after Setup, with a fresh driver from Factory.
+	SDKChecks []SDKCheck
+	// CodeEnum names the enum in the SDK's headers that declares its codes
+	// (Mooncake: ErrorCode). 'gate --sdk-include DIR' checks the spec's
+	// code table against it.
+	CodeEnum string
+	// Spec is the spec file (base name, "mooncake-0.3.13.yaml") the store's
+	// generated package comes from. It may be left empty while only one
+	// spec describes the store.
+	Spec string
+}
+
+// SDKCheck is one check of a store's SDK against a fact its spec relies
+// on. Run fails through h.T, as any conformance check does, and h.D is a
+// fresh driver from the store's Factory.
+type SDKCheck struct {
+	Name string
+	// Spec is the position of the spec fact checked (file:line:col), when
+	// it has one; reports name it.
+	Spec string
+	Run  func(h *conformance.Harness)
 }
 
 var (

@@ -1,0 +1,321 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// The kinds of check a report holds.
+const (
+	kindGenerated = "generated" // generated/ is what spec/ generates
+	kindCheck     = "check"     // a hand-written conformance check (or the round trip)
+	kindCase      = "case"      // a case generated from the store's spec
+	kindSDK       = "sdk"       // the SDK itself checked against the spec (headers, a live server)
+	kindSetup     = "setup"     // the store's set-up
+)
+
+// The statuses of a check.
+const (
+	statusPassed  = "passed"
+	statusFailed  = "failed"
+	statusSkipped = "skipped"
+	statusError   = "error" // the gate could not run it (set-up, an unreadable header): exit 2
+)
+
+// gateCheck is one check the gate runs for a store.
+type gateCheck struct {
+	name, kind string
+	spec       string // spec position it pins, if any
+	needsSetup bool   // runs only after the store's Setup
+	run        func() verdict
+}
+
+// checkResult is how one check went: a row of the JSON report and a
+// testcase of the JUnit report.
+type checkResult struct {
+	Name    string  `json:"name"`
+	Kind    string  `json:"kind"`
+	Spec    string  `json:"spec,omitempty"`
+	Status  string  `json:"status"`
+	Message string  `json:"message,omitempty"`
+	Seconds float64 `json:"seconds"`
+}
+
+// storeResult is one store's run: a row of the table.
+type storeResult struct {
+	Store      string        `json:"store"`
+	SDK        string        `json:"sdk"`
+	Passed     int           `json:"passed"`
+	Failed     int           `json:"failed"`
+	Errors     int           `json:"errors"`
+	Skipped    int           `json:"skipped"`
+	Seconds    float64       `json:"seconds"`
+	RoundTrip  string        `json:"round_trip,omitempty"`
+	SkipReason string        `json:"skip_reason,omitempty"`
+	Checks     []checkResult `json:"checks"`
+}
+
+func (r *storeResult) add(c checkResult) {
+	r.Checks = append(r.Checks, c)
+	switch c.Status {
+	case statusPassed:
+		r.Passed++
+	case statusFailed:
+		r.Failed++
+	case statusSkipped:
+		r.Skipped++
+	case statusError:
+		r.Errors++
+	}
+}
+
+// report is everything one gate run found; --json writes it as is.
+type report struct {
+	// Generated is the check that generated/ is what spec/ generates.
+	Generated checkResult   `json:"generated"`
+	Stores    []storeResult `json:"stores"`
+	Passed    int           `json:"passed"`
+	Failed    int           `json:"failed"`
+	Errors    int           `json:"errors"`
+	Skipped   int           `json:"skipped"`
+	ExitCode  int           `json:"exit_code"`
+}
+
+// finish sums the stores and sets the exit code: 2 when anything could
+// not run, else 1 when anything failed, else 0.
+func (r *report) finish() {
+	r.Passed, r.Failed, r.Errors, r.Skipped = 0, 0, 0, 0
+	for _, s := range r.Stores {
+		r.Passed += s.Passed
+		r.Failed += s.Failed
+		r.Errors += s.Errors
+		r.Skipped += s.Skipped
+	}
+	switch {
+	case r.Errors > 0 || r.Generated.Status == statusError:
+		r.ExitCode = 2
+	case r.Failed > 0 || r.Generated.Status == statusFailed:
+		r.ExitCode = 1
+	default:
+		r.ExitCode = 0
+	}
+}
+
+func printTable(w io.Writer, rows []storeResult) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STORE\tSDK\tPASSED\tFAILED\tSKIPPED\tTIME\tBACKEND ROUND TRIP")
+	for _, r := range rows {
+		trip := r.RoundTrip
+		switch {
+		case r.SkipReason != "":
+			trip = "-"
+		case trip == "":
+			trip = "failed"
+		}
+		took := time.Duration(r.Seconds * float64(time.Second)).Round(time.Millisecond)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%v\t%s\n", r.Store, r.SDK, r.Passed, r.Failed+r.Errors, r.Skipped, took, trip)
+	}
+	tw.Flush()
+	for _, r := range rows {
+		if r.SkipReason != "" {
+			fmt.Fprintf(w, "  %s skipped: %s\n", r.Store, r.SkipReason)
+		}
+		reasons := map[string]int{}
+		for _, c := range r.Checks {
+			if c.Status == statusSkipped && r.SkipReason == "" {
+				reasons[c.Message]++
+			}
+		}
+		for _, reason := range sortedKeys(reasons) {
+			fmt.Fprintf(w, "  %s skipped %d: %s\n", r.Store, reasons[reason], reason)
+		}
+		for _, c := range r.Checks {
+			if c.Status == statusFailed || c.Status == statusError {
+				fmt.Fprintf(w, "  %s %s %s: %s\n", r.Store, strings.ToUpper(c.Status), c.Name, c.Message)
+			}
+		}
+	}
+}
+
+// JUnit XML, as Jenkins, GitLab and GitHub's test reporters read it.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string           `xml:"name,attr"`
+	Tests      int              `xml:"tests,attr"`
+	Failures   int              `xml:"failures,attr"`
+	Errors     int              `xml:"errors,attr"`
+	Skipped    int              `xml:"skipped,attr"`
+	Time       string           `xml:"time,attr"`
+	Properties *junitProperties `xml:"properties,omitempty"`
+	Cases      []junitCase      `xml:"testcase"`
+}
+
+type junitProperties struct {
+	Property []junitProperty `xml:"property"`
+}
+
+func props(ps ...junitProperty) *junitProperties {
+	if len(ps) == 0 {
+		return nil
+	}
+	return &junitProperties{ps}
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Classname  string           `xml:"classname,attr"`
+	Name       string           `xml:"name,attr"`
+	Time       string           `xml:"time,attr"`
+	File       string           `xml:"file,attr,omitempty"`
+	Line       int              `xml:"line,attr,omitempty"`
+	Properties *junitProperties `xml:"properties,omitempty"`
+	Failure    *junitMessage    `xml:"failure,omitempty"`
+	Error      *junitMessage    `xml:"error,omitempty"`
+	Skipped    *junitMessage    `xml:"skipped,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+func seconds(s float64) string { return strconv.FormatFloat(s, 'f', 3, 64) }
+
+func junitCaseOf(classname string, c checkResult) junitCase {
+	jc := junitCase{Classname: classname, Name: c.Name, Time: seconds(c.Seconds)}
+	ps := []junitProperty{{"kind", c.Kind}}
+	if c.Spec != "" {
+		ps = append(ps, junitProperty{"spec", c.Spec})
+		// file:line:col → the file and line annotators read.
+		if parts := strings.Split(c.Spec, ":"); len(parts) >= 2 {
+			if line, err := strconv.Atoi(parts[1]); err == nil {
+				jc.File, jc.Line = parts[0], line
+			}
+		}
+	}
+	jc.Properties = props(ps...)
+	first, _, _ := strings.Cut(c.Message, "\n")
+	msg := &junitMessage{Message: first, Type: c.Kind, Text: c.Message}
+	switch c.Status {
+	case statusFailed:
+		jc.Failure = msg
+	case statusError:
+		jc.Error = msg
+	case statusSkipped:
+		jc.Skipped = &junitMessage{Message: c.Message}
+	}
+	return jc
+}
+
+// junit renders r as JUnit XML: a testsuite per store (and one for the
+// generated/ check), a testcase per check and generated case.
+func junit(r *report) ([]byte, error) {
+	all := junitSuites{Name: "kvblob gate"}
+	addSuite := func(name string, ps []junitProperty, secs float64, checks []checkResult) {
+		s := junitSuite{Name: name, Time: seconds(secs), Properties: props(ps...)}
+		for _, c := range checks {
+			s.Cases = append(s.Cases, junitCaseOf(name, c))
+			s.Tests++
+			switch c.Status {
+			case statusFailed:
+				s.Failures++
+			case statusError:
+				s.Errors++
+			case statusSkipped:
+				s.Skipped++
+			}
+		}
+		all.Suites = append(all.Suites, s)
+		all.Tests += s.Tests
+		all.Failures += s.Failures
+		all.Errors += s.Errors
+		all.Skipped += s.Skipped
+	}
+	total := r.Generated.Seconds
+	addSuite("generated", nil, r.Generated.Seconds, []checkResult{r.Generated})
+	for _, s := range r.Stores {
+		ps := []junitProperty{{"sdk", s.SDK}}
+		if s.SkipReason != "" {
+			ps = append(ps, junitProperty{"skip_reason", s.SkipReason})
+		}
+		if s.RoundTrip != "" {
+			ps = append(ps, junitProperty{"round_trip", s.RoundTrip})
+		}
+		addSuite(s.Store, ps, s.Seconds, s.Checks)
+		total += s.Seconds
+	}
+	all.Time = seconds(total)
+	b, err := xml.MarshalIndent(all, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(xml.Header), append(b, '\n')...), nil
+}
+
+// writeReports writes r to the files --junit and --json name ("" for
+// none).
+func writeReports(r *report, junitFile, jsonFile string) error {
+	if junitFile != "" {
+		b, err := junit(r)
+		if err != nil {
+			return err
+		}
+		if err := writeFile(junitFile, b); err != nil {
+			return err
+		}
+	}
+	if jsonFile != "" {
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := writeFile(jsonFile, append(b, '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFile writes b to a temporary file beside name and renames it into
+// place, so a reader never sees half a report.
+func writeFile(name string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), name)
+}
