@@ -4,8 +4,10 @@
 //
 //	drivergen generate [-spec DIR] [-out DIR]   write generated/ from spec/
 //	drivergen check    [-spec DIR] [-out DIR]   exit 1 if generated/ is stale
-//	drivergen validate FILE...                  check spec files, print errors
+//	drivergen validate [-header F -enum E] FILE...  check spec files (and their codes against an SDK header)
 //	drivergen new      [-root DIR] STORE        scaffold a spec, driver and test
+//	drivergen new      --from SPEC --version V  start a new SDK version's spec as a copy
+//	drivergen diff     [-json] OLD NEW          what changed between two specs of one store
 //
 // Spec errors print as "file:line:col: message", one a line.
 package main
@@ -39,8 +41,10 @@ func init() {
 	commands = []command{
 		{"generate", "generate [-spec DIR] [-out DIR]", "write every spec's package into generated/", runGenerate},
 		{"check", "check [-spec DIR] [-out DIR]", "exit 1 naming each file of generated/ that differs from what the specs generate", runCheck},
-		{"validate", "validate FILE...", "load and validate spec files; print every error as file:line:col", runValidate},
-		{"new", "new [-root DIR] STORE", "scaffold spec/STORE.yaml, stores/STORE/driver.go and its conformance test", runNew},
+		{"validate", "validate [-header F -enum E] FILE...", "load and validate spec files; print every error as file:line:col", runValidateCmd},
+		{"new", "new [-root DIR] STORE", "scaffold spec/STORE.yaml, stores/STORE/driver.go and its conformance test", runNewCmd},
+		{"new", "new --from SPEC --version V", "start a new SDK version's spec as a copy of SPEC", runNewCmd},
+		{"diff", "diff [-json] OLD NEW", "codes, rules and generated cases that differ between two specs of one store", runDiff},
 	}
 }
 

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	oldSpec = "../../gen/testdata/diff/old.yaml"
+	newSpec = "../../gen/testdata/diff/new.yaml"
+)
+
+// TestDiffPrintsExactlyTheChangedCodeAndRule: the two specs differ in one
+// code and one rule; the review text names exactly those (with both
+// positions) and the one case they change, and exits 1 as diff(1) does.
+func TestDiffPrintsExactlyTheChangedCodeAndRule(t *testing.T) {
+	code, out, stderr := runCLI("diff", oldSpec, newSpec)
+	require.Equal(t, 1, code, stderr)
+	var changes []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "  ") {
+			changes = append(changes, strings.TrimSpace(l))
+		}
+	}
+	require.Len(t, changes, 3, out)
+	assert.True(t, strings.HasPrefix(changes[0], "~ LEASE_EXPIRED: -707 -> -708 (renumbered)  ("+oldSpec+":12:3 -> "+newSpec+":12:3)"), changes[0])
+	assert.True(t, strings.HasPrefix(changes[1], "~ get_call OBJECT_NOT_FOUND: result MISS -> FAULT  ("+oldSpec+":30:25 -> "+newSpec+":30:25)"), changes[1])
+	assert.True(t, strings.HasPrefix(changes[2], "~ get_call/OBJECT_NOT_FOUND: "), changes[2])
+
+	code, out, stderr = runCLI("diff", "-json", oldSpec, newSpec)
+	require.Equal(t, 1, code, stderr)
+	var d struct {
+		Codes struct {
+			Added, Removed []any
+			Renumbered     []struct {
+				Name     string
+				OldValue int64 `json:"old_value"`
+				NewValue int64 `json:"new_value"`
+			}
+		}
+		Rules []struct{ Call, Answer, Kind string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	assert.Empty(t, d.Codes.Added)
+	assert.Empty(t, d.Codes.Removed)
+	require.Len(t, d.Codes.Renumbered, 1)
+	assert.Equal(t, "LEASE_EXPIRED -707 -708", fmt.Sprint(d.Codes.Renumbered[0].Name, " ", d.Codes.Renumbered[0].OldValue, " ", d.Codes.Renumbered[0].NewValue))
+	require.Len(t, d.Rules, 1)
+	assert.Equal(t, "get_call OBJECT_NOT_FOUND changed", d.Rules[0].Call+" "+d.Rules[0].Answer+" "+d.Rules[0].Kind)
+
+	code, out, _ = runCLI("diff", oldSpec, oldSpec)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "no differences")
+}
+
+func TestDiffUsage(t *testing.T) {
+	code, _, stderr := runCLI("diff", oldSpec)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "want two spec files")
+	code, _, stderr = runCLI("diff", oldSpec, "../../spec/memory.yaml")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "diff compares two specs of one store")
+	code, _, _ = runCLI("diff", oldSpec, "no-such.yaml")
+	assert.Equal(t, 2, code)
+}
+
+// TestNewFromStartsTheNextVersion: new --from copies a spec, comments and
+// all, with the new version and package; the copy loads, differs from its
+// origin in identity alone, and is never written over an existing file.
+func TestNewFromStartsTheNextVersion(t *testing.T) {
+	dir := t.TempDir()
+	from := filepath.Join(dir, "hdr-1.yaml")
+	src, err := os.ReadFile(oldSpec)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(from, src, 0o644))
+
+	code, out, stderr := runCLI("new", "--from", from, "--version", "2.0-rc1")
+	require.Equal(t, 0, code, stderr)
+	to := filepath.Join(dir, "hdr-2.0-rc1.yaml")
+	assert.Contains(t, out, "wrote "+to+" (store hdr, package hdr20rc1, SDK hdr-sdk 2.0-rc1)")
+	got, err := os.ReadFile(to)
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "# gen/diff_test.go: new.yaml differs", "comments are kept")
+	assert.Contains(t, string(got), "\npackage: hdr20rc1\n")
+	assert.Contains(t, string(got), `sdk: {name: hdr-sdk, versions: ["2.0-rc1"]}`)
+
+	code, out, _ = runCLI("diff", "-json", from, to)
+	assert.Equal(t, 1, code)
+	var d struct {
+		Identity []struct{ Field, Old, New string }
+		Rules    []any
+		Codes    struct{ Added, Removed, Renumbered []any }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	require.Len(t, d.Identity, 2)
+	assert.Equal(t, "package", d.Identity[0].Field)
+	assert.Equal(t, "sdk.versions", d.Identity[1].Field)
+	assert.Equal(t, "[2.0-rc1]", d.Identity[1].New)
+	assert.Empty(t, d.Rules)
+	assert.Empty(t, d.Codes.Renumbered)
+
+	code, _, stderr = runCLI("new", "--from", from, "--version", "2.0-rc1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "exists; refusing to overwrite it")
+	code, _, stderr = runCLI("new", "--from", from)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "--from needs --version")
+}
+
+// TestNewFromRewritesABlockList: versions written as a block list, and a
+// quoted package, are rewritten too.
+func TestNewFromRewritesABlockList(t *testing.T) {
+	got, err := respec([]byte("store: s\npackage: \"s\"\nsdk:\n  name: n\n  versions:\n    - \"1\"\n    - \"1.1\"\ncodes: {}\n"), "2", "s2")
+	require.NoError(t, err)
+	assert.Equal(t, "store: s\npackage: s2\nsdk:\n  name: n\n  versions: [\"2\"]\ncodes: {}\n", string(got))
+}
+
+// TestValidateHeader: -header checks each spec's codes against the enum;
+// a renumbered code is an error at the spec's position naming the
+// header's line.
+func TestValidateHeader(t *testing.T) {
+	spec := "../../gen/testdata/header/spec.yaml"
+	code, out, stderr := runCLI("validate", "-header", "../../gen/testdata/header/ok", "-enum", "ErrorCode", spec)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, spec+": codes match ErrorCode in ../../gen/testdata/header/ok/sdk.h (6 codes)")
+
+	code, _, stderr = runCLI("validate", "-header", "../../gen/testdata/header/renumbered/sdk.h", "-enum", "ErrorCode", spec)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, spec+":13:3: code LEASE_EXPIRED is -707 here, but ../../gen/testdata/header/renumbered/sdk.h:8 declares LEASE_EXPIRED = -708\n", stderr)
+
+	code, _, stderr = runCLI("validate", "-header", "../../gen/testdata/header/ok", spec)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "-header needs -enum")
+	code, _, stderr = runCLI("validate", "-header", t.TempDir(), "-enum", "ErrorCode", spec)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "no header")
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/kvblob/kvblob/gen"
+)
+
+// runNewCmd is 'drivergen new': with --from, it starts a new SDK version's
+// spec as a copy of an existing one (runNewVersion); otherwise it
+// scaffolds a new store (runNew).
+func runNewCmd(args []string, stdout, stderr io.Writer) int {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && name == "from" {
+			return runNewVersion(args, stdout, stderr)
+		}
+	}
+	return runNew(args, stdout, stderr)
+}
+
+// runNewVersion is 'drivergen new --from SPEC --version V [-package P] [-o
+// FILE]': a copy of SPEC, comments and all, whose sdk.versions is [V] and
+// whose package is P (default: the store's name and V's letters and
+// digits). The copy is validated before it is written, and never
+// overwrites a file.
+func runNewVersion(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("new", "new --from SPEC --version V [-package NAME] [-o FILE]", stderr)
+	from := fs.String("from", "", "the spec of the last SDK version")
+	version := fs.String("version", "", "the new SDK version")
+	pkg := fs.String("package", "", "the new spec's package (default: the store's name and the version's letters and digits)")
+	out := fs.String("o", "", "the file to write (default: STORE-VERSION.yaml beside --from)")
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	if code := noArgs(fs, stderr); code >= 0 {
+		return code
+	}
+	if *from == "" || *version == "" {
+		fmt.Fprintln(stderr, "drivergen new: --from needs --version V, the SDK version the new spec holds for")
+		return 2
+	}
+	old, ok := loadSpecFile(*from, stderr)
+	if !ok {
+		return 1
+	}
+	if *pkg == "" {
+		*pkg = old.Store + strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+				return r
+			}
+			if r >= 'A' && r <= 'Z' {
+				return r + 'a' - 'A'
+			}
+			return -1
+		}, *version)
+	}
+	if !isPackageName(*pkg) {
+		fmt.Fprintf(stderr, "drivergen new: package %q must be lower-case letters and digits (it names a Go package)\n", *pkg)
+		return 2
+	}
+	if *out == "" {
+		*out = filepath.Join(filepath.Dir(*from), old.Store+"-"+*version+".yaml")
+	}
+	data, err := gen.ReadSpec(*from)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	text, err := respec(data, *version, *pkg)
+	if err != nil {
+		fmt.Fprintf(stderr, "drivergen new: %s: %v\n", *from, err)
+		return 1
+	}
+	text = append([]byte(fmt.Sprintf("# Started from %s by 'drivergen new --from': read the SDK's changes since\n# %v, edit what they change, then 'drivergen diff %s %s'.\n", *from, old.SDK.Versions, *from, *out)), text...)
+	if _, err := gen.Load(*out, text); err != nil {
+		fmt.Fprintf(stderr, "drivergen new: the copy does not load:\n%v\n", err)
+		return 1
+	}
+	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		fmt.Fprintf(stderr, "drivergen new: %s exists; refusing to overwrite it\n", *out)
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	_, err = f.Write(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(*out)
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "wrote %s (store %s, package %s, SDK %s %s)\n", *out, old.Store, *pkg, old.SDK.Name, *version)
+	fmt.Fprintf(stdout, "next: edit it for the SDK's changes, 'drivergen diff %s %s', 'make generate', then the gate\n", *from, *out)
+	return 0
+}
+
+// respec returns data with sdk.versions set to [version] and package set
+// to pkg, every other byte (comments included) as it was.
+func respec(data []byte, version, pkg string) ([]byte, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, err
+	}
+	if len(root.Content) != 1 || root.Content[0].Kind != yaml.MappingNode {
+		return nil, errors.New("not a spec mapping")
+	}
+	value := func(m *yaml.Node, key string) (k, v *yaml.Node) {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == key {
+				return m.Content[i], m.Content[i+1]
+			}
+		}
+		return nil, nil
+	}
+	_, pv := value(root.Content[0], "package")
+	_, sdk := value(root.Content[0], "sdk")
+	if pv == nil || sdk == nil || pv.Kind != yaml.ScalarNode || sdk.Kind != yaml.MappingNode {
+		return nil, errors.New("no package or sdk to rewrite")
+	}
+	vk, vv := value(sdk, "versions")
+	if vv == nil || vv.Kind != yaml.SequenceNode {
+		return nil, errors.New("no sdk.versions list to rewrite")
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	// Edits go from the bottom up, so earlier positions stay true.
+	type edit struct {
+		line, col, end int // 1-based line; byte columns [col, end) of that line
+		with           string
+	}
+	var edits []edit
+	newVersions := "[" + strconv.Quote(version) + "]"
+	if vv.Style&yaml.FlowStyle != 0 {
+		l := lines[vv.Line-1]
+		start := vv.Column - 1
+		end := strings.IndexByte(l[start:], ']')
+		if end < 0 {
+			return nil, fmt.Errorf("line %d: sdk.versions spans lines; write it on one line", vv.Line)
+		}
+		edits = append(edits, edit{vv.Line, start, start + end + 1, newVersions})
+	} else {
+		last := vv.Content[len(vv.Content)-1].Line
+		for l := last; l >= vv.Content[0].Line; l-- {
+			edits = append(edits, edit{l, 0, len(lines[l-1]), ""})
+		}
+		kl := lines[vk.Line-1]
+		colon := strings.IndexByte(kl[vk.Column-1:], ':') + vk.Column
+		edits = append(edits, edit{vk.Line, colon, colon, " " + newVersions})
+	}
+	pl := lines[pv.Line-1]
+	width := len(pv.Value)
+	if pv.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+		width += 2
+	}
+	if pv.Column-1+width > len(pl) || pv.Line == vv.Line {
+		return nil, errors.New("cannot place package")
+	}
+	edits = append(edits, edit{pv.Line, pv.Column - 1, pv.Column - 1 + width, pkg})
+	// Apply from the last line up (a package after sdk stays placed).
+	for i := 0; i < len(edits); i++ {
+		for j := i + 1; j < len(edits); j++ {
+			if edits[j].line > edits[i].line || edits[j].line == edits[i].line && edits[j].col > edits[i].col {
+				edits[i], edits[j] = edits[j], edits[i]
+			}
+		}
+	}
+	for _, e := range edits {
+		l := lines[e.line-1]
+		lines[e.line-1] = l[:e.col] + e.with + l[e.end:]
+	}
+	return []byte(strings.Join(lines, "")), nil
+}
