@@ -14,6 +14,7 @@ func init() {
 	gate.Register(gate.Store{
 		Name: "redis", SDK: gen.SDKName + " " + gen.SDKVersions[0] + ".x (loopback)",
 		Scenarios: Scenarios(), Cases: gen.Cases, Stage: Stage, KnownFailures: KnownFailures(),
+		SDKChecks: SDKChecks(),
 		Factory: func(t conformance.T) driver.Driver {
 			return Factory(Deployment{Addrs: []string{server.Addr}})(t)
 		},

@@ -1,0 +1,29 @@
+package redistest
+
+import (
+	"errors"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestSDKCheckRules: each rule the SDK checks apply to a live server's
+// replies refuses a reply the spec does not rely on.
+func TestSDKCheckRules(t *testing.T) {
+	seven := func(v string) bool { return v == "7" }
+	assert.NoError(t, versionHeld("# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n", seven))
+	assert.ErrorContains(t, versionHeld("# Server\r\nredis_version:8.2.1\r\n", seven), "the server is redis 8.2.1")
+	assert.ErrorContains(t, versionHeld("# Server\r\n", seven), "no redis_version")
+
+	assert.NoError(t, wantNil(goredis.Nil))
+	assert.ErrorContains(t, wantNil(nil), "answered OK, not a nil reply")
+	assert.ErrorContains(t, wantNil(errors.New("WRONGTYPE x")), `answered "WRONGTYPE x"`)
+
+	assert.NoError(t, wantOOM(errors.New("OOM command not allowed when used memory > 'maxmemory'.")))
+	assert.ErrorContains(t, wantOOM(nil), "answered OK")
+	assert.ErrorContains(t, wantOOM(errors.New("ERR other")), `not an "OOM ..." error reply`)
+}
