@@ -12,5 +12,6 @@ func init() {
 		Name: "mooncake", SDK: gen.SDKName + " " + Version + " (fake)",
 		Factory: Factory(nil), Scenarios: Scenarios(),
 		Cases: gen.Cases, Stage: Stage, KnownFailures: KnownFailures(),
+		CodeEnum: "ErrorCode",
 	})
 }
