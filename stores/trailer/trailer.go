@@ -1,7 +1,8 @@
 // Package trailer is kvblob's object format for stores without integrity of
 // their own (the memory store, Redis): the payload followed by a 36-byte
-// trailer. Integrity is each driver's own; drivers that want this one share
-// it here rather than import each other.
+// trailer, and, when the writer holds a row key, a keyed integrity tag
+// between them. Integrity is each driver's own; drivers that want this one
+// share it here rather than import each other.
 package trailer
 
 import (
@@ -17,11 +18,14 @@ import (
 //	magic "TLBK" | format version u16 | 2 zero bytes | name digest [16] |
 //	payload length u64 | CRC32 (IEEE) of the payload u32
 //
-// little-endian, 36 bytes. An incompatible change bumps Version.
+// little-endian, 36 bytes. Format Version (1) is unkeyed. Format
+// VersionKeyed (2) puts a TagSize-byte HMAC-SHA256 tag between the payload
+// and the trailer (see Integrity). An incompatible change bumps the version.
 const (
-	Magic   = "TLBK"
-	Version = 1
-	Size    = 4 + 2 + 2 + 16 + 8 + 4
+	Magic        = "TLBK"
+	Version      = 1
+	VersionKeyed = 2
+	Size         = 4 + 2 + 2 + 16 + 8 + 4
 )
 
 // NameDigest is the first 16 bytes of SHA-256 of the key.
@@ -32,20 +36,25 @@ func NameDigest(key string) [16]byte {
 	return d
 }
 
-// Append appends payload's trailer for key to obj (which must end
-// with the payload) and returns the object.
-func Append(obj []byte, key string, payload []byte) []byte {
+func header(version uint16, key string, payload []byte) [Size]byte {
 	var t [Size]byte
 	copy(t[0:4], Magic)
-	binary.LittleEndian.PutUint16(t[4:6], Version)
+	binary.LittleEndian.PutUint16(t[4:6], version)
 	d := NameDigest(key)
 	copy(t[8:24], d[:])
 	binary.LittleEndian.PutUint64(t[24:32], uint64(len(payload)))
 	binary.LittleEndian.PutUint32(t[32:36], crc32.ChecksumIEEE(payload))
+	return t
+}
+
+// Append appends payload's unkeyed trailer for key to obj (which must end
+// with the payload) and returns the object.
+func Append(obj []byte, key string, payload []byte) []byte {
+	t := header(Version, key, payload)
 	return append(obj, t[:]...)
 }
 
-// Encode returns payload followed by its trailer for key.
+// Encode returns payload followed by its unkeyed trailer for key.
 func Encode(key string, payload []byte) []byte {
 	obj := make([]byte, 0, len(payload)+Size)
 	obj = append(obj, payload...)
@@ -54,26 +63,42 @@ func Encode(key string, payload []byte) []byte {
 
 // Check checks obj's trailer against key and returns its payload. An
 // error names what was wrong: the size, magic, version, name, length or
-// checksum.
+// checksum. A keyed object's tag is not verified (Check holds no key): use
+// Integrity.Check for that.
 func Check(obj []byte, key string) ([]byte, error) {
+	payload, _, _, err := parse(obj, key)
+	return payload, err
+}
+
+// parse checks everything but the tag and returns the payload, the tag (nil
+// for format Version) and the trailer.
+func parse(obj []byte, key string) (payload, tag, t []byte, err error) {
 	if len(obj) < Size {
-		return nil, fmt.Errorf("object of %d bytes is shorter than its %d-byte trailer", len(obj), Size)
+		return nil, nil, nil, fmt.Errorf("object of %d bytes is shorter than its %d-byte trailer", len(obj), Size)
 	}
-	payload, t := obj[:len(obj)-Size], obj[len(obj)-Size:]
+	body, t := obj[:len(obj)-Size], obj[len(obj)-Size:]
 	if string(t[0:4]) != Magic {
-		return nil, fmt.Errorf("trailer magic %q, expected %q", t[0:4], Magic)
+		return nil, nil, nil, fmt.Errorf("trailer magic %q, expected %q", t[0:4], Magic)
 	}
-	if v := binary.LittleEndian.Uint16(t[4:6]); v != Version {
-		return nil, fmt.Errorf("format version %d, expected %d", v, Version)
+	switch v := binary.LittleEndian.Uint16(t[4:6]); v {
+	case Version:
+		payload = body
+	case VersionKeyed:
+		if len(body) < TagSize {
+			return nil, nil, nil, fmt.Errorf("keyed object of %d bytes is shorter than its tag and trailer", len(obj))
+		}
+		payload, tag = body[:len(body)-TagSize], body[len(body)-TagSize:]
+	default:
+		return nil, nil, nil, fmt.Errorf("format version %d, expected %d or %d", v, Version, VersionKeyed)
 	}
 	if d := NameDigest(key); !bytes.Equal(t[8:24], d[:]) {
-		return nil, fmt.Errorf("name digest does not match key %q", key)
+		return nil, nil, nil, fmt.Errorf("name digest does not match key %q", key)
 	}
 	if n := binary.LittleEndian.Uint64(t[24:32]); n != uint64(len(payload)) {
-		return nil, fmt.Errorf("payload length %d, trailer says %d", len(payload), n)
+		return nil, nil, nil, fmt.Errorf("payload length %d, trailer says %d", len(payload), n)
 	}
 	if c := binary.LittleEndian.Uint32(t[32:36]); c != crc32.ChecksumIEEE(payload) {
-		return nil, fmt.Errorf("payload CRC32 %08x, trailer says %08x", crc32.ChecksumIEEE(payload), c)
+		return nil, nil, nil, fmt.Errorf("payload CRC32 %08x, trailer says %08x", crc32.ChecksumIEEE(payload), c)
 	}
-	return payload, nil
+	return payload, tag, t, nil
 }

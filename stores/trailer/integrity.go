@@ -1,0 +1,200 @@
+package trailer
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"log/slog"
+	"os"
+	"strings"
+)
+
+// TagSize is the size of the keyed integrity tag: a whole HMAC-SHA256.
+const TagSize = sha256.Size
+
+// MinKeyBytes is the shortest row key Integrity accepts.
+const MinKeyBytes = 16
+
+// The environment variables KeysFromEnv reads: the current row key, and the
+// previous one while a rotation is under way. Each is hex or standard
+// base64 (padded or not) of at least MinKeyBytes bytes.
+const (
+	EnvKey         = "KVBLOB_ROW_KEY"
+	EnvKeyPrevious = "KVBLOB_ROW_KEY_PREVIOUS"
+)
+
+// Integrity holds the row keys of the keyed integrity tag. A writer tags
+// each object with HMAC-SHA256 under the current key, over the payload and
+// the whole trailer (magic, format version, name digest, payload length,
+// CRC32); a reader accepts an object only if its tag verifies under the
+// current or the previous key, so a key is rotated by making the old key
+// previous, then dropping it once no row written under it is read.
+//
+// A nil *Integrity is integrity off: Append writes the unkeyed trailer and
+// Check checks it (a keyed object's tag is then not verified). With
+// integrity on, an unkeyed object, whose trailer anyone can compute, is
+// refused.
+//
+// The keys never leave: String, Format, GoString, LogValue and MarshalJSON
+// print that keys are set, never a byte of them, and no error names them.
+// An Integrity is safe for concurrent use.
+type Integrity struct {
+	// The keys live only inside these closures, which fmt and reflection
+	// cannot look into: printing an Integrity value, with any verb, prints
+	// no key either.
+	current, previous func() hash.Hash
+}
+
+func newMAC(key []byte) func() hash.Hash {
+	key = append([]byte(nil), key...)
+	return func() hash.Hash { return hmac.New(sha256.New, key) }
+}
+
+// NewIntegrity returns integrity under current (the writer's key and the
+// reader's first) and previous (nil, or the key before a rotation). Each
+// key is at least MinKeyBytes long. The keys are copied.
+func NewIntegrity(current, previous []byte) (*Integrity, error) {
+	if len(current) < MinKeyBytes {
+		return nil, fmt.Errorf("trailer: the current row key has %d bytes; it needs at least %d", len(current), MinKeyBytes)
+	}
+	if previous != nil && len(previous) < MinKeyBytes {
+		return nil, fmt.Errorf("trailer: the previous row key has %d bytes; it needs at least %d", len(previous), MinKeyBytes)
+	}
+	in := &Integrity{current: newMAC(current)}
+	if previous != nil {
+		in.previous = newMAC(previous)
+	}
+	return in, nil
+}
+
+// ParseKey decodes a row key written as hex or as standard base64 (padded
+// or not). Its error never quotes the text.
+func ParseKey(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	if b, err := hex.DecodeString(s); err == nil {
+		return b, nil
+	}
+	if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return b, nil
+	}
+	if b, err := base64.RawStdEncoding.DecodeString(s); err == nil {
+		return b, nil
+	}
+	return nil, fmt.Errorf("a row key of %d characters is neither hex nor base64", len(s))
+}
+
+// ParseIntegrity is NewIntegrity over keys written as text (see ParseKey);
+// an empty previous means none.
+func ParseIntegrity(current, previous string) (*Integrity, error) {
+	cur, err := ParseKey(current)
+	if err != nil {
+		return nil, fmt.Errorf("trailer: current row key: %w", err)
+	}
+	var prev []byte
+	if strings.TrimSpace(previous) != "" {
+		if prev, err = ParseKey(previous); err != nil {
+			return nil, fmt.Errorf("trailer: previous row key: %w", err)
+		}
+	}
+	return NewIntegrity(cur, prev)
+}
+
+// IntegrityFromEnv reads EnvKey and EnvKeyPrevious. It returns nil (integrity
+// off) and no error when EnvKey is unset or empty, and refuses a previous
+// key without a current one.
+func IntegrityFromEnv() (*Integrity, error) {
+	cur, prev := os.Getenv(EnvKey), os.Getenv(EnvKeyPrevious)
+	if strings.TrimSpace(cur) == "" {
+		if strings.TrimSpace(prev) != "" {
+			return nil, fmt.Errorf("trailer: %s is set but %s is not; set the current key too", EnvKeyPrevious, EnvKey)
+		}
+		return nil, nil
+	}
+	in, err := ParseIntegrity(cur, prev)
+	if err != nil {
+		return nil, fmt.Errorf("%w (from %s/%s)", err, EnvKey, EnvKeyPrevious)
+	}
+	return in, nil
+}
+
+// On reports whether integrity is on.
+func (in *Integrity) On() bool { return in != nil }
+
+func tag(mac func() hash.Hash, payload, t []byte) []byte {
+	m := mac()
+	m.Write(payload)
+	m.Write(t)
+	return m.Sum(nil)
+}
+
+// Append appends payload's tag and trailer for key to obj (which must end
+// with the payload) and returns the object. With integrity off it is the
+// package's Append.
+func (in *Integrity) Append(obj []byte, key string, payload []byte) []byte {
+	if in == nil {
+		return Append(obj, key, payload)
+	}
+	t := header(VersionKeyed, key, payload)
+	obj = append(obj, tag(in.current, payload, t[:])...)
+	return append(obj, t[:]...)
+}
+
+// Encode returns payload followed by its tag and trailer for key.
+func (in *Integrity) Encode(key string, payload []byte) []byte {
+	obj := make([]byte, 0, len(payload)+TagSize+Size)
+	obj = append(obj, payload...)
+	return in.Append(obj, key, payload)
+}
+
+// ErrUnverified is wrapped by every error of Check that refuses an object
+// whose trailer is whole but whose tag does not verify, or that has none.
+var ErrUnverified = errors.New("row integrity not verified")
+
+// Check checks obj's trailer against key and, with integrity on, its tag
+// under the current and then the previous key, and returns its payload.
+// With integrity off it is the package's Check.
+func (in *Integrity) Check(obj []byte, key string) ([]byte, error) {
+	payload, got, t, err := parse(obj, key)
+	if err != nil || in == nil {
+		return payload, err
+	}
+	if got == nil {
+		return nil, fmt.Errorf("%w: the object has an unkeyed trailer (format version %d), which anyone who can write to the store can compute", ErrUnverified, Version)
+	}
+	if hmac.Equal(got, tag(in.current, payload, t)) {
+		return payload, nil
+	}
+	if in.previous != nil && hmac.Equal(got, tag(in.previous, payload, t)) {
+		return payload, nil
+	}
+	return nil, fmt.Errorf("%w: the tag does not verify under the current or the previous row key", ErrUnverified)
+}
+
+// String says whether integrity is on and whether a previous key is set.
+func (in *Integrity) String() string {
+	switch {
+	case in == nil:
+		return "integrity off"
+	case in.previous != nil:
+		return "integrity HMAC-SHA256 (current and previous key, redacted)"
+	}
+	return "integrity HMAC-SHA256 (current key, redacted)"
+}
+
+// GoString is String, so %#v prints no key either.
+func (in *Integrity) GoString() string { return in.String() }
+
+// Format prints String for every verb.
+func (in *Integrity) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(in.String())) }
+
+// LogValue is String, for log/slog.
+func (in *Integrity) LogValue() slog.Value { return slog.StringValue(in.String()) }
+
+// MarshalJSON is String, so a logger or a report that marshals the value
+// prints no key.
+func (in *Integrity) MarshalJSON() ([]byte, error) { return json.Marshal(in.String()) }

@@ -1,0 +1,168 @@
+package trailer
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	keyA = bytes.Repeat([]byte{0xA1}, 32)
+	keyB = bytes.Repeat([]byte{0xB2}, 32)
+)
+
+func integrity(t *testing.T, cur, prev []byte) *Integrity {
+	t.Helper()
+	in, err := NewIntegrity(cur, prev)
+	require.NoError(t, err)
+	return in
+}
+
+func TestKeyedRoundTrip(t *testing.T) {
+	in := integrity(t, keyA, nil)
+	payload := []byte("a KV row")
+	obj := in.Encode("k", payload)
+	require.Len(t, obj, len(payload)+TagSize+Size)
+	got, err := in.Check(obj, "k")
+	require.NoError(t, err)
+	assert.Equal(t, payload, got)
+
+	// A reader without a key still checks the trailer (and cannot check the tag).
+	got, err = Check(obj, "k")
+	require.NoError(t, err)
+	assert.Equal(t, payload, got)
+	var off *Integrity
+	got, err = off.Check(obj, "k")
+	require.NoError(t, err)
+	assert.Equal(t, payload, got)
+	assert.Equal(t, Encode("k", payload), off.Encode("k", payload), "integrity off writes the unkeyed trailer")
+}
+
+// forge returns an object whose trailer is whole (name, length and CRC32
+// match) and whose payload is evil, keeping obj's tag.
+func forge(obj []byte, payload []byte) []byte {
+	n := len(obj) - Size - TagSize
+	evil := bytes.Clone(obj)
+	copy(evil[:n], payload)
+	binary.LittleEndian.PutUint32(evil[len(evil)-4:], crc32.ChecksumIEEE(evil[:n]))
+	return evil
+}
+
+func TestIntegrityRefusesWhatItCannotVerify(t *testing.T) {
+	payload := []byte("a KV row")
+	in := integrity(t, keyA, nil)
+	good := in.Encode("k", payload)
+	cases := []struct {
+		name string
+		obj  []byte
+	}{
+		{"unkeyed trailer another writer computed", Encode("k", payload)},
+		{"tagged under another key", integrity(t, keyB, nil).Encode("k", payload)},
+		{"payload changed, CRC32 recomputed", forge(good, []byte("evil row"))},
+		{"tag changed", func() []byte { o := bytes.Clone(good); o[len(payload)] ^= 1; return o }()},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Check(c.obj, "k")
+			require.NoError(t, err, "the trailer alone is whole: only the tag can refuse it")
+			_, err = in.Check(c.obj, "k")
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, ErrUnverified), "%v", err)
+		})
+	}
+	t.Run("a good tag over another name", func(t *testing.T) {
+		other := in.Encode("other", payload)
+		_, err := in.Check(other, "k")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "name digest")
+	})
+}
+
+func TestRotationAcceptsThePreviousKeyAndWritesTheCurrent(t *testing.T) {
+	payload := []byte("a KV row")
+	oldRow := integrity(t, keyA, nil).Encode("k", payload)
+	rotated := integrity(t, keyB, keyA)
+	got, err := rotated.Check(oldRow, "k")
+	require.NoError(t, err, "a row under the previous key verifies")
+	assert.Equal(t, payload, got)
+
+	newRow := rotated.Encode("k", payload)
+	_, err = integrity(t, keyB, nil).Check(newRow, "k")
+	require.NoError(t, err, "the writer tags with the current key")
+	_, err = integrity(t, keyA, nil).Check(newRow, "k")
+	require.ErrorIs(t, err, ErrUnverified, "the writer never tags with the previous key")
+
+	_, err = integrity(t, keyB, nil).Check(oldRow, "k")
+	require.ErrorIs(t, err, ErrUnverified, "once the previous key is dropped, its rows are refused")
+}
+
+func TestKeysParseFromHexAndBase64AndTheEnvironment(t *testing.T) {
+	for _, s := range []string{hex.EncodeToString(keyA), base64.StdEncoding.EncodeToString(keyA), base64.RawStdEncoding.EncodeToString(keyA)} {
+		k, err := ParseKey(s)
+		require.NoError(t, err, s)
+		assert.Equal(t, keyA, k)
+	}
+	_, err := ParseKey("not a key!")
+	require.Error(t, err)
+
+	_, err = NewIntegrity(keyA[:MinKeyBytes-1], nil)
+	assert.ErrorContains(t, err, "at least 16")
+	_, err = NewIntegrity(keyA, keyB[:3])
+	assert.ErrorContains(t, err, "previous row key has 3 bytes")
+
+	t.Setenv(EnvKey, "")
+	t.Setenv(EnvKeyPrevious, "")
+	in, err := IntegrityFromEnv()
+	require.NoError(t, err)
+	assert.Nil(t, in, "no key: integrity off")
+
+	t.Setenv(EnvKeyPrevious, hex.EncodeToString(keyA))
+	_, err = IntegrityFromEnv()
+	assert.ErrorContains(t, err, "KVBLOB_ROW_KEY is not")
+
+	t.Setenv(EnvKey, base64.StdEncoding.EncodeToString(keyB))
+	in, err = IntegrityFromEnv()
+	require.NoError(t, err)
+	old := integrity(t, keyA, nil).Encode("k", []byte("row"))
+	_, err = in.Check(old, "k")
+	require.NoError(t, err, "the previous key from the environment verifies")
+	_, err = integrity(t, keyB, nil).Check(in.Encode("k", []byte("row")), "k")
+	require.NoError(t, err, "the current key from the environment tags")
+
+	t.Setenv(EnvKey, "!"+hex.EncodeToString(keyA))
+	_, err = IntegrityFromEnv()
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), hex.EncodeToString(keyA), "a parse error never quotes the key")
+}
+
+// TestIntegrityNeverPrintsItsKeys prints an Integrity every way a log, an
+// error or a report would, and looks for its keys in every encoding.
+func TestIntegrityNeverPrintsItsKeys(t *testing.T) {
+	in := integrity(t, keyA, keyB)
+	var out bytes.Buffer
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d"} {
+		fmt.Fprintf(&out, verb+"\n", in)
+		fmt.Fprintf(&out, verb+"\n", struct{ In *Integrity }{in})
+		fmt.Fprintf(&out, verb+"\n", *in) // the value, methods on the pointer left behind
+	}
+	j, err := json.Marshal(struct{ In *Integrity }{in})
+	require.NoError(t, err)
+	out.Write(j)
+	slog.New(slog.NewJSONHandler(&out, nil)).Info("opened", "integrity", in)
+	_, err = in.Check(Encode("k", []byte("row")), "k")
+	out.WriteString(err.Error())
+	_, err = in.Check(integrity(t, bytes.Repeat([]byte{7}, 32), nil).Encode("k", []byte("row")), "k")
+	out.WriteString(err.Error())
+	AssertNoSecret(t, out.String(), keyA, keyB)
+	assert.Contains(t, out.String(), "redacted")
+}
