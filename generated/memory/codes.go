@@ -50,7 +50,7 @@ const (
 	Pending Code = -2
 	// Full (FULL): the store's capacity is used up
 	Full Code = -3
-	// Corrupt (CORRUPT): the object's trailer does not match (magic, version, name, length or CRC32)
+	// Corrupt (CORRUPT): the object's trailer does not match (magic, version, name, length or CRC32), or, with integrity on, its keyed tag does not verify under the reader's row keys (or it has none)
 	Corrupt Code = -4
 	// IOError (IO_ERROR): the store failed the call (an injected failure)
 	IOError Code = -5

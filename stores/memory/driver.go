@@ -11,8 +11,9 @@
 //     row's result and the operation's access end can be observed apart.
 //
 // Every code-to-result decision comes from generated/memory (spec/memory.yaml).
-// Objects carry the trailer of trailer.go; a trailer that does not match is a
-// FAULT naming what was wrong, and leaves the destination untouched.
+// Objects carry the trailer of stores/trailer (keyed when Options.Integrity
+// is set); a trailer or tag that does not match is a FAULT naming what was
+// wrong, and leaves the destination untouched.
 package memory
 
 import (
@@ -23,6 +24,7 @@ import (
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
+	"github.com/kvblob/kvblob/stores/trailer"
 )
 
 // Mode selects when the driver does its work.
@@ -48,6 +50,11 @@ type Options struct {
 	NoHints bool
 	// MaxRowsPerOp bounds the rows of one call (0: no bound).
 	MaxRowsPerOp int
+	// Integrity, when set, tags every object the driver writes with the
+	// current row key and refuses, as a FAULT with the destination
+	// untouched, every object whose tag does not verify under the current
+	// or previous key, an unkeyed one included (see trailer.Integrity).
+	Integrity *trailer.Integrity
 }
 
 // Driver is the memory store's driver.driver.

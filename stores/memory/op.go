@@ -139,11 +139,11 @@ func (o *op) putRow(row driver.Row) (driver.Result, *write) {
 	if code != gen.OK {
 		return gen.MapStorePut(int64(code)).Result, nil
 	}
-	payload := make([]byte, 0, row.Bytes()+trailer.Size)
+	payload := make([]byte, 0, row.Bytes()+trailer.TagSize+trailer.Size)
 	for _, s := range row.Spans {
 		payload = append(payload, s.Bytes()...)
 	}
-	return driver.Result{}, &write{id: id, obj: trailer.Append(payload, row.Key, payload)}
+	return driver.Result{}, &write{id: id, obj: o.d.opt.Integrity.Append(payload, row.Key, payload)}
 }
 
 func (o *op) getRow(row driver.Row) driver.Result {
@@ -155,7 +155,7 @@ func (o *op) getRow(row driver.Row) driver.Result {
 	if code != gen.OK {
 		return gen.MapStoreGet(int64(code), row.Bytes()).Result
 	}
-	payload, err := trailer.Check(obj, row.Key)
+	payload, err := o.d.opt.Integrity.Check(obj, row.Key)
 	if err != nil {
 		m := gen.MapStoreGet(int64(gen.Corrupt), row.Bytes())
 		m.Result.Text += ": " + err.Error()
