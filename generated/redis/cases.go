@@ -14,7 +14,7 @@ import (
 // access state. Package conformance runs them through a store's stager.
 var Cases = []speccase.Case{{
 	ID:          "claim/OK",
-	Pos:         "spec/redis-7.yaml:55:11",
+	Pos:         "spec/redis-7.yaml:59:11",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -24,7 +24,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "claim/NIL/exists",
-	Pos:         "spec/redis-7.yaml:59:9",
+	Pos:         "spec/redis-7.yaml:63:9",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -35,7 +35,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "claim/NIL/absent",
-	Pos:         "spec/redis-7.yaml:59:9",
+	Pos:         "spec/redis-7.yaml:63:9",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -45,7 +45,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "claim/OOM",
-	Pos:         "spec/redis-7.yaml:64:12",
+	Pos:         "spec/redis-7.yaml:68:12",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -3, CodeName: "OOM"},
@@ -54,8 +54,18 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 	Stageable:   true,
 }, {
+	ID:          "claim/NOPERM",
+	Pos:         "spec/redis-7.yaml:69:15",
+	Op:          speccase.OpPut,
+	Call:        "claim",
+	Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
+	Want:        driver.Fault,
+	WantCode:    -9,
+	Written:     rules.WrittenNo,
+	AccessEnded: true,
+}, {
 	ID:          "claim/otherwise-ERR",
-	Pos:         "spec/redis-7.yaml:65:16",
+	Pos:         "spec/redis-7.yaml:70:16",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -8, CodeName: "ERR"},
@@ -65,7 +75,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "store/OK",
-	Pos:         "spec/redis-7.yaml:74:11",
+	Pos:         "spec/redis-7.yaml:79:11",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -75,7 +85,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "store/LOST",
-	Pos:         "spec/redis-7.yaml:75:13",
+	Pos:         "spec/redis-7.yaml:80:13",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -4, CodeName: "LOST"},
@@ -84,8 +94,18 @@ var Cases = []speccase.Case{{
 	Written:     rules.WrittenNo,
 	AccessEnded: true,
 }, {
+	ID:          "store/NOPERM",
+	Pos:         "spec/redis-7.yaml:81:15",
+	Op:          speccase.OpPut,
+	Call:        "store",
+	Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
+	Want:        driver.Fault,
+	WantCode:    -9,
+	Written:     rules.WrittenNo,
+	AccessEnded: true,
+}, {
 	ID:          "store/OOM",
-	Pos:         "spec/redis-7.yaml:76:12",
+	Pos:         "spec/redis-7.yaml:82:12",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -3, CodeName: "OOM"},
@@ -95,7 +115,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "store/otherwise-CONN",
-	Pos:         "spec/redis-7.yaml:77:16",
+	Pos:         "spec/redis-7.yaml:83:16",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -6, CodeName: "CONN"},
@@ -105,7 +125,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "get/whole",
-	Pos:         "spec/redis-7.yaml:96:12",
+	Pos:         "spec/redis-7.yaml:102:12",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -115,7 +135,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/short",
-	Pos:         "spec/redis-7.yaml:98:7",
+	Pos:         "spec/redis-7.yaml:104:7",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -125,7 +145,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/NIL",
-	Pos:         "spec/redis-7.yaml:103:12",
+	Pos:         "spec/redis-7.yaml:109:12",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -135,7 +155,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/PENDING",
-	Pos:         "spec/redis-7.yaml:104:16",
+	Pos:         "spec/redis-7.yaml:110:16",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -2, CodeName: "PENDING"},
@@ -145,7 +165,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/CORRUPT",
-	Pos:         "spec/redis-7.yaml:105:16",
+	Pos:         "spec/redis-7.yaml:111:16",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -5, CodeName: "CORRUPT"},
@@ -155,8 +175,18 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 	Stageable:   true,
 }, {
+	ID:          "get/NOPERM",
+	Pos:         "spec/redis-7.yaml:112:15",
+	Op:          speccase.OpGet,
+	Call:        "get",
+	Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
+	Want:        driver.Fault,
+	WantCode:    -9,
+	Written:     rules.WrittenNo,
+	AccessEnded: true,
+}, {
 	ID:          "get/otherwise-TIMEOUT",
-	Pos:         "spec/redis-7.yaml:106:16",
+	Pos:         "spec/redis-7.yaml:113:16",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -7, CodeName: "TIMEOUT"},

@@ -52,7 +52,7 @@ const (
 	OOM Code = -3
 	// Lost (LOST): the writer's marker was gone when it stored the object (its TTL ran out and another writer took the key)
 	Lost Code = -4
-	// Corrupt (CORRUPT): the value's trailer does not match (magic, version, name, length or CRC32)
+	// Corrupt (CORRUPT): the value's trailer does not match (magic, version, name, length or CRC32), or, with integrity on, its keyed tag does not verify under the reader's row keys (or it has none)
 	Corrupt Code = -5
 	// Conn (CONN): the connection failed or closed (refused, reset, EOF): the command may or may not have run
 	Conn Code = -6
@@ -60,6 +60,8 @@ const (
 	Timeout Code = -7
 	// Err (ERR): any other error reply (WRONGTYPE, CLUSTERDOWN, ...)
 	Err Code = -8
+	// Noperm (NOPERM): a NOPERM reply: the connection's ACL user may not run the command on this key (another tenant's key pattern)
+	Noperm Code = -9
 )
 
 // String returns the code's name as the SDK spells it.
@@ -83,9 +85,11 @@ func (c Code) String() string {
 		return "TIMEOUT"
 	case Err:
 		return "ERR"
+	case Noperm:
+		return "NOPERM"
 	}
 	return "Code(" + strconv.FormatInt(int64(c), 10) + ")"
 }
 
 // Codes lists every code in the order of the spec's table.
-var Codes = []Code{OK, Nil, Pending, OOM, Lost, Corrupt, Conn, Timeout, Err}
+var Codes = []Code{OK, Nil, Pending, OOM, Lost, Corrupt, Conn, Timeout, Err, Noperm}

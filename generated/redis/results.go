@@ -13,21 +13,21 @@ func codeName(c int64) string {
 	return Code(c).String()
 }
 
-// ClaimRule is what spec/redis-7.yaml:49:3 says about claim's answers and its
+// ClaimRule is what spec/redis-7.yaml:53:3 says about claim's answers and its
 // access (it touches no memory).
 // The call SET key <marker> NX PX <ttl>: claim the key for this writer.
 var ClaimRule = &rules.CallRule{
 	Call:   "claim",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/redis-7.yaml:55:7
+		// spec/redis-7.yaml:59:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-7.yaml:58:7
+		// spec/redis-7.yaml:62:7
 		int64(Nil): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -37,15 +37,23 @@ var ClaimRule = &rules.CallRule{
 				IfAbsent: driver.NotReady,
 			},
 		},
-		// spec/redis-7.yaml:64:7
+		// spec/redis-7.yaml:68:7
 		int64(OOM): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
 				Written: rules.WrittenNo,
 			},
 		},
+		// spec/redis-7.yaml:69:7
+		int64(Noperm): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: rules.WrittenNo,
+			},
+			Text: "the ACL user may not write this key: it is outside the user's key pattern",
+		},
 	},
-	// spec/redis-7.yaml:65:16
+	// spec/redis-7.yaml:70:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -60,21 +68,21 @@ func MapClaim(answer int64) rules.Mapping {
 	return ClaimRule.Map(answer, 0)
 }
 
-// StoreRule is what spec/redis-7.yaml:67:3 says about store's answers and its
+// StoreRule is what spec/redis-7.yaml:72:3 says about store's answers and its
 // access (on_return).
 // The call replace this writer's marker with payload+trailer in one compare-and-set; the value is copied out of the caller's slots first.
 var StoreRule = &rules.CallRule{
 	Call:   "store",
 	Access: rules.AccessOnReturn,
 	Codes: map[int64]rules.Meaning{
-		// spec/redis-7.yaml:74:7
+		// spec/redis-7.yaml:79:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-7.yaml:75:7
+		// spec/redis-7.yaml:80:7
 		int64(Lost): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -82,7 +90,15 @@ var StoreRule = &rules.CallRule{
 			},
 			Text: "the pending marker expired before the object was stored",
 		},
-		// spec/redis-7.yaml:76:7
+		// spec/redis-7.yaml:81:7
+		int64(Noperm): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: rules.WrittenNo,
+			},
+			Text: "the ACL user may not write this key: it is outside the user's key pattern",
+		},
+		// spec/redis-7.yaml:82:7
 		int64(OOM): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
@@ -90,7 +106,7 @@ var StoreRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/redis-7.yaml:77:16
+	// spec/redis-7.yaml:83:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -105,14 +121,14 @@ func MapStore(answer int64) rules.Mapping {
 	return StoreRule.Map(answer, 0)
 }
 
-// ReleaseRule is what spec/redis-7.yaml:79:3 says about release's answers and its
+// ReleaseRule is what spec/redis-7.yaml:85:3 says about release's answers and its
 // access (it touches no memory).
 // The call delete this writer's marker after a failed store.
 var ReleaseRule = &rules.CallRule{
 	Call:   "release",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/redis-7.yaml:86:7
+		// spec/redis-7.yaml:92:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
@@ -120,7 +136,7 @@ var ReleaseRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/redis-7.yaml:88:16
+	// spec/redis-7.yaml:94:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -135,21 +151,21 @@ func MapRelease(answer int64) rules.Mapping {
 	return ReleaseRule.Map(answer, 0)
 }
 
-// GetRule is what spec/redis-7.yaml:90:3 says about get's answers and its
+// GetRule is what spec/redis-7.yaml:96:3 says about get's answers and its
 // access (on_return).
 // The call GET key; the trailer is checked before any byte reaches the caller's slots.
 var GetRule = &rules.CallRule{
 	Call:   "get",
 	Access: rules.AccessOnReturn,
 	Sized:  true,
-	// spec/redis-7.yaml:96:12
+	// spec/redis-7.yaml:102:12
 	Whole: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
 			Written: rules.WrittenYes,
 		},
 	},
-	// spec/redis-7.yaml:98:7
+	// spec/redis-7.yaml:104:7
 	Short: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -158,29 +174,37 @@ var GetRule = &rules.CallRule{
 		Text: "the object's payload length differs from the row; the destination is untouched",
 	},
 	Codes: map[int64]rules.Meaning{
-		// spec/redis-7.yaml:103:7
+		// spec/redis-7.yaml:109:7
 		int64(Nil): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Miss},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-7.yaml:104:7
+		// spec/redis-7.yaml:110:7
 		int64(Pending): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.NotReady},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-7.yaml:105:7
+		// spec/redis-7.yaml:111:7
 		int64(Corrupt): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
 				Written: rules.WrittenNo,
 			},
 		},
+		// spec/redis-7.yaml:112:7
+		int64(Noperm): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: rules.WrittenNo,
+			},
+			Text: "the ACL user may not read this key: it is outside the user's key pattern; the destination is untouched",
+		},
 	},
-	// spec/redis-7.yaml:106:16
+	// spec/redis-7.yaml:113:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},

@@ -32,6 +32,8 @@ func classify(err error) (gen.Code, error) {
 		return gen.Conn, err
 	case errors.As(err, &redisErr) && strings.HasPrefix(err.Error(), "OOM "):
 		return gen.OOM, err
+	case errors.As(err, &redisErr) && strings.HasPrefix(err.Error(), "NOPERM"):
+		return gen.Noperm, err
 	}
 	return gen.Err, err
 }

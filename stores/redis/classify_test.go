@@ -35,6 +35,8 @@ func TestClassifyTurnsRepliesIntoSpecCodes(t *testing.T) {
 		{replyErr("OOM command not allowed when used memory > 'maxmemory'."), gen.OOM},
 		{replyErr("WRONGTYPE Operation against a key holding the wrong kind of value"), gen.Err},
 		{replyErr("CLUSTERDOWN The cluster is down"), gen.Err},
+		{replyErr("NOPERM No permissions to access a key"), gen.Noperm},
+		{replyErr("NOPERM this user has no permissions to run the 'flushall' command"), gen.Noperm},
 		{io.EOF, gen.Conn},
 		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, gen.Conn},
 		{goredis.ErrClosed, gen.Conn},

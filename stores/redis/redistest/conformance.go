@@ -132,6 +132,7 @@ var codeError = map[gen.Code]error{
 	gen.Conn:    ConnError,
 	gen.Timeout: context.DeadlineExceeded,
 	gen.Err:     RedisError("ERR injected by redistest"),
+	gen.Noperm:  RedisError("NOPERM No permissions to access a key"),
 }
 
 // cmdOf is the command each spec call sends.
