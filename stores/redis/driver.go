@@ -1,8 +1,10 @@
 // Package redis is kvblob's driver for Redis 7 (standalone or Cluster) over
 // github.com/redis/go-redis/v9.
 //
-// A row is one Redis string: the row's spans concatenated, then the memory
-// store's trailer. A put claims each key with a pending marker
+// A row is one Redis string: the row's spans concatenated, then the
+// trailer of stores/trailer (keyed when Options.Integrity is set). A
+// connection may authenticate as an ACL user and run over TLS (Options).
+// A put claims each key with a pending marker
 // (SET NX PX), then replaces its own marker with the object in one
 // compare-and-set script; a get checks the trailer before any byte reaches
 // the caller's slots. spec/redis-7.yaml says why, and holds every
@@ -14,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -28,22 +31,6 @@ import (
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
 )
-
-// Options configure a Driver.
-type Options struct {
-	// Addrs are the server's host:port, or the Cluster's seed nodes.
-	Addrs []string
-	// Cluster talks Redis Cluster.
-	Cluster bool
-	// PendingTTL bounds how long a claimed key stays pending if its writer
-	// dies (default 30 s).
-	PendingTTL time.Duration
-	// DialTimeout, ReadTimeout and WriteTimeout bound each network step
-	// (defaults 5 s, 3 s, 3 s).
-	DialTimeout, ReadTimeout, WriteTimeout time.Duration
-	// Hooks are added to the client (tests use them to inject faults).
-	Hooks []goredis.Hook
-}
 
 // markerPrefix starts every pending marker. An object always ends in a
 // trailer, so a marker (which has none) is never read as an object.
@@ -76,14 +63,23 @@ func Open(ctx context.Context, opt Options) (*Driver, error) {
 	if opt.PendingTTL == 0 {
 		opt.PendingTTL = 30 * time.Second
 	}
+	var tlsConfig *tls.Config
+	if opt.TLS != nil {
+		var err error
+		if tlsConfig, err = opt.TLS.config(); err != nil {
+			return nil, err
+		}
+	}
 	var c goredis.UniversalClient
 	if opt.Cluster {
-		c = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: opt.Addrs, DialTimeout: opt.DialTimeout,
+		c = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: opt.Addrs, Username: opt.Username, Password: opt.Password,
+			TLSConfig: tlsConfig, DialTimeout: opt.DialTimeout,
 			ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout, MaxRetries: -1, MaxRedirects: 8})
 	} else {
 		// No retries: a retried compare-and-set whose first reply was lost
 		// would answer LOST for an object it stored.
-		c = goredis.NewClient(&goredis.Options{Addr: opt.Addrs[0], DialTimeout: opt.DialTimeout,
+		c = goredis.NewClient(&goredis.Options{Addr: opt.Addrs[0], Username: opt.Username, Password: opt.Password,
+			TLSConfig: tlsConfig, DialTimeout: opt.DialTimeout,
 			ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout, MaxRetries: -1})
 	}
 	for _, h := range opt.Hooks {
@@ -92,7 +88,7 @@ func Open(ctx context.Context, opt Options) (*Driver, error) {
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("redis: INFO server at %v: %w", opt.Addrs, err)
+		return nil, openError(opt, err)
 	}
 	ver := serverVersion(info)
 	major, _, _ := strings.Cut(ver, ".")
@@ -110,6 +106,11 @@ func serverVersion(info string) string {
 		}
 	}
 	return "unknown"
+}
+
+// String names the server and the options, Password redacted.
+func (d *Driver) String() string {
+	return "redis driver (server " + d.ver + ", " + d.opt.String() + ")"
 }
 
 // ServerVersion is the version INFO reported at Open.
@@ -198,11 +199,11 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 		pipe = d.c.Pipeline()
 		cas := make([]*goredis.Cmd, len(store))
 		for k, i := range store {
-			payload := make([]byte, 0, rows[i].Bytes()+trailer.Size)
+			payload := make([]byte, 0, rows[i].Bytes()+trailer.TagSize+trailer.Size)
 			for _, s := range rows[i].Spans {
 				payload = append(payload, s.Bytes()...)
 			}
-			obj := trailer.Append(payload, rows[i].Key, payload)
+			obj := d.opt.Integrity.Append(payload, rows[i].Key, payload)
 			cas[k] = pipe.Eval(ctx, casScript, []string{rows[i].Key}, marker, obj)
 		}
 		_, _ = pipe.Exec(ctx)
@@ -237,7 +238,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 			switch {
 			case err != nil && err != goredis.Nil:
 				results[i] = fault(m, err)
-			case err == nil && isObject(v, rows[i].Key):
+			case err == nil && d.isObject(v, rows[i].Key):
 				results[i] = driver.Result{Status: m.IfExists}
 			default:
 				results[i] = driver.Result{Status: m.IfAbsent}
@@ -261,11 +262,11 @@ func (d *Driver) release(ctx context.Context, rows []driver.Row, idx []int, mark
 	_, _ = pipe.Exec(ctx)
 }
 
-func isObject(v []byte, key string) bool {
+func (d *Driver) isObject(v []byte, key string) bool {
 	if bytes.HasPrefix(v, []byte(markerPrefix)) {
 		return false
 	}
-	_, err := trailer.Check(v, key)
+	_, err := d.opt.Integrity.Check(v, key)
 	return err == nil
 }
 
@@ -301,7 +302,7 @@ func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (
 			results[i] = gen.MapGet(int64(gen.Pending), rows[i].Bytes()).Result
 			continue
 		}
-		payload, err := trailer.Check(v, rows[i].Key)
+		payload, err := d.opt.Integrity.Check(v, rows[i].Key)
 		if err != nil {
 			results[i] = fault(gen.MapGet(int64(gen.Corrupt), rows[i].Bytes()), err)
 			continue

@@ -6,6 +6,9 @@ package redistest
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -29,12 +32,45 @@ func Available() (bool, string) {
 
 // Server is one redis-server on 127.0.0.1, without persistence.
 type Server struct {
+	// Addr is where clients connect: the TLS port when the server serves
+	// TLS (it then has no plain port).
 	Addr string
+	// TLS is the certificates the server serves with (nil: plain TCP).
+	TLS  *Certs
 	cmd  *exec.Cmd
 	dir  string
 	once sync.Once
 	done chan struct{}
 }
+
+// Config is what StartWith starts.
+type Config struct {
+	// TLS, when set, serves TLS only (--port 0, --tls-port), with these
+	// certificates, and asks every client for a certificate the CA signed;
+	// a Cluster's nodes talk TLS to each other too.
+	TLS *Certs
+	// Users are ACL users beside the default one (which stays open, for the
+	// tests' set-up): each a name and its rules, as TenantUser returns.
+	Users [][]string
+	// Extra are more redis-server arguments.
+	Extra []string
+}
+
+// TenantUser is an ACL user limited to the keys under prefix (kvblob keys
+// are prefix/v1/hex) and to the commands the driver sends; its password is
+// given to the server as its SHA-256, so no process listing shows it.
+func TenantUser(name, password, prefix string) []string {
+	sum := sha256.Sum256([]byte(password))
+	return append([]string{name, "on", "#" + hex.EncodeToString(sum[:]), "~" + prefix + "/*", "resetchannels"}, TenantCommands...)
+}
+
+// TenantCommands are the ACL command rules a tenant needs: the driver's
+// data commands (GET, SET, EVAL of its scripts, which call GET, SET and
+// DEL), what Open sends (HELLO, AUTH, INFO), and the Cluster client's
+// topology reads. docs/security.md quotes them. (go-redis's CLIENT SETINFO
+// is refused, harmlessly: Redis 7.0 has no such command to allow.)
+var TenantCommands = []string{"-@all", "+get", "+set", "+del", "+eval", "+evalsha", "+info", "+ping", "+hello", "+auth",
+	"+cluster|slots", "+cluster|shards", "+cluster|nodes", "+cluster|info", "+readonly"}
 
 // freePort asks the kernel for a free loopback port.
 func freePort() (int, error) {
@@ -48,7 +84,11 @@ func freePort() (int, error) {
 
 // Start starts a redis-server with extra arguments and waits until it
 // answers PING (at most 10 s).
-func Start(extra ...string) (*Server, error) {
+func Start(extra ...string) (*Server, error) { return StartWith(Config{Extra: extra}) }
+
+// StartWith starts a redis-server as cfg says, bound to 127.0.0.1 only,
+// and waits until it answers PING (at most 10 s).
+func StartWith(cfg Config) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -57,16 +97,29 @@ func Start(extra ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log")}, extra...)
+	// Loopback only: every port the server opens (client, TLS, cluster
+	// bus) binds the addresses of --bind.
+	args := []string{"--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log")}
+	if t := cfg.TLS; t != nil {
+		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(port), "--tls-cert-file", t.ServerCertFile,
+			"--tls-key-file", t.ServerKey, "--tls-ca-cert-file", t.CAFile, "--tls-auth-clients", "yes",
+			"--tls-cluster", "yes", "--tls-replication", "yes")
+	} else {
+		args = append(args, "--port", strconv.Itoa(port))
+	}
+	for _, u := range cfg.Users {
+		args = append(append(args, "--user"), u...)
+	}
+	args = append(args, cfg.Extra...)
 	cmd := exec.Command("redis-server", args...)
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("redistest: starting redis-server: %w", err)
 	}
-	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, dir: dir, done: make(chan struct{})}
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), TLS: cfg.TLS, cmd: cmd, dir: dir, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(s.done) }()
-	if err := waitFor(s.Addr, "PING", "+PONG", 10*time.Second); err != nil {
+	if err := s.waitFor("PING", "+PONG", 10*time.Second); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
 		s.Stop()
 		return nil, fmt.Errorf("%w\nredis.log:\n%s", err, log)
@@ -88,9 +141,32 @@ func (s *Server) Stop() {
 	})
 }
 
-// Command sends one inline command and returns the first reply line.
-func Command(addr, command string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+// Pid is the server's process id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
+// Command sends one inline command to a plain-TCP server and returns the
+// first reply line.
+func Command(addr, command string) (string, error) { return command1(addr, nil, command) }
+
+// Command sends one inline command (over TLS, with the client certificate,
+// when the server serves TLS) and returns the first reply line.
+func (s *Server) Command(command string) (string, error) { return command1(s.Addr, s.TLS, command) }
+
+// dial connects to addr, over TLS with the client certificate when certs
+// is set.
+func dial(addr string, certs *Certs) (net.Conn, error) {
+	if certs == nil {
+		return net.DialTimeout("tcp", addr, time.Second)
+	}
+	cfg, err := certs.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	return tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, cfg)
+}
+
+func command1(addr string, certs *Certs, command string) (string, error) {
+	c, err := dial(addr, certs)
 	if err != nil {
 		return "", err
 	}
@@ -105,12 +181,18 @@ func Command(addr, command string) (string, error) {
 
 // waitFor sends command until the reply starts with want or d passes. It
 // paces its retries while a process starts; it synchronises nothing else.
-func waitFor(addr, command, want string, d time.Duration) error {
+func (s *Server) waitFor(command, want string, d time.Duration) error {
+	addr := s.Addr
 	deadline := time.Now().Add(d)
 	var last string
 	var lastErr error
 	for time.Now().Before(deadline) {
-		last, lastErr = Command(addr, command)
+		select {
+		case <-s.done:
+			return fmt.Errorf("redistest: redis-server at %s exited before it answered %s", addr, command)
+		default:
+		}
+		last, lastErr = s.Command(command)
 		if lastErr == nil && strings.HasPrefix(last, want) {
 			return nil
 		}
@@ -136,27 +218,36 @@ func (c *Cluster) Addrs() []string {
 // StartCluster starts n cluster-enabled servers, joins them with
 // redis-cli --cluster create, and waits until every node reports
 // cluster_state:ok.
-func StartCluster(n int) (*Cluster, error) {
+func StartCluster(n int) (*Cluster, error) { return StartClusterWith(n, Config{}) }
+
+// StartClusterWith is StartCluster with every node started as cfg says.
+func StartClusterWith(n int, cfg Config) (*Cluster, error) {
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		return nil, errors.New("redistest: redis-cli is not installed (it comes with redis-tools)")
 	}
 	c := &Cluster{}
+	node := cfg
+	node.Extra = append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"}, cfg.Extra...)
 	for i := 0; i < n; i++ {
-		s, err := Start("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
+		s, err := StartWith(node)
 		if err != nil {
 			c.Stop()
 			return nil, err
 		}
 		c.Nodes = append(c.Nodes, s)
 	}
-	args := append([]string{"--cluster", "create"}, c.Addrs()...)
+	var args []string
+	if t := cfg.TLS; t != nil {
+		args = []string{"--tls", "--cacert", t.CAFile, "--cert", t.ClientCertFile, "--key", t.ClientKey}
+	}
+	args = append(append(args, "--cluster", "create"), c.Addrs()...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
 	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("redistest: redis-cli --cluster create: %v\n%s", err, out)
 	}
 	for _, s := range c.Nodes {
-		if err := waitForClusterOK(s.Addr, 20*time.Second); err != nil {
+		if err := s.waitForClusterOK(20 * time.Second); err != nil {
 			c.Stop()
 			return nil, err
 		}
@@ -164,10 +255,11 @@ func StartCluster(n int) (*Cluster, error) {
 	return c, nil
 }
 
-func waitForClusterOK(addr string, d time.Duration) error {
+func (s *Server) waitForClusterOK(d time.Duration) error {
+	addr := s.Addr
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		c, err := dial(addr, s.TLS)
 		if err == nil {
 			_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 			fmt.Fprintf(c, "CLUSTER INFO\r\n")

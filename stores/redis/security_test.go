@@ -1,0 +1,224 @@
+package redis_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/conformance"
+	gen "github.com/kvblob/kvblob/generated/redis"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/redis"
+	"github.com/kvblob/kvblob/stores/redis/redistest"
+)
+
+// Two tenants, each an ACL user limited to its own key prefix.
+const (
+	tenantA, passA = "tenantA", "pw-A-7f3c9e1b2d"
+	tenantB, passB = "tenantB", "pw-B-0a8d4c6e5f"
+)
+
+// secure is a TLS-only deployment with the two tenants' ACL users.
+type secure struct {
+	addrs   []string
+	cluster bool
+	certs   *redistest.Certs
+	servers []*redistest.Server
+}
+
+// startSecure starts a TLS-only server (or a three-node Cluster) with
+// certificates made in t.TempDir() and the two tenants.
+func startSecure(t *testing.T, cluster bool) *secure {
+	t.Helper()
+	needServer(t)
+	certs, err := redistest.NewCerts(t.TempDir())
+	require.NoError(t, err)
+	cfg := redistest.Config{TLS: certs, Users: [][]string{
+		redistest.TenantUser(tenantA, passA, tenantA), redistest.TenantUser(tenantB, passB, tenantB),
+	}}
+	s := &secure{cluster: cluster, certs: certs}
+	if cluster {
+		c, err := redistest.StartClusterWith(3, cfg)
+		require.NoError(t, err)
+		t.Cleanup(c.Stop)
+		s.addrs, s.servers = c.Addrs(), c.Nodes
+	} else {
+		srv, err := redistest.StartWith(cfg)
+		require.NoError(t, err)
+		t.Cleanup(srv.Stop)
+		s.addrs, s.servers = []string{srv.Addr}, []*redistest.Server{srv}
+	}
+	return s
+}
+
+// options are a tenant's options: TLS with the CA, the client certificate
+// and the certificate's DNS name.
+func (s *secure) options(user, pass string) redis.Options {
+	return redis.Options{Addrs: s.addrs, Cluster: s.cluster, Username: user, Password: pass, DialTimeout: 5 * time.Second,
+		TLS: &redis.TLS{CAFile: s.certs.CAFile, CertFile: s.certs.ClientCertFile, KeyFile: s.certs.ClientKey, ServerName: redistest.ServerName}}
+}
+
+func deployments(t *testing.T, fn func(t *testing.T, s *secure)) {
+	for _, cluster := range []bool{false, true} {
+		name := map[bool]string{false: "standalone", true: "cluster"}[cluster]
+		t.Run(name, func(t *testing.T) { fn(t, startSecure(t, cluster)) })
+	}
+}
+
+// tenant is a driver opened as one tenant, with a registered region.
+type tenant struct {
+	d *redis.Driver
+	r *hostmem.Region
+}
+
+func openTenant(t *testing.T, opt redis.Options) *tenant {
+	t.Helper()
+	d, err := redis.Open(context.Background(), opt)
+	require.NoError(t, err)
+	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 4096, Slots: 8})
+	require.NoError(t, err)
+	reg, err := d.Register(r.Region)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if d.Drain(conformance.Within(5*time.Second)) && d.Unregister(reg) == nil {
+			_ = d.Close()
+			_ = r.Close()
+		}
+	})
+	return &tenant{d: d, r: r}
+}
+
+func (tn *tenant) row(key string, slot int) driver.Row {
+	return driver.Row{Key: key, Spans: []driver.Span{tn.r.Slot(slot)}}
+}
+
+func (tn *tenant) fill(slot int, b byte) {
+	s := tn.r.Slot(slot).Bytes()
+	for i := range s {
+		s[i] = b + byte(i)
+	}
+}
+
+func (tn *tenant) put(t *testing.T, rows ...driver.Row) []driver.Result {
+	t.Helper()
+	op, err := tn.d.Put(context.Background(), rows)
+	require.NoError(t, err, "a store refusal is a row result, never an error")
+	res, done := op.Poll()
+	require.True(t, done)
+	return res
+}
+
+func (tn *tenant) get(t *testing.T, rows ...driver.Row) []driver.Result {
+	t.Helper()
+	op, err := tn.d.Get(context.Background(), rows, driver.Hint{})
+	require.NoError(t, err, "a store refusal is a row result, never an error")
+	res, done := op.Poll()
+	require.True(t, done)
+	return res
+}
+
+// TestTLSAndACLRoundTrip publishes and fetches rows over TLS, with a client
+// certificate, as an ACL user.
+func TestTLSAndACLRoundTrip(t *testing.T) {
+	deployments(t, func(t *testing.T, s *secure) {
+		a := openTenant(t, s.options(tenantA, passA))
+		var src, dst []driver.Row
+		for i := 0; i < 3; i++ {
+			a.fill(i, byte(10*i+1))
+			key := fmt.Sprintf("%s/v1/%02x", tenantA, i)
+			src, dst = append(src, a.row(key, i)), append(dst, a.row(key, 4+i))
+		}
+		for i, r := range a.put(t, src...) {
+			require.Equal(t, driver.Ready, r.Status, "put %d: %v", i, r)
+		}
+		for i, r := range a.get(t, dst...) {
+			require.Equal(t, driver.Ready, r.Status, "get %d: %v", i, r)
+			assert.Equal(t, a.r.Slot(i).Bytes(), a.r.Slot(4+i).Bytes())
+		}
+	})
+}
+
+// TestOpenRefusesABadCredentialOrCertificate: a wrong password, an
+// untrusted CA, a wrong server name and no client certificate are each a
+// clear Open error that quotes no password.
+func TestOpenRefusesABadCredentialOrCertificate(t *testing.T) {
+	deployments(t, func(t *testing.T, s *secure) {
+		cases := []struct {
+			name string
+			opt  func(o *redis.Options)
+			want []string
+		}{
+			{"wrong password", func(o *redis.Options) { o.Password = "not-" + passA }, []string{`refused user "tenantA": wrong password`, "WRONGPASS"}},
+			{"another tenant's password", func(o *redis.Options) { o.Password = passB }, []string{"wrong password"}},
+			{"no password", func(o *redis.Options) { o.Username, o.Password = "", "" }, nil}, // the default user: succeeds
+			{"untrusted CA", func(o *redis.Options) { o.TLS.CAFile = s.certs.OtherCAFile }, []string{"does not verify", "unknown authority"}},
+			{"wrong server name", func(o *redis.Options) { o.TLS.ServerName = "wrong.example" }, []string{"does not verify", "not wrong.example"}},
+			{"no client certificate", func(o *redis.Options) { o.TLS.CertFile, o.TLS.KeyFile = "", "" }, []string{"refused the TLS handshake", "certificate required"}},
+			{"half a client certificate", func(o *redis.Options) { o.TLS.KeyFile = "" }, []string{"both CertFile and KeyFile"}},
+			{"plain TCP to a TLS port", func(o *redis.Options) { o.TLS = nil; o.ReadTimeout = time.Second }, []string{"INFO server"}},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				opt := s.options(tenantA, passA)
+				tlsCopy := *opt.TLS
+				opt.TLS = &tlsCopy
+				c.opt(&opt)
+				d, err := redis.Open(context.Background(), opt)
+				if c.want == nil {
+					require.NoError(t, err)
+					require.True(t, d.Drain(conformance.Within(time.Second)))
+					require.NoError(t, d.Close())
+					return
+				}
+				require.Error(t, err)
+				for _, w := range c.want {
+					assert.Contains(t, err.Error(), w)
+				}
+				assert.NotContains(t, err.Error(), passA)
+				assert.NotContains(t, err.Error(), passB)
+				t.Logf("%s: %v", c.name, err)
+			})
+		}
+	})
+}
+
+// TestTenantsAreKeptApart: an ACL user limited to ~tenantA/* publishes and
+// fetches its own rows, and gets a FAULT naming the refusal (NOPERM), never
+// a MISS and never READY, for tenantB's rows, whose bytes it cannot touch.
+func TestTenantsAreKeptApart(t *testing.T) {
+	deployments(t, func(t *testing.T, s *secure) {
+		a, b := openTenant(t, s.options(tenantA, passA)), openTenant(t, s.options(tenantB, passB))
+		keyA, keyB := tenantA+"/v1/0a", tenantB+"/v1/0b"
+		a.fill(0, 1)
+		b.fill(0, 2)
+		require.Equal(t, driver.Ready, a.put(t, a.row(keyA, 0))[0].Status)
+		require.Equal(t, driver.Ready, b.put(t, b.row(keyB, 0))[0].Status)
+
+		// tenantA reads its own row, and tenantB's is refused.
+		a.fill(1, 0xEE)
+		a.fill(2, 0xEE)
+		before := bytes.Clone(a.r.Slot(2).Bytes())
+		res := a.get(t, a.row(keyA, 1), a.row(keyB, 2))
+		assert.Equal(t, driver.Ready, res[0].Status, "%v", res[0])
+		assert.Equal(t, a.r.Slot(0).Bytes(), a.r.Slot(1).Bytes())
+		assert.Equal(t, driver.Fault, res[1].Status, "another tenant's key: %v", res[1])
+		assert.Equal(t, int64(gen.Noperm), res[1].Code, "%v", res[1])
+		assert.Contains(t, res[1].Text, "outside the user's key pattern")
+		assert.Equal(t, before, a.r.Slot(2).Bytes(), "a refused row's destination is untouched")
+
+		// tenantA cannot overwrite tenantB's row either.
+		a.fill(3, 0x99)
+		res = a.put(t, a.row(keyB, 3))
+		assert.Equal(t, driver.Fault, res[0].Status, "%v", res[0])
+		assert.Equal(t, int64(gen.Noperm), res[0].Code, "%v", res[0])
+		b.fill(1, 0)
+		require.Equal(t, driver.Ready, b.get(t, b.row(keyB, 1))[0].Status)
+		assert.Equal(t, b.r.Slot(0).Bytes(), b.r.Slot(1).Bytes(), "tenantB's row is as tenantB wrote it")
+	})
+}
