@@ -1,0 +1,34 @@
+package redis_test
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/stores/redis/redistest"
+)
+
+// TestStartedServersListenOnLoopbackOnly checks every socket each server
+// this package starts listens on, plain and TLS, standalone and Cluster
+// (whose nodes also listen on the cluster bus): 127.0.0.1 only, never
+// 0.0.0.0, :: or another interface.
+func TestStartedServersListenOnLoopbackOnly(t *testing.T) {
+	needServer(t)
+	check := func(t *testing.T, servers ...*redistest.Server) {
+		for _, s := range servers {
+			addrs, err := s.Listening()
+			require.NoError(t, err)
+			require.NotEmpty(t, addrs, "the server at %s listens on nothing /proc shows", s.Addr)
+			for _, a := range addrs {
+				assert.Equal(t, netip.MustParseAddr("127.0.0.1"), a.Addr(), "the server at %s listens on %s", s.Addr, a)
+			}
+			t.Logf("%s listens on %v", s.Addr, addrs)
+		}
+	}
+	t.Run("standalone", func(t *testing.T) { check(t, server) })
+	t.Run("cluster", func(t *testing.T) { check(t, cluster.Nodes...) })
+	t.Run("tls-standalone", func(t *testing.T) { check(t, startSecure(t, false).servers...) })
+	t.Run("tls-cluster", func(t *testing.T) { check(t, startSecure(t, true).servers...) })
+}
