@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
@@ -9,6 +10,7 @@ import (
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/memory"
 	"github.com/kvblob/kvblob/stores/memory/memtest"
+	"github.com/kvblob/kvblob/stores/trailer"
 )
 
 // TestConformance runs the suite, with spec/memory.yaml's generated cases,
@@ -39,6 +41,20 @@ func TestConformance(t *testing.T) {
 	for _, w := range ways {
 		t.Run(w.name, func(t *testing.T) {
 			conformance.Run(t, w.f, conformance.Suite{Scenarios: memtest.Scenarios(), Cases: gen.Cases, Stage: memtest.Stage})
+		})
+	}
+}
+
+// TestIntegrity runs the integrity check over memory drivers with a row key,
+// blocking and in the background.
+func TestIntegrity(t *testing.T) {
+	in, err := trailer.NewIntegrity(bytes.Repeat([]byte{0x42}, 32), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []memory.Mode{memory.Blocking, memory.Background} {
+		t.Run(mode.String(), func(t *testing.T) {
+			conformance.RunIntegrity(t, memtest.Factory(memory.Options{Mode: mode, Integrity: in}), memtest.Foreign, conformance.Suite{})
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/redis"
 	"github.com/kvblob/kvblob/stores/redis/redistest"
+	"github.com/kvblob/kvblob/stores/trailer"
 )
 
 var (
@@ -80,6 +82,23 @@ func clustered() redistest.Deployment {
 // the checks the driver is known to fail.
 func suite() conformance.Suite {
 	return conformance.Suite{Scenarios: redistest.Scenarios(), Cases: gen.Cases, Stage: redistest.Stage, KnownFailures: redistest.KnownFailures()}
+}
+
+// TestIntegrity runs the integrity check over drivers with a row key: a row
+// another writer stored with a valid unkeyed trailer is a FAULT.
+func TestIntegrity(t *testing.T) {
+	needServer(t)
+	in, err := trailer.NewIntegrity(bytes.Repeat([]byte{0x42}, 32), nil)
+	require.NoError(t, err)
+	for _, dep := range []struct {
+		name string
+		dep  redistest.Deployment
+	}{{"standalone", standalone()}, {"cluster", clustered()}} {
+		t.Run(dep.name, func(t *testing.T) {
+			dep.dep.Integrity = in
+			conformance.RunIntegrity(t, redistest.Factory(dep.dep), redistest.Foreign, conformance.Suite{})
+		})
+	}
 }
 
 func TestConformance(t *testing.T) {

@@ -79,3 +79,10 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 	}
 	return nil
 }
+
+// Foreign stores, under key, the row another writer without a row key
+// would: payload and a valid unkeyed trailer (conformance.Foreign).
+func Foreign(d driver.Driver, key string, payload []byte) error {
+	Memory(d).Store().SetObject(key, trailer.Encode(key, payload))
+	return nil
+}

@@ -19,6 +19,8 @@ import (
 type Deployment struct {
 	Addrs   []string
 	Cluster bool
+	// Integrity is the drivers' row keys (nil: integrity off).
+	Integrity *trailer.Integrity
 }
 
 // withFaults is a Redis driver and the fault hook on its client.
@@ -40,7 +42,7 @@ func parts(d driver.Driver) (*redis.Driver, *Faults) {
 func Factory(dep Deployment) conformance.Factory {
 	return func(t conformance.T) driver.Driver {
 		f := NewFaults()
-		d, err := redis.Open(context.Background(), redis.Options{Addrs: dep.Addrs, Cluster: dep.Cluster, Hooks: []goredis.Hook{f}})
+		d, err := redis.Open(context.Background(), redis.Options{Addrs: dep.Addrs, Cluster: dep.Cluster, Integrity: dep.Integrity, Hooks: []goredis.Hook{f}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,4 +187,11 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 		f.Error(cmdOf[c.Call], key, err)
 	}
 	return nil
+}
+
+// Foreign stores, under key, the row another writer without a row key
+// would: payload and a valid unkeyed trailer (conformance.Foreign).
+func Foreign(d driver.Driver, key string, payload []byte) error {
+	r, _ := parts(d)
+	return set(r, key, trailer.Encode(key, payload))
 }

@@ -1,0 +1,66 @@
+package conformance
+
+import (
+	"testing"
+
+	"github.com/kvblob/kvblob/runtime/driver"
+)
+
+// Foreign plants, under key, the row another writer without the reader's
+// row key would store: payload followed by a valid unkeyed trailer (what
+// anyone who can write to the store can compute). It is how a store's test
+// kit stages a poisoned row.
+type Foreign func(d driver.Driver, key string, payload []byte) error
+
+// IntegrityCheckName names the integrity check, for its broken twin.
+const IntegrityCheckName = "a_foreign_row_with_a_valid_unkeyed_trailer_is_a_fault"
+
+// IntegrityCheck is the check for drivers whose factory turns a keyed
+// integrity check on: the driver's own rows round-trip READY, and a row
+// another writer stored with a valid unkeyed trailer reads as a FAULT with
+// the destination untouched, never READY and never MISS.
+func IntegrityCheck(plant Foreign) Check {
+	return Check{Name: IntegrityCheckName, Group: Data, Run: func(h *Harness, _ Scenarios) {
+		t := h.T
+		own := h.stored(h.Key("own"), 0, 7)
+		dst := h.Row(own.Key, 1)
+		res, _ := h.Get(driver.Hint{}, dst)
+		want(t, res[0], driver.Ready, "get of the driver's own row with integrity on")
+		if d := differs(Snapshot(own), Snapshot(dst)); d != "" {
+			t.Errorf("the driver's own row changed on the way: %s", d)
+		}
+
+		key := h.Key("foreign")
+		payload := make([]byte, RowBytes)
+		for i := range payload {
+			payload[i] = byte(i*7 + 1)
+		}
+		if err := plant(h.D, key, payload); err != nil {
+			t.Fatalf("planting another writer's row: %v", err)
+		}
+		row := h.Row(key, 2)
+		h.Dest(row)
+		before := Snapshot(row)
+		res, _ = h.Get(driver.Hint{}, row)
+		if res[0].Status != driver.Fault {
+			t.Errorf("a row another writer stored with a valid unkeyed trailer: got %v, want FAULT (integrity is on)", res[0])
+		}
+		if d := differs(before, Snapshot(row)); d != "" {
+			t.Errorf("a row that failed its integrity check wrote its destination: %s", d)
+		}
+	}}
+}
+
+// RunIntegrity runs IntegrityCheck over drivers from f, which must have a
+// keyed integrity check on, with s's deadline (and s's known failures).
+func RunIntegrity(t *testing.T, f Factory, plant Foreign, s Suite) {
+	t.Helper()
+	c := IntegrityCheck(plant)
+	t.Run(c.Name, func(t *testing.T) {
+		if why, known := s.KnownFailures[c.Name]; known {
+			reportKnown(t, RunRecorded(c, f, s), why)
+			return
+		}
+		runCheck(t, c, f, s)
+	})
+}
