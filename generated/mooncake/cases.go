@@ -14,7 +14,7 @@ import (
 // access state. Package conformance runs them through a store's stager.
 var Cases = []speccase.Case{{
 	ID:          "batch_put_session_start/OK",
-	Pos:         "spec/mooncake-0.3.13.yaml:121:11",
+	Pos:         "spec/mooncake-0.3.13.yaml:131:11",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -24,7 +24,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_start/OBJECT_ALREADY_EXISTS/exists",
-	Pos:         "spec/mooncake-0.3.13.yaml:126:9",
+	Pos:         "spec/mooncake-0.3.13.yaml:136:9",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -705, CodeName: "OBJECT_ALREADY_EXISTS"},
@@ -35,7 +35,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_start/OBJECT_ALREADY_EXISTS/absent",
-	Pos:         "spec/mooncake-0.3.13.yaml:126:9",
+	Pos:         "spec/mooncake-0.3.13.yaml:136:9",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -705, CodeName: "OBJECT_ALREADY_EXISTS"},
@@ -45,7 +45,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_start/NO_AVAILABLE_HANDLE",
-	Pos:         "spec/mooncake-0.3.13.yaml:132:28",
+	Pos:         "spec/mooncake-0.3.13.yaml:142:28",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -200, CodeName: "NO_AVAILABLE_HANDLE"},
@@ -55,7 +55,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_start/INVALID_PARAMS",
-	Pos:         "spec/mooncake-0.3.13.yaml:135:23",
+	Pos:         "spec/mooncake-0.3.13.yaml:145:23",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
@@ -65,7 +65,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_start/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:136:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:146:16",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -75,7 +75,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/whole",
-	Pos:         "spec/mooncake-0.3.13.yaml:144:12",
+	Pos:         "spec/mooncake-0.3.13.yaml:154:12",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -85,7 +85,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/short",
-	Pos:         "spec/mooncake-0.3.13.yaml:146:7",
+	Pos:         "spec/mooncake-0.3.13.yaml:156:7",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -94,7 +94,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/TRANSFER_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:151:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:161:22",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
@@ -104,7 +104,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:152:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:162:16",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -114,7 +114,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/OK",
-	Pos:         "spec/mooncake-0.3.13.yaml:160:11",
+	Pos:         "spec/mooncake-0.3.13.yaml:170:11",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -124,7 +124,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_end/RPC_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:163:17",
+	Pos:         "spec/mooncake-0.3.13.yaml:173:17",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -900, CodeName: "RPC_FAIL"},
@@ -134,7 +134,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/RPC_TIMEOUT",
-	Pos:         "spec/mooncake-0.3.13.yaml:164:20",
+	Pos:         "spec/mooncake-0.3.13.yaml:174:20",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -901, CodeName: "RPC_TIMEOUT"},
@@ -144,7 +144,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:165:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:175:16",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -154,7 +154,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_get_into/whole",
-	Pos:         "spec/mooncake-0.3.13.yaml:187:12",
+	Pos:         "spec/mooncake-0.3.13.yaml:197:12",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -164,7 +164,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/short",
-	Pos:         "spec/mooncake-0.3.13.yaml:190:7",
+	Pos:         "spec/mooncake-0.3.13.yaml:200:7",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -174,7 +174,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/OBJECT_NOT_FOUND",
-	Pos:         "spec/mooncake-0.3.13.yaml:195:25",
+	Pos:         "spec/mooncake-0.3.13.yaml:205:25",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -704, CodeName: "OBJECT_NOT_FOUND"},
@@ -184,7 +184,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/REPLICA_IS_NOT_READY",
-	Pos:         "spec/mooncake-0.3.13.yaml:196:29",
+	Pos:         "spec/mooncake-0.3.13.yaml:206:29",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -703, CodeName: "REPLICA_IS_NOT_READY"},
@@ -194,7 +194,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/LEASE_EXPIRED/reread-whole",
-	Pos:         "spec/mooncake-0.3.13.yaml:198:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:208:22",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
@@ -204,7 +204,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_get_into/LEASE_EXPIRED/reread-again",
-	Pos:         "spec/mooncake-0.3.13.yaml:198:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:208:22",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
@@ -215,7 +215,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_get_into/TRANSFER_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:200:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:210:22",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
@@ -225,7 +225,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: false,
 }, {
 	ID:          "batch_get_into/INVALID_PARAMS",
-	Pos:         "spec/mooncake-0.3.13.yaml:202:23",
+	Pos:         "spec/mooncake-0.3.13.yaml:212:23",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
@@ -236,7 +236,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:203:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:213:16",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},

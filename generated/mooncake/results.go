@@ -13,21 +13,21 @@ func codeName(c int64) string {
 	return Code(c).String()
 }
 
-// BatchPutSessionStartRule is what spec/mooncake-0.3.13.yaml:115:3 says about batch_put_session_start's answers and its
+// BatchPutSessionStartRule is what spec/mooncake-0.3.13.yaml:125:3 says about batch_put_session_start's answers and its
 // access (it touches no memory).
 // The call starts one put session per key; metadata only.
 var BatchPutSessionStartRule = &rules.CallRule{
 	Call:   "batch_put_session_start",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/mooncake-0.3.13.yaml:121:7
+		// spec/mooncake-0.3.13.yaml:131:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:125:7
+		// spec/mooncake-0.3.13.yaml:135:7
 		int64(ObjectAlreadyExists): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -37,14 +37,14 @@ var BatchPutSessionStartRule = &rules.CallRule{
 				IfAbsent: driver.NotReady,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:132:7
+		// spec/mooncake-0.3.13.yaml:142:7
 		int64(NoAvailableHandle): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:135:7
+		// spec/mooncake-0.3.13.yaml:145:7
 		int64(InvalidParams): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -52,7 +52,7 @@ var BatchPutSessionStartRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:136:16
+	// spec/mooncake-0.3.13.yaml:146:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -67,21 +67,21 @@ func MapBatchPutSessionStart(answer int64) rules.Mapping {
 	return BatchPutSessionStartRule.Map(answer, 0)
 }
 
-// BatchPutFromMultiBufferRangesRule is what spec/mooncake-0.3.13.yaml:138:3 says about batch_put_from_multi_buffer_ranges's answers and its
+// BatchPutFromMultiBufferRangesRule is what spec/mooncake-0.3.13.yaml:148:3 says about batch_put_from_multi_buffer_ranges's answers and its
 // access (on_return).
 // The call writes every started row in one scatter; waits, without a timeout, until every fragment it posted has finished.
 var BatchPutFromMultiBufferRangesRule = &rules.CallRule{
 	Call:   "batch_put_from_multi_buffer_ranges",
 	Access: rules.AccessOnReturn,
 	Sized:  true,
-	// spec/mooncake-0.3.13.yaml:144:12
+	// spec/mooncake-0.3.13.yaml:154:12
 	Whole: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
 			Written: rules.WrittenNo,
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:146:7
+	// spec/mooncake-0.3.13.yaml:156:7
 	Short: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -90,7 +90,7 @@ var BatchPutFromMultiBufferRangesRule = &rules.CallRule{
 		Text: "the scatter wrote part of the row; its session is revoked",
 	},
 	Codes: map[int64]rules.Meaning{
-		// spec/mooncake-0.3.13.yaml:151:7
+		// spec/mooncake-0.3.13.yaml:161:7
 		int64(TransferFail): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -99,7 +99,7 @@ var BatchPutFromMultiBufferRangesRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:152:16
+	// spec/mooncake-0.3.13.yaml:162:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -115,21 +115,21 @@ func MapBatchPutFromMultiBufferRanges(answer, rowBytes int64) rules.Mapping {
 	return BatchPutFromMultiBufferRangesRule.Map(answer, rowBytes)
 }
 
-// BatchPutSessionEndRule is what spec/mooncake-0.3.13.yaml:154:3 says about batch_put_session_end's answers and its
+// BatchPutSessionEndRule is what spec/mooncake-0.3.13.yaml:164:3 says about batch_put_session_end's answers and its
 // access (it touches no memory).
 // The call marks rows written whole complete; metadata only.
 var BatchPutSessionEndRule = &rules.CallRule{
 	Call:   "batch_put_session_end",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/mooncake-0.3.13.yaml:160:7
+		// spec/mooncake-0.3.13.yaml:170:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:163:7
+		// spec/mooncake-0.3.13.yaml:173:7
 		int64(RPCFail): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -137,7 +137,7 @@ var BatchPutSessionEndRule = &rules.CallRule{
 				FollowUp: rules.FollowRevokeInDrain,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:164:7
+		// spec/mooncake-0.3.13.yaml:174:7
 		int64(RPCTimeout): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -146,7 +146,7 @@ var BatchPutSessionEndRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:165:16
+	// spec/mooncake-0.3.13.yaml:175:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -161,21 +161,21 @@ func MapBatchPutSessionEnd(answer int64) rules.Mapping {
 	return BatchPutSessionEndRule.Map(answer, 0)
 }
 
-// BatchPutSessionRevokeRule is what spec/mooncake-0.3.13.yaml:167:3 says about batch_put_session_revoke's answers and its
+// BatchPutSessionRevokeRule is what spec/mooncake-0.3.13.yaml:177:3 says about batch_put_session_revoke's answers and its
 // access (it touches no memory).
 // The call frees the space of a session not written whole; metadata only.
 var BatchPutSessionRevokeRule = &rules.CallRule{
 	Call:   "batch_put_session_revoke",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/mooncake-0.3.13.yaml:175:7
+		// spec/mooncake-0.3.13.yaml:185:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:177:7
+		// spec/mooncake-0.3.13.yaml:187:7
 		int64(ObjectNotFound): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
@@ -183,7 +183,7 @@ var BatchPutSessionRevokeRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:179:16
+	// spec/mooncake-0.3.13.yaml:189:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:   driver.Result{Status: driver.Fault},
@@ -199,21 +199,21 @@ func MapBatchPutSessionRevoke(answer int64) rules.Mapping {
 	return BatchPutSessionRevokeRule.Map(answer, 0)
 }
 
-// BatchGetIntoRule is what spec/mooncake-0.3.13.yaml:181:3 says about batch_get_into's answers and its
+// BatchGetIntoRule is what spec/mooncake-0.3.13.yaml:191:3 says about batch_get_into's answers and its
 // access (unless_kept).
 // The call reads each row's object into its one span.
 var BatchGetIntoRule = &rules.CallRule{
 	Call:   "batch_get_into",
 	Access: rules.AccessUnlessKept,
 	Sized:  true,
-	// spec/mooncake-0.3.13.yaml:187:12
+	// spec/mooncake-0.3.13.yaml:197:12
 	Whole: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
 			Written: rules.WrittenYes,
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:190:7
+	// spec/mooncake-0.3.13.yaml:200:7
 	Short: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -222,21 +222,21 @@ var BatchGetIntoRule = &rules.CallRule{
 		Text: "a shorter object landed in the slot's head",
 	},
 	Codes: map[int64]rules.Meaning{
-		// spec/mooncake-0.3.13.yaml:195:7
+		// spec/mooncake-0.3.13.yaml:205:7
 		int64(ObjectNotFound): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Miss},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:196:7
+		// spec/mooncake-0.3.13.yaml:206:7
 		int64(ReplicaIsNotReady): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.NotReady},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:198:7
+		// spec/mooncake-0.3.13.yaml:208:7
 		int64(LeaseExpired): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -244,7 +244,7 @@ var BatchGetIntoRule = &rules.CallRule{
 				FollowUp: rules.FollowRereadOnce,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:200:7
+		// spec/mooncake-0.3.13.yaml:210:7
 		int64(TransferFail): {
 			Mapping: rules.Mapping{
 				Result:      driver.Result{Status: driver.Fault},
@@ -252,7 +252,7 @@ var BatchGetIntoRule = &rules.CallRule{
 				KeepsAccess: true,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:202:7
+		// spec/mooncake-0.3.13.yaml:212:7
 		int64(InvalidParams): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -260,7 +260,7 @@ var BatchGetIntoRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:203:16
+	// spec/mooncake-0.3.13.yaml:213:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
