@@ -38,7 +38,7 @@ func runCase(h *Harness, c speccase.Case, stage Stager, stageableOnly bool) {
 	what := c.Op.String() + " of " + h.RowName(key)
 	if c.Op == speccase.OpPut {
 		src := h.Row(key, 0)
-		Fill(src.Spans[0], 0x42)
+		Fill(src.Spans[0], CaseSeed)
 		res, op = h.Put(src)
 	} else {
 		h.Dest(dst)

@@ -167,12 +167,25 @@ func (h *Harness) RowOf(key string, i, n int) driver.Row {
 }
 
 // Fill writes a pattern derived from seed into s.
-func Fill(s driver.Span, seed byte) {
-	b := s.Bytes()
+func Fill(s driver.Span, seed byte) { fill(s.Bytes(), seed) }
+
+func fill(b []byte, seed byte) {
 	for i := range b {
 		b[i] = seed ^ byte(i*7) ^ byte(i>>8)
 	}
 }
+
+// Filled returns n bytes as Fill writes them with seed.
+func Filled(n int, seed byte) []byte {
+	b := make([]byte, n)
+	fill(b, seed)
+	return b
+}
+
+// CaseSeed seeds the bytes a generated case's put writes, so that a stager
+// can place the row's own whole object under the key when a case says it
+// exists: Filled(RowBytes, CaseSeed).
+const CaseSeed = 0x42
 
 // Dest opens the rows' spans as windows the store may write, and fills them
 // with a marker so an untouched destination can be recognised.

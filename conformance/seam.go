@@ -37,7 +37,7 @@ func SeamStager(seam SeamOf) Stager {
 		if s == nil {
 			return errors.New("the driver routes no call through a driverkit.Seam")
 		}
-		if c.Exists {
+		if c.Exists || c.Other {
 			return fmt.Errorf("the case needs the existence answer of %s's follow-up, which the seam does not stage", c.Call)
 		}
 		s.Answer(c.Call, key, seamAnswer(c.Answer))

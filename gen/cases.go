@@ -11,6 +11,7 @@ type specCase struct {
 	code        *Code
 	size        string // "", whole, short
 	exists      bool
+	other       bool  // the key holds something other than the row's whole object
 	reread      *Code // reread answers this code
 	rereadWhole bool  // reread answers the whole row
 	want        string
@@ -65,6 +66,14 @@ func (s *Spec) cases() []specCase {
 					ab.wantCode = code.Value
 				}
 				out = append(out, ex, ab)
+				if o.IfOther != "" {
+					ot := k
+					ot.id, ot.exists, ot.other, ot.want, ot.wantCode = k.id+"/other", true, true, o.IfOther, 0
+					if o.IfOther == "FAULT" {
+						ot.wantCode = code.Value
+					}
+					out = append(out, ot)
+				}
 			case "reread_once":
 				whole, again := k, k
 				whole.id, whole.rereadWhole = k.id+"/reread-whole", true
@@ -146,6 +155,9 @@ func (e *emitter) cases(f *jen.File) {
 			}
 			if k.exists {
 				d = append(d, named("Exists", jen.True()))
+			}
+			if k.other {
+				d = append(d, named("Other", jen.True()))
 			}
 			if k.rereadWhole {
 				d = append(d, named("Reread", jen.Op("&").Add(answer(nil, "whole"))))

@@ -261,6 +261,7 @@ func (m *Meaning) summary() string {
 	}
 	add("if_exists", m.IfExists)
 	add("if_absent", m.IfAbsent)
+	add("if_other", m.IfOther)
 	if m.Text != "" {
 		add("text", strconv.Quote(m.Text))
 	}
@@ -285,6 +286,7 @@ func (m *Meaning) changes(n *Meaning) []FieldChange {
 	f("keeps_access", fmt.Sprint(m.KeepsAccess), fmt.Sprint(n.KeepsAccess))
 	f("if_exists", m.IfExists, n.IfExists)
 	f("if_absent", m.IfAbsent, n.IfAbsent)
+	f("if_other", m.IfOther, n.IfOther)
 	f("text", m.Text, n.Text)
 	f("stageable", fmt.Sprint(m.Stageable), fmt.Sprint(n.Stageable))
 	f("example", m.Example, n.Example)

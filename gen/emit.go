@@ -286,6 +286,9 @@ func meaning(typ *jen.Statement, o *Meaning) *jen.Statement {
 	}
 	if o.IfExists != "" {
 		m = append(m, named("IfExists", qual(statusIdents[o.IfExists])), named("IfAbsent", qual(statusIdents[o.IfAbsent])))
+		if o.IfOther != "" {
+			m = append(m, named("IfOther", qual(statusIdents[o.IfOther])))
+		}
 	}
 	d := []litField{named("Mapping", values(qual("Mapping"), m))}
 	if o.Text != "" && o.Result == "FAULT" {

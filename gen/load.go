@@ -462,6 +462,7 @@ func (d *decoder) outcome(n *yaml.Node, what string) *Meaning {
 		field{"text", false, d.str(&o.Text, what+" text")},
 		field{"if_exists", false, d.enum(&o.IfExists, what+" if_exists", results)},
 		field{"if_absent", false, d.enum(&o.IfAbsent, what+" if_absent", results)},
+		field{"if_other", false, d.enum(&o.IfOther, what+" if_other", results)},
 		field{"stageable", false, d.boolean(&o.Stageable, what+" stageable")},
 		field{"example", false, d.str(&o.Example, what+" example")},
 	)

@@ -127,8 +127,12 @@ type Meaning struct {
 	KeepsAccess bool
 	Text        string
 	IfExists    string // for ask_existence
-	IfAbsent    string
-	Stageable   bool
+	// IfOther is the result when the key holds something other than the
+	// row's whole object (another length, or bytes that fail the check);
+	// "" when the store's existence answer cannot tell.
+	IfOther   string
+	IfAbsent  string
+	Stageable bool
 	// Example names the code the generated "otherwise" case answers with
 	// (default: the first code of the table the call does not map).
 	Example string

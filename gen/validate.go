@@ -192,8 +192,11 @@ func (d *decoder) validateCall(s *Spec, c *Call, at func(Pos, string, ...any)) {
 				at(o.Pos, "%s of call %s keeps a write open, but only a put writes", what, c.Name)
 			}
 		}
-		if o.FollowUp != "ask_existence" && (o.IfExists != "" || o.IfAbsent != "") {
-			at(o.Pos, "%s of call %s has if_exists/if_absent without follow_up: ask_existence", what, c.Name)
+		if o.FollowUp != "ask_existence" && (o.IfExists != "" || o.IfAbsent != "" || o.IfOther != "") {
+			at(o.Pos, "%s of call %s has if_exists/if_absent/if_other without follow_up: ask_existence", what, c.Name)
+		}
+		if o.IfOther == "READY" {
+			at(o.Pos, "%s of call %s is READY when the key holds something other than the row's whole object, but READY promises the row's bytes are stored; want FAULT, NOT_READY or DECLINED for if_other", what, c.Name)
 		}
 	}
 	check(c.Whole, "whole")

@@ -74,6 +74,9 @@ type Case struct {
 	Answer Answer
 	// Exists answers an existence question (FollowAskExistence).
 	Exists bool
+	// Other: what exists under the key is not the row's whole object
+	// (another length, or bytes that fail the store's check).
+	Other bool
 	// Reread answers the reread (FollowRereadOnce).
 	Reread *Answer
 	// Want is the row's final status, and WantCode its code for a FAULT

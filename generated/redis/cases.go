@@ -44,8 +44,21 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 	Stageable:   true,
 }, {
+	ID:          "claim/NIL/other",
+	Pos:         "spec/redis-7.yaml:63:9",
+	Op:          speccase.OpPut,
+	Call:        "claim",
+	Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
+	Exists:      true,
+	Other:       true,
+	Want:        driver.Fault,
+	WantCode:    -1,
+	Written:     rules.WrittenNo,
+	AccessEnded: true,
+	Stageable:   true,
+}, {
 	ID:          "claim/OOM",
-	Pos:         "spec/redis-7.yaml:68:12",
+	Pos:         "spec/redis-7.yaml:71:12",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -3, CodeName: "OOM"},
@@ -55,7 +68,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "claim/NOPERM",
-	Pos:         "spec/redis-7.yaml:69:15",
+	Pos:         "spec/redis-7.yaml:72:15",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -65,7 +78,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "claim/otherwise-ERR",
-	Pos:         "spec/redis-7.yaml:70:16",
+	Pos:         "spec/redis-7.yaml:73:16",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -8, CodeName: "ERR"},
@@ -75,7 +88,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "store/OK",
-	Pos:         "spec/redis-7.yaml:79:11",
+	Pos:         "spec/redis-7.yaml:82:11",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -85,7 +98,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "store/LOST",
-	Pos:         "spec/redis-7.yaml:80:13",
+	Pos:         "spec/redis-7.yaml:83:13",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -4, CodeName: "LOST"},
@@ -95,7 +108,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "store/NOPERM",
-	Pos:         "spec/redis-7.yaml:81:15",
+	Pos:         "spec/redis-7.yaml:84:15",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -105,7 +118,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "store/OOM",
-	Pos:         "spec/redis-7.yaml:82:12",
+	Pos:         "spec/redis-7.yaml:85:12",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -3, CodeName: "OOM"},
@@ -115,7 +128,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "store/otherwise-CONN",
-	Pos:         "spec/redis-7.yaml:83:16",
+	Pos:         "spec/redis-7.yaml:86:16",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -6, CodeName: "CONN"},
@@ -125,7 +138,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "get/whole",
-	Pos:         "spec/redis-7.yaml:102:12",
+	Pos:         "spec/redis-7.yaml:105:12",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -135,7 +148,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/short",
-	Pos:         "spec/redis-7.yaml:104:7",
+	Pos:         "spec/redis-7.yaml:107:7",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -145,7 +158,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/NIL",
-	Pos:         "spec/redis-7.yaml:109:12",
+	Pos:         "spec/redis-7.yaml:112:12",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -155,7 +168,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/PENDING",
-	Pos:         "spec/redis-7.yaml:110:16",
+	Pos:         "spec/redis-7.yaml:113:16",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -2, CodeName: "PENDING"},
@@ -165,7 +178,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/CORRUPT",
-	Pos:         "spec/redis-7.yaml:111:16",
+	Pos:         "spec/redis-7.yaml:114:16",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -5, CodeName: "CORRUPT"},
@@ -176,7 +189,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/NOPERM",
-	Pos:         "spec/redis-7.yaml:112:15",
+	Pos:         "spec/redis-7.yaml:115:15",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -186,7 +199,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "get/otherwise-TIMEOUT",
-	Pos:         "spec/redis-7.yaml:113:16",
+	Pos:         "spec/redis-7.yaml:116:16",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -7, CodeName: "TIMEOUT"},

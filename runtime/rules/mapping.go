@@ -130,8 +130,26 @@ type Mapping struct {
 	Written     Written
 	FollowUp    FollowUp
 	KeepsAccess bool // the answer does not prove the call's access ended
-	// IfExists and IfAbsent are the row's result after FollowAskExistence.
-	IfExists, IfAbsent driver.Status
+	// IfExists and IfAbsent are the row's result after FollowAskExistence
+	// found the row's whole object, or nothing (or another writer's
+	// unfinished object). IfOther is the result when the key holds
+	// something other than the row's whole object (another length, or
+	// bytes that fail the store's check); Pending when the spec does not
+	// say, because the store's existence answer cannot tell.
+	IfExists, IfAbsent, IfOther driver.Status
+}
+
+// Other is the row's result when FollowAskExistence found something other
+// than the row's whole object under its key: IfOther, and a FAULT saying
+// what was found when the spec says FAULT. A spec that does not say
+// (IfOther is Pending) gets a FAULT too, never READY.
+func (m Mapping) Other(found string) driver.Result {
+	switch m.IfOther {
+	case driver.Pending, driver.Fault:
+		code := m.Result.Code
+		return driver.FaultResult(code, "%s: %s", m.Result.Text, found)
+	}
+	return driver.Result{Status: m.IfOther}
 }
 
 // AfterReread maps the answer to a reread (FollowRereadOnce). The first read

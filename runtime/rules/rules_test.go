@@ -57,3 +57,13 @@ func TestAdmissionAndEnvironment(t *testing.T) {
 	assert.NoError(t, CheckEnvironment(rules, func(string) string { return "0" }))
 	assert.ErrorContains(t, CheckEnvironment(rules, func(string) string { return "1" }), `A="1" is refused: no`)
 }
+
+func TestOtherIsNeverReady(t *testing.T) {
+	asked := Mapping{Result: driver.FaultResult(-1, "claim answered NIL"), FollowUp: FollowAskExistence, IfExists: driver.Ready, IfAbsent: driver.NotReady}
+	r := asked.Other("another length")
+	assert.Equal(t, driver.Fault, r.Status, "a spec that does not say gets a FAULT")
+	assert.EqualValues(t, -1, r.Code)
+	assert.Contains(t, r.Text, "another length")
+	asked.IfOther = driver.NotReady
+	assert.Equal(t, driver.Result{Status: driver.NotReady}, asked.Other("x"))
+}

@@ -223,8 +223,9 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 		d.release(ctx, rows, release, marker)
 	}
 
-	// 3. A present key is READY if it holds a whole object, NOT_READY if it
-	// holds another writer's marker.
+	// 3. A present key is READY if it holds this row's whole object,
+	// NOT_READY if it holds another writer's marker (or vanished), and
+	// what the spec's if_other says if it holds anything else.
 	if len(exists) > 0 {
 		pipe = d.c.Pipeline()
 		gets := make([]*goredis.StringCmd, len(exists))
@@ -238,10 +239,12 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 			switch {
 			case err != nil && err != goredis.Nil:
 				results[i] = fault(m, err)
-			case err == nil && d.isObject(v, rows[i].Key):
+			case err != nil || bytes.HasPrefix(v, []byte(markerPrefix)):
+				results[i] = driver.Result{Status: m.IfAbsent}
+			case d.holdsRow(v, rows[i]):
 				results[i] = driver.Result{Status: m.IfExists}
 			default:
-				results[i] = driver.Result{Status: m.IfAbsent}
+				results[i] = m.Other(fmt.Sprintf("key %q holds %d bytes that are not this row's %d-byte object", rows[i].Key, len(v), rows[i].Bytes()))
 			}
 		}
 	}
@@ -262,12 +265,20 @@ func (d *Driver) release(ctx context.Context, rows []driver.Row, idx []int, mark
 	_, _ = pipe.Exec(ctx)
 }
 
-func (d *Driver) isObject(v []byte, key string) bool {
-	if bytes.HasPrefix(v, []byte(markerPrefix)) {
+// holdsRow reports whether v is row's whole object: it passes the trailer
+// check and its payload is the row's bytes.
+func (d *Driver) holdsRow(v []byte, row driver.Row) bool {
+	payload, err := d.opt.Integrity.Check(v, row.Key)
+	if err != nil || int64(len(payload)) != row.Bytes() {
 		return false
 	}
-	_, err := d.opt.Integrity.Check(v, key)
-	return err == nil
+	for _, s := range row.Spans {
+		if !bytes.Equal(payload[:s.Length], s.Bytes()) {
+			return false
+		}
+		payload = payload[s.Length:]
+	}
+	return true
 }
 
 func newMarker() string {
