@@ -55,7 +55,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_start/INVALID_PARAMS",
-	Pos:         "spec/mooncake-0.3.13.yaml:145:23",
+	Pos:         "spec/mooncake-0.3.13.yaml:148:23",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
@@ -64,8 +64,28 @@ var Cases = []speccase.Case{{
 	Written:     rules.WrittenNo,
 	AccessEnded: true,
 }, {
+	ID:          "batch_put_session_start/RPC_FAIL",
+	Pos:         "spec/mooncake-0.3.13.yaml:156:17",
+	Op:          speccase.OpPut,
+	Call:        "batch_put_session_start",
+	Answer:      speccase.Answer{Code: -900, CodeName: "RPC_FAIL"},
+	Want:        driver.Fault,
+	WantCode:    -900,
+	Written:     rules.WrittenNo,
+	AccessEnded: true,
+}, {
+	ID:          "batch_put_session_start/RPC_TIMEOUT",
+	Pos:         "spec/mooncake-0.3.13.yaml:157:20",
+	Op:          speccase.OpPut,
+	Call:        "batch_put_session_start",
+	Answer:      speccase.Answer{Code: -901, CodeName: "RPC_TIMEOUT"},
+	Want:        driver.Fault,
+	WantCode:    -901,
+	Written:     rules.WrittenNo,
+	AccessEnded: true,
+}, {
 	ID:          "batch_put_session_start/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:146:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:158:16",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -75,7 +95,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/whole",
-	Pos:         "spec/mooncake-0.3.13.yaml:154:12",
+	Pos:         "spec/mooncake-0.3.13.yaml:166:12",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -85,7 +105,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/short",
-	Pos:         "spec/mooncake-0.3.13.yaml:156:7",
+	Pos:         "spec/mooncake-0.3.13.yaml:168:7",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -94,7 +114,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/TRANSFER_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:161:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:173:22",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
@@ -104,7 +124,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:162:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:174:16",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -114,7 +134,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/OK",
-	Pos:         "spec/mooncake-0.3.13.yaml:170:11",
+	Pos:         "spec/mooncake-0.3.13.yaml:182:11",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -124,7 +144,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_end/RPC_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:173:17",
+	Pos:         "spec/mooncake-0.3.13.yaml:185:17",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -900, CodeName: "RPC_FAIL"},
@@ -134,7 +154,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/RPC_TIMEOUT",
-	Pos:         "spec/mooncake-0.3.13.yaml:174:20",
+	Pos:         "spec/mooncake-0.3.13.yaml:186:20",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -901, CodeName: "RPC_TIMEOUT"},
@@ -143,8 +163,18 @@ var Cases = []speccase.Case{{
 	Written:     rules.WrittenNo,
 	AccessEnded: true,
 }, {
+	ID:          "batch_put_session_end/ILLEGAL_CLIENT",
+	Pos:         "spec/mooncake-0.3.13.yaml:190:23",
+	Op:          speccase.OpPut,
+	Call:        "batch_put_session_end",
+	Answer:      speccase.Answer{Code: -601, CodeName: "ILLEGAL_CLIENT"},
+	Want:        driver.Fault,
+	WantCode:    -601,
+	Written:     rules.WrittenNo,
+	AccessEnded: true,
+}, {
 	ID:          "batch_put_session_end/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:175:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:191:16",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -154,7 +184,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_get_into/whole",
-	Pos:         "spec/mooncake-0.3.13.yaml:197:12",
+	Pos:         "spec/mooncake-0.3.13.yaml:235:12",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -164,7 +194,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/short",
-	Pos:         "spec/mooncake-0.3.13.yaml:200:7",
+	Pos:         "spec/mooncake-0.3.13.yaml:238:7",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -174,7 +204,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/OBJECT_NOT_FOUND",
-	Pos:         "spec/mooncake-0.3.13.yaml:205:25",
+	Pos:         "spec/mooncake-0.3.13.yaml:243:25",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -704, CodeName: "OBJECT_NOT_FOUND"},
@@ -184,7 +214,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/REPLICA_IS_NOT_READY",
-	Pos:         "spec/mooncake-0.3.13.yaml:206:29",
+	Pos:         "spec/mooncake-0.3.13.yaml:244:29",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -703, CodeName: "REPLICA_IS_NOT_READY"},
@@ -194,7 +224,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/LEASE_EXPIRED/reread-whole",
-	Pos:         "spec/mooncake-0.3.13.yaml:208:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:246:22",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
@@ -204,7 +234,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_get_into/LEASE_EXPIRED/reread-again",
-	Pos:         "spec/mooncake-0.3.13.yaml:208:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:246:22",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
@@ -215,7 +245,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_get_into/TRANSFER_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:210:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:248:22",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
@@ -225,7 +255,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: false,
 }, {
 	ID:          "batch_get_into/INVALID_PARAMS",
-	Pos:         "spec/mooncake-0.3.13.yaml:212:23",
+	Pos:         "spec/mooncake-0.3.13.yaml:250:23",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
@@ -236,7 +266,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:213:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:251:16",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},

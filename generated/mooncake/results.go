@@ -44,15 +44,29 @@ var BatchPutSessionStartRule = &rules.CallRule{
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:145:7
+		// spec/mooncake-0.3.13.yaml:148:7
 		int64(InvalidParams): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
 				Written: rules.WrittenNo,
 			},
 		},
+		// spec/mooncake-0.3.13.yaml:156:7
+		int64(RPCFail): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: rules.WrittenNo,
+			},
+		},
+		// spec/mooncake-0.3.13.yaml:157:7
+		int64(RPCTimeout): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: rules.WrittenNo,
+			},
+		},
 	},
-	// spec/mooncake-0.3.13.yaml:146:16
+	// spec/mooncake-0.3.13.yaml:158:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -67,21 +81,21 @@ func MapBatchPutSessionStart(answer int64) rules.Mapping {
 	return BatchPutSessionStartRule.Map(answer, 0)
 }
 
-// BatchPutFromMultiBufferRangesRule is what spec/mooncake-0.3.13.yaml:148:3 says about batch_put_from_multi_buffer_ranges's answers and its
+// BatchPutFromMultiBufferRangesRule is what spec/mooncake-0.3.13.yaml:160:3 says about batch_put_from_multi_buffer_ranges's answers and its
 // access (on_return).
 // The call writes every started row in one scatter; waits, without a timeout, until every fragment it posted has finished.
 var BatchPutFromMultiBufferRangesRule = &rules.CallRule{
 	Call:   "batch_put_from_multi_buffer_ranges",
 	Access: rules.AccessOnReturn,
 	Sized:  true,
-	// spec/mooncake-0.3.13.yaml:154:12
+	// spec/mooncake-0.3.13.yaml:166:12
 	Whole: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
 			Written: rules.WrittenNo,
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:156:7
+	// spec/mooncake-0.3.13.yaml:168:7
 	Short: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -90,7 +104,7 @@ var BatchPutFromMultiBufferRangesRule = &rules.CallRule{
 		Text: "the scatter wrote part of the row; its session is revoked",
 	},
 	Codes: map[int64]rules.Meaning{
-		// spec/mooncake-0.3.13.yaml:161:7
+		// spec/mooncake-0.3.13.yaml:173:7
 		int64(TransferFail): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -99,7 +113,7 @@ var BatchPutFromMultiBufferRangesRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:162:16
+	// spec/mooncake-0.3.13.yaml:174:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -115,21 +129,21 @@ func MapBatchPutFromMultiBufferRanges(answer, rowBytes int64) rules.Mapping {
 	return BatchPutFromMultiBufferRangesRule.Map(answer, rowBytes)
 }
 
-// BatchPutSessionEndRule is what spec/mooncake-0.3.13.yaml:164:3 says about batch_put_session_end's answers and its
+// BatchPutSessionEndRule is what spec/mooncake-0.3.13.yaml:176:3 says about batch_put_session_end's answers and its
 // access (it touches no memory).
 // The call marks rows written whole complete; metadata only.
 var BatchPutSessionEndRule = &rules.CallRule{
 	Call:   "batch_put_session_end",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/mooncake-0.3.13.yaml:170:7
+		// spec/mooncake-0.3.13.yaml:182:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:173:7
+		// spec/mooncake-0.3.13.yaml:185:7
 		int64(RPCFail): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -137,7 +151,7 @@ var BatchPutSessionEndRule = &rules.CallRule{
 				FollowUp: rules.FollowRevokeInDrain,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:174:7
+		// spec/mooncake-0.3.13.yaml:186:7
 		int64(RPCTimeout): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -145,8 +159,15 @@ var BatchPutSessionEndRule = &rules.CallRule{
 				FollowUp: rules.FollowRevokeInDrain,
 			},
 		},
+		// spec/mooncake-0.3.13.yaml:190:7
+		int64(IllegalClient): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: rules.WrittenNo,
+			},
+		},
 	},
-	// spec/mooncake-0.3.13.yaml:175:16
+	// spec/mooncake-0.3.13.yaml:191:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -161,29 +182,52 @@ func MapBatchPutSessionEnd(answer int64) rules.Mapping {
 	return BatchPutSessionEndRule.Map(answer, 0)
 }
 
-// BatchPutSessionRevokeRule is what spec/mooncake-0.3.13.yaml:177:3 says about batch_put_session_revoke's answers and its
+// BatchPutSessionRevokeRule is what spec/mooncake-0.3.13.yaml:193:3 says about batch_put_session_revoke's answers and its
 // access (it touches no memory).
 // The call frees the space of a session not written whole; metadata only.
 var BatchPutSessionRevokeRule = &rules.CallRule{
 	Call:   "batch_put_session_revoke",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/mooncake-0.3.13.yaml:185:7
+		// spec/mooncake-0.3.13.yaml:205:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:187:7
+		// spec/mooncake-0.3.13.yaml:207:7
 		int64(ObjectNotFound): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenNo,
 			},
 		},
+		// spec/mooncake-0.3.13.yaml:214:7
+		int64(InvalidParams): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Ready},
+				Written: rules.WrittenNo,
+			},
+		},
+		// spec/mooncake-0.3.13.yaml:220:7
+		int64(IllegalClient): {
+			Mapping: rules.Mapping{
+				Result:   driver.Result{Status: driver.Fault},
+				Written:  rules.WrittenNo,
+				FollowUp: rules.FollowKeepOpen,
+			},
+		},
+		// spec/mooncake-0.3.13.yaml:224:7
+		int64(InvalidWrite): {
+			Mapping: rules.Mapping{
+				Result:   driver.Result{Status: driver.Fault},
+				Written:  rules.WrittenNo,
+				FollowUp: rules.FollowKeepOpen,
+			},
+		},
 	},
-	// spec/mooncake-0.3.13.yaml:189:16
+	// spec/mooncake-0.3.13.yaml:227:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:   driver.Result{Status: driver.Fault},
@@ -199,21 +243,21 @@ func MapBatchPutSessionRevoke(answer int64) rules.Mapping {
 	return BatchPutSessionRevokeRule.Map(answer, 0)
 }
 
-// BatchGetIntoRule is what spec/mooncake-0.3.13.yaml:191:3 says about batch_get_into's answers and its
+// BatchGetIntoRule is what spec/mooncake-0.3.13.yaml:229:3 says about batch_get_into's answers and its
 // access (unless_kept).
 // The call reads each row's object into its one span.
 var BatchGetIntoRule = &rules.CallRule{
 	Call:   "batch_get_into",
 	Access: rules.AccessUnlessKept,
 	Sized:  true,
-	// spec/mooncake-0.3.13.yaml:197:12
+	// spec/mooncake-0.3.13.yaml:235:12
 	Whole: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
 			Written: rules.WrittenYes,
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:200:7
+	// spec/mooncake-0.3.13.yaml:238:7
 	Short: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -222,21 +266,21 @@ var BatchGetIntoRule = &rules.CallRule{
 		Text: "a shorter object landed in the slot's head",
 	},
 	Codes: map[int64]rules.Meaning{
-		// spec/mooncake-0.3.13.yaml:205:7
+		// spec/mooncake-0.3.13.yaml:243:7
 		int64(ObjectNotFound): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Miss},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:206:7
+		// spec/mooncake-0.3.13.yaml:244:7
 		int64(ReplicaIsNotReady): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.NotReady},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:208:7
+		// spec/mooncake-0.3.13.yaml:246:7
 		int64(LeaseExpired): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -244,7 +288,7 @@ var BatchGetIntoRule = &rules.CallRule{
 				FollowUp: rules.FollowRereadOnce,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:210:7
+		// spec/mooncake-0.3.13.yaml:248:7
 		int64(TransferFail): {
 			Mapping: rules.Mapping{
 				Result:      driver.Result{Status: driver.Fault},
@@ -252,7 +296,7 @@ var BatchGetIntoRule = &rules.CallRule{
 				KeepsAccess: true,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:212:7
+		// spec/mooncake-0.3.13.yaml:250:7
 		int64(InvalidParams): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -260,7 +304,7 @@ var BatchGetIntoRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:213:16
+	// spec/mooncake-0.3.13.yaml:251:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},

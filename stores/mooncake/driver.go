@@ -8,6 +8,7 @@ import (
 	gen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
+	"github.com/kvblob/kvblob/runtime/rules"
 )
 
 // hold is why the driver holds a key.
@@ -16,7 +17,7 @@ type hold uint8
 const (
 	heldPut  hold = iota + 1 // one of this driver's puts is writing it
 	heldOpen                 // its session was left open; drain revokes it
-	heldKeep                 // its scatter answered TRANSFER_FAIL: never revoke (the space may still be written)
+	heldKeep                 // never revoke it: its scatter answered TRANSFER_FAIL (the space may still be written), or its revoke answered that the client's session outlives any revoke
 )
 
 // Driver is a driver.Driver over a Mooncake 0.3.13 SDK client.
@@ -101,12 +102,16 @@ func (d *Driver) Unregister(reg driver.Registration) error {
 
 // Drain waits for the calls in progress, then revokes the sessions left
 // open. It answers false at once while an operation is unprovable, and
-// false while a left-open session could not be revoked. The SDK's calls take
-// no deadline: ctx bounds only the wait for calls in progress.
+// true once no call is in progress otherwise: a session left open is
+// metadata only (its scatter's return ended its access, or no scatter was
+// posted), so no revoke answer can pin memory. A session whose revoke failed
+// (the master down or frozen) stays held, and the next drain tries again;
+// the master discards it after put_start_discard_timeout_sec. The SDK's
+// calls take no deadline: ctx bounds only the wait for calls in progress.
 func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, d.revokeLeftOpen) }
 
-// revokeLeftOpen revokes the sessions this driver left open and reports
-// whether none is left.
+// revokeLeftOpen revokes the sessions this driver left open. It reports
+// true: what is left is metadata only.
 func (d *Driver) revokeLeftOpen(context.Context) bool {
 	d.mu.Lock()
 	var open []string
@@ -124,17 +129,28 @@ func (d *Driver) revokeLeftOpen(context.Context) bool {
 	defer d.mu.Unlock()
 	if err == nil && len(codes) == len(open) {
 		for i, k := range open {
-			if gen.MapBatchPutSessionRevoke(codes[i]).Result.Status == driver.Ready {
+			if h, ok := afterRevoke(codes[i]); !ok {
+				d.held[k] = h
+			} else {
 				delete(d.held, k)
 			}
 		}
 	}
-	for _, h := range d.held {
-		if h == heldOpen {
-			return false
-		}
-	}
 	return true
+}
+
+// afterRevoke is how the driver holds a key after its revoke answered code:
+// not at all (ok), never to be revoked again (heldKeep), or still to be
+// revoked (heldOpen).
+func afterRevoke(code int64) (h hold, released bool) {
+	m := gen.MapBatchPutSessionRevoke(code)
+	switch {
+	case m.Result.Status == driver.Ready:
+		return 0, true
+	case m.FollowUp == rules.FollowKeepOpen:
+		return heldKeep, false
+	}
+	return heldOpen, false
 }
 
 // Close closes the SDK client once a drain returned true and every region

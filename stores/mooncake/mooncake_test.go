@@ -85,7 +85,7 @@ func newFx(t *testing.T) *fx {
 	require.NoError(t, err)
 	f := &fx{m: m, d: d, r: r, reg: reg}
 	t.Cleanup(func() {
-		if d.Drain(conformance.Within(5*time.Second)) && d.Unregister(reg) == nil {
+		if d.Drain(conformance.Within(5*time.Second)) && d.Unregister(f.reg) == nil {
 			_ = r.Close()
 		}
 	})
@@ -296,4 +296,50 @@ func TestAdmissionComesFromTheSpec(t *testing.T) {
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, driver.RuleDeviceRegion, re.Rule)
 	assert.Equal(t, int64(2)<<30, int64(gen.MaxRowBytes), "rows must stay under 2 GiB")
+}
+
+// TestDrainClosesWhenOnlyMetadataIsLeft: a session left open is metadata
+// only, so whatever its revoke answers, drain answers true; the revoke's
+// answer says only whether the driver still holds the key. Each case is an
+// answer the real SDK gave (../shared/mooncake-real.md).
+func TestDrainClosesWhenOnlyMetadataIsLeft(t *testing.T) {
+	cases := []struct {
+		name  string
+		stage func(m *fakesdk.Master)
+		held  string // why the driver holds the key after drain
+	}{
+		{"revoke with no local session (c2: -600)", func(m *fakesdk.Master) {
+			m.Raise(fakesdk.CallStart, "k")
+			m.Answer(fakesdk.CallRevoke, "k", gen.InvalidParams)
+		}, ""},
+		{"revoke after a late-applied end (h11-15: -700 forever)", func(m *fakesdk.Master) {
+			m.Answer(fakesdk.CallEnd, "k", gen.RPCTimeout)
+			m.Answer(fakesdk.CallRevoke, "k", gen.InvalidWrite)
+		}, "keep"},
+		{"a session taken over by another client (g1: -601 forever)", func(m *fakesdk.Master) {
+			m.Answer(fakesdk.CallEnd, "k", gen.IllegalClient)
+			m.Answer(fakesdk.CallRevoke, "k", gen.IllegalClient)
+		}, "keep"},
+		{"an orphan session from a start whose answer was lost (h5: revoke -600)", func(m *fakesdk.Master) {
+			m.Raise(fakesdk.CallStart, "k")
+			m.Answer(fakesdk.CallRevoke, "k", gen.InvalidParams)
+		}, ""},
+		{"a revoke the master cannot answer (killed: -900)", func(m *fakesdk.Master) {
+			m.Answer(fakesdk.CallEnd, "k", gen.RPCFail)
+			m.Answer(fakesdk.CallRevoke, "k", gen.RPCFail)
+		}, "open"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFx(t)
+			c.stage(f.m)
+			op, res := f.put(t, f.row("k", 0))
+			require.Equal(t, driver.Fault, res[0].Status)
+			require.True(t, op.AccessEnded())
+			assert.True(t, f.d.Drain(conformance.Within(time.Second)), "no call can touch memory")
+			assert.Equal(t, c.held, f.d.Held("k"))
+			assert.NoError(t, f.d.Unregister(f.reg), "metadata never pins a region")
+			f.reg, _ = f.d.Register(f.r.Region)
+		})
+	}
 }

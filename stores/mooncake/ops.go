@@ -168,17 +168,19 @@ func (d *Driver) endSessions(rows []driver.Row, idx []int, o *op, set func(int, 
 }
 
 // revoke revokes the sessions of rows not written whole; a session whose
-// revoke fails is left open for drain.
+// revoke fails is left open for drain, and one whose revoke answered that it
+// outlives any revoke is kept (afterRevoke).
 func (d *Driver) revoke(rows []driver.Row, idx []int, set func(int, hold)) {
 	if len(idx) == 0 {
 		return
 	}
 	codes, err := d.sdk.BatchPutSessionRevoke(keysOf(rows, idx))
 	for k, i := range idx {
-		if err == nil && len(codes) == len(idx) && gen.MapBatchPutSessionRevoke(codes[k]).Result.Status == driver.Ready {
-			set(i, 0)
-		} else {
+		if err != nil || len(codes) != len(idx) {
 			set(i, heldOpen)
+		} else {
+			h, _ := afterRevoke(codes[k])
+			set(i, h)
 		}
 	}
 }
