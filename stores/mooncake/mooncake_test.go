@@ -343,3 +343,69 @@ func TestDrainClosesWhenOnlyMetadataIsLeft(t *testing.T) {
 		})
 	}
 }
+
+// TestDrainClosesAfterTheRealSDKsLeftovers stages, on the faithful fake,
+// the four ways the real SDK leaves a session the driver cannot revoke.
+func TestDrainClosesAfterTheRealSDKsLeftovers(t *testing.T) {
+	put := func(f *fx, slot int) func() {
+		return func() {
+			op, err := f.d.Put(context.Background(), []driver.Row{f.row("k", slot)})
+			if err == nil {
+				op.Poll()
+			}
+		}
+	}
+	t.Run("a start that raised left no local session: revoke -600", func(t *testing.T) {
+		f := newFx(t)
+		f.m.Raise(fakesdk.CallStart, "k")
+		f.put(t, f.row("k", 0))
+		require.Equal(t, "open", f.d.Held("k"))
+		assert.True(t, f.d.Drain(conformance.Within(time.Second)))
+		assert.Equal(t, "", f.d.Held("k"))
+	})
+	t.Run("an end timed out and applied late: revoke -700", func(t *testing.T) {
+		f := newFx(t)
+		h := f.m.Hold(fakesdk.CallEnd, "k")
+		done := f.m.Go(put(f, 0))
+		<-h.Entered
+		f.m.FreezeMaster()
+		h.Release()
+		require.NoError(t, f.m.Await(done)) // the end times out on the fake's clock
+		require.Equal(t, "open", f.d.Held("k"))
+		f.m.ThawMaster() // and the master applies it
+		assert.True(t, f.d.Drain(conformance.Within(time.Second)))
+		assert.Equal(t, "keep", f.d.Held("k"), "the client's session outlives any revoke")
+		_, res := f.put(t, f.row("k", 1))
+		assert.Equal(t, driver.Ready, res[0].Status, "the late end completed the object")
+	})
+	t.Run("another client took the session over: end and revoke -601", func(t *testing.T) {
+		f := newFx(t)
+		h := f.m.Hold(fakesdk.CallScatter, "k")
+		done := f.m.Go(put(f, 0))
+		<-h.Entered
+		f.m.Advance(fakesdk.DefaultDiscard + time.Second)
+		b := fakesdk.NewClient(f.m, mctest.Version)
+		codes, err := b.BatchPutSessionStart([]string{"k"}, []int64{slot})
+		require.NoError(t, err)
+		require.Equal(t, []int64{int64(gen.OK)}, codes)
+		h.Release()
+		require.NoError(t, f.m.Await(done))
+		assert.Equal(t, "keep", f.d.Held("k"))
+		assert.True(t, f.d.Drain(conformance.Within(time.Second)))
+		assert.True(t, f.m.SessionOpen("k"), "B's session is B's")
+	})
+	t.Run("a start timed out and applied late: an orphan nothing can revoke", func(t *testing.T) {
+		f := newFx(t)
+		f.m.FreezeMaster()
+		require.NoError(t, f.m.Await(f.m.Go(put(f, 0))))
+		f.m.ThawMaster()
+		require.True(t, f.m.SessionOpen("k"), "the orphan")
+		assert.Equal(t, "", f.d.Held("k"))
+		assert.True(t, f.d.Drain(conformance.Within(time.Second)))
+		_, res := f.put(t, f.row("k", 1))
+		assert.Equal(t, driver.NotReady, res[0].Status, "the orphan holds the key")
+		f.m.Advance(fakesdk.DefaultDiscard)
+		_, res = f.put(t, f.row("k", 1))
+		assert.Equal(t, driver.Ready, res[0].Status, "the master discarded it")
+	})
+}

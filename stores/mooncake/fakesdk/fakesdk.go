@@ -1,13 +1,44 @@
-// Package fakesdk is a Mooncake store 0.3.13 in process: a master (objects,
-// put sessions, a capacity) shared by clients, each with its registered
-// buffers, moving real bytes. It follows 0.3.13's answers as
-// spec/mooncake-0.3.13.yaml records them, and stages the scenarios the
-// conformance suite and the generated cases need.
+// Package fakesdk is a Mooncake store in process: a master (objects, put
+// sessions, the segment they live in) shared by clients, each with its own
+// local put sessions and registered buffers, moving real bytes.
+//
+// It answers as a real build (Mooncake main at 3b5a594, reporting
+// 0.3.12.post1) answered in the runs ../shared/mooncake-real.md records, and
+// stores/mooncake/testdata/mcscenario holds those answers; the replay test
+// in stores/mooncake/mcscenario fails when this fake disagrees with one. Its
+// decisions are its own: it names codes (generated/mooncake's Code names the
+// values of types.h), but never asks our spec what an answer means.
+//
+// What it models, and the real behaviour each rests on:
+//   - The client keeps its own put sessions: a second start of a key it holds,
+//     an empty key, and an end or revoke of a key it holds no session for are
+//     refused with INVALID_PARAMS before the master is asked (probe rows
+//     b3, b6, c1-c5). The local session is dropped only when the master
+//     answers OK, so one taken over (ILLEGAL_CLIENT, g1) or completed by a
+//     late end (INVALID_WRITE, h11-15) stays forever.
+//   - The master holds sessions and objects over one segment of real bytes:
+//     freed space keeps its old bytes (d6), a discarded session's space is
+//     kept until put_start_release_timeout (g1), a full segment evicts
+//     complete objects without a live lease, oldest first (b4e), and a
+//     segment full of open sessions answers NO_AVAILABLE_HANDLE.
+//   - Data calls need no registration (tcp, a5); a scatter larger than its
+//     session is refused whole (d2).
+//   - The environment: a master killed (metadata calls answer RPC_FAIL
+//     after the connect retries, a get at once, a scatter still works),
+//     restarted (everything forgotten; starts answer NO_AVAILABLE_HANDLE
+//     until the segment is remounted) or frozen (calls answer RPC_TIMEOUT
+//     after MC_RPC_TIMEOUT_MS and take effect when it thaws); the segment's
+//     owner frozen (transfers stall; the TCP status timeout, the fixed 60 s
+//     transfer wait, the lease, and the master's client_ttl act on them).
+//
+// Time is the master's clock: a call that takes time in a real build waits
+// on it, and Advance, Await and Settle move and observe it, so no test sleeps.
 package fakesdk
 
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 	"unsafe"
@@ -16,27 +47,116 @@ import (
 	"github.com/kvblob/kvblob/stores/mooncake"
 )
 
-// Master is the store every client of a pool shares.
-type Master struct {
-	mu       sync.Mutex
-	objects  map[string][]byte
-	sessions map[string]*session
-	capacity int64 // 0: no bound
-	used     int64
-	now      time.Time
-	discard  time.Duration // put_start_discard_timeout_sec
-	nextID   int
-	faults   map[faultKey][]fault
-	holds    map[faultKey][]*Held
-	calls    map[string]int
-	late     sync.WaitGroup // transfers still writing after their call answered
+// The answers, by their names in types.h.
+const (
+	codeOK                = int64(gen.OK)
+	codeNoAvailableHandle = int64(gen.NoAvailableHandle)
+	codeInvalidParams     = int64(gen.InvalidParams)
+	codeIllegalClient     = int64(gen.IllegalClient)
+	codeInvalidWrite      = int64(gen.InvalidWrite)
+	codeReplicaNotReady   = int64(gen.ReplicaIsNotReady)
+	codeObjectNotFound    = int64(gen.ObjectNotFound)
+	codeAlreadyExists     = int64(gen.ObjectAlreadyExists)
+	codeLeaseExpired      = int64(gen.LeaseExpired)
+	codeTransferFail      = int64(gen.TransferFail)
+	codeRPCFail           = int64(gen.RPCFail)
+	codeRPCTimeout        = int64(gen.RPCTimeout)
+)
+
+// Knobs are the timings and sizes of a real deployment the fake acts on,
+// each named by what sets it there.
+type Knobs struct {
+	Discard       time.Duration // master --put_start_discard_timeout_sec (30 s)
+	Release       time.Duration // master --put_start_release_timeout_sec (600 s)
+	Lease         time.Duration // master --default_kv_lease_ttl (10 s)
+	ClientTTL     time.Duration // master --client_ttl (10 s)
+	RPCTimeout    time.Duration // client MC_RPC_TIMEOUT_MS (30 s)
+	StatusTimeout time.Duration // client MC_TCP_STATUS_TIMEOUT_SEC (30 s)
+	TransferWait  time.Duration // a get's transfer wait, fixed (transfer_task.cpp:830): 60 s
+	Retries       time.Duration // a metadata call with the master down: 3 connect retries, ~4.2 s
+	Remount       time.Duration // after a master restart, until the segment is mounted again: ~1 s
+	// SocketWindow is how much of a scatter a frozen peer's connection
+	// takes in before the sender blocks (socket buffers): a scatter that
+	// fits waits for its ack under StatusTimeout; a larger one blocks
+	// until the peer thaws.
+	SocketWindow int64
+}
+
+// DefaultKnobs are a real build's defaults.
+func DefaultKnobs() Knobs {
+	return Knobs{Discard: DefaultDiscard, Release: 600 * time.Second, Lease: 10 * time.Second,
+		ClientTTL: 10 * time.Second, RPCTimeout: 30 * time.Second, StatusTimeout: 30 * time.Second,
+		TransferWait: 60 * time.Second, Retries: 4200 * time.Millisecond, Remount: time.Second,
+		SocketWindow: 4 << 20}
+}
+
+// DefaultDiscard is the default put_start_discard_timeout_sec.
+const DefaultDiscard = 30 * time.Second
+
+type span struct{ off, size int64 }
+
+type object struct {
+	span
+	putAt      time.Time
+	leaseUntil time.Time
 }
 
 type session struct {
-	client  int
+	owner   int // client id; negative for BeginForeign's writer
 	started time.Time
-	data    []byte
-	written bool
+	span
+}
+
+type discarded struct {
+	span
+	at time.Time
+}
+
+// waiter is a call waiting on the clock or the environment.
+type waiter struct {
+	deadline time.Time // zero: none
+	ready    func() bool
+}
+
+// Master is the store every client of a pool shares, and the segment its
+// objects live in.
+type Master struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	knobs Knobs
+	now   time.Time
+
+	// the segment
+	capacity int64 // 0: no bound
+	arena    []byte
+	top      int64
+	free     []span // sorted by offset
+	used     int64
+	discards []discarded
+
+	objects  map[string]*object
+	sessions map[string]*session
+	nextID   int
+
+	// the environment
+	down      bool      // killed
+	frozen    bool      // SIGSTOPped
+	atThaw    []func()  // requests a frozen master applies when it thaws
+	remountAt time.Time // after a restart, starts find no space until then
+	owner     int       // the client whose segment holds the pool (0: none that can freeze)
+	peerFroze bool
+	frozeAt   time.Time
+	unmounted bool     // the owner was expired (client_ttl)
+	atPeer    []func() // transfers a frozen owner applies when it thaws
+
+	waiters map[*waiter]struct{}
+	active  int // calls started by Go and not returned
+	holding int // calls waiting at a Hold
+
+	faults map[faultKey][]fault
+	holds  map[faultKey][]*Held
+	calls  map[string]int
+	late   sync.WaitGroup // transfers still writing after their call answered
 }
 
 type faultKey struct{ call, key string }
@@ -44,15 +164,16 @@ type faultKey struct{ call, key string }
 // fault is one staged answer: a code, a raise, a short write or a
 // transfer that still writes after its failure is answered.
 type fault struct {
-	code     gen.Code
-	raise    bool
-	short    bool
-	write    bool          // the bytes land although the code is answered (LEASE_EXPIRED, TRANSFER_FAIL)
-	late     time.Duration // the transfer goes on writing this long after the call answered
-	miscount bool          // the call answers one value fewer than its keys
+	code       gen.Code
+	raise      bool
+	raiseAfter bool // the call takes effect, then raises
+	short      bool
+	write      bool          // the bytes land although the code is answered (LEASE_EXPIRED, TRANSFER_FAIL)
+	late       time.Duration // the transfer goes on writing this long after the call answered
+	miscount   bool          // the call answers one value fewer than its keys
 }
 
-// The calls, as the spec names them.
+// The calls, as the SDK names them.
 const (
 	CallStart   = "batch_put_session_start"
 	CallScatter = "batch_put_from_multi_buffer_ranges"
@@ -62,23 +183,21 @@ const (
 	CallExist   = "batch_is_exist"
 )
 
-// DefaultDiscard is 0.3.13's default put_start_discard_timeout_sec.
-const DefaultDiscard = 30 * time.Second
-
 // NewMaster returns an empty pool holding at most capacity bytes (0: no
-// bound).
+// bound), with DefaultKnobs.
 func NewMaster(capacity int64) *Master {
-	return &Master{objects: map[string][]byte{}, sessions: map[string]*session{}, capacity: capacity,
-		now: time.Unix(1_700_000_000, 0), discard: DefaultDiscard, faults: map[faultKey][]fault{},
-		holds: map[faultKey][]*Held{}, calls: map[string]int{}}
+	m := &Master{objects: map[string]*object{}, sessions: map[string]*session{}, capacity: capacity,
+		now: time.Unix(1_700_000_000, 0), knobs: DefaultKnobs(), faults: map[faultKey][]fault{},
+		holds: map[faultKey][]*Held{}, calls: map[string]int{}, waiters: map[*waiter]struct{}{}}
+	m.cond = sync.NewCond(&m.mu)
+	return m
 }
 
-// Advance moves the master's clock, so a put can outlive the discard
-// timeout without a test sleeping.
-func (m *Master) Advance(d time.Duration) {
+// SetKnobs replaces the master's timings and sizes.
+func (m *Master) SetKnobs(k Knobs) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.now = m.now.Add(d)
+	m.knobs = k
 }
 
 // SetCapacity bounds the pool's bytes (0: no bound).
@@ -88,7 +207,332 @@ func (m *Master) SetCapacity(n int64) {
 	m.capacity = n
 }
 
-// Answer makes the next call of call for key answer code.
+// SetOwner names the client whose segment holds the pool: FreezePeer
+// freezes it.
+func (m *Master) SetOwner(c *Client) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.owner = c.id
+}
+
+// ---- the clock ----
+
+// Now is the master's clock.
+func (m *Master) Now() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.now
+}
+
+// Advance moves the clock by d, stopping at each deadline a waiting call
+// has on the way and letting the calls started by Go settle there.
+func (m *Master) Advance(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	target := m.now.Add(d)
+	for {
+		m.settleLocked()
+		next, ok := m.nextDeadlineLocked()
+		if !ok || next.After(target) {
+			break
+		}
+		m.setNowLocked(next)
+	}
+	m.setNowLocked(target)
+	m.settleLocked()
+}
+
+func (m *Master) setNowLocked(t time.Time) {
+	if t.After(m.now) {
+		m.now = t
+	}
+	if m.peerFroze && !m.unmounted && m.now.Sub(m.frozeAt) > m.knobs.ClientTTL {
+		// The master expires the silent owner and unmounts its segment.
+		m.unmounted = true
+		m.objects = map[string]*object{}
+		m.sessions = map[string]*session{}
+	}
+	m.cond.Broadcast()
+}
+
+// nextDeadlineLocked is the earliest deadline a waiting call has.
+func (m *Master) nextDeadlineLocked() (time.Time, bool) {
+	var next time.Time
+	for w := range m.waiters {
+		if !w.deadline.IsZero() && (next.IsZero() || w.deadline.Before(next)) {
+			next = w.deadline
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// settled reports whether w waits and will go on waiting until the clock
+// or the environment changes.
+func (m *Master) settledLocked(w *waiter) bool {
+	return !w.ready() && (w.deadline.IsZero() || m.now.Before(w.deadline))
+}
+
+func (m *Master) settleLocked() {
+	for {
+		n := 0
+		for w := range m.waiters {
+			if m.settledLocked(w) {
+				n++
+			}
+		}
+		if m.active <= n+m.holding {
+			return
+		}
+		m.cond.Wait()
+	}
+}
+
+// waitLocked blocks until ready() or the clock reaches deadline (zero:
+// none), and reports whether ready() held. m.mu is held.
+func (m *Master) waitLocked(deadline time.Time, ready func() bool) bool {
+	w := &waiter{deadline: deadline, ready: ready}
+	m.waiters[w] = struct{}{}
+	m.cond.Broadcast()
+	defer func() {
+		delete(m.waiters, w)
+		m.cond.Broadcast()
+	}()
+	for {
+		if ready() {
+			return true
+		}
+		if !deadline.IsZero() && !m.now.Before(deadline) {
+			return false
+		}
+		m.cond.Wait()
+	}
+}
+
+// takeLocked makes the calling call take d on the clock.
+func (m *Master) takeTimeLocked(d time.Duration) {
+	m.waitLocked(m.now.Add(d), func() bool { return false })
+}
+
+// Go runs call in a goroutine, counted by Settle and Await; done is closed
+// when it returned.
+func (m *Master) Go(call func()) (done <-chan struct{}) {
+	m.mu.Lock()
+	m.active++
+	m.mu.Unlock()
+	ch := make(chan struct{})
+	go func() {
+		defer func() {
+			m.mu.Lock()
+			m.active--
+			close(ch)
+			m.cond.Broadcast()
+			m.mu.Unlock()
+		}()
+		call()
+	}()
+	return ch
+}
+
+// Settle returns once every call started by Go has returned, waits on the
+// clock or the environment, or waits at a Hold.
+func (m *Master) Settle() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.settleLocked()
+}
+
+// ErrBlocked is Await's answer for a call that waits on the environment
+// alone (a thaw): no clock can end it.
+var ErrBlocked = errors.New("fakesdk: the call waits for the environment (a thaw) and has no deadline")
+
+// Await waits until done (a channel from Go) is closed, moving the clock to
+// the next deadline whenever every call settled and done is still open, as
+// real time would pass.
+func (m *Master) Await(done <-chan struct{}) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for {
+		m.settleLocked()
+		select {
+		case <-done:
+			return nil
+		default:
+		}
+		next, ok := m.nextDeadlineLocked()
+		if !ok {
+			return ErrBlocked
+		}
+		m.setNowLocked(next)
+	}
+}
+
+// ---- the environment ----
+
+// KillMaster kills the master: it forgets everything, and metadata calls
+// fail until RestartMaster.
+func (m *Master) KillMaster() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.down, m.frozen, m.atThaw = true, false, nil
+	m.cond.Broadcast()
+}
+
+// RestartMaster starts a killed master again: it holds no object and no
+// session; the segments' owners mount them again after Knobs.Remount, and
+// the bytes in them stay.
+func (m *Master) RestartMaster() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.down, m.frozen = false, false
+	m.objects, m.sessions = map[string]*object{}, map[string]*session{}
+	m.free, m.top, m.used, m.discards = nil, 0, 0, nil
+	m.remountAt = m.now.Add(m.knobs.Remount)
+	m.cond.Broadcast()
+}
+
+// FreezeMaster stops the master (SIGSTOP): requests wait, and time out
+// after Knobs.RPCTimeout; ThawMaster applies them.
+func (m *Master) FreezeMaster() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.frozen = true
+}
+
+// ThawMaster resumes a frozen master: it applies the requests it received
+// while frozen, in order, whether or not their callers still wait.
+func (m *Master) ThawMaster() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.frozen = false
+	q := m.atThaw
+	m.atThaw = nil
+	for _, f := range q {
+		f()
+	}
+	m.cond.Broadcast()
+	m.settleLocked()
+}
+
+// FreezePeer stops the process whose segment holds the pool (SetOwner).
+func (m *Master) FreezePeer() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.peerFroze, m.frozeAt = true, m.now
+}
+
+// ThawPeer resumes it: transfers it held go on.
+func (m *Master) ThawPeer() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.peerFroze = false
+	q := m.atPeer
+	m.atPeer = nil
+	for _, f := range q {
+		f()
+	}
+	m.cond.Broadcast()
+	m.settleLocked()
+}
+
+// ---- the segment ----
+
+func (m *Master) bytesLocked(s span) []byte {
+	if need := s.off + s.size; int64(len(m.arena)) < need {
+		m.arena = append(m.arena, make([]byte, need-int64(len(m.arena)))...)
+	}
+	return m.arena[s.off : s.off+s.size]
+}
+
+// allocLocked places size bytes first-fit, evicting complete objects
+// without a live lease when the segment is full.
+func (m *Master) allocLocked(size int64) (span, bool) {
+	m.releaseDiscardsLocked()
+	for {
+		if s, ok := m.placeLocked(size); ok {
+			return s, true
+		}
+		if !m.evictOneLocked() {
+			return span{}, false
+		}
+	}
+}
+
+func (m *Master) placeLocked(size int64) (span, bool) {
+	if m.capacity > 0 && m.used+size > m.capacity {
+		return span{}, false
+	}
+	for i, f := range m.free {
+		if f.size >= size {
+			s := span{f.off, size}
+			if f.size == size {
+				m.free = append(m.free[:i], m.free[i+1:]...)
+			} else {
+				m.free[i] = span{f.off + size, f.size - size}
+			}
+			m.used += size
+			return s, true
+		}
+	}
+	s := span{m.top, size}
+	m.top += size
+	m.used += size
+	return s, true
+}
+
+func (m *Master) freeLocked(s span) {
+	m.used -= s.size
+	m.free = append(m.free, s)
+	sort.Slice(m.free, func(i, j int) bool { return m.free[i].off < m.free[j].off })
+	merged := m.free[:1]
+	for _, f := range m.free[1:] {
+		last := &merged[len(merged)-1]
+		if last.off+last.size == f.off {
+			last.size += f.size
+		} else {
+			merged = append(merged, f)
+		}
+	}
+	m.free = merged
+	if last := m.free[len(m.free)-1]; last.off+last.size == m.top {
+		m.top = last.off
+		m.free = m.free[:len(m.free)-1]
+	}
+}
+
+func (m *Master) evictOneLocked() bool {
+	var victim string
+	var at time.Time
+	for k, o := range m.objects {
+		if m.now.Before(o.leaseUntil) {
+			continue
+		}
+		if victim == "" || o.putAt.Before(at) || (o.putAt.Equal(at) && k < victim) {
+			victim, at = k, o.putAt
+		}
+	}
+	if victim == "" {
+		return false
+	}
+	m.freeLocked(m.objects[victim].span)
+	delete(m.objects, victim)
+	return true
+}
+
+func (m *Master) releaseDiscardsLocked() {
+	kept := m.discards[:0]
+	for _, d := range m.discards {
+		if m.now.Sub(d.at) >= m.knobs.Release {
+			m.freeLocked(d.span)
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	m.discards = kept
+}
+
+// ---- staging ----
+
+// Answer makes the next call of call for key answer code, without effect.
 func (m *Master) Answer(call, key string, code gen.Code) { m.stage(call, key, fault{code: code}) }
 
 // AnswerAfterWriting makes the next call of call for key write the bytes
@@ -108,34 +552,16 @@ func (m *Master) TransferStillRunning(key string, delay time.Duration) {
 // Wait waits until every transfer still running has finished writing.
 func (m *Master) Wait() { m.late.Wait() }
 
-// Raise makes the next call of call that names key raise.
+// Raise makes the next call of call that names key raise, without effect.
 func (m *Master) Raise(call, key string) { m.stage(call, key, fault{raise: true}) }
+
+// RaiseAfterApplying makes the next metadata call of call that names key
+// take effect and then raise (an answer lost on its way back).
+func (m *Master) RaiseAfterApplying(call, key string) { m.stage(call, key, fault{raiseAfter: true}) }
 
 // Miscount makes the next call of call that names key answer one value
 // fewer than its keys, after doing its work.
 func (m *Master) Miscount(call, key string) { m.stage(call, key, fault{miscount: true}) }
-
-// miscountLocked pops a staged miscount for any key of the call. m.mu is held.
-func (m *Master) miscountLocked(call string, keys []string) bool {
-	for _, k := range keys {
-		fk := faultKey{call, k}
-		if fs := m.faults[fk]; len(fs) > 0 && fs[0].miscount {
-			m.faults[fk] = fs[1:]
-			return true
-		}
-	}
-	return false
-}
-
-// answered applies a staged miscount to out.
-func (m *Master) answered(call string, keys []string, out []int64) ([]int64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.miscountLocked(call, keys) && len(out) > 0 {
-		out = out[:len(out)-1]
-	}
-	return out, nil
-}
 
 // Short makes the next scatter of key write only half the row.
 func (m *Master) Short(key string) { m.stage(CallScatter, key, fault{short: true}) }
@@ -147,81 +573,81 @@ func (m *Master) stage(call, key string, f fault) {
 	m.faults[k] = append(m.faults[k], f)
 }
 
+// popWholeLocked pops a staged fault for any key of the call that applies
+// to the whole call. m.mu is held.
+func (m *Master) popWholeLocked(call string, keys []string, is func(fault) bool) (string, bool) {
+	for _, k := range keys {
+		fk := faultKey{call, k}
+		if fs := m.faults[fk]; len(fs) > 0 && is(fs[0]) {
+			m.faults[fk] = fs[1:]
+			return k, true
+		}
+	}
+	return "", false
+}
+
+func (m *Master) raiseLocked(call string, keys []string) error {
+	if k, ok := m.popWholeLocked(call, keys, func(f fault) bool { return f.raise }); ok {
+		return fmt.Errorf("fakesdk: %s raised (staged for key %q)", call, k)
+	}
+	return nil
+}
+
+// finish applies a staged raise-after or miscount to out.
+func (m *Master) finishLocked(call string, keys []string, out []int64) ([]int64, error) {
+	if k, ok := m.popWholeLocked(call, keys, func(f fault) bool { return f.raiseAfter }); ok {
+		return nil, fmt.Errorf("fakesdk: %s raised after taking effect (staged for key %q)", call, k)
+	}
+	if _, ok := m.popWholeLocked(call, keys, func(f fault) bool { return f.miscount }); ok && len(out) > 0 {
+		out = out[:len(out)-1]
+	}
+	return out, nil
+}
+
+// takeLocked pops the per-key fault staged for call and key. m.mu is held.
+func (m *Master) takeLocked(call, key string) (fault, bool) {
+	fk := faultKey{call, key}
+	fs := m.faults[fk]
+	if len(fs) == 0 || fs[0].raise || fs[0].raiseAfter || fs[0].miscount { // those apply to the whole call
+		return fault{}, false
+	}
+	m.faults[fk] = fs[1:]
+	return fs[0], true
+}
+
 // Held is a call held inside the SDK.
 type Held struct {
-	Entered chan struct{} // closed once the call is held
-	release chan struct{}
-	once    sync.Once
+	Entered  chan struct{} // closed once the call is held
+	m        *Master
+	release  chan struct{}
+	once     sync.Once
+	entered  bool // under m.mu
+	released bool // under m.mu
 }
 
 // Release lets the held call go on.
-func (h *Held) Release() { h.once.Do(func() { close(h.release) }) }
+func (h *Held) Release() {
+	h.once.Do(func() {
+		h.m.mu.Lock()
+		if h.entered {
+			h.m.holding--
+		}
+		h.released = true
+		h.m.cond.Broadcast()
+		h.m.mu.Unlock()
+		close(h.release)
+	})
+}
 
-// Hold makes the next call of call that names key wait inside the SDK.
+// Hold makes the next call of call that names key wait inside the SDK,
+// before it does anything.
 func (m *Master) Hold(call, key string) *Held {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	h := &Held{Entered: make(chan struct{}), release: make(chan struct{})}
+	h := &Held{Entered: make(chan struct{}), m: m, release: make(chan struct{})}
 	k := faultKey{call, key}
 	m.holds[k] = append(m.holds[k], h)
 	return h
-}
-
-// BeginForeign starts a put session for key as another client would, and
-// leaves it unfinished.
-func (m *Master) BeginForeign(key string, size int64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.nextID++
-	m.sessions[key] = &session{client: -m.nextID, started: m.now, data: make([]byte, size)}
-}
-
-// DropForeign ends a foreign session of key without committing it.
-func (m *Master) DropForeign(key string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if s, ok := m.sessions[key]; ok && s.client < 0 {
-		delete(m.sessions, key)
-	}
-}
-
-// Delete drops key's complete object.
-func (m *Master) Delete(key string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.used -= int64(len(m.objects[key]))
-	delete(m.objects, key)
-}
-
-// Plant stores obj as a complete object under key.
-func (m *Master) Plant(key string, obj []byte) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.used += int64(len(obj)) - int64(len(m.objects[key]))
-	m.objects[key] = append([]byte(nil), obj...)
-}
-
-// Object returns a copy of key's complete object.
-func (m *Master) Object(key string) ([]byte, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	o, ok := m.objects[key]
-	return append([]byte(nil), o...), ok
-}
-
-// SessionOpen reports whether key has an unfinished put session.
-func (m *Master) SessionOpen(key string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, ok := m.sessions[key]
-	return ok
-}
-
-// Calls returns how many times call was made.
-func (m *Master) Calls(call string) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.calls[call]
 }
 
 // enter counts the call and waits at any hold staged for one of its keys.
@@ -236,6 +662,12 @@ func (m *Master) enter(call string, keys []string) {
 			m.holds[fk] = hs[1:]
 		}
 	}
+	for _, h := range held {
+		if !h.released {
+			h.entered = true
+			m.holding++
+		}
+	}
 	m.mu.Unlock()
 	for _, h := range held {
 		close(h.Entered)
@@ -243,43 +675,86 @@ func (m *Master) enter(call string, keys []string) {
 	}
 }
 
-// begin starts a data call: it waits at any staged hold, then raises if a
-// raise is staged for one of its keys.
-func (m *Master) begin(call string, keys []string) error {
-	m.enter(call, keys)
+// BeginForeign starts a put session for key as another client would, and
+// leaves it unfinished.
+func (m *Master) BeginForeign(key string, size int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.raiseLocked(call, keys)
+	m.nextID++
+	s, _ := m.placeLocked(size)
+	m.sessions[key] = &session{owner: -m.nextID, started: m.now, span: s}
 }
 
-// take pops the fault staged for call and key. m.mu is held.
-func (m *Master) takeLocked(call, key string) (fault, bool) {
-	fk := faultKey{call, key}
-	fs := m.faults[fk]
-	if len(fs) == 0 || fs[0].raise || fs[0].miscount { // those apply to the whole call
-		return fault{}, false
+// DropForeign ends a foreign session of key without committing it.
+func (m *Master) DropForeign(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.sessions[key]; ok && s.owner < 0 {
+		m.freeLocked(s.span)
+		delete(m.sessions, key)
 	}
-	m.faults[fk] = fs[1:]
-	return fs[0], true
 }
 
-// raiseLocked pops a staged raise for any key of the call. m.mu is held.
-func (m *Master) raiseLocked(call string, keys []string) error {
-	for _, k := range keys {
-		fk := faultKey{call, k}
-		if fs := m.faults[fk]; len(fs) > 0 && fs[0].raise {
-			m.faults[fk] = fs[1:]
-			return fmt.Errorf("fakesdk: %s raised (staged for key %q)", call, k)
-		}
+// Delete drops key's complete object.
+func (m *Master) Delete(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if o, ok := m.objects[key]; ok {
+		m.freeLocked(o.span)
+		delete(m.objects, key)
 	}
-	return nil
 }
+
+// Plant stores obj as a complete object under key, whatever the capacity.
+func (m *Master) Plant(key string, obj []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if o, ok := m.objects[key]; ok {
+		m.freeLocked(o.span)
+	}
+	capacity := m.capacity
+	m.capacity = 0
+	s, _ := m.placeLocked(int64(len(obj)))
+	m.capacity = capacity
+	copy(m.bytesLocked(s), obj)
+	m.objects[key] = &object{span: s, putAt: m.now}
+}
+
+// Object returns a copy of key's complete object.
+func (m *Master) Object(key string) ([]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, ok := m.objects[key]
+	if !ok {
+		return nil, false
+	}
+	return append([]byte(nil), m.bytesLocked(o.span)...), true
+}
+
+// SessionOpen reports whether the master holds an unfinished put session
+// for key.
+func (m *Master) SessionOpen(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.sessions[key]
+	return ok
+}
+
+// Calls returns how many times call was made.
+func (m *Master) Calls(call string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls[call]
+}
+
+// ---- clients ----
 
 // Client is one SDK client of a master: a mooncake.SDK.
 type Client struct {
 	m       *Master
 	id      int
 	version string
+	local   map[string]span // its put sessions; under m.mu
 	mu      sync.Mutex
 	buffers map[uintptr]int64 // registered base -> length
 	closed  bool
@@ -293,7 +768,7 @@ func NewClient(m *Master, version string) *Client {
 	m.nextID++
 	id := m.nextID
 	m.mu.Unlock()
-	return &Client{m: m, id: id, version: version, buffers: map[uintptr]int64{}}
+	return &Client{m: m, id: id, version: version, buffers: map[uintptr]int64{}, local: map[string]span{}}
 }
 
 func (c *Client) Version() string { return c.version }
@@ -301,114 +776,96 @@ func (c *Client) Version() string { return c.version }
 // Master returns the client's master.
 func (c *Client) Master() *Master { return c.m }
 
+// HoldsSession reports whether the client holds a local put session for key.
+func (c *Client) HoldsSession(key string) bool {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	_, ok := c.local[key]
+	return ok
+}
+
+// RegisterBuffer refuses a buffer that overlaps one already registered,
+// the same one included.
 func (c *Client) RegisterBuffer(b mooncake.Buffer) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if b.Addr == 0 || b.Len <= 0 {
-		return int64(gen.InvalidParams), nil
+		return codeInvalidParams, nil
+	}
+	for base, n := range c.buffers {
+		if b.Addr < base+uintptr(n) && base < b.Addr+uintptr(b.Len) {
+			return codeInvalidParams, nil
+		}
 	}
 	c.buffers[b.Addr] = b.Len
-	return int64(gen.OK), nil
+	return codeOK, nil
 }
 
 func (c *Client) UnregisterBuffer(b mooncake.Buffer) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.buffers[b.Addr]; !ok {
-		return int64(gen.InvalidParams), nil
+		return codeInvalidParams, nil
 	}
 	delete(c.buffers, b.Addr)
-	return int64(gen.OK), nil
+	return codeOK, nil
 }
 
-// bytesOf returns the registered memory of b, or false when b is not inside
-// one registered buffer (the transfer engine would refuse it).
-func (c *Client) bytesOf(b mooncake.Buffer) ([]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for base, n := range c.buffers {
-		if b.Addr >= base && b.Addr+uintptr(b.Len) <= base+uintptr(n) {
-			return unsafe.Slice((*byte)(addrPointer(b.Addr)), b.Len), true
-		}
+// memory is the caller's memory at b. Over tcp the transfer engine reads
+// and writes unregistered memory too.
+func memory(b mooncake.Buffer) []byte {
+	if b.Addr == 0 || b.Len <= 0 {
+		return nil
 	}
-	return nil, false
+	return unsafe.Slice((*byte)(addrPointer(b.Addr)), b.Len)
 }
 
 var errClosed = errors.New("fakesdk: client closed")
 
-func (c *Client) BatchPutSessionStart(keys []string, sizes []int64) ([]int64, error) {
-	size := make(map[string]int64, len(keys))
-	for i, k := range keys {
-		size[k] = sizes[i]
+// rpc is how a request reaches the master.
+type rpc uint8
+
+const (
+	rpcMetadata rpc = iota + 1 // retried while the master is down
+	rpcLookup                  // a get's replica lookup: fails at once while the master is down
+)
+
+// masterLocked sends a request to the master and answers n codes: apply's
+// when the master answers, RPC_FAIL when it is down, RPC_TIMEOUT when it
+// stays frozen past the RPC timeout (apply then runs when it thaws, its
+// answer lost). m.mu is held.
+func (m *Master) masterLocked(kind rpc, n int, apply func() []int64) []int64 {
+	all := func(code int64) []int64 {
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = code
+		}
+		return out
 	}
-	m := c.m
-	return c.metadataCall(CallStart, keys, func(k string) int64 {
-		if _, ok := m.objects[k]; ok {
-			return int64(gen.ObjectAlreadyExists)
+	if m.down {
+		if kind == rpcMetadata {
+			m.takeTimeLocked(m.knobs.Retries)
 		}
-		if s, ok := m.sessions[k]; ok {
-			if m.now.Sub(s.started) < m.discard {
-				return int64(gen.ObjectAlreadyExists)
-			}
-			m.used -= int64(len(s.data)) // the master discards the unfinished put
-			delete(m.sessions, k)
+		return all(codeRPCFail)
+	}
+	if m.frozen {
+		if !m.waitLocked(m.now.Add(m.knobs.RPCTimeout), func() bool { return !m.frozen || m.down }) {
+			m.atThaw = append(m.atThaw, func() { apply() })
+			return all(codeRPCTimeout)
 		}
-		switch {
-		case size[k] <= 0:
-			return int64(gen.InvalidParams)
-		case m.capacity > 0 && m.used+size[k] > m.capacity:
-			return int64(gen.NoAvailableHandle)
+		if m.down {
+			return all(codeRPCFail)
 		}
-		m.used += size[k]
-		m.sessions[k] = &session{client: c.id, started: m.now, data: make([]byte, size[k])}
-		return int64(gen.OK)
-	})
+	}
+	return apply()
 }
 
-func (c *Client) BatchPutFromMultiBufferRanges(keys []string, buffers [][]mooncake.Buffer) ([]int64, error) {
-	m := c.m
-	if err := m.begin(CallScatter, keys); err != nil {
-		return nil, err
-	}
-	out := make([]int64, len(keys))
-	for i, k := range keys {
-		m.mu.Lock()
-		f, staged := m.takeLocked(CallScatter, k)
-		s, ok := c.ownSessionLocked(k)
-		m.mu.Unlock()
-		if !ok {
-			out[i] = int64(gen.InvalidParams)
-			continue
-		}
-		if staged && !f.short && !f.write {
-			out[i] = int64(f.code)
-			continue
-		}
-		var n int64
-		for _, b := range buffers[i] {
-			src, ok := c.bytesOf(b)
-			if !ok {
-				n = int64(gen.InvalidParams)
-				break
-			}
-			if staged && f.short {
-				src = src[:len(src)/2]
-			}
-			n += int64(copy(s.data[n:], src))
-		}
-		if staged && f.write {
-			n = int64(f.code)
-		}
-		s.written = n == int64(len(s.data))
-		out[i] = n
-	}
-	return m.answered(CallScatter, keys, out)
-}
-
-// metadataCall runs a call that touches only the master's metadata: it
-// waits at any staged hold, raises if staged, and answers each key with a
-// staged code or with answer(key), all under the master's lock.
-func (c *Client) metadataCall(call string, keys []string, answer func(key string) int64) ([]int64, error) {
+// metadataCall runs a call that touches only metadata: it waits at any
+// staged hold, raises if staged, answers each key with a staged code, a
+// local answer (local returns ok) or the master's, then lets after see
+// each answer the master gave.
+func (c *Client) metadataCall(call string, keys []string, local func(i int, k string) (int64, bool),
+	apply func(i int, k string) int64, after func(i int, k string, code int64)) ([]int64, error) {
 	m := c.m
 	m.enter(call, keys)
 	m.mu.Lock()
@@ -417,101 +874,366 @@ func (c *Client) metadataCall(call string, keys []string, answer func(key string
 		return nil, err
 	}
 	out := make([]int64, len(keys))
+	var ask []int
 	for i, k := range keys {
 		if f, ok := m.takeLocked(call, k); ok {
 			out[i] = int64(f.code)
 			continue
 		}
-		out[i] = answer(k)
+		if code, ok := local(i, k); ok {
+			out[i] = code
+			continue
+		}
+		ask = append(ask, i)
 	}
-	return out, nil
-}
-
-// ownSessionLocked returns key's session if this client started it.
-func (c *Client) ownSessionLocked(key string) (*session, bool) {
-	s, ok := c.m.sessions[key]
-	return s, ok && s.client == c.id
-}
-
-func (c *Client) BatchPutSessionEnd(keys []string) ([]int64, error) {
-	return c.metadataCall(CallEnd, keys, func(k string) int64 {
-		s, ok := c.ownSessionLocked(k)
-		if !ok {
-			return int64(gen.ObjectNotFound)
+	if len(ask) > 0 {
+		answers := m.masterLocked(rpcMetadata, len(ask), func() []int64 {
+			a := make([]int64, len(ask))
+			for j, i := range ask {
+				a[j] = apply(i, keys[i])
+			}
+			return a
+		})
+		for j, i := range ask {
+			out[i] = answers[j]
+			if after != nil {
+				after(i, keys[i], answers[j])
+			}
 		}
-		delete(c.m.sessions, k)
-		c.m.objects[k] = s.data
-		return int64(gen.OK)
-	})
+	}
+	return m.finishLocked(call, keys, out)
 }
 
-func (c *Client) BatchPutSessionRevoke(keys []string) ([]int64, error) {
-	return c.metadataCall(CallRevoke, keys, func(k string) int64 {
-		s, ok := c.ownSessionLocked(k)
-		if !ok {
-			return int64(gen.ObjectNotFound)
-		}
-		c.m.used -= int64(len(s.data))
-		delete(c.m.sessions, k)
-		return int64(gen.OK)
-	})
-}
-
-func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64, error) {
+// BatchPutSessionStart starts a session per key. The client refuses, before
+// the master is asked, an empty key, a size under 1 and a key it holds a
+// session for, however old (probe rows b3, b6).
+func (c *Client) BatchPutSessionStart(keys []string, sizes []int64) ([]int64, error) {
 	m := c.m
-	if err := m.begin(CallGet, keys); err != nil {
+	placed := make([]span, len(keys))
+	return c.metadataCall(CallStart, keys,
+		func(i int, k string) (int64, bool) {
+			if _, held := c.local[k]; held || k == "" || sizes[i] <= 0 {
+				return codeInvalidParams, true
+			}
+			return 0, false
+		},
+		func(i int, k string) int64 {
+			code, s := m.startLocked(c.id, k, sizes[i])
+			placed[i] = s
+			return code
+		},
+		func(i int, k string, code int64) {
+			if code == codeOK {
+				c.local[k] = placed[i]
+			}
+		})
+}
+
+// startLocked is the master's side of a start.
+func (m *Master) startLocked(owner int, key string, size int64) (int64, span) {
+	if _, ok := m.objects[key]; ok {
+		return codeAlreadyExists, span{}
+	}
+	if s, ok := m.sessions[key]; ok {
+		if m.now.Sub(s.started) < m.knobs.Discard {
+			return codeAlreadyExists, span{}
+		}
+		// Discarded: its space is kept until put_start_release_timeout.
+		m.discards = append(m.discards, discarded{span: s.span, at: m.now})
+		delete(m.sessions, key)
+	}
+	if m.unmounted || m.now.Before(m.remountAt) {
+		return codeNoAvailableHandle, span{}
+	}
+	s, ok := m.allocLocked(size)
+	if !ok {
+		return codeNoAvailableHandle, span{}
+	}
+	m.sessions[key] = &session{owner: owner, started: m.now, span: s}
+	return codeOK, s
+}
+
+// BatchPutSessionEnd marks each key's object complete. A key the client
+// holds no session for is refused locally (c1, c4); the master refuses a
+// session another client took over (g1), answers OK for an object already
+// complete (a second end after a late one, h11-15) and OBJECT_NOT_FOUND for
+// a key it does not know (after a restart). The client forgets its session
+// only on OK.
+func (c *Client) BatchPutSessionEnd(keys []string) ([]int64, error) {
+	m := c.m
+	return c.metadataCall(CallEnd, keys, c.noLocalSession,
+		func(_ int, k string) int64 { return m.endLocked(c.id, k) },
+		c.forgetOnOK)
+}
+
+func (m *Master) endLocked(owner int, key string) int64 {
+	if s, ok := m.sessions[key]; ok {
+		if s.owner != owner {
+			return codeIllegalClient
+		}
+		delete(m.sessions, key)
+		m.objects[key] = &object{span: s.span, putAt: m.now}
+		return codeOK
+	}
+	if _, ok := m.objects[key]; ok {
+		return codeOK
+	}
+	return codeObjectNotFound
+}
+
+// BatchPutSessionRevoke frees each key's session. A key the client holds no
+// session for is refused locally (c2, c5, h5); the master refuses a session
+// another client took over (g1) and an object already complete
+// (INVALID_WRITE, h11-15), and answers OK for a key it does not know.
+func (c *Client) BatchPutSessionRevoke(keys []string) ([]int64, error) {
+	m := c.m
+	return c.metadataCall(CallRevoke, keys, c.noLocalSession,
+		func(_ int, k string) int64 { return m.revokeLocked(c.id, k) },
+		c.forgetOnOK)
+}
+
+func (m *Master) revokeLocked(owner int, key string) int64 {
+	if s, ok := m.sessions[key]; ok {
+		if s.owner != owner {
+			return codeIllegalClient
+		}
+		m.freeLocked(s.span)
+		delete(m.sessions, key)
+		return codeOK
+	}
+	if _, ok := m.objects[key]; ok {
+		return codeInvalidWrite
+	}
+	return codeOK
+}
+
+func (c *Client) noLocalSession(_ int, k string) (int64, bool) {
+	if _, ok := c.local[k]; !ok {
+		return codeInvalidParams, true
+	}
+	return 0, false
+}
+
+func (c *Client) forgetOnOK(_ int, k string, code int64) {
+	if code == codeOK {
+		delete(c.local, k)
+	}
+}
+
+// peerStallsLocked reports whether a transfer between c and the pool's
+// segment waits on a frozen owner.
+func (c *Client) peerStallsLocked() bool {
+	return c.m.peerFroze && c.m.owner != 0 && c.m.owner != c.id
+}
+
+// BatchPutFromMultiBufferRanges writes each key's buffers, in order, into
+// the space of the client's own session: without asking the master, so it
+// works while the master is down. No session: INVALID_PARAMS; more bytes
+// than the session's size: INVALID_PARAMS with nothing written (d2). Into a
+// frozen owner, a scatter that fits the socket window waits for its ack
+// under the status timeout and answers TRANSFER_FAIL, its bytes applied
+// when the owner thaws; a larger one blocks until the thaw, then succeeds.
+func (c *Client) BatchPutFromMultiBufferRanges(keys []string, buffers [][]mooncake.Buffer) ([]int64, error) {
+	m := c.m
+	m.enter(CallScatter, keys)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.raiseLocked(CallScatter, keys); err != nil {
 		return nil, err
 	}
 	out := make([]int64, len(keys))
+	type write struct {
+		i    int
+		dst  span
+		srcs [][]byte
+	}
+	var writes []write
+	var pending int64
 	for i, k := range keys {
-		m.mu.Lock()
-		f, staged := m.takeLocked(CallGet, k)
-		obj, ok := m.objects[k]
-		_, writing := m.sessions[k]
-		m.mu.Unlock()
-		if staged && !f.write {
+		f, staged := m.takeLocked(CallScatter, k)
+		s, ok := c.local[k]
+		if !ok {
+			out[i] = codeInvalidParams
+			continue
+		}
+		if staged && !f.short && !f.write {
 			out[i] = int64(f.code)
 			continue
 		}
-		switch {
-		case !ok && writing:
-			out[i] = int64(gen.ReplicaIsNotReady)
-		case !ok:
-			out[i] = int64(gen.ObjectNotFound)
-		case int64(len(obj)) > buffers[i].Len:
-			out[i] = int64(gen.InvalidParams) // refused before any transfer
-		default:
-			dst, ok := c.bytesOf(buffers[i])
-			if !ok {
-				out[i] = int64(gen.InvalidParams)
-				continue
+		var srcs [][]byte
+		var n int64
+		for _, b := range buffers[i] {
+			src := memory(b)
+			if src == nil {
+				n = -1
+				break
 			}
-			out[i] = int64(copy(dst, obj)) // a shorter object lands in the head
-			if staged && f.write {
-				out[i] = int64(f.code)
+			if staged && f.short {
+				src = src[:len(src)/2]
 			}
-			if staged && f.late > 0 {
-				m.late.Add(1)
-				go func(dst []byte, n int, d time.Duration) {
-					defer m.late.Done()
-					time.Sleep(d) // the transfer engine's timing, not a test's synchronisation
-					for j := 0; j < n; j++ {
-						dst[j] ^= 0x5A
-					}
-				}(dst, len(obj), f.late)
-			}
+			srcs = append(srcs, src)
+			n += int64(len(src))
+		}
+		if n < 0 || n > s.size {
+			out[i] = codeInvalidParams // refused whole: nothing written
+			continue
+		}
+		out[i] = n
+		if staged && f.write {
+			out[i] = int64(f.code)
+		}
+		writes = append(writes, write{i, span{s.off, n}, srcs})
+		pending += n
+	}
+	apply := func(w write, srcs [][]byte) {
+		dst := m.bytesLocked(w.dst)
+		for _, src := range srcs {
+			dst = dst[copy(dst, src):]
 		}
 	}
-	return m.answered(CallGet, keys, out)
+	switch {
+	case len(writes) == 0 || !c.peerStallsLocked():
+		for _, w := range writes {
+			apply(w, w.srcs)
+		}
+	case pending <= m.knobs.SocketWindow:
+		// Sent whole into the socket; the source is not read again.
+		for wi := range writes {
+			sent := make([][]byte, len(writes[wi].srcs))
+			for j, src := range writes[wi].srcs {
+				sent[j] = append([]byte(nil), src...)
+			}
+			writes[wi].srcs = sent
+		}
+		thawed := m.waitLocked(m.now.Add(m.knobs.StatusTimeout), func() bool { return !m.peerFroze })
+		for _, w := range writes {
+			w := w
+			if thawed {
+				apply(w, w.srcs)
+				continue
+			}
+			out[w.i] = codeTransferFail
+			m.atPeer = append(m.atPeer, func() { apply(w, w.srcs) })
+		}
+	default:
+		// The sender blocks on a full socket; the put wait has no timeout.
+		m.waitLocked(time.Time{}, func() bool { return !m.peerFroze })
+		for _, w := range writes {
+			apply(w, w.srcs)
+		}
+	}
+	return m.finishLocked(CallScatter, keys, out)
 }
 
-func (c *Client) BatchIsExist(keys []string) ([]int64, error) {
-	return c.metadataCall(CallExist, keys, func(k string) int64 {
-		if _, ok := c.m.objects[k]; ok {
-			return 1
+// BatchGetInto reads each key's object into the head of its buffer. The
+// master's lookup fails at once while it is down; an object longer than its
+// buffer is refused before any transfer. From a frozen owner the transfer
+// waits for the thaw, the status timeout or the fixed transfer wait,
+// whichever comes first: TRANSFER_FAIL with nothing written, and, when the
+// transfer wait fired first, the bytes land when the owner thaws, after the
+// call returned. A transfer that outlived its lease answers LEASE_EXPIRED
+// with the bytes written.
+func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64, error) {
+	m := c.m
+	m.enter(CallGet, keys)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.raiseLocked(CallGet, keys); err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(keys))
+	staged := make([]fault, len(keys))
+	var ask []int
+	for i, k := range keys {
+		f, ok := m.takeLocked(CallGet, k)
+		if ok && !f.write {
+			out[i] = int64(f.code)
+			continue
 		}
-		return 0
+		staged[i] = f
+		ask = append(ask, i)
+	}
+	found := make([]*object, len(keys))
+	lookup := m.masterLocked(rpcLookup, len(ask), func() []int64 {
+		a := make([]int64, len(ask))
+		for j, i := range ask {
+			o, ok := m.objects[keys[i]]
+			_, writing := m.sessions[keys[i]]
+			switch {
+			case ok:
+				o.leaseUntil = m.now.Add(m.knobs.Lease)
+				found[i] = o
+			case writing:
+				a[j] = codeReplicaNotReady
+			default:
+				a[j] = codeObjectNotFound
+			}
+		}
+		return a
 	})
+	type read struct {
+		i   int
+		obj *object
+		dst []byte
+	}
+	var reads []read
+	for j, i := range ask {
+		switch {
+		case lookup[j] != 0 || found[i] == nil:
+			out[i] = lookup[j]
+		case found[i].size > buffers[i].Len:
+			out[i] = codeInvalidParams // refused before any transfer
+		default:
+			reads = append(reads, read{i, found[i], memory(buffers[i])})
+		}
+	}
+	land := func(r read) int64 { return int64(copy(r.dst, m.bytesLocked(r.obj.span))) }
+	if len(reads) > 0 && c.peerStallsLocked() {
+		wait := min(m.knobs.StatusTimeout, m.knobs.TransferWait)
+		if !m.waitLocked(m.now.Add(wait), func() bool { return !m.peerFroze }) {
+			for _, r := range reads {
+				out[r.i] = codeTransferFail
+				if m.knobs.StatusTimeout > m.knobs.TransferWait {
+					r := r // the wait gave up; the transfer goes on
+					m.atPeer = append(m.atPeer, func() { land(r) })
+				}
+			}
+			reads = nil
+		}
+	}
+	for _, r := range reads {
+		out[r.i] = land(r)
+		if m.now.After(r.obj.leaseUntil) {
+			out[r.i] = codeLeaseExpired // the bytes were written
+		}
+		f := staged[r.i]
+		if f.write {
+			out[r.i] = int64(f.code)
+		}
+		if f.late > 0 {
+			m.late.Add(1)
+			go func(dst []byte, n int, d time.Duration) {
+				defer m.late.Done()
+				time.Sleep(d) // the transfer engine's timing, not a test's synchronisation
+				for j := 0; j < n; j++ {
+					dst[j] ^= 0x5A
+				}
+			}(r.dst, int(r.obj.size), f.late)
+		}
+	}
+	return m.finishLocked(CallGet, keys, out)
+}
+
+// BatchIsExist answers 1 for a key with a complete object, 0 otherwise.
+func (c *Client) BatchIsExist(keys []string) ([]int64, error) {
+	m := c.m
+	return c.metadataCall(CallExist, keys, func(int, string) (int64, bool) { return 0, false },
+		func(_ int, k string) int64 {
+			if _, ok := m.objects[k]; ok {
+				return 1
+			}
+			return 0
+		}, nil)
 }
 
 func (c *Client) Close() error {
@@ -524,8 +1246,8 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// addrPointer turns a registered buffer's address back into a pointer, as
-// the transfer engine does in C. The memory is off the Go heap (it was
+// addrPointer turns a buffer's address back into a pointer, as the
+// transfer engine does in C. The memory is off the Go heap (it was
 // registered by address from runtime/hostmem), so the collector neither
 // moves nor frees it; the indirection keeps vet's uintptr check, which is
 // about heap memory, quiet.
