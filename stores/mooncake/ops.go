@@ -72,11 +72,14 @@ func (d *Driver) startSessions(rows []driver.Row, start []int, o *op, exists map
 	}
 	codes, err := d.sdk.BatchPutSessionStart(keysOf(rows, start), sizes)
 	if err != nil || len(codes) != len(start) {
-		// Which sessions started is unknown: leave them all for drain.
+		// Which sessions started is unknown. Nothing was written into any,
+		// so revoke them all at once: a key whose revoke answers is free
+		// again (a failed put leaves its key writable); one whose revoke
+		// fails too is left for drain.
 		for _, i := range start {
 			o.results[i] = raised("batch_put_session_start", err, len(codes), len(start))
-			set(i, heldOpen)
 		}
+		d.revoke(rows, start, set)
 		return nil
 	}
 	var scatter []int
