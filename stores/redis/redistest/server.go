@@ -12,35 +12,28 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/kvblob/kvblob/conformance/serverproc"
 )
 
-// Available reports whether redis-server (and redis-cli, for Cluster) are
-// installed, and if not, what to do.
-func Available() (bool, string) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		return false, "redis-server is not installed (apt-get install redis-server)"
-	}
-	return true, ""
-}
+// spec is how serverproc runs redis-server.
+var spec = serverproc.Spec{Binary: "redis-server", Install: "apt-get install redis-server"}
 
-// Server is one redis-server on 127.0.0.1, without persistence.
+// Available reports whether redis-server is installed, and if not, what to
+// do.
+func Available() (bool, string) { return serverproc.Available(spec) }
+
+// Server is one redis-server on 127.0.0.1, without persistence, run by
+// serverproc: Freeze, Thaw, Kill, Restart, Stop and Listening are its.
 type Server struct {
-	// Addr is where clients connect: the TLS port when the server serves
-	// TLS (it then has no plain port).
-	Addr string
-	// TLS is the certificates the server serves with (nil: plain TCP).
-	TLS  *Certs
-	cmd  *exec.Cmd
-	dir  string
-	once sync.Once
-	done chan struct{}
+	*serverproc.Server
+	// TLS is the certificates the server serves with (nil: plain TCP);
+	// Addr is then the TLS port, and the server has no plain port.
+	TLS *Certs
 }
 
 // Config is what StartWith starts.
@@ -72,16 +65,6 @@ func TenantUser(name, password, prefix string) []string {
 var TenantCommands = []string{"-@all", "+get", "+set", "+del", "+eval", "+evalsha", "+info", "+ping", "+hello", "+auth",
 	"+cluster|slots", "+cluster|shards", "+cluster|nodes", "+cluster|info", "+readonly"}
 
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // Start starts a redis-server with extra arguments and waits until it
 // answers PING (at most 10 s).
 func Start(extra ...string) (*Server, error) { return StartWith(Config{Extra: extra}) }
@@ -89,60 +72,37 @@ func Start(extra ...string) (*Server, error) { return StartWith(Config{Extra: ex
 // StartWith starts a redis-server as cfg says, bound to 127.0.0.1 only,
 // and waits until it answers PING (at most 10 s).
 func StartWith(cfg Config) (*Server, error) {
-	port, err := freePort()
+	sp := spec
+	sp.Args = func(host string, port int, dir string) []string {
+		// Loopback only: every port the server opens (client, TLS, cluster
+		// bus) binds the addresses of --bind.
+		args := []string{"--bind", host, "--save", "", "--appendonly", "no",
+			"--dir", dir, "--daemonize", "no", "--logfile", ""}
+		if t := cfg.TLS; t != nil {
+			args = append(args, "--port", "0", "--tls-port", strconv.Itoa(port), "--tls-cert-file", t.ServerCertFile,
+				"--tls-key-file", t.ServerKey, "--tls-ca-cert-file", t.CAFile, "--tls-auth-clients", "yes",
+				"--tls-cluster", "yes", "--tls-replication", "yes")
+		} else {
+			args = append(args, "--port", strconv.Itoa(port))
+		}
+		for _, u := range cfg.Users {
+			args = append(append(args, "--user"), u...)
+		}
+		return append(args, cfg.Extra...)
+	}
+	sp.Ready = func(addr string) error {
+		reply, err := command1(addr, cfg.TLS, "PING")
+		if err == nil && !strings.HasPrefix(reply, "+PONG") {
+			err = fmt.Errorf("PING answered %q", reply)
+		}
+		return err
+	}
+	p, err := serverproc.Start(sp)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("redistest: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "kvblob-redis-")
-	if err != nil {
-		return nil, err
-	}
-	// Loopback only: every port the server opens (client, TLS, cluster
-	// bus) binds the addresses of --bind.
-	args := []string{"--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log")}
-	if t := cfg.TLS; t != nil {
-		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(port), "--tls-cert-file", t.ServerCertFile,
-			"--tls-key-file", t.ServerKey, "--tls-ca-cert-file", t.CAFile, "--tls-auth-clients", "yes",
-			"--tls-cluster", "yes", "--tls-replication", "yes")
-	} else {
-		args = append(args, "--port", strconv.Itoa(port))
-	}
-	for _, u := range cfg.Users {
-		args = append(append(args, "--user"), u...)
-	}
-	args = append(args, cfg.Extra...)
-	cmd := exec.Command("redis-server", args...)
-	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("redistest: starting redis-server: %w", err)
-	}
-	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), TLS: cfg.TLS, cmd: cmd, dir: dir, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(s.done) }()
-	if err := s.waitFor("PING", "+PONG", 10*time.Second); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-		s.Stop()
-		return nil, fmt.Errorf("%w\nredis.log:\n%s", err, log)
-	}
-	return s, nil
+	return &Server{Server: p, TLS: cfg.TLS}, nil
 }
-
-// Kill kills the server at once, as a crash would.
-func (s *Server) Kill() {
-	_ = s.cmd.Process.Kill()
-	<-s.done
-}
-
-// Stop kills the server and removes its folder.
-func (s *Server) Stop() {
-	s.once.Do(func() {
-		s.Kill()
-		os.RemoveAll(s.dir)
-	})
-}
-
-// Pid is the server's process id.
-func (s *Server) Pid() int { return s.cmd.Process.Pid }
 
 // Command sends one inline command to a plain-TCP server and returns the
 // first reply line.
@@ -177,28 +137,6 @@ func command1(addr string, certs *Certs, command string) (string, error) {
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
 	return strings.TrimSpace(line), err
-}
-
-// waitFor sends command until the reply starts with want or d passes. It
-// paces its retries while a process starts; it synchronises nothing else.
-func (s *Server) waitFor(command, want string, d time.Duration) error {
-	addr := s.Addr
-	deadline := time.Now().Add(d)
-	var last string
-	var lastErr error
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.done:
-			return fmt.Errorf("redistest: redis-server at %s exited before it answered %s", addr, command)
-		default:
-		}
-		last, lastErr = s.Command(command)
-		if lastErr == nil && strings.HasPrefix(last, want) {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("redistest: %s at %s did not answer %q within %v (last %q, %v)", command, addr, want, d, last, lastErr)
 }
 
 // Cluster is a Redis Cluster of masters on loopback, without replicas.
