@@ -1,0 +1,48 @@
+package fs_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/kvblob/kvblob/conformance"
+	gen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/stores/fs/fskit"
+)
+
+var env *fskit.Env
+
+// TestMain makes the kit's directory (a tmpfs mount when run as root) for
+// the package, and checks no goroutine outlives the tests.
+func TestMain(m *testing.M) {
+	code := func() int {
+		var err error
+		if env, err = fskit.Setup(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer func() {
+			if err := env.Close(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
+		}()
+		return m.Run()
+	}()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// TestConformance runs the whole suite and every case generated from
+// spec/fs-posix.yaml, each on a directory of its own.
+func TestConformance(t *testing.T) {
+	conformance.Run(t, fskit.Factory(env), conformance.Suite{
+		Scenarios: fskit.Scenarios(), Cases: gen.Cases, Stage: fskit.Stage,
+	})
+}
