@@ -26,7 +26,7 @@ func TestUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"-help"}, 0, "usage: gate"},
-		{[]string{"--store", "nosuch"}, 2, `unknown store "nosuch"; want one of broken, memory, mooncake, redis`},
+		{[]string{"--store", "nosuch"}, 2, `unknown store "nosuch"; want one of broken, fs, memory, mooncake, redis`},
 		{[]string{"--sdk-enum", "E"}, 2, "--sdk-enum needs --sdk-include DIR"},
 		{[]string{"--sdk-include", "x", "--sdk-enum", "E"}, 2, "select that store with --store NAME"},
 		{[]string{"--sdk-include", "x", "--store", "memory"}, 2, "no selected store registers the enum of its codes"},

@@ -1,0 +1,32 @@
+package fskit
+
+import (
+	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/gate"
+	gen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/runtime/driver"
+)
+
+// The filesystem store joins the gate over a directory the gate makes: a
+// tmpfs mount when it runs as root, so that a full filesystem is real.
+func init() {
+	var env *Env
+	where := "tmpfs"
+	if !Mounts() {
+		where = "temp dir; " + NoMount
+	}
+	s := gate.Store{
+		Name: "fs", SDK: gen.SDKName + " file I/O, " + gen.SDKVersions[0] + " (" + where + ")",
+		Scenarios: Scenarios(), Cases: gen.Cases, Stage: Stage,
+		Factory: func(t conformance.T) driver.Driver { return Open(t, env) },
+	}
+	s.Setup = func() (string, func(), error) {
+		e, err := Setup()
+		if err != nil {
+			return "", nil, err
+		}
+		env = e
+		return "", func() { _ = e.Close() }, nil
+	}
+	gate.Register(s)
+}
