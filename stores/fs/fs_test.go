@@ -1,0 +1,415 @@
+package fs_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/conformance"
+	gen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/runtime/backend"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/fs"
+	"github.com/kvblob/kvblob/stores/fs/fskit"
+)
+
+// fx is a kit driver with a registered region of 64 KiB slots.
+type fx struct {
+	*fskit.Driver
+	t *testing.T
+	r *hostmem.Region
+}
+
+func newFx(t *testing.T) *fx {
+	t.Helper()
+	d := fskit.Open(t, env)
+	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 64 << 10, Slots: 8})
+	require.NoError(t, err)
+	reg, err := d.Register(r.Region)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if d.Drain(conformance.Within(5*time.Second)) && d.Unregister(reg) == nil {
+			_ = d.Close()
+			_ = r.Close()
+		}
+	})
+	return &fx{Driver: d, t: t, r: r}
+}
+
+func key(t *testing.T, name string) string {
+	k, err := driver.Key("fs-test", []byte(t.Name()+"/"+name))
+	require.NoError(t, err)
+	return k
+}
+
+// row is key in slot i, filled with seed (seed 0xEE marks a destination).
+func (f *fx) row(key string, i int, seed byte) driver.Row {
+	s := f.r.Slot(i)
+	b := s.Bytes()
+	for j := range b {
+		b[j] = seed ^ byte(j*7)
+	}
+	return driver.Row{Key: key, Spans: []driver.Span{s}}
+}
+
+func (f *fx) put(rows ...driver.Row) []driver.Result {
+	f.t.Helper()
+	op, err := f.Put(context.Background(), rows)
+	require.NoError(f.t, err)
+	res, done := op.Poll()
+	require.True(f.t, done)
+	require.True(f.t, op.AccessEnded())
+	return res
+}
+
+func (f *fx) get(rows ...driver.Row) []driver.Result {
+	f.t.Helper()
+	op, err := f.Get(context.Background(), rows, driver.Hint{})
+	require.NoError(f.t, err)
+	res, done := op.Poll()
+	require.True(f.t, done)
+	require.True(f.t, op.AccessEnded())
+	return res
+}
+
+// untouched fails unless every byte of row is the 0xEE destination fill.
+func untouched(t *testing.T, row driver.Row) {
+	t.Helper()
+	b := row.Spans[0].Bytes()
+	for j := range b {
+		if b[j] != 0xEE^byte(j*7) {
+			t.Fatalf("the destination was written at byte %d", j)
+		}
+	}
+}
+
+// TestAFullFilesystemDeclinesAndLeavesNothingBehind fills the kit's tmpfs
+// for real: the put is DECLINED, neither the object, its temporary file nor
+// its marker is left, and once space is freed the key takes a put.
+func TestAFullFilesystemDeclinesAndLeavesNothingBehind(t *testing.T) {
+	if !env.Tmpfs {
+		t.Skip(fskit.NoMount)
+	}
+	f := newFx(t)
+	k := key(t, "a")
+	filler, err := fskit.FillFS(f.Root())
+	require.NoError(t, err)
+	res := f.put(f.row(k, 0, 1))
+	assert.Equal(t, driver.Declined, res[0].Status, "%v", res[0])
+	left, err := fskit.Listing(f.Root())
+	require.NoError(t, err)
+	for _, p := range left {
+		if fi, err := os.Stat(filepath.Join(f.Root(), p)); err == nil && !fi.IsDir() && !strings.HasPrefix(p, "filler-") {
+			t.Errorf("a declined put left %s behind", p)
+		}
+	}
+	dst := f.row(k, 1, 0xEE)
+	assert.Equal(t, driver.Miss, f.get(dst)[0].Status)
+	untouched(t, dst)
+
+	require.NoError(t, os.Remove(filler))
+	assert.Equal(t, driver.Ready, f.put(f.row(k, 0, 1))[0].Status)
+	assert.Equal(t, driver.Ready, f.get(dst)[0].Status)
+	assert.Equal(t, f.r.Slot(0).Bytes(), dst.Spans[0].Bytes())
+}
+
+// TestADeadWritersMarkerExpires: a marker nobody releases keeps the key
+// NOT_READY until its TTL passes by the driver's clock; then a get is a
+// MISS and a put takes the key over, leaving no marker behind.
+func TestADeadWritersMarkerExpires(t *testing.T) {
+	f := newFx(t)
+	k := key(t, "a")
+	require.NoError(t, f.PlantMarker(k))
+	dst := f.row(k, 1, 0xEE)
+	assert.Equal(t, driver.NotReady, f.get(dst)[0].Status)
+	assert.Equal(t, driver.NotReady, f.put(f.row(k, 0, 1))[0].Status)
+
+	f.Clock.Advance(fskit.TTL - time.Second)
+	assert.Equal(t, driver.NotReady, f.put(f.row(k, 0, 1))[0].Status, "a marker is live until its TTL passed")
+
+	f.Clock.Advance(2 * time.Second)
+	dst = f.row(k, 1, 0xEE)
+	assert.Equal(t, driver.Miss, f.get(dst)[0].Status, "an expired marker with no object is a MISS")
+	untouched(t, dst)
+	assert.Equal(t, driver.Ready, f.put(f.row(k, 0, 1))[0].Status)
+	assert.Equal(t, driver.Ready, f.get(dst)[0].Status)
+	assert.Equal(t, f.r.Slot(0).Bytes(), dst.Spans[0].Bytes())
+
+	file, marker, err := f.Paths(k)
+	require.NoError(t, err)
+	_, err = os.Lstat(marker)
+	assert.True(t, errors.Is(err, os.ErrNotExist), "the writer's marker is released: %v", err)
+	siblings, err := os.ReadDir(filepath.Dir(file))
+	require.NoError(t, err)
+	require.Len(t, siblings, 1, "only the object is left: %v", siblings)
+}
+
+// TestATornObjectIsAFaultAndTheDestinationIsUntouched truncates a
+// published object in several ways: each get is a FAULT (CORRUPT), and the
+// destination keeps its bytes.
+func TestATornObjectIsAFaultAndTheDestinationIsUntouched(t *testing.T) {
+	f := newFx(t)
+	k := key(t, "a")
+	require.Equal(t, driver.Ready, f.put(f.row(k, 0, 1))[0].Status)
+	file, _, err := f.Paths(k)
+	require.NoError(t, err)
+	size := int64(len(f.r.Slot(0).Bytes())) + 36
+	for _, n := range []int64{size - 1, size / 2, 35, 0} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			require.NoError(t, os.Truncate(file, n))
+			dst := f.row(k, 1, 0xEE)
+			res := f.get(dst)[0]
+			assert.Equal(t, driver.Fault, res.Status, "%v", res)
+			assert.Equal(t, int64(gen.Corrupt), res.Code, "%v", res)
+			untouched(t, dst)
+		})
+	}
+}
+
+// TestAnIOErrorIsAFault injects EIO into each call of a put and into a
+// read: every one is a FAULT with code EIO, none leaves a file behind, and
+// the read leaves its destination untouched.
+func TestAnIOErrorIsAFault(t *testing.T) {
+	f := newFx(t)
+	for _, call := range []string{"claim", "write", "publish"} {
+		k := key(t, call)
+		f.Seam.Raise(call, k, &os.PathError{Op: call, Path: k, Err: syscall.EIO})
+		res := f.put(f.row(k, 0, 1))[0]
+		assert.Equal(t, driver.Fault, res.Status, "%s: %v", call, res)
+		assert.Equal(t, int64(gen.Eio), res.Code, "%s: %v", call, res)
+		file, _, err := f.Paths(k)
+		require.NoError(t, err)
+		siblings, _ := filepath.Glob(file + "*")
+		assert.Empty(t, siblings, "%s: a failed put left files", call)
+	}
+	k := key(t, "read")
+	require.Equal(t, driver.Ready, f.put(f.row(k, 0, 1))[0].Status)
+	f.Seam.Raise("read", k, &os.PathError{Op: "read", Path: k, Err: syscall.EIO})
+	dst := f.row(k, 1, 0xEE)
+	res := f.get(dst)[0]
+	assert.Equal(t, driver.Fault, res.Status)
+	assert.Equal(t, int64(gen.Eio), res.Code)
+	untouched(t, dst)
+}
+
+// TestAnUnreadableObjectIsAFault drops the object's read permission; root
+// reads it anyway, so this runs only without root.
+func TestAnUnreadableObjectIsAFault(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads a file whatever its mode")
+	}
+	f := newFx(t)
+	k := key(t, "a")
+	require.Equal(t, driver.Ready, f.put(f.row(k, 0, 1))[0].Status)
+	file, _, _ := f.Paths(k)
+	require.NoError(t, os.Chmod(file, 0))
+	dst := f.row(k, 1, 0xEE)
+	res := f.get(dst)[0]
+	assert.Equal(t, driver.Fault, res.Status)
+	assert.Equal(t, int64(gen.Eacces), res.Code)
+	untouched(t, dst)
+}
+
+// TestAFIFOAtTheObjectDoesNotBlockAGet: open(2) of a FIFO with no writer
+// blocks unless O_NONBLOCK; the get answers CORRUPT instead.
+func TestAFIFOAtTheObjectDoesNotBlockAGet(t *testing.T) {
+	f := newFx(t)
+	k := key(t, "a")
+	file, _, _ := f.Paths(k)
+	require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
+	require.NoError(t, syscall.Mkfifo(file, 0o644))
+	dst := f.row(k, 1, 0xEE)
+	got := make(chan driver.Result, 1)
+	go func() { got <- f.get(dst)[0] }()
+	select {
+	case res := <-got:
+		assert.Equal(t, driver.Fault, res.Status)
+		assert.Equal(t, int64(gen.Corrupt), res.Code, "%v", res)
+		untouched(t, dst)
+	case <-time.After(conformance.DefaultDeadline):
+		w, err := os.OpenFile(file, os.O_WRONLY, 0) // unblock the get
+		require.NoError(t, err)
+		_ = w.Close()
+		<-got
+		t.Fatal("a get blocked on a FIFO at the object's path")
+	}
+}
+
+// TestKeysStayUnderTheRoot: a prefix segment "." or ".." is refused before
+// anything is recorded, and long names, whose hex is cut into directories,
+// never collide with a shorter name that is their prefix.
+func TestKeysStayUnderTheRoot(t *testing.T) {
+	f := newFx(t)
+	for _, bad := range []string{"../v1/00", "a/../../v1/00", "a/./b/v1/00", "./v1/00"} {
+		_, err := f.Put(context.Background(), []driver.Row{f.row(bad, 0, 1)})
+		var re *driver.RejectedError
+		require.True(t, errors.As(err, &re), "%q: %v", bad, err)
+		assert.Equal(t, fs.RuleKeyPath, re.Rule)
+		_, err = f.Get(context.Background(), []driver.Row{f.row(bad, 1, 0xEE)}, driver.Hint{})
+		require.True(t, errors.As(err, &re), "%q: %v", bad, err)
+	}
+	// Names of 300, 200 and 100 bytes, each a prefix of the next, whose
+	// keys share their fan-out directory: the 600-character hex name is
+	// cut into h[:200]+/h[200:400]+/h[400:], which must not meet the
+	// 200-byte name's file h[:200]+/h[200:400] or the 100-byte name's h[:200].
+	long := bytes.Repeat([]byte{0xab}, 300)
+	keyOf := func(n int) string {
+		k, err := driver.Key("fs-test", long[:n])
+		require.NoError(t, err)
+		return k
+	}
+	fanout := func(k string) string {
+		file, _, err := f.Paths(k)
+		require.NoError(t, err)
+		rel, _ := filepath.Rel(f.Root(), file)
+		return strings.Split(rel, "/")[2]
+	}
+	// Count in bytes 100..103, then 200..203, until each longer name's key
+	// shares the shorter one's fan-out directory (about 256 tries each).
+	for _, at := range []int{100, 200} {
+		for i := uint32(0); fanout(keyOf(at+100)) != fanout(keyOf(100)); i++ {
+			require.Less(t, i, uint32(1<<20), "no names share a fan-out directory")
+			long[at], long[at+1], long[at+2], long[at+3] = byte(i), byte(i>>8), byte(i>>16), byte(i>>24)
+		}
+	}
+	keys := []string{keyOf(300), keyOf(200), keyOf(100)}
+	for i, k := range keys {
+		require.Equal(t, driver.Ready, f.put(f.row(k, i, byte(i+1)))[0].Status, "key %d", i)
+	}
+	for i, k := range keys {
+		dst := f.row(k, 4+i, 0xEE)
+		require.Equal(t, driver.Ready, f.get(dst)[0].Status, "key %d", i)
+		assert.Equal(t, f.r.Slot(i).Bytes(), dst.Spans[0].Bytes(), "key %d", i)
+		file, _, _ := f.Paths(k)
+		rel, err := filepath.Rel(f.Root(), file)
+		require.NoError(t, err)
+		assert.True(t, strings.HasPrefix(rel, "fs-test/v1/"), rel)
+		for _, c := range strings.Split(rel, "/") {
+			assert.LessOrEqual(t, len(c), 255, rel)
+		}
+	}
+}
+
+// TestAPutOverAnObjectStoresTheNewBytes: a second put of a key writes it
+// again, so READY is for the bytes just put, even of another length.
+func TestAPutOverAnObjectStoresTheNewBytes(t *testing.T) {
+	f := newFx(t)
+	k := key(t, "a")
+	short := driver.Row{Key: k, Spans: []driver.Span{{Region: f.r.Region, Offset: 0, Length: 1000}}}
+	f.row(k, 0, 1)
+	require.Equal(t, driver.Ready, f.put(short)[0].Status)
+	require.Equal(t, driver.Ready, f.put(f.row(k, 2, 9))[0].Status)
+	dst := f.row(k, 1, 0xEE)
+	require.Equal(t, driver.Ready, f.get(dst)[0].Status)
+	assert.Equal(t, f.r.Slot(2).Bytes(), dst.Spans[0].Bytes())
+}
+
+// TestOpenRefusesWhatItCannotUse names the missing root and a root that is
+// a file.
+func TestOpenRefusesWhatItCannotUse(t *testing.T) {
+	_, err := fs.Open(fs.Options{})
+	assert.ErrorContains(t, err, "no root")
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	_, err = fs.Open(fs.Options{Root: file})
+	assert.ErrorContains(t, err, "is not a directory")
+	_, err = fs.Open(fs.Options{Root: filepath.Join(file, "missing")})
+	assert.Error(t, err)
+}
+
+// TestBackendRoundTripBetweenTwoHosts publishes through one driver and
+// fetches through another over the same directory, as two hosts mounting
+// one share would, with four workers, byte for byte.
+func TestBackendRoundTripBetweenTwoHosts(t *testing.T) {
+	root := t.TempDir()
+	if env.Tmpfs {
+		root = env.Dir
+	}
+	const rows = 64
+	type host struct {
+		be   *backend.Backend
+		l    *hostmem.Lender
+		hold *hostmem.Hold
+	}
+	open := func() host {
+		l, err := hostmem.NewLender("slots", driver.Layout{SlotBytes: 32 << 10, Slots: rows})
+		require.NoError(t, err)
+		hold, err := l.Hold()
+		require.NoError(t, err)
+		d, err := fs.Open(fs.Options{Root: root})
+		require.NoError(t, err)
+		bind, err := backend.Bind(hold.Regions(), d, hold)
+		require.NoError(t, err)
+		be, err := backend.New(bind, nil, backend.Config{Workers: 4, RowsPerBatch: 8, Prefix: "fs-roundtrip/" + strings.ReplaceAll(t.Name(), "/", "-")})
+		require.NoError(t, err)
+		return host{be, l, hold}
+	}
+	pub, sub := open(), open()
+	view := func(l *hostmem.Lender) backend.View {
+		r := l.Regions()[0]
+		v := make(backend.View, rows)
+		for i := range v {
+			v[i] = backend.ViewRow{Name: []byte(fmt.Sprint("block-", i)), Spans: []driver.Span{r.Slot(i)}}
+		}
+		return v
+	}
+	src, dst := view(pub.l), view(sub.l)
+	for i, r := range src {
+		b := r.Spans[0].Bytes()
+		for j := range b {
+			b[j] = byte(i*7 + j)
+		}
+	}
+	outcome := func(a *backend.Attempt, err error) backend.Outcome {
+		require.NoError(t, err)
+		o, err := a.Wait(conformance.Within(conformance.DefaultDeadline))
+		require.NoError(t, err)
+		return o
+	}
+	assert.Equal(t, rows, outcome(pub.be.Publish(src)).Prefix)
+	assert.Equal(t, rows, outcome(sub.be.Fetch(dst, driver.Hint{})).Prefix)
+	for i := range src {
+		require.True(t, bytes.Equal(src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes()), "row %d", i)
+	}
+	for _, h := range []host{pub, sub} {
+		require.NoError(t, h.be.Shutdown(conformance.Within(conformance.DefaultDeadline)))
+		require.True(t, h.hold.Released())
+		require.NoError(t, h.l.Close())
+	}
+}
+
+// TestACancelledContextStartsNoRow: rows a call has not started when its
+// context is done are CANCELLED, and nothing of them reaches the disk or
+// the destination.
+func TestACancelledContextStartsNoRow(t *testing.T) {
+	f := newFx(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	k := key(t, "a")
+	op, err := f.Put(ctx, []driver.Row{f.row(k, 0, 1)})
+	require.NoError(t, err)
+	res, _ := op.Poll()
+	assert.Equal(t, driver.Cancelled, res[0].Status)
+	left, err := fskit.Listing(f.Root())
+	require.NoError(t, err)
+	assert.Empty(t, left)
+
+	require.Equal(t, driver.Ready, f.put(f.row(k, 0, 1))[0].Status)
+	dst := f.row(k, 1, 0xEE)
+	op, err = f.Get(ctx, []driver.Row{dst}, driver.Hint{})
+	require.NoError(t, err)
+	res, _ = op.Poll()
+	assert.Equal(t, driver.Cancelled, res[0].Status)
+	untouched(t, dst)
+}
