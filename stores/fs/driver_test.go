@@ -46,3 +46,20 @@ func TestConformance(t *testing.T) {
 		Scenarios: fskit.Scenarios(), Cases: gen.Cases, Stage: fskit.Stage,
 	})
 }
+
+// TestSDKChecks asks the filesystem under a driver's root for what the
+// spec relies on, as the gate does.
+func TestSDKChecks(t *testing.T) {
+	for _, c := range fskit.SDKChecks() {
+		t.Run(c.Name, func(t *testing.T) {
+			check := conformance.Check{Name: c.Name, Run: func(h *conformance.Harness, _ conformance.Scenarios) { c.Run(h) }}
+			v := conformance.RunRecorded(check, fskit.Factory(env), conformance.Suite{})
+			switch {
+			case v.Skipped:
+				t.Skip(v.Reason)
+			case !v.Passed:
+				t.Error(v.Reason)
+			}
+		})
+	}
+}

@@ -17,7 +17,7 @@ func init() {
 	}
 	s := gate.Store{
 		Name: "fs", SDK: gen.SDKName + " file I/O, " + gen.SDKVersions[0] + " (" + where + ")",
-		Scenarios: Scenarios(), Cases: gen.Cases, Stage: Stage,
+		Scenarios: Scenarios(), Cases: gen.Cases, Stage: Stage, SDKChecks: SDKChecks(),
 		Factory: func(t conformance.T) driver.Driver { return Open(t, env) },
 	}
 	s.Setup = func() (string, func(), error) {
