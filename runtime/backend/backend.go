@@ -85,7 +85,9 @@ type Config struct {
 	// SlowCall is how long a driver call may run before one warning is
 	// logged (0: 60 s).
 	SlowCall time.Duration
-	// Logger receives the slow-call warnings (zero value: discarded).
+	// Logger receives the slow-call warnings (zero value: discarded), with
+	// the fields op, rows, bytes and age (docs/operating.md); give it
+	// store=<name> with Logger.With() to match the drivers' events.
 	Logger zerolog.Logger
 }
 

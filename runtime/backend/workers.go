@@ -295,7 +295,7 @@ func (b *Backend) warnSlowLocked() {
 	for _, bt := range b.open {
 		if !bt.callStart.warned && now.Sub(bt.callStart.Time) > b.cfg.SlowCall {
 			bt.callStart.warned = true
-			b.cfg.Logger.Warn().Str("call", callName(bt)).Int("rows", len(bt.rows)).
+			b.cfg.Logger.Warn().Str("op", strings.ToLower(callName(bt))).Int("rows", len(bt.rows)).Int64("bytes", bt.bytes).
 				Dur("age", now.Sub(bt.callStart.Time)).Msg("backend: a driver call is taking longer than the slow-call threshold")
 		}
 	}
