@@ -5,7 +5,7 @@ GO ?= go
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: run test check generate golden bench soak fuzz deps
+.PHONY: run test check generate golden bench soak fuzz deps demo
 
 run: ## the main job: check generated/, run every store's conformance suite
 	$(GO) run ./cmd/gate
@@ -14,14 +14,18 @@ test: deps ## every test, with the race detector; ends with the totals
 	$(GO) build -o .bin/testsum ./cmd/testsum
 	$(GO) test -race -count=1 -json ./... | .bin/testsum
 
-# The Redis tests start their own redis-server on loopback. Install it from
-# Debian's packages when we can; otherwise they skip (and fail under CI=true).
+# The Redis tests and the demo start their own redis-server on loopback.
+# Install it from Debian's packages when we can; otherwise the tests skip
+# (and fail under CI=true) and the demo says how to install it.
 deps:
 	@command -v redis-server >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "make: installing redis-server from Debian's packages for the Redis tests"; \
 	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
 	  else echo "make: redis-server not found; the Redis tests will skip (apt-get install redis-server)"; fi; }
+
+demo: deps ## two processes move a request's KV rows through a redis-server on loopback, then clean up
+	$(GO) run ./cmd/demo
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 

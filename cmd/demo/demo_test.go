@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/kvblob/kvblob/conformance/serverproc"
+)
+
+// TestMain makes the test binary the demo's child processes too: the demo
+// re-executes os.Executable(), which here is this binary.
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func needRedis(t *testing.T) {
+	t.Helper()
+	if ok, why := serverproc.Available(redisSpec); !ok {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+}
+
+func demo(t *testing.T, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code := run(ctx, append([]string{"-rows", "8", "-row-bytes", "65536", "-batch-rows", "3"}, args...), &stdout, &stderr)
+	t.Logf("stdout:\n%sstderr:\n%s", stdout.String(), stderr.String())
+	require.Equal(t, 0, code, "the demo failed")
+	return stdout.String()
+}
+
+// TestDemoStartsRedisMovesRowsAndCleansUp runs the demo as make demo does:
+// it starts redis-server on loopback, moves the rows between two
+// processes, deletes its keys and stops the server.
+func TestDemoStartsRedisMovesRowsAndCleansUp(t *testing.T) {
+	needRedis(t)
+	out := demo(t)
+	addr := regexp.MustCompile(`started redis-server at (127\.0\.0\.1:\d+) \(pid \d+, loopback only\)`).FindStringSubmatch(out)
+	require.NotNil(t, addr, "the demo says where it started redis-server")
+	assert.Regexp(t, `publish\[\d+\]: published 8 rows x 64 KiB = 512 KiB in .*: 8 READY`, out)
+	assert.Regexp(t, `fetch\[\d+\]: fetched 8 rows x 64 KiB = 512 KiB in .*: 8 READY`, out)
+	assert.Regexp(t, `fetch\[\d+\]: 8 of 8 rows match what the publishing process wrote`, out)
+	assert.Regexp(t, `fetch\[\d+\]:   kvblob_driver_rows_total\{op="get",result="ready",store="redis"\} 8`, out)
+	assert.Regexp(t, `publish\[\d+\]:   kvblob_backend_batches_settled_total\{store="redis"\} 3`, out)
+	assert.Contains(t, out, "demo: deleted 8 keys under kvblob-demo-")
+	assert.Contains(t, out, "demo: stopped the redis-server it started at "+addr[1])
+	conn, err := net.DialTimeout("tcp", addr[1], time.Second)
+	if err == nil {
+		conn.Close()
+	}
+	assert.Error(t, err, "the redis-server the demo started still answers at %s", addr[1])
+}
+
+// TestDemoUsesAGivenRedisAndLeavesItClean runs the demo against a Redis it
+// did not start: it writes only under its own prefix, deletes every key it
+// wrote, and leaves the server running.
+func TestDemoUsesAGivenRedisAndLeavesItClean(t *testing.T) {
+	needRedis(t)
+	srv, err := serverproc.Start(redisSpec)
+	require.NoError(t, err)
+	defer srv.Stop()
+	require.NoError(t, srv.LoopbackOnly())
+	out := demo(t, "-redis", srv.Addr)
+	assert.Contains(t, out, "demo: using the Redis at "+srv.Addr)
+	assert.Regexp(t, `fetch\[\d+\]: 8 of 8 rows match`, out)
+	assert.NotContains(t, out, "stopped the redis-server")
+	require.NoError(t, ping(srv.Addr), "the demo left the given server running")
+	assert.Equal(t, "0", command(t, srv.Addr, "DBSIZE"), "the demo deleted every key it wrote")
+}
+
+// TestDemoRefusesItsOwnFlagsFromUsers keeps -role internal.
+func TestDemoRefusesItsOwnFlagsFromUsers(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, 2, run(context.Background(), []string{"-role", "fetch"}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "-role is the demo's own")
+}
+
+// command sends one inline command and returns the reply's value.
+func command(t *testing.T, addr, cmd string) string {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(5*time.Second)))
+	_, err = conn.Write([]byte(cmd + "\r\n"))
+	require.NoError(t, err)
+	buf := make([]byte, 64)
+	n, err := conn.Read(buf)
+	require.NoError(t, err)
+	return strings.TrimLeft(strings.TrimSpace(string(buf[:n])), ":+")
+}

@@ -1,0 +1,441 @@
+// Command demo is kvblob's real use in two processes: a prefill process
+// publishes one request's KV rows from its host slots into Redis, and a
+// decode process fetches them into slots of its own, as two serving
+// runtimes on two machines would. Each process embeds runtime/backend over
+// an instrumented Redis driver and prints what moved, how fast, and the
+// driver metrics it would export.
+//
+//	go run ./cmd/demo                 # starts redis-server on loopback, stops it after
+//	go run ./cmd/demo -redis HOST:PORT # a Redis the user runs (add -cluster for Redis Cluster)
+//
+// The demo writes only keys under a prefix of its own
+// (kvblob-demo-<random>), and deletes them before it exits, whether the
+// run succeeded or not. It re-executes itself with -role publish and
+// -role fetch for the two processes.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/kvblob/kvblob/conformance/serverproc"
+	"github.com/kvblob/kvblob/runtime/backend"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/runtime/metrics"
+	"github.com/kvblob/kvblob/stores/redis"
+)
+
+// childEnv marks a process the demo started for one role.
+const childEnv = "KVBLOB_DEMO_CHILD"
+
+func main() {
+	// Ctrl-C or a closed pipe still ends in the clean-up: keys deleted,
+	// the server stopped.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+type config struct {
+	role     string
+	redis    string
+	cluster  bool
+	prefix   string
+	rows     int
+	rowBytes int64
+	workers  int
+	batch    int
+	timeout  time.Duration
+}
+
+func parse(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.redis, "redis", "", "host:port of a Redis to use (default: start redis-server on loopback)")
+	fs.BoolVar(&c.cluster, "cluster", false, "the -redis address is a Redis Cluster seed node")
+	fs.IntVar(&c.rows, "rows", 64, "rows (KV blocks) of the request")
+	fs.Int64Var(&c.rowBytes, "row-bytes", 256<<10, "bytes of one row")
+	fs.IntVar(&c.workers, "workers", 2, "backend workers in each process")
+	fs.IntVar(&c.batch, "batch-rows", 16, "rows of one driver call (0: all in one)")
+	fs.DurationVar(&c.timeout, "timeout", time.Minute, "bound on the whole run")
+	fs.StringVar(&c.role, "role", "", "internal: publish or fetch (the demo starts these itself)")
+	fs.StringVar(&c.prefix, "prefix", "", "internal: the key prefix of this run")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return c, fmt.Errorf("demo: unexpected arguments %q", fs.Args())
+	case c.rows < 1 || c.rows > 1<<16:
+		return c, fmt.Errorf("demo: -rows is %d; want 1 to 65536", c.rows)
+	case c.rowBytes < 1 || c.rowBytes > 64<<20:
+		return c, fmt.Errorf("demo: -row-bytes is %d; want 1 to 64 MiB", c.rowBytes)
+	case c.workers < 1:
+		return c, fmt.Errorf("demo: -workers is %d; want 1 or more", c.workers)
+	case c.batch < 0:
+		return c, fmt.Errorf("demo: -batch-rows is %d; want 0 (no bound) or more", c.batch)
+	case c.role != "" && (c.redis == "" || c.prefix == ""):
+		return c, errors.New("demo: -role is the demo's own; run the demo without it")
+	}
+	return c, nil
+}
+
+// run is main's body; it returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	switch c.role {
+	case "":
+		err = orchestrate(ctx, c, stdout, stderr)
+	case "publish", "fetch":
+		err = serve(ctx, c, stdout, stderr)
+	default:
+		err = fmt.Errorf("demo: unknown -role %q", c.role)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// redisSpec runs redis-server on loopback without persistence.
+var redisSpec = serverproc.Spec{
+	Binary:  "redis-server",
+	Install: "make demo installs it; or apt-get install redis-server",
+	Args: func(host string, port int, dir string) []string {
+		return []string{"--bind", host, "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
+			"--dir", dir, "--daemonize", "no"}
+	},
+	Ready: ping,
+}
+
+func ping(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// orchestrate starts Redis unless given one, runs the publishing and the
+// fetching process one after the other, and cleans up.
+func orchestrate(ctx context.Context, c config, stdout, stderr io.Writer) (err error) {
+	if c.redis == "" {
+		srv, err := serverproc.Start(redisSpec)
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		defer func() {
+			srv.Stop()
+			fmt.Fprintf(stdout, "demo: stopped the redis-server it started at %s\n", srv.Addr)
+		}()
+		if err := srv.LoopbackOnly(); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		c.redis = srv.Addr
+		fmt.Fprintf(stdout, "demo: started redis-server at %s (pid %d, loopback only)\n", srv.Addr, srv.PID())
+	} else {
+		fmt.Fprintf(stdout, "demo: using the Redis at %s\n", c.redis)
+	}
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	c.prefix = "kvblob-demo-" + hex.EncodeToString(id[:])
+	fmt.Fprintf(stdout, "demo: request %q: %d rows of %s under prefix %s\n", requestID, c.rows, size(c.rowBytes), c.prefix)
+
+	defer func() {
+		n, cerr := cleanup(context.WithoutCancel(ctx), c)
+		if cerr != nil {
+			err = errors.Join(err, cerr)
+			return
+		}
+		fmt.Fprintf(stdout, "demo: deleted %d keys under %s/\n", n, c.prefix)
+	}()
+	for _, role := range []string{"publish", "fetch"} {
+		if err := child(ctx, c, role, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// child runs the demo itself in role, its output passed through.
+func child(ctx context.Context, c config, role string, stdout, stderr io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	args := []string{"-role", role, "-redis", c.redis, "-prefix", c.prefix, "-rows", strconv.Itoa(c.rows),
+		"-row-bytes", strconv.FormatInt(c.rowBytes, 10), "-workers", strconv.Itoa(c.workers), "-batch-rows", strconv.Itoa(c.batch), "-timeout", c.timeout.String()}
+	if c.cluster {
+		args = append(args, "-cluster")
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("demo: the %s process failed: %w", role, err)
+	}
+	fmt.Fprintf(stdout, "demo: the %s process (start to exit) took %v\n", role, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// requestID names the request whose rows move; a row's name is the
+// request's and the block's number.
+const requestID = "req-42"
+
+func rowName(i int) []byte { return fmt.Appendf(nil, "%s/block-%05d", requestID, i) }
+
+// fill writes row i's bytes: a pattern the fetching process can recompute.
+func fill(b []byte, prefix string, i int) {
+	h := fnv.New64a()
+	h.Write([]byte(prefix))
+	x := h.Sum64() ^ uint64(i+1)*0x9E3779B97F4A7C15
+	var w [8]byte
+	for off := 0; off < len(b); off += 8 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		binary.LittleEndian.PutUint64(w[:], x)
+		copy(b[off:], w[:])
+	}
+}
+
+// cleanup deletes every key the run may have written.
+func cleanup(ctx context.Context, c config) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	d, err := redis.Open(ctx, redis.Options{Addrs: []string{c.redis}, Cluster: c.cluster})
+	if err != nil {
+		return 0, fmt.Errorf("demo: cleaning up: %w", err)
+	}
+	defer func() {
+		d.Drain(ctx)
+		_ = d.Close()
+	}()
+	stem, err := driver.KeyStem(c.prefix)
+	if err != nil {
+		return 0, err
+	}
+	deleted := 0
+	for i := 0; i < c.rows; i++ { // one by one: in a Cluster the keys live on different nodes
+		key, err := stem.Key(rowName(i))
+		if err != nil {
+			return deleted, err
+		}
+		n, err := d.Client().Del(ctx, key).Result()
+		if err != nil {
+			return deleted, fmt.Errorf("demo: deleting %s: %w", key, err)
+		}
+		deleted += int(n)
+	}
+	return deleted, nil
+}
+
+// serve is one serving process: it lends host slots to a backend over an
+// instrumented Redis driver, and publishes or fetches the request's rows.
+func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
+	who := fmt.Sprintf("%s[%d]", c.role, os.Getpid())
+	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true}).Level(zerolog.WarnLevel).
+		With().Timestamp().Str("process", who).Logger()
+
+	rdb, err := redis.Open(ctx, redis.Options{Addrs: []string{c.redis}, Cluster: c.cluster})
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	drivers := metrics.NewDrivers(metrics.Options{Logger: log})
+	d := drivers.Instrument(rdb, "redis")
+
+	lender, err := hostmem.NewLender(c.role, driver.Layout{SlotBytes: c.rowBytes, Slots: c.rows})
+	if err != nil {
+		return err
+	}
+	hold, err := lender.Hold()
+	if err != nil {
+		return err
+	}
+	bind, err := backend.Bind(hold.Regions(), d, hold)
+	if err != nil {
+		return err // the hold stays out: the lender's memory is kept
+	}
+	woken := make(chan struct{}, 1)
+	be, err := backend.New(bind, func() {
+		select {
+		case woken <- struct{}{}:
+		default:
+		}
+	}, backend.Config{Workers: c.workers, RowsPerBatch: c.batch, Prefix: c.prefix, Logger: log.With().Str("store", "redis").Logger()})
+	if err != nil {
+		return err
+	}
+	reg.MustRegister(drivers, metrics.NewBackendCollector("redis", be))
+
+	slots := hold.Regions()[0]
+	view := make(backend.View, c.rows)
+	for i := range view {
+		view[i] = backend.ViewRow{Name: rowName(i), Spans: []driver.Span{slots.Slot(i)}}
+		if c.role == "publish" {
+			fill(slots.Slot(i).Bytes(), c.prefix, i)
+		}
+	}
+
+	start := time.Now()
+	var a *backend.Attempt
+	if c.role == "publish" {
+		a, err = be.Publish(view)
+	} else {
+		a, err = be.Fetch(view, driver.Hint{})
+	}
+	if err != nil {
+		return err
+	}
+	o, err := a.Wait(ctx)
+	if err != nil {
+		return err
+	}
+	for !a.Quiesced() { // the slots are ours again only once quiesced
+		select {
+		case <-woken:
+		case <-ctx.Done():
+			return fmt.Errorf("%s: the slots are still in use (%v); keeping them", who, ctx.Err())
+		}
+	}
+	took := time.Since(start)
+
+	counts := map[driver.Status]int{}
+	for _, r := range o.Results {
+		counts[r.Status]++
+	}
+	total := int64(c.rows) * c.rowBytes
+	fmt.Fprintf(stdout, "%s: %s %d rows x %s = %s in %v (%s/s): %s\n", who, map[string]string{"publish": "published", "fetch": "fetched"}[c.role],
+		c.rows, size(c.rowBytes), size(total), took.Round(time.Microsecond), size(int64(float64(total)/took.Seconds())), summary(counts))
+	var failed error
+	if o.Prefix != c.rows {
+		failed = fmt.Errorf("%s: only the first %d of %d rows were delivered: %s", who, o.Prefix, c.rows, o.Fault)
+	}
+	if c.role == "fetch" && failed == nil {
+		match := 0
+		want := make([]byte, c.rowBytes)
+		for i := range view {
+			fill(want, c.prefix, i)
+			if bytes.Equal(slots.Slot(i).Bytes(), want) {
+				match++
+			}
+		}
+		fmt.Fprintf(stdout, "%s: %d of %d rows match what the publishing process wrote\n", who, match, c.rows)
+		if match != c.rows {
+			failed = fmt.Errorf("%s: %d rows differ from what was published", who, c.rows-match)
+		}
+	}
+	if err := printMetrics(stdout, who, reg); err != nil {
+		return err
+	}
+
+	// Shutdown never closes the driver. An error means a store may still
+	// touch the slots: keep the lender's memory (never Close it).
+	if err := be.Shutdown(ctx); err != nil {
+		return errors.Join(failed, fmt.Errorf("%s: keeping the lender's memory: %w", who, err))
+	}
+	if err := errors.Join(rdb.Close(), lender.Close()); err != nil {
+		return errors.Join(failed, err)
+	}
+	return failed
+}
+
+func summary(counts map[driver.Status]int) string {
+	var parts []string
+	for s := driver.Ready; s <= driver.Cancelled; s++ {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printMetrics prints the series of the registry a runtime would export
+// that are not zero, as a Prometheus scrape shows them.
+func printMetrics(w io.Writer, who string, reg *prometheus.Registry) error {
+	families, err := reg.Gather()
+	if err != nil {
+		return err
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			series := f.GetName() + "{" + strings.Join(labels, ",") + "}"
+			switch {
+			case m.GetCounter() != nil && m.GetCounter().GetValue() != 0:
+				fmt.Fprintf(w, "%s:   %s %.0f\n", who, series, m.GetCounter().GetValue())
+			case m.GetGauge() != nil && m.GetGauge().GetValue() != 0:
+				fmt.Fprintf(w, "%s:   %s %.0f\n", who, series, m.GetGauge().GetValue())
+			case m.GetHistogram() != nil && m.GetHistogram().GetSampleCount() != 0:
+				h := m.GetHistogram()
+				fmt.Fprintf(w, "%s:   %s count=%d mean=%v\n", who, series, h.GetSampleCount(),
+					time.Duration(h.GetSampleSum()/float64(h.GetSampleCount())*float64(time.Second)).Round(time.Microsecond))
+			}
+		}
+	}
+	return nil
+}
+
+// size prints n bytes in binary units.
+func size(n int64) string {
+	for _, u := range []struct {
+		unit  string
+		bytes int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.bytes {
+			return strings.TrimSuffix(strconv.FormatFloat(float64(n)/float64(u.bytes), 'f', 1, 64), ".0") + " " + u.unit
+		}
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}
