@@ -1,15 +1,24 @@
 // Command blobbench measures kvblob against a memcpy of the same bytes in
-// the same run: publish and fetch round trips through the backend at
-// 256 KiB, 1 MiB and 4 MiB rows with 1, 2 and 4 workers, over the memory
-// store and the fake Mooncake 0.3.13 SDK; fetch latency idle and next to two
-// publish streams; and rows per second through admission and mapping.
+// the same run, over the memory store, the fake Mooncake 0.3.13 SDK and
+// Redis (when redis-server is installed; it starts one on loopback):
 //
-// It prints a table, writes blobbench.json and bandwidth.svg into -out, and
-// ends with one line of ratios at 1 MiB rows and 2 workers:
+//   - publish and fetch of views of many driver calls (-view-bytes, cut at
+//     -bytes-per-call) at 256 KiB, 1 MiB and 4 MiB rows with 1, 2 and 4
+//     workers, beside a memcpy and an allocate-then-copy of the same bytes;
+//   - fetch latency of one 1 MiB row, idle and next to two publish streams,
+//     -latency-samples samples per phase;
+//   - row-ops per second end to end through Publish and Fetch over the
+//     memory store at 4 KiB rows.
 //
-//	ratios: publish_vs_memcpy=X fetch_vs_memcpy=Y fetch_p99_loaded_vs_idle=Z rows_per_s=N
+// Every figure is the median over -reps reps, with its range; a ratio is
+// taken inside each rep, side by side, then its median reported. It
+// prints a table, writes blobbench.json and bandwidth.svg into -out, and
+// ends with one ratios line per store at 1 MiB rows and 2 workers:
 //
-// Machines are noisy: read the ratios, not the absolute figures.
+//	ratios[memory]: publish_vs_memcpy=X (min–max) fetch_vs_memcpy=Y (min–max) fetch_p99_loaded_vs_idle=Z (min–max) row_ops_per_s=N (min–max)
+//
+// Progress goes to stderr. Machines are noisy: read the ratios, not the
+// absolute figures.
 package main
 
 import (
@@ -28,8 +37,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("blobbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("out", "bench-out", "folder for blobbench.json and bandwidth.svg")
-	reps := fs.Int("reps", 5, "repetitions per measurement (the median is reported)")
+	reps := fs.Int("reps", 5, "repetitions per measurement (the median is reported, with its range)")
 	viewBytes := fs.Int64("view-bytes", 64<<20, "bytes moved per round trip")
+	bytesPerCall := fs.Int64("bytes-per-call", 4<<20, "the backend's BytesPerBatch: a view is many calls")
+	samples := fs.Int("latency-samples", 2000, "fetches per latency phase")
+	noRedis := fs.Bool("no-redis", false, "skip Redis even when redis-server is installed")
 	quick := fs.Bool("quick", false, "tiny sizes, for a smoke test")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -37,15 +49,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if *reps < 1 || *viewBytes < 1 {
-		fmt.Fprintln(stderr, "blobbench: -reps and -view-bytes must be positive")
+	if *reps < 1 || *viewBytes < 1 || *bytesPerCall < 1 || *samples < 1 {
+		fmt.Fprintln(stderr, "blobbench: -reps, -view-bytes, -bytes-per-call and -latency-samples must be positive")
 		return 2
 	}
-	p := plan{reps: *reps, viewBytes: *viewBytes, rowSizes: []int64{256 << 10, 1 << 20, 4 << 20}, workers: []int{1, 2, 4},
-		latencyFetches: 200, latencyRows: 4, admissionRows: 1 << 20}
+	p := plan{reps: *reps, viewBytes: *viewBytes, bytesPerCall: *bytesPerCall, rowsPerCall: 256,
+		rowSizes: []int64{256 << 10, 1 << 20, 4 << 20}, workers: []int{1, 2, 4},
+		latencyFetches: *samples, latencyRows: 1, rowOpsRows: 4096, redis: !*noRedis}
 	if *quick {
-		p = plan{reps: 1, viewBytes: 1 << 20, rowSizes: []int64{64 << 10, 1 << 20}, workers: []int{1, 2},
-			latencyFetches: 20, latencyRows: 2, admissionRows: 1 << 14}
+		p = plan{reps: 1, viewBytes: 4 << 20, bytesPerCall: 1 << 20, rowsPerCall: 256, rowSizes: []int64{64 << 10, 1 << 20}, workers: []int{1, 2},
+			latencyFetches: 20, latencyRows: 1, rowOpsRows: 256, redis: !*noRedis}
 	}
 	rep, err := measure(p, stderr)
 	if err != nil {
@@ -67,29 +80,42 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(*out, "blobbench.json"), filepath.Join(*out, "bandwidth.svg"))
-	fmt.Fprintf(stdout, "ratios: publish_vs_memcpy=%.3f fetch_vs_memcpy=%.3f fetch_p99_loaded_vs_idle=%.2f rows_per_s=%.0f\n",
-		rep.Ratios.PublishVsMemcpy, rep.Ratios.FetchVsMemcpy, rep.Ratios.FetchP99LoadedVsIdle, rep.Ratios.RowsPerSecond)
+	for _, r := range rep.Ratios {
+		fmt.Fprintf(stdout, "ratios[%s]: publish_vs_memcpy=%s fetch_vs_memcpy=%s fetch_p99_loaded_vs_idle=%s", r.Store,
+			r.PublishVsMemcpy, r.FetchVsMemcpy, r.FetchP99LoadedVsIdle)
+		if r.RowOpsPerSecond != nil {
+			s := r.RowOpsPerSecond
+			fmt.Fprintf(stdout, " row_ops_per_s=%.0f (%.0f–%.0f)", s.Median, s.Min, s.Max)
+		}
+		fmt.Fprintln(stdout)
+	}
 	return 0
 }
 
 func printTable(w io.Writer, rep *report) {
+	fmt.Fprintf(w, "GOMAXPROCS=%d, %d reps (median, range), views of %s cut at %s or %d rows per call\n\n",
+		rep.Plan.GOMAXPROCS, rep.Plan.Reps, size(rep.Plan.ViewBytes), size(rep.Plan.BytesPerCall), rep.Plan.RowsPerCall)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "store\trow\tworkers\tpublish GB/s\tfetch GB/s\tmemcpy GB/s\tpublish/memcpy\tfetch/memcpy\t")
+	fmt.Fprintln(tw, "store\trow\tworkers\tcalls/view\tpublish GB/s\tfetch GB/s\tmemcpy GB/s\talloc+copy GB/s\tpublish/memcpy\tfetch/memcpy\t")
 	for _, r := range rep.Bandwidth {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t\n", r.Store, size(r.RowBytes), r.Workers,
-			r.PublishGBs, r.FetchGBs, r.MemcpyGBs, r.PublishVsMemcpy, r.FetchVsMemcpy)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t\n", r.Store, size(r.RowBytes), r.Workers, r.BatchesPerView,
+			r.PublishGBs, r.FetchGBs, r.MemcpyGBs, r.AllocCopyGBs, r.PublishVsMemcpy, r.FetchVsMemcpy)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "store\tfetch p50 idle\tp99 idle\tp50 loaded\tp99 loaded\tp99 loaded/idle\t")
+	fmt.Fprintln(tw, "store\tsamples/phase\tfetch p50 idle\tp99 idle\tp50 loaded\tp99 loaded\tp99 loaded/idle\t")
 	for _, l := range rep.Latency {
-		fmt.Fprintf(tw, "%s\t%v\t%v\t%v\t%v\t%.2f\t\n", l.Store, l.IdleP50, l.IdleP99, l.LoadedP50, l.LoadedP99, l.P99LoadedVsIdle)
+		fmt.Fprintf(tw, "%s\t%d\t%v\t%v\t%v\t%v\t%s\t\n", l.Store, l.Samples, l.IdleP50, l.IdleP99, l.LoadedP50, l.LoadedP99, l.P99LoadedVsIdle)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "admission+mapping (mooncake, 4 KiB rows): %.0f rows/s, %.0f ns/row\n", rep.Admission.RowsPerSecond, rep.Admission.NsPerRow)
-	fmt.Fprintf(w, "backend per-row overhead (memory, 4 KiB rows, 1 worker): %.0f ns/row over memcpy\n", rep.Overhead.NsPerRow)
+	ro := rep.RowOps
+	fmt.Fprintf(w, "row-ops end to end (%s, %s rows, views of %d rows, %d workers): %.0f/s (%.0f–%.0f)\n",
+		ro.Store, size(ro.RowBytes), ro.Rows, ro.Workers, ro.PerSecond.Median, ro.PerSecond.Min, ro.PerSecond.Max)
+	for _, s := range rep.Skipped {
+		fmt.Fprintf(w, "skipped: %s\n", s)
+	}
 }
 
 func size(n int64) string {

@@ -17,18 +17,27 @@ import (
 func TestQuickRunWritesEveryOutput(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
-	require.Equal(t, 0, run([]string{"-quick", "-out", dir}, &out, &errb), errb.String())
-	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios: publish_vs_memcpy=\d+\.\d+ fetch_vs_memcpy=\d+\.\d+ fetch_p99_loaded_vs_idle=\d+\.\d+ rows_per_s=\d+$`), out.String())
+	require.Equal(t, 0, run([]string{"-quick", "-no-redis", "-out", dir}, &out, &errb), errb.String())
+	f := `\d+\.\d+ \(\d+\.\d+–\d+\.\d+\)`
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[memory\]: publish_vs_memcpy=`+f+` fetch_vs_memcpy=`+f+` fetch_p99_loaded_vs_idle=`+f+` row_ops_per_s=\d+ \(\d+–\d+\)$`), out.String())
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[mooncake-fake\]: publish_vs_memcpy=`+f+` fetch_vs_memcpy=`+f+` fetch_p99_loaded_vs_idle=`+f+`$`), out.String())
+	assert.Contains(t, errb.String(), "blobbench: memory", "progress goes to stderr")
 	b, err := os.ReadFile(filepath.Join(dir, "blobbench.json"))
 	require.NoError(t, err)
 	var rep report
 	require.NoError(t, json.Unmarshal(b, &rep))
 	assert.Len(t, rep.Bandwidth, 2*2*2, "two stores x two row sizes x two worker counts")
 	assert.Len(t, rep.Latency, 2)
+	for _, b := range rep.Bandwidth {
+		if b.RowBytes == 64<<10 {
+			assert.Greater(t, b.BatchesPerView, 1, "a view is many driver calls")
+		}
+	}
+	assert.Len(t, rep.Ratios, 2)
 	svg, err := os.ReadFile(filepath.Join(dir, "bandwidth.svg"))
 	require.NoError(t, err)
 	assert.Contains(t, string(svg), "<svg")
-	assert.Contains(t, string(svg), "mooncake fetch")
+	assert.Contains(t, string(svg), "mooncake-fake fetch")
 }
 
 func TestBadFlags(t *testing.T) {

@@ -4,113 +4,193 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
 
-	mcgen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/memory"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+	"github.com/kvblob/kvblob/stores/redis"
+	"github.com/kvblob/kvblob/stores/redis/redistest"
 )
 
 type plan struct {
 	reps           int
 	viewBytes      int64
+	bytesPerCall   int64
+	rowsPerCall    int
 	rowSizes       []int64
 	workers        []int
-	latencyFetches int
+	latencyFetches int // samples per latency phase
 	latencyRows    int
-	admissionRows  int
+	rowOpsRows     int // rows of a view in the end-to-end row-ops measurement
+	redis          bool
 }
 
 type report struct {
+	Plan      planJSON    `json:"plan"`
 	Bandwidth []bandwidth `json:"bandwidth"`
 	Latency   []latency   `json:"latency"`
-	Admission admission   `json:"admission"`
-	Overhead  overhead    `json:"overhead"`
-	Ratios    ratios      `json:"ratios"`
+	RowOps    rowOps      `json:"row_ops"`
+	Ratios    []ratios    `json:"ratios"`
+	Skipped   []string    `json:"skipped,omitempty"`
 }
+
+type planJSON struct {
+	Reps         int   `json:"reps"`
+	ViewBytes    int64 `json:"view_bytes"`
+	BytesPerCall int64 `json:"bytes_per_call"`
+	RowsPerCall  int   `json:"rows_per_call"`
+	GOMAXPROCS   int   `json:"gomaxprocs"`
+}
+
+// spread is the median of a figure over the reps, with its range.
+type spread struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+func spreadOf(xs []float64) spread {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return spread{Median: s[len(s)/2], Min: s[0], Max: s[len(s)-1]}
+}
+
+func (s spread) String() string { return fmt.Sprintf("%.3f (%.3f–%.3f)", s.Median, s.Min, s.Max) }
 
 type bandwidth struct {
 	Store           string  `json:"store"`
 	RowBytes        int64   `json:"row_bytes"`
 	Workers         int     `json:"workers"`
+	BatchesPerView  int     `json:"batches_per_view"`
 	PublishGBs      float64 `json:"publish_gb_s"`
 	FetchGBs        float64 `json:"fetch_gb_s"`
 	MemcpyGBs       float64 `json:"memcpy_gb_s"`
-	PublishVsMemcpy float64 `json:"publish_vs_memcpy"`
-	FetchVsMemcpy   float64 `json:"fetch_vs_memcpy"`
+	AllocCopyGBs    float64 `json:"alloc_copy_gb_s"`
+	PublishVsMemcpy spread  `json:"publish_vs_memcpy"`
+	FetchVsMemcpy   spread  `json:"fetch_vs_memcpy"`
 }
 
 type latency struct {
 	Store           string        `json:"store"`
+	Samples         int           `json:"samples_per_phase"`
 	IdleP50         time.Duration `json:"idle_p50_ns"`
 	IdleP99         time.Duration `json:"idle_p99_ns"`
 	LoadedP50       time.Duration `json:"loaded_p50_ns"`
 	LoadedP99       time.Duration `json:"loaded_p99_ns"`
-	P99LoadedVsIdle float64       `json:"p99_loaded_vs_idle"`
+	P99LoadedVsIdle spread        `json:"p99_loaded_vs_idle"`
 }
 
-type admission struct {
-	RowsPerSecond float64 `json:"rows_per_s"`
-	NsPerRow      float64 `json:"ns_per_row"`
-}
-
-type overhead struct {
-	NsPerRow float64 `json:"ns_per_row"`
+type rowOps struct {
+	Store     string `json:"store"`
+	RowBytes  int64  `json:"row_bytes"`
+	Rows      int    `json:"rows_per_view"`
+	Workers   int    `json:"workers"`
+	PerSecond spread `json:"row_ops_per_s"`
 }
 
 type ratios struct {
-	PublishVsMemcpy      float64 `json:"publish_vs_memcpy"`
-	FetchVsMemcpy        float64 `json:"fetch_vs_memcpy"`
-	FetchP99LoadedVsIdle float64 `json:"fetch_p99_loaded_vs_idle"`
-	RowsPerSecond        float64 `json:"rows_per_s"`
+	Store                string  `json:"store"`
+	PublishVsMemcpy      spread  `json:"publish_vs_memcpy"`
+	FetchVsMemcpy        spread  `json:"fetch_vs_memcpy"`
+	FetchP99LoadedVsIdle spread  `json:"fetch_p99_loaded_vs_idle"`
+	RowOpsPerSecond      *spread `json:"row_ops_per_s,omitempty"`
 }
 
-// store makes a fresh driver of one store.
+// store makes a fresh driver of one store, and forgets objects.
 type store struct {
-	name string
-	make func() (driver.Driver, error)
+	name   string
+	make   func() (driver.Driver, error)
+	forget func(d driver.Driver, keys []string)
+	stop   func()
 }
 
-var stores = []store{
-	{"memory", func() (driver.Driver, error) { return memory.New(memory.Options{}), nil }},
-	{"mooncake", func() (driver.Driver, error) {
-		return mooncake.New(fakesdk.NewClient(fakesdk.NewMaster(0), "0.3.13"))
-	}},
+func memoryStore() store {
+	return store{name: "memory",
+		make: func() (driver.Driver, error) { return memory.New(memory.Options{}), nil },
+		forget: func(d driver.Driver, keys []string) {
+			for _, k := range keys {
+				d.(*memory.Driver).Store().Delete(k)
+			}
+		}}
+}
+
+func mooncakeStore() store {
+	return store{name: "mooncake-fake",
+		make: func() (driver.Driver, error) {
+			return mooncake.New(fakesdk.NewClient(fakesdk.NewMaster(0), "0.3.13"))
+		},
+		forget: func(d driver.Driver, keys []string) {
+			m := d.(*mooncake.Driver).SDK().(*fakesdk.Client).Master()
+			for _, k := range keys {
+				m.Delete(k)
+			}
+		}}
+}
+
+// redisStore starts a redis-server on loopback for the run.
+func redisStore() (store, error) {
+	if ok, why := redistest.Available(); !ok {
+		return store{}, fmt.Errorf("%s", why)
+	}
+	srv, err := redistest.Start()
+	if err != nil {
+		return store{}, err
+	}
+	return store{name: "redis",
+		make: func() (driver.Driver, error) {
+			return redis.Open(context.Background(), redis.Options{Addrs: []string{srv.Addr}})
+		},
+		forget: func(d driver.Driver, keys []string) {
+			if len(keys) > 0 {
+				_ = d.(*redis.Driver).Client().Del(context.Background(), keys...).Err()
+			}
+		},
+		stop: srv.Stop}, nil
+}
+
+// waker is the backend's wake function: each call closes the current
+// channel, so a waiter that took the channel before checking never misses
+// a change.
+type waker struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (w *waker) wake() {
+	w.mu.Lock()
+	close(w.ch)
+	w.ch = make(chan struct{})
+	w.mu.Unlock()
+}
+
+func (w *waker) changed() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ch
 }
 
 // rig is a backend over a fresh driver with src and dst views of n rows.
 type rig struct {
+	s      store
 	lender *hostmem.Lender
 	be     *backend.Backend
 	d      driver.Driver
+	w      *waker
+	stem   driver.Stem
 	slots  *driver.Region
 	n      int
+	mu     sync.Mutex
 	seq    int
 }
 
-// forget deletes a view's objects from the store, outside the timed part:
-// the test-double stores allocate every object, and a heap that only grows
-// would time their first-touch page faults rather than kvblob.
-func (r *rig) forget(v backend.View) {
-	stem, _ := driver.KeyStem("kvblob")
-	for _, row := range v {
-		key, _ := stem.Key(row.Name)
-		switch d := r.d.(type) {
-		case *memory.Driver:
-			d.Store().Delete(key)
-		case *mooncake.Driver:
-			d.SDK().(*fakesdk.Client).Master().Delete(key)
-		}
-	}
-}
-
-func newRig(s store, rowBytes int64, rows, workers int) (*rig, error) {
+func newRig(s store, p plan, rowBytes int64, rows, workers int) (*rig, error) {
 	d, err := s.make()
 	if err != nil {
 		return nil, err
@@ -127,11 +207,13 @@ func newRig(s store, rowBytes int64, rows, workers int) (*rig, error) {
 	if err != nil {
 		return nil, err
 	}
-	be, err := backend.New(bind, nil, backend.Config{Workers: workers, RowsPerBatch: mcgen.DefaultRowsPerBatch, BytesPerBatch: mcgen.DefaultBytesPerBatch})
+	w := &waker{ch: make(chan struct{})}
+	be, err := backend.New(bind, w.wake, backend.Config{Workers: workers, RowsPerBatch: p.rowsPerCall, BytesPerBatch: p.bytesPerCall})
 	if err != nil {
 		return nil, err
 	}
-	r := &rig{lender: lender, be: be, d: d, slots: hold.Regions()[0], n: rows}
+	stem, _ := driver.KeyStem("kvblob")
+	r := &rig{s: s, lender: lender, be: be, d: d, w: w, stem: stem, slots: hold.Regions()[0], n: rows}
 	src := r.slots.Mem[:int64(rows)*rowBytes]
 	for i := range src {
 		src[i] = byte(i*31 + i>>12)
@@ -142,14 +224,27 @@ func newRig(s store, rowBytes int64, rows, workers int) (*rig, error) {
 // views returns a fresh batch of names over the src (first n) and dst
 // (last n) slots; names are new each call, so every publish writes.
 func (r *rig) views(first, n int) (src, dst backend.View) {
+	r.mu.Lock()
 	r.seq++
+	seq := r.seq
+	r.mu.Unlock()
 	src, dst = make(backend.View, n), make(backend.View, n)
 	for i := 0; i < n; i++ {
-		name := []byte(fmt.Sprintf("r%d-%d", r.seq, i))
+		name := []byte(fmt.Sprintf("r%d-%d", seq, i))
 		src[i] = backend.ViewRow{Name: name, Spans: []driver.Span{r.slots.Slot(first + i)}}
 		dst[i] = backend.ViewRow{Name: name, Spans: []driver.Span{r.slots.Slot(r.n + first + i)}}
 	}
 	return src, dst
+}
+
+// forget deletes a view's objects from the store, outside the timed part,
+// so the store's footprint stays steady from rep to rep.
+func (r *rig) forget(v backend.View) {
+	keys := make([]string, len(v))
+	for i, row := range v {
+		keys[i], _ = r.stem.Key(row.Name)
+	}
+	r.s.forget(r.d, keys)
 }
 
 func (r *rig) close() error {
@@ -158,10 +253,13 @@ func (r *rig) close() error {
 	if err := r.be.Shutdown(ctx); err != nil {
 		return err // the lender keeps its memory: a store may still touch it
 	}
+	_ = r.d.Close()
 	return r.lender.Close()
 }
 
-func finish(a *backend.Attempt, err error) error {
+// finish waits, on the backend's wake, until the attempt delivered every
+// row and quiesced.
+func (r *rig) finish(a *backend.Attempt, err error) error {
 	if err != nil {
 		return err
 	}
@@ -172,16 +270,13 @@ func finish(a *backend.Attempt, err error) error {
 	if o.Prefix != len(o.Results) {
 		return fmt.Errorf("attempt delivered %d of %d rows: %s", o.Prefix, len(o.Results), o.Fault)
 	}
-	for !a.Quiesced() {
-		time.Sleep(10 * time.Microsecond)
+	for {
+		ch := r.w.changed()
+		if a.Quiesced() {
+			return nil
+		}
+		<-ch
 	}
-	return nil
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
@@ -190,224 +285,232 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(p*float64(len(s))))]
 }
 
+func medianDur(ds []time.Duration) time.Duration { return percentile(ds, 0.5) }
+
 func gbs(bytes int64, d time.Duration) float64 { return float64(bytes) / d.Seconds() / 1e9 }
 
 func measure(p plan, log io.Writer) (*report, error) {
-	rep := &report{}
-	for _, s := range stores {
+	rep := &report{Plan: planJSON{Reps: p.reps, ViewBytes: p.viewBytes, BytesPerCall: p.bytesPerCall, RowsPerCall: p.rowsPerCall, GOMAXPROCS: runtime.GOMAXPROCS(0)}}
+	ss := []store{memoryStore(), mooncakeStore()}
+	if p.redis {
+		rs, err := redisStore()
+		if err != nil {
+			fmt.Fprintf(log, "blobbench: redis skipped: %v\n", err)
+			rep.Skipped = append(rep.Skipped, "redis: "+err.Error())
+		} else {
+			defer rs.stop()
+			ss = append(ss, rs)
+		}
+	}
+	for _, s := range ss {
 		for _, rowBytes := range p.rowSizes {
 			rows := int(max(1, p.viewBytes/rowBytes))
 			for _, w := range p.workers {
-				fmt.Fprintf(log, "blobbench: %s %s rows x%d, %d workers\n", s.name, size(rowBytes), rows, w)
-				b, err := measureBandwidth(s, rowBytes, rows, w, p.reps)
+				fmt.Fprintf(log, "blobbench: %s %s rows x%d, %d workers, %d reps\n", s.name, size(rowBytes), rows, w, p.reps)
+				b, err := measureBandwidth(s, p, rowBytes, rows, w)
 				if err != nil {
 					return nil, fmt.Errorf("%s %s %d workers: %w", s.name, size(rowBytes), w, err)
 				}
 				rep.Bandwidth = append(rep.Bandwidth, b)
 			}
 		}
-		fmt.Fprintf(log, "blobbench: %s fetch latency\n", s.name)
-		l, err := measureLatency(s, p)
+		fmt.Fprintf(log, "blobbench: %s fetch latency, %d samples per phase, %d reps\n", s.name, p.latencyFetches, p.reps)
+		l, err := measureLatency(s, p, log)
 		if err != nil {
 			return nil, fmt.Errorf("%s latency: %w", s.name, err)
 		}
 		rep.Latency = append(rep.Latency, l)
 	}
-	rep.Admission = measureAdmission(p.admissionRows)
-	ov, err := measureOverhead(p)
+	fmt.Fprintf(log, "blobbench: memory row-ops end to end, 4 KiB rows x%d, %d reps\n", p.rowOpsRows, p.reps)
+	ro, err := measureRowOps(memoryStore(), p)
 	if err != nil {
-		return nil, fmt.Errorf("overhead: %w", err)
+		return nil, fmt.Errorf("row-ops: %w", err)
 	}
-	rep.Overhead = ov
-	for _, b := range rep.Bandwidth {
-		if b.Store == "mooncake" && b.RowBytes == 1<<20 && b.Workers == 2 {
-			rep.Ratios.PublishVsMemcpy, rep.Ratios.FetchVsMemcpy = b.PublishVsMemcpy, b.FetchVsMemcpy
+	rep.RowOps = ro
+	for _, s := range ss {
+		rt := ratios{Store: s.name}
+		for _, b := range rep.Bandwidth {
+			if b.Store == s.name && b.RowBytes == 1<<20 && b.Workers == 2 {
+				rt.PublishVsMemcpy, rt.FetchVsMemcpy = b.PublishVsMemcpy, b.FetchVsMemcpy
+			}
 		}
-	}
-	for _, l := range rep.Latency {
-		if l.Store == "mooncake" {
-			rep.Ratios.FetchP99LoadedVsIdle = l.P99LoadedVsIdle
+		for _, l := range rep.Latency {
+			if l.Store == s.name {
+				rt.FetchP99LoadedVsIdle = l.P99LoadedVsIdle
+			}
 		}
+		if s.name == ro.Store {
+			rt.RowOpsPerSecond = &ro.PerSecond
+		}
+		rep.Ratios = append(rep.Ratios, rt)
 	}
-	rep.Ratios.RowsPerSecond = rep.Admission.RowsPerSecond
 	return rep, nil
 }
 
-func measureBandwidth(s store, rowBytes int64, rows, workers, reps int) (bandwidth, error) {
-	r, err := newRig(s, rowBytes, rows, workers)
+// measureBandwidth publishes and fetches a view of many batches, and in
+// the same rep copies the same bytes with memcpy and with a fresh heap
+// allocation per row; each rep's ratio is taken side by side.
+func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandwidth, error) {
+	r, err := newRig(s, p, rowBytes, rows, workers)
 	if err != nil {
 		return bandwidth{}, err
 	}
 	total := int64(rows) * rowBytes
-	var pubs, gets, cps []time.Duration
+	var pubs, gets, cps, allocs []time.Duration
+	var pubR, getR []float64
 	srcMem := r.slots.Mem[:total]
 	dstMem := r.slots.Mem[total : 2*total]
-	for i := 0; i < reps; i++ {
+	batches := 0
+	for i := 0; i <= p.reps; i++ { // rep 0 warms the store up and is not counted
 		src, dst := r.views(0, rows)
+		before := r.be.Stats().BatchesQueued
 		t0 := time.Now()
-		if err := finish(r.be.Publish(src)); err != nil {
+		if err := r.finish(r.be.Publish(src)); err != nil {
 			return bandwidth{}, err
 		}
 		t1 := time.Now()
-		if err := finish(r.be.Fetch(dst, driver.Hint{})); err != nil {
+		if err := r.finish(r.be.Fetch(dst, driver.Hint{})); err != nil {
 			return bandwidth{}, err
 		}
 		t2 := time.Now()
 		copy(dstMem, srcMem)
 		t3 := time.Now()
-		pubs, gets, cps = append(pubs, t1.Sub(t0)), append(gets, t2.Sub(t1)), append(cps, t3.Sub(t2))
+		objs := make([][]byte, rows)
+		for k := range objs {
+			objs[k] = make([]byte, rowBytes)
+			copy(objs[k], srcMem[int64(k)*rowBytes:])
+		}
+		t4 := time.Now()
+		objs = nil
+		batches = (r.be.Stats().BatchesQueued - before) / 2
 		r.forget(src)
+		runtime.GC()
+		if i == 0 {
+			continue
+		}
+		pub, get, cp := t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)
+		pubs, gets, cps, allocs = append(pubs, pub), append(gets, get), append(cps, cp), append(allocs, t4.Sub(t3))
+		pubR, getR = append(pubR, float64(cp)/float64(pub)), append(getR, float64(cp)/float64(get))
 	}
 	if err := r.close(); err != nil {
 		return bandwidth{}, err
 	}
-	b := bandwidth{Store: s.name, RowBytes: rowBytes, Workers: workers,
-		PublishGBs: gbs(total, median(pubs)), FetchGBs: gbs(total, median(gets)), MemcpyGBs: gbs(total, median(cps))}
-	b.PublishVsMemcpy, b.FetchVsMemcpy = b.PublishGBs/b.MemcpyGBs, b.FetchGBs/b.MemcpyGBs
-	return b, nil
+	return bandwidth{Store: s.name, RowBytes: rowBytes, Workers: workers, BatchesPerView: batches,
+		PublishGBs: gbs(total, medianDur(pubs)), FetchGBs: gbs(total, medianDur(gets)),
+		MemcpyGBs: gbs(total, medianDur(cps)), AllocCopyGBs: gbs(total, medianDur(allocs)),
+		PublishVsMemcpy: spreadOf(pubR), FetchVsMemcpy: spreadOf(getR)}, nil
 }
 
-// measureLatency times small fetches of 1 MiB rows with 2 workers, idle and
-// next to two publish streams.
-func measureLatency(s store, p plan) (latency, error) {
+// measureLatency times fetches of one 1 MiB row with 2 workers, idle and
+// next to two publish streams, p.latencyFetches samples per phase and
+// p.reps reps; each rep's p99 ratio is taken side by side. The streams
+// forget what they published, so the store's footprint stays steady.
+func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 	const rowBytes = 1 << 20
-	streamRows := 16
-	r, err := newRig(s, rowBytes, p.latencyRows+2*streamRows, 2)
+	const streamRows = 16
+	r, err := newRig(s, p, rowBytes, p.latencyRows+2*streamRows, 2)
 	if err != nil {
 		return latency{}, err
 	}
 	src, dst := r.views(0, p.latencyRows)
-	if err := finish(r.be.Publish(src)); err != nil {
+	if err := r.finish(r.be.Publish(src)); err != nil {
 		return latency{}, err
 	}
 	fetches := func() ([]time.Duration, error) {
-		var ds []time.Duration
+		ds := make([]time.Duration, 0, p.latencyFetches)
 		for i := 0; i < p.latencyFetches; i++ {
 			t0 := time.Now()
-			if err := finish(r.be.Fetch(dst, driver.Hint{})); err != nil {
+			if err := r.finish(r.be.Fetch(dst, driver.Hint{})); err != nil {
 				return nil, err
 			}
 			ds = append(ds, time.Since(t0))
 		}
 		return ds, nil
 	}
-	idle, err := fetches()
-	if err != nil {
-		return latency{}, err
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var streamErr error
-	var mu sync.Mutex
-	for k := 0; k < 2; k++ {
-		first := p.latencyRows + k*streamRows
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
+	var allIdle, allLoaded []time.Duration
+	var rs []float64
+	for rep := 0; rep < p.reps; rep++ {
+		runtime.GC()
+		idle, err := fetches()
+		if err != nil {
+			return latency{}, err
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for k := 0; k < 2; k++ {
+			first := p.latencyRows + k*streamRows
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					v, _ := r.views(first, streamRows)
+					if err := r.finish(r.be.Publish(v)); err != nil {
+						errs[k] = err
+						return
+					}
+					r.forget(v)
 				}
-				mu.Lock()
-				v, _ := r.views(first, streamRows)
-				mu.Unlock()
-				if err := finish(r.be.Publish(v)); err != nil {
-					mu.Lock()
-					streamErr = err
-					mu.Unlock()
-					return
-				}
+			}()
+		}
+		runtime.GC()
+		loaded, err := fetches()
+		close(stop)
+		wg.Wait()
+		if err != nil {
+			return latency{}, err
+		}
+		for _, e := range errs {
+			if e != nil {
+				return latency{}, e
 			}
-		}()
-	}
-	loaded, err := fetches()
-	close(stop)
-	wg.Wait()
-	if err != nil {
-		return latency{}, err
-	}
-	if streamErr != nil {
-		return latency{}, streamErr
+		}
+		ratio := float64(percentile(loaded, 0.99)) / float64(percentile(idle, 0.99))
+		fmt.Fprintf(log, "blobbench: %s latency rep %d: p99 idle %v loaded %v (%.2fx)\n", s.name, rep+1, percentile(idle, 0.99), percentile(loaded, 0.99), ratio)
+		rs = append(rs, ratio)
+		allIdle, allLoaded = append(allIdle, idle...), append(allLoaded, loaded...)
 	}
 	if err := r.close(); err != nil {
 		return latency{}, err
 	}
-	l := latency{Store: s.name, IdleP50: percentile(idle, 0.5), IdleP99: percentile(idle, 0.99),
-		LoadedP50: percentile(loaded, 0.5), LoadedP99: percentile(loaded, 0.99)}
-	l.P99LoadedVsIdle = float64(l.LoadedP99) / float64(l.IdleP99)
-	return l, nil
+	return latency{Store: s.name, Samples: p.latencyFetches, IdleP50: percentile(allIdle, 0.5), IdleP99: percentile(allIdle, 0.99),
+		LoadedP50: percentile(allLoaded, 0.5), LoadedP99: percentile(allLoaded, 0.99), P99LoadedVsIdle: spreadOf(rs)}, nil
 }
 
-// measureAdmission runs 4 KiB rows through the Mooncake driver's generated
-// admission and answer mapping, 256 rows a call, as a get would.
-func measureAdmission(total int) admission {
+// measureRowOps times row-ops end to end through Publish and Fetch: a
+// publish of a view of 4 KiB rows (many batches) and a fetch of it back,
+// with 2 workers, counting each row of each as one row-op.
+func measureRowOps(s store, p plan) (rowOps, error) {
 	const rowBytes = 4 << 10
-	const batch = 256
-	region := &driver.Region{Name: "r", Kind: driver.Host, Layout: driver.Layout{SlotBytes: rowBytes, Slots: batch}, Mem: make([]byte, rowBytes*batch)}
-	rows := make([]driver.Row, batch)
-	for i := range rows {
-		rows[i] = driver.Row{Key: fmt.Sprintf("kv/v1/%08x", i), Spans: []driver.Span{region.Slot(i)}}
-	}
-	live := func(r *driver.Region) bool { return r == region }
-	answers := make([]int64, batch)
-	for i := range answers {
-		answers[i] = rowBytes
-	}
-	answers[batch/2] = int64(mcgen.ObjectNotFound) // keep the per-row mapping honest
-	n := 0
-	ready := 0
-	t0 := time.Now()
-	for n < total {
-		if err := mcgen.AdmitGet(rows, driver.Hint{}, live); err != nil {
-			panic(err)
-		}
-		for i, a := range answers {
-			if mcgen.MapBatchGetInto(a, rows[i].Bytes()).Result.Status == driver.Ready {
-				ready++
-			}
-		}
-		n += batch
-	}
-	el := time.Since(t0)
-	_ = ready
-	return admission{RowsPerSecond: float64(n) / el.Seconds(), NsPerRow: float64(el.Nanoseconds()) / float64(n)}
-}
-
-// measureOverhead is the backend's cost per row over a memcpy: a publish and
-// a fetch of 4 KiB rows over the memory store with one worker, less the
-// memcpy of the same bytes, per row.
-func measureOverhead(p plan) (overhead, error) {
-	const rowBytes = 4 << 10
-	rows := 4096
-	if p.reps == 1 {
-		rows = 256
-	}
-	r, err := newRig(stores[0], rowBytes, rows, 1)
+	const workers = 2
+	r, err := newRig(s, p, rowBytes, p.rowOpsRows, workers)
 	if err != nil {
-		return overhead{}, err
+		return rowOps{}, err
 	}
-	total := int64(rows) * rowBytes
-	var per []time.Duration
-	for i := 0; i < p.reps; i++ {
-		src, dst := r.views(0, rows)
+	var per []float64
+	for i := 0; i <= p.reps; i++ {
+		src, dst := r.views(0, p.rowOpsRows)
 		t0 := time.Now()
-		if err := finish(r.be.Publish(src)); err != nil {
-			return overhead{}, err
+		if err := r.finish(r.be.Publish(src)); err != nil {
+			return rowOps{}, err
 		}
-		if err := finish(r.be.Fetch(dst, driver.Hint{})); err != nil {
-			return overhead{}, err
+		if err := r.finish(r.be.Fetch(dst, driver.Hint{})); err != nil {
+			return rowOps{}, err
 		}
-		t1 := time.Now()
-		copy(r.slots.Mem[total:2*total], r.slots.Mem[:total])
-		copy(r.slots.Mem[:total], r.slots.Mem[total:2*total])
-		t2 := time.Now()
-		per = append(per, t1.Sub(t0)-t2.Sub(t1))
+		el := time.Since(t0)
 		r.forget(src)
+		runtime.GC()
+		if i > 0 {
+			per = append(per, float64(2*p.rowOpsRows)/el.Seconds())
+		}
 	}
 	if err := r.close(); err != nil {
-		return overhead{}, err
+		return rowOps{}, err
 	}
-	return overhead{NsPerRow: float64(median(per).Nanoseconds()) / float64(2*rows)}, nil
+	return rowOps{Store: s.name, RowBytes: rowBytes, Rows: p.rowOpsRows, Workers: workers, PerSecond: spreadOf(per)}, nil
 }

@@ -26,7 +26,8 @@ func chart(rep *report) []byte {
 	seen := map[int64]bool{}
 	ser := []*series{
 		{"memory publish", "#1f77b4", map[int64]float64{}}, {"memory fetch", "#aec7e8", map[int64]float64{}},
-		{"mooncake publish", "#d62728", map[int64]float64{}}, {"mooncake fetch", "#ff9896", map[int64]float64{}},
+		{"mooncake-fake publish", "#d62728", map[int64]float64{}}, {"mooncake-fake fetch", "#ff9896", map[int64]float64{}},
+		{"redis publish", "#9467bd", map[int64]float64{}}, {"redis fetch", "#c5b0d5", map[int64]float64{}},
 		{"memcpy", "#2ca02c", map[int64]float64{}},
 	}
 	ymax := 0.0
@@ -39,12 +40,15 @@ func chart(rep *report) []byte {
 			sizes = append(sizes, b.RowBytes)
 		}
 		i := 0
-		if b.Store == "mooncake" {
+		switch b.Store {
+		case "mooncake-fake":
 			i = 2
+		case "redis":
+			i = 4
 		}
 		ser[i].pts[b.RowBytes], ser[i+1].pts[b.RowBytes] = b.PublishGBs, b.FetchGBs
-		if b.MemcpyGBs > ser[4].pts[b.RowBytes] {
-			ser[4].pts[b.RowBytes] = b.MemcpyGBs
+		if b.MemcpyGBs > ser[6].pts[b.RowBytes] {
+			ser[6].pts[b.RowBytes] = b.MemcpyGBs
 		}
 		ymax = math.Max(ymax, math.Max(b.MemcpyGBs, math.Max(b.PublishGBs, b.FetchGBs)))
 	}
