@@ -18,12 +18,15 @@ const (
 type batch struct {
 	a     *Attempt
 	rows  []driver.Row
-	idx   []int // the rows' indices in the attempt's view
+	first int // the index of rows[0] in the attempt's view
 	bytes int64
 
 	state           batchState
 	op              driver.Operation
 	callStart       timeWithWarning
+	openAt          int  // index in Backend.open while started and not settled
+	watchAt         int  // index in Backend.watch while the progress goroutine observes it
+	notifies        bool // op is a driver.Notifier the backend subscribed to
 	resultsRecorded bool
 	accessEnded     bool
 	unprovable      bool
@@ -72,10 +75,14 @@ type Attempt struct {
 	hint    driver.Hint
 	results []driver.Result
 	batches []*batch
-	stopped bool
-	fault   string
-	done    chan struct{} // closed once the outcome is final
-	closed  bool          // done is closed
+	// Counters of the batches' states, so that done, quiesced and pinned
+	// are O(1): queued; started with results not recorded; started with
+	// access not ended; unprovable.
+	queued, running, accessOpen, unprovable int
+	stopped                                 bool
+	fault                                   string
+	done                                    chan struct{} // closed once the outcome is final
+	closed                                  bool          // done is closed
 }
 
 // Done returns a channel closed once the attempt's outcome is final: the
@@ -166,37 +173,42 @@ func (a *Attempt) Cancel() {
 	b.wake()
 }
 
-func (a *Attempt) doneLocked() bool {
-	for _, bt := range a.batches {
-		if bt.state == queued || (bt.state == started && !bt.resultsRecorded) {
-			return false
-		}
-	}
-	return true
-}
+// doneLocked reports whether every batch recorded its results or was
+// dropped.
+func (a *Attempt) doneLocked() bool { return a.queued == 0 && a.running == 0 }
 
-func (a *Attempt) quiescedLocked() bool {
-	if !a.doneLocked() {
-		return false
-	}
-	for _, bt := range a.batches {
-		if bt.state == started && !bt.accessEnded {
-			return false
-		}
-	}
-	return true
-}
+// quiescedLocked reports whether the outcome is final and every batch that
+// started proved its access ended.
+func (a *Attempt) quiescedLocked() bool { return a.doneLocked() && a.accessOpen == 0 }
 
 // pinnedLocked reports whether the attempt holds an unprovable batch, so
 // that neither its outcome's quiescence nor a region's registration can
 // ever clear.
-func (a *Attempt) pinnedLocked() bool {
-	for _, bt := range a.batches {
-		if bt.unprovable {
-			return true
+func (a *Attempt) pinnedLocked() bool { return a.unprovable > 0 }
+
+// The batch state changes, each keeping the attempt's counters.
+
+func (bt *batch) startLocked() {
+	bt.state = started
+	bt.a.queued--
+	bt.a.running++
+	bt.a.accessOpen++
+}
+
+func (bt *batch) endAccessLocked() {
+	if !bt.accessEnded {
+		bt.accessEnded = true
+		if bt.state == started {
+			bt.a.accessOpen--
 		}
 	}
-	return false
+}
+
+func (bt *batch) unprovableLocked() {
+	if !bt.unprovable {
+		bt.unprovable = true
+		bt.a.unprovable++
+	}
 }
 
 // stopLocked drops every queued batch of the attempt; their rows answer
@@ -205,14 +217,18 @@ func (a *Attempt) stopLocked(reason string) {
 	if a.fault == "" {
 		a.fault = reason
 	}
+	if a.stopped && a.queued == 0 {
+		return
+	}
 	a.stopped = true
 	for _, bt := range a.batches {
 		if bt.state != queued {
 			continue
 		}
 		bt.state = dropped
-		for _, i := range bt.idx {
-			a.results[i] = driver.Result{Status: driver.Cancelled}
+		a.queued--
+		for i := range bt.rows {
+			a.results[bt.first+i] = driver.Result{Status: driver.Cancelled}
 		}
 	}
 	a.markDoneLocked()
@@ -222,7 +238,7 @@ func (a *Attempt) stopLocked(reason string) {
 // later batches.
 func (a *Attempt) recordLocked(bt *batch, res []driver.Result) {
 	for k, r := range res {
-		a.results[bt.idx[k]] = r
+		a.results[bt.first+k] = r
 		if r.Status == driver.Fault && a.fetch && !a.stopped {
 			a.stopLocked("row " + bt.rows[k].Key + ": " + r.Text)
 		} else if r.Status == driver.Fault && a.fault == "" {
@@ -230,5 +246,8 @@ func (a *Attempt) recordLocked(bt *batch, res []driver.Result) {
 		}
 	}
 	bt.resultsRecorded = true
+	if bt.state == started {
+		a.running--
+	}
 	a.markDoneLocked()
 }

@@ -60,6 +60,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -71,14 +73,17 @@ import (
 )
 
 // Config configures a Backend. Its defaults assume nothing about the
-// driver: one worker, and no batch limit of the backend's own. New copies
-// it; changing a Config after New has no effect.
+// driver: one worker, no row limit of the backend's own, and calls of at
+// most DefaultBytesPerBatch, so that a fetch never waits long behind one
+// publish call. New copies it; changing a Config after New has no effect.
 type Config struct {
 	// Workers is the number of goroutines calling the driver (0: 1).
 	Workers int
 	// RowsPerBatch bounds the rows of one driver call (0: no bound).
 	RowsPerBatch int
-	// BytesPerBatch bounds the payload bytes of one driver call (0: no bound).
+	// BytesPerBatch bounds the payload bytes of one driver call (0:
+	// DefaultBytesPerBatch; NoByteBound: no bound of the backend's own).
+	// A row larger than the bound goes alone.
 	BytesPerBatch int64
 	// Prefix is the key prefix (default "kvblob").
 	Prefix string
@@ -93,6 +98,14 @@ type Config struct {
 
 // DefaultSlowCall is the default Config.SlowCall.
 const DefaultSlowCall = 60 * time.Second
+
+// DefaultBytesPerBatch is the default Config.BytesPerBatch: 4 MiB, a call
+// of well under a millisecond at memory speeds, so that a worker is soon
+// free for a fetch queued behind a publish.
+const DefaultBytesPerBatch = 4 << 20
+
+// NoByteBound as Config.BytesPerBatch lifts the backend's byte bound.
+const NoByteBound = math.MaxInt64
 
 func (c *Config) normalize() error {
 	if c.Workers < 0 {
@@ -115,6 +128,9 @@ func (c *Config) normalize() error {
 	}
 	if c.SlowCall == 0 {
 		c.SlowCall = DefaultSlowCall
+	}
+	if c.BytesPerBatch == 0 {
+		c.BytesPerBatch = DefaultBytesPerBatch
 	}
 	return nil
 }
@@ -190,14 +206,17 @@ type Backend struct {
 	pubQ       []*batch
 	waited     int // fetch batches taken while a publish batch waited
 	publishing int
-	open       []*batch // started, not settled
+	idle       int      // workers waiting on cond
+	open       []*batch // started, not settled (batch.openAt)
+	watch      []*batch // polled by the progress goroutine on its timer (batch.watchAt)
+	dirty      []*batch // Notifier batches that said they changed (batch.watchAt)
 	attempts   map[*Attempt]bool
 	closing    bool
 	workers    int
 	finished   bool // progress goroutine done
 	violation  string
 	stats      Stats
-	changed    chan struct{}
+	changed    chan struct{} // closed on the next change; nil until Shutdown waits
 	kick       chan struct{}
 	done       chan struct{}
 }
@@ -222,8 +241,8 @@ func New(binding *RegionBinding, wake func(), cfg Config) (*Backend, error) {
 	d := binding.Driver()
 	b := &Backend{
 		cfg: cfg, binding: binding, d: d, caps: d.Capabilities(), stem: stem, wake: wake,
-		pubCap: max(1, cfg.Workers-1), attempts: map[*Attempt]bool{}, workers: cfg.Workers,
-		changed: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{}),
+		pubCap: publishCap(cfg.Workers, runtime.GOMAXPROCS(0)), attempts: map[*Attempt]bool{}, workers: cfg.Workers,
+		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.cond = sync.NewCond(&b.mu)
@@ -234,12 +253,17 @@ func New(binding *RegionBinding, wake func(), cfg Config) (*Backend, error) {
 	return b, nil
 }
 
+// publishCap is how many workers may publish at once: at most Workers-1,
+// so a fetch finds a worker, and at most GOMAXPROCS-1, so publishers never
+// take every CPU from a fetch; at least one.
+func publishCap(workers, procs int) int { return max(1, min(workers-1, procs-1)) }
+
 // BatchSize returns the rows and bytes of one driver call for rows of one
 // slot of region r, and false when neither the backend nor the driver
 // bounds a call. It is safe from any goroutine.
 func (b *Backend) BatchSize(r *driver.Region) (rows int, bytes int64, bounded bool) {
 	rows = b.rowLimit()
-	if b.cfg.BytesPerBatch > 0 && r.Layout.SlotBytes > 0 {
+	if b.cfg.BytesPerBatch != NoByteBound && r.Layout.SlotBytes > 0 {
 		byBytes := int(max(1, b.cfg.BytesPerBatch/r.Layout.SlotBytes))
 		if rows == 0 || byBytes < rows {
 			rows = byBytes
@@ -287,19 +311,19 @@ func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error)
 		return nil, &SubmissionRejectedError{Reason: "the backend is shut down"}
 	}
 	a := &Attempt{b: b, fetch: fetch, hint: hint, results: make([]driver.Result, len(rows)), done: make(chan struct{})}
-	for _, bt := range b.cut(rows) {
-		bt.a = a
-		a.batches = append(a.batches, bt)
-		if fetch {
-			b.fetchQ = append(b.fetchQ, bt)
-		} else {
-			b.pubQ = append(b.pubQ, bt)
-		}
-		b.stats.BatchesQueued++
+	a.batches = b.cut(rows, a)
+	if fetch {
+		b.fetchQ = append(b.fetchQ, a.batches...)
+	} else {
+		b.pubQ = append(b.pubQ, a.batches...)
 	}
+	a.queued = len(a.batches)
+	b.stats.BatchesQueued += len(a.batches)
 	b.attempts[a] = true
 	b.stats.Attempts++
-	b.cond.Broadcast()
+	for i := 0; i < len(a.batches) && i < b.idle; i++ {
+		b.cond.Signal() // one worker per batch; a worker that finds more work takes it
+	}
 	b.notifyLocked()
 	b.mu.Unlock()
 	b.wake()
@@ -406,30 +430,38 @@ func admitDisjoint(rows []driver.Row) error {
 	return nil
 }
 
-// cut splits rows into batches by the row and byte limits.
-func (b *Backend) cut(rows []driver.Row) []*batch {
+// cut splits rows into batches of a, by the row and byte limits. A
+// batch's rows are a slice of rows: consecutive, never copied.
+func (b *Backend) cut(rows []driver.Row, a *Attempt) []*batch {
 	maxRows := b.rowLimit()
 	maxBytes := b.cfg.BytesPerBatch
 	var out []*batch
-	cur := &batch{}
+	start, bytes := 0, int64(0)
 	for i, r := range rows {
 		n := r.Bytes()
-		full := len(cur.rows) > 0 && ((maxRows > 0 && len(cur.rows) >= maxRows) || (maxBytes > 0 && cur.bytes+n > maxBytes))
-		if full {
-			out = append(out, cur)
-			cur = &batch{}
+		k := i - start
+		if k > 0 && ((maxRows > 0 && k >= maxRows) || bytes+n > maxBytes) {
+			out = append(out, &batch{a: a, rows: rows[start:i:i], first: start, bytes: bytes, openAt: -1, watchAt: -1})
+			start, bytes = i, 0
 		}
-		cur.rows = append(cur.rows, r)
-		cur.idx = append(cur.idx, i)
-		cur.bytes += n
+		bytes += n
 	}
-	return append(out, cur)
+	return append(out, &batch{a: a, rows: rows[start:], first: start, bytes: bytes, openAt: -1, watchAt: -1})
 }
 
-// notifyLocked wakes everything waiting for a state change. b.mu is held.
+// notifyLocked wakes a Shutdown waiting for a state change. b.mu is held.
+// It does not kick the progress goroutine: kickLocked does, when there is
+// something for it to do.
 func (b *Backend) notifyLocked() {
-	close(b.changed)
-	b.changed = make(chan struct{})
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
+}
+
+// kickProgress ends the progress goroutine's wait. It is safe from any
+// goroutine, with or without b.mu, and never blocks.
+func (b *Backend) kickProgress() {
 	select {
 	case b.kick <- struct{}{}:
 	default:

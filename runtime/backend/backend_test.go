@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -362,11 +363,16 @@ func TestBatchesAreCutByRowsBytesAndMaxRowsPerOp(t *testing.T) {
 }
 
 func TestBatchSizeSaysTheRowsAndBytesOfOneCall(t *testing.T) {
-	e := newEnv(t, memory.Options{}, backend.Config{})
+	e := newEnv(t, memory.Options{}, backend.Config{BytesPerBatch: backend.NoByteBound})
 	_, _, bounded := e.be.BatchSize(e.region)
 	assert.False(t, bounded, "no limit anywhere: unbounded")
+	e1 := newEnv(t, memory.Options{}, backend.Config{})
+	rows, n, bounded := e1.be.BatchSize(e1.region)
+	assert.True(t, bounded, "the default keeps a call short")
+	assert.Equal(t, backend.DefaultBytesPerBatch/slotBytes, rows)
+	assert.Equal(t, int64(backend.DefaultBytesPerBatch), n)
 	e2 := newEnv(t, memory.Options{MaxRowsPerOp: 16}, backend.Config{RowsPerBatch: 32, BytesPerBatch: 8 * slotBytes})
-	rows, n, bounded := e2.be.BatchSize(e2.region)
+	rows, n, bounded = e2.be.BatchSize(e2.region)
 	assert.True(t, bounded)
 	assert.Equal(t, 8, rows)
 	assert.Equal(t, int64(8*slotBytes), n)
@@ -446,14 +452,19 @@ func TestFetchesGoFirstAndAPublishGoesAfterFourFetches(t *testing.T) {
 	assert.Equal(t, want, g.order)
 }
 
+// Publishes use at most max(1, min(Workers-1, GOMAXPROCS-1)) workers: a
+// fetch finds a worker, and a CPU to run on.
 func TestPublishesUseAtMostWorkersMinusOne(t *testing.T) {
-	for _, workers := range []int{1, 2, 4} {
-		t.Run(fmt.Sprint(workers, " workers"), func(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	for _, c := range []struct{ workers, procs int }{{1, procs}, {2, procs}, {4, procs}, {4, 2}, {4, 8}} {
+		t.Run(fmt.Sprint(c.workers, " workers, GOMAXPROCS ", c.procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.procs))
+			workers := c.workers
 			e := newEnv(t, memory.Options{}, backend.Config{Workers: workers, RowsPerBatch: 1})
 			g := newGate()
 			e.d.before = g.hook(e.d.Driver)
 			pub := must(e.be.Publish(e.view("p", 0, 8)))
-			capacity := max(1, workers-1)
+			capacity := max(1, min(workers-1, c.procs-1))
 			for i := 0; i < capacity; i++ {
 				<-g.entered
 			}

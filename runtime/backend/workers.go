@@ -22,6 +22,7 @@ func (b *Backend) worker() {
 		b.mu.Lock()
 		b.workers--
 		b.notifyLocked()
+		b.kickProgress() // the last worker out lets it drain
 		b.mu.Unlock()
 	}()
 	for {
@@ -37,8 +38,8 @@ func (b *Backend) worker() {
 // the driver, or nil once the backend is closing.
 //
 // Fetches go first. Once four fetch batches were taken while a publish
-// batch waited, that publish batch goes next. At most max(1, Workers-1)
-// workers publish at once.
+// batch waited, that publish batch goes next. At most publishCap workers
+// publish at once.
 func (b *Backend) next() *batch {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -46,42 +47,62 @@ func (b *Backend) next() *batch {
 		if b.closing {
 			return nil
 		}
-		b.fetchQ = dropDropped(b.fetchQ)
-		b.pubQ = dropDropped(b.pubQ)
-		canPublish := len(b.pubQ) > 0 && b.publishing < b.pubCap
-		var bt *batch
-		switch {
-		case canPublish && (len(b.fetchQ) == 0 || b.waited >= 4):
-			bt, b.pubQ = b.pubQ[0], b.pubQ[1:]
-			b.waited = 0
-			b.publishing++
-		case len(b.fetchQ) > 0:
-			bt, b.fetchQ = b.fetchQ[0], b.fetchQ[1:]
-			if len(b.pubQ) > 0 {
-				b.waited++
-			}
-		}
-		if bt != nil {
-			bt.state = started // counted as started before it enters the driver
+		if bt := b.takeLocked(); bt != nil {
+			bt.startLocked() // counted as started before it enters the driver
 			bt.callStart = timeWithWarning{Time: time.Now()}
+			bt.openAt = len(b.open)
 			b.open = append(b.open, bt)
 			b.stats.BatchesStarted++
-			b.notifyLocked() // the progress goroutine watches the call's age
+			if b.idle > 0 && b.eligibleLocked() {
+				b.cond.Signal() // more work than this worker: pass it on
+			}
 			return bt
 		}
+		b.idle++
 		b.cond.Wait()
+		b.idle--
 	}
+}
+
+// takeLocked dequeues the batch next in priority, or returns nil.
+func (b *Backend) takeLocked() *batch {
+	b.fetchQ = dropDropped(b.fetchQ)
+	b.pubQ = dropDropped(b.pubQ)
+	canPublish := len(b.pubQ) > 0 && b.publishing < b.pubCap
+	var bt *batch
+	switch {
+	case canPublish && (len(b.fetchQ) == 0 || b.waited >= 4):
+		bt, b.pubQ = b.pubQ[0], b.pubQ[1:]
+		b.waited = 0
+		b.publishing++
+	case len(b.fetchQ) > 0:
+		bt, b.fetchQ = b.fetchQ[0], b.fetchQ[1:]
+		if len(b.pubQ) > 0 {
+			b.waited++
+		}
+	}
+	return bt
+}
+
+// eligibleLocked reports whether a worker could take a batch now.
+func (b *Backend) eligibleLocked() bool {
+	return len(b.fetchQ) > 0 || (len(b.pubQ) > 0 && b.publishing < b.pubCap)
 }
 
 func dropDropped(q []*batch) []*batch {
 	for len(q) > 0 && q[0].state == dropped {
+		q[0] = nil
 		q = q[1:]
+	}
+	if len(q) == 0 {
+		return q[:0:0] // let the backing array go
 	}
 	return q
 }
 
 // call runs one batch through the driver and settles what it can; the
-// progress goroutine observes the rest.
+// progress goroutine observes the rest, woken by the operation when it is
+// a driver.Notifier and by a timer otherwise.
 func (b *Backend) call(bt *batch) {
 	var op driver.Operation
 	var err error
@@ -95,22 +116,31 @@ func (b *Backend) call(bt *batch) {
 		op, err = b.d.Put(b.ctx, bt.rows)
 	}
 	var res []driver.Result
-	var done, ended, unprovable bool
+	var done, ended, unprovable, notifies bool
 	if err == nil && op != nil {
 		res, done = op.Poll()
 		ended = op.AccessEnded()
 		unprovable = !ended && op.AccessUnprovable()
+		if n, ok := op.(driver.Notifier); ok && !(done && (ended || unprovable)) {
+			// Subscribe before the progress goroutine's first poll, so no
+			// change after that poll goes unseen.
+			notifies = true
+			n.Notify(bt.changed)
+		}
 	}
 	b.mu.Lock()
 	if !bt.a.fetch {
 		b.publishing--
+		if b.idle > 0 && len(b.pubQ) > 0 {
+			b.cond.Signal() // a publish slot is free
+		}
 	}
 	switch {
 	case err != nil && driver.IsRejected(err):
 		// Nothing escaped: the rows fault and access counts as ended. The
 		// call failed as a whole, which stops a publish as well as a fetch.
 		b.faultBatchLocked(bt, "driver rejected the call: "+err.Error())
-		bt.accessEnded = true
+		bt.endAccessLocked()
 		bt.a.stopLocked("driver rejected the call: " + err.Error())
 		b.settleLocked(bt)
 	case err != nil || op == nil:
@@ -120,12 +150,49 @@ func (b *Backend) call(bt *batch) {
 		b.violationLocked(bt, fmt.Sprintf("%s returned %v, which is not a DriverRejected", callName(bt), err))
 	default:
 		bt.op = op
+		bt.notifies = notifies
 		b.observeLocked(bt, res, done, ended, unprovable)
+		if !bt.settled() && bt.openAt >= 0 {
+			b.handOverLocked(bt)
+		}
 	}
-	b.cond.Broadcast()
+	if b.closing {
+		b.kickProgress() // it drains once the last call settles
+	}
 	b.notifyLocked()
 	b.mu.Unlock()
 	b.wake()
+}
+
+// handOverLocked gives a batch the worker could not settle to the progress
+// goroutine: polled on its timer, or, for a Notifier, polled once now and
+// again on each of its wake-ups.
+func (b *Backend) handOverLocked(bt *batch) {
+	if bt.notifies {
+		b.dirtyLocked(bt)
+	} else {
+		bt.watchAt = len(b.watch)
+		b.watch = append(b.watch, bt)
+	}
+	b.kickProgress()
+}
+
+// dirtyLocked queues a Notifier batch for the progress goroutine's next
+// poll, once.
+func (b *Backend) dirtyLocked(bt *batch) {
+	if bt.watchAt < 0 && bt.op != nil && !bt.settled() {
+		bt.watchAt = len(b.dirty)
+		b.dirty = append(b.dirty, bt)
+	}
+}
+
+// changed is the function a Notifier operation calls after each change.
+func (bt *batch) changed() {
+	b := bt.a.b
+	b.mu.Lock()
+	b.dirtyLocked(bt)
+	b.mu.Unlock()
+	b.kickProgress()
 }
 
 func callName(bt *batch) string {
@@ -147,9 +214,9 @@ func (b *Backend) observeLocked(bt *batch, res []driver.Result, done, ended, unp
 	}
 	if !bt.accessEnded && !bt.unprovable {
 		if ended {
-			bt.accessEnded = true
+			bt.endAccessLocked()
 		} else if unprovable {
-			bt.unprovable = true
+			bt.unprovableLocked()
 			b.stats.BatchesUnprovable++
 		}
 	}
@@ -177,53 +244,74 @@ func (b *Backend) violationLocked(bt *batch, what string) {
 		b.faultBatchLocked(bt, "driver protocol violation: "+what)
 	}
 	if !bt.accessEnded && !bt.unprovable {
-		bt.unprovable = true
+		bt.unprovableLocked()
 		b.stats.BatchesUnprovable++
 	}
 	for a := range b.attempts {
 		a.stopLocked("driver protocol violation: " + b.violation)
+		b.forgetIfQuiescedLocked(a)
 	}
 	if bt.settled() {
 		b.settleLocked(bt)
 	}
 }
 
+// settleLocked takes a settled batch out of the open set (and the progress
+// goroutine's), and forgets its attempt once quiesced: O(1).
 func (b *Backend) settleLocked(bt *batch) {
-	for i, o := range b.open {
-		if o == bt {
-			b.open = append(b.open[:i], b.open[i+1:]...)
-			b.stats.BatchesSettled++
-			break
-		}
+	if i := bt.openAt; i >= 0 {
+		last := len(b.open) - 1
+		b.open[i] = b.open[last]
+		b.open[i].openAt = i
+		b.open[last] = nil
+		b.open = b.open[:last]
+		bt.openAt = -1
+		b.stats.BatchesSettled++
 	}
-	b.forgetQuiescedLocked()
+	if i := bt.watchAt; i >= 0 && !bt.notifies {
+		last := len(b.watch) - 1
+		b.watch[i] = b.watch[last]
+		b.watch[i].watchAt = i
+		b.watch[last] = nil
+		b.watch = b.watch[:last]
+		bt.watchAt = -1
+	}
+	b.forgetIfQuiescedLocked(bt.a)
 }
 
-// forgetQuiescedLocked drops attempts whose outcome is final and quiesced.
-func (b *Backend) forgetQuiescedLocked() {
-	for a := range b.attempts {
-		if a.quiescedLocked() {
-			delete(b.attempts, a)
-		}
+// forgetIfQuiescedLocked drops an attempt whose outcome is final and
+// quiesced.
+func (b *Backend) forgetIfQuiescedLocked(a *Attempt) {
+	if a.quiescedLocked() {
+		delete(b.attempts, a)
 	}
 }
+
+// The progress goroutine's pacing of operations it must poll.
+const (
+	minPause = 50 * time.Microsecond
+	maxPause = 2 * time.Millisecond
+)
 
 // progress is the only observer of operations a worker could not settle.
-// After shutdown, once no worker is left and every batch settled, it drains
-// the driver and unregisters every region, with retries; it never does so
-// while any batch is unprovable.
+// A Notifier operation is polled when it says it changed; any other is
+// polled on a timer backing off to maxPause, as the contract allows. A
+// timer also watches the open calls' age. After shutdown, once no worker
+// is left and every batch settled, it drains the driver and unregisters
+// every region, with retries; it never does so while any batch is
+// unprovable.
 func (b *Backend) progress() {
-	pause := 50 * time.Microsecond
+	pause := minPause
+	var polled []*batch
+	timer := time.NewTimer(b.cfg.SlowCall)
+	defer timer.Stop()
+	nextSlow := time.Now().Add(b.cfg.SlowCall)
 	for {
 		b.mu.Lock()
-		b.warnSlowLocked()
-		var watch []*batch
-		for _, bt := range b.open {
-			if bt.op != nil && !bt.settled() {
-				watch = append(watch, bt)
-			}
+		if now := time.Now(); !now.Before(nextSlow) {
+			nextSlow = b.warnSlowLocked(now)
 		}
-		if b.closing && b.workers == 0 && len(watch) == 0 && !b.callsInDriverLocked() {
+		if b.closing && b.workers == 0 && len(b.open) == 0 {
 			pinned := b.stats.BatchesUnprovable > 0
 			b.mu.Unlock()
 			if !pinned {
@@ -238,67 +326,68 @@ func (b *Backend) progress() {
 			b.wake()
 			return
 		}
+		polled = append(polled[:0], b.watch...)
+		for _, bt := range b.dirty {
+			bt.watchAt = -1
+			polled = append(polled, bt)
+		}
+		clear(b.dirty)
+		b.dirty = b.dirty[:0]
+		timed := len(b.watch) > 0
 		b.mu.Unlock()
 
 		changed := false
-		for _, bt := range watch {
+		for _, bt := range polled {
 			res, done := bt.op.Poll()
 			ended := bt.op.AccessEnded()
 			unprovable := !ended && bt.op.AccessUnprovable()
 			b.mu.Lock()
-			wasRec, wasEnd, wasUnp := bt.resultsRecorded, bt.accessEnded, bt.unprovable
-			b.observeLocked(bt, res, done, ended, unprovable)
-			if bt.resultsRecorded != wasRec || bt.accessEnded != wasEnd || bt.unprovable != wasUnp {
-				changed = true
-				b.notifyLocked()
+			if bt.openAt >= 0 {
+				wasRec, wasEnd, wasUnp := bt.resultsRecorded, bt.accessEnded, bt.unprovable
+				b.observeLocked(bt, res, done, ended, unprovable)
+				if bt.resultsRecorded != wasRec || bt.accessEnded != wasEnd || bt.unprovable != wasUnp {
+					changed = true
+					b.notifyLocked()
+				}
 			}
 			b.mu.Unlock()
 		}
+		clear(polled)
 		if changed {
 			b.wake()
-			pause = 50 * time.Microsecond
+			pause = minPause
 			continue
 		}
-		b.mu.Lock()
-		idle := len(b.open) == 0
-		b.mu.Unlock()
-		if idle {
-			<-b.kick // nothing to observe: sleep until a worker or Shutdown says so
-			continue
+		wait := time.Until(nextSlow)
+		if timed {
+			wait = min(wait, pause)
+			pause = min(2*pause, maxPause)
 		}
-		if len(watch) == 0 {
-			pause = 10 * time.Millisecond // only calls inside the driver: watch their age
-		} else {
-			pause = min(2*pause, 2*time.Millisecond)
-		}
-		// Operations are observed by polling, as the contract says; kick
-		// ends the pause as soon as a worker hands over new work.
+		timer.Reset(max(wait, 0))
 		select {
 		case <-b.kick:
-		case <-time.After(pause):
+		case <-timer.C:
 		}
 	}
 }
 
-// callsInDriverLocked reports whether a worker is inside a Put or Get.
-func (b *Backend) callsInDriverLocked() bool {
+// warnSlowLocked logs one warning for each open call past SlowCall, and
+// returns when the next open call turns slow (or now+SlowCall).
+func (b *Backend) warnSlowLocked(now time.Time) time.Time {
+	next := now.Add(b.cfg.SlowCall)
 	for _, bt := range b.open {
-		if bt.op == nil && !bt.resultsRecorded {
-			return true
+		if bt.callStart.warned {
+			continue
 		}
-	}
-	return false
-}
-
-func (b *Backend) warnSlowLocked() {
-	now := time.Now()
-	for _, bt := range b.open {
-		if !bt.callStart.warned && now.Sub(bt.callStart.Time) > b.cfg.SlowCall {
+		if at := bt.callStart.Add(b.cfg.SlowCall); now.After(at) {
 			bt.callStart.warned = true
 			b.cfg.Logger.Warn().Str("op", strings.ToLower(callName(bt))).Int("rows", len(bt.rows)).Int64("bytes", bt.bytes).
 				Dur("age", now.Sub(bt.callStart.Time)).Msg("backend: a driver call is taking longer than the slow-call threshold")
+		} else if at.Before(next) {
+			next = at
 		}
 	}
+	return next
 }
 
 // drain asks the driver to drain, waiting at most timeout.
@@ -345,14 +434,19 @@ func (b *Backend) Shutdown(ctx context.Context) error {
 		b.closing = true
 		for a := range b.attempts {
 			a.stopLocked("the backend shut down")
+			b.forgetIfQuiescedLocked(a)
 		}
 		b.cond.Broadcast()
 		b.notifyLocked()
+		b.kickProgress()
 	}
 	b.mu.Unlock()
 	b.wake()
 	for {
 		b.mu.Lock()
+		if b.changed == nil {
+			b.changed = make(chan struct{})
+		}
 		finished, ch := b.finished, b.changed
 		stuck := b.allOpenPinnedLocked()
 		b.mu.Unlock()
