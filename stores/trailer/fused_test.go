@@ -1,0 +1,41 @@
+package trailer
+
+import (
+	"bytes"
+	"hash/crc32"
+	"testing"
+)
+
+func TestCopyCRCIsACopyAndTheCRCOfIt(t *testing.T) {
+	for _, n := range []int{0, 1, fuseChunk - 1, fuseChunk, 3*fuseChunk + 7} {
+		src := make([]byte, n)
+		for i := range src {
+			src[i] = byte(i*7 + i>>9)
+		}
+		dst := make([]byte, n+3)
+		if got, want := CopyCRC(0, dst, src), crc32.ChecksumIEEE(src); got != want {
+			t.Errorf("%d bytes: CRC %08x, want %08x", n, got, want)
+		}
+		if !bytes.Equal(dst[:n], src) {
+			t.Errorf("%d bytes: not copied", n)
+		}
+	}
+}
+
+func TestPutWritesAppendsTrailerAndCheckHeaderReadsIt(t *testing.T) {
+	payload := []byte("some payload")
+	want := Encode("k", payload)
+	got := make([]byte, len(payload)+Size)
+	crc := CopyCRC(0, got, payload)
+	Put(got[len(payload):], NameDigest("k"), len(payload), crc)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("Put's object differs from Encode's")
+	}
+	p, c, err := CheckHeader(got, "k", NameDigest("k"))
+	if err != nil || !bytes.Equal(p, payload) || c != crc {
+		t.Fatalf("CheckHeader: %q %08x %v", p, c, err)
+	}
+	if _, _, err := CheckHeader(got, "other", NameDigest("other")); err == nil {
+		t.Fatal("another key's digest passed")
+	}
+}
