@@ -14,6 +14,18 @@
 // Objects carry the trailer of stores/trailer (keyed when Options.Integrity
 // is set); a trailer or tag that does not match is a FAULT naming what was
 // wrong, and leaves the destination untouched.
+//
+// The store behaves like a store: objects live in a preallocated arena of
+// 64 MiB segments carved into size-class blocks (as Mooncake's segments are),
+// so once warm a put allocates nothing on the Go heap. Without Integrity, a
+// put copies each row into its block and checksums it in the same pass
+// (trailer.CopyCRC), computing the key's name digest once; a get checks the
+// trailer's magic, version, digest and length before writing a byte, and
+// recomputes the checksum only for an object the store did not write itself
+// (planted with SetObject): its own objects were checksummed in the pass
+// that wrote them, and nothing else writes their blocks. With Integrity, a
+// put and a get go through Integrity.Append and Integrity.Check whole.
+// Operations are driver.Notifiers: the backend need not poll them.
 package memory
 
 import (

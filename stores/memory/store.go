@@ -2,8 +2,10 @@ package memory
 
 import (
 	"sync"
+	"sync/atomic"
 
 	gen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/stores/trailer"
 )
 
 // Store is the in-process byte store: the memory driver's "SDK". Several
@@ -14,7 +16,9 @@ import (
 // store, another writer holding a key, a capacity.
 type Store struct {
 	mu       sync.Mutex
-	objects  map[string][]byte
+	arena    arena
+	objects  map[string]*object
+	staged   atomic.Bool    // an injection or hold was ever staged
 	pending  map[string]int // key -> writer id
 	nextID   int
 	used     int64
@@ -26,6 +30,21 @@ type Store struct {
 
 type callKey struct{ call, key string }
 
+// object is a stored object: its bytes (trailer included) in an arena
+// block, the name digest of its key (computed once, when it was stored),
+// and whether the store wrote it itself. The block goes back to the arena
+// once the object is replaced or deleted and no reader holds it.
+type object struct {
+	b      []byte
+	digest [16]byte
+	// own: the store wrote the object from a put, checksumming the bytes
+	// in the same pass as it copied them into b, which nothing else
+	// writes. An object planted with SetObject is not the store's own.
+	own   bool
+	refs  int  // readers copying out of b
+	freed bool // replaced or deleted: b goes back once refs is 0
+}
+
 // The store's calls, as spec/memory.yaml names them.
 const (
 	CallPut = "store_put"
@@ -36,7 +55,7 @@ const (
 // (0: no bound).
 func NewStore(capacity int64) *Store {
 	return &Store{
-		objects: map[string][]byte{}, pending: map[string]int{}, capacity: capacity,
+		objects: map[string]*object{}, pending: map[string]int{}, capacity: capacity,
 		inject: map[callKey][]gen.Code{}, holds: map[callKey][]chan struct{}{}, entered: map[callKey]chan struct{}{},
 	}
 }
@@ -47,6 +66,7 @@ func (s *Store) Inject(call, key string, code gen.Code) {
 	defer s.mu.Unlock()
 	k := callKey{call, key}
 	s.inject[k] = append(s.inject[k], code)
+	s.staged.Store(true)
 }
 
 // Hold makes the next call of call for key wait inside the store until
@@ -59,6 +79,7 @@ func (s *Store) Hold(call, key string) (entered <-chan struct{}, release func())
 	s.holds[k] = append(s.holds[k], ch)
 	e := make(chan struct{})
 	s.entered[k] = e
+	s.staged.Store(true)
 	var once sync.Once
 	return e, func() { once.Do(func() { close(ch) }) }
 }
@@ -99,29 +120,68 @@ func (s *Store) Object(key string) ([]byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, ok := s.objects[key]
-	return append([]byte(nil), o...), ok
+	if !ok {
+		return nil, false
+	}
+	return append([]byte(nil), o.b...), true
 }
 
 // SetObject stores obj under key as is, with no check: tests use it to
-// plant short, long or corrupt objects.
+// plant short, long or corrupt objects. Every read of a planted object
+// checks its whole trailer, checksum included.
 func (s *Store) SetObject(key string, obj []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.used += int64(len(obj)) - int64(len(s.objects[key]))
-	s.objects[key] = append([]byte(nil), obj...)
+	b := s.arena.alloc(len(obj))
+	copy(b, obj)
+	s.replaceLocked(key, &object{b: b, digest: trailer.NameDigest(key)})
 }
 
 // Delete drops the object under key.
 func (s *Store) Delete(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.used -= int64(len(s.objects[key]))
-	delete(s.objects, key)
+	s.replaceLocked(key, nil)
+}
+
+// replaceLocked puts o (nil: nothing) under key, releasing the object it
+// replaces once no reader holds it.
+func (s *Store) replaceLocked(key string, o *object) {
+	if old, ok := s.objects[key]; ok {
+		s.used -= int64(len(old.b))
+		old.freed = true
+		if old.refs == 0 {
+			s.arena.release(old.b)
+		}
+	}
+	if o == nil {
+		delete(s.objects, key)
+		return
+	}
+	s.used += int64(len(o.b))
+	s.objects[key] = o
+}
+
+// alloc returns an arena block of n bytes for a put.
+func (s *Store) alloc(n int) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.arena.alloc(n)
+}
+
+// release gives back a block a put did not commit.
+func (s *Store) release(b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.arena.release(b)
 }
 
 // enter runs a call's staged hold and injection. It returns the injected
 // code, if any.
 func (s *Store) enter(call, key string) (gen.Code, bool) {
+	if !s.staged.Load() {
+		return gen.OK, false // nothing was ever staged: no lock to take
+	}
 	k := callKey{call, key}
 	s.mu.Lock()
 	var hold chan struct{}
@@ -159,33 +219,48 @@ func (s *Store) begin(key string) (int, gen.Code) {
 	return s.nextID, gen.OK
 }
 
-// commit stores obj under key for writer id and drops its reservation. It
-// answers FULL when the object does not fit.
-func (s *Store) commit(key string, id int, obj []byte) gen.Code {
+// commit stores o under key for writer id and drops its reservation. It
+// answers FULL when the object does not fit, and then releases o's block.
+func (s *Store) commit(key string, id int, o *object) gen.Code {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pending[key] == id {
 		delete(s.pending, key)
 	}
-	grow := int64(len(obj)) - int64(len(s.objects[key]))
+	grow := int64(len(o.b))
+	if old, ok := s.objects[key]; ok {
+		grow -= int64(len(old.b))
+	}
 	if s.capacity > 0 && s.used+grow > s.capacity {
+		s.arena.release(o.b)
 		return gen.Full
 	}
-	s.used += grow
-	s.objects[key] = obj
+	s.replaceLocked(key, o)
 	return gen.OK
 }
 
-// get returns the object under key: NOT_FOUND when absent, PENDING when
-// absent and being written.
-func (s *Store) get(key string) ([]byte, gen.Code) {
+// get returns the object under key, held until done is called (its block
+// is not reused while held): NOT_FOUND when absent, PENDING when absent
+// and being written.
+func (s *Store) get(key string) (*object, gen.Code) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if o, ok := s.objects[key]; ok {
+		o.refs++
 		return o, gen.OK
 	}
 	if _, ok := s.pending[key]; ok {
 		return nil, gen.Pending
 	}
 	return nil, gen.NotFound
+}
+
+// done lets go of an object get returned.
+func (s *Store) done(o *object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o.refs--
+	if o.refs == 0 && o.freed {
+		s.arena.release(o.b)
+	}
 }
