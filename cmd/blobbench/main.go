@@ -28,6 +28,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -43,6 +45,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	samples := fs.Int("latency-samples", 2000, "fetches per latency phase")
 	noRedis := fs.Bool("no-redis", false, "skip Redis even when redis-server is installed")
 	quick := fs.Bool("quick", false, "tiny sizes, for a smoke test")
+	only := fs.String("stores", "", "comma-separated stores to measure (default: all)")
+	rowsFlag := fs.String("rows", "", "comma-separated row sizes in KiB (default: 256,1024,4096)")
+	workersFlag := fs.String("workers", "", "comma-separated worker counts (default: 1,2,4)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -59,6 +64,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *quick {
 		p = plan{reps: 1, viewBytes: 4 << 20, bytesPerCall: 1 << 20, rowsPerCall: 256, rowSizes: []int64{64 << 10, 1 << 20}, workers: []int{1, 2},
 			latencyFetches: 20, latencyRows: 1, rowOpsRows: 256, redis: !*noRedis}
+	}
+	if *only != "" {
+		p.stores = strings.Split(*only, ",")
+	}
+	if *rowsFlag != "" {
+		p.rowSizes = nil
+		for _, f := range strings.Split(*rowsFlag, ",") {
+			n, err := strconv.ParseInt(f, 10, 64)
+			if err != nil || n < 1 {
+				fmt.Fprintf(stderr, "blobbench: -rows: %q is not a size in KiB\n", f)
+				return 2
+			}
+			p.rowSizes = append(p.rowSizes, n<<10)
+		}
+	}
+	if *workersFlag != "" {
+		p.workers = nil
+		for _, f := range strings.Split(*workersFlag, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 {
+				fmt.Fprintf(stderr, "blobbench: -workers: %q is not a worker count\n", f)
+				return 2
+			}
+			p.workers = append(p.workers, n)
+		}
 	}
 	rep, err := measure(p, stderr)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ type plan struct {
 	latencyRows    int
 	rowOpsRows     int // rows of a view in the end-to-end row-ops measurement
 	redis          bool
+	stores         []string // nil: all
 }
 
 type report struct {
@@ -292,7 +294,7 @@ func gbs(bytes int64, d time.Duration) float64 { return float64(bytes) / d.Secon
 func measure(p plan, log io.Writer) (*report, error) {
 	rep := &report{Plan: planJSON{Reps: p.reps, ViewBytes: p.viewBytes, BytesPerCall: p.bytesPerCall, RowsPerCall: p.rowsPerCall, GOMAXPROCS: runtime.GOMAXPROCS(0)}}
 	ss := []store{memoryStore(), mooncakeStore()}
-	if p.redis {
+	if p.redis && (p.stores == nil || slices.Contains(p.stores, "redis")) {
 		rs, err := redisStore()
 		if err != nil {
 			fmt.Fprintf(log, "blobbench: redis skipped: %v\n", err)
@@ -301,6 +303,15 @@ func measure(p plan, log io.Writer) (*report, error) {
 			defer rs.stop()
 			ss = append(ss, rs)
 		}
+	}
+	if p.stores != nil {
+		var keep []store
+		for _, s := range ss {
+			if slices.Contains(p.stores, s.name) {
+				keep = append(keep, s)
+			}
+		}
+		ss = keep
 	}
 	for _, s := range ss {
 		for _, rowBytes := range p.rowSizes {
