@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -289,4 +290,21 @@ func TestAPutNotYetPublishedIsNotReadyToOthers(t *testing.T) {
 	get, err = reader.d.Get(context.Background(), []driver.Row{reader.row("k", 1)}, driver.Hint{})
 	require.NoError(t, err)
 	assert.Equal(t, driver.Ready, wait(t, get)[0].Status)
+}
+
+func TestOperationsNotifyEachChange(t *testing.T) {
+	f := newFixture(t, memory.Options{Mode: memory.Controlled})
+	op, err := f.d.Put(context.Background(), []driver.Row{f.row("k", 0)})
+	require.NoError(t, err)
+	n, ok := op.(driver.Notifier)
+	require.True(t, ok, "a memory operation is a driver.Notifier")
+	var calls atomic.Int32
+	n.Notify(func() { calls.Add(1) })
+	c := memory.ControllerOf(op)
+	c.MoveData()
+	assert.Zero(t, calls.Load(), "moving data changes nothing Poll answers")
+	c.PublishResults()
+	assert.Equal(t, int32(1), calls.Load(), "results published")
+	c.EndAccess()
+	assert.Equal(t, int32(2), calls.Load(), "access ended")
 }
