@@ -169,13 +169,6 @@ func (s *Store) alloc(n int) []byte {
 	return s.arena.alloc(n)
 }
 
-// release gives back a block a put did not commit.
-func (s *Store) release(b []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.arena.release(b)
-}
-
 // enter runs a call's staged hold and injection. It returns the injected
 // code, if any.
 func (s *Store) enter(call, key string) (gen.Code, bool) {
