@@ -113,8 +113,16 @@ func (c Config) Validate() error {
 	if c.Mooncake.GlobalSegmentSize < 0 || c.Mooncake.LocalBufferSize < 0 {
 		return fmt.Errorf("mooncake.global_segment_size and mooncake.local_buffer_size must not be negative")
 	}
+	if g := c.Mooncake.GlobalSegmentSize; g > 0 && g < MinGlobalSegmentSize {
+		return fmt.Errorf("mooncake.global_segment_size is %d; want 0 (mount no segment) or at least %d (16 MiB): the SDK's setup refuses a smaller segment with INVALID_PARAMS", g, MinGlobalSegmentSize)
+	}
 	return nil
 }
+
+// MinGlobalSegmentSize is the smallest segment the real SDK's setup mounts:
+// setup_real answers INVALID_PARAMS (-600) under it (Mooncake main at
+// 3b5a594); 0 mounts none and is accepted.
+const MinGlobalSegmentSize = 16 << 20
 
 // Opener sets up an SDK client from the mooncake section: the fake SDK's,
 // or the cgo client's (build tag mooncake).

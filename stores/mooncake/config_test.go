@@ -1,6 +1,7 @@
 package mooncake_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,6 +29,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"bad port", "mooncake: {master: \"localhost:99999\"}\n", "want 1-65535"},
 		{"zero workers", "blob: {workers: 0}\n", "blob.workers is 0"},
 		{"bad protocol", "mooncake: {protocol: udp}\n", "mooncake.protocol"},
+		{"segment under 16 MiB", "mooncake: {global_segment_size: 16777215}\n", "mooncake.global_segment_size is 16777215; want 0 (mount no segment) or at least 16777216"},
+		{"segment of 1 byte", "mooncake: {global_segment_size: 1}\n", "mooncake.global_segment_size is 1"},
 		{"invalid yaml", "blob: [\n", "store.yaml"},
 	}
 	for _, c := range cases {
@@ -80,6 +83,14 @@ type closeSpy struct {
 }
 
 func (c closeSpy) Close() error { *c.closed = true; return c.Client.Close() }
+
+func TestConfigTakesNoSegmentOrAtLeast16MiB(t *testing.T) {
+	for _, size := range []int64{0, 16 << 20, 64 << 20} {
+		cfg, err := mooncake.ParseConfig("store.yaml", []byte(fmt.Sprintf("mooncake: {global_segment_size: %d}\n", size)))
+		require.NoError(t, err, "size %d", size)
+		assert.Equal(t, size, cfg.Mooncake.GlobalSegmentSize)
+	}
+}
 
 func TestLoadConfigReadsAFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "store.yaml")
