@@ -369,7 +369,7 @@ func (e *emitter) admission(f *jen.File) {
 	f.Comment("MaxRowBytes bounds a row: rows must be under it (0: no bound).")
 	f.Const().Id("MaxRowBytes").Op("=").Lit(int(s.MaxRowBytes))
 	f.Line()
-	f.Comment("Blob defaults for this store (0: the backend's own default).")
+	f.Comment("Backend defaults for this store (0: the backend's own default).")
 	f.Const().Defs(
 		jen.Id("DefaultWorkers").Op("=").Lit(int(s.Config.Workers)),
 		jen.Id("DefaultRowsPerBatch").Op("=").Lit(int(s.Config.RowsPerBatch)),

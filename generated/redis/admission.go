@@ -17,7 +17,7 @@ var Capabilities = driver.Capabilities{
 // MaxRowBytes bounds a row: rows must be under it (0: no bound).
 const MaxRowBytes = 536870876
 
-// Blob defaults for this store (0: the backend's own default).
+// Backend defaults for this store (0: the backend's own default).
 const (
 	DefaultWorkers       = 4
 	DefaultRowsPerBatch  = 64

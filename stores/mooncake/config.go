@@ -14,10 +14,10 @@ import (
 	gen "github.com/kvblob/kvblob/generated/mooncake"
 )
 
-// Config is a Mooncake store file: a blob section for the backend and a
+// Config is a Mooncake store file: a backend section (the backend's batching) and a
 // mooncake section for the SDK client.
 //
-//	blob:
+//	backend:
 //	  workers: 4
 //	  rows_per_batch: 256
 //	  bytes_per_batch: 134217728
@@ -30,20 +30,20 @@ import (
 //	  global_segment_size: 0
 //	  local_buffer_size: 0
 type Config struct {
-	Blob     BlobConfig     `yaml:"blob"`
-	Mooncake MooncakeConfig `yaml:"mooncake"`
+	Backend  BackendConfig `yaml:"backend"`
+	Mooncake ClientConfig `yaml:"mooncake"`
 }
 
-// BlobConfig holds the backend's settings for this store. Its defaults come
+// BackendConfig holds the backend's settings for this store. Its defaults come
 // from the spec: 4 workers, 256 rows and 128 MiB per call.
-type BlobConfig struct {
+type BackendConfig struct {
 	Workers       int   `yaml:"workers"`
 	RowsPerBatch  int   `yaml:"rows_per_batch"`
 	BytesPerBatch int64 `yaml:"bytes_per_batch"`
 }
 
-// MooncakeConfig holds the SDK client's setup arguments.
-type MooncakeConfig struct {
+// ClientConfig holds the SDK client's setup arguments.
+type ClientConfig struct {
 	Master            string `yaml:"master"`
 	LocalHostname     string `yaml:"local_hostname"`
 	MetadataServer    string `yaml:"metadata_server"`
@@ -56,8 +56,8 @@ type MooncakeConfig struct {
 // DefaultConfig is the config an empty file gives.
 func DefaultConfig() Config {
 	return Config{
-		Blob: BlobConfig{Workers: gen.DefaultWorkers, RowsPerBatch: gen.DefaultRowsPerBatch, BytesPerBatch: gen.DefaultBytesPerBatch},
-		Mooncake: MooncakeConfig{Master: "127.0.0.1:50051", LocalHostname: "127.0.0.1",
+		Backend: BackendConfig{Workers: gen.DefaultWorkers, RowsPerBatch: gen.DefaultRowsPerBatch, BytesPerBatch: gen.DefaultBytesPerBatch},
+		Mooncake: ClientConfig{Master: "127.0.0.1:50051", LocalHostname: "127.0.0.1",
 			MetadataServer: "P2PHANDSHAKE", Protocol: "tcp"},
 	}
 }
@@ -92,11 +92,11 @@ func ParseConfig(name string, data []byte) (Config, error) {
 
 // Validate checks values the types alone cannot.
 func (c Config) Validate() error {
-	if c.Blob.Workers < 1 {
-		return fmt.Errorf("blob.workers is %d; want at least 1", c.Blob.Workers)
+	if c.Backend.Workers < 1 {
+		return fmt.Errorf("backend.workers is %d; want at least 1", c.Backend.Workers)
 	}
-	if c.Blob.RowsPerBatch < 0 || c.Blob.BytesPerBatch < 0 {
-		return fmt.Errorf("blob.rows_per_batch and blob.bytes_per_batch must be 0 (no bound) or more")
+	if c.Backend.RowsPerBatch < 0 || c.Backend.BytesPerBatch < 0 {
+		return fmt.Errorf("backend.rows_per_batch and backend.bytes_per_batch must be 0 (no bound) or more")
 	}
 	host, port, err := net.SplitHostPort(c.Mooncake.Master)
 	if err != nil || host == "" {
@@ -126,40 +126,40 @@ const MinGlobalSegmentSize = 16 << 20
 
 // Opener sets up an SDK client from the mooncake section: the fake SDK's,
 // or the cgo client's (build tag mooncake).
-type Opener func(MooncakeConfig) (SDK, error)
+type Opener func(ClientConfig) (SDK, error)
 
 // Open reads the store file, refuses the environment settings the spec
-// refuses, opens the SDK with open and returns the driver with its blob
+// refuses, opens the SDK with open and returns the driver with its backend
 // settings. A client whose driver could not be built is closed.
-func Open(path string, open Opener) (*Driver, BlobConfig, error) {
+func Open(path string, open Opener) (*Driver, BackendConfig, error) {
 	cfg, err := LoadConfig(path)
 	if err != nil {
-		return nil, BlobConfig{}, err
+		return nil, BackendConfig{}, err
 	}
 	return OpenConfig(cfg, open, os.Getenv)
 }
 
 // OpenConfig is Open over a parsed config and an environment.
-func OpenConfig(cfg Config, open Opener, getenv func(string) string) (*Driver, BlobConfig, error) {
+func OpenConfig(cfg Config, open Opener, getenv func(string) string) (*Driver, BackendConfig, error) {
 	if err := gen.CheckEnvironment(getenv); err != nil {
-		return nil, BlobConfig{}, fmt.Errorf("mooncake: %w", err)
+		return nil, BackendConfig{}, fmt.Errorf("mooncake: %w", err)
 	}
 	sdk, err := open(cfg.Mooncake)
 	if err != nil {
-		return nil, BlobConfig{}, fmt.Errorf("mooncake: opening the SDK: %w", err)
+		return nil, BackendConfig{}, fmt.Errorf("mooncake: opening the SDK: %w", err)
 	}
 	d, err := New(sdk)
 	if err != nil {
 		_ = sdk.Close()
-		return nil, BlobConfig{}, err
+		return nil, BackendConfig{}, err
 	}
-	return d, cfg.Blob, nil
+	return d, cfg.Backend, nil
 }
 
 // integerKeys are the keys whose values must be written as integers. yaml.v3
 // would otherwise read 1.28e+8 into an int without a word.
 var integerKeys = map[string]bool{
-	"blob.workers": true, "blob.rows_per_batch": true, "blob.bytes_per_batch": true,
+	"backend.workers": true, "backend.rows_per_batch": true, "backend.bytes_per_batch": true,
 	"mooncake.global_segment_size": true, "mooncake.local_buffer_size": true,
 }
 

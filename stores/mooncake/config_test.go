@@ -16,22 +16,22 @@ import (
 func TestConfigDefaultsComeFromTheSpec(t *testing.T) {
 	cfg, err := mooncake.ParseConfig("empty.yaml", nil)
 	require.NoError(t, err)
-	assert.Equal(t, mooncake.BlobConfig{Workers: 4, RowsPerBatch: 256, BytesPerBatch: 128 << 20}, cfg.Blob)
+	assert.Equal(t, mooncake.BackendConfig{Workers: 4, RowsPerBatch: 256, BytesPerBatch: 128 << 20}, cfg.Backend)
 }
 
 func TestConfigErrorsNameTheKey(t *testing.T) {
 	cases := []struct{ name, yaml, want string }{
 		{"unknown section", "cache: {}\n", "field cache not found"},
-		{"unknown key", "blob: {workerz: 2}\n", "field workerz not found"},
-		{"wrong type", "blob: {bytes_per_batch: 1.28e+8}\n", `line 1: blob.bytes_per_batch must be an integer, found !!float "1.28e+8"`},
+		{"unknown key", "backend: {workerz: 2}\n", "field workerz not found"},
+		{"wrong type", "backend: {bytes_per_batch: 1.28e+8}\n", `line 1: backend.bytes_per_batch must be an integer, found !!float "1.28e+8"`},
 		{"HA master list", "mooncake: {master: \"a:1,b:2\"}\n", "not one host:port"},
 		{"no port", "mooncake: {master: \"localhost\"}\n", "not one host:port"},
 		{"bad port", "mooncake: {master: \"localhost:99999\"}\n", "want 1-65535"},
-		{"zero workers", "blob: {workers: 0}\n", "blob.workers is 0"},
+		{"zero workers", "backend: {workers: 0}\n", "backend.workers is 0"},
 		{"bad protocol", "mooncake: {protocol: udp}\n", "mooncake.protocol"},
 		{"segment under 16 MiB", "mooncake: {global_segment_size: 16777215}\n", "mooncake.global_segment_size is 16777215; want 0 (mount no segment) or at least 16777216"},
 		{"segment of 1 byte", "mooncake: {global_segment_size: 1}\n", "mooncake.global_segment_size is 1"},
-		{"invalid yaml", "blob: [\n", "store.yaml"},
+		{"invalid yaml", "backend: [\n", "store.yaml"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -46,7 +46,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 }
 
 func TestOpenRefusesTheSettingsTheSpecRefuses(t *testing.T) {
-	open := func(mooncake.MooncakeConfig) (mooncake.SDK, error) {
+	open := func(mooncake.ClientConfig) (mooncake.SDK, error) {
 		return fakesdk.NewClient(fakesdk.NewMaster(0), "0.3.13"), nil
 	}
 	for _, env := range []string{"MC_STORE_LOCAL_HOT_CACHE_SIZE", "MC_TCP_PROTO", "MC_USE_TENT", "MC_USE_TEV1"} {
@@ -62,13 +62,13 @@ func TestOpenRefusesTheSettingsTheSpecRefuses(t *testing.T) {
 			assert.Contains(t, err.Error(), env+`="1" is refused`)
 		})
 	}
-	d, blob, err := mooncake.OpenConfig(mooncake.DefaultConfig(), open, func(string) string { return "" })
+	d, be, err := mooncake.OpenConfig(mooncake.DefaultConfig(), open, func(string) string { return "" })
 	require.NoError(t, err)
-	assert.Equal(t, 4, blob.Workers)
+	assert.Equal(t, 4, be.Workers)
 	assert.NotNil(t, d)
 
 	closed := false
-	old := func(mooncake.MooncakeConfig) (mooncake.SDK, error) {
+	old := func(mooncake.ClientConfig) (mooncake.SDK, error) {
 		c := fakesdk.NewClient(fakesdk.NewMaster(0), "0.3.12")
 		return closeSpy{Client: c, closed: &closed}, nil
 	}
@@ -94,10 +94,10 @@ func TestConfigTakesNoSegmentOrAtLeast16MiB(t *testing.T) {
 
 func TestLoadConfigReadsAFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "store.yaml")
-	require.NoError(t, os.WriteFile(p, []byte("blob: {workers: 2}\nmooncake: {master: \"127.0.0.1:6000\"}\n"), 0o644))
+	require.NoError(t, os.WriteFile(p, []byte("backend: {workers: 2}\nmooncake: {master: \"127.0.0.1:6000\"}\n"), 0o644))
 	cfg, err := mooncake.LoadConfig(p)
 	require.NoError(t, err)
-	assert.Equal(t, 2, cfg.Blob.Workers)
-	assert.Equal(t, 256, cfg.Blob.RowsPerBatch, "unset keys keep their defaults")
+	assert.Equal(t, 2, cfg.Backend.Workers)
+	assert.Equal(t, 256, cfg.Backend.RowsPerBatch, "unset keys keep their defaults")
 	assert.Equal(t, "127.0.0.1:6000", cfg.Mooncake.Master)
 }

@@ -41,7 +41,7 @@ func raised(call string, buf []byte) error {
 
 // Open creates and sets up a client from a store file's mooncake section.
 // A client whose setup failed is torn down before Open returns.
-func Open(cfg mooncake.MooncakeConfig) (mooncake.SDK, error) {
+func Open(cfg mooncake.ClientConfig) (mooncake.SDK, error) {
 	eb := make([]byte, errLen)
 	var h *C.kvb_mc_client
 	if C.kvb_mc_create(&h, errp(eb), errLen) != 0 {

@@ -87,7 +87,7 @@ func TestRealPool(t *testing.T) {
 	var opened, closed atomic.Int64
 	factory := func(t conformance.T) driver.Driver {
 		var sdk *trackedSDK
-		open := func(mc mooncake.MooncakeConfig) (mooncake.SDK, error) {
+		open := func(mc mooncake.ClientConfig) (mooncake.SDK, error) {
 			s, err := cgosdk.Open(mc)
 			if err != nil {
 				return nil, err
