@@ -1,0 +1,339 @@
+// Package s3 is kvblob's driver for an S3-compatible object store, through
+// github.com/aws/aws-sdk-go-v2/service/s3: every request signed (SigV4),
+// over HTTPS in production.
+//
+// spec/s3-v1.109.yaml holds the layout, the publish protocol (one
+// conditional PutObject, If-None-Match: *), what a 412 means and every
+// answer-to-result rule: this package only issues the requests and
+// classifies their errors into the spec's codes (classify.go). A PUT's body
+// reads the caller's slot in place and is sealed before the call returns
+// (body.go), which is what proves the call's access ended.
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	gen "github.com/kvblob/kvblob/generated/s3"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/driverkit"
+	"github.com/kvblob/kvblob/runtime/rules"
+	"github.com/kvblob/kvblob/stores/trailer"
+)
+
+// Options configure a Driver. AccessKey and SecretKey are secrets: the
+// driver never prints them, nor puts them in an error.
+type Options struct {
+	// Endpoint is the server's base URL (https://host:port); empty means
+	// AWS's endpoint for Region.
+	Endpoint string
+	// Region signs the requests (default us-east-1).
+	Region string
+	// Bucket holds the objects; it must exist.
+	Bucket string
+	// AccessKey and SecretKey sign every request (SigV4).
+	AccessKey, SecretKey string
+	// HTTPClient carries the requests; its transport holds the TLS
+	// configuration (a test CA, say). Default: a client of its own over a
+	// clone of http.DefaultTransport, whose idle connections Close closes.
+	HTTPClient *http.Client
+	// Timeout bounds each request, retries included (default 30 s).
+	Timeout time.Duration
+	// MaxAttempts is the client's attempts per request (default 3, the
+	// SDK's; 1 turns retries off).
+	MaxAttempts int
+	// Seam, when set, is entered before each spec call (put, get) on a
+	// key: a held call waits in it, a raise is answered as if the request
+	// had failed with that error (classified), and a staged negative code
+	// is the call's answer without a request. Production leaves it nil.
+	Seam *driverkit.Seam
+}
+
+// Driver is a driver.Driver over one bucket.
+type Driver struct {
+	opt    Options
+	c      *s3.Client
+	idle   func() // closes the idle connections of a client the driver made
+	life   driverkit.Lifecycle
+	bucket *string
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// SDKVersion is the version of github.com/aws/aws-sdk-go-v2/service/s3 this
+// binary was built with ("" when the build has no module information).
+func SDKVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, m := range bi.Deps {
+		if m.Path == "github.com/aws/aws-sdk-go-v2/service/s3" {
+			if m.Replace != nil {
+				return m.Replace.Version
+			}
+			return m.Version
+		}
+	}
+	return ""
+}
+
+// Open checks that the spec holds for the SDK this binary was built with,
+// and returns a driver. It sends nothing.
+func Open(opt Options) (*Driver, error) {
+	if v := SDKVersion(); v != "" && !gen.SupportsVersion(v) {
+		return nil, fmt.Errorf("s3: %s %s has no spec; kvblob holds specs for %v (spec/s3-*.yaml)", gen.SDKName, v, gen.SDKVersions)
+	}
+	if opt.Bucket == "" {
+		return nil, errors.New("s3: no bucket; set Options.Bucket")
+	}
+	if opt.AccessKey == "" || opt.SecretKey == "" {
+		return nil, errors.New("s3: no credentials; every request is signed, so set Options.AccessKey and Options.SecretKey")
+	}
+	if opt.Region == "" {
+		opt.Region = "us-east-1"
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = 30 * time.Second
+	}
+	if opt.MaxAttempts <= 0 {
+		opt.MaxAttempts = 3
+	}
+	d := &Driver{opt: opt, bucket: aws.String(opt.Bucket)}
+	hc := opt.HTTPClient
+	if hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		hc = &http.Client{Transport: tr}
+		d.idle = tr.CloseIdleConnections
+	}
+	o := s3.Options{
+		Region:       opt.Region,
+		Credentials:  credentials.NewStaticCredentialsProvider(opt.AccessKey, opt.SecretKey, ""),
+		HTTPClient:   hc,
+		UsePathStyle: opt.Endpoint != "",
+		// A checksum only where S3 requires one: no aws-chunked trailer,
+		// which some S3-compatible servers refuse; the trailer's CRC32
+		// guards the bytes end to end.
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+		RetryMaxAttempts:           opt.MaxAttempts,
+	}
+	if opt.Endpoint != "" {
+		o.BaseEndpoint = aws.String(opt.Endpoint)
+	}
+	d.c = s3.New(o)
+	return d, nil
+}
+
+// Client is the driver's S3 client (for tests and the benchmark, which
+// compare against PutObject/GetObject of the same bytes).
+func (d *Driver) Client() *s3.Client { return d.c }
+
+// Bucket is the bucket the driver stores in.
+func (d *Driver) Bucket() string { return d.opt.Bucket }
+
+// Capabilities are spec/s3-v1.109.yaml's.
+func (d *Driver) Capabilities() driver.Capabilities { return gen.Capabilities }
+
+// Register admits a host region; objects need no registration of their own.
+func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
+	return d.life.Register(r, gen.AdmitRegister, nil)
+}
+
+// Unregister refuses while a call that may touch the region is in progress.
+func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unregister(reg, nil) }
+
+// Drain waits for the calls in progress. Every call ends its access on
+// return (a PUT's body is sealed first), so no operation is unprovable.
+func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil) }
+
+// Close closes the driver once a drain returned true and every region is
+// unregistered, and closes the idle connections of a client it made.
+func (d *Driver) Close() error {
+	return d.life.Close(func() error {
+		if d.idle != nil {
+			d.idle()
+		}
+		return nil
+	})
+}
+
+// Put publishes each row with a conditional PutObject.
+func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error {
+		return gen.AdmitPut(rows, live)
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer call.End()
+	results := make([]driver.Result, len(rows))
+	for i, r := range rows {
+		if ctx.Err() != nil {
+			results[i] = driver.Result{Status: driver.Cancelled}
+			continue
+		}
+		results[i] = d.put(ctx, r)
+	}
+	return driverkit.Finished(results), nil
+}
+
+// Get reads each row's object, checks its trailer and only then copies its
+// payload into the row's span.
+func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error {
+		return gen.AdmitGet(rows, hint, live)
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer call.End()
+	results := make([]driver.Result, len(rows))
+	var buf []byte
+	for i, r := range rows {
+		if ctx.Err() != nil {
+			results[i] = driver.Result{Status: driver.Cancelled}
+			continue
+		}
+		results[i], buf = d.get(ctx, r, buf)
+	}
+	return driverkit.Finished(results), nil
+}
+
+// seam enters the seam for call on key: staged reports that it answered
+// for the server, with the code and the error to answer.
+func (d *Driver) seam(call, key string) (code gen.Code, staged bool, err error) {
+	p := d.opt.Seam.Enter(call, key)
+	if err := p.Err(); err != nil {
+		return classify(err), true, err
+	}
+	if c, ok := p.Answer(0); ok {
+		if c >= 0 {
+			return gen.Err, true, fmt.Errorf("%s: the seam staged %d; only negative codes can be staged", call, c)
+		}
+		return gen.Code(c), true, fmt.Errorf("%s: staged through the seam", call)
+	}
+	return gen.OK, false, nil
+}
+
+func fault(m rules.Mapping, err error) driver.Result {
+	r := m.Result
+	if r.Status == driver.Fault && err != nil {
+		r.Text += ": " + err.Error()
+	}
+	return r
+}
+
+func (d *Driver) put(ctx context.Context, row driver.Row) driver.Result {
+	slot := row.Spans[0].Bytes()
+	code, err := d.putObject(ctx, row.Key, slot)
+	m := gen.MapPut(int64(code))
+	if m.FollowUp != rules.FollowAskExistence {
+		return fault(m, err)
+	}
+	// 412: an object is under the key now. It is this row's only if it is
+	// the row's whole object.
+	obj, code, err := d.getObject(ctx, row.Key, int64(len(slot)), nil)
+	switch {
+	case code == gen.NoSuchKey:
+		return driver.Result{Status: m.IfAbsent}
+	case code != gen.OK:
+		return fault(m, fmt.Errorf("asking what the key holds: %w", err))
+	}
+	payload, err := trailer.Check(obj, row.Key)
+	switch {
+	case err != nil:
+		return m.Other(fmt.Sprintf("key %q holds %d bytes that fail the trailer check (%v)", row.Key, len(obj), err))
+	case !bytes.Equal(payload, slot):
+		return m.Other(fmt.Sprintf("key %q holds a %d-byte object that is not this row's %d bytes", row.Key, len(payload), len(slot)))
+	}
+	return driver.Result{Status: m.IfExists}
+}
+
+// putObject sends slot and its trailer with If-None-Match: *, and seals the
+// body before it returns.
+func (d *Driver) putObject(ctx context.Context, key string, slot []byte) (gen.Code, error) {
+	if code, staged, err := d.seam("put", key); staged {
+		return code, err
+	}
+	b := newBody(slot, trailer.Append(nil, key, slot))
+	defer b.seal() // the proof that the call's access to slot ended
+	ctx, cancel := context.WithTimeout(ctx, d.opt.Timeout)
+	defer cancel()
+	_, err := d.c.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: d.bucket, Key: aws.String(key), Body: b,
+		ContentLength: aws.Int64(b.size()), IfNoneMatch: aws.String("*"),
+	})
+	return classify(err), err
+}
+
+func (d *Driver) get(ctx context.Context, row driver.Row, buf []byte) (driver.Result, []byte) {
+	span := row.Spans[0]
+	answer := int64(0)
+	obj, code, err := d.getObject(ctx, row.Key, span.Length, buf)
+	var payload []byte
+	if code == gen.OK {
+		buf = obj
+		if payload, err = trailer.Check(obj, row.Key); err != nil {
+			code = gen.Corrupt
+		}
+	}
+	if code == gen.OK {
+		answer = int64(len(payload))
+	} else {
+		answer = int64(code)
+	}
+	m := gen.MapGet(answer, span.Length)
+	if m.Written == rules.WrittenYes {
+		copy(span.Bytes(), payload)
+	}
+	return fault(m, err), buf
+}
+
+// getObject reads key's whole object into buf (grown as needed). An object
+// longer than a row of rowBytes and its trailer is CORRUPT without being
+// read: it cannot be this row's.
+func (d *Driver) getObject(ctx context.Context, key string, rowBytes int64, buf []byte) ([]byte, gen.Code, error) {
+	if code, staged, err := d.seam("get", key); staged {
+		return nil, code, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.opt.Timeout)
+	defer cancel()
+	out, err := d.c.GetObject(ctx, &s3.GetObjectInput{Bucket: d.bucket, Key: aws.String(key)})
+	if err != nil {
+		return nil, classify(err), err
+	}
+	defer out.Body.Close()
+	limit := rowBytes + trailer.Size
+	n := aws.ToInt64(out.ContentLength)
+	if n > limit {
+		return nil, gen.Corrupt, fmt.Errorf("the object holds %d bytes, more than the row's %d and a trailer", n, rowBytes)
+	}
+	if n < 0 || out.ContentLength == nil {
+		n = limit + 1
+	}
+	if int64(cap(buf)) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	got, err := io.ReadFull(out.Body, buf)
+	switch {
+	case out.ContentLength == nil && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)):
+		return buf[:got], gen.OK, nil
+	case out.ContentLength == nil && err == nil:
+		return nil, gen.Corrupt, fmt.Errorf("the object is longer than the row's %d bytes and a trailer", rowBytes)
+	case err != nil:
+		return nil, classify(err), fmt.Errorf("reading the object's body: %w", err)
+	}
+	return buf, gen.OK, nil
+}
