@@ -66,6 +66,9 @@ type Driver struct {
 	idle   func() // closes the idle connections of a client the driver made
 	life   driverkit.Lifecycle
 	bucket *string
+	// onBody, set by tests, sees each PUT body as it is made: a test holds
+	// it, as a transport would, to read it after the call returned.
+	onBody func(io.Reader)
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -268,6 +271,9 @@ func (d *Driver) putObject(ctx context.Context, key string, slot []byte) (gen.Co
 	}
 	b := newBody(slot, trailer.Append(nil, key, slot))
 	defer b.seal() // the proof that the call's access to slot ended
+	if d.onBody != nil {
+		d.onBody(b)
+	}
 	ctx, cancel := context.WithTimeout(ctx, d.opt.Timeout)
 	defer cancel()
 	_, err := d.c.PutObject(ctx, &s3.PutObjectInput{

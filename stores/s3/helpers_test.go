@@ -1,0 +1,5 @@
+package s3_test
+
+import "os"
+
+func removeFile(p string) error { return os.Remove(p) }

@@ -1,0 +1,377 @@
+package s3_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/conformance"
+	gen "github.com/kvblob/kvblob/generated/s3"
+	"github.com/kvblob/kvblob/runtime/backend"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/s3"
+	"github.com/kvblob/kvblob/stores/s3/s3kit"
+)
+
+// fx is a driver with a registered region of 64 KiB slots.
+type fx struct {
+	driver.Driver
+	t *testing.T
+	r *hostmem.Region
+}
+
+func newFx(t *testing.T, d driver.Driver) *fx {
+	t.Helper()
+	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 64 << 10, Slots: 8})
+	require.NoError(t, err)
+	reg, err := d.Register(r.Region)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if d.Drain(conformance.Within(10*time.Second)) && d.Unregister(reg) == nil {
+			_ = d.Close()
+			_ = r.Close()
+		}
+	})
+	return &fx{Driver: d, t: t, r: r}
+}
+
+func key(t *testing.T, name string) string {
+	k, err := driver.Key("s3-test", []byte(t.Name()+"/"+name))
+	require.NoError(t, err)
+	return k
+}
+
+// row is key in slot i, filled with seed (seed 0xEE marks a destination).
+func (f *fx) row(key string, i int, seed byte) driver.Row {
+	s := f.r.Slot(i)
+	b := s.Bytes()
+	for j := range b {
+		b[j] = seed ^ byte(j*7)
+	}
+	return driver.Row{Key: key, Spans: []driver.Span{s}}
+}
+
+func (f *fx) put(rows ...driver.Row) []driver.Result {
+	f.t.Helper()
+	op, err := f.Put(context.Background(), rows)
+	require.NoError(f.t, err)
+	res, done := op.Poll()
+	require.True(f.t, done)
+	require.True(f.t, op.AccessEnded())
+	return res
+}
+
+func (f *fx) get(rows ...driver.Row) []driver.Result {
+	f.t.Helper()
+	op, err := f.Get(context.Background(), rows, driver.Hint{})
+	require.NoError(f.t, err)
+	res, done := op.Poll()
+	require.True(f.t, done)
+	require.True(f.t, op.AccessEnded())
+	return res
+}
+
+// untouched fails unless every byte of row is the 0xEE destination fill.
+func untouched(t *testing.T, row driver.Row) {
+	t.Helper()
+	b := row.Spans[0].Bytes()
+	for j := range b {
+		if b[j] != 0xEE^byte(j*7) {
+			t.Fatalf("the destination was written at byte %d", j)
+		}
+	}
+}
+
+// lateReader is a transport that reads the first bytes of a request's
+// body, answers the request with an error while it is still reading, and
+// goes on reading after the call returned from a goroutine of its own, as
+// net/http allows a transport to. It reads both what the SDK handed it
+// (req.Body) and the driver's own body below the SDK's wrappers (raw), as
+// a client that wraps nothing would hand it on.
+type lateReader struct {
+	raw      func() io.Reader
+	returned chan struct{} // closed by the test once Put returned
+	done     chan struct{}
+	first    int
+	mu       sync.Mutex
+	got      map[string][]byte
+	errs     map[string]error
+}
+
+func (l *lateReader) RoundTrip(req *http.Request) (*http.Response, error) {
+	raw := l.raw()
+	head := make([]byte, 100)
+	n, _ := io.ReadFull(req.Body, head)
+	l.first = n
+	go func() {
+		defer close(l.done)
+		<-l.returned
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.got, l.errs = map[string][]byte{}, map[string]error{}
+		for name, r := range map[string]io.Reader{"req.Body": req.Body, "raw": raw} {
+			l.got[name], l.errs[name] = io.ReadAll(r)
+		}
+	}()
+	return nil, errors.New("lateReader: the transport gave up early")
+}
+
+// TestAPutsAccessEndsWhenItReturns makes the transport return early while
+// it is still reading the body: a read after the put returned gets nothing
+// of the slot, through the SDK's wrapper or the driver's body itself (the
+// driver sealed it), so the call's access really ended on return, as
+// spec/s3-v1.109.yaml's put says.
+func TestAPutsAccessEndsWhenItReturns(t *testing.T) {
+	need(t)
+	var mu sync.Mutex
+	var body io.Reader
+	late := &lateReader{returned: make(chan struct{}), done: make(chan struct{})}
+	late.raw = func() io.Reader { mu.Lock(); defer mu.Unlock(); return body }
+	d, err := s3.Open(env.Options("unused", late))
+	require.NoError(t, err)
+	s3.OnBody(d, func(r io.Reader) { mu.Lock(); body = r; mu.Unlock() })
+	f := newFx(t, d)
+	res := f.put(f.row(key(t, "a"), 0, 1))
+	require.Equal(t, driver.Fault, res[0].Status, "the transport failed the request")
+	assert.Equal(t, int64(gen.Conn), res[0].Code)
+	require.Equal(t, 100, late.first, "the transport read the body's first bytes before it gave up")
+	close(late.returned)
+	<-late.done
+	late.mu.Lock()
+	defer late.mu.Unlock()
+	for _, name := range []string{"req.Body", "raw"} {
+		assert.Empty(t, late.got[name], "%s: the transport read %d bytes of the body after the put returned", name, len(late.got[name]))
+	}
+	assert.Error(t, late.errs["raw"], "a read of the driver's body after the put returned must fail")
+}
+
+// TestSignedHTTPS: every request is signed (SigV4) and goes over HTTPS; a
+// client that does not trust the test CA, one with a wrong secret and one
+// speaking plain HTTP all get FAULTs, never READY or MISS, and no result
+// text holds the secret.
+func TestSignedHTTPS(t *testing.T) {
+	need(t)
+	k := s3kit.Open(t, env)
+	var mu sync.Mutex
+	var auths []string
+	rec := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		auths = append(auths, r.URL.Scheme+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		return k.Transport.RoundTrip(r)
+	})
+	d, err := s3.Open(env.Options(k.Bucket(), rec))
+	require.NoError(t, err)
+	f := newFx(t, d)
+	kk := key(t, "a")
+	require.Equal(t, driver.Ready, f.put(f.row(kk, 0, 1))[0].Status)
+	dst := f.row(kk, 1, 0xEE)
+	require.Equal(t, driver.Ready, f.get(dst)[0].Status)
+	mu.Lock()
+	require.Len(t, auths, 2)
+	for _, a := range auths {
+		assert.True(t, strings.HasPrefix(a, "https AWS4-HMAC-SHA256 Credential="+env.AccessKey+"/"), "request %q is not SigV4 over HTTPS", a)
+	}
+	mu.Unlock()
+
+	other := x509.NewCertPool() // trusts nothing the server shows
+	untrusted := env.Transport()
+	untrusted.TLSClientConfig.RootCAs = other
+	wrong := env.Options(k.Bucket(), nil)
+	wrong.SecretKey = "not-" + env.SecretKey
+	plain := env.Options(k.Bucket(), nil)
+	plain.Endpoint = strings.Replace(env.Endpoint, "https://", "http://", 1)
+	for name, opt := range map[string]s3.Options{"untrusted CA": env.Options(k.Bucket(), untrusted), "wrong secret": wrong, "plain HTTP": plain} {
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			d, err := s3.Open(opt)
+			require.NoError(t, err)
+			g := newFx(t, d)
+			res := g.put(g.row(key(t, "b"), 0, 1))
+			assert.Equal(t, driver.Fault, res[0].Status, "%v", res[0])
+			dst := g.row(kk, 1, 0xEE)
+			res = append(res, g.get(dst)...)
+			assert.Equal(t, driver.Fault, res[1].Status, "%v", res[1])
+			untouched(t, dst)
+			if name == "wrong secret" {
+				assert.Equal(t, int64(gen.AccessDenied), res[0].Code, "%v", res[0])
+			}
+			for _, r := range res {
+				assert.NotContains(t, r.Text, env.SecretKey)
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestTheServerKilledFrozenAndRestarted runs a gateway of its own through
+// serverproc: frozen (SIGSTOP), a put and a get are FAULTs once the request
+// deadline passes and the destination is untouched; killed (also while a
+// get is held in flight), the same; restarted on the same port and
+// directory, every row that was READY before reads back whole and equal,
+// and new puts are READY.
+func TestTheServerKilledFrozenAndRestarted(t *testing.T) {
+	need(t)
+	e, err := s3kit.Setup()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.Server.LoopbackOnly())
+	k := s3kit.Open(t, e)
+	f := newFx(t, k)
+	ready := []driver.Row{f.row(key(t, "r0"), 0, 1), f.row(key(t, "r1"), 1, 2)}
+	for _, r := range f.put(ready...) {
+		require.Equal(t, driver.Ready, r.Status)
+	}
+	faulted := func(stage string) {
+		t.Helper()
+		res := f.put(f.row(key(t, stage), 2, 3))
+		assert.Equal(t, driver.Fault, res[0].Status, "%s: put %v", stage, res[0])
+		assert.Equal(t, int64(gen.Conn), res[0].Code, "%s: put %v", stage, res[0])
+		dst := f.row(ready[0].Key, 3, 0xEE)
+		res = f.get(dst)
+		assert.Equal(t, driver.Fault, res[0].Status, "%s: get %v", stage, res[0])
+		untouched(t, dst)
+	}
+
+	require.NoError(t, e.Server.Freeze())
+	faulted("frozen")
+	require.NoError(t, e.Server.Thaw())
+
+	// A get held inside the driver while the server dies.
+	dst := f.row(ready[1].Key, 4, 0xEE)
+	entered, release := k.Seam.Hold("get", ready[1].Key)
+	got := make(chan []driver.Result, 1)
+	go func() {
+		op, err := f.Get(context.Background(), []driver.Row{dst}, driver.Hint{})
+		if err != nil {
+			got <- nil
+			return
+		}
+		res, _ := op.Poll()
+		got <- res
+	}()
+	<-entered
+	e.Server.Kill()
+	release()
+	res := <-got
+	require.Len(t, res, 1)
+	assert.Equal(t, driver.Fault, res[0].Status, "killed mid-get: %v", res[0])
+	untouched(t, dst)
+	faulted("killed")
+
+	require.NoError(t, e.Server.Restart())
+	require.NoError(t, e.Server.LoopbackOnly())
+	for i, r := range ready {
+		dst := f.row(r.Key, 5+i, 0xEE)
+		require.Equal(t, driver.Ready, f.get(dst)[0].Status)
+		want := f.row(r.Key, 7, byte(1+i)).Spans[0].Bytes()
+		require.True(t, bytes.Equal(want, dst.Spans[0].Bytes()), "row %d read back other bytes after the restart", i)
+	}
+	assert.Equal(t, driver.Ready, f.put(f.row(key(t, "after"), 2, 3))[0].Status)
+}
+
+// TestAFullDiskDeclinesAndFreeingItAdmits fills the tmpfs under the
+// gateway for real: a put is DECLINED (507 InsufficientStorage), a READY
+// row still reads back, and once space is freed the key takes a put.
+func TestAFullDiskDeclinesAndFreeingItAdmits(t *testing.T) {
+	need(t)
+	if !env.Tmpfs {
+		t.Skip(s3kit.NoMount)
+	}
+	k := s3kit.Open(t, env)
+	f := newFx(t, k)
+	old := f.row(key(t, "old"), 0, 1)
+	require.Equal(t, driver.Ready, f.put(old)[0].Status)
+	filler, err := s3kit.FillFS(env.Root)
+	require.NoError(t, err)
+	kk := key(t, "new")
+	res := f.put(f.row(kk, 1, 2))
+	require.Equal(t, driver.Declined, res[0].Status, "%v", res[0])
+	dst := f.row(old.Key, 2, 0xEE)
+	require.Equal(t, driver.Ready, f.get(dst)[0].Status)
+	require.NoError(t, removeFile(filler))
+	require.Equal(t, driver.Ready, f.put(f.row(kk, 1, 2))[0].Status)
+}
+
+// TestBackendRoundTripBetweenTwoHosts publishes 64 rows through one
+// backend and fetches them through another, over one bucket.
+func TestBackendRoundTripBetweenTwoHosts(t *testing.T) {
+	need(t)
+	bucket := env.NewBucket(t)
+	const rows = 64
+	type host struct {
+		be   *backend.Backend
+		l    *hostmem.Lender
+		hold *hostmem.Hold
+		tr   *http.Transport
+	}
+	open := func() host {
+		l, err := hostmem.NewLender("slots", driver.Layout{SlotBytes: 32 << 10, Slots: rows})
+		require.NoError(t, err)
+		hold, err := l.Hold()
+		require.NoError(t, err)
+		tr := env.Transport()
+		d, err := s3.Open(env.Options(bucket, tr))
+		require.NoError(t, err)
+		bind, err := backend.Bind(hold.Regions(), d, hold)
+		require.NoError(t, err)
+		be, err := backend.New(bind, nil, backend.Config{Workers: 4, RowsPerBatch: 8, Prefix: "s3-roundtrip"})
+		require.NoError(t, err)
+		return host{be, l, hold, tr}
+	}
+	pub, sub := open(), open()
+	view := func(l *hostmem.Lender) backend.View {
+		r := l.Regions()[0]
+		v := make(backend.View, rows)
+		for i := range v {
+			v[i] = backend.ViewRow{Name: []byte(fmt.Sprint("block-", i)), Spans: []driver.Span{r.Slot(i)}}
+		}
+		return v
+	}
+	src, dst := view(pub.l), view(sub.l)
+	for i, r := range src {
+		b := r.Spans[0].Bytes()
+		for j := range b {
+			b[j] = byte(i*7 + j)
+		}
+	}
+	outcome := func(a *backend.Attempt, err error) backend.Outcome {
+		require.NoError(t, err)
+		o, err := a.Wait(conformance.Within(conformance.DefaultDeadline))
+		require.NoError(t, err)
+		return o
+	}
+	assert.Equal(t, rows, outcome(pub.be.Publish(src)).Prefix)
+	assert.Equal(t, rows, outcome(sub.be.Fetch(dst, driver.Hint{})).Prefix)
+	for i := range src {
+		require.True(t, bytes.Equal(src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes()), "row %d", i)
+	}
+	for _, h := range []host{pub, sub} {
+		require.NoError(t, h.be.Shutdown(conformance.Within(conformance.DefaultDeadline)))
+		require.True(t, h.hold.Released())
+		require.NoError(t, h.l.Close())
+		h.tr.CloseIdleConnections()
+	}
+}
+
+// TestOpenRefusesWhatItCannotUse: no bucket, no credentials.
+func TestOpenRefusesWhatItCannotUse(t *testing.T) {
+	_, err := s3.Open(s3.Options{AccessKey: "a", SecretKey: "b"})
+	assert.ErrorContains(t, err, "no bucket")
+	_, err = s3.Open(s3.Options{Bucket: "b"})
+	assert.ErrorContains(t, err, "no credentials")
+}
