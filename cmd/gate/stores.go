@@ -7,4 +7,5 @@ import (
 	_ "github.com/kvblob/kvblob/stores/memory/memtest"
 	_ "github.com/kvblob/kvblob/stores/mooncake/mctest"
 	_ "github.com/kvblob/kvblob/stores/redis/redistest"
+	_ "github.com/kvblob/kvblob/stores/s3/s3kit"
 )
