@@ -14,6 +14,10 @@ test: deps ## every test, with the race detector; ends with the totals
 	$(GO) build -o .bin/testsum ./cmd/testsum
 	$(GO) test -race -count=1 -json ./... | .bin/testsum
 
+# The S3 tests start versitygw (Apache-2.0) on loopback; keep the version in
+# step with .ci/run and stores/s3/s3kit.Version.
+VERSITYGW_VERSION ?= v1.8.0
+
 # The Redis tests and the demo start their own redis-server on loopback.
 # Install it from Debian's packages when we can; otherwise the tests skip
 # (and fail under CI=true) and the demo says how to install it.
@@ -23,6 +27,9 @@ deps:
 	    echo "make: installing redis-server from Debian's packages for the Redis tests"; \
 	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
 	  else echo "make: redis-server not found; the Redis tests will skip (apt-get install redis-server)"; fi; }
+	@command -v versitygw >/dev/null 2>&1 || test -x "$$($(GO) env GOBIN)/versitygw" || test -x "$$($(GO) env GOPATH)/bin/versitygw" || { \
+	  echo "make: installing versitygw $(VERSITYGW_VERSION) for the S3 tests (go install, a few minutes)"; \
+	  $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION); }
 
 demo: deps ## two processes move a request's KV rows through a redis-server on loopback, then clean up
 	$(GO) run ./cmd/demo
