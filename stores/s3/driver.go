@@ -343,3 +343,14 @@ func (d *Driver) getObject(ctx context.Context, key string, rowBytes int64, buf 
 	}
 	return buf, gen.OK, nil
 }
+
+// Format prints o with its secret key redacted, whatever the verb: a
+// logged or wrapped Options never shows the secret.
+func (o Options) Format(f fmt.State, _ rune) {
+	secret := ""
+	if o.SecretKey != "" {
+		secret = "[redacted]"
+	}
+	fmt.Fprintf(f, "s3.Options{Endpoint: %q, Region: %q, Bucket: %q, AccessKey: %q, SecretKey: %s, Timeout: %v, MaxAttempts: %d}",
+		o.Endpoint, o.Region, o.Bucket, o.AccessKey, secret, o.Timeout, o.MaxAttempts)
+}

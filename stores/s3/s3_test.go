@@ -375,3 +375,13 @@ func TestOpenRefusesWhatItCannotUse(t *testing.T) {
 	_, err = s3.Open(s3.Options{Bucket: "b"})
 	assert.ErrorContains(t, err, "no credentials")
 }
+
+// TestOptionsNeverPrintTheSecret prints Options every way fmt can.
+func TestOptionsNeverPrintTheSecret(t *testing.T) {
+	o := s3.Options{Bucket: "b", AccessKey: "AKIDEXAMPLE", SecretKey: "wJalrXUtnFEMI-secret"}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
+		out := fmt.Sprintf(verb, o)
+		assert.NotContains(t, out, o.SecretKey, verb)
+		assert.Contains(t, out, "AKIDEXAMPLE", verb)
+	}
+}
