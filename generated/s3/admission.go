@@ -14,7 +14,7 @@ var Capabilities = driver.Capabilities{AbsentIsMiss: true}
 // MaxRowBytes bounds a row: rows must be under it (0: no bound).
 const MaxRowBytes = 2147483647
 
-// Blob defaults for this store (0: the backend's own default).
+// Backend defaults for this store (0: the backend's own default).
 const (
 	DefaultWorkers       = 8
 	DefaultRowsPerBatch  = 64
