@@ -7,7 +7,7 @@ SHELL := /bin/bash
 
 .PHONY: run test check generate golden bench soak fuzz deps demo
 
-run: ## the main job: check generated/, run every store's conformance suite
+run: deps ## the main job: check generated/, run every store's conformance suite
 	$(GO) run ./cmd/gate
 
 test: deps ## every test, with the race detector; ends with the totals
