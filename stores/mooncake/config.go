@@ -31,7 +31,7 @@ import (
 //	  local_buffer_size: 0
 type Config struct {
 	Backend  BackendConfig `yaml:"backend"`
-	Mooncake ClientConfig `yaml:"mooncake"`
+	Mooncake ClientConfig  `yaml:"mooncake"`
 }
 
 // BackendConfig holds the backend's settings for this store. Its defaults come
