@@ -5,8 +5,10 @@
 // trailer of stores/trailer (keyed when Options.Integrity is set). A
 // connection may authenticate as an ACL user and run over TLS (Options).
 // A put claims each key with a pending marker
-// (SET NX PX), then replaces its own marker with the object in one
-// compare-and-set script; a get checks the trailer before any byte reaches
+// (SET NX PX), then replaces its own marker with the object: on a
+// standalone server with WATCH, GET and MULTI/SET/EXEC, pipelined across
+// keys; on a Cluster (or when a transaction aborts) with a compare-and-set
+// script. A get checks the trailer before any byte reaches
 // the caller's slots. spec/redis-7.yaml says why, and holds every
 // code-to-result rule: this package only classifies replies and errors into
 // the spec's codes (classify.go).
@@ -18,8 +20,10 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvblob/kvblob/stores/trailer"
@@ -50,7 +54,17 @@ type Driver struct {
 	ver string
 
 	life driverkit.Lifecycle
+
+	// tx is whether the user may run WATCH, MULTI and EXEC (txUnknown
+	// until the first store asks).
+	tx atomic.Int32
 }
+
+const (
+	txUnknown = iota
+	txAllowed
+	txRefused
+)
 
 var _ driver.Driver = (*Driver)(nil)
 
@@ -196,27 +210,22 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 	// 2. Store the claimed rows. The value is copied out of the caller's
 	// slots here, so access ends before the call even starts.
 	if len(store) > 0 {
-		pipe = d.c.Pipeline()
-		cas := make([]*goredis.Cmd, len(store))
-		for k, i := range store {
+		objs := make([][]byte, len(rows))
+		for _, i := range store {
 			payload := make([]byte, 0, rows[i].Bytes()+trailer.TagSize+trailer.Size)
 			for _, s := range rows[i].Spans {
 				payload = append(payload, s.Bytes()...)
 			}
-			obj := d.opt.Integrity.Append(payload, rows[i].Key, payload)
-			cas[k] = pipe.Eval(ctx, casScript, []string{rows[i].Key}, marker, obj)
+			objs[i] = d.opt.Integrity.Append(payload, rows[i].Key, payload)
 		}
-		_, _ = pipe.Exec(ctx)
+		codes := make([]gen.Code, len(rows))
+		errs := make([]error, len(rows))
+		d.storeObjects(ctx, rows, store, objs, marker, codes, errs)
 		var release []int
-		for k, i := range store {
-			n, err := cas[k].Int()
-			code, cerr := classify(err)
-			if err == nil && n == 0 {
-				code = gen.Lost
-			}
-			m := gen.MapStore(int64(code))
-			results[i] = fault(m, cerr)
-			if m.Result.Status != driver.Ready && code != gen.Lost {
+		for _, i := range store {
+			m := gen.MapStore(int64(codes[i]))
+			results[i] = fault(m, errs[i])
+			if m.Result.Status != driver.Ready && codes[i] != gen.Lost {
 				release = append(release, i)
 			}
 		}
@@ -249,6 +258,142 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 		}
 	}
 	return driverkit.Finished(results), nil
+}
+
+// storeObjects replaces this writer's marker with objs[i] for each row i of
+// idx, setting codes[i] (OK, LOST or how the reply classified) and errs[i].
+//
+// On a standalone server it is one WATCH/GET pass and one MULTI/SET/EXEC
+// pass over every key, pipelined: a key whose GET no longer answers the
+// marker is LOST, the others are SET in one transaction that runs only if
+// no watched key changed since. Rows the transaction could not settle (it
+// aborted because a watched key changed, or another row's SET was refused)
+// fall back to the compare-and-set script, one key at a time in a
+// pipeline, which decides each alone. The script copies the object into a
+// Lua string and again into the key; a plain SET does not, which is the
+// point (issue 18).
+//
+// On a Cluster, WATCH and MULTI need every key of a transaction in one
+// slot, and a request's keys spread over all of them: a transaction per
+// key would cost three round trips each where the script costs one, so a
+// Cluster keeps the script.
+func (d *Driver) storeObjects(ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []gen.Code, errs []error) {
+	if c, ok := d.c.(*goredis.Client); ok && d.mayTransact(ctx, c) {
+		idx = d.storeWatched(ctx, c, rows, idx, objs, marker, codes, errs)
+	}
+	if len(idx) == 0 {
+		return
+	}
+	pipe := d.c.Pipeline()
+	cas := make([]*goredis.Cmd, len(idx))
+	for k, i := range idx {
+		cas[k] = pipe.Eval(ctx, casScript, []string{rows[i].Key}, marker, objs[i])
+	}
+	_, _ = pipe.Exec(ctx)
+	for k, i := range idx {
+		n, err := cas[k].Int()
+		codes[i], errs[i] = classify(err)
+		if err == nil && n == 0 {
+			codes[i] = gen.Lost
+		}
+	}
+}
+
+// mayTransact reports whether the ACL user may run MULTI and EXEC, asking
+// the server once: a refused MULTI would let the SETs run outside any
+// transaction, and a refused EXEC would leave the connection queueing.
+// The DISCARD ends a MULTI whose EXEC was refused. A user without them
+// (docs/security.md's tenant, before it listed @transaction) stores with
+// the script.
+func (d *Driver) mayTransact(ctx context.Context, c *goredis.Client) bool {
+	switch d.tx.Load() {
+	case txAllowed:
+		return true
+	case txRefused:
+		return false
+	}
+	var multi, exec *goredis.Cmd
+	_, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		multi, exec = p.Do(ctx, "multi"), p.Do(ctx, "exec")
+		return nil
+	})
+	if err == nil && multi.Err() == nil && exec.Err() == nil {
+		d.tx.Store(txAllowed)
+		return true
+	}
+	if isNoperm(multi.Err()) || isNoperm(exec.Err()) {
+		_ = c.Do(ctx, "discard").Err()
+		d.tx.Store(txRefused)
+	}
+	return false // asked again next time if it was not a refusal
+}
+
+func isNoperm(err error) bool {
+	code, _ := classify(err)
+	return code == gen.Noperm
+}
+
+// storeWatched is storeObjects' WATCH/MULTI/EXEC path. It returns the rows
+// it left undecided.
+func (d *Driver) storeWatched(ctx context.Context, c *goredis.Client, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []gen.Code, errs []error) (undecided []int) {
+	_ = c.Watch(ctx, func(tx *goredis.Tx) error {
+		// One WATCH per key, so a refusal (NOPERM) or an injected error is
+		// the row's own.
+		watches := make([]*goredis.StatusCmd, len(idx))
+		gets := make([]*goredis.StringCmd, len(idx))
+		_, _ = tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for k, i := range idx {
+				watches[k] = goredis.NewStatusCmd(ctx, "watch", rows[i].Key)
+				_ = p.Process(ctx, watches[k])
+				gets[k] = p.Get(ctx, rows[i].Key)
+			}
+			return nil
+		})
+		var ours []int
+		for k, i := range idx {
+			err := watches[k].Err()
+			if err == nil {
+				err = gets[k].Err()
+			}
+			switch v := gets[k].Val(); {
+			case isNoperm(watches[k].Err()) && strings.Contains(watches[k].Err().Error(), "'watch' command"):
+				d.tx.Store(txRefused) // the ACL changed under us: the script decides
+				undecided = append(undecided, i)
+			case err == goredis.Nil || err == nil && v != marker:
+				codes[i], errs[i] = gen.Lost, nil
+			case err != nil:
+				codes[i], errs[i] = classify(err)
+			default:
+				ours = append(ours, i)
+			}
+		}
+		if len(ours) == 0 {
+			_ = tx.Unwatch(ctx).Err()
+			return nil
+		}
+		sets := make([]*goredis.StatusCmd, len(ours))
+		_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			for k, i := range ours {
+				sets[k] = p.Set(ctx, rows[i].Key, objs[i], 0)
+			}
+			return nil
+		})
+		aborted := errors.Is(err, goredis.TxFailedErr) || goredis.IsExecAbortError(err)
+		for k, i := range ours {
+			serr := sets[k].Err()
+			switch {
+			case aborted && (serr == nil || goredis.IsExecAbortError(serr) || errors.Is(serr, goredis.TxFailedErr)):
+				undecided = append(undecided, i)
+			default:
+				codes[i], errs[i] = classify(serr)
+			}
+		}
+		if err != nil && !aborted {
+			_ = tx.Unwatch(ctx).Err() // EXEC may never have run
+		}
+		return nil
+	})
+	return undecided
 }
 
 // release deletes this writer's markers from rows whose store failed, so a

@@ -135,8 +135,18 @@ var codeError = map[gen.Code]error{
 	gen.Noperm:  RedisError("NOPERM No permissions to access a key"),
 }
 
-// cmdOf is the command each spec call sends.
-var cmdOf = map[string]string{"claim": "set", "store": "eval", "get": "get"}
+// cmdOf is the command each spec call sends first for a key; a store is
+// storeCmd's.
+var cmdOf = map[string]string{"claim": "set", "get": "get"}
+
+// storeCmd is the command a store sends first for a key: WATCH on a
+// standalone server, the compare-and-set EVAL on a Cluster.
+func storeCmd(r *redis.Driver) string {
+	if _, ok := r.Client().(*goredis.ClusterClient); ok {
+		return "eval"
+	}
+	return "watch"
+}
 
 // Stage makes the server (or, for answers a server cannot give on cue, the
 // fault hook) answer case c for key.
@@ -165,12 +175,12 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 		return set(r, key, Marker)
 	case code == gen.OOM && c.Call != "get":
 		if c.Call == "store" {
-			f.Before("eval", key, func() { _ = fillMemory(r) })
+			f.Before(storeCmd(r), key, func() { _ = fillMemory(r) })
 			return nil
 		}
 		return fillMemory(r)
 	case c.Call == "store" && code == gen.Lost:
-		f.Before("eval", key, func() { _ = r.Client().Del(context.Background(), key).Err() })
+		f.Before(storeCmd(r), key, func() { _ = r.Client().Del(context.Background(), key).Err() })
 	case c.Call == "get" && code == gen.Nil:
 		return r.Client().Del(context.Background(), key).Err()
 	case c.Call == "get" && code == gen.Pending:
@@ -184,7 +194,11 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 		if !ok {
 			return fmt.Errorf("%s never answers %s: no reply or client error classifies as it", c.Call, code)
 		}
-		f.Error(cmdOf[c.Call], key, err)
+		cmd := cmdOf[c.Call]
+		if c.Call == "store" {
+			cmd = storeCmd(r)
+		}
+		f.Error(cmd, key, err)
 	}
 	return nil
 }
