@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -212,12 +213,19 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 	if len(store) > 0 {
 		objs := make([][]byte, len(rows))
 		for _, i := range store {
-			payload := make([]byte, 0, rows[i].Bytes()+trailer.TagSize+trailer.Size)
+			payload := getBuf(rows[i].Bytes() + trailer.TagSize + trailer.Size)
 			for _, s := range rows[i].Spans {
 				payload = append(payload, s.Bytes()...)
 			}
 			objs[i] = d.opt.Integrity.Append(payload, rows[i].Key, payload)
 		}
+		// go-redis has written every object to its connection once the
+		// store step returns: the buffers go back to the pool.
+		defer func() {
+			for _, i := range store {
+				putBuf(objs[i])
+			}
+		}()
 		codes := make([]gen.Code, len(rows))
 		errs := make([]error, len(rows))
 		d.storeObjects(ctx, rows, store, objs, marker, codes, errs)
@@ -394,6 +402,24 @@ func (d *Driver) storeWatched(ctx context.Context, c *goredis.Client, rows []dri
 		return nil
 	})
 	return undecided
+}
+
+// bufs holds object buffers between puts, so a put of large rows neither
+// allocates nor zeroes (nor faults in) a fresh buffer per row.
+var bufs sync.Pool
+
+// getBuf returns an empty buffer of capacity at least n.
+func getBuf(n int64) []byte {
+	if p, ok := bufs.Get().(*[]byte); ok && int64(cap(*p)) >= n {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+func putBuf(b []byte) {
+	if cap(b) <= 64<<20 {
+		bufs.Put(&b)
+	}
 }
 
 // release deletes this writer's markers from rows whose store failed, so a
