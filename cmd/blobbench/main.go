@@ -17,6 +17,14 @@
 //
 //	ratios[memory]: publish_vs_memcpy=X (min–max) fetch_vs_memcpy=Y (min–max) fetch_p99_loaded_vs_idle=Z (min–max) row_ops_per_s=N (min–max)
 //
+// With -redis host:port (or -redis-cluster host:port,...) it benches a
+// Redis deployment you run instead of starting one: it refuses a store
+// that holds any key under -prefix/ unless -force is given, and deletes
+// every key it wrote, at the end, on failure and on Ctrl-C. The redis
+// ratios line adds publish_vs_pipeline and fetch_vs_pipeline: a plain
+// go-redis pipelined SET and GET of the same bytes over the publish's and
+// fetch's times.
+//
 // Progress goes to stderr. Machines are noisy: read the ratios, not the
 // absolute figures.
 package main
@@ -27,13 +35,31 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
+
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/stores/redis"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	// On Ctrl-C (or SIGTERM) delete what the run wrote into a store the
+	// user runs before exiting; a pending marker still in flight expires on
+	// its own TTL.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "blobbench: %v: deleting what the run wrote\n", s)
+		cleanupAll()
+		os.Exit(130)
+	}()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("blobbench", flag.ContinueOnError)
@@ -48,6 +74,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	only := fs.String("stores", "", "comma-separated stores to measure (default: all)")
 	rowsFlag := fs.String("rows", "", "comma-separated row sizes in KiB (default: 256,1024,4096)")
 	workersFlag := fs.String("workers", "", "comma-separated worker counts (default: 1,2,4)")
+	redisAddr := fs.String("redis", "", "bench the Redis server you run at host:port instead of starting one (user: -redis-user, password: $BLOBBENCH_REDIS_PASSWORD)")
+	redisCluster := fs.String("redis-cluster", "", "bench the Redis Cluster you run, given comma-separated seed host:ports")
+	redisUser := fs.String("redis-user", "", "ACL user for -redis or -redis-cluster")
+	prefix := fs.String("prefix", "blobbench", "key prefix in a store you run: it must hold no key under prefix/ (unless -force); every key the run writes is deleted")
+	force := fs.Bool("force", false, "bench a store that holds keys under -prefix; only the keys the run wrote are deleted")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -90,6 +121,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 			p.workers = append(p.workers, n)
 		}
 	}
+	if *redisAddr != "" && *redisCluster != "" {
+		fmt.Fprintln(stderr, "blobbench: give -redis or -redis-cluster, not both")
+		return 2
+	}
+	if *redisAddr != "" || *redisCluster != "" {
+		t := &redisTarget{opt: redis.Options{Addrs: []string{*redisAddr}, Username: *redisUser, Password: os.Getenv("BLOBBENCH_REDIS_PASSWORD")},
+			prefix: *prefix, force: *force}
+		if *redisCluster != "" {
+			t.opt.Addrs, t.opt.Cluster = strings.Split(*redisCluster, ","), true
+		}
+		if _, err := driver.KeyStem(*prefix); err != nil {
+			fmt.Fprintf(stderr, "blobbench: -prefix: %v\n", err)
+			return 2
+		}
+		p.target = t
+		if p.stores == nil {
+			p.stores = []string{"redis"}
+		}
+	}
+	defer cleanupAll()
 	rep, err := measure(p, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "blobbench:", err)
@@ -113,6 +164,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, r := range rep.Ratios {
 		fmt.Fprintf(stdout, "ratios[%s]: publish_vs_memcpy=%s fetch_vs_memcpy=%s fetch_p99_loaded_vs_idle=%s", r.Store,
 			r.PublishVsMemcpy, r.FetchVsMemcpy, r.FetchP99LoadedVsIdle)
+		if r.PublishVsPipeline != nil {
+			fmt.Fprintf(stdout, " publish_vs_pipeline=%s fetch_vs_pipeline=%s", r.PublishVsPipeline, r.FetchVsPipeline)
+		}
 		if r.RowOpsPerSecond != nil {
 			s := r.RowOpsPerSecond
 			fmt.Fprintf(stdout, " row_ops_per_s=%.0f (%.0f–%.0f)", s.Median, s.Min, s.Max)

@@ -10,7 +10,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestQuickRunWritesEveryOutput runs the bench at tiny sizes: it asserts the
 // outputs exist and hang together, never a speed.

@@ -16,8 +16,6 @@ import (
 	"github.com/kvblob/kvblob/stores/memory"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
-	"github.com/kvblob/kvblob/stores/redis"
-	"github.com/kvblob/kvblob/stores/redis/redistest"
 )
 
 type plan struct {
@@ -31,7 +29,8 @@ type plan struct {
 	latencyRows    int
 	rowOpsRows     int // rows of a view in the end-to-end row-ops measurement
 	redis          bool
-	stores         []string // nil: all
+	stores         []string     // nil: all
+	target         *redisTarget // a Redis deployment the user runs, instead of one started here
 }
 
 type report struct {
@@ -77,6 +76,10 @@ type bandwidth struct {
 	AllocCopyGBs    float64 `json:"alloc_copy_gb_s"`
 	PublishVsMemcpy spread  `json:"publish_vs_memcpy"`
 	FetchVsMemcpy   spread  `json:"fetch_vs_memcpy"`
+	// The plain store-client pipeline of the same bytes over the
+	// publish's and fetch's times (Redis only).
+	PublishVsPipeline *spread `json:"publish_vs_pipeline,omitempty"`
+	FetchVsPipeline   *spread `json:"fetch_vs_pipeline,omitempty"`
 }
 
 type latency struct {
@@ -103,14 +106,21 @@ type ratios struct {
 	FetchVsMemcpy        spread  `json:"fetch_vs_memcpy"`
 	FetchP99LoadedVsIdle spread  `json:"fetch_p99_loaded_vs_idle"`
 	RowOpsPerSecond      *spread `json:"row_ops_per_s,omitempty"`
+	PublishVsPipeline    *spread `json:"publish_vs_pipeline,omitempty"`
+	FetchVsPipeline      *spread `json:"fetch_vs_pipeline,omitempty"`
 }
 
 // store makes a fresh driver of one store, and forgets objects.
 type store struct {
-	name   string
-	make   func() (driver.Driver, error)
-	forget func(d driver.Driver, keys []string)
-	stop   func()
+	name    string
+	make    func() (driver.Driver, error)
+	forget  func(d driver.Driver, keys []string)
+	stop    func()
+	prefix  string   // the backend's key prefix ("" is the backend's default)
+	written *written // records every key before it is written, when the run must delete them
+	// plain times a plain pipelined put and get of obj under keys, perCall
+	// keys per pipeline, from workers goroutines (nil: no such baseline).
+	plain func(keys []string, obj []byte, perCall, workers int) (put, get time.Duration, err error)
 }
 
 func memoryStore() store {
@@ -134,27 +144,6 @@ func mooncakeStore() store {
 				m.Delete(k)
 			}
 		}}
-}
-
-// redisStore starts a redis-server on loopback for the run.
-func redisStore() (store, error) {
-	if ok, why := redistest.Available(); !ok {
-		return store{}, fmt.Errorf("%s", why)
-	}
-	srv, err := redistest.Start()
-	if err != nil {
-		return store{}, err
-	}
-	return store{name: "redis",
-		make: func() (driver.Driver, error) {
-			return redis.Open(context.Background(), redis.Options{Addrs: []string{srv.Addr}})
-		},
-		forget: func(d driver.Driver, keys []string) {
-			if len(keys) > 0 {
-				_ = d.(*redis.Driver).Client().Del(context.Background(), keys...).Err()
-			}
-		},
-		stop: srv.Stop}, nil
 }
 
 // waker is the backend's wake function: each call closes the current
@@ -190,6 +179,7 @@ type rig struct {
 	n      int
 	mu     sync.Mutex
 	seq    int
+	closed bool
 }
 
 func newRig(s store, p plan, rowBytes int64, rows, workers int) (*rig, error) {
@@ -199,22 +189,35 @@ func newRig(s store, p plan, rowBytes int64, rows, workers int) (*rig, error) {
 	}
 	lender, err := hostmem.NewLender("bench", driver.Layout{SlotBytes: rowBytes, Slots: 2 * rows})
 	if err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	fail := func(err error) (*rig, error) {
+		_ = d.Close()
+		_ = lender.Close()
 		return nil, err
 	}
 	hold, err := lender.Hold()
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	bind, err := backend.Bind(hold.Regions(), d, hold)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	w := &waker{ch: make(chan struct{})}
-	be, err := backend.New(bind, w.wake, backend.Config{Workers: workers, RowsPerBatch: p.rowsPerCall, BytesPerBatch: p.bytesPerCall})
-	if err != nil {
-		return nil, err
+	prefix := s.prefix
+	if prefix == "" {
+		prefix = "kvblob"
 	}
-	stem, _ := driver.KeyStem("kvblob")
+	stem, err := driver.KeyStem(prefix)
+	if err != nil {
+		return fail(err)
+	}
+	be, err := backend.New(bind, w.wake, backend.Config{Workers: workers, RowsPerBatch: p.rowsPerCall, BytesPerBatch: p.bytesPerCall, Prefix: prefix})
+	if err != nil {
+		return fail(err)
+	}
 	r := &rig{s: s, lender: lender, be: be, d: d, w: w, stem: stem, slots: hold.Regions()[0], n: rows}
 	src := r.slots.Mem[:int64(rows)*rowBytes]
 	for i := range src {
@@ -236,20 +239,33 @@ func (r *rig) views(first, n int) (src, dst backend.View) {
 		src[i] = backend.ViewRow{Name: name, Spans: []driver.Span{r.slots.Slot(first + i)}}
 		dst[i] = backend.ViewRow{Name: name, Spans: []driver.Span{r.slots.Slot(r.n + first + i)}}
 	}
+	if r.s.written != nil {
+		r.s.written.add(r.keys(src))
+	}
 	return src, dst
 }
 
-// forget deletes a view's objects from the store, outside the timed part,
-// so the store's footprint stays steady from rep to rep.
-func (r *rig) forget(v backend.View) {
+// keys are a view's keys in the store.
+func (r *rig) keys(v backend.View) []string {
 	keys := make([]string, len(v))
 	for i, row := range v {
 		keys[i], _ = r.stem.Key(row.Name)
 	}
-	r.s.forget(r.d, keys)
+	return keys
 }
 
+// forget deletes a view's objects from the store, outside the timed part,
+// so the store's footprint stays steady from rep to rep.
+func (r *rig) forget(v backend.View) { r.s.forget(r.d, r.keys(v)) }
+
+// close shuts the backend down and closes the driver and the lender; a
+// measurement defers it, so a failed one leaves nothing running, and calls
+// it at the end to see its error. Only the first call acts.
 func (r *rig) close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := r.be.Shutdown(ctx); err != nil {
@@ -294,8 +310,15 @@ func gbs(bytes int64, d time.Duration) float64 { return float64(bytes) / d.Secon
 func measure(p plan, log io.Writer) (*report, error) {
 	rep := &report{Plan: planJSON{Reps: p.reps, ViewBytes: p.viewBytes, BytesPerCall: p.bytesPerCall, RowsPerCall: p.rowsPerCall, GOMAXPROCS: runtime.GOMAXPROCS(0)}}
 	ss := []store{memoryStore(), mooncakeStore()}
-	if p.redis && (p.stores == nil || slices.Contains(p.stores, "redis")) {
-		rs, err := redisStore()
+	if p.target != nil {
+		rs, err := openRedis(*p.target, log)
+		if err != nil {
+			return nil, err
+		}
+		defer rs.stop()
+		ss = append(ss, rs)
+	} else if p.redis && (p.stores == nil || slices.Contains(p.stores, "redis")) {
+		rs, err := redisStore("blobbench", log)
 		if err != nil {
 			fmt.Fprintf(log, "blobbench: redis skipped: %v\n", err)
 			rep.Skipped = append(rep.Skipped, "redis: "+err.Error())
@@ -343,6 +366,7 @@ func measure(p plan, log io.Writer) (*report, error) {
 		for _, b := range rep.Bandwidth {
 			if b.Store == s.name && b.RowBytes == 1<<20 && b.Workers == 2 {
 				rt.PublishVsMemcpy, rt.FetchVsMemcpy = b.PublishVsMemcpy, b.FetchVsMemcpy
+				rt.PublishVsPipeline, rt.FetchVsPipeline = b.PublishVsPipeline, b.FetchVsPipeline
 			}
 		}
 		for _, l := range rep.Latency {
@@ -366,9 +390,10 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	if err != nil {
 		return bandwidth{}, err
 	}
+	defer r.close()
 	total := int64(rows) * rowBytes
 	var pubs, gets, cps, allocs []time.Duration
-	var pubR, getR []float64
+	var pubR, getR, pubP, getP []float64
 	srcMem := r.slots.Mem[:total]
 	dstMem := r.slots.Mem[total : 2*total]
 	batches := 0
@@ -395,6 +420,16 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		objs = nil
 		batches = (r.be.Stats().BatchesQueued - before) / 2
 		r.forget(src)
+		var plainPut, plainGet time.Duration
+		if s.plain != nil {
+			pv, _ := r.views(0, rows) // fresh names, recorded as written
+			keys := r.keys(pv)
+			perCall := int(max(1, min(int64(p.rowsPerCall), p.bytesPerCall/rowBytes)))
+			if plainPut, plainGet, err = s.plain(keys, plainObject(keys[0], srcMem[:rowBytes]), perCall, workers); err != nil {
+				return bandwidth{}, fmt.Errorf("plain pipeline: %w", err)
+			}
+			r.forget(pv)
+		}
 		runtime.GC()
 		if i == 0 {
 			continue
@@ -402,14 +437,22 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		pub, get, cp := t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)
 		pubs, gets, cps, allocs = append(pubs, pub), append(gets, get), append(cps, cp), append(allocs, t4.Sub(t3))
 		pubR, getR = append(pubR, float64(cp)/float64(pub)), append(getR, float64(cp)/float64(get))
+		if s.plain != nil {
+			pubP, getP = append(pubP, float64(plainPut)/float64(pub)), append(getP, float64(plainGet)/float64(get))
+		}
 	}
 	if err := r.close(); err != nil {
 		return bandwidth{}, err
 	}
-	return bandwidth{Store: s.name, RowBytes: rowBytes, Workers: workers, BatchesPerView: batches,
+	b := bandwidth{Store: s.name, RowBytes: rowBytes, Workers: workers, BatchesPerView: batches,
 		PublishGBs: gbs(total, medianDur(pubs)), FetchGBs: gbs(total, medianDur(gets)),
 		MemcpyGBs: gbs(total, medianDur(cps)), AllocCopyGBs: gbs(total, medianDur(allocs)),
-		PublishVsMemcpy: spreadOf(pubR), FetchVsMemcpy: spreadOf(getR)}, nil
+		PublishVsMemcpy: spreadOf(pubR), FetchVsMemcpy: spreadOf(getR)}
+	if s.plain != nil {
+		pp, gp := spreadOf(pubP), spreadOf(getP)
+		b.PublishVsPipeline, b.FetchVsPipeline = &pp, &gp
+	}
+	return b, nil
 }
 
 // measureLatency times fetches of one 1 MiB row with 2 workers, idle and
@@ -423,6 +466,7 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 	if err != nil {
 		return latency{}, err
 	}
+	defer r.close()
 	src, dst := r.views(0, p.latencyRows)
 	if err := r.finish(r.be.Publish(src)); err != nil {
 		return latency{}, err
@@ -503,6 +547,7 @@ func measureRowOps(s store, p plan) (rowOps, error) {
 	if err != nil {
 		return rowOps{}, err
 	}
+	defer r.close()
 	var per []float64
 	for i := 0; i <= p.reps; i++ {
 		src, dst := r.views(0, p.rowOpsRows)

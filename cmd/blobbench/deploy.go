@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/stores/redis"
+	"github.com/kvblob/kvblob/stores/redis/redistest"
+	"github.com/kvblob/kvblob/stores/trailer"
+)
+
+// written is every key a run may have written into a store it does not
+// own, so that it deletes them all at the end, on failure, or on Ctrl-C.
+// A key is recorded before the publish that writes it.
+type written struct {
+	mu   sync.Mutex
+	keys map[string]struct{}
+}
+
+func (w *written) add(keys []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.keys == nil {
+		w.keys = map[string]struct{}{}
+	}
+	for _, k := range keys {
+		w.keys[k] = struct{}{}
+	}
+}
+
+func (w *written) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ks := make([]string, 0, len(w.keys))
+	for k := range w.keys {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// cleanups run at the end of a run, or when it is interrupted; each once.
+var cleanups struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+func atCleanup(fn func()) {
+	var once sync.Once
+	cleanups.mu.Lock()
+	defer cleanups.mu.Unlock()
+	cleanups.fns = append(cleanups.fns, func() { once.Do(fn) })
+}
+
+// cleanupAll runs every registered cleanup, newest first.
+func cleanupAll() {
+	cleanups.mu.Lock()
+	fns := cleanups.fns
+	cleanups.fns = nil
+	cleanups.mu.Unlock()
+	for i := len(fns) - 1; i >= 0; i-- {
+		fns[i]()
+	}
+}
+
+// redisTarget is a Redis deployment to bench: a server blobbench started
+// on loopback, or one the user runs.
+type redisTarget struct {
+	opt    redis.Options
+	prefix string // key prefix; the bench writes only under prefix + "/"
+	force  bool   // bench even if keys exist under the prefix
+	stop   func() // stops a server blobbench started
+}
+
+// redisStore starts a redis-server on loopback for the run.
+func redisStore(prefix string, log io.Writer) (store, error) {
+	if ok, why := redistest.Available(); !ok {
+		return store{}, fmt.Errorf("%s", why)
+	}
+	srv, err := redistest.Start()
+	if err != nil {
+		return store{}, err
+	}
+	s, err := openRedis(redisTarget{opt: redis.Options{Addrs: []string{srv.Addr}}, prefix: prefix, stop: srv.Stop}, log)
+	if err != nil {
+		srv.Stop()
+	}
+	return s, err
+}
+
+// openRedis checks that the deployment holds nothing under the prefix
+// (unless forced) and returns the store. Its stop deletes every key the
+// run wrote, and only those.
+func openRedis(t redisTarget, log io.Writer) (store, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var c goredis.UniversalClient
+	if t.opt.Cluster {
+		c = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: t.opt.Addrs, Username: t.opt.Username, Password: t.opt.Password})
+	} else {
+		c = goredis.NewClient(&goredis.Options{Addr: t.opt.Addrs[0], Username: t.opt.Username, Password: t.opt.Password})
+	}
+	fail := func(err error) (store, error) {
+		_ = c.Close()
+		return store{}, err
+	}
+	found, err := keysUnder(ctx, c, t.prefix+"/")
+	if err != nil {
+		return fail(fmt.Errorf("redis at %v: looking for keys under %q: %w", t.opt.Addrs, t.prefix+"/", err))
+	}
+	if len(found) > 0 && !t.force {
+		return fail(fmt.Errorf("redis at %v holds keys under %q (e.g. %q): blobbench writes there and would bench beside them; "+
+			"pick an empty -prefix, or pass -force (it then deletes only the keys it wrote)", t.opt.Addrs, t.prefix+"/", found[0]))
+	}
+	w := &written{}
+	del := func(keys []string) error {
+		pipe := c.Pipeline() // one DEL per key: a Cluster spreads them over slots
+		for _, k := range keys {
+			pipe.Del(context.Background(), k)
+		}
+		_, err := pipe.Exec(context.Background())
+		return err
+	}
+	s := store{name: "redis", prefix: t.prefix, written: w,
+		make: func() (driver.Driver, error) { return redis.Open(context.Background(), t.opt) },
+		forget: func(_ driver.Driver, keys []string) {
+			if len(keys) > 0 {
+				_ = del(keys)
+			}
+		},
+		plain: func(keys []string, obj []byte, perCall, workers int) (time.Duration, time.Duration, error) {
+			return plainPipeline(c, keys, obj, perCall, workers)
+		}}
+	atCleanup(func() {
+		keys := w.all()
+		fmt.Fprintf(log, "blobbench: redis: deleting the %d keys the run wrote under %q\n", len(keys), t.prefix+"/")
+		for len(keys) > 0 {
+			n := min(len(keys), 1000)
+			if err := del(keys[:n]); err != nil {
+				fmt.Fprintf(log, "blobbench: redis: deleting keys: %v (pending markers expire on their own)\n", err)
+			}
+			keys = keys[n:]
+		}
+		_ = c.Close()
+		if t.stop != nil {
+			t.stop()
+		}
+	})
+	s.stop = cleanupAll
+	return s, nil
+}
+
+// keysUnder returns up to 10 keys that start with prefix, on every master.
+func keysUnder(ctx context.Context, c goredis.UniversalClient, prefix string) ([]string, error) {
+	var mu sync.Mutex
+	var found []string
+	scan := func(ctx context.Context, c goredis.Cmdable) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, prefix+"*", 1000).Result()
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			found = append(found, keys...)
+			n := len(found)
+			mu.Unlock()
+			if cursor = next; cursor == 0 || n >= 10 {
+				return nil
+			}
+		}
+	}
+	if cc, ok := c.(*goredis.ClusterClient); ok {
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, m *goredis.Client) error { return scan(ctx, m) })
+		return found, err
+	}
+	return found, scan(ctx, c)
+}
+
+// plainPipeline is the baseline of the redis ratios: a plain go-redis
+// pipelined SET of obj under each key, then a pipelined GET of each, cut
+// into pipelines of perCall keys sent by workers goroutines, as the
+// backend cuts a view into driver calls.
+func plainPipeline(c goredis.UniversalClient, keys []string, obj []byte, perCall, workers int) (put, get time.Duration, err error) {
+	ctx := context.Background()
+	run := func(op func(p goredis.Pipeliner, k string)) (time.Duration, error) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var first error
+		next := 0
+		t0 := time.Now()
+		for g := 0; g < workers; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					mu.Lock()
+					lo := next
+					next = min(len(keys), next+perCall)
+					hi := next
+					mu.Unlock()
+					if lo == hi {
+						return
+					}
+					pipe := c.Pipeline()
+					for _, k := range keys[lo:hi] {
+						op(pipe, k)
+					}
+					if _, err := pipe.Exec(ctx); err != nil {
+						mu.Lock()
+						first = cmpErr(first, err)
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return time.Since(t0), first
+	}
+	if put, err = run(func(p goredis.Pipeliner, k string) { p.Set(ctx, k, obj, 0) }); err != nil {
+		return 0, 0, err
+	}
+	get, err = run(func(p goredis.Pipeliner, k string) { p.Get(ctx, k) })
+	return put, get, err
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// plainObject is the bytes a plain SET sends for a row: its payload and
+// trailer, as the driver stores it.
+func plainObject(key string, payload []byte) []byte { return trailer.Encode(key, payload) }

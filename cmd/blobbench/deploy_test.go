@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"regexp"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/stores/redis/redistest"
+)
+
+// TestAgainstARedisYouRun points blobbench at a redis-server the test
+// starts on loopback, as a user points it at theirs: it refuses a prefix
+// that holds a key, benches an empty one, and leaves no key of its own
+// behind, with or without -force.
+func TestAgainstARedisYouRun(t *testing.T) {
+	if ok, why := redistest.Available(); !ok {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but no Redis server: %s", why)
+		}
+		t.Skip(why)
+	}
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	defer srv.Stop()
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	defer c.Close()
+	ctx := context.Background()
+	require.NoError(t, c.Set(ctx, "theirs/v1/00", "a user's row", 0).Err())
+	keys := func() []string {
+		ks, err := c.Keys(ctx, "*").Result()
+		require.NoError(t, err)
+		return ks
+	}
+
+	var out, errb bytes.Buffer
+	assert.Equal(t, 1, run([]string{"-quick", "-redis", srv.Addr, "-prefix", "theirs", "-out", t.TempDir()}, &out, &errb))
+	assert.Contains(t, errb.String(), `holds keys under "theirs/"`)
+	assert.Contains(t, errb.String(), "-force")
+	assert.Equal(t, []string{"theirs/v1/00"}, keys(), "a refused run writes nothing")
+
+	out.Reset()
+	errb.Reset()
+	require.Equal(t, 0, run([]string{"-quick", "-redis", srv.Addr, "-prefix", "bench", "-out", t.TempDir()}, &out, &errb), errb.String())
+	f := `\d+\.\d+ \(\d+\.\d+–\d+\.\d+\)`
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[redis\]: publish_vs_memcpy=`+f+` fetch_vs_memcpy=`+f+` fetch_p99_loaded_vs_idle=`+f+
+		` publish_vs_pipeline=`+f+` fetch_vs_pipeline=`+f+`$`), out.String())
+	assert.NotContains(t, out.String(), "ratios[memory]", "only the store given is benched")
+	assert.Contains(t, errb.String(), "blobbench: redis", "progress goes to stderr")
+	assert.Equal(t, []string{"theirs/v1/00"}, keys(), "the run deletes every key it wrote")
+
+	out.Reset()
+	errb.Reset()
+	require.Equal(t, 0, run([]string{"-quick", "-redis", srv.Addr, "-prefix", "theirs", "-force", "-stores", "redis", "-out", t.TempDir()}, &out, &errb), errb.String())
+	assert.Equal(t, []string{"theirs/v1/00"}, keys(), "-force deletes only what the run wrote")
+	v, err := c.Get(ctx, "theirs/v1/00").Result()
+	require.NoError(t, err)
+	assert.Equal(t, "a user's row", v)
+}
+
+// TestAFailedRunDeletesWhatItWrote makes the run fail midway (the server
+// refuses writes once a small memory limit is reached) and checks that it
+// still deletes what it wrote.
+func TestAFailedRunDeletesWhatItWrote(t *testing.T) {
+	if ok, why := redistest.Available(); !ok {
+		t.Skip(why)
+	}
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	defer srv.Stop()
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	defer c.Close()
+	ctx := context.Background()
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory", "8mb").Err())
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
+	var out, errb bytes.Buffer
+	assert.Equal(t, 1, run([]string{"-quick", "-redis", srv.Addr, "-out", t.TempDir()}, &out, &errb))
+	assert.Contains(t, errb.String(), "deleting the")
+	t.Log(errb.String())
+	n, err := c.DBSize(ctx).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "a failed run leaves no key behind")
+}
