@@ -127,8 +127,9 @@ type Master struct {
 	now   time.Time
 
 	// the segment
-	capacity int64 // 0: no bound
-	arena    []byte
+	capacity int64  // 0: no bound
+	arena    []byte // the segment's bytes
+	fixed    bool   // arena is a reservation that never moves (see reserve)
 	top      int64
 	free     []span // sorted by offset
 	used     int64
@@ -190,6 +191,9 @@ func NewMaster(capacity int64) *Master {
 		now: time.Unix(1_700_000_000, 0), knobs: DefaultKnobs(), faults: map[faultKey][]fault{},
 		holds: map[faultKey][]*Held{}, calls: map[string]int{}, waiters: map[*waiter]struct{}{}}
 	m.cond = sync.NewCond(&m.mu)
+	if mem := reserve(m, reserveBytes); mem != nil {
+		m.arena, m.fixed = mem, true
+	}
 	return m
 }
 
@@ -436,8 +440,14 @@ func (m *Master) ThawPeer() {
 
 // ---- the segment ----
 
+// bytesLocked is span s of the segment. A reserved arena never grows or
+// moves; without one the arena is a heap slice grown (and so copied and
+// zeroed) under the lock.
 func (m *Master) bytesLocked(s span) []byte {
 	if need := s.off + s.size; int64(len(m.arena)) < need {
+		if m.fixed {
+			panic(fmt.Sprintf("fakesdk: the segment's %d reserved bytes are full (need %d)", len(m.arena), need))
+		}
 		m.arena = append(m.arena, make([]byte, need-int64(len(m.arena)))...)
 	}
 	return m.arena[s.off : s.off+s.size]
