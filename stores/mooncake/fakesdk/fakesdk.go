@@ -127,9 +127,11 @@ type Master struct {
 	now   time.Time
 
 	// the segment
-	capacity int64  // 0: no bound
-	arena    []byte // the segment's bytes
-	fixed    bool   // arena is a reservation that never moves (see reserve)
+	capacity int64         // 0: no bound
+	arena    []byte        // the segment's bytes
+	fixed    bool          // arena is a reservation that never moves (see reserve)
+	pins     map[int64]int // spans (by offset) a transfer copies into or out of without the lock
+	deferred []span        // spans freed while pinned: freed at the last unpin
 	top      int64
 	free     []span // sorted by offset
 	used     int64
@@ -189,7 +191,7 @@ const (
 func NewMaster(capacity int64) *Master {
 	m := &Master{objects: map[string]*object{}, sessions: map[string]*session{}, capacity: capacity,
 		now: time.Unix(1_700_000_000, 0), knobs: DefaultKnobs(), faults: map[faultKey][]fault{},
-		holds: map[faultKey][]*Held{}, calls: map[string]int{}, waiters: map[*waiter]struct{}{}}
+		holds: map[faultKey][]*Held{}, calls: map[string]int{}, waiters: map[*waiter]struct{}{}, pins: map[int64]int{}}
 	m.cond = sync.NewCond(&m.mu)
 	if mem := reserve(m, reserveBytes); mem != nil {
 		m.arena, m.fixed = mem, true
@@ -489,7 +491,50 @@ func (m *Master) placeLocked(size int64) (span, bool) {
 	return s, true
 }
 
+// freeLocked frees s, or, while a transfer copies into or out of it
+// without the lock, once the transfer unpins it: until then no other
+// object is placed there.
 func (m *Master) freeLocked(s span) {
+	if m.pins[s.off] > 0 {
+		m.deferred = append(m.deferred, s)
+		return
+	}
+	m.freeNowLocked(s)
+}
+
+// pinLocked keeps s from being freed until unpinLocked.
+func (m *Master) pinLocked(s span) { m.pins[s.off]++ }
+
+func (m *Master) unpinLocked(s span) {
+	if m.pins[s.off]--; m.pins[s.off] > 0 {
+		return
+	}
+	delete(m.pins, s.off)
+	for i, d := range m.deferred {
+		if d.off == s.off {
+			m.deferred = append(m.deferred[:i], m.deferred[i+1:]...)
+			m.freeNowLocked(d)
+			return
+		}
+	}
+}
+
+// copyUnlocked runs copies with the lock released: the arena never moves
+// and each span is pinned, so a transfer of megabytes no longer holds up
+// every other call. m.mu is held on entry and on return.
+func (m *Master) copyUnlocked(pinned []span, copies func()) {
+	for _, s := range pinned {
+		m.pinLocked(s)
+	}
+	m.mu.Unlock()
+	copies()
+	m.mu.Lock()
+	for _, s := range pinned {
+		m.unpinLocked(s)
+	}
+}
+
+func (m *Master) freeNowLocked(s span) {
 	m.used -= s.size
 	m.free = append(m.free, s)
 	sort.Slice(m.free, func(i, j int) bool { return m.free[i].off < m.free[j].off })
@@ -1102,6 +1147,20 @@ func (c *Client) BatchPutFromMultiBufferRanges(keys []string, buffers [][]moonca
 		}
 	}
 	switch {
+	case len(writes) > 0 && m.fixed && !c.peerStallsLocked():
+		pinned := make([]span, len(writes))
+		dsts := make([][]byte, len(writes))
+		for wi, w := range writes {
+			pinned[wi], dsts[wi] = w.dst, m.bytesLocked(w.dst)
+		}
+		m.copyUnlocked(pinned, func() {
+			for wi, w := range writes {
+				dst := dsts[wi]
+				for _, src := range w.srcs {
+					dst = dst[copy(dst, src):]
+				}
+			}
+		})
 	case len(writes) == 0 || !c.peerStallsLocked():
 		for _, w := range writes {
 			apply(w, w.srcs)
@@ -1211,8 +1270,25 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 			reads = nil
 		}
 	}
-	for _, r := range reads {
-		out[r.i] = land(r)
+	landed := make([]int64, len(reads))
+	if m.fixed && len(reads) > 0 {
+		pinned := make([]span, len(reads))
+		srcs := make([][]byte, len(reads))
+		for j, r := range reads {
+			pinned[j], srcs[j] = r.obj.span, m.bytesLocked(r.obj.span)
+		}
+		m.copyUnlocked(pinned, func() {
+			for j, r := range reads {
+				landed[j] = int64(copy(r.dst, srcs[j]))
+			}
+		})
+	} else {
+		for j, r := range reads {
+			landed[j] = land(r)
+		}
+	}
+	for j, r := range reads {
+		out[r.i] = landed[j]
 		if m.now.After(r.obj.leaseUntil) {
 			out[r.i] = codeLeaseExpired // the bytes were written
 		}
