@@ -44,6 +44,46 @@ func (w *written) all() []string {
 	return ks
 }
 
+// active are the rigs whose backends may have calls in flight.
+var active rigs
+
+type rigs struct {
+	mu sync.Mutex
+	rs map[*rig]struct{}
+}
+
+func (a *rigs) add(r *rig) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.rs == nil {
+		a.rs = map[*rig]struct{}{}
+	}
+	a.rs[r] = struct{}{}
+}
+
+func (a *rigs) remove(r *rig) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.rs, r)
+}
+
+// shutdown stops every active backend and waits (at most timeout) for
+// the calls in flight, so that no store call lands after the keys it
+// wrote are deleted. The measurement, if still running, fails.
+func (a *rigs) shutdown(timeout time.Duration) {
+	a.mu.Lock()
+	var bs []*rig
+	for r := range a.rs {
+		bs = append(bs, r)
+	}
+	a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for _, r := range bs {
+		_ = r.be.Shutdown(ctx)
+	}
+}
+
 // cleanups run at the end of a run, or when it is interrupted; each once.
 var cleanups struct {
 	mu  sync.Mutex

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"regexp"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -85,4 +91,53 @@ func TestAFailedRunDeletesWhatItWrote(t *testing.T) {
 	n, err := c.DBSize(ctx).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n, "a failed run leaves no key behind")
+}
+
+// TestCtrlCDeletesWhatItWrote interrupts a blobbench process mid-run and
+// checks that it waits for its calls in flight, deletes every key it
+// wrote and exits 130.
+func TestCtrlCDeletesWhatItWrote(t *testing.T) {
+	if ok, why := redistest.Available(); !ok {
+		t.Skip(why)
+	}
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	defer srv.Stop()
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	defer c.Close()
+	ctx := context.Background()
+
+	cmd := exec.Command(os.Args[0], "-redis", srv.Addr, "-rows", "256", "-workers", "2", "-reps", "50", "-out", t.TempDir())
+	cmd.Env = append(os.Environ(), "BLOBBENCH_RUN_MAIN=1")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := bufio.NewScanner(stderr)
+	var log strings.Builder
+	for lines.Scan() { // wait until it is writing
+		log.WriteString(lines.Text() + "\n")
+		if strings.Contains(lines.Text(), "blobbench: redis 256 KiB") {
+			break
+		}
+	}
+	for { // until a key of its own is in the store
+		n, err := c.DBSize(ctx).Result()
+		require.NoError(t, err)
+		if n > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	for lines.Scan() {
+		log.WriteString(lines.Text() + "\n")
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "%v\n%s", err, log.String())
+	assert.Equal(t, 130, exit.ExitCode(), log.String())
+	assert.Contains(t, log.String(), "deleting the")
+	n, err := c.DBSize(ctx).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "an interrupted run leaves no key behind\n%s", log.String())
 }

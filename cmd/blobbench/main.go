@@ -39,27 +39,38 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/redis"
 )
 
 func main() {
-	// On Ctrl-C (or SIGTERM) delete what the run wrote into a store the
-	// user runs before exiting; a pending marker still in flight expires on
-	// its own TTL.
+	// On Ctrl-C (or SIGTERM) stop the backends, wait for the store calls
+	// in flight, and delete what the run wrote before exiting.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sig
-		fmt.Fprintf(os.Stderr, "blobbench: %v: deleting what the run wrote\n", s)
+		interrupted.Store(true)
+		fmt.Fprintf(os.Stderr, "blobbench: %v: waiting for the calls in flight, then deleting what the run wrote\n", s)
+		active.shutdown(30 * time.Second)
 		cleanupAll()
 		os.Exit(130)
 	}()
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	if interrupted.Load() {
+		select {} // the handler deletes what the run wrote, then exits
+	}
+	os.Exit(code)
 }
+
+// interrupted is set when a signal arrived: the handler, not run, then
+// deletes what the run wrote, once the calls in flight ended.
+var interrupted atomic.Bool
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("blobbench", flag.ContinueOnError)
@@ -140,7 +151,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			p.stores = []string{"redis"}
 		}
 	}
-	defer cleanupAll()
+	defer func() {
+		if !interrupted.Load() {
+			cleanupAll()
+		}
+	}()
 	rep, err := measure(p, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "blobbench:", err)

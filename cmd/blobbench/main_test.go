@@ -13,7 +13,15 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs blobbench's main instead of the tests when
+// BLOBBENCH_RUN_MAIN=1, so a test can signal a real process.
+func TestMain(m *testing.M) {
+	if os.Getenv("BLOBBENCH_RUN_MAIN") == "1" {
+		main()
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // TestQuickRunWritesEveryOutput runs the bench at tiny sizes: it asserts the
 // outputs exist and hang together, never a speed.

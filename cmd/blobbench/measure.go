@@ -219,6 +219,7 @@ func newRig(s store, p plan, rowBytes int64, rows, workers int) (*rig, error) {
 		return fail(err)
 	}
 	r := &rig{s: s, lender: lender, be: be, d: d, w: w, stem: stem, slots: hold.Regions()[0], n: rows}
+	active.add(r)
 	src := r.slots.Mem[:int64(rows)*rowBytes]
 	for i := range src {
 		src[i] = byte(i*31 + i>>12)
@@ -266,6 +267,7 @@ func (r *rig) close() error {
 		return nil
 	}
 	r.closed = true
+	active.remove(r)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := r.be.Shutdown(ctx); err != nil {
