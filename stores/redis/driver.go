@@ -213,11 +213,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 	if len(store) > 0 {
 		objs := make([][]byte, len(rows))
 		for _, i := range store {
-			payload := getBuf(rows[i].Bytes() + trailer.TagSize + trailer.Size)
-			for _, s := range rows[i].Spans {
-				payload = append(payload, s.Bytes()...)
-			}
-			objs[i] = d.opt.Integrity.Append(payload, rows[i].Key, payload)
+			objs[i] = d.object(rows[i])
 		}
 		// go-redis has written every object to its connection once the
 		// store step returns: the buffers go back to the pool.
@@ -402,6 +398,29 @@ func (d *Driver) storeWatched(ctx context.Context, c *goredis.Client, rows []dri
 		return nil
 	})
 	return undecided
+}
+
+// object is row's payload and trailer in a buffer of bufs. Without a row
+// key the CRC is taken as the spans are copied, in one pass over memory
+// (trailer.CopyCRC); with one, the tag is a second pass anyway.
+func (d *Driver) object(row driver.Row) []byte {
+	n := row.Bytes()
+	if d.opt.Integrity.On() {
+		payload := getBuf(n + trailer.TagSize + trailer.Size)
+		for _, s := range row.Spans {
+			payload = append(payload, s.Bytes()...)
+		}
+		return d.opt.Integrity.Append(payload, row.Key, payload)
+	}
+	obj := getBuf(n + trailer.Size)[:n+trailer.Size]
+	var crc uint32
+	off := 0
+	for _, s := range row.Spans {
+		crc = trailer.CopyCRC(crc, obj[off:], s.Bytes())
+		off += len(s.Bytes())
+	}
+	trailer.Put(obj[off:], trailer.NameDigest(row.Key), off, crc)
+	return obj
 }
 
 // bufs holds object buffers between puts, so a put of large rows neither
