@@ -1,0 +1,83 @@
+package redis_test
+
+import (
+	"context"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/redis"
+	"github.com/kvblob/kvblob/stores/redis/redistest"
+	"github.com/kvblob/kvblob/stores/trailer"
+)
+
+// TestAnAbortedTransactionFallsBackToTheScript: on a standalone server a
+// put stores with WATCH/MULTI/EXEC; when a watched key changes before
+// EXEC the transaction aborts and the compare-and-set script decides each
+// row: READY while the key still holds this writer's marker, LOST (a
+// FAULT, the other writer's value kept) once it does not.
+func TestAnAbortedTransactionFallsBackToTheScript(t *testing.T) {
+	needServer(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		touch func(c goredis.UniversalClient, key string) // just before MULTI
+		want  driver.Status
+	}{
+		{"marker-rewritten", func(c goredis.UniversalClient, key string) {
+			v := c.Get(ctx, key).Val()
+			require.NoError(t, c.Set(ctx, key, v, 0).Err()) // same bytes, but the key was touched
+		}, driver.Ready},
+		{"marker-taken", func(c goredis.UniversalClient, key string) {
+			require.NoError(t, c.Set(ctx, key, "another writer's object", 0).Err())
+		}, driver.Fault},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := redistest.NewFaults()
+			d, err := redis.Open(ctx, redis.Options{Addrs: []string{server.Addr}, Hooks: []goredis.Hook{f}})
+			require.NoError(t, err)
+			c := d.Client()
+			require.NoError(t, c.FlushAll(ctx).Err())
+			lender, err := hostmem.NewLender("t", driver.Layout{SlotBytes: 4096, Slots: 1})
+			require.NoError(t, err)
+			hold, _ := lender.Hold()
+			region := hold.Regions()[0]
+			reg, err := d.Register(region)
+			require.NoError(t, err)
+			copy(region.Mem, "payload")
+			const key = "kv/v1/abort"
+			op, err := d.Put(ctx, []driver.Row{{Key: "kv/v1/first", Spans: []driver.Span{region.Slot(0)}}}) // the driver asks once whether it may MULTI
+			require.NoError(t, err)
+			res, _ := op.Poll()
+			require.Equal(t, driver.Ready, res[0].Status, res[0].Text)
+			f.Before("multi", "", func() { tc.touch(c, key) })
+			scripted := false
+			f.Before("eval", key, func() { scripted = true })
+
+			op, err = d.Put(ctx, []driver.Row{{Key: key, Spans: []driver.Span{region.Slot(0)}}})
+			require.NoError(t, err)
+			res, _ = op.Poll()
+			assert.Equal(t, tc.want, res[0].Status, res[0].Text)
+			assert.True(t, scripted, "the aborted row went to the script")
+			v, err := c.Get(ctx, key).Bytes()
+			require.NoError(t, err)
+			if tc.want == driver.Ready {
+				payload, err := trailer.Check(v, key)
+				require.NoError(t, err)
+				assert.Equal(t, region.Mem, payload)
+			} else {
+				assert.Contains(t, res[0].Text, "marker expired")
+				assert.Equal(t, "another writer's object", string(v))
+			}
+			assert.True(t, d.Drain(ctx))
+			require.NoError(t, d.Unregister(reg), "%v", reg)
+			require.NoError(t, d.Close())
+			require.NoError(t, hold.Release())
+			require.NoError(t, lender.Close())
+		})
+	}
+}
