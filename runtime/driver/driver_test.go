@@ -108,6 +108,18 @@ func TestKeyStemRefusesBadPrefixes(t *testing.T) {
 		_, err := KeyStem(p)
 		assert.Error(t, err, "prefix %q", p)
 	}
+	// "." and ".." are path traversal for a store that keeps objects as
+	// paths; a segment that merely holds dots is a name.
+	for _, p := range []string{".", "..", "kv/.", "kv/..", "../kv", "kv/../x", "./kv"} {
+		_, err := KeyStem(p)
+		assert.ErrorContains(t, err, "segment", "prefix %q", p)
+		_, _, err = ParseKey(p + "/v1/ab")
+		assert.Error(t, err, "key under prefix %q", p)
+	}
+	for _, p := range []string{"...", ".a", "a.", "kv/.hidden", "kv/..x"} {
+		_, err := KeyStem(p)
+		assert.NoError(t, err, "prefix %q", p)
+	}
 	stem, err := KeyStem("kv/model-a")
 	require.NoError(t, err)
 	k, err := stem.Key([]byte{0xab, 0x01})

@@ -18,6 +18,9 @@ type Stem struct{ s string }
 // A prefix is one or more segments of [A-Za-z0-9_.-] joined by '/', with no
 // empty segment: it may not be empty, start or end with '/', or contain
 // "//". These rules keep distinct (prefix, name) pairs from encoding alike.
+// A segment may not be "." or "..": a store that keeps objects as paths
+// (a filesystem, an object store with path semantics) would read them as
+// "this directory" and "its parent", and a key could leave its root.
 func KeyStem(prefix string) (Stem, error) {
 	if prefix == "" {
 		return Stem{}, fmt.Errorf("driver: key prefix is empty; want segments like \"kv/model-a\"")
@@ -25,6 +28,9 @@ func KeyStem(prefix string) (Stem, error) {
 	for _, seg := range strings.Split(prefix, "/") {
 		if seg == "" {
 			return Stem{}, fmt.Errorf("driver: key prefix %q has an empty segment", prefix)
+		}
+		if seg == "." || seg == ".." {
+			return Stem{}, fmt.Errorf("driver: key prefix %q has a %q segment, which a store keeping objects as paths reads as a directory step; want a name", prefix, seg)
 		}
 		for _, c := range seg {
 			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
