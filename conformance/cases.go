@@ -1,6 +1,10 @@
 package conformance
 
 import (
+	"errors"
+	"fmt"
+	"strings"
+
 	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -24,6 +28,10 @@ func (s Suite) caseChecks() []Check {
 
 func runCase(h *Harness, c speccase.Case, stage Stager, stageableOnly bool) {
 	t := h.T
+	if c.Key != speccase.KeyNone {
+		runKeyCase(h, c)
+		return
+	}
 	if stageableOnly && !c.Stageable {
 		t.Skipf("%s: a real server cannot stage this case", c.Pos)
 	}
@@ -69,4 +77,78 @@ func runCase(h *Harness, c speccase.Case, stage Stager, stageableOnly bool) {
 	} else if op.AccessEnded() {
 		t.Errorf("%s (%s): %s: access reported ended; the spec says this answer cannot prove it", c.ID, c.Pos, what)
 	}
+}
+
+// runKeyCase runs an admission case of the spec's keys block: no call is
+// staged. A key the rule refuses must be refused by both Put and Get with a
+// RejectedError naming the rule; a key at the length limit must be admitted
+// by Get (any row result will do: only admission is under test).
+func runKeyCase(h *Harness, c speccase.Case) {
+	t := h.T
+	key, err := caseKey(c)
+	if err != nil {
+		t.Fatalf("%s (%s): %v", c.ID, c.Pos, err)
+	}
+	row := h.Row(key, 0)
+	h.Dest(row)
+	if c.Rejected == "" {
+		op, err := h.D.Get(h.Ctx, []driver.Row{row}, driver.Hint{})
+		if err != nil {
+			t.Fatalf("%s (%s): a get of a %d-byte key %q was refused (%s); the spec admits keys of up to %d bytes", c.ID, c.Pos, len(key), key, CallError("Get", err), c.KeyBytes)
+		}
+		h.Wait(op, "get of key "+key, 1)
+		return
+	}
+	for _, call := range []struct {
+		name string
+		run  func() (driver.Operation, error)
+	}{
+		{"Put", func() (driver.Operation, error) { return h.D.Put(h.Ctx, []driver.Row{row}) }},
+		{"Get", func() (driver.Operation, error) { return h.D.Get(h.Ctx, []driver.Row{row}, driver.Hint{}) }},
+	} {
+		op, err := call.run()
+		var re *driver.RejectedError
+		switch {
+		case err == nil:
+			h.Wait(op, call.name+" of key "+key, 1)
+			t.Errorf("%s (%s): %s of key %q (%s) was admitted; the spec's keys block refuses it with %q", c.ID, c.Pos, call.name, key, c.Key, c.Rejected)
+		case !errors.As(err, &re):
+			t.Errorf("%s (%s): %s of key %q failed with %v; want a driver.RejectedError naming %q", c.ID, c.Pos, call.name, key, err, c.Rejected)
+		case re.Rule != c.Rejected:
+			t.Errorf("%s (%s): %s of key %q was refused by rule %q (%s); want %q", c.ID, c.Pos, call.name, key, re.Rule, re.Reason, c.Rejected)
+		}
+	}
+}
+
+// caseKey builds the key of an admission case: a driver key under the
+// prefix "conformance/keys" (whose hex name pads it to KeyBytes for the
+// limit shapes) with the shape's one flaw in a prefix segment.
+func caseKey(c speccase.Case) (string, error) {
+	const name = "6b6579" // hex("key")
+	switch c.Key {
+	case speccase.KeyAtLimit, speccase.KeyOverLimit:
+		prefix := "conformance/keys"
+		if c.KeyBytes < 24 {
+			prefix = "k"
+		}
+		pad := c.KeyBytes - len(prefix) - len("/v1/")
+		if pad%2 == 1 { // a hex name has an even length; lengthen the prefix instead
+			prefix, pad = prefix+"x", pad-1
+		}
+		if pad < 2 {
+			return "", fmt.Errorf("a key of %d bytes is too short for the prefix %q", c.KeyBytes, prefix)
+		}
+		return prefix + "/v1/" + strings.Repeat("ab", pad/2), nil
+	case speccase.KeyWithSpace:
+		return "conformance/a b/v1/" + name, nil
+	case speccase.KeyWithControl:
+		return "conformance/a\tb/v1/" + name, nil
+	case speccase.KeyWithNonASCII:
+		return "conformance/a\u00fcb/v1/" + name, nil
+	case speccase.KeyDotSegment:
+		return "conformance/./v1/" + name, nil
+	case speccase.KeyDotDotSegment:
+		return "conformance/../v1/" + name, nil
+	}
+	return "", fmt.Errorf("unknown key shape %v", c.Key)
 }

@@ -1,6 +1,8 @@
 package gen
 
 import (
+	"strings"
+
 	"github.com/dave/jennifer/jen"
 )
 
@@ -19,6 +21,11 @@ type specCase struct {
 	written     string
 	accessEnded bool
 	stageable   bool
+	// An admission case of the keys block: the key's shape, its length
+	// for the limit shapes, and the rule that refuses it ("": admitted).
+	key      string
+	keyBytes int64
+	rejected string
 }
 
 // Cases derives the conformance cases of a spec: one per size answer, per
@@ -99,6 +106,43 @@ func (s *Spec) cases() []specCase {
 			withCode(c.Otherwise, rep, "otherwise-"+rep.Name)
 		}
 	}
+	return append(out, s.keyCases()...)
+}
+
+// keyShapes name the speccase.KeyShape of each key case, and keyRules the
+// driver rule each refusal names.
+var (
+	keyShapes = map[string]string{
+		"at-limit": "KeyAtLimit", "over-limit": "KeyOverLimit",
+		"space": "KeyWithSpace", "control": "KeyWithControl", "non_ascii": "KeyWithNonASCII",
+		"dot-segment": "KeyDotSegment", "dotdot-segment": "KeyDotDotSegment",
+	}
+	keyRules = map[string]string{"key_too_long": "RuleKeyTooLong", "key_bytes": "RuleKeyBytes", "key_format": "RuleKeyFormat"}
+)
+
+// keyCases derives the admission cases of the keys block: a key at the
+// length limit is admitted and one a byte over it refused; a key holding a
+// byte of each refused class is refused; a key with a "." or ".." prefix
+// segment is refused when keys must be well formed. Admission needs no
+// server, so every such case is stageable.
+func (s *Spec) keyCases() []specCase {
+	k := s.Keys
+	var out []specCase
+	add := func(shape string, pos Pos, n int64, rule string) {
+		id := strings.ReplaceAll(shape, "_", "-")
+		out = append(out, specCase{id: "keys/" + id, pos: pos.String(), op: "put", key: shape, keyBytes: n, rejected: rule, stageable: true})
+	}
+	if k.MaxBytes > 0 {
+		add("at-limit", k.MaxBytesPos, k.MaxBytes, "")
+		add("over-limit", k.MaxBytesPos, k.MaxBytes+1, "key_too_long")
+	}
+	for i, c := range k.Refuse {
+		add(c, k.RefusePos[i], 0, "key_bytes")
+	}
+	if k.WellFormed {
+		add("dot-segment", k.WellFormedPos, 0, "key_format")
+		add("dotdot-segment", k.WellFormedPos, 0, "key_format")
+	}
 	return out
 }
 
@@ -145,6 +189,23 @@ func (e *emitter) cases(f *jen.File) {
 	f.Comment("access state. Package conformance runs them through a store's stager.")
 	f.Var().Id("Cases").Op("=").Index().Add(qual("Case")).ValuesFunc(func(g *jen.Group) {
 		for _, k := range cs {
+			if k.key != "" {
+				d := []litField{
+					named("ID", jen.Lit(k.id)),
+					named("Pos", jen.Lit(k.pos)),
+					named("Op", qual("OpPut")),
+					named("Stageable", jen.True()),
+					named("Key", qual(keyShapes[k.key])),
+				}
+				if k.keyBytes > 0 {
+					d = append(d, named("KeyBytes", jen.Lit(int(k.keyBytes))))
+				}
+				if k.rejected != "" {
+					d = append(d, named("Rejected", qual(keyRules[k.rejected])))
+				}
+				g.Add(values(nil, d))
+				continue
+			}
 			// The fields in the order of speccase.Case.
 			d := []litField{
 				named("ID", jen.Lit(k.id)),

@@ -295,6 +295,16 @@ func (m *Meaning) changes(n *Meaning) []FieldChange {
 
 // caseWant writes what a case expects, for comparing and printing.
 func caseWant(k specCase) string {
+	if k.key != "" {
+		key := "a key (" + k.key + ")"
+		if k.keyBytes > 0 {
+			key = fmt.Sprintf("a key of %d bytes", k.keyBytes)
+		}
+		if k.rejected == "" {
+			return "admission admits " + key
+		}
+		return "admission refuses " + key + " with " + k.rejected
+	}
 	ans := k.size
 	if k.code != nil {
 		ans = fmt.Sprintf("%s(%d)", k.code.Name, k.code.Value)

@@ -34,8 +34,10 @@ const (
 // contractNames those of package driver. Every other identifier is the rule
 // engine's.
 var (
-	speccaseNames = map[string]bool{"Case": true, "Answer": true, "OpPut": true, "OpGet": true, "SizeWhole": true, "SizeShort": true}
-	contractNames = map[string]bool{"Capabilities": true, "Hint": true, "Region": true, "Result": true, "Row": true}
+	speccaseNames = map[string]bool{"Case": true, "Answer": true, "OpPut": true, "OpGet": true, "SizeWhole": true, "SizeShort": true,
+		"KeyAtLimit": true, "KeyOverLimit": true, "KeyWithSpace": true, "KeyWithControl": true, "KeyWithNonASCII": true, "KeyDotSegment": true, "KeyDotDotSegment": true}
+	contractNames = map[string]bool{"Capabilities": true, "Hint": true, "Region": true, "Result": true, "Row": true,
+		"RuleKeyTooLong": true, "RuleKeyBytes": true, "RuleKeyFormat": true}
 )
 
 // Generate renders every file for specs, keyed by their path under
@@ -120,6 +122,9 @@ func goName(s string) string {
 	}
 	return b.String()
 }
+
+// keyClassIdents name the rules.KeyBytes of each keys.refuse class.
+var keyClassIdents = map[string]string{"space": "KeySpace", "control": "KeyControl", "non_ascii": "KeyNonASCII"}
 
 var statusIdents = map[string]string{
 	"READY": "Ready", "MISS": "Miss", "NOT_READY": "NotReady", "DECLINED": "Declined", "FAULT": "Fault",
@@ -369,6 +374,10 @@ func (e *emitter) admission(f *jen.File) {
 	f.Comment("MaxRowBytes bounds a row: rows must be under it (0: no bound).")
 	f.Const().Id("MaxRowBytes").Op("=").Lit(int(s.MaxRowBytes))
 	f.Line()
+	f.Comment("MaxKeyBytes bounds a key: keys must be at most this many bytes (0: no")
+	f.Comment("bound).")
+	f.Const().Id("MaxKeyBytes").Op("=").Lit(int(s.Keys.MaxBytes))
+	f.Line()
 	f.Comment("Backend defaults for this store (0: the backend's own default).")
 	f.Const().Defs(
 		jen.Id("DefaultWorkers").Op("=").Lit(int(s.Config.Workers)),
@@ -396,6 +405,28 @@ func (e *emitter) admission(f *jen.File) {
 		}
 		if caps.Hints {
 			d[jen.Id("Hints")] = jen.True()
+		}
+		if k := s.Keys; k.MaxBytes > 0 || len(k.Refuse) > 0 || k.WellFormed {
+			d[jen.Id("Keys")] = qual("KeyRule").Values(jen.DictFunc(func(kd jen.Dict) {
+				if k.MaxBytes > 0 {
+					kd[jen.Id("MaxBytes")] = jen.Id("MaxKeyBytes")
+				}
+				if len(k.Refuse) > 0 {
+					var set *jen.Statement
+					for _, c := range k.Refuse {
+						id := qual(keyClassIdents[c])
+						if set == nil {
+							set = id
+						} else {
+							set = set.Op("|").Add(id)
+						}
+					}
+					kd[jen.Id("Refuse")] = set
+				}
+				if k.WellFormed {
+					kd[jen.Id("WellFormed")] = jen.True()
+				}
+			}))
 		}
 		if caps.DeviceMemory {
 			d[jen.Id("DeviceMemory")] = jen.True()

@@ -300,6 +300,9 @@ func (d *decoder) strings(dst *[]string, what string) func(*yaml.Node) {
 	}
 }
 
+// minKeyBytes is the length of the shortest key: a/v1/00.
+const minKeyBytes = 7
+
 var decimalRE = regexp.MustCompile(`^[-+]?[0-9][0-9_]*$`)
 var identRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 var codeNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
@@ -326,6 +329,38 @@ func (d *decoder) spec(n *yaml.Node, s *Spec) {
 		field{"capabilities", true, key("capabilities", func(n *yaml.Node) { d.capabilities(n, &s.Capabilities) })},
 		field{"limits", false, key("limits", func(n *yaml.Node) {
 			d.fields(n, "limits", field{"max_row_bytes", false, d.integer(&s.MaxRowBytes, "limits.max_row_bytes", 1, math.MaxInt64, "")})
+		})},
+		field{"keys", false, key("keys", func(n *yaml.Node) {
+			s.Keys.Pos = d.pos(n)
+			d.fields(n, "keys",
+				field{"max_bytes", false, func(n *yaml.Node) {
+					s.Keys.MaxBytesPos = d.pos(n)
+					d.integer(&s.Keys.MaxBytes, "keys.max_bytes", minKeyBytes, math.MaxInt32, "the shortest key, a/v1/00, has 7 bytes")(n)
+				}},
+				field{"refuse", false, func(n *yaml.Node) {
+					if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+						d.errorf(n, "keys.refuse must be a list of byte classes (%s), found %s; leave it out to refuse none", quoteList(keyClasses), kindName(n))
+						return
+					}
+					seen := map[string]bool{}
+					for _, e := range n.Content {
+						var c string
+						if !d.track(func() { d.enum(&c, "keys.refuse entry", keyClasses)(e) }) {
+							continue
+						}
+						if seen[c] {
+							d.errorf(e, "keys.refuse lists %q twice", c)
+							continue
+						}
+						seen[c] = true
+						s.Keys.Refuse = append(s.Keys.Refuse, c)
+						s.Keys.RefusePos = append(s.Keys.RefusePos, d.pos(e))
+					}
+				}},
+				field{"well_formed", false, func(n *yaml.Node) {
+					s.Keys.WellFormedPos = d.pos(n)
+					d.boolean(&s.Keys.WellFormed, "keys.well_formed")(n)
+				}})
 		})},
 		field{"codes", true, func(n *yaml.Node) {
 			d.ok["codes"] = n.Kind == yaml.MappingNode

@@ -64,6 +64,7 @@ type Spec struct {
 
 	Capabilities Capabilities
 	MaxRowBytes  int64 // rows must be under this many bytes; 0: no bound
+	Keys         Keys  // the keys block; zero when the spec gives none
 
 	Codes        []Code
 	Calls        []*Call
@@ -71,6 +72,23 @@ type Spec struct {
 	AdmissionPos Pos // where the admission list is given
 	Environment  []EnvRule
 	Config       Config
+}
+
+// Keys is a spec's key rule: what keys the store refuses before anything
+// is recorded.
+type Keys struct {
+	Pos Pos // where the keys block is given
+	// MaxBytes: keys must be at most this many bytes (0: no bound).
+	MaxBytes    int64
+	MaxBytesPos Pos
+	// Refuse names the byte classes no key may hold (space, control,
+	// non_ascii), in the spec's order.
+	Refuse    []string
+	RefusePos []Pos
+	// WellFormed: a key must be prefix/v1/hex(name) as driver.ParseKey
+	// reads it (no "." or ".." prefix segment).
+	WellFormed    bool
+	WellFormedPos Pos
 }
 
 // SDK names the SDK a spec was read from and the versions it holds for.
@@ -168,7 +186,10 @@ func (s *Spec) relabel(file string) {
 
 // positions returns every position s holds.
 func (s *Spec) positions() []*Pos {
-	ps := []*Pos{&s.StorePos, &s.PackagePos, &s.AdmissionPos}
+	ps := []*Pos{&s.StorePos, &s.PackagePos, &s.AdmissionPos, &s.Keys.Pos, &s.Keys.MaxBytesPos, &s.Keys.WellFormedPos}
+	for i := range s.Keys.RefusePos {
+		ps = append(ps, &s.Keys.RefusePos[i])
+	}
 	for i := range s.Codes {
 		ps = append(ps, &s.Codes[i].Pos)
 	}
@@ -210,7 +231,8 @@ var (
 	accessEnds     = []string{"on_return", "unless_kept", "never"}
 	answerKinds    = []string{"code", "size"}
 	ops            = []string{"put", "get"}
-	admissionRules = []string{"empty_key", "repeated_key", "multi_span", "row_too_large", "span_outside_registration", "hint", "device_region"}
+	admissionRules = []string{"empty_key", "repeated_key", "multi_span", "row_too_large", "span_outside_registration", "hint", "device_region", "key_too_long", "key_bytes", "key_format"}
+	keyClasses     = []string{"space", "control", "non_ascii"}
 )
 
 func oneOf(v string, allowed []string) bool {

@@ -63,7 +63,8 @@ func (d *decoder) validate(s *Spec) {
 		listed[r.Name] = true
 	}
 	limitsOK, limitsGiven := d.ok["limits"]
-	if !d.ok["admission"] || !d.ok["capabilities"] || limitsGiven && !limitsOK {
+	keysOK, keysGiven := d.ok["keys"]
+	if !d.ok["admission"] || !d.ok["capabilities"] || limitsGiven && !limitsOK || keysGiven && !keysOK {
 		return // what the admission list needs cannot be told
 	}
 	need := func(rule string, why string) {
@@ -87,6 +88,30 @@ func (d *decoder) validate(s *Spec) {
 		need("row_too_large", "limits.max_row_bytes needs")
 	} else if listed["row_too_large"] {
 		at(s.AdmissionPos, "admission lists \"row_too_large\" but limits.max_row_bytes is not set")
+	}
+	if keysGiven && s.Keys.MaxBytes == 0 && len(s.Keys.Refuse) == 0 && !s.Keys.WellFormed {
+		at(s.Keys.Pos, "keys sets no rule; want max_bytes, refuse or well_formed: true, or leave keys out")
+	}
+	// The key rule: each part of the keys block is enforced by the admission
+	// rule that names it, and a rule listed without its part enforces nothing.
+	for _, k := range []struct {
+		rule, part string
+		set        bool
+	}{
+		{"key_too_long", "keys.max_bytes", s.Keys.MaxBytes > 0},
+		{"key_bytes", "keys.refuse", len(s.Keys.Refuse) > 0},
+		{"key_format", "keys.well_formed: true", s.Keys.WellFormed},
+	} {
+		switch {
+		case k.set:
+			need(k.rule, k.part+" needs")
+		case listed[k.rule]:
+			for _, r := range s.Admission {
+				if r.Name == k.rule {
+					at(r.Pos, "admission lists %q but %s is not set; set it in the keys block, or remove the rule", k.rule, k.part)
+				}
+			}
+		}
 	}
 }
 

@@ -89,4 +89,36 @@ type Case struct {
 	AccessEnded bool
 	// Stageable: a real server can stage this case.
 	Stageable bool
+
+	// Key, when set, makes the case an admission case of the spec's keys
+	// block: no SDK call is staged, and a put and a get of a key of this
+	// shape must be refused with the rule Rejected names before anything
+	// is recorded, or, when Rejected is "", admitted.
+	Key KeyShape
+	// KeyBytes is the key's length for KeyAtLimit and KeyOverLimit.
+	KeyBytes int
+	// Rejected is the rule a RejectedError must name ("": admitted).
+	Rejected string
+}
+
+// KeyShape is the shape of the key an admission case submits.
+type KeyShape uint8
+
+const (
+	KeyNone          KeyShape = iota // not an admission case
+	KeyAtLimit                       // a well-formed key of exactly KeyBytes bytes
+	KeyOverLimit                     // a well-formed key of KeyBytes bytes, one over the limit
+	KeyWithSpace                     // a key with a space in a prefix segment
+	KeyWithControl                   // a key with a control byte (a tab) in a prefix segment
+	KeyWithNonASCII                  // a key with a UTF-8 letter in a prefix segment
+	KeyDotSegment                    // a key whose prefix has a "." segment
+	KeyDotDotSegment                 // a key whose prefix has a ".." segment
+)
+
+func (k KeyShape) String() string {
+	names := [...]string{"none", "at-limit", "over-limit", "space", "control", "non-ascii", "dot-segment", "dotdot-segment"}
+	if int(k) < len(names) {
+		return names[k]
+	}
+	return fmt.Sprintf("KeyShape(%d)", uint8(k))
 }

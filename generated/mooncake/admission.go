@@ -14,6 +14,10 @@ var Capabilities = driver.Capabilities{AbsentIsMiss: true}
 // MaxRowBytes bounds a row: rows must be under it (0: no bound).
 const MaxRowBytes = 2147483648
 
+// MaxKeyBytes bounds a key: keys must be at most this many bytes (0: no
+// bound).
+const MaxKeyBytes = 0
+
 // Backend defaults for this store (0: the backend's own default).
 const (
 	DefaultWorkers       = 4

@@ -17,6 +17,10 @@ var Capabilities = driver.Capabilities{
 // MaxRowBytes bounds a row: rows must be under it (0: no bound).
 const MaxRowBytes = 536870876
 
+// MaxKeyBytes bounds a key: keys must be at most this many bytes (0: no
+// bound).
+const MaxKeyBytes = 0
+
 // Backend defaults for this store (0: the backend's own default).
 const (
 	DefaultWorkers       = 4

@@ -42,6 +42,73 @@ func AdmitKeys(rows []driver.Row) error {
 	return nil
 }
 
+// KeyBytes is a set of byte classes a store refuses in a key.
+type KeyBytes uint8
+
+const (
+	// KeySpace is the space byte (0x20).
+	KeySpace KeyBytes = 1 << iota
+	// KeyControl is a control byte: 0x00-0x1f and 0x7f (tab, newline, NUL).
+	KeyControl
+	// KeyNonASCII is a byte of 0x80 or more.
+	KeyNonASCII
+)
+
+// has reports whether class holds b.
+func (k KeyBytes) has(b byte) (string, bool) {
+	switch {
+	case k&KeySpace != 0 && b == ' ':
+		return "a space", true
+	case k&KeyControl != 0 && (b < 0x20 || b == 0x7f):
+		return "a control byte", true
+	case k&KeyNonASCII != 0 && b >= 0x80:
+		return "a byte that is not ASCII", true
+	}
+	return "", false
+}
+
+// KeyRule is what a spec's keys block says about a store's keys. The zero
+// KeyRule admits every key.
+type KeyRule struct {
+	// MaxBytes: keys must be at most this many bytes (0: no bound).
+	MaxBytes int
+	// Refuse holds the byte classes no key may hold.
+	Refuse KeyBytes
+	// WellFormed: a key must be prefix/v1/hex(name) as driver.ParseKey
+	// reads it (no empty, "." or ".." prefix segment, lower-case hex).
+	WellFormed bool
+}
+
+// IsZero reports whether k admits every key.
+func (k KeyRule) IsZero() bool { return k == KeyRule{} }
+
+// AdmitKeyRule refuses a key longer than k.MaxBytes (key_too_long), one
+// holding a refused byte (key_bytes) and, under k.WellFormed, one that is
+// not a driver key (key_format), in that order.
+func AdmitKeyRule(rows []driver.Row, k KeyRule) error {
+	if k.IsZero() {
+		return nil
+	}
+	for i, r := range rows {
+		if k.MaxBytes > 0 && len(r.Key) > k.MaxBytes {
+			return driver.Reject(driver.RuleKeyTooLong, "row %d has a key of %d bytes; this store takes keys of at most %d", i, len(r.Key), k.MaxBytes)
+		}
+		if k.Refuse != 0 {
+			for j := 0; j < len(r.Key); j++ {
+				if what, bad := k.Refuse.has(r.Key[j]); bad {
+					return driver.Reject(driver.RuleKeyBytes, "row %d key %q has %s (0x%02x) at byte %d; this store refuses it in keys", i, r.Key, what, r.Key[j], j)
+				}
+			}
+		}
+		if k.WellFormed {
+			if _, _, err := driver.ParseKey(r.Key); err != nil {
+				return driver.Reject(driver.RuleKeyFormat, "row %d: %v", i, err)
+			}
+		}
+	}
+	return nil
+}
+
 // AdmitSpans refuses a row with no span, more than one span unless
 // multiSpan, an invalid span, a span outside every live registration and a
 // row of maxRowBytes or more (0: no bound).

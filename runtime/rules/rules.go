@@ -74,6 +74,8 @@ type Admission struct {
 	MultiSpan bool
 	// MaxRowBytes: rows must be under this many bytes (0: no bound).
 	MaxRowBytes int64
+	// Keys is the spec's key rule (the zero KeyRule admits every key).
+	Keys KeyRule
 	// Hints admits a non-zero hint on a get.
 	Hints bool
 	// DeviceMemory admits Device regions at Register.
@@ -88,6 +90,9 @@ func (a Admission) Put(rows []driver.Row, live func(*driver.Region) bool) error 
 		return err
 	}
 	if err := AdmitKeys(rows); err != nil {
+		return err
+	}
+	if err := AdmitKeyRule(rows, a.Keys); err != nil {
 		return err
 	}
 	return AdmitSpans(rows, a.MultiSpan, a.MaxRowBytes, live)
