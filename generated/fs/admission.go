@@ -25,8 +25,8 @@ const (
 	DefaultBytesPerBatch = 67108864
 )
 
-// Admission holds the spec's admission rules: empty_key, repeated_key, multi_span, span_outside_registration, hint, device_region.
-var Admission = rules.Admission{}
+// Admission holds the spec's admission rules: empty_key, repeated_key, multi_span, span_outside_registration, hint, device_region, key_format.
+var Admission = rules.Admission{Keys: rules.KeyRule{WellFormed: true}}
 
 // AdmitPut checks a put's rows against Admission before anything is
 // recorded. live reports whether a region has a live registration. A

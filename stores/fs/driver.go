@@ -120,27 +120,10 @@ func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil)
 // unregistered; it holds no descriptor between calls.
 func (d *Driver) Close() error { return d.life.Close(nil) }
 
-// RuleKeyPath refuses a key that would name a path outside the root.
-const RuleKeyPath = "key_path"
-
-// admitKeys runs the generated admission, then refuses keys with a "." or ".."
-// prefix segment.
-func admitKeys(rows []driver.Row, generated error) error {
-	if generated != nil {
-		return generated
-	}
-	for _, r := range rows {
-		if _, err := pathOf("", r.Key); err != nil {
-			return driver.Reject(RuleKeyPath, "%v", err)
-		}
-	}
-	return nil
-}
-
 // Put publishes each row: claim, write, publish, release.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
 	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error {
-		return admitKeys(rows, gen.AdmitPut(rows, live))
+		return gen.AdmitPut(rows, live)
 	})
 	if err != nil {
 		return nil, err
@@ -161,7 +144,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 // payload into the row's span.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error {
-		return admitKeys(rows, gen.AdmitGet(rows, hint, live))
+		return gen.AdmitGet(rows, hint, live)
 	})
 	if err != nil {
 		return nil, err
@@ -197,15 +180,11 @@ func pathOf(root, key string) (paths, error) {
 		return paths{}, fmt.Errorf("key %q has no /%s/ segment", key, driver.KeyVersion)
 	}
 	prefix, h := key[:i], key[i+len(driver.KeyVersion)+2:]
+	// KeyStem refuses an empty, "." or ".." segment: no key leaves the root.
 	if _, err := driver.KeyStem(prefix); err != nil {
 		return paths{}, err
 	}
 	segs := strings.Split(prefix, "/")
-	for _, s := range segs {
-		if s == "." || s == ".." {
-			return paths{}, fmt.Errorf("key %q has a %q prefix segment, which would leave the root", key, s)
-		}
-	}
 	if h == "" || strings.Trim(h, "0123456789abcdef") != "" {
 		return paths{}, fmt.Errorf("key %q name is not lower-case hex", key)
 	}

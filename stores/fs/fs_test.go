@@ -255,7 +255,7 @@ func TestKeysStayUnderTheRoot(t *testing.T) {
 		_, err := f.Put(context.Background(), []driver.Row{f.row(bad, 0, 1)})
 		var re *driver.RejectedError
 		require.True(t, errors.As(err, &re), "%q: %v", bad, err)
-		assert.Equal(t, fs.RuleKeyPath, re.Rule)
+		assert.Equal(t, driver.RuleKeyFormat, re.Rule)
 		_, err = f.Get(context.Background(), []driver.Row{f.row(bad, 1, 0xEE)}, driver.Hint{})
 		require.True(t, errors.As(err, &re), "%q: %v", bad, err)
 	}
