@@ -366,6 +366,7 @@ func (e *emitter) admission(f *jen.File) {
 		set("DeviceMemory", caps.DeviceMemory)
 		set("MultiSpan", caps.MultiSpan)
 		set("Probe", caps.Probe)
+		set("Evicts", caps.Evicts)
 		if caps.MaxRowsPerOp > 0 {
 			d[jen.Id("MaxRowsPerOp")] = jen.Lit(int(caps.MaxRowsPerOp))
 		}

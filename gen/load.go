@@ -414,6 +414,7 @@ func (d *decoder) capabilities(n *yaml.Node, c *Capabilities) {
 		field{"device_memory", false, d.boolean(&c.DeviceMemory, "capabilities.device_memory")},
 		field{"multi_span", false, d.boolean(&c.MultiSpan, "capabilities.multi_span")},
 		field{"probe", false, d.boolean(&c.Probe, "capabilities.probe")},
+		field{"evicts", false, d.boolean(&c.Evicts, "capabilities.evicts")},
 		field{"max_rows_per_op", false, d.integer(&c.MaxRowsPerOp, "capabilities.max_rows_per_op", 0, math.MaxInt64, "")})
 }
 

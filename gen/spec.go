@@ -99,8 +99,8 @@ type SDK struct {
 
 // Capabilities mirror driver.Capabilities.
 type Capabilities struct {
-	Hints, AbsentIsMiss, DeviceMemory, MultiSpan, Probe bool
-	MaxRowsPerOp                                        int64
+	Hints, AbsentIsMiss, DeviceMemory, MultiSpan, Probe, Evicts bool
+	MaxRowsPerOp                                                int64
 }
 
 // Code is one entry of the SDK's code table.

@@ -9,7 +9,10 @@ import (
 )
 
 // Capabilities are the driver's, as the spec declares them.
-var Capabilities = driver.Capabilities{AbsentIsMiss: true}
+var Capabilities = driver.Capabilities{
+	AbsentIsMiss: true,
+	Evicts:       true,
+}
 
 // MaxRowBytes bounds a row: rows must be under it (0: no bound).
 const MaxRowBytes = 2147483648

@@ -14,7 +14,7 @@ import (
 // access state. Package conformance runs them through a store's stager.
 var Cases = []speccase.Case{{
 	ID:          "batch_put_session_start/OK",
-	Pos:         "spec/mooncake-0.3.13.yaml:131:11",
+	Pos:         "spec/mooncake-0.3.13.yaml:134:11",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -24,7 +24,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_start/OBJECT_ALREADY_EXISTS/exists",
-	Pos:         "spec/mooncake-0.3.13.yaml:136:9",
+	Pos:         "spec/mooncake-0.3.13.yaml:139:9",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -705, CodeName: "OBJECT_ALREADY_EXISTS"},
@@ -35,7 +35,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_start/OBJECT_ALREADY_EXISTS/absent",
-	Pos:         "spec/mooncake-0.3.13.yaml:136:9",
+	Pos:         "spec/mooncake-0.3.13.yaml:139:9",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -705, CodeName: "OBJECT_ALREADY_EXISTS"},
@@ -45,7 +45,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_start/NO_AVAILABLE_HANDLE",
-	Pos:         "spec/mooncake-0.3.13.yaml:142:28",
+	Pos:         "spec/mooncake-0.3.13.yaml:145:28",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -200, CodeName: "NO_AVAILABLE_HANDLE"},
@@ -55,7 +55,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_start/INVALID_PARAMS",
-	Pos:         "spec/mooncake-0.3.13.yaml:148:23",
+	Pos:         "spec/mooncake-0.3.13.yaml:151:23",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
@@ -65,7 +65,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_start/RPC_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:156:17",
+	Pos:         "spec/mooncake-0.3.13.yaml:159:17",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -900, CodeName: "RPC_FAIL"},
@@ -75,7 +75,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_start/RPC_TIMEOUT",
-	Pos:         "spec/mooncake-0.3.13.yaml:157:20",
+	Pos:         "spec/mooncake-0.3.13.yaml:160:20",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -901, CodeName: "RPC_TIMEOUT"},
@@ -85,7 +85,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_start/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:158:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:161:16",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -95,7 +95,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/whole",
-	Pos:         "spec/mooncake-0.3.13.yaml:166:12",
+	Pos:         "spec/mooncake-0.3.13.yaml:169:12",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -105,7 +105,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/short",
-	Pos:         "spec/mooncake-0.3.13.yaml:168:7",
+	Pos:         "spec/mooncake-0.3.13.yaml:171:7",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -114,7 +114,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/TRANSFER_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:173:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:176:22",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
@@ -124,7 +124,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:174:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:177:16",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -134,7 +134,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/OK",
-	Pos:         "spec/mooncake-0.3.13.yaml:182:11",
+	Pos:         "spec/mooncake-0.3.13.yaml:185:11",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -144,7 +144,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_end/RPC_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:185:17",
+	Pos:         "spec/mooncake-0.3.13.yaml:188:17",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -900, CodeName: "RPC_FAIL"},
@@ -154,7 +154,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/RPC_TIMEOUT",
-	Pos:         "spec/mooncake-0.3.13.yaml:186:20",
+	Pos:         "spec/mooncake-0.3.13.yaml:189:20",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -901, CodeName: "RPC_TIMEOUT"},
@@ -164,7 +164,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/ILLEGAL_CLIENT",
-	Pos:         "spec/mooncake-0.3.13.yaml:190:23",
+	Pos:         "spec/mooncake-0.3.13.yaml:193:23",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -601, CodeName: "ILLEGAL_CLIENT"},
@@ -174,7 +174,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:191:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:194:16",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -184,7 +184,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_get_into/whole",
-	Pos:         "spec/mooncake-0.3.13.yaml:235:12",
+	Pos:         "spec/mooncake-0.3.13.yaml:238:12",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -194,7 +194,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/short",
-	Pos:         "spec/mooncake-0.3.13.yaml:238:7",
+	Pos:         "spec/mooncake-0.3.13.yaml:241:7",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -204,7 +204,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/OBJECT_NOT_FOUND",
-	Pos:         "spec/mooncake-0.3.13.yaml:243:25",
+	Pos:         "spec/mooncake-0.3.13.yaml:246:25",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -704, CodeName: "OBJECT_NOT_FOUND"},
@@ -214,7 +214,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/REPLICA_IS_NOT_READY",
-	Pos:         "spec/mooncake-0.3.13.yaml:244:29",
+	Pos:         "spec/mooncake-0.3.13.yaml:247:29",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -703, CodeName: "REPLICA_IS_NOT_READY"},
@@ -224,7 +224,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/LEASE_EXPIRED/reread-whole",
-	Pos:         "spec/mooncake-0.3.13.yaml:246:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:249:22",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
@@ -234,7 +234,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_get_into/LEASE_EXPIRED/reread-again",
-	Pos:         "spec/mooncake-0.3.13.yaml:246:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:249:22",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
@@ -245,7 +245,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_get_into/TRANSFER_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:248:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:251:22",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
@@ -255,7 +255,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: false,
 }, {
 	ID:          "batch_get_into/INVALID_PARAMS",
-	Pos:         "spec/mooncake-0.3.13.yaml:250:23",
+	Pos:         "spec/mooncake-0.3.13.yaml:253:23",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
@@ -266,7 +266,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:251:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:254:16",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},

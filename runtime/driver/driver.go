@@ -100,6 +100,13 @@ type Capabilities struct {
 	MaxRowsPerOp int
 	// Probe: the driver can answer existence without reading.
 	Probe bool
+	// Evicts: the store may drop a complete object to make room (Mooncake
+	// when its pool is full, Redis under an LRU maxmemory-policy,
+	// memcached), so a row whose put answered READY may later read MISS.
+	// READY still promises the row's bytes were stored whole, and a get
+	// that answers READY still delivers them; only "it stays readable"
+	// is given up. Without it, a READY row reads READY until overwritten.
+	Evicts bool
 }
 
 // Hint is an opaque, immutable routing hint for a get (which instance holds
