@@ -154,6 +154,7 @@ func Diff(a, b *Spec) *SpecDiff {
 
 	field(&d.Other, "capabilities", fmt.Sprintf("%+v", a.Capabilities), fmt.Sprintf("%+v", b.Capabilities), Pos{}, Pos{})
 	field(&d.Other, "limits.max_row_bytes", fmt.Sprint(a.MaxRowBytes), fmt.Sprint(b.MaxRowBytes), Pos{}, Pos{})
+	field(&d.Other, "limits.max_row_bytes.at_open", fmt.Sprint(a.MaxRowBytesAtOpen), fmt.Sprint(b.MaxRowBytesAtOpen), Pos{}, Pos{})
 	field(&d.Other, "admission", ruleNames(a.Admission), ruleNames(b.Admission), a.AdmissionPos, b.AdmissionPos)
 	field(&d.Other, "environment", fmt.Sprintf("%v", envNames(a.Environment)), fmt.Sprintf("%v", envNames(b.Environment)), Pos{}, Pos{})
 	field(&d.Other, "config", fmt.Sprintf("%+v", a.Config), fmt.Sprintf("%+v", b.Config), Pos{}, Pos{})

@@ -372,9 +372,23 @@ func (e *emitter) admission(f *jen.File) {
 		}
 	}))
 	f.Line()
-	f.Comment("MaxRowBytes bounds a row: rows must be under it (0: no bound).")
+	if s.MaxRowBytesAtOpen {
+		f.Comment("MaxRowBytes bounds the row limit the driver reads at open: rows must")
+		f.Comment("be under the limit read, which may not exceed this bound.")
+	} else {
+		f.Comment("MaxRowBytes bounds a row: rows must be under it (0: no bound).")
+	}
 	f.Const().Id("MaxRowBytes").Op("=").Lit(int(s.MaxRowBytes))
 	f.Line()
+	if s.MaxRowBytesAtOpen {
+		f.Comment("AdmissionAtOpen returns Admission with the row limit the driver read")
+		f.Comment("from its deployment at open. It refuses a limit of 0 or less, or over")
+		f.Comment("MaxRowBytes (the spec's bound). The driver admits through the")
+		f.Comment("Admission it returns; AdmitPut and AdmitGet hold only the bound.")
+		f.Func().Id("AdmissionAtOpen").Params(jen.Id("maxRowBytes").Int64()).Params(qual("Admission"), jen.Error()).Block(
+			jen.Return(jen.Id("Admission").Dot("WithMaxRowBytes").Call(jen.Id("maxRowBytes"))))
+		f.Line()
+	}
 	f.Comment("MaxKeyBytes bounds a key: keys must be at most this many bytes (0: no")
 	f.Comment("bound).")
 	f.Const().Id("MaxKeyBytes").Op("=").Lit(int(s.Keys.MaxBytes))

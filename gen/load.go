@@ -328,7 +328,22 @@ func (d *decoder) spec(n *yaml.Node, s *Spec) {
 		})},
 		field{"capabilities", true, key("capabilities", func(n *yaml.Node) { d.capabilities(n, &s.Capabilities) })},
 		field{"limits", false, key("limits", func(n *yaml.Node) {
-			d.fields(n, "limits", field{"max_row_bytes", false, d.integer(&s.MaxRowBytes, "limits.max_row_bytes", 1, math.MaxInt64, "")})
+			d.fields(n, "limits", field{"max_row_bytes", false, func(n *yaml.Node) {
+				if n.Kind != yaml.MappingNode {
+					d.integer(&s.MaxRowBytes, "limits.max_row_bytes", 1, math.MaxInt64, "")(n)
+					return
+				}
+				// {bound: N, at_open: true}: the driver reads the limit at
+				// open, and N bounds what it may read.
+				d.fields(n, "limits.max_row_bytes",
+					field{"bound", true, d.integer(&s.MaxRowBytes, "limits.max_row_bytes.bound", 1, math.MaxInt64, "")},
+					field{"at_open", true, func(v *yaml.Node) {
+						d.boolean(&s.MaxRowBytesAtOpen, "limits.max_row_bytes.at_open")(v)
+						if v.Tag == "!!bool" && !s.MaxRowBytesAtOpen {
+							d.errorf(v, "limits.max_row_bytes.at_open is false; write the limit as a number (max_row_bytes: N) when the spec fixes it")
+						}
+					}})
+			}})
 		})},
 		field{"keys", false, key("keys", func(n *yaml.Node) {
 			s.Keys.Pos = d.pos(n)

@@ -64,7 +64,11 @@ type Spec struct {
 
 	Capabilities Capabilities
 	MaxRowBytes  int64 // rows must be under this many bytes; 0: no bound
-	Keys         Keys  // the keys block; zero when the spec gives none
+	// MaxRowBytesAtOpen: the deployment sets the row limit (a server flag,
+	// the master's allocator), the driver reads it at open, and
+	// MaxRowBytes is its bound: the value read may not exceed it.
+	MaxRowBytesAtOpen bool
+	Keys              Keys // the keys block; zero when the spec gives none
 
 	Codes        []Code
 	Calls        []*Call

@@ -98,3 +98,29 @@ func TestAccessRuleEnded(t *testing.T) {
 		assert.Equal(t, c.want, c.rule.Ended(c.kept), "%s kept=%v", c.rule, c.kept)
 	}
 }
+
+// TestRowLimitReadAtOpen: a limit read at open replaces the spec's bound
+// when it is positive and within it, and is refused otherwise.
+func TestRowLimitReadAtOpen(t *testing.T) {
+	bound := Admission{MaxRowBytes: 1024}
+	r := hostRegion("r", 1024, 1)
+	live := func(*driver.Region) bool { return true }
+	rowOf := func(n int64) []driver.Row {
+		return []driver.Row{{Key: "k", Spans: []driver.Span{{Region: r, Offset: 0, Length: n}}}}
+	}
+	a, err := bound.WithMaxRowBytes(100)
+	require.NoError(t, err)
+	assert.NoError(t, a.Put(rowOf(99), live))
+	var re *driver.RejectedError
+	require.True(t, errors.As(a.Put(rowOf(100), live), &re), "a row at the limit read at open was admitted")
+	assert.Equal(t, driver.RuleRowTooLarge, re.Rule)
+	assert.NoError(t, bound.Put(rowOf(100), live), "WithMaxRowBytes changed the Admission it was called on")
+
+	a, err = bound.WithMaxRowBytes(1024)
+	require.NoError(t, err, "the bound itself is a limit the deployment may have")
+	assert.Equal(t, int64(1024), a.MaxRowBytes)
+	for _, n := range []int64{1025, 0, -1} {
+		_, err := bound.WithMaxRowBytes(n)
+		assert.Error(t, err, "a limit of %d read at open", n)
+	}
+}

@@ -1,6 +1,10 @@
 package rules
 
-import "github.com/kvblob/kvblob/runtime/driver"
+import (
+	"fmt"
+
+	"github.com/kvblob/kvblob/runtime/driver"
+)
 
 // The types below are what code generated from a spec declares: a spec's
 // rules become data (a CallRule per SDK call, one Admission, the refused
@@ -80,6 +84,22 @@ type Admission struct {
 	Hints bool
 	// DeviceMemory admits Device regions at Register.
 	DeviceMemory bool
+}
+
+// WithMaxRowBytes returns a with the row limit a driver read from its
+// deployment at open (a server flag, a master's allocator), for a spec
+// whose limits.max_row_bytes is {bound: N, at_open: true}: a.MaxRowBytes
+// is the spec's bound. It refuses a limit of 0 or less, and one over the
+// bound, since the spec's rules (and its cases) hold only under it.
+func (a Admission) WithMaxRowBytes(n int64) (Admission, error) {
+	if n <= 0 {
+		return a, fmt.Errorf("rules: the row limit read at open is %d; want a positive byte count", n)
+	}
+	if a.MaxRowBytes > 0 && n > a.MaxRowBytes {
+		return a, fmt.Errorf("rules: the row limit read at open is %d bytes, over the spec's bound of %d; the spec holds only under its bound: raise it in the spec if the store really allows more", n, a.MaxRowBytes)
+	}
+	a.MaxRowBytes = n
+	return a, nil
 }
 
 // Put checks a put's rows before anything is recorded; live reports
