@@ -279,10 +279,13 @@ func meaning(typ *jen.Statement, o *Meaning) *jen.Statement {
 	if written == "" {
 		written = "no"
 	}
-	m := []litField{
-		named("Result", qual("Result").Values(jen.Id("Status").Op(":").Add(qual(statusIdents[o.Result])))),
-		named("Written", qual(writtenIdents[written])),
+	var m []litField
+	if o.Result == "CONTINUE" {
+		m = append(m, named("Continue", jen.True()))
+	} else {
+		m = append(m, named("Result", qual("Result").Values(jen.Id("Status").Op(":").Add(qual(statusIdents[o.Result])))))
 	}
+	m = append(m, named("Written", qual(writtenIdents[written])))
 	if o.FollowUp != "none" {
 		m = append(m, named("FollowUp", qual(followIdents[o.FollowUp])))
 	}

@@ -149,7 +149,7 @@ func TestSpecErrorsPointAtLineAndColumn(t *testing.T) {
 		{"unknown code", "      NOT_FOUND: {result: MISS", "      NOPE: {result: MISS", `25:7: call get_call maps code "NOPE", which the code table does not declare`},
 		{"two rules for one code", "      OK: {result: READY}\n", "      OK: {result: READY}\n      OK: {result: FAULT}\n", `16:7: "OK" repeated in call put_call codes`},
 		{"memory call without access end", "    access_end: on_return\n    answers: code\n", "    answers: code\n", `9:3: call put_call touches memory but has no access_end`},
-		{"result outside the contract", "OK: {result: READY}", "OK: {result: CANCELLED}", `15:20: call put_call code OK result is "CANCELLED"; want "READY", "MISS", "NOT_READY", "DECLINED" or "FAULT"`},
+		{"result outside the contract", "OK: {result: READY}", "OK: {result: CANCELLED}", `15:20: call put_call code OK result is "CANCELLED"; want "READY", "MISS", "NOT_READY", "DECLINED", "FAULT" or "CONTINUE"`},
 		{"miss that writes", `NOT_FOUND: {result: MISS, written: "no"}`, `NOT_FOUND: {result: MISS, written: "yes"}`, `25:18: code NOT_FOUND of call get_call is a MISS whose destination may be written`},
 		{"missing admission rule", "multi_span, ", "", `27:12: admission lacks "multi_span"`},
 		{"unknown admission rule", "hint,", "hint, fly,", `27:83: admission rule is "fly"`},

@@ -506,7 +506,7 @@ func (d *decoder) outcome(n *yaml.Node, what string) *Meaning {
 	o := &Meaning{Pos: d.pos(n), FollowUp: "none"}
 	defer func(before int) { d.bad[o.Pos] = len(d.errs) > before }(len(d.errs))
 	d.fields(n, what,
-		field{"result", true, d.enum(&o.Result, what+" result", results)},
+		field{"result", true, d.enum(&o.Result, what+" result", stepResults)},
 		field{"written", false, d.enum(&o.Written, what+" written", writtenValues)},
 		field{"follow_up", false, d.enum(&o.FollowUp, what+" follow_up", followUps)},
 		field{"keeps_access", false, d.boolean(&o.KeepsAccess, what+" keeps_access")},

@@ -143,7 +143,7 @@ type CodeRule struct {
 // Meaning is what one answer means for a row, as the spec states it.
 type Meaning struct {
 	Pos         Pos
-	Result      string // READY, MISS, NOT_READY, DECLINED, FAULT
+	Result      string // READY, MISS, NOT_READY, DECLINED, FAULT, CONTINUE
 	Written     string // no, maybe, yes
 	FollowUp    string // none, reread_once, ask_existence, keep_open, revoke_in_drain
 	KeepsAccess bool
@@ -229,7 +229,10 @@ func (s *Spec) CodeByName(name string) (Code, bool) {
 
 // The closed vocabularies of the schema.
 var (
-	results        = []string{"READY", "MISS", "NOT_READY", "DECLINED", "FAULT"}
+	results = []string{"READY", "MISS", "NOT_READY", "DECLINED", "FAULT"}
+	// stepResults are what an outcome's result may say: a row result, or
+	// CONTINUE, a middle step of a multi-call operation that says "go on".
+	stepResults    = append(append([]string(nil), results...), "CONTINUE")
 	writtenValues  = []string{"no", "maybe", "yes"}
 	followUps      = []string{"none", "reread_once", "ask_existence", "keep_open", "revoke_in_drain"}
 	accessEnds     = []string{"on_return", "unless_kept", "never"}

@@ -40,10 +40,20 @@ func (d *decoder) validate(s *Spec) {
 		byValue[c.Value] = c
 	}
 
+	// lastStep holds, per op, the last call of that op in the spec's order
+	// that is a step of the operation (a cleanup call with cases: false is
+	// not): only a call before it may say CONTINUE.
+	lastStep := map[string]*Call{}
+	for _, c := range s.Calls {
+		if !d.bad[c.Pos] && !c.NoCases {
+			lastStep[c.Op] = c
+		}
+	}
 	ops := map[string]bool{}
 	callsRead := d.ok["calls"]
 	for _, c := range s.Calls {
 		d.validateCall(s, c, at)
+		d.validateContinue(c, lastStep[c.Op], at)
 		if c.TouchesMemory {
 			ops[c.Op] = true
 		}
@@ -222,6 +232,38 @@ func (d *decoder) validateCall(s *Spec, c *Call, at func(Pos, string, ...any)) {
 		}
 		if o.IfOther == "READY" {
 			at(o.Pos, "%s of call %s is READY when the key holds something other than the row's whole object, but READY promises the row's bytes are stored; want FAULT, NOT_READY or DECLINED for if_other", what, c.Name)
+		}
+	}
+	check(c.Whole, "whole")
+	check(c.Short, "short")
+	for i := range c.Codes {
+		check(&c.Codes[i].Meaning, "code "+c.Codes[i].Code)
+	}
+	check(c.Otherwise, "otherwise")
+}
+
+// validateContinue checks CONTINUE: a middle step of a multi-call operation
+// that says "go on to the next call", never a row's result. Only a step that
+// another call of its op follows may say it, and only for an answer the
+// spec names (a code, or a size-answering call's whole answer): "otherwise"
+// and "short" answer failures, and a cleanup call ends no step.
+func (d *decoder) validateContinue(c, last *Call, at func(Pos, string, ...any)) {
+	if d.bad[c.Pos] {
+		return
+	}
+	check := func(o *Meaning, what string) {
+		if o == nil || d.bad[o.Pos] || o.Result != "CONTINUE" {
+			return
+		}
+		switch {
+		case what == "otherwise" || what == "short":
+			at(o.Pos, "%s of call %s is CONTINUE, but %s answers failures; want FAULT (or another row result), and list under codes each code that means go on", what, c.Name, what)
+		case c.NoCases:
+			at(o.Pos, "%s of call %s is CONTINUE, but %s is a cleanup call (cases: false), not a step of its operation; want READY or FAULT", what, c.Name, c.Name)
+		case c == last:
+			at(o.Pos, "%s of call %s is CONTINUE, but %s is the last call of its %s operation, so nothing goes on after it; want READY (or another row result)", what, c.Name, c.Name, c.Op)
+		case o.FollowUp != "none" || o.KeepsAccess:
+			at(o.Pos, "%s of call %s is CONTINUE with a follow-up or kept access; CONTINUE only says go on to the next call", what, c.Name)
 		}
 	}
 	check(c.Whole, "whole")

@@ -14,7 +14,7 @@ import (
 // access state. Package conformance runs them through a store's stager.
 var Cases = []speccase.Case{{
 	ID:          "claim/OK",
-	Pos:         "spec/fs-posix.yaml:93:11",
+	Pos:         "spec/fs-posix.yaml:94:11",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -24,7 +24,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "claim/EEXIST",
-	Pos:         "spec/fs-posix.yaml:94:15",
+	Pos:         "spec/fs-posix.yaml:95:15",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -17, CodeName: "EEXIST"},
@@ -34,7 +34,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "claim/ENOSPC",
-	Pos:         "spec/fs-posix.yaml:95:15",
+	Pos:         "spec/fs-posix.yaml:96:15",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -28, CodeName: "ENOSPC"},
@@ -43,7 +43,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "claim/EDQUOT",
-	Pos:         "spec/fs-posix.yaml:96:15",
+	Pos:         "spec/fs-posix.yaml:97:15",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -122, CodeName: "EDQUOT"},
@@ -52,7 +52,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "claim/otherwise-ENOTDIR",
-	Pos:         "spec/fs-posix.yaml:97:16",
+	Pos:         "spec/fs-posix.yaml:98:16",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -20, CodeName: "ENOTDIR"},
@@ -62,7 +62,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "write/OK",
-	Pos:         "spec/fs-posix.yaml:106:11",
+	Pos:         "spec/fs-posix.yaml:108:11",
 	Op:          speccase.OpPut,
 	Call:        "write",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -72,7 +72,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "write/ENOSPC",
-	Pos:         "spec/fs-posix.yaml:107:15",
+	Pos:         "spec/fs-posix.yaml:109:15",
 	Op:          speccase.OpPut,
 	Call:        "write",
 	Answer:      speccase.Answer{Code: -28, CodeName: "ENOSPC"},
@@ -82,7 +82,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "write/EDQUOT",
-	Pos:         "spec/fs-posix.yaml:108:15",
+	Pos:         "spec/fs-posix.yaml:110:15",
 	Op:          speccase.OpPut,
 	Call:        "write",
 	Answer:      speccase.Answer{Code: -122, CodeName: "EDQUOT"},
@@ -91,7 +91,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "write/otherwise-EIO",
-	Pos:         "spec/fs-posix.yaml:109:16",
+	Pos:         "spec/fs-posix.yaml:111:16",
 	Op:          speccase.OpPut,
 	Call:        "write",
 	Answer:      speccase.Answer{Code: -5, CodeName: "EIO"},
@@ -101,7 +101,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "publish/OK",
-	Pos:         "spec/fs-posix.yaml:117:11",
+	Pos:         "spec/fs-posix.yaml:119:11",
 	Op:          speccase.OpPut,
 	Call:        "publish",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -111,7 +111,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "publish/ENOSPC",
-	Pos:         "spec/fs-posix.yaml:118:15",
+	Pos:         "spec/fs-posix.yaml:120:15",
 	Op:          speccase.OpPut,
 	Call:        "publish",
 	Answer:      speccase.Answer{Code: -28, CodeName: "ENOSPC"},
@@ -120,7 +120,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "publish/EDQUOT",
-	Pos:         "spec/fs-posix.yaml:119:15",
+	Pos:         "spec/fs-posix.yaml:121:15",
 	Op:          speccase.OpPut,
 	Call:        "publish",
 	Answer:      speccase.Answer{Code: -122, CodeName: "EDQUOT"},
@@ -129,7 +129,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "publish/EISDIR",
-	Pos:         "spec/fs-posix.yaml:121:9",
+	Pos:         "spec/fs-posix.yaml:123:9",
 	Op:          speccase.OpPut,
 	Call:        "publish",
 	Answer:      speccase.Answer{Code: -21, CodeName: "EISDIR"},
@@ -140,7 +140,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "publish/otherwise-EIO",
-	Pos:         "spec/fs-posix.yaml:124:16",
+	Pos:         "spec/fs-posix.yaml:126:16",
 	Op:          speccase.OpPut,
 	Call:        "publish",
 	Answer:      speccase.Answer{Code: -5, CodeName: "EIO"},
@@ -150,7 +150,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "read/whole",
-	Pos:         "spec/fs-posix.yaml:142:12",
+	Pos:         "spec/fs-posix.yaml:144:12",
 	Op:          speccase.OpGet,
 	Call:        "read",
 	Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -160,7 +160,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "read/short",
-	Pos:         "spec/fs-posix.yaml:144:7",
+	Pos:         "spec/fs-posix.yaml:146:7",
 	Op:          speccase.OpGet,
 	Call:        "read",
 	Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -170,7 +170,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "read/ENOENT",
-	Pos:         "spec/fs-posix.yaml:149:15",
+	Pos:         "spec/fs-posix.yaml:151:15",
 	Op:          speccase.OpGet,
 	Call:        "read",
 	Answer:      speccase.Answer{Code: -2, CodeName: "ENOENT"},
@@ -180,7 +180,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "read/PENDING",
-	Pos:         "spec/fs-posix.yaml:150:16",
+	Pos:         "spec/fs-posix.yaml:152:16",
 	Op:          speccase.OpGet,
 	Call:        "read",
 	Answer:      speccase.Answer{Code: -1001, CodeName: "PENDING"},
@@ -190,7 +190,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "read/CORRUPT",
-	Pos:         "spec/fs-posix.yaml:151:16",
+	Pos:         "spec/fs-posix.yaml:153:16",
 	Op:          speccase.OpGet,
 	Call:        "read",
 	Answer:      speccase.Answer{Code: -1002, CodeName: "CORRUPT"},
@@ -201,7 +201,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "read/EISDIR",
-	Pos:         "spec/fs-posix.yaml:152:15",
+	Pos:         "spec/fs-posix.yaml:154:15",
 	Op:          speccase.OpGet,
 	Call:        "read",
 	Answer:      speccase.Answer{Code: -21, CodeName: "EISDIR"},
@@ -212,7 +212,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "read/EIO",
-	Pos:         "spec/fs-posix.yaml:153:12",
+	Pos:         "spec/fs-posix.yaml:155:12",
 	Op:          speccase.OpGet,
 	Call:        "read",
 	Answer:      speccase.Answer{Code: -5, CodeName: "EIO"},
@@ -222,7 +222,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "read/otherwise-ESTALE",
-	Pos:         "spec/fs-posix.yaml:154:16",
+	Pos:         "spec/fs-posix.yaml:156:16",
 	Op:          speccase.OpGet,
 	Call:        "read",
 	Answer:      speccase.Answer{Code: -116, CodeName: "ESTALE"},

@@ -14,7 +14,7 @@ import (
 // access state. Package conformance runs them through a store's stager.
 var Cases = []speccase.Case{{
 	ID:          "claim/OK",
-	Pos:         "spec/redis-7.yaml:59:11",
+	Pos:         "spec/redis-7.yaml:60:11",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -24,7 +24,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "claim/NIL/exists",
-	Pos:         "spec/redis-7.yaml:63:9",
+	Pos:         "spec/redis-7.yaml:64:9",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -35,7 +35,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "claim/NIL/absent",
-	Pos:         "spec/redis-7.yaml:63:9",
+	Pos:         "spec/redis-7.yaml:64:9",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -45,7 +45,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "claim/NIL/other",
-	Pos:         "spec/redis-7.yaml:63:9",
+	Pos:         "spec/redis-7.yaml:64:9",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -58,7 +58,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "claim/OOM",
-	Pos:         "spec/redis-7.yaml:71:12",
+	Pos:         "spec/redis-7.yaml:72:12",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -3, CodeName: "OOM"},
@@ -68,7 +68,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "claim/NOPERM",
-	Pos:         "spec/redis-7.yaml:72:15",
+	Pos:         "spec/redis-7.yaml:73:15",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -78,7 +78,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "claim/otherwise-ERR",
-	Pos:         "spec/redis-7.yaml:73:16",
+	Pos:         "spec/redis-7.yaml:74:16",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -8, CodeName: "ERR"},
@@ -88,7 +88,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "store/OK",
-	Pos:         "spec/redis-7.yaml:82:11",
+	Pos:         "spec/redis-7.yaml:83:11",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -98,7 +98,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "store/LOST",
-	Pos:         "spec/redis-7.yaml:83:13",
+	Pos:         "spec/redis-7.yaml:84:13",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -4, CodeName: "LOST"},
@@ -108,7 +108,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "store/NOPERM",
-	Pos:         "spec/redis-7.yaml:84:15",
+	Pos:         "spec/redis-7.yaml:85:15",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -118,7 +118,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "store/OOM",
-	Pos:         "spec/redis-7.yaml:85:12",
+	Pos:         "spec/redis-7.yaml:86:12",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -3, CodeName: "OOM"},
@@ -128,7 +128,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "store/otherwise-CONN",
-	Pos:         "spec/redis-7.yaml:86:16",
+	Pos:         "spec/redis-7.yaml:87:16",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -6, CodeName: "CONN"},
@@ -138,7 +138,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "get/whole",
-	Pos:         "spec/redis-7.yaml:105:12",
+	Pos:         "spec/redis-7.yaml:106:12",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -148,7 +148,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/short",
-	Pos:         "spec/redis-7.yaml:107:7",
+	Pos:         "spec/redis-7.yaml:108:7",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -158,7 +158,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/NIL",
-	Pos:         "spec/redis-7.yaml:112:12",
+	Pos:         "spec/redis-7.yaml:113:12",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -168,7 +168,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/PENDING",
-	Pos:         "spec/redis-7.yaml:113:16",
+	Pos:         "spec/redis-7.yaml:114:16",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -2, CodeName: "PENDING"},
@@ -178,7 +178,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/CORRUPT",
-	Pos:         "spec/redis-7.yaml:114:16",
+	Pos:         "spec/redis-7.yaml:115:16",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -5, CodeName: "CORRUPT"},
@@ -189,7 +189,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/NOPERM",
-	Pos:         "spec/redis-7.yaml:115:15",
+	Pos:         "spec/redis-7.yaml:116:15",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -199,7 +199,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "get/otherwise-TIMEOUT",
-	Pos:         "spec/redis-7.yaml:116:16",
+	Pos:         "spec/redis-7.yaml:117:16",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -7, CodeName: "TIMEOUT"},

@@ -126,6 +126,10 @@ func (a AccessRule) Ended(kept bool) bool {
 
 // Mapping is what one SDK answer means for one row.
 type Mapping struct {
+	// Continue: the answer is a middle step of a multi-call operation
+	// that says "go on to the next call" (the spec's CONTINUE). Result is
+	// then Pending: the row's result is the later calls'.
+	Continue    bool
 	Result      driver.Result
 	Written     Written
 	FollowUp    FollowUp

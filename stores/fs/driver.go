@@ -232,12 +232,12 @@ func (d *Driver) put(row driver.Row) driver.Result {
 		return driver.FaultResult(int64(gen.Err), "fs: %v", err)
 	}
 	code, mine, err := d.claim(p, row.Key)
-	if m := gen.MapClaim(int64(code)); m.Result.Status != driver.Ready {
+	if m := gen.MapClaim(int64(code)); !m.Continue {
 		return fault(m, err)
 	}
 	defer d.release(p, mine)
 	tmp, code, err := d.write(p, row.Key, row.Spans[0].Bytes())
-	if m := gen.MapWrite(int64(code)); m.Result.Status != driver.Ready {
+	if m := gen.MapWrite(int64(code)); !m.Continue {
 		return fault(m, err)
 	}
 	code, err = d.publish(p, tmp, row.Key)

@@ -198,7 +198,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 		}
 		m := gen.MapClaim(int64(code))
 		switch {
-		case m.Result.Status == driver.Ready:
+		case m.Continue:
 			store = append(store, i)
 		case m.FollowUp == rules.FollowAskExistence:
 			exists = append(exists, i)
