@@ -36,8 +36,12 @@ func runCase(h *Harness, c speccase.Case, stage Stager, stageableOnly bool) {
 		t.Skipf("%s: a real server cannot stage this case", c.Pos)
 	}
 	key := h.Key("case")
+	h.hooked = ""
 	if err := stage(h, c, key); err != nil {
 		t.Skipf("%s: cannot stage: %v", c.Pos, err)
+	}
+	if c.Stageable && h.hooked != "" {
+		t.Errorf("%s (%s): the spec marks this answer stageable, but the stager staged it through %s; a stageable answer is one a real server gives on cue without any hook or seam: stage it for real, or drop stageable from the spec", c.ID, c.Pos, h.hooked)
 	}
 	var op driver.Operation
 	var res []driver.Result

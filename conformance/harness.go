@@ -80,6 +80,22 @@ type Harness struct {
 	Deadline time.Duration
 
 	names map[string]string // key -> the name Key made it from
+	// hooked says how a stager staged the current case through a hook or
+	// seam ("" when it staged nothing that way); see StagedThrough.
+	hooked string
+}
+
+// StagedThrough is how a stager reports that it staged the case in hand
+// through something no real server offers: a hook between the adapter's
+// calls, a seam's raised answer, a fault wrapper. how says which ("the
+// seam's answer to claim"). A case the spec marks stageable must be staged
+// without one (spec/README.md: a stageable answer is one a real server
+// gives on cue), and the suite fails it when its stager reports one.
+func (h *Harness) StagedThrough(how string) {
+	if h.hooked != "" {
+		h.hooked += "; "
+	}
+	h.hooked += how
 }
 
 // newHarness makes a driver with f, maps a guarded region and registers it.

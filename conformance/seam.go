@@ -30,7 +30,9 @@ func SeamScenarios(seam SeamOf, putCall, getCall string) Scenarios {
 // case's call answers the case's code (or, for a call that answers sizes,
 // the row's length or half of it), and a reread answers the case's reread.
 // A case that needs an existence answer is refused with the reason: which
-// call answers existence is the store's to stage.
+// call answers existence is the store's to stage. Every case it stages is
+// staged through the seam (Harness.StagedThrough), so a case the spec
+// marks stageable fails: stage those for real.
 func SeamStager(seam SeamOf) Stager {
 	return func(h *Harness, c speccase.Case, key string) error {
 		s := seam(h.D)
@@ -41,6 +43,7 @@ func SeamStager(seam SeamOf) Stager {
 			return fmt.Errorf("the case needs the existence answer of %s's follow-up, which the seam does not stage", c.Call)
 		}
 		s.Answer(c.Call, key, seamAnswer(c.Answer))
+		h.StagedThrough("the seam's answer to " + c.Call)
 		if c.Reread != nil {
 			s.Answer(c.Call, key, seamAnswer(*c.Reread))
 		}

@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -127,4 +128,39 @@ func TestASeamStagesScenariosAndCasesForAnyAdapter(t *testing.T) {
 		Cases:     cases,
 		Stage:     conformance.SeamStager(seamOf),
 	})
+}
+
+// TestAStageableCaseStagedThroughTheSeamFails: a case the spec marks
+// stageable must be staged the way a real server answers, and the suite
+// fails one its stager staged through the seam; unmarked, it passes.
+func TestAStageableCaseStagedThroughTheSeamFails(t *testing.T) {
+	seamOf := func(d driver.Driver) *driverkit.Seam {
+		var s *seamed
+		if !driver.As(d, &s) {
+			t.Fatalf("%T is not the seamed adapter", d)
+		}
+		return &s.seam
+	}
+	c := speccase.Case{ID: "put/FULL", Op: speccase.OpPut, Call: "put", Answer: speccase.Answer{Code: -1, CodeName: "FULL"}, Want: driver.Declined, Written: rules.WrittenNo, AccessEnded: true}
+	run := func(c speccase.Case) conformance.Verdict {
+		s := conformance.Suite{Cases: []speccase.Case{c}, Stage: conformance.SeamStager(seamOf)}
+		var check conformance.Check
+		for _, k := range s.Checks() {
+			if k.Name == c.ID {
+				check = k
+			}
+		}
+		return conformance.RunRecorded(check, func(conformance.T) driver.Driver { return &seamed{objs: map[string][]byte{}} }, s)
+	}
+	if o := run(c); !o.Passed {
+		t.Errorf("the unmarked case staged through the seam failed: %s", o.Reason)
+	}
+	c.Stageable = true
+	o := run(c)
+	if o.Passed || o.Skipped {
+		t.Fatalf("a case marked stageable but staged through the seam was not caught (passed=%v skipped=%v)", o.Passed, o.Skipped)
+	}
+	if !strings.Contains(o.Reason, "the seam's answer to put") {
+		t.Errorf("the failure does not say how the case was staged: %s", o.Reason)
+	}
 }

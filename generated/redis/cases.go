@@ -118,17 +118,16 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "store/OOM",
-	Pos:         "spec/redis-7.yaml:86:12",
+	Pos:         "spec/redis-7.yaml:88:12",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -3, CodeName: "OOM"},
 	Want:        driver.Declined,
 	Written:     rules.WrittenNo,
 	AccessEnded: true,
-	Stageable:   true,
 }, {
 	ID:          "store/otherwise-CONN",
-	Pos:         "spec/redis-7.yaml:87:16",
+	Pos:         "spec/redis-7.yaml:89:16",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -6, CodeName: "CONN"},
@@ -138,7 +137,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "get/whole",
-	Pos:         "spec/redis-7.yaml:106:12",
+	Pos:         "spec/redis-7.yaml:108:12",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -148,7 +147,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/short",
-	Pos:         "spec/redis-7.yaml:108:7",
+	Pos:         "spec/redis-7.yaml:110:7",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -158,7 +157,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/NIL",
-	Pos:         "spec/redis-7.yaml:113:12",
+	Pos:         "spec/redis-7.yaml:115:12",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -168,7 +167,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/PENDING",
-	Pos:         "spec/redis-7.yaml:114:16",
+	Pos:         "spec/redis-7.yaml:116:16",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -2, CodeName: "PENDING"},
@@ -178,7 +177,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/CORRUPT",
-	Pos:         "spec/redis-7.yaml:115:16",
+	Pos:         "spec/redis-7.yaml:117:16",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -5, CodeName: "CORRUPT"},
@@ -189,7 +188,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/NOPERM",
-	Pos:         "spec/redis-7.yaml:116:15",
+	Pos:         "spec/redis-7.yaml:118:15",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -199,7 +198,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "get/otherwise-TIMEOUT",
-	Pos:         "spec/redis-7.yaml:117:16",
+	Pos:         "spec/redis-7.yaml:119:16",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -7, CodeName: "TIMEOUT"},

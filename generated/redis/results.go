@@ -99,7 +99,7 @@ var StoreRule = &rules.CallRule{
 			},
 			Text: "the ACL user may not write this key: it is outside the user's key pattern",
 		},
-		// spec/redis-7.yaml:86:7
+		// spec/redis-7.yaml:88:7
 		int64(OOM): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
@@ -107,7 +107,7 @@ var StoreRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/redis-7.yaml:87:16
+	// spec/redis-7.yaml:89:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -122,14 +122,14 @@ func MapStore(answer int64) rules.Mapping {
 	return StoreRule.Map(answer, 0)
 }
 
-// ReleaseRule is what spec/redis-7.yaml:89:3 says about release's answers and its
+// ReleaseRule is what spec/redis-7.yaml:91:3 says about release's answers and its
 // access (it touches no memory).
 // The call delete this writer's marker after a failed store.
 var ReleaseRule = &rules.CallRule{
 	Call:   "release",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/redis-7.yaml:96:7
+		// spec/redis-7.yaml:98:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
@@ -137,7 +137,7 @@ var ReleaseRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/redis-7.yaml:98:16
+	// spec/redis-7.yaml:100:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -152,21 +152,21 @@ func MapRelease(answer int64) rules.Mapping {
 	return ReleaseRule.Map(answer, 0)
 }
 
-// GetRule is what spec/redis-7.yaml:100:3 says about get's answers and its
+// GetRule is what spec/redis-7.yaml:102:3 says about get's answers and its
 // access (on_return).
 // The call GET key; the trailer is checked before any byte reaches the caller's slots.
 var GetRule = &rules.CallRule{
 	Call:   "get",
 	Access: rules.AccessOnReturn,
 	Sized:  true,
-	// spec/redis-7.yaml:106:12
+	// spec/redis-7.yaml:108:12
 	Whole: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
 			Written: rules.WrittenYes,
 		},
 	},
-	// spec/redis-7.yaml:108:7
+	// spec/redis-7.yaml:110:7
 	Short: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -175,28 +175,28 @@ var GetRule = &rules.CallRule{
 		Text: "the object's payload length differs from the row; the destination is untouched",
 	},
 	Codes: map[int64]rules.Meaning{
-		// spec/redis-7.yaml:113:7
+		// spec/redis-7.yaml:115:7
 		int64(Nil): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Miss},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-7.yaml:114:7
+		// spec/redis-7.yaml:116:7
 		int64(Pending): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.NotReady},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-7.yaml:115:7
+		// spec/redis-7.yaml:117:7
 		int64(Corrupt): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-7.yaml:116:7
+		// spec/redis-7.yaml:118:7
 		int64(Noperm): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -205,7 +205,7 @@ var GetRule = &rules.CallRule{
 			Text: "the ACL user may not read this key: it is outside the user's key pattern; the destination is untouched",
 		},
 	},
-	// spec/redis-7.yaml:117:16
+	// spec/redis-7.yaml:119:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},

@@ -221,5 +221,6 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 		return fmt.Errorf("%s never answers %s: no errno classifies as it", c.Call, c.Answer)
 	}
 	k.Seam.Raise(c.Call, key, &os.PathError{Op: c.Call, Path: key, Err: errno})
+	h.StagedThrough("the seam raising " + errno.Error() + " in " + c.Call)
 	return nil
 }

@@ -176,11 +176,13 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 	case code == gen.OOM && c.Call != "get":
 		if c.Call == "store" {
 			f.Before(storeCmd(r), key, func() { _ = fillMemory(r) })
+			h.StagedThrough("a hook that fills memory before store's first command")
 			return nil
 		}
 		return fillMemory(r)
 	case c.Call == "store" && code == gen.Lost:
 		f.Before(storeCmd(r), key, func() { _ = r.Client().Del(context.Background(), key).Err() })
+		h.StagedThrough("a hook that deletes the marker before store's first command")
 	case c.Call == "get" && code == gen.Nil:
 		return r.Client().Del(context.Background(), key).Err()
 	case c.Call == "get" && code == gen.Pending:
@@ -199,6 +201,7 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 			cmd = storeCmd(r)
 		}
 		f.Error(cmd, key, err)
+		h.StagedThrough("the fault wrapper's error for " + cmd)
 	}
 	return nil
 }
