@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/kvblob/kvblob/conformance/gate"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -19,6 +21,16 @@ func runCLI(args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// registeredNames are the stores the gate knows, from the registry
+// (stores.go's imports and this binary's "broken"), sorted.
+func registeredNames() []string {
+	var names []string
+	for _, s := range gate.Stores() {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
 func TestUsage(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -26,7 +38,7 @@ func TestUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"-help"}, 0, "usage: gate"},
-		{[]string{"--store", "nosuch"}, 2, `unknown store "nosuch"; want one of broken, fs, memory, mooncake, redis`},
+		{[]string{"--store", "nosuch"}, 2, `unknown store "nosuch"; want one of ` + strings.Join(registeredNames(), ", ")},
 		{[]string{"--sdk-enum", "E"}, 2, "--sdk-enum needs --sdk-include DIR"},
 		{[]string{"--sdk-include", "x", "--sdk-enum", "E"}, 2, "select that store with --store NAME"},
 		{[]string{"--sdk-include", "x", "--store", "memory"}, 2, "no selected store registers the enum of its codes"},
