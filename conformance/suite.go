@@ -44,6 +44,11 @@ type Suite struct {
 	// it is reported as skipped with the failure, and once it passes the
 	// suite fails until the entry is removed.
 	KnownFailures map[string]string
+	// SkipReasons says, for a scenario the store leaves nil, why it cannot
+	// stage it here ("a full filesystem needs a tmpfs mount, which needs
+	// root"); a check that needs it is skipped with that reason. A missing
+	// scenario without one is skipped with the hook's name.
+	SkipReasons map[Scenario]string
 }
 
 // Group is a set of check groups.
@@ -255,11 +260,28 @@ func CheckAll(f Factory, s Suite) ([]Verdict, error) {
 	return vs, errors.Join(errs...)
 }
 
+// skipReason says why the scenarios of missing cannot be staged: the
+// store's own reason for each, where it gave one.
+func (s Suite) skipReason(missing Scenario) string {
+	var why []string
+	for b := Scenario(1); b <= missing && b != 0; b <<= 1 {
+		if missing&b == 0 {
+			continue
+		}
+		if r := s.SkipReasons[b]; r != "" {
+			why = append(why, fmt.Sprintf("the store stages no %v scenario here: %s", b, r))
+		} else {
+			why = append(why, fmt.Sprintf("the store stages no %v scenario (Scenarios.%v is nil)", b, b))
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
 // runCheck runs one check on t with a fresh harness.
 func runCheck(t T, c Check, f Factory, s Suite) {
 	t.Helper()
 	if m := s.Scenarios.Missing(c.Needs); m != 0 {
-		t.Skipf("the store stages no %v scenario (Scenarios.%v is nil)", m, m)
+		t.Skipf("%s", s.skipReason(m))
 	}
 	c.Run(newHarness(t, f, s.deadline()), s.Scenarios)
 }

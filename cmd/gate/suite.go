@@ -5,6 +5,8 @@ package main
 // runner's API changes, this file changes and no other.
 
 import (
+	"sync"
+
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/gate"
 )
@@ -25,7 +27,18 @@ func storeChecks(s gate.Store, trip *string) []gateCheck {
 	for _, c := range s.Cases {
 		pos[c.ID] = c.Pos
 	}
-	suite := conformance.Suite{Scenarios: s.Scenarios, Cases: s.Cases, Stage: s.Stage, KnownFailures: s.KnownFailures}
+	suite := conformance.Suite{Scenarios: s.Scenarios, Cases: s.Cases, Stage: s.Stage, KnownFailures: s.KnownFailures, SkipReasons: s.SkipReasons}
+	// Every check runs after Setup, so the scenarios Setup made are read
+	// once, at the first check.
+	var once sync.Once
+	scenarios := func() conformance.Suite {
+		once.Do(func() {
+			if s.ScenariosAfterSetup != nil {
+				suite.Scenarios = s.ScenariosAfterSetup()
+			}
+		})
+		return suite
+	}
 	checks := append(suite.Checks(), roundTripCheck(trip))
 	for _, p := range s.SDKChecks {
 		checks = append(checks, conformance.Check{Name: p.Name, Run: func(h *conformance.Harness, _ conformance.Scenarios) { p.Run(h) }})
@@ -43,7 +56,7 @@ func storeChecks(s gate.Store, trip *string) []gateCheck {
 			g.kind, g.spec = kindSDK, p
 		}
 		g.run = func() verdict {
-			o := conformance.RunRecorded(c, s.Factory, suite)
+			o := conformance.RunRecorded(c, s.Factory, scenarios())
 			return verdict{passed: o.Passed, skipped: o.Skipped, reason: o.Reason}
 		}
 		out[i] = g

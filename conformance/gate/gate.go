@@ -30,6 +30,13 @@ type Store struct {
 	Factory conformance.Factory
 	// Scenarios are what the store can stage.
 	Scenarios conformance.Scenarios
+	// ScenariosAfterSetup, when set, is called once after Setup succeeded
+	// and its scenarios replace Scenarios: for a store whose scenarios
+	// depend on what Setup found (a tmpfs mounted, a helper server up).
+	ScenariosAfterSetup func() conformance.Scenarios
+	// SkipReasons says why the store stages no such scenario here, per
+	// scenario it leaves nil (conformance.Suite.SkipReasons).
+	SkipReasons map[conformance.Scenario]string
 	// Cases and Stage run the cases generated from the store's spec.
 	Cases []speccase.Case
 	Stage conformance.Stager

@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 // spec/fs-posix.yaml, each on a directory of its own.
 func TestConformance(t *testing.T) {
 	conformance.Run(t, fskit.Factory(env), conformance.Suite{
-		Scenarios: fskit.Scenarios(), Cases: gen.Cases, Stage: fskit.Stage,
+		Scenarios: fskit.Scenarios(), Cases: gen.Cases, Stage: fskit.Stage, SkipReasons: fskit.SkipReasons,
 	})
 }
 

@@ -154,6 +154,10 @@ func Scenarios() conformance.Scenarios {
 	return s
 }
 
+// SkipReasons say why the kit leaves a scenario out: a full filesystem
+// needs the tmpfs only root can mount.
+var SkipReasons = map[conformance.Scenario]string{conformance.Full: NoMount}
+
 // injected are the answers no filesystem gives on cue: the seam raises
 // them as the errno of the call's system call, so classify still runs.
 var injected = map[gen.Code]syscall.Errno{

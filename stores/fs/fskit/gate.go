@@ -17,8 +17,17 @@ func init() {
 	}
 	s := gate.Store{
 		Name: "fs", SDK: gen.SDKName + " file I/O, " + gen.SDKVersions[0] + " (" + where + ")",
-		Scenarios: Scenarios(), Cases: gen.Cases, Stage: Stage, SDKChecks: SDKChecks(),
+		Cases: gen.Cases, Stage: Stage, SDKChecks: SDKChecks(),
 		Factory: func(t conformance.T) driver.Driver { return Open(t, env) },
+		// A full filesystem is staged only on the tmpfs Setup mounted.
+		ScenariosAfterSetup: func() conformance.Scenarios {
+			s := Scenarios()
+			if env == nil || !env.Tmpfs {
+				s.Full = nil
+			}
+			return s
+		},
+		SkipReasons: SkipReasons,
 	}
 	s.Setup = func() (string, func(), error) {
 		e, err := Setup()
