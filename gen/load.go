@@ -300,8 +300,10 @@ func (d *decoder) strings(dst *[]string, what string) func(*yaml.Node) {
 	}
 }
 
-// minKeyBytes is the length of the shortest key: a/v1/00.
-const minKeyBytes = 7
+// minKeyBytes is the least keys.max_bytes: the keys the generated
+// admission cases submit have up to 9 bytes ("a b/v1/00"), and the shortest
+// key of all, a/v1/00, has 7.
+const minKeyBytes = 9
 
 var decimalRE = regexp.MustCompile(`^[-+]?[0-9][0-9_]*$`)
 var identRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -350,7 +352,7 @@ func (d *decoder) spec(n *yaml.Node, s *Spec) {
 			d.fields(n, "keys",
 				field{"max_bytes", false, func(n *yaml.Node) {
 					s.Keys.MaxBytesPos = d.pos(n)
-					d.integer(&s.Keys.MaxBytes, "keys.max_bytes", minKeyBytes, math.MaxInt32, "the shortest key, a/v1/00, has 7 bytes")(n)
+					d.integer(&s.Keys.MaxBytes, "keys.max_bytes", minKeyBytes, math.MaxInt32, "the generated cases submit keys of up to 9 bytes, such as a b/v1/00")(n)
 				}},
 				field{"refuse", false, func(n *yaml.Node) {
 					if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {

@@ -11,14 +11,15 @@ import (
 	"github.com/kvblob/kvblob/stores/memory"
 )
 
-// keyRule is the key rule of a memcached-like spec: 40 bytes, no spaces or
-// control bytes, well-formed keys.
-var keyRule = rules.KeyRule{MaxBytes: 40, Refuse: rules.KeySpace | rules.KeyControl | rules.KeyNonASCII, WellFormed: true}
+// keyRule is the key rule of a memcached-like spec, at the least limit a
+// spec may give (9 bytes): no spaces, control bytes or other than ASCII,
+// well-formed keys.
+var keyRule = rules.KeyRule{MaxBytes: 9, Refuse: rules.KeySpace | rules.KeyControl | rules.KeyNonASCII, WellFormed: true}
 
 // keyCases are the admission cases gen derives from such a keys block.
 var keyCases = []speccase.Case{
-	{ID: "keys/at-limit", Key: speccase.KeyAtLimit, KeyBytes: 40, Stageable: true},
-	{ID: "keys/over-limit", Key: speccase.KeyOverLimit, KeyBytes: 41, Rejected: driver.RuleKeyTooLong, Stageable: true},
+	{ID: "keys/at-limit", Key: speccase.KeyAtLimit, KeyBytes: 9, Stageable: true},
+	{ID: "keys/over-limit", Key: speccase.KeyOverLimit, KeyBytes: 10, Rejected: driver.RuleKeyTooLong, Stageable: true},
 	{ID: "keys/space", Key: speccase.KeyWithSpace, Rejected: driver.RuleKeyBytes, Stageable: true},
 	{ID: "keys/control", Key: speccase.KeyWithControl, Rejected: driver.RuleKeyBytes, Stageable: true},
 	{ID: "keys/non-ascii", Key: speccase.KeyWithNonASCII, Rejected: driver.RuleKeyBytes, Stageable: true},
@@ -84,8 +85,8 @@ func TestKeyCases(t *testing.T) {
 		{"no key rule", rules.KeyRule{}, []string{"keys/over-limit", "keys/space", "keys/control", "keys/non-ascii", "keys/dot-segment", "keys/dotdot-segment"}},
 		{"limit one over", lax, []string{"keys/over-limit"}},
 		{"limit one under", strict, []string{"keys/at-limit"}},
-		{"spaces admitted", rules.KeyRule{MaxBytes: 40, Refuse: rules.KeyControl | rules.KeyNonASCII, WellFormed: true}, []string{"keys/space"}},
-		{"format checked before bytes", rules.KeyRule{MaxBytes: 40, WellFormed: true}, []string{"keys/space", "keys/control", "keys/non-ascii"}},
+		{"spaces admitted", rules.KeyRule{MaxBytes: 9, Refuse: rules.KeyControl | rules.KeyNonASCII, WellFormed: true}, []string{"keys/space"}},
+		{"format checked before bytes", rules.KeyRule{MaxBytes: 9, WellFormed: true}, []string{"keys/space", "keys/control", "keys/non-ascii"}},
 	} {
 		for _, id := range b.ids {
 			if o := conformance.RunRecorded(checks[id], admitting(b.rule), s); o.Passed || o.Skipped {
