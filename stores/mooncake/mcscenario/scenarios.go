@@ -275,8 +275,8 @@ func All() []Scenario {
 			About:  "stalls: a 4 KiB scatter into a frozen peer, status timeout 3 s: TRANSFER_FAIL, then the peer applies it on thaw and the end completes it",
 			Config: Config{Clients: 2, PoolOn: B, StatusTimeout: 3 * time.Second},
 			Bufs:   []Buf{src, dst},
-			Steps: steps(start("start", A, "k", Row), envStep(OpFreezePeer), async(scatter("scatter-frozen", A, "k", ref("src"))),
-				advance("status-timeout", 3*time.Second), wait("wait-scatter", "scatter-frozen"),
+			Steps: steps(put("warm-", A, "w", Row, "src"), start("start", A, "k", Row), envStep(OpFreezePeer),
+				async(scatter("scatter-frozen", A, "k", ref("src"))), advance("status-timeout", 3*time.Second), wait("wait-scatter", "scatter-frozen"),
 				fill("overwrite-source", ref("src"), "z"), envStep(OpThawPeer), end("end", A, "k"), get("get", A, "k", ref("dst"))),
 		},
 		{
@@ -293,8 +293,8 @@ func All() []Scenario {
 			About:  "stalls: a 4 KiB scatter into a frozen peer, default 30 s status timeout, the peer expired meanwhile",
 			Config: stall,
 			Bufs:   []Buf{src, dst},
-			Steps: steps(start("start", A, "k", Row), envStep(OpFreezePeer), async(scatter("scatter-frozen", A, "k", ref("src"))),
-				advance("status-timeout", 30*time.Second), wait("wait-scatter", "scatter-frozen"), envStep(OpThawPeer),
+			Steps: steps(put("warm-", A, "w", Row, "src"), start("start", A, "k", Row), envStep(OpFreezePeer),
+				async(scatter("scatter-frozen", A, "k", ref("src"))), advance("status-timeout", 30*time.Second), wait("wait-scatter", "scatter-frozen"), envStep(OpThawPeer),
 				end("end", A, "k"), revoke("revoke", A, "k"), get("get", A, "k", ref("dst"))),
 		},
 		{
