@@ -18,15 +18,21 @@
 //     late end (INVALID_WRITE, h11-15) stays forever.
 //   - The master holds sessions and objects over one segment of real bytes:
 //     freed space keeps its old bytes (d6), a discarded session's space is
-//     kept until put_start_release_timeout (g1), a full segment evicts
-//     complete objects without a live lease, oldest first (b4e), and a
-//     segment full of open sessions answers NO_AVAILABLE_HANDLE.
+//     kept until put_start_release_timeout (g1), a start into a full
+//     segment answers NO_AVAILABLE_HANDLE at once, even when complete
+//     objects fill it (b4e, recorded), complete objects without a live
+//     lease are evicted, oldest first, only as time passes (the master's
+//     eviction thread), and a segment full of open sessions answers
+//     NO_AVAILABLE_HANDLE.
 //   - Data calls need no registration (tcp, a5); a scatter larger than its
 //     session is refused whole (d2).
-//   - The environment: a master killed (metadata calls answer RPC_FAIL
-//     after the connect retries, a get at once, a scatter still works),
-//     restarted (everything forgotten; starts answer NO_AVAILABLE_HANDLE
-//     until the segment is remounted) or frozen (calls answer RPC_TIMEOUT
+//   - An end seals its local session before the master is asked: a scatter
+//     after any end is refused, whatever the end answered (m-master-killed).
+//   - The environment: a master killed (metadata calls answer RPC_FAIL at
+//     once, a get after the connect retries, a scatter into a session still
+//     works), restarted (everything forgotten; a client's first metadata
+//     call fails RPC_FAIL at once on its dead connection, then starts
+//     answer NO_AVAILABLE_HANDLE until the segment is remounted) or frozen (calls answer RPC_TIMEOUT
 //     after MC_RPC_TIMEOUT_MS and take effect when it thaws); the segment's
 //     owner frozen (transfers stall; the TCP status timeout, the fixed 60 s
 //     transfer wait, the lease, and the master's client_ttl act on them).
@@ -73,7 +79,7 @@ type Knobs struct {
 	RPCTimeout    time.Duration // client MC_RPC_TIMEOUT_MS (30 s)
 	StatusTimeout time.Duration // client MC_TCP_STATUS_TIMEOUT_SEC (30 s)
 	TransferWait  time.Duration // a get's transfer wait, fixed (transfer_task.cpp:830): 60 s
-	Retries       time.Duration // a metadata call with the master down: 3 connect retries, ~4.2 s
+	Retries       time.Duration // a get's lookup with the master down: the connect retries (recorded: 1-10 s)
 	Remount       time.Duration // after a master restart, until the segment is mounted again: ~1 s
 	// SocketWindow is how much of a scatter a frozen peer's connection
 	// takes in before the sender blocks (socket buffers): a scatter that
@@ -143,6 +149,7 @@ type Master struct {
 
 	// the environment
 	down      bool      // killed
+	epoch     int       // kills so far: a client whose connection predates the last kill has a dead one
 	frozen    bool      // SIGSTOPped
 	atThaw    []func()  // requests a frozen master applies when it thaws
 	remountAt time.Time // after a restart, starts find no space until then
@@ -251,6 +258,7 @@ func (m *Master) Advance(d time.Duration) {
 func (m *Master) setNowLocked(t time.Time) {
 	if t.After(m.now) {
 		m.now = t
+		m.evictLocked()
 	}
 	if m.peerFroze && !m.unmounted && m.now.Sub(m.frozeAt) > m.knobs.ClientTTL {
 		// The master expires the silent owner and unmounts its segment.
@@ -380,6 +388,7 @@ func (m *Master) KillMaster() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.down, m.frozen, m.atThaw = true, false, nil
+	m.epoch++
 	m.cond.Broadcast()
 }
 
@@ -455,17 +464,21 @@ func (m *Master) bytesLocked(s span) []byte {
 	return m.arena[s.off : s.off+s.size]
 }
 
-// allocLocked places size bytes first-fit, evicting complete objects
-// without a live lease when the segment is full.
+// allocLocked places size bytes first-fit. It never evicts: a start into a
+// segment full of complete objects answers NO_AVAILABLE_HANDLE at once
+// (b4e-pool-full-evicts, recorded: the start right after the 16th 1 MiB
+// put into a 16 MiB segment answered -200). The master evicts in the
+// background (its eviction thread), modelled as time passing (evictLocked).
 func (m *Master) allocLocked(size int64) (span, bool) {
 	m.releaseDiscardsLocked()
-	for {
-		if s, ok := m.placeLocked(size); ok {
-			return s, true
-		}
-		if !m.evictOneLocked() {
-			return span{}, false
-		}
+	return m.placeLocked(size)
+}
+
+// evictLocked is the master's eviction thread, run when the clock moves:
+// while the segment is full it evicts complete objects without a live
+// lease, oldest first.
+func (m *Master) evictLocked() {
+	for m.capacity > 0 && m.used >= m.capacity && m.evictOneLocked() {
 	}
 }
 
@@ -810,6 +823,8 @@ type Client struct {
 	id      int
 	version string
 	local   map[string]span // its put sessions; under m.mu
+	sealed  map[string]bool // local sessions an end was sent for: no more writes; under m.mu
+	epoch   int             // the master's epoch of the client's connection; under m.mu
 	mu      sync.Mutex
 	buffers map[uintptr]int64 // registered base -> length
 	closed  bool
@@ -823,7 +838,8 @@ func NewClient(m *Master, version string) *Client {
 	m.nextID++
 	id := m.nextID
 	m.mu.Unlock()
-	return &Client{m: m, id: id, version: version, buffers: map[uintptr]int64{}, local: map[string]span{}}
+	return &Client{m: m, id: id, version: version, buffers: map[uintptr]int64{}, local: map[string]span{},
+		sealed: map[string]bool{}, epoch: m.epoch}
 }
 
 func (c *Client) Version() string { return c.version }
@@ -881,8 +897,8 @@ var errClosed = errors.New("fakesdk: client closed")
 type rpc uint8
 
 const (
-	rpcMetadata rpc = iota + 1 // retried while the master is down
-	rpcLookup                  // a get's replica lookup: fails at once while the master is down
+	rpcMetadata rpc = iota + 1 // fails at once while the master is down (m-master-killed)
+	rpcLookup                  // a get's replica lookup: fails after the connect retries (m-master-killed)
 )
 
 // masterLocked sends a request to the master and answers n codes: apply's
@@ -898,7 +914,7 @@ func (m *Master) masterLocked(kind rpc, n int, apply func() []int64) []int64 {
 		return out
 	}
 	if m.down {
-		if kind == rpcMetadata {
+		if kind == rpcLookup {
 			m.takeTimeLocked(m.knobs.Retries)
 		}
 		return all(codeRPCFail)
@@ -942,13 +958,25 @@ func (c *Client) metadataCall(call string, keys []string, local func(i int, k st
 		ask = append(ask, i)
 	}
 	if len(ask) > 0 {
-		answers := m.masterLocked(rpcMetadata, len(ask), func() []int64 {
-			a := make([]int64, len(ask))
-			for j, i := range ask {
-				a[j] = apply(i, keys[i])
+		var answers []int64
+		if !m.down && c.epoch != m.epoch {
+			// The client's connection died with the master it was to: the
+			// first call after a restart fails on it at once, and the next
+			// one connects again (m-master-restarted).
+			c.epoch = m.epoch
+			answers = make([]int64, len(ask))
+			for j := range answers {
+				answers[j] = codeRPCFail
 			}
-			return a
-		})
+		} else {
+			answers = m.masterLocked(rpcMetadata, len(ask), func() []int64 {
+				a := make([]int64, len(ask))
+				for j, i := range ask {
+					a[j] = apply(i, keys[i])
+				}
+				return a
+			})
+		}
 		for j, i := range ask {
 			out[i] = answers[j]
 			if after != nil {
@@ -980,6 +1008,7 @@ func (c *Client) BatchPutSessionStart(keys []string, sizes []int64) ([]int64, er
 		func(i int, k string, code int64) {
 			if code == codeOK {
 				c.local[k] = placed[i]
+				delete(c.sealed, k)
 			}
 		})
 }
@@ -1016,7 +1045,7 @@ func (m *Master) startLocked(owner int, key string, size int64) (int64, span) {
 // only on OK.
 func (c *Client) BatchPutSessionEnd(keys []string) ([]int64, error) {
 	m := c.m
-	return c.metadataCall(CallEnd, keys, c.noLocalSession,
+	return c.metadataCall(CallEnd, keys, c.sealLocalSession,
 		func(_ int, k string) int64 { return m.endLocked(c.id, k) },
 		c.forgetOnOK)
 }
@@ -1069,9 +1098,22 @@ func (c *Client) noLocalSession(_ int, k string) (int64, bool) {
 	return 0, false
 }
 
+// sealLocalSession is an end's local check: a key with no local session is
+// refused; one with a session is sealed before the master is asked, so a
+// scatter after it is refused whatever the master answers (m-master-killed:
+// an end that failed RPC_FAIL, then a scatter INVALID_PARAMS).
+func (c *Client) sealLocalSession(i int, k string) (int64, bool) {
+	if code, refused := c.noLocalSession(i, k); refused {
+		return code, true
+	}
+	c.sealed[k] = true
+	return 0, false
+}
+
 func (c *Client) forgetOnOK(_ int, k string, code int64) {
 	if code == codeOK {
 		delete(c.local, k)
+		delete(c.sealed, k)
 	}
 }
 
@@ -1107,7 +1149,7 @@ func (c *Client) BatchPutFromMultiBufferRanges(keys []string, buffers [][]moonca
 	for i, k := range keys {
 		f, staged := m.takeLocked(CallScatter, k)
 		s, ok := c.local[k]
-		if !ok {
+		if !ok || c.sealed[k] {
 			out[i] = codeInvalidParams
 			continue
 		}

@@ -50,10 +50,7 @@ func TestReplay(t *testing.T) {
 }
 
 // unrecorded are the scenarios no recording covers yet, and why.
-var unrecorded = map[string]string{
-	"s4-get-256mib-frozen-midway":   "the fake cannot model it (the prefix depends on socket buffers); mooncake-real.md gives no exact prefix",
-	"s10-process-exit-blocked-call": "the fake cannot model it; mooncake-real.md staged it differently (the killed client held a segment) and gives approximate times",
-}
+var unrecorded = map[string]string{}
 
 func TestEveryRecordingIsAScenarioAndNamesItsSource(t *testing.T) {
 	known := map[string]mcscenario.Scenario{}
