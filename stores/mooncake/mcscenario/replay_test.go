@@ -50,7 +50,10 @@ func TestReplay(t *testing.T) {
 }
 
 // unrecorded are the scenarios no recording covers yet, and why.
-var unrecorded = map[string]string{}
+var unrecorded = map[string]string{
+	"s4-get-256mib-frozen-midway": "the fake cannot model it, and the recorder cannot stage it: a loopback get of 256 MiB " +
+		"is done before the peer can be frozen (see notRecordable in stores/mooncake/cgosdk/recorder_test.go)",
+}
 
 func TestEveryRecordingIsAScenarioAndNamesItsSource(t *testing.T) {
 	known := map[string]mcscenario.Scenario{}
