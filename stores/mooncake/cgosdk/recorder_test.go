@@ -29,6 +29,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -259,12 +260,57 @@ func (e *realEnv) Advance(d time.Duration) { time.Sleep(d) }
 func (e *realEnv) Now() time.Duration      { return time.Since(e.t0) }
 func (e *realEnv) KillMaster() error       { e.master.Kill(); return nil }
 func (e *realEnv) RestartMaster() error    { return e.master.Restart() }
-func (e *realEnv) FreezeMaster() error     { return e.master.Freeze() }
-func (e *realEnv) ThawMaster() error       { return e.master.Thaw() }
+func (e *realEnv) FreezeMaster() error {
+	if err := e.master.Freeze(); err != nil {
+		return err
+	}
+	return waitStopped(e.master.PID())
+}
+func (e *realEnv) ThawMaster() error { return e.master.Thaw() }
 
-func (e *realEnv) FreezePeer() error { return e.peerSignal(syscall.SIGSTOP) }
-func (e *realEnv) ThawPeer() error   { return e.peerSignal(syscall.SIGCONT) }
-func (e *realEnv) KillPeer() error   { return e.peerSignal(syscall.SIGKILL) }
+func (e *realEnv) FreezePeer() error {
+	if err := e.peerSignal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	return waitStopped(e.peer.cmd.Process.Pid)
+}
+
+// waitStopped returns once every thread of pid is stopped. kill(SIGSTOP)
+// returns before the threads stop: under load a request sent right after
+// it could still be served (a run of h5 and h11 saw the master answer a
+// call made after the freeze at once).
+func waitStopped(pid int) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			return err
+		}
+		stopped := len(tasks) > 0
+		for _, task := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+			if err != nil {
+				continue // the thread exited
+			}
+			// The state follows the command's closing parenthesis.
+			s := string(b)
+			i := strings.LastIndexByte(s, ')')
+			if i < 0 || i+2 >= len(s) || (s[i+2] != 'T' && s[i+2] != 't') {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d did not stop within 5 s of SIGSTOP", pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+func (e *realEnv) ThawPeer() error { return e.peerSignal(syscall.SIGCONT) }
+func (e *realEnv) KillPeer() error { return e.peerSignal(syscall.SIGKILL) }
 
 func (e *realEnv) peerSignal(sig syscall.Signal) error {
 	if e.peer == nil {
