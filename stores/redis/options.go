@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -99,6 +101,11 @@ func openError(opt Options, err error) error {
 		return fmt.Errorf("redis: the TLS certificate of the server at %v does not verify (check Options.TLS.CAFile and ServerName): %w", opt.Addrs, err)
 	case strings.Contains(msg, "remote error: tls: "): // the server's TLS alert (crypto/tls exports no type for it)
 		return fmt.Errorf("redis: the server at %v refused the TLS handshake (a server that asks for a client certificate needs Options.TLS.CertFile and KeyFile, signed by a CA it trusts): %w", opt.Addrs, err)
+	case opt.TLS != nil && opt.TLS.CertFile == "" && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF)):
+		// Under TLS 1.3 the client's handshake ends before the server has
+		// checked for a client certificate, so its refusal can reach the
+		// client as a reset of the first write instead of an alert.
+		return fmt.Errorf("redis: the server at %v closed the connection right after the TLS handshake, as a server that asks for a client certificate does when none is given: set Options.TLS.CertFile and KeyFile: %w", opt.Addrs, err)
 	case strings.HasPrefix(msg, "WRONGPASS"):
 		return fmt.Errorf("redis: the server at %v refused user %q: wrong password, or the user is disabled: %w", opt.Addrs, user(opt), err)
 	case strings.HasPrefix(msg, "NOAUTH"):

@@ -159,7 +159,7 @@ func TestOpenRefusesABadCredentialOrCertificate(t *testing.T) {
 			{"no password", func(o *redis.Options) { o.Username, o.Password = "", "" }, nil}, // the default user: succeeds
 			{"untrusted CA", func(o *redis.Options) { o.TLS.CAFile = s.certs.OtherCAFile }, []string{"does not verify", "unknown authority"}},
 			{"wrong server name", func(o *redis.Options) { o.TLS.ServerName = "wrong.example" }, []string{"does not verify", "not wrong.example"}},
-			{"no client certificate", func(o *redis.Options) { o.TLS.CertFile, o.TLS.KeyFile = "", "" }, []string{"refused the TLS handshake", "certificate required"}},
+			{"no client certificate", func(o *redis.Options) { o.TLS.CertFile, o.TLS.KeyFile = "", "" }, []string{"client certificate", "Options.TLS.CertFile"}},
 			{"half a client certificate", func(o *redis.Options) { o.TLS.KeyFile = "" }, []string{"both CertFile and KeyFile"}},
 			{"plain TCP to a TLS port", func(o *redis.Options) { o.TLS = nil; o.ReadTimeout = time.Second }, []string{"INFO server"}},
 		}
