@@ -14,6 +14,7 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
 
 	"github.com/kvblob/kvblob/stores/trailer"
 )
@@ -48,6 +49,18 @@ type Options struct {
 	DialTimeout, ReadTimeout, WriteTimeout time.Duration
 	// Hooks are added to the client (tests use them to inject faults).
 	Hooks []goredis.Hook
+	// Logger receives the driver's events (zero value: discarded;
+	// docs/operating.md lists them): one warning when a dial fails after
+	// the server was reachable, one line when a dial succeeds again, and
+	// the go-redis client's own lines logged on a command of this driver.
+	// Nothing goes to stderr: see SetClientLogger for the client's other
+	// lines.
+	Logger zerolog.Logger
+	// DownFor is how long after a failed dial every dial fails at once with
+	// that dial's error, so that each row of a call to a server that is
+	// down faults without a network round trip (0: DefaultDownFor, 1 s;
+	// negative: always dial).
+	DownFor time.Duration
 }
 
 // TLS is the connection's TLS: every file is PEM.
