@@ -54,6 +54,10 @@ func (f *Faults) Before(cmd, key string, fn func()) {
 	f.before[k] = append(f.before[k], fn)
 }
 
+// BeforeAny runs fn just before the next command on key is sent, whatever
+// the command (so a test need not know how the driver spells a step).
+func (f *Faults) BeforeAny(key string, fn func()) { f.Before("", key, fn) }
+
 // Hold holds the next cmd on key inside the client until Release.
 func (f *Faults) Hold(cmd, key string) *Held {
 	f.mu.Lock()
@@ -105,6 +109,9 @@ func (f *Faults) take(cmds []goredis.Cmder) (befores []func(), holds []*Held) {
 		k := cmdKey{name, key}
 		if fs := f.before[k]; len(fs) > 0 {
 			befores, f.before[k] = append(befores, fs[0]), fs[1:]
+		}
+		if any := (cmdKey{"", key}); key != "" && len(f.before[any]) > 0 {
+			befores, f.before[any] = append(befores, f.before[any][0]), f.before[any][1:]
 		}
 		if hs := f.holds[k]; len(hs) > 0 {
 			holds, f.holds[k] = append(holds, hs[0]), hs[1:]
