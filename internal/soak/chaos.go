@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"sync"
 	"time"
+	"unsafe"
 
 	memgen "github.com/kvblob/kvblob/generated/memory"
 	mcgen "github.com/kvblob/kvblob/generated/mooncake"
@@ -122,8 +123,31 @@ func (c *chaosSDK) BatchGetInto(keys []string, bufs []mooncake.Buffer) ([]int64,
 			c.m.TransferStillRunning(k, time.Microsecond+c.d.dur(2*time.Millisecond))
 		}
 	}
-	return c.call(len(keys), func() ([]int64, error) { return c.inner.BatchGetInto(keys, bufs) })
+	out, err := c.call(len(keys), func() ([]int64, error) { return c.inner.BatchGetInto(keys, bufs) })
+	if err != nil || len(out) != len(keys) {
+		return out, err
+	}
+	for i, n := range out {
+		// A short read: the SDK answers fewer bytes than the object, and
+		// only those arrived (the rest of the destination is zero), so a
+		// driver that calls it READY delivers wrong bytes. (Whole reads are
+		// rare, most gets miss, hence the high rate.)
+		if n > 0 && n <= bufs[i].Len && c.d.roll(0.2) {
+			c.t.fault("short_read")
+			out[i] = shortRead(unsafe.Slice((*byte)(addrPointer(bufs[i].Addr)), n), int64(c.d.intn(int(n))))
+		}
+	}
+	return out, nil
 }
+
+// shortRead makes b a read that stopped after short bytes: the rest is
+// zero. It returns short.
+func shortRead(b []byte, short int64) int64 {
+	clear(b[short:])
+	return short
+}
+
+func addrPointer(addr uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&addr)) }
 
 func (c *chaosSDK) BatchIsExist(keys []string) ([]int64, error) {
 	return c.call(len(keys), func() ([]int64, error) { return c.inner.BatchIsExist(keys) })
@@ -160,22 +184,94 @@ func (c *chaosMemory) stage(call string, rows []driver.Row) {
 	}
 }
 
-func (c *chaosMemory) wrap(op driver.Operation, err error) (driver.Operation, error) {
-	if err != nil || !c.d.roll(0.002) {
+func (c *chaosMemory) wrap(rows []driver.Row, op driver.Operation, err error) (driver.Operation, error) {
+	if err != nil {
+		return op, err
+	}
+	if c.d.roll(0.02) {
+		c.t.fault("access_after_results")
+		return c.linger(rows, op), nil
+	}
+	if !c.d.roll(0.002) {
 		return op, err
 	}
 	c.t.fault("wrong_answer_count")
 	return shortPoll{op}, nil
 }
 
+// linger keeps an operation's access for a while after its results are
+// final, and when it lets go, writes once more what its rows' spans held
+// when the results were read (a transfer engine finishing late): a backend
+// that reused the slots before the access ended sees them overwritten.
+func (c *chaosMemory) linger(rows []driver.Row, op driver.Operation) driver.Operation {
+	return &lingerOp{Operation: op, rows: rows, hold: c.d.dur(2 * time.Millisecond), wg: &c.wg}
+}
+
+// lingerOp reports its access ended only after hold has passed since its
+// results were first seen final and its inner access ended.
+type lingerOp struct {
+	driver.Operation
+	rows []driver.Row
+	hold time.Duration
+
+	mu       sync.Mutex
+	snap     [][]byte
+	released bool
+	wg       *sync.WaitGroup // added to when the timer starts: a poll, which comes before the epoch waits
+}
+
+func (l *lingerOp) Poll() ([]driver.Result, bool) {
+	res, done := l.Operation.Poll()
+	if done && l.Operation.AccessEnded() {
+		l.mu.Lock()
+		if l.snap == nil && !l.released {
+			for _, r := range l.rows {
+				for _, s := range r.Spans {
+					l.snap = append(l.snap, append([]byte(nil), s.Bytes()...))
+				}
+			}
+			l.wg.Add(1)
+			time.AfterFunc(l.hold, l.release)
+		}
+		l.mu.Unlock()
+	}
+	return res, done
+}
+
+func (l *lingerOp) release() {
+	l.mu.Lock()
+	k := 0
+	for _, r := range l.rows {
+		for _, s := range r.Spans {
+			copy(s.Bytes(), l.snap[k])
+			k++
+		}
+	}
+	l.released = true
+	l.mu.Unlock()
+	l.wg.Done()
+}
+
+func (l *lingerOp) AccessEnded() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.released
+}
+
+// AccessUnprovable is the inner operation's: a lingering access ends,
+// only later.
+func (l *lingerOp) AccessUnprovable() bool { return !l.AccessEnded() && l.Operation.AccessUnprovable() }
+
 func (c *chaosMemory) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
 	c.stage(memory.CallPut, rows)
-	return c.wrap(c.Driver.Put(ctx, rows))
+	op, err := c.Driver.Put(ctx, rows)
+	return c.wrap(rows, op, err)
 }
 
 func (c *chaosMemory) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	c.stage(memory.CallGet, rows)
-	return c.wrap(c.Driver.Get(ctx, rows, hint))
+	op, err := c.Driver.Get(ctx, rows, hint)
+	return c.wrap(rows, op, err)
 }
 
 // shortPoll answers one result fewer than its rows.

@@ -58,11 +58,19 @@ type epoch struct {
 }
 
 type attempt struct {
-	a       *backend.Attempt
+	a       attemptAPI
 	fetch   bool
 	slots   []int
 	names   []int
 	counted bool
+}
+
+// attemptAPI is what the soak uses of a *backend.Attempt (a fake in the
+// tests that prove the checks bite).
+type attemptAPI interface {
+	Poll() (backend.Outcome, bool)
+	Quiesced() bool
+	Cancel()
 }
 
 func span(r *driver.Region, i int) driver.Span {
@@ -196,11 +204,13 @@ func (e *epoch) submit(k int, fetch bool) error {
 		view = append(view, backend.ViewRow{Name: nameOf(perm[i]), Spans: []driver.Span{s}})
 	}
 	var err error
+	var a *backend.Attempt
 	if fetch {
-		at.a, err = e.be.Fetch(view, driver.Hint{})
+		a, err = e.be.Fetch(view, driver.Hint{})
 	} else {
-		at.a, err = e.be.Publish(view)
+		a, err = e.be.Publish(view)
 	}
+	at.a = a
 	if err != nil {
 		e.free = append(e.free, at.slots...)
 		return err
@@ -224,17 +234,19 @@ func (e *epoch) reap(rep *Report) bool {
 					rep.RowsReady++
 				}
 			}
+			e.checkFinal(o)
 		}
 		if !done || !at.a.Quiesced() {
 			keep = append(keep, at)
 			continue
 		}
+		e.checkQuiesced(at)
 		for i, r := range o.Results {
 			if r.Status != driver.Ready {
 				continue
 			}
 			rep.RowsChecked++
-			e.checkRow(at, i)
+			e.checkRow(at, i, "")
 		}
 		e.free = append(e.free, at.slots...)
 		reaped = true
@@ -243,25 +255,78 @@ func (e *epoch) reap(rep *Report) bool {
 	return reaped
 }
 
-func (e *epoch) checkRow(at *attempt, i int) {
+// checkFinal: a finished outcome holds no PENDING row.
+func (e *epoch) checkFinal(o backend.Outcome) {
+	for i, r := range o.Results {
+		if r.Status == driver.Pending {
+			e.t.violation("%s: a finished outcome still holds a PENDING row (row %d of %d)", e.store, i, len(o.Results))
+			return
+		}
+	}
+}
+
+// checkQuiesced: no operation may still touch the slots of an attempt
+// that says it quiesced (the soak is about to reuse them).
+func (e *epoch) checkQuiesced(at *attempt) {
+	for _, slot := range at.slots {
+		if e.chk.touches(span(e.mem.Region, slot)) {
+			e.t.violation("%s: an attempt quiesced while an operation may still touch its slot %d", e.store, slot)
+			return
+		}
+	}
+}
+
+// checkUnquiesced checks, once nothing runs any more, the READY rows of the
+// attempts that never quiesced (their memory stays mapped).
+func (e *epoch) checkUnquiesced(rep *Report) {
+	for _, at := range e.open {
+		o, done := at.a.Poll()
+		if !done {
+			continue
+		}
+		e.checkFinal(o)
+		for i, r := range o.Results {
+			if r.Status != driver.Ready {
+				continue
+			}
+			if !at.fetch && e.object(at.names[i]) == nil {
+				continue // evicted or expired since: a store may drop an object
+			}
+			rep.RowsCheckedUnquiesced++
+			e.checkRow(at, i, " at the end of its epoch")
+		}
+	}
+}
+
+// object is the payload the store holds for name n (nil: none).
+func (e *epoch) object(n int) []byte {
+	if e.master != nil {
+		got, _ := e.master.Object(e.key(n))
+		return got
+	}
+	obj, ok := e.mstore.Object(e.key(n))
+	if !ok {
+		return nil
+	}
+	got, _ := trailer.Check(obj, e.key(n))
+	return got
+}
+
+func (e *epoch) checkRow(at *attempt, i int, when string) {
 	want := make([]byte, slotBytes-2*margin)
 	content(at.names[i], want)
 	var got []byte
-	switch {
-	case at.fetch:
+	if at.fetch {
 		got = span(e.mem.Region, at.slots[i]).Bytes()
-	case e.master != nil:
-		got, _ = e.master.Object(e.key(at.names[i]))
-	default:
-		obj, _ := e.mstore.Object(e.key(at.names[i]))
-		got, _ = trailer.Check(obj, e.key(at.names[i]))
+	} else {
+		got = e.object(at.names[i])
 	}
 	if !bytes.Equal(got, want) {
 		what := "published object"
 		if at.fetch {
 			what = "fetched slot"
 		}
-		e.t.violation("%s: READY row %q does not read back byte for byte (%s)", e.store, nameOf(at.names[i]), what)
+		e.t.violation("%s: READY row %q does not read back byte for byte (%s)%s", e.store, nameOf(at.names[i]), what, when)
 	}
 }
 
@@ -308,6 +373,7 @@ func (e *epoch) shutdown(rep *Report) {
 		e.t.violation("%s: after the backend stopped, Shutdown returned %v while the hold released is %v", e.store, err, e.hold.isReleased())
 	}
 	e.reap(rep)
+	e.checkUnquiesced(rep)
 	e.checkGuard("after shutdown")
 	pinned := 0
 	for _, at := range e.open {
@@ -332,22 +398,25 @@ func (e *epoch) shutdown(rep *Report) {
 // operation on it may still touch it.
 type checker struct {
 	driver.Driver
-	t   *tally
-	mu  sync.Mutex
-	ops []driver.Operation
-	rs  [][]*driver.Region
+	t     *tally
+	mu    sync.Mutex
+	ops   []driver.Operation
+	rs    [][]*driver.Region
+	spans [][]driver.Span
 }
 
 func (c *checker) track(rows []driver.Row, op driver.Operation, err error) (driver.Operation, error) {
 	if err == nil {
 		var rs []*driver.Region
+		var spans []driver.Span
 		for _, r := range rows {
 			for _, s := range r.Spans {
 				rs = append(rs, s.Region)
+				spans = append(spans, s)
 			}
 		}
 		c.mu.Lock()
-		c.ops, c.rs = append(c.ops, op), append(c.rs, rs)
+		c.ops, c.rs, c.spans = append(c.ops, op), append(c.rs, rs), append(c.spans, spans)
 		c.mu.Unlock()
 	}
 	return op, err
@@ -374,6 +443,24 @@ func (c *checker) openOn(r *driver.Region) bool {
 		}
 		for _, x := range c.rs[i] {
 			if r == nil || x == r {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// touches reports whether an operation that has not proven its access
+// ended names memory that overlaps sp.
+func (c *checker) touches(sp driver.Span) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, op := range c.ops {
+		if op.AccessEnded() {
+			continue
+		}
+		for _, x := range c.spans[i] {
+			if x.Region == sp.Region && x.Offset < sp.Offset+sp.Length && sp.Offset < x.Offset+x.Length {
 				return true
 			}
 		}

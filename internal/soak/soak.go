@@ -48,17 +48,20 @@ type Config struct {
 
 // Report is what a run did and found.
 type Report struct {
-	Seed            int64
-	Attempts        int
-	Epochs          int
-	RowsReady       int
-	RowsChecked     int
-	Shutdowns       int
-	ShutdownsPinned int
-	SlotsPinned     int
-	Faults          map[string]int
-	Violations      []string
-	Elapsed         time.Duration
+	Seed        int64
+	Attempts    int
+	Epochs      int
+	RowsReady   int
+	RowsChecked int
+	// RowsCheckedUnquiesced are the READY rows of attempts that never
+	// quiesced, checked at the end of their epoch.
+	RowsCheckedUnquiesced int
+	Shutdowns             int
+	ShutdownsPinned       int
+	SlotsPinned           int
+	Faults                map[string]int
+	Violations            []string
+	Elapsed               time.Duration
 }
 
 // String prints the report as make soak shows it.
@@ -66,7 +69,7 @@ func (r Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "soak: seed %d, %v\n", r.Seed, r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(&b, "  attempts run:        %d (in %d epochs)\n", r.Attempts, r.Epochs)
-	fmt.Fprintf(&b, "  rows READY checked:  %d of %d READY\n", r.RowsChecked, r.RowsReady)
+	fmt.Fprintf(&b, "  rows READY checked:  %d of %d READY, %d of them at the end (attempts that never quiesced)\n", r.RowsChecked+r.RowsCheckedUnquiesced, r.RowsReady, r.RowsCheckedUnquiesced)
 	fmt.Fprintf(&b, "  shutdowns:           %d (%d pinned by unprovable calls)\n", r.Shutdowns, r.ShutdownsPinned)
 	fmt.Fprintf(&b, "  slots kept pinned:   %d\n", r.SlotsPinned)
 	fmt.Fprintf(&b, "  faults injected by kind:\n")

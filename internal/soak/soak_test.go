@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
@@ -23,7 +24,8 @@ func TestShortSoak(t *testing.T) {
 	assert.Empty(t, rep.Violations)
 	assert.GreaterOrEqual(t, rep.Attempts, 400)
 	assert.Greater(t, rep.RowsChecked, 0, "some READY rows were checked")
-	for _, kind := range []string{"random_code", "cancel", "shutdown", "delay"} {
+	assert.Greater(t, rep.RowsCheckedUnquiesced, 0, "no READY row of an attempt that never quiesced was checked")
+	for _, kind := range []string{"random_code", "cancel", "shutdown", "delay", "short_read", "access_after_results"} {
 		assert.Greater(t, rep.Faults[kind], 0, "no %s fault was injected", kind)
 	}
 }
@@ -42,7 +44,7 @@ func TestTheChecksBite(t *testing.T) {
 	e, err := newEpoch("memory", rand.New(rand.NewSource(1)), tl)
 	require.NoError(t, err)
 	at := &attempt{fetch: true, slots: []int{0}, names: []int{3}}
-	e.checkRow(at, 0)       // the slot holds zeros, not name 3's content
+	e.checkRow(at, 0, "")   // the slot holds zeros, not name 3's content
 	e.mem.Mapping()[0] ^= 1 // a write before the region
 	e.checkGuard("test")
 	e.shutdown(&Report{})
@@ -53,6 +55,65 @@ func TestTheChecksBite(t *testing.T) {
 		assert.Contains(t, all, want)
 	}
 }
+
+// TestTheNewChecksBite feeds each of the later invariants a violation: a
+// finished outcome holding a PENDING row, an attempt quiesced while an
+// operation may still touch its slot, a wrong READY row of an attempt that
+// never quiesced (checked at the end), and a short read called READY.
+func TestTheNewChecksBite(t *testing.T) {
+	check := func(t *testing.T, want string, do func(e *epoch, rep *Report)) {
+		t.Helper()
+		tl := &tally{faults: map[string]int{}}
+		e, err := newEpoch("memory", rand.New(rand.NewSource(1)), tl)
+		require.NoError(t, err)
+		rep := &Report{}
+		do(e, rep)
+		if assert.Len(t, tl.violations, 1) {
+			assert.Contains(t, tl.violations[0], want)
+		}
+		e.shutdown(&Report{})
+	}
+	t.Run("pending row in a finished outcome", func(t *testing.T) {
+		check(t, "still holds a PENDING row", func(e *epoch, _ *Report) {
+			e.checkFinal(backend.Outcome{Results: []driver.Result{{Status: driver.Ready}, {Status: driver.Pending}}})
+		})
+	})
+	t.Run("quiesced while touched", func(t *testing.T) {
+		check(t, "quiesced while an operation may still touch its slot 5", func(e *epoch, _ *Report) {
+			s := span(e.mem.Region, 5)
+			_, _ = e.chk.track([]driver.Row{{Key: "k", Spans: []driver.Span{{Region: s.Region, Offset: s.Offset + 10, Length: 1}}}}, openOp{}, nil)
+			e.checkQuiesced(&attempt{slots: []int{4}}) // another slot: no violation
+			e.checkQuiesced(&attempt{slots: []int{5}})
+		})
+	})
+	t.Run("wrong READY row of an attempt that never quiesced", func(t *testing.T) {
+		check(t, "does not read back byte for byte", func(e *epoch, rep *Report) {
+			content(3, span(e.mem.Region, 0).Bytes())
+			e.open = []*attempt{
+				{fetch: true, slots: []int{0}, names: []int{3}, a: fakeAttempt{backend.Outcome{Results: []driver.Result{{Status: driver.Ready}}}}},
+				{fetch: true, slots: []int{1}, names: []int{3}, a: fakeAttempt{backend.Outcome{Results: []driver.Result{{Status: driver.Ready}}}}},
+			}
+			e.checkUnquiesced(rep)
+			assert.Equal(t, 2, rep.RowsCheckedUnquiesced)
+			e.open = nil
+		})
+	})
+	t.Run("short read called READY", func(t *testing.T) {
+		check(t, "does not read back byte for byte", func(e *epoch, _ *Report) {
+			b := span(e.mem.Region, 0).Bytes()
+			content(3, b)
+			assert.Equal(t, int64(100), shortRead(b, 100))
+			e.checkRow(&attempt{fetch: true, slots: []int{0}, names: []int{3}}, 0, "")
+		})
+	})
+}
+
+// fakeAttempt is a finished attempt that never quiesces.
+type fakeAttempt struct{ o backend.Outcome }
+
+func (f fakeAttempt) Poll() (backend.Outcome, bool) { return f.o, true }
+func (fakeAttempt) Quiesced() bool                  { return false }
+func (fakeAttempt) Cancel()                         {}
 
 // openOp is an operation whose access never ends.
 type openOp struct{}
