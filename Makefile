@@ -5,7 +5,7 @@ GO ?= go
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: run test check generate golden bench soak fuzz deps demo
+.PHONY: run test check generate golden bench soak fuzz deps demo mutate
 
 run: deps ## the main job: check generated/, run every store's conformance suite
 	$(GO) run ./cmd/gate
@@ -54,6 +54,13 @@ bench: ## the benchmark table, JSON, SVG and ratios line
 SOAK_DURATION ?= 60s
 soak: ## the randomized fault soak, bounded (SOAK_DURATION, default 60s)
 	$(GO) run ./cmd/soak -duration $(SOAK_DURATION)
+
+# The safety-critical packages; each gets an equal share of MUTATE_BUDGET,
+# and its mutants are sampled (seeded) when the share cannot cover them all.
+MUTATE_BUDGET ?= 10m
+MUTATE_PKGS ?= runtime/driver runtime/driverkit runtime/rules runtime/backend stores/memory stores/mooncake gen/validate.go
+mutate: ## mutation testing of the safety-critical packages, bounded (MUTATE_BUDGET): score per package, each survivor's file:line
+	$(GO) run ./cmd/mutate -budget $(MUTATE_BUDGET) -timeout 90s $(MUTATE_PKGS)
 
 fuzz: ## each fuzz target for a bounded time
 	$(GO) test ./gen -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 20s
