@@ -42,6 +42,7 @@ func main() {
 	tests := flag.String("tests", "", "extra packages whose tests also run against each mutant (comma-separated)")
 	list := flag.Bool("list", false, "list the mutants and exit")
 	strict := flag.Bool("strict", false, "exit 1 when a mutant survived")
+	only := flag.String("only", "", "test only the mutants whose file:line (or file:line:col) is in this comma-separated list")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: mutate [flags] package-dir...")
 		flag.PrintDefaults()
@@ -76,6 +77,9 @@ func main() {
 			}
 			continue
 		}
+		if *only != "" {
+			ms = pick(ms, strings.Split(*only, ","))
+		}
 		rand.New(rand.NewSource(*seed)).Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
 		pkg := dir
 		if strings.HasSuffix(dir, ".go") {
@@ -89,6 +93,21 @@ func main() {
 		}
 	}
 	os.Exit(exit)
+}
+
+// pick keeps the mutants at the positions given (file:line or
+// file:line:col).
+func pick(ms []Mutant, at []string) []Mutant {
+	var out []Mutant
+	for _, m := range ms {
+		for _, a := range at {
+			if m.Pos == a || strings.HasPrefix(m.Pos, a+":") {
+				out = append(out, m)
+				break
+			}
+		}
+	}
+	return out
 }
 
 func fatal(err error) {

@@ -364,10 +364,12 @@ func TestBatchesAreCutByRowsBytesAndMaxRowsPerOp(t *testing.T) {
 
 func TestBatchSizeSaysTheRowsAndBytesOfOneCall(t *testing.T) {
 	e := newEnv(t, memory.Options{}, backend.Config{BytesPerBatch: backend.NoByteBound})
-	_, _, bounded := e.be.BatchSize(e.region)
+	rows, n, bounded := e.be.BatchSize(e.region)
 	assert.False(t, bounded, "no limit anywhere: unbounded")
+	assert.Zero(t, rows, "unbounded: no rows figure")
+	assert.Zero(t, n, "unbounded: no bytes figure")
 	e1 := newEnv(t, memory.Options{}, backend.Config{})
-	rows, n, bounded := e1.be.BatchSize(e1.region)
+	rows, n, bounded = e1.be.BatchSize(e1.region)
 	assert.True(t, bounded, "the default keeps a call short")
 	assert.Equal(t, backend.DefaultBytesPerBatch/slotBytes, rows)
 	assert.Equal(t, int64(backend.DefaultBytesPerBatch), n)
@@ -376,6 +378,12 @@ func TestBatchSizeSaysTheRowsAndBytesOfOneCall(t *testing.T) {
 	assert.True(t, bounded)
 	assert.Equal(t, 8, rows)
 	assert.Equal(t, int64(8*slotBytes), n)
+	// A slot larger than the byte bound goes alone: one row a call.
+	e3 := newEnv(t, memory.Options{}, backend.Config{BytesPerBatch: slotBytes / 2})
+	rows, n, bounded = e3.be.BatchSize(e3.region)
+	assert.True(t, bounded)
+	assert.Equal(t, 1, rows)
+	assert.Equal(t, int64(slotBytes), n)
 }
 
 func TestAFetchHintReachesEveryGetOfADriverThatReadsHints(t *testing.T) {
@@ -569,6 +577,7 @@ func TestAPublishStopsOnlyWhenACallFailedAsAWhole(t *testing.T) {
 			e.d.Store().Inject(memory.CallPut, key, -5)
 			o := wait(t, must(e.be.Publish(v)))
 			assert.Equal(t, []bool{true, false, true, true, true, true}, o.Delivered)
+			assert.Contains(t, o.Fault, "row "+key+": ", "the outcome says which row faulted")
 		})
 	}
 	t.Run("a rejected call stops it", func(t *testing.T) {

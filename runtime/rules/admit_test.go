@@ -124,3 +124,21 @@ func TestRowLimitReadAtOpen(t *testing.T) {
 		assert.Error(t, err, "a limit of %d read at open", n)
 	}
 }
+
+// TestAdmitRowsBoundsEachCall: exactly MaxRowsPerOp rows pass, one more is
+// refused, and a bound of one row refuses two.
+func TestAdmitRowsBoundsEachCall(t *testing.T) {
+	rows := func(n int) []driver.Row { return make([]driver.Row, n) }
+	assert.NoError(t, AdmitRows(rows(2), 2))
+	assert.NoError(t, AdmitRows(rows(5), 0), "0: no bound")
+	for _, c := range []struct{ n, max int }{{3, 2}, {2, 1}} {
+		var rej *driver.RejectedError
+		if assert.ErrorAs(t, AdmitRows(rows(c.n), c.max), &rej, "%d rows, bound %d", c.n, c.max) {
+			assert.Equal(t, driver.RuleTooManyRows, rej.Rule)
+		}
+	}
+	var rej *driver.RejectedError
+	if assert.ErrorAs(t, AdmitRows(nil, 0), &rej) {
+		assert.Equal(t, driver.RuleNoRows, rej.Rule)
+	}
+}
