@@ -513,3 +513,12 @@ func TestReadSpecRefusesWhatIsNoSpecFile(t *testing.T) {
 	_, err = LoadDir(dir)
 	assert.ErrorContains(t, err, "b.yaml: a folder, not a regular file")
 }
+
+// TestASizeCallNeedsWholeAndShort: a call that answers sizes and lacks
+// either outcome is refused (each alone, not only both).
+func TestASizeCallNeedsWholeAndShort(t *testing.T) {
+	for _, drop := range []string{"    whole: {result: READY, written: \"yes\"}\n", "    short: {result: FAULT, written: \"yes\"}\n"} {
+		_, err := Load("s.yaml", []byte(edit(t, drop, "")))
+		assert.ErrorContains(t, err, `answers sizes; it needs both "whole" and "short"`, "without %q", strings.TrimSpace(drop))
+	}
+}
