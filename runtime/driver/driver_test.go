@@ -173,3 +173,24 @@ func FuzzParseKey(f *testing.F) {
 		}
 	})
 }
+
+// TestKeyStemTakesEveryAllowedCharacter: the ends of each allowed range
+// are allowed, and the characters just past them are not.
+func TestKeyStemTakesEveryAllowedCharacter(t *testing.T) {
+	_, err := KeyStem("az/AZ/09/_.-")
+	assert.NoError(t, err)
+	for _, bad := range []string{"a{", "A[", "0:", "a`", "A@", "0/", "a b"} {
+		_, err := KeyStem(bad)
+		if bad == "0/" {
+			assert.Error(t, err, "an empty segment")
+			continue
+		}
+		assert.Error(t, err, "prefix %q", bad)
+	}
+}
+
+// TestSpanBytesRefusesDeviceMemory: a device span has no host bytes.
+func TestSpanBytesRefusesDeviceMemory(t *testing.T) {
+	r := &Region{Name: "gpu", Kind: Device, Layout: Layout{SlotBytes: 8, Slots: 1}, Mem: make([]byte, 8)}
+	assert.Panics(t, func() { _ = r.Slot(0).Bytes() })
+}
