@@ -233,3 +233,23 @@ func TestFinishedIsDoneAndEnded(t *testing.T) {
 	res, _ = o.Poll()
 	assert.Equal(t, driver.Ready, res[0].Status, "Poll returns a copy")
 }
+
+// TestLivenessIsPerRegion: in a call over two regions, each region's
+// liveness is its own: a live first region does not make a second,
+// unregistered one live, nor the reverse.
+func TestLivenessIsPerRegion(t *testing.T) {
+	var l Lifecycle
+	live, dead := region("live"), region("dead")
+	reg, err := l.Register(live, admitAll, nil)
+	require.NoError(t, err)
+	for _, order := range [][]*driver.Region{{live, dead}, {dead, live}} {
+		rows := []driver.Row{{Key: "a", Spans: []driver.Span{order[0].Slot(0)}}, {Key: "b", Spans: []driver.Span{order[1].Slot(0)}}}
+		_, err := l.Begin(rows, admitLive(rows))
+		assert.Equal(t, driver.RuleSpanOutside, rule(err), "rows in %q then %q", order[0].Name, order[1].Name)
+	}
+	rows := []driver.Row{{Key: "a", Spans: []driver.Span{live.Slot(0)}}, {Key: "b", Spans: []driver.Span{live.Slot(1)}}}
+	c, err := l.Begin(rows, admitLive(rows))
+	require.NoError(t, err)
+	c.End()
+	require.NoError(t, l.Unregister(reg, nil))
+}
