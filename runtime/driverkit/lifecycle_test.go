@@ -253,3 +253,22 @@ func TestLivenessIsPerRegion(t *testing.T) {
 	c.End()
 	require.NoError(t, l.Unregister(reg, nil))
 }
+
+// TestARegionStaysPinnedUntilItsLastCallEndsAccess: with two calls open on
+// a region, the first one ending its access (even twice: EndAccess, then
+// End) leaves the region pinned by the second.
+func TestARegionStaysPinnedUntilItsLastCallEndsAccess(t *testing.T) {
+	var l Lifecycle
+	r := region("r")
+	reg, err := l.Register(r, admitAll, nil)
+	require.NoError(t, err)
+	a, err := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
+	require.NoError(t, err)
+	b, err := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
+	require.NoError(t, err)
+	a.EndAccess()
+	a.End()
+	assert.Equal(t, driver.RuleAccessOpen, rule(l.Unregister(reg, nil)), "the second call may still touch the region")
+	b.End()
+	require.NoError(t, l.Unregister(reg, nil))
+}
