@@ -245,8 +245,11 @@ func (e *epoch) reap(rep *Report) bool {
 			if r.Status != driver.Ready {
 				continue
 			}
+			if e.checkRow(at, i, "") {
+				rep.RowsGone++
+				continue
+			}
 			rep.RowsChecked++
-			e.checkRow(at, i, "")
 		}
 		e.free = append(e.free, at.slots...)
 		reaped = true
@@ -289,11 +292,11 @@ func (e *epoch) checkUnquiesced(rep *Report) {
 			if r.Status != driver.Ready {
 				continue
 			}
-			if !at.fetch && e.object(at.names[i]) == nil {
-				continue // evicted or expired since: a store may drop an object
+			if e.checkRow(at, i, " at the end of its epoch") {
+				rep.RowsGone++
+				continue
 			}
 			rep.RowsCheckedUnquiesced++
-			e.checkRow(at, i, " at the end of its epoch")
 		}
 	}
 }
@@ -312,22 +315,31 @@ func (e *epoch) object(n int) []byte {
 	return got
 }
 
-func (e *epoch) checkRow(at *attempt, i int, when string) {
+// checkRow checks READY row i of at byte for byte. It reports gone, and
+// checks nothing, for a published row whose object the store no longer
+// holds (evicted or expired since: a store may drop an object).
+func (e *epoch) checkRow(at *attempt, i int, when string) (gone bool) {
 	want := make([]byte, slotBytes-2*margin)
 	content(at.names[i], want)
 	var got []byte
 	if at.fetch {
 		got = span(e.mem.Region, at.slots[i]).Bytes()
-	} else {
-		got = e.object(at.names[i])
+	} else if got = e.object(at.names[i]); got == nil {
+		return true
 	}
 	if !bytes.Equal(got, want) {
 		what := "published object"
 		if at.fetch {
 			what = "fetched slot"
 		}
-		e.t.violation("%s: READY row %q does not read back byte for byte (%s)%s", e.store, nameOf(at.names[i]), what, when)
+		diff := 0
+		for diff < len(got) && diff < len(want) && got[diff] == want[diff] {
+			diff++
+		}
+		e.t.violation("%s: READY row %q does not read back byte for byte (%s)%s: %d bytes, want %d, first difference at %d",
+			e.store, nameOf(at.names[i]), what, when, len(got), len(want), diff)
 	}
+	return false
 }
 
 func (e *epoch) checkGuard(when string) {

@@ -56,12 +56,15 @@ type Report struct {
 	// RowsCheckedUnquiesced are the READY rows of attempts that never
 	// quiesced, checked at the end of their epoch.
 	RowsCheckedUnquiesced int
-	Shutdowns             int
-	ShutdownsPinned       int
-	SlotsPinned           int
-	Faults                map[string]int
-	Violations            []string
-	Elapsed               time.Duration
+	// RowsGone are published READY rows whose object the store no longer
+	// held when checked (evicted or expired): not checkable, not wrong.
+	RowsGone        int
+	Shutdowns       int
+	ShutdownsPinned int
+	SlotsPinned     int
+	Faults          map[string]int
+	Violations      []string
+	Elapsed         time.Duration
 }
 
 // String prints the report as make soak shows it.
@@ -70,6 +73,7 @@ func (r Report) String() string {
 	fmt.Fprintf(&b, "soak: seed %d, %v\n", r.Seed, r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(&b, "  attempts run:        %d (in %d epochs)\n", r.Attempts, r.Epochs)
 	fmt.Fprintf(&b, "  rows READY checked:  %d of %d READY, %d of them at the end (attempts that never quiesced)\n", r.RowsChecked+r.RowsCheckedUnquiesced, r.RowsReady, r.RowsCheckedUnquiesced)
+	fmt.Fprintf(&b, "  published READY rows gone when checked (evicted, expired): %d\n", r.RowsGone)
 	fmt.Fprintf(&b, "  shutdowns:           %d (%d pinned by unprovable calls)\n", r.Shutdowns, r.ShutdownsPinned)
 	fmt.Fprintf(&b, "  slots kept pinned:   %d\n", r.SlotsPinned)
 	fmt.Fprintf(&b, "  faults injected by kind:\n")
