@@ -187,8 +187,8 @@ func TestSessionBookkeeping(t *testing.T) {
 		{"a refused end is revoked at once", func(m *fakesdk.Master) { m.Answer(fakesdk.CallEnd, "k", gen.InternalError) }, driver.Fault, "", false, false},
 		{"a raise in session start is revoked at once, leaving the key writable", func(m *fakesdk.Master) { m.Raise(fakesdk.CallStart, "k") }, driver.Fault, "", false, false},
 		{"a short scatter is revoked", func(m *fakesdk.Master) { m.Short("k") }, driver.Fault, "", false, false},
-		{"a raise in the scatter leaves access unproven", func(m *fakesdk.Master) { m.Raise(fakesdk.CallScatter, "k") }, driver.Fault, "open", true, true},
-		{"a wrong count from the scatter leaves access unproven", func(m *fakesdk.Master) { m.Miscount(fakesdk.CallScatter, "k") }, driver.Fault, "open", true, true},
+		{"a raise in the scatter leaves access unproven", func(m *fakesdk.Master) { m.Raise(fakesdk.CallScatter, "k") }, driver.Fault, "keep", true, true},
+		{"a wrong count from the scatter leaves access unproven", func(m *fakesdk.Master) { m.Miscount(fakesdk.CallScatter, "k") }, driver.Fault, "keep", true, true},
 		{"a full pool declines", func(m *fakesdk.Master) { m.SetCapacity(1) }, driver.Declined, "", false, false},
 	}
 	for _, c := range cases {

@@ -115,7 +115,10 @@ func (d *Driver) scatter(rows []driver.Row, idx []int, o *op, set func(int, hold
 	if err != nil || len(answers) != len(idx) {
 		for _, i := range idx {
 			o.results[i] = raised("batch_put_from_multi_buffer_ranges", err, len(answers), len(idx))
-			set(i, heldOpen)
+			// The scatter may still be writing, as after TRANSFER_FAIL: never
+			// revoke (a drain's sweep could run beside this call and free
+			// space a stale transfer then lands in).
+			set(i, heldKeep)
 		}
 		o.ended, o.unprovable = false, true
 		return nil, nil
