@@ -322,16 +322,19 @@ func (d *Driver) mayTransact(ctx context.Context, c *goredis.Client) bool {
 		return false
 	}
 	var multi, exec *goredis.Cmd
-	_, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+	_, _ = c.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		multi, exec = p.Do(ctx, "multi"), p.Do(ctx, "exec")
+		// On the same connection: a MULTI the ACL allowed with an EXEC it
+		// refused leaves that connection inside a transaction. (Its error,
+		// "DISCARD without MULTI" otherwise, is not asked.)
+		p.Do(ctx, "discard")
 		return nil
 	})
-	if err == nil && multi.Err() == nil && exec.Err() == nil {
+	if multi.Err() == nil && exec.Err() == nil {
 		d.tx.Store(txAllowed)
 		return true
 	}
 	if isNoperm(multi.Err()) || isNoperm(exec.Err()) {
-		_ = c.Do(ctx, "discard").Err()
 		d.tx.Store(txRefused)
 	}
 	return false // asked again next time if it was not a refusal
