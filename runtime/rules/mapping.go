@@ -168,3 +168,13 @@ func AfterReread(m Mapping) Mapping {
 	m.FollowUp = FollowNone
 	return m
 }
+
+// WithCause returns the mapped result, and for a FAULT adds what the
+// client reported (cause) to the spec's text, so an operator sees both.
+func (m Mapping) WithCause(cause error) driver.Result {
+	r := m.Result
+	if r.Status == driver.Fault && cause != nil {
+		r.Text += ": " + cause.Error()
+	}
+	return r
+}

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"strconv"
 	"testing"
 
@@ -66,4 +67,12 @@ func TestOtherIsNeverReady(t *testing.T) {
 	assert.Contains(t, r.Text, "another length")
 	asked.IfOther = driver.NotReady
 	assert.Equal(t, driver.Result{Status: driver.NotReady}, asked.Other("x"))
+}
+
+func TestWithCauseAddsTheClientsErrorToAFaultOnly(t *testing.T) {
+	f := Mapping{Result: driver.FaultResult(-3, "claim answered OOM")}
+	assert.Equal(t, "claim answered OOM: connection reset", f.WithCause(errors.New("connection reset")).Text)
+	assert.Equal(t, "claim answered OOM", f.WithCause(nil).Text)
+	ok := Mapping{Result: driver.Result{Status: driver.Ready}}
+	assert.Equal(t, driver.Result{Status: driver.Ready}, ok.WithCause(errors.New("ignored")))
 }

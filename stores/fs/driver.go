@@ -218,14 +218,6 @@ func (d *Driver) seam(call, key string) (code gen.Code, staged bool, err error) 
 	return gen.OK, false, nil
 }
 
-func fault(m rules.Mapping, err error) driver.Result {
-	r := m.Result
-	if r.Status == driver.Fault && err != nil {
-		r.Text += ": " + err.Error()
-	}
-	return r
-}
-
 func (d *Driver) put(row driver.Row) driver.Result {
 	p, err := pathOf(d.opt.Root, row.Key)
 	if err != nil { // admission refused it already
@@ -233,15 +225,15 @@ func (d *Driver) put(row driver.Row) driver.Result {
 	}
 	code, mine, err := d.claim(p, row.Key)
 	if m := gen.MapClaim(int64(code)); !m.Continue {
-		return fault(m, err)
+		return m.WithCause(err)
 	}
 	defer d.release(p, mine)
 	tmp, code, err := d.write(p, row.Key, row.Spans[0].Bytes())
 	if m := gen.MapWrite(int64(code)); !m.Continue {
-		return fault(m, err)
+		return m.WithCause(err)
 	}
 	code, err = d.publish(p, tmp, row.Key)
-	return fault(gen.MapPublish(int64(code)), err)
+	return gen.MapPublish(int64(code)).WithCause(err)
 }
 
 func token() string {
@@ -374,7 +366,7 @@ func (d *Driver) get(row driver.Row) driver.Result {
 	if m.Written == rules.WrittenYes {
 		copy(span.Bytes(), payload)
 	}
-	return fault(m, err)
+	return m.WithCause(err)
 }
 
 func (d *Driver) buffer() *[]byte {

@@ -167,14 +167,6 @@ func (d *Driver) As(target any) bool {
 	return false
 }
 
-func fault(m rules.Mapping, err error) driver.Result {
-	r := m.Result
-	if r.Status == driver.Fault && err != nil {
-		r.Text += ": " + err.Error()
-	}
-	return r
-}
-
 // Put claims each key, stores the objects of the rows it claimed, and asks
 // about the keys it found present.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
@@ -209,7 +201,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 			exists = append(exists, i)
 			asked[i] = m
 		default:
-			results[i] = fault(m, cerr)
+			results[i] = m.WithCause(cerr)
 		}
 	}
 
@@ -233,7 +225,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 		var release []int
 		for _, i := range store {
 			m := gen.MapStore(int64(codes[i]))
-			results[i] = fault(m, errs[i])
+			results[i] = m.WithCause(errs[i])
 			if m.Result.Status != driver.Ready && codes[i] != gen.Lost {
 				release = append(release, i)
 			}
@@ -256,7 +248,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 			v, err := gets[k].Bytes()
 			switch {
 			case err != nil && err != goredis.Nil:
-				results[i] = fault(m, err)
+				results[i] = m.WithCause(err)
 			case err != nil || bytes.HasPrefix(v, []byte(markerPrefix)):
 				results[i] = driver.Result{Status: m.IfAbsent}
 			case d.holdsRow(v, rows[i]):
@@ -504,7 +496,7 @@ func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (
 		v, err := cmd.Bytes()
 		if err != nil {
 			code, cerr := classify(err)
-			results[i] = fault(gen.MapGet(int64(code), rows[i].Bytes()), cerr)
+			results[i] = gen.MapGet(int64(code), rows[i].Bytes()).WithCause(cerr)
 			continue
 		}
 		if bytes.HasPrefix(v, []byte(markerPrefix)) {
@@ -513,7 +505,7 @@ func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (
 		}
 		payload, err := d.opt.Integrity.Check(v, rows[i].Key)
 		if err != nil {
-			results[i] = fault(gen.MapGet(int64(gen.Corrupt), rows[i].Bytes()), err)
+			results[i] = gen.MapGet(int64(gen.Corrupt), rows[i].Bytes()).WithCause(err)
 			continue
 		}
 		m := gen.MapGet(int64(len(payload)), rows[i].Bytes())

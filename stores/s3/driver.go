@@ -229,20 +229,12 @@ func (d *Driver) seam(call, key string) (code gen.Code, staged bool, err error) 
 	return gen.OK, false, nil
 }
 
-func fault(m rules.Mapping, err error) driver.Result {
-	r := m.Result
-	if r.Status == driver.Fault && err != nil {
-		r.Text += ": " + err.Error()
-	}
-	return r
-}
-
 func (d *Driver) put(ctx context.Context, row driver.Row) driver.Result {
 	slot := row.Spans[0].Bytes()
 	code, err := d.putObject(ctx, row.Key, slot)
 	m := gen.MapPut(int64(code))
 	if m.FollowUp != rules.FollowAskExistence {
-		return fault(m, err)
+		return m.WithCause(err)
 	}
 	// 412: an object is under the key now. It is this row's only if it is
 	// the row's whole object.
@@ -251,7 +243,7 @@ func (d *Driver) put(ctx context.Context, row driver.Row) driver.Result {
 	case code == gen.NoSuchKey:
 		return driver.Result{Status: m.IfAbsent}
 	case code != gen.OK:
-		return fault(m, fmt.Errorf("asking what the key holds: %w", err))
+		return m.WithCause(fmt.Errorf("asking what the key holds: %w", err))
 	}
 	payload, err := trailer.Check(obj, row.Key)
 	switch {
@@ -303,7 +295,7 @@ func (d *Driver) get(ctx context.Context, row driver.Row, buf []byte) (driver.Re
 	if m.Written == rules.WrittenYes {
 		copy(span.Bytes(), payload)
 	}
-	return fault(m, err), buf
+	return m.WithCause(err), buf
 }
 
 // getObject reads key's whole object into buf (grown as needed). An object
