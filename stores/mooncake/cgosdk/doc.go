@@ -23,13 +23,11 @@
 //
 // # What an installed SDK must provide
 //
-// A Mooncake build (CMake, BUILD_SHARED_LIBS off, the default) with the
-// store and the transfer engine, from the same tree as the mooncake_master
-// the client talks to:
+// An SDK installed with static libraries, the store and the transfer
+// engine, from the same tree as the mooncake_master the client talks to:
 //
 //   - headers: the include dirs real_client.cpp is compiled with, as listed
-//     for it in the build's compile_commands.json
-//     (CMAKE_EXPORT_COMPILE_COMMANDS=ON): <src>/mooncake-store/include,
+//     for it in the build's compile_commands.json: <src>/mooncake-store/include,
 //     <src>/mooncake-store/include/cachelib_memory_allocator{,/include,/fake_include},
 //     <src>/mooncake-transfer-engine/include, <src>/mooncake-common/include,
 //     <build>/mooncake-store/include (the generated version.h),
@@ -58,7 +56,7 @@
 // another transport) has other flags: copy that build's. shim.cpp refuses
 // to compile without -std=gnu++20 or without the flags every build defines.
 //
-// Nothing is hard-coded here; set, with SRC the source tree, BUILD the CMake
+// Nothing is hard-coded here; set, with SRC the SDK's source tree, BUILD its
 // build dir and YLT yalantinglibs' install prefix:
 //
 //	export CGO_ENABLED=1

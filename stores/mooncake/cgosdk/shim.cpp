@@ -7,10 +7,9 @@
 #if __cplusplus < 202002L
 #error "cgosdk: compile with -std=gnu++20 -fcoroutines, as the SDK's real_client.cpp (set CGO_CXXFLAGS; see doc.go)"
 #endif
-// Defined unconditionally by every Mooncake build (mooncake-common/
-// common.cmake, mooncake-common/src/CMakeLists.txt); missing means the SDK's
-// -D flags were not passed, and RealClient's layout could differ from the
-// library's.
+// Defined by every Mooncake build's real_client.cpp; missing means the
+// SDK's -D flags were not passed, and RealClient's layout could differ from
+// the library's.
 #if !defined(YLT_ENABLE_IBV) || !defined(ASIO_SEPARATE_COMPILATION) || \
     !defined(CONFIG_ERDMA)
 #error "cgosdk: compile with the -D flags of the SDK's real_client.cpp (set CGO_CPPFLAGS; see doc.go)"
