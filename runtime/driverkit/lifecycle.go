@@ -363,3 +363,25 @@ func (o finished) AccessUnprovable() bool        { return false }
 // Cancel does nothing: every row finished before the operation was
 // returned.
 func (o finished) Cancel() {}
+
+// EachRow is the whole of a Put or Get whose store calls go one row at a
+// time, each ending its access on return: it begins a call with admit (as
+// Begin does), runs do for the rows in order, answers CANCELLED for each
+// row ctx stopped before it started, ends the call and returns the finished
+// operation.
+func (l *Lifecycle) EachRow(ctx context.Context, rows []driver.Row, admit func(live func(*driver.Region) bool) error, do func(driver.Row) driver.Result) (driver.Operation, error) {
+	call, err := l.Begin(rows, admit)
+	if err != nil {
+		return nil, err
+	}
+	defer call.End()
+	results := make([]driver.Result, len(rows))
+	for i, r := range rows {
+		if ctx.Err() != nil {
+			results[i] = driver.Result{Status: driver.Cancelled}
+			continue
+		}
+		results[i] = do(r)
+	}
+	return Finished(results), nil
+}

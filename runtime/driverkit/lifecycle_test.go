@@ -272,3 +272,29 @@ func TestARegionStaysPinnedUntilItsLastCallEndsAccess(t *testing.T) {
 	b.End()
 	require.NoError(t, l.Unregister(reg, nil))
 }
+
+func TestEachRowCancelsTheRowsCtxStopped(t *testing.T) {
+	var l Lifecycle
+	r := region("r")
+	_, err := l.Register(r, admitAll, nil)
+	require.NoError(t, err)
+	rows := []driver.Row{{Key: "a", Spans: []driver.Span{r.Slot(0)}}, {Key: "b", Spans: []driver.Span{r.Slot(1)}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var seen []string
+	op, err := l.EachRow(ctx, rows, admitLive(rows), func(row driver.Row) driver.Result {
+		seen = append(seen, row.Key)
+		cancel() // the second row never starts
+		return driver.Result{Status: driver.Ready}
+	})
+	require.NoError(t, err)
+	res, done := op.Poll()
+	assert.True(t, done)
+	assert.Equal(t, []driver.Result{{Status: driver.Ready}, {Status: driver.Cancelled}}, res)
+	assert.Equal(t, []string{"a"}, seen)
+	assert.True(t, l.Drain(context.Background(), nil), "the call ended")
+
+	_, err = l.EachRow(context.Background(), rows, func(func(*driver.Region) bool) error {
+		return driver.Reject(driver.RuleEmptyKey, "x")
+	}, func(driver.Row) driver.Result { t.Fatal("a refused call ran a row"); return driver.Result{} })
+	assert.Equal(t, driver.RuleEmptyKey, rule(err))
+}

@@ -122,43 +122,17 @@ func (d *Driver) Close() error { return d.life.Close(nil) }
 
 // Put publishes each row: claim, write, publish, release.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error {
+	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
 		return gen.AdmitPut(rows, live)
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer call.End()
-	results := make([]driver.Result, len(rows))
-	for i, r := range rows {
-		if ctx.Err() != nil {
-			results[i] = driver.Result{Status: driver.Cancelled}
-			continue
-		}
-		results[i] = d.put(r)
-	}
-	return driverkit.Finished(results), nil
+	}, func(r driver.Row) driver.Result { return d.put(r) })
 }
 
 // Get reads each row's object, checks its trailer and only then copies its
 // payload into the row's span.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error {
+	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
 		return gen.AdmitGet(rows, hint, live)
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer call.End()
-	results := make([]driver.Result, len(rows))
-	for i, r := range rows {
-		if ctx.Err() != nil {
-			results[i] = driver.Result{Status: driver.Cancelled}
-			continue
-		}
-		results[i] = d.get(r)
-	}
-	return driverkit.Finished(results), nil
+	}, func(r driver.Row) driver.Result { return d.get(r) })
 }
 
 // paths are a key's files.

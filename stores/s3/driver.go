@@ -173,44 +173,21 @@ func (d *Driver) Close() error {
 
 // Put publishes each row with a conditional PutObject.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error {
+	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
 		return gen.AdmitPut(rows, live)
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer call.End()
-	results := make([]driver.Result, len(rows))
-	for i, r := range rows {
-		if ctx.Err() != nil {
-			results[i] = driver.Result{Status: driver.Cancelled}
-			continue
-		}
-		results[i] = d.put(ctx, r)
-	}
-	return driverkit.Finished(results), nil
+	}, func(r driver.Row) driver.Result { return d.put(ctx, r) })
 }
 
 // Get reads each row's object, checks its trailer and only then copies its
 // payload into the row's span.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error {
+	var buf []byte // reused from row to row
+	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
 		return gen.AdmitGet(rows, hint, live)
+	}, func(r driver.Row) (res driver.Result) {
+		res, buf = d.get(ctx, r, buf)
+		return res
 	})
-	if err != nil {
-		return nil, err
-	}
-	defer call.End()
-	results := make([]driver.Result, len(rows))
-	var buf []byte
-	for i, r := range rows {
-		if ctx.Err() != nil {
-			results[i] = driver.Result{Status: driver.Cancelled}
-			continue
-		}
-		results[i], buf = d.get(ctx, r, buf)
-	}
-	return driverkit.Finished(results), nil
 }
 
 // seam enters the seam for call on key: staged reports that it answered
