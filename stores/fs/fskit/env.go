@@ -7,11 +7,11 @@
 package fskit
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/kvblob/kvblob/conformance/fullfs"
 )
 
 // TmpfsBytes is the size of the tmpfs the kit mounts: room for the gate's
@@ -30,7 +30,7 @@ type Env struct {
 
 // Mounts says whether Setup mounts a tmpfs: only root may. NoMount says
 // why not.
-func Mounts() bool { return os.Geteuid() == 0 }
+func Mounts() bool { return fullfs.CanMount() }
 
 // NoMount is why a full filesystem cannot be staged without root.
 const NoMount = "a full filesystem needs a tmpfs mount, which needs root"
@@ -47,9 +47,9 @@ func Setup() (*Env, error) {
 	if !Mounts() {
 		return e, nil
 	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("size=%d,mode=0755", TmpfsBytes)); err != nil {
+	if err := fullfs.Mount(dir, TmpfsBytes); err != nil {
 		_ = os.Remove(dir)
-		return nil, fmt.Errorf("fskit: mount -t tmpfs -o size=%d on %s: %w", TmpfsBytes, dir, err)
+		return nil, fmt.Errorf("fskit: %w", err)
 	}
 	e.Tmpfs = true
 	return e, nil
@@ -58,34 +58,17 @@ func Setup() (*Env, error) {
 // Close unmounts the tmpfs and removes the directory.
 func (e *Env) Close() error {
 	if e.Tmpfs {
-		if err := syscall.Unmount(e.Dir, 0); err != nil {
-			return fmt.Errorf("fskit: umount %s: %w", e.Dir, err)
+		if err := fullfs.Unmount(e.Dir); err != nil {
+			return fmt.Errorf("fskit: %w", err)
 		}
 		e.Tmpfs = false
 	}
 	return os.RemoveAll(e.Dir)
 }
 
-// FillFS writes a filler file in dir until its filesystem answers ENOSPC,
-// and returns the filler's path: removing it frees the space again.
-func FillFS(dir string) (string, error) {
-	f, err := os.CreateTemp(dir, "filler-")
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	chunk := make([]byte, 1<<20)
-	for len(chunk) > 0 {
-		_, err := f.Write(chunk)
-		switch {
-		case errors.Is(err, syscall.ENOSPC):
-			chunk = chunk[:len(chunk)/2]
-		case err != nil:
-			return f.Name(), err
-		}
-	}
-	return f.Name(), nil
-}
+// FillFS writes a filler file in dir until its filesystem answers ENOSPC
+// (see fullfs.Fill).
+func FillFS(dir string) (string, error) { return fullfs.Fill(dir) }
 
 // Listing returns every path under dir, relative to it, for tests that
 // check no stray file was left behind.

@@ -19,9 +19,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
+	"github.com/kvblob/kvblob/conformance/fullfs"
 	"github.com/kvblob/kvblob/conformance/serverproc"
 )
 
@@ -62,7 +62,7 @@ func Available() (bool, string) {
 }
 
 // Mounts says whether Setup mounts a tmpfs under the gateway: only root may.
-func Mounts() bool { return os.Geteuid() == 0 }
+func Mounts() bool { return fullfs.CanMount() }
 
 // NoMount is why a full disk cannot be staged without root.
 const NoMount = "a full disk under the gateway needs a tmpfs mount, which needs root"
@@ -106,8 +106,8 @@ func Setup() (*Env, error) {
 		return fail(err)
 	}
 	if Mounts() {
-		if err := syscall.Mount("tmpfs", e.Root, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("size=%d,mode=0755", TmpfsBytes)); err != nil {
-			return fail(fmt.Errorf("s3kit: mount -t tmpfs -o size=%d on %s: %w", TmpfsBytes, e.Root, err))
+		if err := fullfs.Mount(e.Root, TmpfsBytes); err != nil {
+			return fail(fmt.Errorf("s3kit: %w", err))
 		}
 		e.Tmpfs = true
 	}
@@ -146,34 +146,17 @@ func (e *Env) Close() error {
 		e.Server.Stop()
 	}
 	if e.Tmpfs {
-		if err := syscall.Unmount(e.Root, 0); err != nil {
-			return fmt.Errorf("s3kit: umount %s: %w", e.Root, err)
+		if err := fullfs.Unmount(e.Root); err != nil {
+			return fmt.Errorf("s3kit: %w", err)
 		}
 		e.Tmpfs = false
 	}
 	return os.RemoveAll(e.dir)
 }
 
-// FillFS writes a filler file in dir until its filesystem answers ENOSPC,
-// and returns the filler's path: removing it frees the space again.
-func FillFS(dir string) (string, error) {
-	f, err := os.CreateTemp(dir, "filler-")
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	chunk := make([]byte, 1<<20)
-	for len(chunk) > 0 {
-		_, err := f.Write(chunk)
-		switch {
-		case errors.Is(err, syscall.ENOSPC):
-			chunk = chunk[:len(chunk)/2]
-		case err != nil:
-			return f.Name(), err
-		}
-	}
-	return f.Name(), nil
-}
+// FillFS writes a filler file in dir until its filesystem answers ENOSPC
+// (see fullfs.Fill).
+func FillFS(dir string) (string, error) { return fullfs.Fill(dir) }
 
 // ctx is the deadline of one kit request.
 func ctx() (context.Context, context.CancelFunc) {
