@@ -92,6 +92,32 @@ func TestRoundTripIsByteForByte(t *testing.T) {
 	}
 }
 
+// The store leaves its own objects' CRC32 unset (no read of them compares
+// it), so every way an object is seen whole must fill it in: an object
+// taken out of the store is the one trailer.Encode makes, and a reader
+// with Integrity on finds the tag missing, not the checksum wrong.
+func TestAnObjectSeenWholeCarriesItsChecksum(t *testing.T) {
+	f := newFixture(t, memory.Options{})
+	f.fill(0, 3)
+	put, err := f.d.Put(context.Background(), []driver.Row{f.row("a", 0)})
+	require.NoError(t, err)
+	require.Equal(t, driver.Ready, wait(t, put)[0].Status)
+
+	obj, ok := f.d.Store().Object("a")
+	require.True(t, ok)
+	assert.Equal(t, trailer.Encode("a", f.r.Slot(0).Bytes()), obj)
+	payload, err := trailer.Check(obj, "a")
+	require.NoError(t, err)
+	assert.Equal(t, f.r.Slot(0).Bytes(), payload)
+
+	keyed := newFixture(t, memory.Options{Store: f.d.Store(), Integrity: rowKeys(t, 0xA0, 0)})
+	res, written := keyed.getInto(t, "a")
+	assert.Equal(t, int64(gen.Corrupt), res.Code, "%v", res)
+	assert.Contains(t, res.Text, "row integrity not verified")
+	assert.NotContains(t, res.Text, "CRC32")
+	assert.False(t, written)
+}
+
 func TestMissLeavesDestinationUntouched(t *testing.T) {
 	f := newFixture(t, memory.Options{})
 	f.fill(0, 9)

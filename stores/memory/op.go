@@ -161,17 +161,15 @@ func (o *op) putRow(row driver.Row) (driver.Result, *write) {
 		copy(b, enc)
 		return driver.Result{}, &write{id: id, obj: &object{b: b}}
 	}
-	// One pass: each span is copied into the arena block and checksummed
-	// there while in cache. The key's digest is computed once, here.
+	// One pass: each span is copied into the arena block. The key's digest
+	// is computed once, here; the CRC32 is left unset (object.own).
 	b := st.alloc(n + trailer.Size)
-	var crc uint32
 	off := 0
 	for _, s := range row.Spans {
-		crc = trailer.CopyCRC(crc, b[off:], s.Bytes())
-		off += int(s.Length)
+		off += copy(b[off:], s.Bytes())
 	}
 	obj := &object{b: b, digest: trailer.NameDigest(row.Key), own: true}
-	trailer.Put(b[n:], obj.digest, n, crc)
+	trailer.Put(b[n:], obj.digest, n, 0)
 	return driver.Result{}, &write{id: id, obj: obj}
 }
 
@@ -187,15 +185,18 @@ func (o *op) getRow(row driver.Row) driver.Result {
 	defer st.done(obj)
 	// The trailer is checked before a byte is written, so a corrupt object
 	// leaves the destination untouched. An object the store wrote itself,
-	// unkeyed, read by a driver without Integrity, is checked without
-	// recomputing its checksum: it was checksummed in the pass that wrote
-	// it, and nothing else writes its block. Any other object (planted by
-	// SetObject, keyed, or read with Integrity on) is checked whole.
+	// read by a driver without Integrity, is checked without a checksum
+	// (object.own): nothing else writes its block. A planted object is
+	// checked whole, and so is every object read with Integrity on (an own
+	// object through the copy a reader outside the store would see).
 	var payload []byte
 	var err error
-	if obj.own && !o.d.opt.Integrity.On() {
+	switch {
+	case obj.own && !o.d.opt.Integrity.On():
 		payload, _, err = trailer.CheckHeader(obj.b, row.Key, obj.digest)
-	} else {
+	case obj.own:
+		payload, err = o.d.opt.Integrity.Check(obj.whole(), row.Key)
+	default:
 		payload, err = o.d.opt.Integrity.Check(obj.b, row.Key)
 	}
 	if err != nil {

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"hash/crc32"
 	"sync"
 	"sync/atomic"
 
@@ -37,9 +38,10 @@ type callKey struct{ call, key string }
 type object struct {
 	b      []byte
 	digest [16]byte
-	// own: the store wrote the object from a put, checksumming the bytes
-	// in the same pass as it copied them into b, which nothing else
-	// writes. An object planted with SetObject is not the store's own.
+	// own: the store wrote the object from a put into b, which nothing
+	// else writes, and left its trailer's CRC32 unset (0): whole computes
+	// it for a reader that checks it. An object planted with SetObject is
+	// not the store's own, and is kept as planted.
 	own   bool
 	refs  int  // readers copying out of b
 	freed bool // replaced or deleted: b goes back once refs is 0
@@ -123,7 +125,18 @@ func (s *Store) Object(key string) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	return append([]byte(nil), o.b...), true
+	return o.whole(), true
+}
+
+// whole returns a copy of the object as a reader outside the store sees
+// it: for the store's own object, with the CRC32 its put left unset.
+func (o *object) whole() []byte {
+	b := append([]byte(nil), o.b...)
+	if o.own {
+		n := len(b) - trailer.Size
+		trailer.Put(b[n:], o.digest, n, crc32.ChecksumIEEE(b[:n]))
+	}
+	return b
 }
 
 // SetObject stores obj under key as is, with no check: tests use it to
