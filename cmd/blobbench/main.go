@@ -37,6 +37,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -90,6 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	redisUser := fs.String("redis-user", "", "ACL user for -redis or -redis-cluster")
 	prefix := fs.String("prefix", "blobbench", "key prefix in a store you run: it must hold no key under prefix/ (unless -force); every key the run writes is deleted")
 	force := fs.Bool("force", false, "bench a store that holds keys under -prefix; only the keys the run wrote are deleted")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -156,6 +158,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 			cleanupAll()
 		}
 	}()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "blobbench:", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "blobbench: -cpuprofile:", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
 	rep, err := measure(p, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "blobbench:", err)
