@@ -79,16 +79,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gate: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	switch o.sdk {
-	case "fake":
-	case "real":
-		fmt.Fprintln(stderr, "gate: --sdk real needs a gate built with -tags mooncake and MOONCAKE_REAL=1; this one has only the fake SDK")
-		return 2
-	default:
+	if o.sdk != "fake" && o.sdk != "real" {
 		fmt.Fprintf(stderr, "gate: --sdk %q; want fake or real\n", o.sdk)
 		return 2
 	}
-	registered := gate.Stores()
+	registered, ok := bySDK(gate.Stores(), o.sdk == "real")
+	if !ok {
+		fmt.Fprintln(stderr, "gate: --sdk real needs a gate built with -tags mooncake (go build -tags mooncake ./cmd/gate) against an installed SDK; this one has only the fake SDK")
+		return 2
+	}
 	known := map[string]bool{}
 	for _, s := range registered {
 		known[s.Name] = true
@@ -149,6 +148,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "gate: ERROR: a store, header or spec could not be set up or read")
 	}
 	return rep.ExitCode
+}
+
+// bySDK picks, for each store name, the registration --sdk selects: with
+// real, the real SDK's where one is registered (false when none is), else
+// the default; without, never a real SDK's.
+func bySDK(all []gate.Store, real bool) ([]gate.Store, bool) {
+	hasReal := map[string]bool{}
+	for _, s := range all {
+		if s.Real {
+			hasReal[s.Name] = true
+		}
+	}
+	if real && len(hasReal) == 0 {
+		return nil, false
+	}
+	var out []gate.Store
+	for _, s := range all {
+		if s.Real == (real && hasReal[s.Name]) {
+			out = append(out, s)
+		}
+	}
+	return out, true
 }
 
 // upToDate checks that outDir holds what specDir generates, naming each

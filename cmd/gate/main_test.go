@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,4 +73,22 @@ func TestGateRefusesStaleGeneratedCode(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, p+" differs")
 	assert.Contains(t, stderr, "run 'make generate'")
+}
+
+func TestSDKPicksTheRealRegistrationOnlyWhereOneExists(t *testing.T) {
+	fake, real, redis := gate.Store{Name: "mooncake"}, gate.Store{Name: "mooncake", Real: true}, gate.Store{Name: "redis"}
+	names := func(ss []gate.Store) (out []string) {
+		for _, s := range ss {
+			out = append(out, fmt.Sprintf("%s real=%v", s.Name, s.Real))
+		}
+		return out
+	}
+	got, ok := bySDK([]gate.Store{fake, real, redis}, true)
+	assert.True(t, ok)
+	assert.Equal(t, []string{"mooncake real=true", "redis real=false"}, names(got))
+	got, ok = bySDK([]gate.Store{fake, real, redis}, false)
+	assert.True(t, ok)
+	assert.Equal(t, []string{"mooncake real=false", "redis real=false"}, names(got))
+	_, ok = bySDK([]gate.Store{fake, redis}, true)
+	assert.False(t, ok, "--sdk real with no real SDK registered must be refused")
 }

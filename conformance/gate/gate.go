@@ -25,6 +25,11 @@ type Store struct {
 	// SDK names the SDK and version the gate exercises, as the table
 	// prints it ("redis-server 7.x (loopback)").
 	SDK string
+	// Real marks the store over a real SDK that only a build tag links
+	// (Mooncake's cgo SDK: -tags mooncake). 'gate --sdk real' runs it in
+	// place of the store of the same name; the default, --sdk fake, runs
+	// the other.
+	Real bool
 	// Factory makes a fresh driver for each check. It is called only after
 	// Setup succeeded.
 	Factory conformance.Factory
@@ -40,6 +45,9 @@ type Store struct {
 	// Cases and Stage run the cases generated from the store's spec.
 	Cases []speccase.Case
 	Stage conformance.Stager
+	// StageableOnly runs only the cases the spec marks stageable: for a
+	// store whose stager gives real answers alone (conformance.Suite).
+	StageableOnly bool
 	// KnownFailures are the checks the store is known to fail, each with
 	// why (see conformance.Suite.KnownFailures).
 	KnownFailures map[string]string
@@ -87,10 +95,14 @@ func Register(s Store) {
 	if s.Name == "" || s.Factory == nil {
 		panic(fmt.Sprintf("gate: Register of %q needs a name and a factory", s.Name))
 	}
-	if _, dup := stores[s.Name]; dup {
-		panic(fmt.Sprintf("gate: store %q is registered twice", s.Name))
+	k := s.Name
+	if s.Real {
+		k += " (real SDK)"
 	}
-	stores[s.Name] = s
+	if _, dup := stores[k]; dup {
+		panic(fmt.Sprintf("gate: store %q is registered twice", k))
+	}
+	stores[k] = s
 }
 
 // Stores returns every registered store, sorted by name.
