@@ -237,8 +237,12 @@ func (s *Server) Log() string {
 // Listening returns the TCP addresses the server process listens on, read
 // from /proc (Linux): the sockets among its open files that are in the
 // LISTEN state.
-func (s *Server) Listening() ([]netip.AddrPort, error) {
-	pid := s.PID()
+func (s *Server) Listening() ([]netip.AddrPort, error) { return ListeningOf(s.PID()) }
+
+// ListeningOf returns the TCP addresses process pid listens on, as
+// Listening does: for a process serverproc did not start (a test's own,
+// whose SDK opens listeners of its own).
+func ListeningOf(pid int) ([]netip.AddrPort, error) {
 	inodes := map[string]bool{}
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
