@@ -173,7 +173,8 @@ func openRedis(t redisTarget, log io.Writer) (store, error) {
 				_ = del(keys)
 			}
 		},
-		plain: func(keys []string, obj []byte, perCall, workers int) (time.Duration, time.Duration, error) {
+		plainName: "pipeline",
+		plain: func(_ driver.Driver, keys []string, obj []byte, perCall, workers int) (time.Duration, time.Duration, error) {
 			return plainPipeline(c, keys, obj, perCall, workers)
 		}}
 	atCleanup(func() {

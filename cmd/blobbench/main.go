@@ -195,7 +195,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "ratios[%s]: publish_vs_memcpy=%s fetch_vs_memcpy=%s fetch_p99_loaded_vs_idle=%s", r.Store,
 			r.PublishVsMemcpy, r.FetchVsMemcpy, r.FetchP99LoadedVsIdle)
 		if r.PublishVsPipeline != nil {
-			fmt.Fprintf(stdout, " publish_vs_pipeline=%s fetch_vs_pipeline=%s", r.PublishVsPipeline, r.FetchVsPipeline)
+			fmt.Fprintf(stdout, " publish_vs_%s=%s fetch_vs_%s=%s", r.PlainName, r.PublishVsPipeline, r.PlainName, r.FetchVsPipeline)
 		}
 		if r.RowOpsPerSecond != nil {
 			s := r.RowOpsPerSecond

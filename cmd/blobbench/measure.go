@@ -102,12 +102,20 @@ type rowOps struct {
 
 type ratios struct {
 	Store                string  `json:"store"`
+	PlainName            string  `json:"plain_name,omitempty"`
 	PublishVsMemcpy      spread  `json:"publish_vs_memcpy"`
 	FetchVsMemcpy        spread  `json:"fetch_vs_memcpy"`
 	FetchP99LoadedVsIdle spread  `json:"fetch_p99_loaded_vs_idle"`
 	RowOpsPerSecond      *spread `json:"row_ops_per_s,omitempty"`
 	PublishVsPipeline    *spread `json:"publish_vs_pipeline,omitempty"`
 	FetchVsPipeline      *spread `json:"fetch_vs_pipeline,omitempty"`
+}
+
+// extraStores are stores a build adds (the real Mooncake SDK, with
+// -tags mooncake), each opened when the run selects it.
+var extraStores []struct {
+	name string
+	open func(log io.Writer) (store, error)
 }
 
 // store makes a fresh driver of one store, and forgets objects.
@@ -118,9 +126,14 @@ type store struct {
 	stop    func()
 	prefix  string   // the backend's key prefix ("" is the backend's default)
 	written *written // records every key before it is written, when the run must delete them
-	// plain times a plain pipelined put and get of obj under keys, perCall
-	// keys per pipeline, from workers goroutines (nil: no such baseline).
-	plain func(keys []string, obj []byte, perCall, workers int) (put, get time.Duration, err error)
+	// plain times a plain put and get of obj under keys, perCall keys per
+	// call, from workers goroutines, through the store's own client with no
+	// kvblob in the way (nil: no such baseline); d is the rig's driver.
+	// plainName names it in the ratios line ("pipeline": go-redis
+	// pipelines; "raw_sdk": the Mooncake SDK's batch_put_from and
+	// batch_get_into).
+	plain     func(d driver.Driver, keys []string, obj []byte, perCall, workers int) (put, get time.Duration, err error)
+	plainName string
 }
 
 func memoryStore() store {
@@ -312,6 +325,21 @@ func gbs(bytes int64, d time.Duration) float64 { return float64(bytes) / d.Secon
 func measure(p plan, log io.Writer) (*report, error) {
 	rep := &report{Plan: planJSON{Reps: p.reps, ViewBytes: p.viewBytes, BytesPerCall: p.bytesPerCall, RowsPerCall: p.rowsPerCall, GOMAXPROCS: runtime.GOMAXPROCS(0)}}
 	ss := []store{memoryStore(), mooncakeStore()}
+	for _, open := range extraStores {
+		if p.stores != nil && !slices.Contains(p.stores, open.name) {
+			continue
+		}
+		s, err := open.open(log)
+		if err != nil {
+			fmt.Fprintf(log, "blobbench: %s skipped: %v\n", open.name, err)
+			rep.Skipped = append(rep.Skipped, open.name+": "+err.Error())
+			continue
+		}
+		if s.stop != nil {
+			defer s.stop()
+		}
+		ss = append(ss, s)
+	}
 	if p.target != nil {
 		rs, err := openRedis(*p.target, log)
 		if err != nil {
@@ -364,7 +392,7 @@ func measure(p plan, log io.Writer) (*report, error) {
 	}
 	rep.RowOps = ro
 	for _, s := range ss {
-		rt := ratios{Store: s.name}
+		rt := ratios{Store: s.name, PlainName: s.plainName}
 		for _, b := range rep.Bandwidth {
 			if b.Store == s.name && b.RowBytes == 1<<20 && b.Workers == 2 {
 				rt.PublishVsMemcpy, rt.FetchVsMemcpy = b.PublishVsMemcpy, b.FetchVsMemcpy
@@ -427,8 +455,8 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			pv, _ := r.views(0, rows) // fresh names, recorded as written
 			keys := r.keys(pv)
 			perCall := int(max(1, min(int64(p.rowsPerCall), p.bytesPerCall/rowBytes)))
-			if plainPut, plainGet, err = s.plain(keys, plainObject(keys[0], srcMem[:rowBytes]), perCall, workers); err != nil {
-				return bandwidth{}, fmt.Errorf("plain pipeline: %w", err)
+			if plainPut, plainGet, err = s.plain(r.d, keys, plainObject(keys[0], srcMem[:rowBytes]), perCall, workers); err != nil {
+				return bandwidth{}, fmt.Errorf("plain %s: %w", s.plainName, err)
 			}
 			r.forget(pv)
 		}
