@@ -82,6 +82,13 @@ func Bind(regions []*driver.Region, d driver.Driver, hold Hold) (*RegionBinding,
 			continue
 		}
 		if !driver.IsRejected(err) {
+			// The failed registration's state is unknown, so the hold is
+			// kept; the regions registered before it are known, and are
+			// unregistered so that they do not keep the driver from
+			// closing.
+			if rbErr := b.unregister(); rbErr != nil {
+				return nil, fmt.Errorf("%w: registering region %q: %w; unregistering the regions before it failed too: %w", ErrHoldKept, r.Name, err, rbErr)
+			}
 			return nil, fmt.Errorf("%w: registering region %q: %w", ErrHoldKept, r.Name, err)
 		}
 		if rbErr := b.unregisterAll(); rbErr != nil {
@@ -121,6 +128,22 @@ func (b *RegionBinding) HoldReleased() bool {
 // unregisterAll unregisters every region still registered and, once none
 // is left, releases the hold. It may be called again after a failure.
 func (b *RegionBinding) unregisterAll() error {
+	if err := b.unregister(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.released {
+		if err := b.hold.Release(); err != nil {
+			return fmt.Errorf("release hold: %w", err)
+		}
+		b.released = true
+	}
+	return nil
+}
+
+// unregister unregisters every region still registered, keeping the hold.
+func (b *RegionBinding) unregister() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var errs []error
@@ -134,14 +157,5 @@ func (b *RegionBinding) unregisterAll() error {
 		delete(b.regs, r)
 	}
 	b.order = left
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	if !b.released {
-		if err := b.hold.Release(); err != nil {
-			return fmt.Errorf("release hold: %w", err)
-		}
-		b.released = true
-	}
-	return nil
+	return errors.Join(errs...)
 }
