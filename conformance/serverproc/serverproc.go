@@ -120,6 +120,12 @@ func (s *Server) launch() error {
 	cmd.Dir = s.Dir
 	cmd.Env = append(os.Environ(), s.spec.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// The server dies with the test that started it, however the test
+	// ends (a timeout's panic, Ctrl-C, a crash): no server outlives its
+	// run. (Linux sends the signal when the thread that started the
+	// process exits; the Go runtime keeps its threads for the process's
+	// life unless a goroutine locked to one exits, which nothing here does.)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("serverproc: starting %s: %w", s.spec.Binary, err)
 	}

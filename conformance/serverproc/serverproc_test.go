@@ -6,8 +6,10 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +20,9 @@ import (
 
 // The test binary is its own server: run with SERVERPROC_FAKE=host it
 // listens on host:port (port from its last argument) and answers each line
-// with PONG; with SERVERPROC_FAKE=fail it prints a line and exits.
+// with PONG; with SERVERPROC_FAKE=fail it prints a line and exits; with
+// SERVERPROC_FAKE=parent it starts such a server, prints its pid and waits
+// to be killed.
 func TestMain(m *testing.M) {
 	switch mode := os.Getenv("SERVERPROC_FAKE"); mode {
 	case "":
@@ -26,6 +30,15 @@ func TestMain(m *testing.M) {
 	case "fail":
 		fmt.Println("fake: refusing to start")
 		os.Exit(3)
+	case "parent":
+		// A test process that starts a server and is then killed.
+		s, err := Start(fake("127.0.0.1"))
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		fmt.Println(s.PID())
+		select {}
 	default:
 		l, err := net.Listen("tcp", net.JoinHostPort(mode, os.Args[len(os.Args)-1]))
 		if err != nil {
@@ -78,7 +91,12 @@ func fake(bind string) Spec {
 func state(t *testing.T, pid int) byte {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	require.NoError(t, err)
-	s := string(b)
+	return procState(b)
+}
+
+// procState reads the state letter out of a /proc/PID/stat line.
+func procState(stat []byte) byte {
+	s := string(stat)
 	return s[strings.LastIndexByte(s, ')')+2]
 }
 
@@ -168,5 +186,33 @@ func TestParseProcAddr(t *testing.T) {
 	for _, bad := range []string{"", "zz:1", "0100007F", "0100007F:XYZ", "01007F:0001"} {
 		_, err := parseProcAddr(bad)
 		assert.Error(t, err, bad)
+	}
+}
+
+// A test killed mid-run (a timeout, Ctrl-C, a crash) must not leave its
+// servers running: each server dies with the process that started it.
+func TestAServerDiesWithTheProcessThatStartedIt(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SERVERPROC_FAKE=parent")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "the parent did not report its server")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	require.NoError(t, err, "the parent said %q", line)
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || procState(b) == 'Z' {
+			return // gone, or dead and not yet reaped
+		}
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("server pid %d still runs 10 s after the process that started it was killed", pid)
+		}
+		time.Sleep(time.Millisecond) // paces a poll of the kernel's state
 	}
 }
