@@ -27,7 +27,7 @@ func storeChecks(s gate.Store, trip *string) []gateCheck {
 	for _, c := range s.Cases {
 		pos[c.ID] = c.Pos
 	}
-	suite := conformance.Suite{Scenarios: s.Scenarios, Cases: s.Cases, Stage: s.Stage, StageableOnly: s.StageableOnly, KnownFailures: s.KnownFailures, SkipReasons: s.SkipReasons}
+	suite := conformance.Suite{Scenarios: s.Scenarios, Cases: s.Cases, Stage: s.Stage, StageableOnly: s.StageableOnly, Deadline: s.Deadline, KnownFailures: s.KnownFailures, SkipReasons: s.SkipReasons}
 	// Every check runs after Setup, so the scenarios Setup made are read
 	// once, at the first check.
 	var once sync.Once

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/speccase"
@@ -48,6 +49,10 @@ type Store struct {
 	// StageableOnly runs only the cases the spec marks stageable: for a
 	// store whose stager gives real answers alone (conformance.Suite).
 	StageableOnly bool
+	// Deadline bounds every wait of a check (conformance.Suite.Deadline;
+	// zero: conformance.DefaultDeadline), for a store whose calls take
+	// longer (a real master down answers after its connect retries).
+	Deadline time.Duration
 	// KnownFailures are the checks the store is known to fail, each with
 	// why (see conformance.Suite.KnownFailures).
 	KnownFailures map[string]string
