@@ -65,7 +65,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_start/RPC_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:159:17",
+	Pos:         "spec/mooncake-0.3.13.yaml:161:17",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -900, CodeName: "RPC_FAIL"},
@@ -73,9 +73,10 @@ var Cases = []speccase.Case{{
 	WantCode:    -900,
 	Written:     rules.WrittenNo,
 	AccessEnded: true,
+	Stageable:   true,
 }, {
 	ID:          "batch_put_session_start/RPC_TIMEOUT",
-	Pos:         "spec/mooncake-0.3.13.yaml:160:20",
+	Pos:         "spec/mooncake-0.3.13.yaml:162:20",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -901, CodeName: "RPC_TIMEOUT"},
@@ -85,7 +86,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_start/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:161:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:163:16",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -95,7 +96,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/whole",
-	Pos:         "spec/mooncake-0.3.13.yaml:169:12",
+	Pos:         "spec/mooncake-0.3.13.yaml:171:12",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -105,7 +106,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/short",
-	Pos:         "spec/mooncake-0.3.13.yaml:171:7",
+	Pos:         "spec/mooncake-0.3.13.yaml:173:7",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -114,7 +115,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/TRANSFER_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:176:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:178:22",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
@@ -124,7 +125,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:177:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:179:16",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -134,7 +135,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/OK",
-	Pos:         "spec/mooncake-0.3.13.yaml:185:11",
+	Pos:         "spec/mooncake-0.3.13.yaml:187:11",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -144,7 +145,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_end/RPC_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:188:17",
+	Pos:         "spec/mooncake-0.3.13.yaml:190:17",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -900, CodeName: "RPC_FAIL"},
@@ -154,7 +155,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/RPC_TIMEOUT",
-	Pos:         "spec/mooncake-0.3.13.yaml:189:20",
+	Pos:         "spec/mooncake-0.3.13.yaml:191:20",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -901, CodeName: "RPC_TIMEOUT"},
@@ -164,7 +165,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/ILLEGAL_CLIENT",
-	Pos:         "spec/mooncake-0.3.13.yaml:193:23",
+	Pos:         "spec/mooncake-0.3.13.yaml:195:23",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -601, CodeName: "ILLEGAL_CLIENT"},
@@ -174,7 +175,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:194:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:196:16",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -184,7 +185,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_get_into/whole",
-	Pos:         "spec/mooncake-0.3.13.yaml:238:12",
+	Pos:         "spec/mooncake-0.3.13.yaml:240:12",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -194,7 +195,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/short",
-	Pos:         "spec/mooncake-0.3.13.yaml:241:7",
+	Pos:         "spec/mooncake-0.3.13.yaml:243:7",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -204,7 +205,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/OBJECT_NOT_FOUND",
-	Pos:         "spec/mooncake-0.3.13.yaml:246:25",
+	Pos:         "spec/mooncake-0.3.13.yaml:248:25",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -704, CodeName: "OBJECT_NOT_FOUND"},
@@ -214,7 +215,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/REPLICA_IS_NOT_READY",
-	Pos:         "spec/mooncake-0.3.13.yaml:247:29",
+	Pos:         "spec/mooncake-0.3.13.yaml:249:29",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -703, CodeName: "REPLICA_IS_NOT_READY"},
@@ -224,7 +225,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/LEASE_EXPIRED/reread-whole",
-	Pos:         "spec/mooncake-0.3.13.yaml:249:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:251:22",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
@@ -234,7 +235,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_get_into/LEASE_EXPIRED/reread-again",
-	Pos:         "spec/mooncake-0.3.13.yaml:249:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:251:22",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
@@ -245,7 +246,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_get_into/TRANSFER_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:251:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:253:22",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
@@ -255,7 +256,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: false,
 }, {
 	ID:          "batch_get_into/INVALID_PARAMS",
-	Pos:         "spec/mooncake-0.3.13.yaml:253:23",
+	Pos:         "spec/mooncake-0.3.13.yaml:255:23",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
@@ -266,7 +267,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:254:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:256:16",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
