@@ -234,10 +234,41 @@ func (c *Client) BatchGetInto(keys []string, bufs []mooncake.Buffer) ([]int64, e
 	})
 }
 
+// BatchPutFrom is the SDK's own one-call put (RealClient::batch_put_from)
+// of each key from one registered buffer: 0 or a negative ErrorCode per
+// key. It is not part of mooncake.SDK: the driver cannot use it, since it
+// answers 0 for a key that exists (or is being written) without writing
+// it. blobbench measures the driver's put against it.
+func (c *Client) BatchPutFrom(keys []string, bufs []mooncake.Buffer) ([]int64, error) {
+	if len(bufs) != len(keys) {
+		return nil, fmt.Errorf("cgosdk: batch_put_from of %d keys with %d buffers", len(keys), len(bufs))
+	}
+	ka := packKeys(keys)
+	addrs := make([]C.uintptr_t, len(keys))
+	lens := make([]C.uint64_t, len(keys))
+	for i, b := range bufs {
+		addrs[i], lens[i] = C.uintptr_t(b.Addr), C.uint64_t(b.Len)
+	}
+	return c.batch("batch_put_from", len(keys), func(h *C.kvb_mc_client, out *C.int64_t, nout *C.size_t, eb *C.char) C.int {
+		return C.kvb_mc_batch_put_from(h, ka.ptr(), &ka.lens[0], C.size_t(len(keys)), &addrs[0], &lens[0], out, nout, eb, errLen)
+	})
+}
+
 func (c *Client) BatchIsExist(keys []string) ([]int64, error) {
 	ka := packKeys(keys)
 	return c.batch("batchIsExist", len(keys), func(h *C.kvb_mc_client, out *C.int64_t, nout *C.size_t, eb *C.char) C.int {
 		return C.kvb_mc_batch_is_exist(h, ka.ptr(), &ka.lens[0], C.size_t(len(keys)), out, nout, eb, errLen)
+	})
+}
+
+// BatchRemove removes each key's object, leases or not (batchRemove with
+// force): 0 or a negative ErrorCode per key. It is not part of
+// mooncake.SDK (the driver never removes); the benchmark forgets what it
+// wrote with it.
+func (c *Client) BatchRemove(keys []string) ([]int64, error) {
+	ka := packKeys(keys)
+	return c.batch("batchRemove", len(keys), func(h *C.kvb_mc_client, out *C.int64_t, nout *C.size_t, eb *C.char) C.int {
+		return C.kvb_mc_batch_remove(h, ka.ptr(), &ka.lens[0], C.size_t(len(keys)), out, nout, eb, errLen)
 	})
 }
 

@@ -191,11 +191,37 @@ int kvb_mc_batch_get_into(kvb_mc_client *c, const char *keys,
     });
 }
 
+int kvb_mc_batch_put_from(kvb_mc_client *c, const char *keys,
+                          const uint64_t *key_lens, size_t n,
+                          const uintptr_t *addrs, const uint64_t *lens,
+                          int64_t *out, size_t *nout, char *err,
+                          size_t errlen) {
+    return guard(err, errlen, [&] {
+        std::vector<void *> bufs(n);
+        std::vector<size_t> sizes(n);
+        for (size_t i = 0; i < n; ++i) {
+            bufs[i] = reinterpret_cast<void *>(addrs[i]);
+            sizes[i] = static_cast<size_t>(lens[i]);
+        }
+        answers(c->rc->batch_put_from(key_vec(keys, key_lens, n), bufs, sizes),
+                n, out, nout);
+    });
+}
+
 int kvb_mc_batch_is_exist(kvb_mc_client *c, const char *keys,
                           const uint64_t *key_lens, size_t n, int64_t *out,
                           size_t *nout, char *err, size_t errlen) {
     return guard(err, errlen, [&] {
         answers(c->rc->batchIsExist(key_vec(keys, key_lens, n)), n, out, nout);
+    });
+}
+
+int kvb_mc_batch_remove(kvb_mc_client *c, const char *keys,
+                        const uint64_t *key_lens, size_t n, int64_t *out,
+                        size_t *nout, char *err, size_t errlen) {
+    return guard(err, errlen, [&] {
+        answers(c->rc->batchRemove(key_vec(keys, key_lens, n), true), n, out,
+                nout);
     });
 }
 

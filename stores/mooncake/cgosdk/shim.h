@@ -81,11 +81,29 @@ int kvb_mc_batch_get_into(kvb_mc_client *c, const char *keys,
                           int64_t *out, size_t *nout, char *err,
                           size_t errlen);
 
+// kvb_mc_batch_put_from is RealClient::batch_put_from with the default
+// ReplicateConfig: the SDK's own one-call put of each key from one
+// registered buffer, 0 or a negative ErrorCode per key. The driver does
+// not use it (it answers 0 for a key that exists without writing it); the
+// benchmark measures the driver against it.
+int kvb_mc_batch_put_from(kvb_mc_client *c, const char *keys,
+                          const uint64_t *key_lens, size_t n,
+                          const uintptr_t *addrs, const uint64_t *lens,
+                          int64_t *out, size_t *nout, char *err,
+                          size_t errlen);
+
 // kvb_mc_batch_is_exist is RealClient::batchIsExist: 1, 0 or a negative
 // ErrorCode per key.
 int kvb_mc_batch_is_exist(kvb_mc_client *c, const char *keys,
                           const uint64_t *key_lens, size_t n, int64_t *out,
                           size_t *nout, char *err, size_t errlen);
+
+// kvb_mc_batch_remove is RealClient::batchRemove with force: 0 or a
+// negative ErrorCode per key. Only tools use it (the benchmark forgets
+// what it wrote); the driver never removes.
+int kvb_mc_batch_remove(kvb_mc_client *c, const char *keys,
+                        const uint64_t *key_lens, size_t n, int64_t *out,
+                        size_t *nout, char *err, size_t errlen);
 
 // kvb_mc_teardown is RealClient::tearDownAll (idempotent).
 int kvb_mc_teardown(kvb_mc_client *c, int64_t *code, char *err,
