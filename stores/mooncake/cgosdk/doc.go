@@ -8,9 +8,11 @@
 // create, setup_real, register_buffer, unregister_buffer,
 // batch_put_session_start/_end/_revoke, batch_put_from_multi_buffer_ranges
 // with explicit destination offsets, batch_get_into, batchIsExist,
-// tearDownAll, and the build's version strings), cgosdk.go (the
-// mooncake.SDK over the shim) and real_test.go (the conformance suite over
-// a real mooncake_master on loopback, run only with MOONCAKE_REAL=1).
+// tearDownAll, the build's version strings, and batch_put_from, the raw put
+// the benchmark compares with), cgosdk.go (the mooncake.SDK over the shim),
+// realkit (a real mooncake_master on loopback and what a real pool can
+// stage, for the real test and 'gate --sdk real') and real_test.go (the
+// conformance suite over realkit, run only with MOONCAKE_REAL=1).
 //
 // # Version
 //
