@@ -25,6 +25,15 @@
 // go-redis pipelined SET and GET of the same bytes over the publish's and
 // fetch's times.
 //
+// Built with -tags mooncake (against an installed SDK: see
+// stores/mooncake/cgosdk/doc.go), it also measures "mooncake-real", the
+// driver over the real SDK and a mooncake_master it starts on loopback, and
+// adds publish_vs_raw_sdk and fetch_vs_raw_sdk: the SDK's own
+// batch_put_from and batch_get_into of the same bytes through the same
+// client. It logs, per rep, the same puts made the driver's way (session
+// start, scatter, end) without kvblob, which tells kvblob's cost from the
+// session path's.
+//
 // Progress goes to stderr. Machines are noisy: read the ratios, not the
 // absolute figures.
 package main

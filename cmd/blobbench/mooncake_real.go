@@ -1,0 +1,205 @@
+//go:build mooncake
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/mooncake"
+	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
+	"github.com/kvblob/kvblob/stores/mooncake/cgosdk/realkit"
+)
+
+// Built with -tags mooncake, blobbench also measures the driver over the
+// real SDK, against a mooncake_master it starts on loopback, beside the
+// SDK's own batch_put_from and batch_get_into of the same bytes through the
+// same client (the ratios line's publish_vs_raw_sdk and fetch_vs_raw_sdk).
+func init() {
+	extraStores = append(extraStores, struct {
+		name string
+		open func(log io.Writer) (store, error)
+	}{"mooncake-real", openRealMooncake})
+}
+
+// realSegmentBytes is each bench client's segment: room for a rep's view,
+// the raw baseline's copy of it and the trailers, under the master's 90 %
+// eviction mark, so nothing a rep reads is evicted.
+const realSegmentBytes = 2 << 30
+
+func openRealMooncake(log io.Writer) (store, error) {
+	pool, err := realkit.Start()
+	if err != nil {
+		return store{}, err
+	}
+	fmt.Fprintf(log, "blobbench: mooncake-real: %s, master %s\n", cgosdk.SDKVersion, pool.Addr())
+	cfg := pool.Config.Mooncake
+	cfg.GlobalSegmentSize = realSegmentBytes
+	client := func(d driver.Driver) *cgosdk.Client {
+		return d.(*mooncake.Driver).SDK().(*cgosdk.Client)
+	}
+	return store{name: "mooncake-real",
+		make: func() (driver.Driver, error) {
+			sdk, err := cgosdk.Open(cfg)
+			if err != nil {
+				return nil, err
+			}
+			d, err := mooncake.New(sdk)
+			if err != nil {
+				_ = sdk.Close()
+				return nil, err
+			}
+			return d, nil
+		},
+		forget:    func(d driver.Driver, keys []string) { _, _ = client(d).BatchRemove(keys) },
+		stop:      func() { _ = pool.Close() },
+		plainName: "raw_sdk",
+		plain: func(d driver.Driver, keys []string, obj []byte, perCall, workers int) (time.Duration, time.Duration, error) {
+			put, get, sessions, err := rawMooncake(client(d), keys, obj, perCall, workers)
+			if err == nil {
+				fmt.Fprintf(log, "blobbench: mooncake-real raw SDK: batch_put_from %v, the same puts as session start+scatter+end %v (%.2fx), batch_get_into %v\n",
+					put.Round(time.Microsecond), sessions.Round(time.Microsecond), float64(sessions)/float64(put), get.Round(time.Microsecond))
+			}
+			return put, get, err
+		}}, nil
+}
+
+// rawMooncake puts obj under every key with the SDK's batch_put_from, then
+// reads each back with batch_get_into, perCall keys per call from workers
+// goroutines, through c: the same client, segment and transport as the
+// driver's, from registered memory as the SDK requires. It also times the
+// same puts made the driver's way (session start, scatter, end, under
+// other keys, removed after), to tell what kvblob costs from what the
+// SDK's session path costs.
+func rawMooncake(c *cgosdk.Client, keys []string, obj []byte, perCall, workers int) (put, get, sessions time.Duration, err error) {
+	n := int64(len(obj))
+	var regs [][]byte
+	defer func() {
+		for _, b := range regs {
+			_, _ = c.UnregisterBuffer(buffer(b))
+			_ = hostmem.Free(b)
+		}
+	}()
+	alloc := func(size int) ([]byte, error) {
+		b, err := hostmem.Alloc(size)
+		if err != nil {
+			return nil, err
+		}
+		if code, err := c.RegisterBuffer(buffer(b)); err != nil || code != 0 {
+			_ = hostmem.Free(b)
+			return nil, fmt.Errorf("register_buffer answered %d, %v", code, err)
+		}
+		regs = append(regs, b)
+		return b, nil
+	}
+	src, err := alloc(len(obj))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	copy(src, obj)
+	dsts := make([][]byte, workers)
+	for w := range dsts {
+		if dsts[w], err = alloc(perCall * len(obj)); err != nil {
+			return 0, 0, 0, err
+		}
+		clear(dsts[w]) // touch every page now, not inside the timed gets
+	}
+	chunksOf := func(keys []string) (chunks [][]string) {
+		for i := 0; i < len(keys); i += perCall {
+			chunks = append(chunks, keys[i:min(len(keys), i+perCall)])
+		}
+		return chunks
+	}
+	chunks := chunksOf(keys)
+	run := func(call func(w int, ks []string) error) (time.Duration, error) {
+		next := make(chan []string, len(chunks))
+		for _, ks := range chunks {
+			next <- ks
+		}
+		close(next)
+		errs := make([]error, workers)
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ks := range next {
+					if err := call(w, ks); err != nil {
+						errs[w] = err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return time.Since(t0), errors.Join(errs...)
+	}
+	check := func(name string, got []int64, err error, want int64) error {
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		for i, v := range got {
+			if v != want {
+				return fmt.Errorf("%s: key %d of %d answered %d, want %d", name, i, len(got), v, want)
+			}
+		}
+		return nil
+	}
+	put, err = run(func(_ int, ks []string) error {
+		bufs := make([]mooncake.Buffer, len(ks))
+		for i := range bufs {
+			bufs[i] = buffer(src)
+		}
+		got, err := c.BatchPutFrom(ks, bufs)
+		return check("batch_put_from", got, err, 0)
+	})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	get, err = run(func(w int, ks []string) error {
+		bufs := make([]mooncake.Buffer, len(ks))
+		for i := range bufs {
+			bufs[i] = buffer(dsts[w][int64(i)*n : int64(i+1)*n])
+		}
+		got, err := c.BatchGetInto(ks, bufs)
+		return check("batch_get_into", got, err, n)
+	})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	other := make([]string, len(keys))
+	for i, k := range keys {
+		other[i] = k + "/session"
+	}
+	defer func() { _, _ = c.BatchRemove(other) }()
+	chunks = chunksOf(other)
+	sessions, err = run(func(_ int, ks []string) error {
+		sizes := make([]int64, len(ks))
+		bufs := make([][]mooncake.Buffer, len(ks))
+		for i := range ks {
+			sizes[i], bufs[i] = n, []mooncake.Buffer{buffer(src)}
+		}
+		got, err := c.BatchPutSessionStart(ks, sizes)
+		if err := check("batch_put_session_start", got, err, 0); err != nil {
+			return err
+		}
+		got, err = c.BatchPutFromMultiBufferRanges(ks, bufs)
+		if err := check("batch_put_from_multi_buffer_ranges", got, err, n); err != nil {
+			return err
+		}
+		got, err = c.BatchPutSessionEnd(ks)
+		return check("batch_put_session_end", got, err, 0)
+	})
+	return put, get, sessions, err
+}
+
+func buffer(b []byte) mooncake.Buffer {
+	return mooncake.Buffer{Addr: uintptr(unsafe.Pointer(unsafe.SliceData(b))), Len: int64(len(b))}
+}
