@@ -220,8 +220,15 @@ func (c *Client) BatchPutSessionRevoke(keys []string) ([]int64, error) {
 }
 
 func (c *Client) BatchGetInto(keys []string, bufs []mooncake.Buffer) ([]int64, error) {
+	return c.batchBuffers("batch_get_into", keys, bufs, func(h *C.kvb_mc_client, ka *C.char, kl *C.uint64_t, n C.size_t, addrs *C.uintptr_t, lens *C.uint64_t, out *C.int64_t, nout *C.size_t, eb *C.char) C.int {
+		return C.kvb_mc_batch_get_into(h, ka, kl, n, addrs, lens, out, nout, eb, errLen)
+	})
+}
+
+// batchBuffers makes a batch call of one buffer per key.
+func (c *Client) batchBuffers(name string, keys []string, bufs []mooncake.Buffer, call func(h *C.kvb_mc_client, ka *C.char, kl *C.uint64_t, n C.size_t, addrs *C.uintptr_t, lens *C.uint64_t, out *C.int64_t, nout *C.size_t, eb *C.char) C.int) ([]int64, error) {
 	if len(bufs) != len(keys) {
-		return nil, fmt.Errorf("cgosdk: batch_get_into of %d keys with %d buffers", len(keys), len(bufs))
+		return nil, fmt.Errorf("cgosdk: %s of %d keys with %d buffers", name, len(keys), len(bufs))
 	}
 	ka := packKeys(keys)
 	addrs := make([]C.uintptr_t, len(keys))
@@ -229,8 +236,8 @@ func (c *Client) BatchGetInto(keys []string, bufs []mooncake.Buffer) ([]int64, e
 	for i, b := range bufs {
 		addrs[i], lens[i] = C.uintptr_t(b.Addr), C.uint64_t(b.Len)
 	}
-	return c.batch("batch_get_into", len(keys), func(h *C.kvb_mc_client, out *C.int64_t, nout *C.size_t, eb *C.char) C.int {
-		return C.kvb_mc_batch_get_into(h, ka.ptr(), &ka.lens[0], C.size_t(len(keys)), &addrs[0], &lens[0], out, nout, eb, errLen)
+	return c.batch(name, len(keys), func(h *C.kvb_mc_client, out *C.int64_t, nout *C.size_t, eb *C.char) C.int {
+		return call(h, ka.ptr(), &ka.lens[0], C.size_t(len(keys)), &addrs[0], &lens[0], out, nout, eb)
 	})
 }
 
@@ -240,17 +247,8 @@ func (c *Client) BatchGetInto(keys []string, bufs []mooncake.Buffer) ([]int64, e
 // answers 0 for a key that exists (or is being written) without writing
 // it. blobbench measures the driver's put against it.
 func (c *Client) BatchPutFrom(keys []string, bufs []mooncake.Buffer) ([]int64, error) {
-	if len(bufs) != len(keys) {
-		return nil, fmt.Errorf("cgosdk: batch_put_from of %d keys with %d buffers", len(keys), len(bufs))
-	}
-	ka := packKeys(keys)
-	addrs := make([]C.uintptr_t, len(keys))
-	lens := make([]C.uint64_t, len(keys))
-	for i, b := range bufs {
-		addrs[i], lens[i] = C.uintptr_t(b.Addr), C.uint64_t(b.Len)
-	}
-	return c.batch("batch_put_from", len(keys), func(h *C.kvb_mc_client, out *C.int64_t, nout *C.size_t, eb *C.char) C.int {
-		return C.kvb_mc_batch_put_from(h, ka.ptr(), &ka.lens[0], C.size_t(len(keys)), &addrs[0], &lens[0], out, nout, eb, errLen)
+	return c.batchBuffers("batch_put_from", keys, bufs, func(h *C.kvb_mc_client, ka *C.char, kl *C.uint64_t, n C.size_t, addrs *C.uintptr_t, lens *C.uint64_t, out *C.int64_t, nout *C.size_t, eb *C.char) C.int {
+		return C.kvb_mc_batch_put_from(h, ka, kl, n, addrs, lens, out, nout, eb, errLen)
 	})
 }
 

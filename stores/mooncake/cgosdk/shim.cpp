@@ -174,18 +174,27 @@ int kvb_mc_batch_put_session_revoke(kvb_mc_client *c, const char *keys,
     });
 }
 
+// buffers turns the C arrays of one buffer per key into RealClient's
+// pointer and size vectors.
+static void buffers(const uintptr_t *addrs, const uint64_t *lens, size_t n,
+                    std::vector<void *> &bufs, std::vector<size_t> &sizes) {
+    bufs.resize(n);
+    sizes.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+        bufs[i] = reinterpret_cast<void *>(addrs[i]);
+        sizes[i] = static_cast<size_t>(lens[i]);
+    }
+}
+
 int kvb_mc_batch_get_into(kvb_mc_client *c, const char *keys,
                           const uint64_t *key_lens, size_t n,
                           const uintptr_t *addrs, const uint64_t *lens,
                           int64_t *out, size_t *nout, char *err,
                           size_t errlen) {
     return guard(err, errlen, [&] {
-        std::vector<void *> bufs(n);
-        std::vector<size_t> sizes(n);
-        for (size_t i = 0; i < n; ++i) {
-            bufs[i] = reinterpret_cast<void *>(addrs[i]);
-            sizes[i] = static_cast<size_t>(lens[i]);
-        }
+        std::vector<void *> bufs;
+        std::vector<size_t> sizes;
+        buffers(addrs, lens, n, bufs, sizes);
         answers(c->rc->batch_get_into(key_vec(keys, key_lens, n), bufs, sizes),
                 n, out, nout);
     });
@@ -197,12 +206,9 @@ int kvb_mc_batch_put_from(kvb_mc_client *c, const char *keys,
                           int64_t *out, size_t *nout, char *err,
                           size_t errlen) {
     return guard(err, errlen, [&] {
-        std::vector<void *> bufs(n);
-        std::vector<size_t> sizes(n);
-        for (size_t i = 0; i < n; ++i) {
-            bufs[i] = reinterpret_cast<void *>(addrs[i]);
-            sizes[i] = static_cast<size_t>(lens[i]);
-        }
+        std::vector<void *> bufs;
+        std::vector<size_t> sizes;
+        buffers(addrs, lens, n, bufs, sizes);
         answers(c->rc->batch_put_from(key_vec(keys, key_lens, n), bufs, sizes),
                 n, out, nout);
     });
