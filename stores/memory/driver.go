@@ -17,18 +17,20 @@
 //
 // The store behaves like a store: objects live in a preallocated arena of
 // 64 MiB segments carved into size-class blocks (as Mooncake's segments are),
-// so once warm a put allocates nothing on the Go heap. Without Integrity, a
-// put copies each row into its block and writes the trailer with the key's
-// name digest, computed once; a get checks the trailer's magic, version,
-// digest and length before writing a byte. The CRC32 is computed only where
-// a reader could find it wrong: for an object that leaves the store
-// (Store.Object) and for an object the store did not write itself (planted
-// with SetObject), whose read checks it whole. The store's own objects are
-// copied into blocks nothing else writes, under a key no reader sees until
-// the copy is done, so no read can find one torn; a checksum at each put
-// would be a second pass over every byte that no read ever compares. With
-// Integrity, a put and a get go through Integrity.Append and
-// Integrity.Check whole.
+// so once warm a put allocates no object memory on the Go heap. Without
+// Integrity, a put copies each row into its block and nothing more: the
+// trailer (name digest, length, CRC32) is written only where a reader sees
+// the object whole, for an object that leaves the store (Store.Object) or
+// is read with Integrity on. A get of an object the store wrote itself
+// compares only its length before writing a byte. The store's own objects
+// are copied into blocks nothing else writes, under a key no reader sees
+// until the copy is done, and found again by that key in the store's map:
+// no read can find one torn or under another name, so a digest (a SHA-256
+// of the key) and a checksum at each put would be work no read ever
+// compares. An object the store did not write itself (planted with
+// SetObject) is kept as planted, and its every read checks its trailer
+// whole, checksum included. With Integrity, a put and a get go through
+// Integrity.Append and Integrity.Check whole.
 // Operations are driver.Notifiers: the backend need not poll them.
 package memory
 

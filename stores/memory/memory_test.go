@@ -92,12 +92,18 @@ func TestRoundTripIsByteForByte(t *testing.T) {
 	}
 }
 
-// The store leaves its own objects' CRC32 unset (no read of them compares
-// it), so every way an object is seen whole must fill it in: an object
-// taken out of the store is the one trailer.Encode makes, and a reader
-// with Integrity on finds the tag missing, not the checksum wrong.
+// The store leaves its own objects' trailer unwritten (no read of them
+// compares it), so every way an object is seen whole must fill it in, name
+// digest and CRC32 included: an object taken out of the store is the one
+// trailer.Encode makes, and a reader with Integrity on finds the tag
+// missing, not the digest or the checksum wrong. "a" is stored into the
+// block another key's object left, so a stale trailer would show.
 func TestAnObjectSeenWholeCarriesItsChecksum(t *testing.T) {
 	f := newFixture(t, memory.Options{})
+	f.fill(1, 9)
+	planted := trailer.Encode("b", f.r.Slot(1).Bytes())
+	f.d.Store().SetObject("b", planted)
+	f.d.Store().Delete("b") // its block, trailer and all, is the next one handed out
 	f.fill(0, 3)
 	put, err := f.d.Put(context.Background(), []driver.Row{f.row("a", 0)})
 	require.NoError(t, err)

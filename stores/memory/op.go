@@ -161,16 +161,15 @@ func (o *op) putRow(row driver.Row) (driver.Result, *write) {
 		copy(b, enc)
 		return driver.Result{}, &write{id: id, obj: &object{b: b}}
 	}
-	// One pass: each span is copied into the arena block. The key's digest
-	// is computed once, here; the CRC32 is left unset (object.own).
+	// One pass: each span is copied into the arena block. The trailer's
+	// bytes are left unwritten (object.own): whole writes them, name digest
+	// and CRC32 included, for a reader that sees the object whole.
 	b := st.alloc(n + trailer.Size)
 	off := 0
 	for _, s := range row.Spans {
 		off += copy(b[off:], s.Bytes())
 	}
-	obj := &object{b: b, digest: trailer.NameDigest(row.Key), own: true}
-	trailer.Put(b[n:], obj.digest, n, 0)
-	return driver.Result{}, &write{id: id, obj: obj}
+	return driver.Result{}, &write{id: id, obj: &object{b: b, own: true}}
 }
 
 func (o *op) getRow(row driver.Row) driver.Result {
@@ -185,17 +184,18 @@ func (o *op) getRow(row driver.Row) driver.Result {
 	defer st.done(obj)
 	// The trailer is checked before a byte is written, so a corrupt object
 	// leaves the destination untouched. An object the store wrote itself,
-	// read by a driver without Integrity, is checked without a checksum
-	// (object.own): nothing else writes its block. A planted object is
+	// read by a driver without Integrity, needs no trailer (object.own): it
+	// was found under its key, and nothing else writes its block, so only
+	// its length is compared (by MapStoreGet, below). A planted object is
 	// checked whole, and so is every object read with Integrity on (an own
 	// object through the copy a reader outside the store would see).
 	var payload []byte
 	var err error
 	switch {
 	case obj.own && !o.d.opt.Integrity.On():
-		payload, _, err = trailer.CheckHeader(obj.b, row.Key, obj.digest)
+		payload = obj.b[:len(obj.b)-trailer.Size]
 	case obj.own:
-		payload, err = o.d.opt.Integrity.Check(obj.whole(), row.Key)
+		payload, err = o.d.opt.Integrity.Check(obj.whole(row.Key), row.Key)
 	default:
 		payload, err = o.d.opt.Integrity.Check(obj.b, row.Key)
 	}

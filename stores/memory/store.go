@@ -31,17 +31,18 @@ type Store struct {
 
 type callKey struct{ call, key string }
 
-// object is a stored object: its bytes (trailer included) in an arena
-// block, the name digest of its key (computed once, when it was stored),
-// and whether the store wrote it itself. The block goes back to the arena
-// once the object is replaced or deleted and no reader holds it.
+// object is a stored object: its bytes (room for the trailer included) in
+// an arena block, and whether the store wrote it itself. The block goes
+// back to the arena once the object is replaced or deleted and no reader
+// holds it.
 type object struct {
-	b      []byte
-	digest [16]byte
+	b []byte
 	// own: the store wrote the object from a put into b, which nothing
-	// else writes, and left its trailer's CRC32 unset (0): whole computes
-	// it for a reader that checks it. An object planted with SetObject is
-	// not the store's own, and is kept as planted.
+	// else writes, and left its trailer unwritten (the block's last
+	// trailer.Size bytes hold whatever the block held before): whole
+	// writes it, name digest and CRC32 included, for a reader that sees
+	// the object whole. An object planted with SetObject is not the
+	// store's own, and is kept as planted.
 	own   bool
 	refs  int  // readers copying out of b
 	freed bool // replaced or deleted: b goes back once refs is 0
@@ -125,16 +126,17 @@ func (s *Store) Object(key string) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	return o.whole(), true
+	return o.whole(key), true
 }
 
-// whole returns a copy of the object as a reader outside the store sees
-// it: for the store's own object, with the CRC32 its put left unset.
-func (o *object) whole() []byte {
+// whole returns a copy of the object under key as a reader outside the
+// store sees it: for the store's own object, with the trailer its put left
+// unwritten (the name digest of key, the length, the CRC32).
+func (o *object) whole(key string) []byte {
 	b := append([]byte(nil), o.b...)
 	if o.own {
 		n := len(b) - trailer.Size
-		trailer.Put(b[n:], o.digest, n, crc32.ChecksumIEEE(b[:n]))
+		trailer.Put(b[n:], trailer.NameDigest(key), n, crc32.ChecksumIEEE(b[:n]))
 	}
 	return b
 }
@@ -147,7 +149,7 @@ func (s *Store) SetObject(key string, obj []byte) {
 	defer s.mu.Unlock()
 	b := s.arena.alloc(len(obj))
 	copy(b, obj)
-	s.replaceLocked(key, &object{b: b, digest: trailer.NameDigest(key)})
+	s.replaceLocked(key, &object{b: b})
 }
 
 // Delete drops the object under key.
