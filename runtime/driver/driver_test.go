@@ -131,6 +131,27 @@ func TestKeyStemRefusesBadPrefixes(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// A key is built in one allocation, and owns its bytes: the name it was
+// built from may be reused at once.
+func TestStemKeyAllocatesOnceAndOwnsItsBytes(t *testing.T) {
+	stem, err := KeyStem("kv/model-a")
+	require.NoError(t, err)
+	name := []byte{0x00, 0x7f, 0xff, 'r'}
+	k, err := stem.Key(name)
+	require.NoError(t, err)
+	assert.Equal(t, "kv/model-a/v1/007fff72", k)
+	name[0] = 0xaa
+	k2, err := stem.Key(name)
+	require.NoError(t, err)
+	assert.Equal(t, "kv/model-a/v1/007fff72", k, "a key must not alias its name")
+	assert.Equal(t, "kv/model-a/v1/aa7fff72", k2)
+	long := bytes.Repeat([]byte{0x5a}, 32) // a hash, say: past any stack buffer
+	for _, n := range [][]byte{name, long} {
+		allocs := testing.AllocsPerRun(100, func() { k, _ = stem.Key(n) })
+		assert.Equal(t, 1.0, allocs, "allocations per key of a %d-byte name", len(n))
+	}
+}
+
 // Property: distinct (prefix, name) pairs never encode alike, and every key
 // parses back to its pair.
 func TestDistinctNamesNeverEncodeAlike(t *testing.T) {
@@ -193,4 +214,23 @@ func TestKeyStemTakesEveryAllowedCharacter(t *testing.T) {
 func TestSpanBytesRefusesDeviceMemory(t *testing.T) {
 	r := &Region{Name: "gpu", Kind: Device, Layout: Layout{SlotBytes: 8, Slots: 1}, Mem: make([]byte, 8)}
 	assert.Panics(t, func() { _ = r.Slot(0).Bytes() })
+}
+
+// BenchmarkStemKey builds the key of a short name and of a 32-byte hash.
+func BenchmarkStemKey(b *testing.B) {
+	stem, err := KeyStem("kvblob")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{8, 32} {
+		name := bytes.Repeat([]byte{0xa5}, n)
+		b.Run(fmt.Sprint("name=", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := stem.Key(name); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

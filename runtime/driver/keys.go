@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"unsafe"
 )
 
 // KeyVersion is the key format's version segment.
@@ -45,6 +46,7 @@ func KeyStem(prefix string) (Stem, error) {
 func (s Stem) String() string { return s.s }
 
 // Key returns the key of name under the stem. name must not be empty.
+// It allocates once: the key's bytes, which nothing else refers to.
 func (s Stem) Key(name []byte) (string, error) {
 	if s.s == "" {
 		return "", fmt.Errorf("driver: zero Stem; build one with KeyStem")
@@ -52,7 +54,11 @@ func (s Stem) Key(name []byte) (string, error) {
 	if len(name) == 0 {
 		return "", fmt.Errorf("driver: key name is empty")
 	}
-	return s.s + hex.EncodeToString(name), nil
+	b := make([]byte, len(s.s)+hex.EncodedLen(len(name)))
+	hex.Encode(b[copy(b, s.s):], name)
+	// b is never written again and never seen as a []byte: it is the
+	// string's, as strings.Builder.String hands its buffer over.
+	return unsafe.String(&b[0], len(b)), nil
 }
 
 // Key returns prefix/v1/hex(name).
