@@ -44,7 +44,28 @@ func TestABlockAReaderHoldsIsNotReusedUntilItLetsGo(t *testing.T) {
 	s.Delete("a") // replaced while a reader copies out of it
 	s.SetObject("b", []byte("other object"))
 	assert.Equal(t, "first object", string(o.b), "a held block is not handed out again")
+	held := &o.b[0]
 	s.done(o)
 	s.SetObject("c", []byte("third object"))
-	assert.Same(t, &o.b[0], &s.objects["c"].b[0], "once let go, the block is reused")
+	assert.Same(t, held, &s.objects["c"].b[0], "once let go, the block is reused")
+}
+
+func TestAWarmStoreStoresAnObjectWithoutTheHeap(t *testing.T) {
+	s := NewStore(0)
+	put := func() {
+		id, o, code := s.begin("k", 4096+trailer.Size, true)
+		if code != 0 {
+			t.Fatalf("begin: %v", code)
+		}
+		s.mu.Lock()
+		code = s.commitLocked("k", id, o)
+		s.mu.Unlock()
+		if code != 0 {
+			t.Fatalf("commit: %v", code)
+		}
+	}
+	put()
+	put() // the first object's struct and block are spare now
+	assert.Zero(t, testing.AllocsPerRun(100, put), "a warm store replaces an object without allocating")
+	assert.Equal(t, 1, s.Len())
 }

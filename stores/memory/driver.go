@@ -169,10 +169,13 @@ func (d *Driver) submit(rows []driver.Row, put bool, hint driver.Hint) (driver.O
 		return nil, err
 	}
 	d.mu.Lock()
-	o := &op{d: d, call: call, put: put, rows: append([]driver.Row(nil), rows...), staged: make([]driver.Result, len(rows)), writes: make([]*write, len(rows)),
+	o := &op{d: d, call: call, put: put, rows: append([]driver.Row(nil), rows...), staged: make([]driver.Result, len(rows)),
 		lose: d.loseNext, holdAccess: d.holdNext}
 	d.loseNext, d.holdNext = false, nil
 	d.mu.Unlock()
+	if put {
+		o.writes = make([]write, len(rows))
+	}
 	switch d.opt.Mode {
 	case Blocking:
 		o.run()

@@ -20,7 +20,7 @@ type op struct {
 
 	mu          sync.Mutex
 	staged      []driver.Result // results computed by move, not yet published
-	writes      []*write        // a put's objects, committed when results are published
+	writes      []write         // a put's objects, committed when results are published
 	started     int             // rows moved so far (in order)
 	moved       bool
 	cancelled   bool
@@ -108,7 +108,7 @@ func (o *op) move() {
 		}
 		o.mu.Unlock()
 		var r driver.Result
-		var w *write
+		var w write
 		if cancelled {
 			r = driver.Result{Status: driver.Cancelled}
 		} else if o.put {
@@ -118,7 +118,7 @@ func (o *op) move() {
 		}
 		o.mu.Lock()
 		o.staged[i] = r
-		if w != nil {
+		if w.obj != nil {
 			o.writes[i] = w
 		}
 		o.mu.Unlock()
@@ -133,7 +133,7 @@ func (o *op) move() {
 
 // write is a put's object, copied out of the caller's spans and reserved
 // in the store (other writers and readers see the key as PENDING) until
-// the results are published, which commits it.
+// the results are published, which commits it. A nil obj is no write.
 type write struct {
 	id  int
 	obj *object
@@ -141,14 +141,10 @@ type write struct {
 
 // putRow reserves the key and copies the row out of its spans. It returns
 // the row's result when the store refused, or the write to commit.
-func (o *op) putRow(row driver.Row) (driver.Result, *write) {
+func (o *op) putRow(row driver.Row) (driver.Result, write) {
 	st := o.d.store
 	if code, ok := st.enter(CallPut, row.Key); ok {
-		return gen.MapStorePut(int64(code)).Result, nil
-	}
-	id, code := st.begin(row.Key)
-	if code != gen.OK {
-		return gen.MapStorePut(int64(code)).Result, nil
+		return gen.MapStorePut(int64(code)).Result, write{}
 	}
 	n := int(row.Bytes())
 	if in := o.d.opt.Integrity; in.On() {
@@ -157,19 +153,25 @@ func (o *op) putRow(row driver.Row) (driver.Result, *write) {
 			payload = append(payload, s.Bytes()...)
 		}
 		enc := in.Append(payload, row.Key, payload)
-		b := st.alloc(len(enc))
-		copy(b, enc)
-		return driver.Result{}, &write{id: id, obj: &object{b: b}}
+		id, obj, code := st.begin(row.Key, len(enc), false)
+		if code != gen.OK {
+			return gen.MapStorePut(int64(code)).Result, write{}
+		}
+		copy(obj.b, enc)
+		return driver.Result{}, write{id: id, obj: obj}
 	}
 	// One pass: each span is copied into the arena block. The trailer's
 	// bytes are left unwritten (object.own): whole writes them, name digest
 	// and CRC32 included, for a reader that sees the object whole.
-	b := st.alloc(n + trailer.Size)
+	id, obj, code := st.begin(row.Key, n+trailer.Size, true)
+	if code != gen.OK {
+		return gen.MapStorePut(int64(code)).Result, write{}
+	}
 	off := 0
 	for _, s := range row.Spans {
-		off += copy(b[off:], s.Bytes())
+		off += copy(obj.b[off:], s.Bytes())
 	}
-	return driver.Result{}, &write{id: id, obj: &object{b: b, own: true}}
+	return driver.Result{}, write{id: id, obj: obj}
 }
 
 func (o *op) getRow(row driver.Row) driver.Result {
@@ -222,10 +224,15 @@ func (o *op) publish() {
 		o.call.Done()
 		return
 	}
-	for i, w := range o.writes {
-		if w != nil {
-			o.staged[i] = gen.MapStorePut(int64(o.d.store.commit(o.rows[i].Key, w.id, w.obj))).Result
+	if o.put {
+		st := o.d.store
+		st.mu.Lock()
+		for i, w := range o.writes {
+			if w.obj != nil {
+				o.staged[i] = gen.MapStorePut(int64(st.commitLocked(o.rows[i].Key, w.id, w.obj))).Result
+			}
 		}
+		st.mu.Unlock()
 	}
 	o.results = append([]driver.Result(nil), o.staged...)
 	f := o.notify

@@ -19,6 +19,7 @@ type Store struct {
 	mu       sync.Mutex
 	arena    arena
 	objects  map[string]*object
+	spare    []*object      // objects whose block went back to the arena, for reuse
 	staged   atomic.Bool    // an injection or hold was ever staged
 	pending  map[string]int // key -> writer id
 	nextID   int
@@ -147,9 +148,34 @@ func (o *object) whole(key string) []byte {
 func (s *Store) SetObject(key string, obj []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.arena.alloc(len(obj))
-	copy(b, obj)
-	s.replaceLocked(key, &object{b: b})
+	o := s.newObjectLocked(len(obj), false)
+	copy(o.b, obj)
+	s.replaceLocked(key, o)
+}
+
+// newObjectLocked returns an object with a block of n bytes, reusing the
+// struct of an object released before: once warm, storing an object takes
+// nothing from the Go heap. s.mu is held.
+func (s *Store) newObjectLocked(n int, own bool) *object {
+	var o *object
+	if k := len(s.spare); k > 0 {
+		o = s.spare[k-1]
+		s.spare[k-1] = nil
+		s.spare = s.spare[:k-1]
+	} else {
+		o = new(object)
+	}
+	*o = object{b: s.arena.alloc(n), own: own}
+	return o
+}
+
+// releaseLocked gives o's block back to the arena and keeps o for reuse.
+// Nothing may refer to o any more: it is out of the map, no reader holds
+// it, and its writer is done with it. s.mu is held.
+func (s *Store) releaseLocked(o *object) {
+	s.arena.release(o.b)
+	*o = object{}
+	s.spare = append(s.spare, o)
 }
 
 // Delete drops the object under key.
@@ -166,7 +192,7 @@ func (s *Store) replaceLocked(key string, o *object) {
 		s.used -= int64(len(old.b))
 		old.freed = true
 		if old.refs == 0 {
-			s.arena.release(old.b)
+			s.releaseLocked(old)
 		}
 	}
 	if o == nil {
@@ -175,13 +201,6 @@ func (s *Store) replaceLocked(key string, o *object) {
 	}
 	s.used += int64(len(o.b))
 	s.objects[key] = o
-}
-
-// alloc returns an arena block of n bytes for a put.
-func (s *Store) alloc(n int) []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.arena.alloc(n)
 }
 
 // enter runs a call's staged hold and injection. It returns the injected
@@ -214,24 +233,24 @@ func (s *Store) enter(call, key string) (gen.Code, bool) {
 	return gen.OK, false
 }
 
-// begin reserves key for a writer. It answers PENDING while another writer
-// holds it.
-func (s *Store) begin(key string) (int, gen.Code) {
+// begin reserves key for a writer and gives it an object of n bytes to
+// fill (own: the store writes it from a put; see object.own). It answers
+// PENDING while another writer holds the key.
+func (s *Store) begin(key string, n int, own bool) (int, *object, gen.Code) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.pending[key]; ok {
-		return 0, gen.Pending
+		return 0, nil, gen.Pending
 	}
 	s.nextID++
 	s.pending[key] = s.nextID
-	return s.nextID, gen.OK
+	return s.nextID, s.newObjectLocked(n, own), gen.OK
 }
 
-// commit stores o under key for writer id and drops its reservation. It
-// answers FULL when the object does not fit, and then releases o's block.
-func (s *Store) commit(key string, id int, o *object) gen.Code {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// commitLocked stores o under key for writer id and drops its reservation.
+// It answers FULL when the object does not fit, and then releases o. s.mu
+// is held: a put commits its rows under one lock.
+func (s *Store) commitLocked(key string, id int, o *object) gen.Code {
 	if s.pending[key] == id {
 		delete(s.pending, key)
 	}
@@ -240,7 +259,7 @@ func (s *Store) commit(key string, id int, o *object) gen.Code {
 		grow -= int64(len(old.b))
 	}
 	if s.capacity > 0 && s.used+grow > s.capacity {
-		s.arena.release(o.b)
+		s.releaseLocked(o)
 		return gen.Full
 	}
 	s.replaceLocked(key, o)
@@ -269,6 +288,6 @@ func (s *Store) done(o *object) {
 	defer s.mu.Unlock()
 	o.refs--
 	if o.refs == 0 && o.freed {
-		s.arena.release(o.b)
+		s.releaseLocked(o)
 	}
 }
