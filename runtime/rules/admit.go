@@ -24,20 +24,27 @@ func AdmitRows(rows []driver.Row, max int) error {
 
 // keySets recycles AdmitKeys' sets: admission runs for every driver call,
 // and a fresh map per call was most of its cost.
-var keySets = sync.Pool{New: func() any { return map[string]int{} }}
+var keySets = sync.Pool{New: func() any { return map[string]struct{}{} }}
 
 // AdmitKeys refuses an empty key and a key repeated within the batch.
 func AdmitKeys(rows []driver.Row) error {
-	seen := keySets.Get().(map[string]int)
+	seen := keySets.Get().(map[string]struct{})
 	defer func() { clear(seen); keySets.Put(seen) }()
 	for i, r := range rows {
 		if r.Key == "" {
 			return driver.Reject(driver.RuleEmptyKey, "row %d has an empty key", i)
 		}
-		if j, ok := seen[r.Key]; ok {
+		// One map operation per key: a key already in the set leaves its
+		// size unchanged. Only then is the earlier row looked for.
+		n := len(seen)
+		seen[r.Key] = struct{}{}
+		if len(seen) == n {
+			j := 0
+			for rows[j].Key != r.Key {
+				j++
+			}
 			return driver.Reject(driver.RuleRepeatedKey, "rows %d and %d repeat key %q", j, i, r.Key)
 		}
-		seen[r.Key] = i
 	}
 	return nil
 }

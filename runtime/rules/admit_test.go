@@ -142,3 +142,23 @@ func TestAdmitRowsBoundsEachCall(t *testing.T) {
 		assert.Equal(t, driver.RuleNoRows, rej.Rule)
 	}
 }
+
+// A repeat names the key's first row and the row repeating it, and a
+// refused batch leaves nothing behind for the next one (the sets are
+// pooled).
+func TestARepeatedKeyNamesBothRows(t *testing.T) {
+	row := func(k string) driver.Row { return driver.Row{Key: k} }
+	err := AdmitKeys([]driver.Row{row("a"), row("b"), row("c"), row("b"), row("a")})
+	var rej *driver.RejectedError
+	if !errors.As(err, &rej) || rej.Rule != driver.RuleRepeatedKey {
+		t.Fatalf("got %v, want a %s rejection", err, driver.RuleRepeatedKey)
+	}
+	if want := `rows 1 and 3 repeat key "b"`; !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %q, want it to say %q", err, want)
+	}
+	for range 3 {
+		if err := AdmitKeys([]driver.Row{row("b"), row("a")}); err != nil {
+			t.Fatalf("a fresh batch after a refused one: %v", err)
+		}
+	}
+}
