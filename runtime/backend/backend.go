@@ -365,7 +365,7 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool) ([]driver.Row, 
 		err = rules.AdmitKeys(rows)
 	}
 	if err == nil {
-		err = rules.AdmitSpans(rows, b.caps.MultiSpan, 0, b.binding.Registered)
+		err = rules.AdmitSpans(rows, b.caps.MultiSpan, 0, b.binding.registeredFunc())
 	}
 	if err == nil && fetch {
 		err = admitDisjoint(rows)
@@ -384,27 +384,31 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool) ([]driver.Row, 
 // so two spans sharing a byte would leave one row's READY bytes overwritten
 // by another's. Spans must be valid (AdmitSpans ran first).
 func admitDisjoint(rows []driver.Row) error {
+	if ascendingInOneRegion(rows) {
+		return nil // already in order, each span past the last: disjoint
+	}
 	type at struct {
 		s        driver.Span
+		region   int // the region's index, in order of first use
 		row, idx int
 	}
 	var spans []at
+	region := map[*driver.Region]int{}
 	for i, r := range rows {
 		for j, s := range r.Spans {
-			spans = append(spans, at{s, i, j})
+			k, ok := region[s.Region]
+			if !ok {
+				k = len(region)
+				region[s.Region] = k
+			}
+			spans = append(spans, at{s, k, i, j})
 		}
 	}
 	if len(spans) < 2 {
 		return nil
 	}
-	region := map[*driver.Region]int{}
-	for _, a := range spans {
-		if _, ok := region[a.s.Region]; !ok {
-			region[a.s.Region] = len(region)
-		}
-	}
 	slices.SortFunc(spans, func(x, y at) int {
-		if c := cmp.Compare(region[x.s.Region], region[y.s.Region]); c != 0 {
+		if c := cmp.Compare(x.region, y.region); c != 0 {
 			return c
 		}
 		return cmp.Compare(x.s.Offset, y.s.Offset)
@@ -428,6 +432,26 @@ func admitDisjoint(rows []driver.Row) error {
 		last = a // no overlap so far: sorted, disjoint spans end in order
 	}
 	return nil
+}
+
+// ascendingInOneRegion reports whether every span lies in one region and
+// starts at or past the end of the span before it, in view order: the
+// usual view (rows into consecutive slots), which admitDisjoint then
+// admits without sorting or allocating.
+func ascendingInOneRegion(rows []driver.Row) bool {
+	var region *driver.Region
+	var end int64
+	for _, r := range rows {
+		for _, s := range r.Spans {
+			if region == nil {
+				region = s.Region
+			} else if s.Region != region || s.Offset < end {
+				return false
+			}
+			end = s.Offset + s.Length
+		}
+	}
+	return true
 }
 
 // cut splits rows into batches of a, by the row and byte limits. A

@@ -110,6 +110,19 @@ func (b *RegionBinding) Registered(r *driver.Region) bool {
 	return ok
 }
 
+// registeredFunc is Registered for one submission's validation: it asks
+// the binding once per region it is given in a row, not once per span.
+func (b *RegionBinding) registeredFunc() func(*driver.Region) bool {
+	var last *driver.Region
+	var lastOK bool
+	return func(r *driver.Region) bool {
+		if r != last || last == nil {
+			last, lastOK = r, b.Registered(r)
+		}
+		return lastOK
+	}
+}
+
 // Regions returns the registered regions, in registration order.
 func (b *RegionBinding) Regions() []*driver.Region {
 	b.mu.Lock()
