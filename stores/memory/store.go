@@ -188,7 +188,14 @@ func (s *Store) Delete(key string) {
 // replaceLocked puts o (nil: nothing) under key, releasing the object it
 // replaces once no reader holds it.
 func (s *Store) replaceLocked(key string, o *object) {
-	if old, ok := s.objects[key]; ok {
+	old, ok := s.objects[key]
+	s.swapLocked(key, old, ok, o)
+}
+
+// swapLocked is replaceLocked for a caller that looked key up already:
+// old is what it found, ok whether it found anything.
+func (s *Store) swapLocked(key string, old *object, ok bool, o *object) {
+	if ok {
 		s.used -= int64(len(old.b))
 		old.freed = true
 		if old.refs == 0 {
@@ -255,14 +262,15 @@ func (s *Store) commitLocked(key string, id int, o *object) gen.Code {
 		delete(s.pending, key)
 	}
 	grow := int64(len(o.b))
-	if old, ok := s.objects[key]; ok {
+	old, ok := s.objects[key]
+	if ok {
 		grow -= int64(len(old.b))
 	}
 	if s.capacity > 0 && s.used+grow > s.capacity {
 		s.releaseLocked(o)
 		return gen.Full
 	}
-	s.replaceLocked(key, o)
+	s.swapLocked(key, old, ok, o)
 	return gen.OK
 }
 
