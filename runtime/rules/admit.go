@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"math/bits"
 	"sync"
 
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -23,13 +24,19 @@ func AdmitRows(rows []driver.Row, max int) error {
 }
 
 // keySets recycles AdmitKeys' sets: admission runs for every driver call,
-// and a fresh map per call was most of its cost.
-var keySets = sync.Pool{New: func() any { return map[string]struct{}{} }}
+// and a fresh map per call was most of its cost. There is a pool per
+// power of two of rows, since clearing a set costs its capacity: a
+// 256-row driver call must not clear the set a 4,096-row view grew.
+var keySets [bits.UintSize + 1]sync.Pool
 
 // AdmitKeys refuses an empty key and a key repeated within the batch.
 func AdmitKeys(rows []driver.Row) error {
-	seen := keySets.Get().(map[string]struct{})
-	defer func() { clear(seen); keySets.Put(seen) }()
+	class := bits.Len(uint(len(rows)))
+	seen, _ := keySets[class].Get().(map[string]struct{})
+	if seen == nil {
+		seen = make(map[string]struct{}, 1<<class)
+	}
+	defer func() { clear(seen); keySets[class].Put(seen) }()
 	for i, r := range rows {
 		if r.Key == "" {
 			return driver.Reject(driver.RuleEmptyKey, "row %d has an empty key", i)
