@@ -28,6 +28,7 @@ type plan struct {
 	latencyFetches int // samples per latency phase
 	latencyRows    int
 	rowOpsRows     int // rows of a view in the end-to-end row-ops measurement
+	rowOpsViews    int // round trips of such a view per rep, so a rep lasts long enough to be steady
 	redis          bool
 	stores         []string     // nil: all
 	target         *redisTarget // a Redis deployment the user runs, instead of one started here
@@ -96,8 +97,16 @@ type rowOps struct {
 	Store     string `json:"store"`
 	RowBytes  int64  `json:"row_bytes"`
 	Rows      int    `json:"rows_per_view"`
+	ViewsPer  int    `json:"round_trips_per_rep"`
 	Workers   int    `json:"workers"`
 	PerSecond spread `json:"row_ops_per_s"`
+	// RepSeconds is the median time of a rep: the round trips it timed.
+	RepSeconds float64 `json:"rep_seconds"`
+	// MemcpyPerSecond is the same bytes copied 4 KiB at a time on one
+	// goroutine, src slots into a buffer of the view's size and back into
+	// the dst slots, in the same rep: the ceiling the copies alone set.
+	MemcpyPerSecond spread `json:"memcpy_row_ops_per_s"`
+	VsMemcpy        spread `json:"row_ops_vs_memcpy"`
 }
 
 type ratios struct {
@@ -385,7 +394,7 @@ func measure(p plan, log io.Writer) (*report, error) {
 		}
 		rep.Latency = append(rep.Latency, l)
 	}
-	fmt.Fprintf(log, "blobbench: memory row-ops end to end, 4 KiB rows x%d, %d reps\n", p.rowOpsRows, p.reps)
+	fmt.Fprintf(log, "blobbench: memory row-ops end to end, 4 KiB rows x%d, %d round trips per rep, %d reps\n", p.rowOpsRows, p.rowOpsViews, p.reps)
 	ro, err := measureRowOps(memoryStore(), p)
 	if err != nil {
 		return nil, fmt.Errorf("row-ops: %w", err)
@@ -567,9 +576,13 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 		LoadedP50: percentile(allLoaded, 0.5), LoadedP99: percentile(allLoaded, 0.99), P99LoadedVsIdle: spreadOf(rs)}, nil
 }
 
-// measureRowOps times row-ops end to end through Publish and Fetch: a
-// publish of a view of 4 KiB rows (many batches) and a fetch of it back,
-// with 2 workers, counting each row of each as one row-op.
+// measureRowOps times row-ops end to end through Publish and Fetch: each
+// rep is p.rowOpsViews round trips (a publish of a view of 4 KiB rows, many
+// batches, and a fetch of it back), with 2 workers, counting each row of
+// each as one row-op. Only the round trips are timed: building the views
+// and forgetting what they published (which keeps the store's footprint
+// steady) are not. Rep 0 warms the store and the heap up and is not
+// counted.
 func measureRowOps(s store, p plan) (rowOps, error) {
 	const rowBytes = 4 << 10
 	const workers = 2
@@ -578,25 +591,46 @@ func measureRowOps(s store, p plan) (rowOps, error) {
 		return rowOps{}, err
 	}
 	defer r.close()
-	var per []float64
+	var per, secs, cps, vs []float64
+	n := int64(p.rowOpsRows) * rowBytes
+	srcMem, dstMem := r.slots.Mem[:n], r.slots.Mem[n:2*n]
+	scratch := make([]byte, n)
 	for i := 0; i <= p.reps; i++ {
-		src, dst := r.views(0, p.rowOpsRows)
+		var el time.Duration
+		for k := 0; k < p.rowOpsViews; k++ {
+			src, dst := r.views(0, p.rowOpsRows)
+			t0 := time.Now()
+			if err := r.finish(r.be.Publish(src)); err != nil {
+				return rowOps{}, err
+			}
+			if err := r.finish(r.be.Fetch(dst, driver.Hint{})); err != nil {
+				return rowOps{}, err
+			}
+			el += time.Since(t0)
+			r.forget(src)
+		}
 		t0 := time.Now()
-		if err := r.finish(r.be.Publish(src)); err != nil {
-			return rowOps{}, err
+		for k := 0; k < p.rowOpsViews; k++ {
+			for off := int64(0); off < n; off += rowBytes {
+				copy(scratch[off:off+rowBytes], srcMem[off:off+rowBytes])
+			}
+			for off := int64(0); off < n; off += rowBytes {
+				copy(dstMem[off:off+rowBytes], scratch[off:off+rowBytes])
+			}
 		}
-		if err := r.finish(r.be.Fetch(dst, driver.Hint{})); err != nil {
-			return rowOps{}, err
-		}
-		el := time.Since(t0)
-		r.forget(src)
+		cp := time.Since(t0)
 		runtime.GC()
 		if i > 0 {
-			per = append(per, float64(2*p.rowOpsRows)/el.Seconds())
+			ops := float64(2 * p.rowOpsRows * p.rowOpsViews)
+			per = append(per, ops/el.Seconds())
+			secs = append(secs, el.Seconds())
+			cps = append(cps, ops/cp.Seconds())
+			vs = append(vs, cp.Seconds()/el.Seconds())
 		}
 	}
 	if err := r.close(); err != nil {
 		return rowOps{}, err
 	}
-	return rowOps{Store: s.name, RowBytes: rowBytes, Rows: p.rowOpsRows, Workers: workers, PerSecond: spreadOf(per)}, nil
+	return rowOps{Store: s.name, RowBytes: rowBytes, Rows: p.rowOpsRows, ViewsPer: p.rowOpsViews, Workers: workers,
+		PerSecond: spreadOf(per), RepSeconds: spreadOf(secs).Median, MemcpyPerSecond: spreadOf(cps), VsMemcpy: spreadOf(vs)}, nil
 }
