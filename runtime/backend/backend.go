@@ -456,21 +456,37 @@ func ascendingInOneRegion(rows []driver.Row) bool {
 
 // cut splits rows into batches of a, by the row and byte limits. A
 // batch's rows are a slice of rows: consecutive, never copied.
+//
+// It passes over rows twice, counting the batches first, so that they
+// take two allocations whatever their number: the batches, and the
+// pointers to them.
 func (b *Backend) cut(rows []driver.Row, a *Attempt) []*batch {
 	maxRows := b.rowLimit()
 	maxBytes := b.cfg.BytesPerBatch
-	var out []*batch
-	start, bytes := 0, int64(0)
-	for i, r := range rows {
-		n := r.Bytes()
-		k := i - start
-		if k > 0 && ((maxRows > 0 && k >= maxRows) || bytes+n > maxBytes) {
-			out = append(out, &batch{a: a, rows: rows[start:i:i], first: start, bytes: bytes, openAt: -1, watchAt: -1})
-			start, bytes = i, 0
+	each := func(emit func(start, end int, bytes int64)) {
+		start, bytes := 0, int64(0)
+		for i, r := range rows {
+			n := r.Bytes()
+			k := i - start
+			if k > 0 && ((maxRows > 0 && k >= maxRows) || bytes+n > maxBytes) {
+				emit(start, i, bytes)
+				start, bytes = i, 0
+			}
+			bytes += n
 		}
-		bytes += n
+		emit(start, len(rows), bytes)
 	}
-	return append(out, &batch{a: a, rows: rows[start:], first: start, bytes: bytes, openAt: -1, watchAt: -1})
+	count := 0
+	each(func(int, int, int64) { count++ })
+	slab := make([]batch, count)
+	out := make([]*batch, count)
+	k := 0
+	each(func(start, end int, bytes int64) {
+		slab[k] = batch{a: a, rows: rows[start:end:end], first: start, bytes: bytes, openAt: -1, watchAt: -1}
+		out[k] = &slab[k]
+		k++
+	})
+	return out
 }
 
 // notifyLocked wakes a Shutdown waiting for a state change. b.mu is held.
