@@ -234,7 +234,10 @@ func (o *op) publish() {
 		}
 		st.mu.Unlock()
 	}
-	o.results = append([]driver.Result(nil), o.staged...)
+	// staged is final: move ran and never runs again (moved), so the
+	// results are staged itself, handed over without a copy (Poll copies
+	// out of them).
+	o.results = o.staged
 	f := o.notify
 	o.mu.Unlock()
 	o.call.Done()
