@@ -150,6 +150,7 @@ func (l *Lifecycle) Begin(rows []driver.Row, admit func(live func(*driver.Region
 		return nil, err
 	}
 	c := &Call{l: l, accessOpen: true, open: true}
+	c.regions = c.region1[:0]
 	for _, row := range rows {
 		for _, s := range row.Spans {
 			if !containsRegion(c.regions, s.Region) {
@@ -278,8 +279,9 @@ func (l *Lifecycle) Close(release func() error) error {
 type Call struct {
 	l          *Lifecycle
 	regions    []*driver.Region
-	accessOpen bool // regions pinned
-	open       bool // results not yet recorded
+	region1    [1]*driver.Region // regions' storage for a call in one region
+	accessOpen bool              // regions pinned
+	open       bool              // results not yet recorded
 	unprovable bool
 }
 
