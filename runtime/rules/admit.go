@@ -29,8 +29,25 @@ func AdmitRows(rows []driver.Row, max int) error {
 // 256-row driver call must not clear the set a 4,096-row view grew.
 var keySets [bits.UintSize + 1]sync.Pool
 
+// smallKeys is how many rows AdmitKeys compares pairwise instead of
+// through a set: below it, the comparisons cost less than the set.
+const smallKeys = 8
+
 // AdmitKeys refuses an empty key and a key repeated within the batch.
 func AdmitKeys(rows []driver.Row) error {
+	if len(rows) <= smallKeys {
+		for i, r := range rows {
+			if r.Key == "" {
+				return driver.Reject(driver.RuleEmptyKey, "row %d has an empty key", i)
+			}
+			for j := range i {
+				if rows[j].Key == r.Key {
+					return driver.Reject(driver.RuleRepeatedKey, "rows %d and %d repeat key %q", j, i, r.Key)
+				}
+			}
+		}
+		return nil
+	}
 	class := bits.Len(uint(len(rows)))
 	seen, _ := keySets[class].Get().(map[string]struct{})
 	if seen == nil {

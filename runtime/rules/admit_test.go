@@ -2,6 +2,7 @@ package rules
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -146,19 +147,32 @@ func TestAdmitRowsBoundsEachCall(t *testing.T) {
 // A repeat names the key's first row and the row repeating it, and a
 // refused batch leaves nothing behind for the next one (the sets are
 // pooled).
+// Both ways AdmitKeys checks a batch (pairwise under smallKeys rows, a set
+// above) are tried.
 func TestARepeatedKeyNamesBothRows(t *testing.T) {
 	row := func(k string) driver.Row { return driver.Row{Key: k} }
-	err := AdmitKeys([]driver.Row{row("a"), row("b"), row("c"), row("b"), row("a")})
-	var rej *driver.RejectedError
-	if !errors.As(err, &rej) || rej.Rule != driver.RuleRepeatedKey {
-		t.Fatalf("got %v, want a %s rejection", err, driver.RuleRepeatedKey)
-	}
-	if want := `rows 1 and 3 repeat key "b"`; !strings.Contains(err.Error(), want) {
-		t.Fatalf("got %q, want it to say %q", err, want)
-	}
-	for range 3 {
-		if err := AdmitKeys([]driver.Row{row("b"), row("a")}); err != nil {
-			t.Fatalf("a fresh batch after a refused one: %v", err)
+	for _, pad := range []int{0, smallKeys} {
+		var rows []driver.Row
+		for i := range pad {
+			rows = append(rows, row(fmt.Sprint("pad-", i)))
+		}
+		rows = append(rows, row("a"), row("b"), row("c"), row("b"), row("a"))
+		err := AdmitKeys(rows)
+		var rej *driver.RejectedError
+		if !errors.As(err, &rej) || rej.Rule != driver.RuleRepeatedKey {
+			t.Fatalf("%d rows: got %v, want a %s rejection", len(rows), err, driver.RuleRepeatedKey)
+		}
+		if want := fmt.Sprintf(`rows %d and %d repeat key "b"`, pad+1, pad+3); !strings.Contains(err.Error(), want) {
+			t.Fatalf("%d rows: got %q, want it to say %q", len(rows), err, want)
+		}
+		err = AdmitKeys(append(rows[:pad+3:pad+3], row("")))
+		if !errors.As(err, &rej) || rej.Rule != driver.RuleEmptyKey {
+			t.Fatalf("%d rows: got %v, want a %s rejection", pad+4, err, driver.RuleEmptyKey)
+		}
+		for range 3 {
+			if err := AdmitKeys(rows[:pad+3]); err != nil {
+				t.Fatalf("%d rows: a fresh batch after a refused one: %v", pad+3, err)
+			}
 		}
 	}
 }
