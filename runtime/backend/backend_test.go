@@ -194,10 +194,10 @@ func (w *waker) changed() <-chan struct{} {
 
 // until waits for cond, checking it again after every wake.
 func (w *waker) until(t testing.TB, what string, cond func() bool) {
-	t.Helper()
 	if cond() {
-		return // no timer for what already holds (a benchmark settles many)
+		return // no timer, no Helper (runtime.Callers): a benchmark settles many
 	}
+	t.Helper()
 	timeout := time.NewTimer(10 * time.Second)
 	defer timeout.Stop()
 	for {
