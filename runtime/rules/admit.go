@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"hash/maphash"
 	"math/bits"
 	"sync"
 
@@ -23,14 +24,17 @@ func AdmitRows(rows []driver.Row, max int) error {
 	return nil
 }
 
-// keySets recycles AdmitKeys' sets: admission runs for every driver call,
-// and a fresh map per call was most of its cost. There is a pool per
-// power of two of rows, since clearing a set costs its capacity: a
-// 256-row driver call must not clear the set a 4,096-row view grew.
-var keySets [bits.UintSize + 1]sync.Pool
+// keyTables recycles AdmitKeys' hash tables, one pool per power of two of
+// rows: admission runs for every driver call (and the backend's for every
+// view), and clearing a table costs its size, so a 256-row driver call
+// must not clear the table a 4,096-row view needed.
+var keyTables [bits.UintSize + 1]sync.Pool
+
+// keySeed seeds AdmitKeys' hashes; it is random per process.
+var keySeed = maphash.MakeSeed()
 
 // smallKeys is how many rows AdmitKeys compares pairwise instead of
-// through a set: below it, the comparisons cost less than the set.
+// through a table: below it, the comparisons cost less than the table.
 const smallKeys = 8
 
 // AdmitKeys refuses an empty key and a key repeated within the batch.
@@ -48,26 +52,35 @@ func AdmitKeys(rows []driver.Row) error {
 		}
 		return nil
 	}
-	class := bits.Len(uint(len(rows)))
-	seen, _ := keySets[class].Get().(map[string]struct{})
-	if seen == nil {
-		seen = make(map[string]struct{}, 1<<class)
+	// An open-addressed table of at least twice as many slots as rows:
+	// each slot is empty (0) or holds a row's index + 1 (low 32 bits) and
+	// the high 32 bits of its key's hash, which most probes compare
+	// instead of the keys. Two keys are the same only if they compare
+	// equal, so a hash collision never refuses a batch.
+	class := bits.Len(uint(len(rows))) + 1
+	tp, _ := keyTables[class].Get().(*[]uint64)
+	if tp == nil {
+		t := make([]uint64, 1<<class)
+		tp = &t
 	}
-	defer func() { clear(seen); keySets[class].Put(seen) }()
+	table := *tp
+	defer func() { clear(table); keyTables[class].Put(tp) }()
+	mask := uint64(len(table) - 1)
 	for i, r := range rows {
 		if r.Key == "" {
 			return driver.Reject(driver.RuleEmptyKey, "row %d has an empty key", i)
 		}
-		// One map operation per key: a key already in the set leaves its
-		// size unchanged. Only then is the earlier row looked for.
-		n := len(seen)
-		seen[r.Key] = struct{}{}
-		if len(seen) == n {
-			j := 0
-			for rows[j].Key != r.Key {
-				j++
+		h := maphash.String(keySeed, r.Key)
+		tag := h &^ 0xffffffff
+		for at := h & mask; ; at = (at + 1) & mask {
+			e := table[at]
+			if e == 0 {
+				table[at] = tag | uint64(i+1)
+				break
 			}
-			return driver.Reject(driver.RuleRepeatedKey, "rows %d and %d repeat key %q", j, i, r.Key)
+			if j := int(uint32(e)) - 1; e&^0xffffffff == tag && rows[j].Key == r.Key {
+				return driver.Reject(driver.RuleRepeatedKey, "rows %d and %d repeat key %q", j, i, r.Key)
+			}
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package rules
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -172,6 +173,38 @@ func TestARepeatedKeyNamesBothRows(t *testing.T) {
 		for range 3 {
 			if err := AdmitKeys(rows[:pad+3]); err != nil {
 				t.Fatalf("%d rows: a fresh batch after a refused one: %v", pad+3, err)
+			}
+		}
+	}
+}
+
+// Property: AdmitKeys answers what a plain set would, on batches of every
+// size around the pairwise bound and the table's powers of two, with
+// repeats anywhere (and keys that differ only late, as keys under one
+// stem do).
+func TestAdmitKeysAgreesWithASet(t *testing.T) {
+	rng := rand.New(rand.NewPCG(18, 18))
+	for n := 1; n <= 600; n += 1 + n/16 {
+		for range 20 {
+			rows := make([]driver.Row, n)
+			for i := range rows {
+				rows[i] = driver.Row{Key: fmt.Sprintf("kvblob/v1/%032x", rng.IntN(4*n))}
+			}
+			want := ""
+			seen := map[string]int{}
+			for i, r := range rows {
+				if j, ok := seen[r.Key]; ok {
+					want = fmt.Sprintf("rows %d and %d repeat key %q", j, i, r.Key)
+					break
+				}
+				seen[r.Key] = i
+			}
+			err := AdmitKeys(rows)
+			switch {
+			case want == "" && err != nil:
+				t.Fatalf("%d distinct keys refused: %v", n, err)
+			case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+				t.Fatalf("%d keys: got %v, want %q", n, err, want)
 			}
 		}
 	}
