@@ -9,9 +9,9 @@ import "math/bits"
 // heap, and no page is touched for the first time. Its caller holds the
 // store's lock.
 type arena struct {
-	seg  []byte           // the current segment's unused tail
-	free map[int][][]byte // class size -> free blocks
-	kept int64            // bytes held in segments and blocks
+	seg  []byte     // the current segment's unused tail
+	free [][][]byte // classIndex -> free blocks
+	kept int64      // bytes held in segments and blocks
 }
 
 // segmentBytes is one segment; an object above a quarter of it gets a
@@ -29,13 +29,24 @@ func class(n int) int {
 	return (n + step - 1) &^ (step - 1)
 }
 
+// classIndex numbers the classes in order from 0: 64 classes up to
+// 4 KiB, then eight per power of two. c is a class (class(c) == c).
+func classIndex(c int) int {
+	if c <= 4<<10 {
+		return c/64 - 1
+	}
+	k := bits.Len(uint(c - 1)) // c is m steps of 2^(k-4), m in 9..16
+	return 64 + (k-13)*8 + c>>(k-4) - 9
+}
+
 // alloc returns a block of n bytes (its capacity is its class's).
 func (a *arena) alloc(n int) []byte {
 	c := class(n)
-	if fl := a.free[c]; len(fl) > 0 {
+	if i := classIndex(c); i < len(a.free) && len(a.free[i]) > 0 {
+		fl := a.free[i]
 		b := fl[len(fl)-1]
 		fl[len(fl)-1] = nil
-		a.free[c] = fl[:len(fl)-1]
+		a.free[i] = fl[:len(fl)-1]
 		return b[:n]
 	}
 	if c > segmentBytes/4 {
@@ -53,9 +64,10 @@ func (a *arena) alloc(n int) []byte {
 
 // release gives a block back to its class.
 func (a *arena) release(b []byte) {
-	if a.free == nil {
-		a.free = map[int][][]byte{}
-	}
 	c := cap(b)
-	a.free[c] = append(a.free[c], b[:c])
+	i := classIndex(c)
+	if i >= len(a.free) {
+		a.free = append(a.free, make([][][]byte, i+1-len(a.free))...)
+	}
+	a.free[i] = append(a.free[i], b[:c])
 }

@@ -20,6 +20,18 @@ func TestClassesWasteAtMostAnEighth(t *testing.T) {
 	}
 }
 
+// Every class has its own free list: classIndex numbers the classes in
+// order, with no gap and no two alike.
+func TestClassIndexNumbersTheClassesInOrder(t *testing.T) {
+	next := 0
+	for n := 1; n <= 64<<20; {
+		c := class(n)
+		require.Equal(t, next, classIndex(c), "class %d (of %d bytes)", c, n)
+		next++
+		n = c + 1
+	}
+}
+
 func TestAFreedBlockIsReusedAndNoHeapIsTakenOnceWarm(t *testing.T) {
 	s := NewStore(0)
 	s.SetObject("a", make([]byte, 4096+trailer.Size))
