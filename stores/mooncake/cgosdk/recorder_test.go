@@ -40,6 +40,7 @@ import (
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
+	"github.com/kvblob/kvblob/stores/mooncake/cgosdk/realkit"
 	"github.com/kvblob/kvblob/stores/mooncake/mcscenario"
 )
 
@@ -163,20 +164,10 @@ func secs(d time.Duration) string { return strconv.FormatInt(int64((d+time.Secon
 
 func (e *realEnv) Open(cfg mcscenario.Config) ([]mooncake.SDK, error) {
 	e.cfg = cfg
-	spec := serverproc.Spec{
-		Binary: "mooncake_master",
-		Args: func(host string, port int, dir string) []string {
-			metrics, _ := serverproc.FreePort()
-			return []string{"--rpc_address=" + host, "--port=" + strconv.Itoa(port),
-				"--metrics_host=" + host, "--metrics_port=" + strconv.Itoa(metrics),
-				"--enable_http_metadata_server=false",
-				"--default_kv_lease_ttl=" + strconv.FormatInt(cfg.Lease.Milliseconds(), 10),
-				"--client_ttl=" + secs(cfg.ClientTTL),
-				"--put_start_discard_timeout_sec=" + secs(cfg.Discard)}
-		},
-		Wait: 30 * time.Second,
-	}
-	m, err := serverproc.Start(spec)
+	m, err := serverproc.Start(realkit.MasterSpec(
+		"--default_kv_lease_ttl="+strconv.FormatInt(cfg.Lease.Milliseconds(), 10),
+		"--client_ttl="+secs(cfg.ClientTTL),
+		"--put_start_discard_timeout_sec="+secs(cfg.Discard)))
 	if err != nil {
 		return nil, err
 	}

@@ -31,21 +31,26 @@ import (
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
 )
 
-// Master is how the kit runs mooncake_master: on a free loopback port, its
-// metrics on another, no HTTP metadata server (clients use P2PHANDSHAKE),
-// and a 2 s put discard timeout so a check's leftovers age out quickly.
-var Master = serverproc.Spec{
-	Binary:  "mooncake_master",
-	Install: "install a Mooncake build whose mooncake_master matches the cgo SDK (stores/mooncake/cgosdk/doc.go)",
-	Args: func(host string, port int, dir string) []string {
-		metrics, _ := serverproc.FreePort()
-		return []string{"--rpc_address=" + host, "--port=" + strconv.Itoa(port),
-			"--metrics_host=" + host, "--metrics_port=" + strconv.Itoa(metrics),
-			"--enable_http_metadata_server=false",
-			"--put_start_discard_timeout_sec=2"}
-	},
-	Wait: 30 * time.Second,
+// MasterSpec runs mooncake_master on a free loopback port, its metrics on
+// another, with no HTTP metadata server (clients use P2PHANDSHAKE), and the
+// flags given.
+func MasterSpec(flags ...string) serverproc.Spec {
+	return serverproc.Spec{
+		Binary:  "mooncake_master",
+		Install: "install a Mooncake build whose mooncake_master matches the cgo SDK (stores/mooncake/cgosdk/doc.go)",
+		Args: func(host string, port int, dir string) []string {
+			metrics, _ := serverproc.FreePort()
+			return append([]string{"--rpc_address=" + host, "--port=" + strconv.Itoa(port),
+				"--metrics_host=" + host, "--metrics_port=" + strconv.Itoa(metrics),
+				"--enable_http_metadata_server=false"}, flags...)
+		},
+		Wait: 30 * time.Second,
+	}
 }
+
+// Master is the kit's master: a 2 s put discard timeout, so that a check's
+// leftovers age out quickly.
+var Master = MasterSpec("--put_start_discard_timeout_sec=2")
 
 // Deadline bounds each wait of a check over the real pool: with the master
 // killed, each metadata call answers RPC_FAIL only after the client's
