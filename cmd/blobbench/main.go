@@ -49,6 +49,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -122,6 +123,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *only != "" {
 		p.stores = strings.Split(*only, ",")
+		known := []string{"memory", "mooncake-fake", "redis"}
+		for _, e := range extraStores {
+			known = append(known, e.name)
+		}
+		for _, name := range p.stores {
+			switch {
+			case slices.Contains(known, name):
+			case name == "mooncake-real":
+				fmt.Fprintln(stderr, "blobbench: -stores mooncake-real needs a blobbench built with -tags mooncake against an installed SDK (stores/mooncake/cgosdk/doc.go)")
+				return 2
+			default:
+				fmt.Fprintf(stderr, "blobbench: -stores: unknown store %q; want one of %s\n", name, strings.Join(known, ", "))
+				return 2
+			}
+		}
 	}
 	if *rowsFlag != "" {
 		p.rowSizes = nil

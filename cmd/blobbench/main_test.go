@@ -52,7 +52,24 @@ func TestQuickRunWritesEveryOutput(t *testing.T) {
 }
 
 func TestBadFlags(t *testing.T) {
-	var out, errb bytes.Buffer
-	assert.Equal(t, 2, run([]string{"-reps", "0"}, &out, &errb))
-	assert.Equal(t, 2, run([]string{"-nope"}, &out, &errb))
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-reps", "0"}, "must be positive"},
+		{[]string{"-nope"}, "flag provided but not defined"},
+		{[]string{"-stores", "memory,nosuch"}, `unknown store "nosuch"; want one of memory, mooncake-fake, redis`},
+		{[]string{"-rows", "x"}, `-rows: "x" is not a size in KiB`},
+	}
+	if len(extraStores) == 0 {
+		cases = append(cases, struct {
+			args []string
+			want string
+		}{[]string{"-stores", "mooncake-real"}, "needs a blobbench built with -tags mooncake"})
+	}
+	for _, c := range cases {
+		var out, errb bytes.Buffer
+		assert.Equal(t, 2, run(c.args, &out, &errb), "%v", c.args)
+		assert.Contains(t, errb.String(), c.want, "%v", c.args)
+	}
 }
