@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/blockingfx"
 	gen "github.com/kvblob/kvblob/generated/fs"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -26,72 +27,20 @@ import (
 
 // fx is a kit driver with a registered region of 64 KiB slots.
 type fx struct {
-	*fskit.Driver
-	t *testing.T
-	r *hostmem.Region
+	*blockingfx.Fx
+	kit *fskit.Driver
 }
 
 func newFx(t *testing.T) *fx {
 	t.Helper()
 	d := fskit.Open(t, env)
-	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 64 << 10, Slots: 8})
-	require.NoError(t, err)
-	reg, err := d.Register(r.Region)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if d.Drain(conformance.Within(5*time.Second)) && d.Unregister(reg) == nil {
-			_ = d.Close()
-			_ = r.Close()
-		}
-	})
-	return &fx{Driver: d, t: t, r: r}
+	return &fx{Fx: blockingfx.New(t, d, 5*time.Second), kit: d}
 }
 
 func key(t *testing.T, name string) string {
 	k, err := driver.Key("fs-test", []byte(t.Name()+"/"+name))
 	require.NoError(t, err)
 	return k
-}
-
-// row is key in slot i, filled with seed (seed 0xEE marks a destination).
-func (f *fx) row(key string, i int, seed byte) driver.Row {
-	s := f.r.Slot(i)
-	b := s.Bytes()
-	for j := range b {
-		b[j] = seed ^ byte(j*7)
-	}
-	return driver.Row{Key: key, Spans: []driver.Span{s}}
-}
-
-func (f *fx) put(rows ...driver.Row) []driver.Result {
-	f.t.Helper()
-	op, err := f.Put(context.Background(), rows)
-	require.NoError(f.t, err)
-	res, done := op.Poll()
-	require.True(f.t, done)
-	require.True(f.t, op.AccessEnded())
-	return res
-}
-
-func (f *fx) get(rows ...driver.Row) []driver.Result {
-	f.t.Helper()
-	op, err := f.Get(context.Background(), rows, driver.Hint{})
-	require.NoError(f.t, err)
-	res, done := op.Poll()
-	require.True(f.t, done)
-	require.True(f.t, op.AccessEnded())
-	return res
-}
-
-// untouched fails unless every byte of row is the 0xEE destination fill.
-func untouched(t *testing.T, row driver.Row) {
-	t.Helper()
-	b := row.Spans[0].Bytes()
-	for j := range b {
-		if b[j] != 0xEE^byte(j*7) {
-			t.Fatalf("the destination was written at byte %d", j)
-		}
-	}
 }
 
 // TestAFullFilesystemDeclinesAndLeavesNothingBehind fills the kit's tmpfs
@@ -103,25 +52,25 @@ func TestAFullFilesystemDeclinesAndLeavesNothingBehind(t *testing.T) {
 	}
 	f := newFx(t)
 	k := key(t, "a")
-	filler, err := fskit.FillFS(f.Root())
+	filler, err := fskit.FillFS(f.kit.Root())
 	require.NoError(t, err)
-	res := f.put(f.row(k, 0, 1))
+	res := f.Put(f.Row(k, 0, 1))
 	assert.Equal(t, driver.Declined, res[0].Status, "%v", res[0])
-	left, err := fskit.Listing(f.Root())
+	left, err := fskit.Listing(f.kit.Root())
 	require.NoError(t, err)
 	for _, p := range left {
-		if fi, err := os.Stat(filepath.Join(f.Root(), p)); err == nil && !fi.IsDir() && !strings.HasPrefix(p, "filler-") {
+		if fi, err := os.Stat(filepath.Join(f.kit.Root(), p)); err == nil && !fi.IsDir() && !strings.HasPrefix(p, "filler-") {
 			t.Errorf("a declined put left %s behind", p)
 		}
 	}
-	dst := f.row(k, 1, 0xEE)
-	assert.Equal(t, driver.Miss, f.get(dst)[0].Status)
-	untouched(t, dst)
+	dst := f.Row(k, 1, blockingfx.Dest)
+	assert.Equal(t, driver.Miss, f.Get(dst)[0].Status)
+	blockingfx.Untouched(t, dst)
 
 	require.NoError(t, os.Remove(filler))
-	assert.Equal(t, driver.Ready, f.put(f.row(k, 0, 1))[0].Status)
-	assert.Equal(t, driver.Ready, f.get(dst)[0].Status)
-	assert.Equal(t, f.r.Slot(0).Bytes(), dst.Spans[0].Bytes())
+	assert.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status)
+	assert.Equal(t, driver.Ready, f.Get(dst)[0].Status)
+	assert.Equal(t, f.Region.Slot(0).Bytes(), dst.Spans[0].Bytes())
 }
 
 // TestADeadWritersMarkerExpires: a marker nobody releases keeps the key
@@ -130,23 +79,23 @@ func TestAFullFilesystemDeclinesAndLeavesNothingBehind(t *testing.T) {
 func TestADeadWritersMarkerExpires(t *testing.T) {
 	f := newFx(t)
 	k := key(t, "a")
-	require.NoError(t, f.PlantMarker(k))
-	dst := f.row(k, 1, 0xEE)
-	assert.Equal(t, driver.NotReady, f.get(dst)[0].Status)
-	assert.Equal(t, driver.NotReady, f.put(f.row(k, 0, 1))[0].Status)
+	require.NoError(t, f.kit.PlantMarker(k))
+	dst := f.Row(k, 1, blockingfx.Dest)
+	assert.Equal(t, driver.NotReady, f.Get(dst)[0].Status)
+	assert.Equal(t, driver.NotReady, f.Put(f.Row(k, 0, 1))[0].Status)
 
-	f.Clock.Advance(fskit.TTL - time.Second)
-	assert.Equal(t, driver.NotReady, f.put(f.row(k, 0, 1))[0].Status, "a marker is live until its TTL passed")
+	f.kit.Clock.Advance(fskit.TTL - time.Second)
+	assert.Equal(t, driver.NotReady, f.Put(f.Row(k, 0, 1))[0].Status, "a marker is live until its TTL passed")
 
-	f.Clock.Advance(2 * time.Second)
-	dst = f.row(k, 1, 0xEE)
-	assert.Equal(t, driver.Miss, f.get(dst)[0].Status, "an expired marker with no object is a MISS")
-	untouched(t, dst)
-	assert.Equal(t, driver.Ready, f.put(f.row(k, 0, 1))[0].Status)
-	assert.Equal(t, driver.Ready, f.get(dst)[0].Status)
-	assert.Equal(t, f.r.Slot(0).Bytes(), dst.Spans[0].Bytes())
+	f.kit.Clock.Advance(2 * time.Second)
+	dst = f.Row(k, 1, blockingfx.Dest)
+	assert.Equal(t, driver.Miss, f.Get(dst)[0].Status, "an expired marker with no object is a MISS")
+	blockingfx.Untouched(t, dst)
+	assert.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status)
+	assert.Equal(t, driver.Ready, f.Get(dst)[0].Status)
+	assert.Equal(t, f.Region.Slot(0).Bytes(), dst.Spans[0].Bytes())
 
-	file, marker, err := f.Paths(k)
+	file, marker, err := f.kit.Paths(k)
 	require.NoError(t, err)
 	_, err = os.Lstat(marker)
 	assert.True(t, errors.Is(err, os.ErrNotExist), "the writer's marker is released: %v", err)
@@ -161,18 +110,18 @@ func TestADeadWritersMarkerExpires(t *testing.T) {
 func TestATornObjectIsAFaultAndTheDestinationIsUntouched(t *testing.T) {
 	f := newFx(t)
 	k := key(t, "a")
-	require.Equal(t, driver.Ready, f.put(f.row(k, 0, 1))[0].Status)
-	file, _, err := f.Paths(k)
+	require.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status)
+	file, _, err := f.kit.Paths(k)
 	require.NoError(t, err)
-	size := int64(len(f.r.Slot(0).Bytes())) + 36
+	size := int64(len(f.Region.Slot(0).Bytes())) + 36
 	for _, n := range []int64{size - 1, size / 2, 35, 0} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			require.NoError(t, os.Truncate(file, n))
-			dst := f.row(k, 1, 0xEE)
-			res := f.get(dst)[0]
+			dst := f.Row(k, 1, blockingfx.Dest)
+			res := f.Get(dst)[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
 			assert.Equal(t, int64(gen.Corrupt), res.Code, "%v", res)
-			untouched(t, dst)
+			blockingfx.Untouched(t, dst)
 		})
 	}
 }
@@ -184,23 +133,23 @@ func TestAnIOErrorIsAFault(t *testing.T) {
 	f := newFx(t)
 	for _, call := range []string{"claim", "write", "publish"} {
 		k := key(t, call)
-		f.Seam.Raise(call, k, &os.PathError{Op: call, Path: k, Err: syscall.EIO})
-		res := f.put(f.row(k, 0, 1))[0]
+		f.kit.Seam.Raise(call, k, &os.PathError{Op: call, Path: k, Err: syscall.EIO})
+		res := f.Put(f.Row(k, 0, 1))[0]
 		assert.Equal(t, driver.Fault, res.Status, "%s: %v", call, res)
 		assert.Equal(t, int64(gen.Eio), res.Code, "%s: %v", call, res)
-		file, _, err := f.Paths(k)
+		file, _, err := f.kit.Paths(k)
 		require.NoError(t, err)
 		siblings, _ := filepath.Glob(file + "*")
 		assert.Empty(t, siblings, "%s: a failed put left files", call)
 	}
 	k := key(t, "read")
-	require.Equal(t, driver.Ready, f.put(f.row(k, 0, 1))[0].Status)
-	f.Seam.Raise("read", k, &os.PathError{Op: "read", Path: k, Err: syscall.EIO})
-	dst := f.row(k, 1, 0xEE)
-	res := f.get(dst)[0]
+	require.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status)
+	f.kit.Seam.Raise("read", k, &os.PathError{Op: "read", Path: k, Err: syscall.EIO})
+	dst := f.Row(k, 1, blockingfx.Dest)
+	res := f.Get(dst)[0]
 	assert.Equal(t, driver.Fault, res.Status)
 	assert.Equal(t, int64(gen.Eio), res.Code)
-	untouched(t, dst)
+	blockingfx.Untouched(t, dst)
 }
 
 // TestAnUnreadableObjectIsAFault drops the object's read permission; root
@@ -211,14 +160,14 @@ func TestAnUnreadableObjectIsAFault(t *testing.T) {
 	}
 	f := newFx(t)
 	k := key(t, "a")
-	require.Equal(t, driver.Ready, f.put(f.row(k, 0, 1))[0].Status)
-	file, _, _ := f.Paths(k)
+	require.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status)
+	file, _, _ := f.kit.Paths(k)
 	require.NoError(t, os.Chmod(file, 0))
-	dst := f.row(k, 1, 0xEE)
-	res := f.get(dst)[0]
+	dst := f.Row(k, 1, blockingfx.Dest)
+	res := f.Get(dst)[0]
 	assert.Equal(t, driver.Fault, res.Status)
 	assert.Equal(t, int64(gen.Eacces), res.Code)
-	untouched(t, dst)
+	blockingfx.Untouched(t, dst)
 }
 
 // TestAFIFOAtTheObjectDoesNotBlockAGet: open(2) of a FIFO with no writer
@@ -226,17 +175,17 @@ func TestAnUnreadableObjectIsAFault(t *testing.T) {
 func TestAFIFOAtTheObjectDoesNotBlockAGet(t *testing.T) {
 	f := newFx(t)
 	k := key(t, "a")
-	file, _, _ := f.Paths(k)
+	file, _, _ := f.kit.Paths(k)
 	require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
 	require.NoError(t, syscall.Mkfifo(file, 0o644))
-	dst := f.row(k, 1, 0xEE)
+	dst := f.Row(k, 1, blockingfx.Dest)
 	got := make(chan driver.Result, 1)
-	go func() { got <- f.get(dst)[0] }()
+	go func() { got <- f.Get(dst)[0] }()
 	select {
 	case res := <-got:
 		assert.Equal(t, driver.Fault, res.Status)
 		assert.Equal(t, int64(gen.Corrupt), res.Code, "%v", res)
-		untouched(t, dst)
+		blockingfx.Untouched(t, dst)
 	case <-time.After(conformance.DefaultDeadline):
 		w, err := os.OpenFile(file, os.O_WRONLY, 0) // unblock the get
 		require.NoError(t, err)
@@ -252,11 +201,11 @@ func TestAFIFOAtTheObjectDoesNotBlockAGet(t *testing.T) {
 func TestKeysStayUnderTheRoot(t *testing.T) {
 	f := newFx(t)
 	for _, bad := range []string{"../v1/00", "a/../../v1/00", "a/./b/v1/00", "./v1/00"} {
-		_, err := f.Put(context.Background(), []driver.Row{f.row(bad, 0, 1)})
+		_, err := f.Driver.Put(context.Background(), []driver.Row{f.Row(bad, 0, 1)})
 		var re *driver.RejectedError
 		require.True(t, errors.As(err, &re), "%q: %v", bad, err)
 		assert.Equal(t, driver.RuleKeyFormat, re.Rule)
-		_, err = f.Get(context.Background(), []driver.Row{f.row(bad, 1, 0xEE)}, driver.Hint{})
+		_, err = f.Driver.Get(context.Background(), []driver.Row{f.Row(bad, 1, blockingfx.Dest)}, driver.Hint{})
 		require.True(t, errors.As(err, &re), "%q: %v", bad, err)
 	}
 	// Names of 300, 200 and 100 bytes, each a prefix of the next, whose
@@ -270,9 +219,9 @@ func TestKeysStayUnderTheRoot(t *testing.T) {
 		return k
 	}
 	fanout := func(k string) string {
-		file, _, err := f.Paths(k)
+		file, _, err := f.kit.Paths(k)
 		require.NoError(t, err)
-		rel, _ := filepath.Rel(f.Root(), file)
+		rel, _ := filepath.Rel(f.kit.Root(), file)
 		return strings.Split(rel, "/")[2]
 	}
 	// Count in bytes 100..103, then 200..203, until each longer name's key
@@ -285,14 +234,14 @@ func TestKeysStayUnderTheRoot(t *testing.T) {
 	}
 	keys := []string{keyOf(300), keyOf(200), keyOf(100)}
 	for i, k := range keys {
-		require.Equal(t, driver.Ready, f.put(f.row(k, i, byte(i+1)))[0].Status, "key %d", i)
+		require.Equal(t, driver.Ready, f.Put(f.Row(k, i, byte(i+1)))[0].Status, "key %d", i)
 	}
 	for i, k := range keys {
-		dst := f.row(k, 4+i, 0xEE)
-		require.Equal(t, driver.Ready, f.get(dst)[0].Status, "key %d", i)
-		assert.Equal(t, f.r.Slot(i).Bytes(), dst.Spans[0].Bytes(), "key %d", i)
-		file, _, _ := f.Paths(k)
-		rel, err := filepath.Rel(f.Root(), file)
+		dst := f.Row(k, 4+i, blockingfx.Dest)
+		require.Equal(t, driver.Ready, f.Get(dst)[0].Status, "key %d", i)
+		assert.Equal(t, f.Region.Slot(i).Bytes(), dst.Spans[0].Bytes(), "key %d", i)
+		file, _, _ := f.kit.Paths(k)
+		rel, err := filepath.Rel(f.kit.Root(), file)
 		require.NoError(t, err)
 		assert.True(t, strings.HasPrefix(rel, "fs-test/v1/"), rel)
 		for _, c := range strings.Split(rel, "/") {
@@ -306,13 +255,13 @@ func TestKeysStayUnderTheRoot(t *testing.T) {
 func TestAPutOverAnObjectStoresTheNewBytes(t *testing.T) {
 	f := newFx(t)
 	k := key(t, "a")
-	short := driver.Row{Key: k, Spans: []driver.Span{{Region: f.r.Region, Offset: 0, Length: 1000}}}
-	f.row(k, 0, 1)
-	require.Equal(t, driver.Ready, f.put(short)[0].Status)
-	require.Equal(t, driver.Ready, f.put(f.row(k, 2, 9))[0].Status)
-	dst := f.row(k, 1, 0xEE)
-	require.Equal(t, driver.Ready, f.get(dst)[0].Status)
-	assert.Equal(t, f.r.Slot(2).Bytes(), dst.Spans[0].Bytes())
+	short := driver.Row{Key: k, Spans: []driver.Span{{Region: f.Region.Region, Offset: 0, Length: 1000}}}
+	f.Row(k, 0, 1)
+	require.Equal(t, driver.Ready, f.Put(short)[0].Status)
+	require.Equal(t, driver.Ready, f.Put(f.Row(k, 2, 9))[0].Status)
+	dst := f.Row(k, 1, blockingfx.Dest)
+	require.Equal(t, driver.Ready, f.Get(dst)[0].Status)
+	assert.Equal(t, f.Region.Slot(2).Bytes(), dst.Spans[0].Bytes())
 }
 
 // TestOpenRefusesWhatItCannotUse names the missing root and a root that is
@@ -397,19 +346,19 @@ func TestACancelledContextStartsNoRow(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	k := key(t, "a")
-	op, err := f.Put(ctx, []driver.Row{f.row(k, 0, 1)})
+	op, err := f.Driver.Put(ctx, []driver.Row{f.Row(k, 0, 1)})
 	require.NoError(t, err)
 	res, _ := op.Poll()
 	assert.Equal(t, driver.Cancelled, res[0].Status)
-	left, err := fskit.Listing(f.Root())
+	left, err := fskit.Listing(f.kit.Root())
 	require.NoError(t, err)
 	assert.Empty(t, left)
 
-	require.Equal(t, driver.Ready, f.put(f.row(k, 0, 1))[0].Status)
-	dst := f.row(k, 1, 0xEE)
-	op, err = f.Get(ctx, []driver.Row{dst}, driver.Hint{})
+	require.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status)
+	dst := f.Row(k, 1, blockingfx.Dest)
+	op, err = f.Driver.Get(ctx, []driver.Row{dst}, driver.Hint{})
 	require.NoError(t, err)
 	res, _ = op.Poll()
 	assert.Equal(t, driver.Cancelled, res[0].Status)
-	untouched(t, dst)
+	blockingfx.Untouched(t, dst)
 }

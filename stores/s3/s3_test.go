@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/blockingfx"
 	gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -25,73 +26,10 @@ import (
 	"github.com/kvblob/kvblob/stores/s3/s3kit"
 )
 
-// fx is a driver with a registered region of 64 KiB slots.
-type fx struct {
-	driver.Driver
-	t *testing.T
-	r *hostmem.Region
-}
-
-func newFx(t *testing.T, d driver.Driver) *fx {
-	t.Helper()
-	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 64 << 10, Slots: 8})
-	require.NoError(t, err)
-	reg, err := d.Register(r.Region)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if d.Drain(conformance.Within(10*time.Second)) && d.Unregister(reg) == nil {
-			_ = d.Close()
-			_ = r.Close()
-		}
-	})
-	return &fx{Driver: d, t: t, r: r}
-}
-
 func key(t *testing.T, name string) string {
 	k, err := driver.Key("s3-test", []byte(t.Name()+"/"+name))
 	require.NoError(t, err)
 	return k
-}
-
-// row is key in slot i, filled with seed (seed 0xEE marks a destination).
-func (f *fx) row(key string, i int, seed byte) driver.Row {
-	s := f.r.Slot(i)
-	b := s.Bytes()
-	for j := range b {
-		b[j] = seed ^ byte(j*7)
-	}
-	return driver.Row{Key: key, Spans: []driver.Span{s}}
-}
-
-func (f *fx) put(rows ...driver.Row) []driver.Result {
-	f.t.Helper()
-	op, err := f.Put(context.Background(), rows)
-	require.NoError(f.t, err)
-	res, done := op.Poll()
-	require.True(f.t, done)
-	require.True(f.t, op.AccessEnded())
-	return res
-}
-
-func (f *fx) get(rows ...driver.Row) []driver.Result {
-	f.t.Helper()
-	op, err := f.Get(context.Background(), rows, driver.Hint{})
-	require.NoError(f.t, err)
-	res, done := op.Poll()
-	require.True(f.t, done)
-	require.True(f.t, op.AccessEnded())
-	return res
-}
-
-// untouched fails unless every byte of row is the 0xEE destination fill.
-func untouched(t *testing.T, row driver.Row) {
-	t.Helper()
-	b := row.Spans[0].Bytes()
-	for j := range b {
-		if b[j] != 0xEE^byte(j*7) {
-			t.Fatalf("the destination was written at byte %d", j)
-		}
-	}
 }
 
 // lateReader is a transport that reads the first bytes of a request's
@@ -142,8 +80,8 @@ func TestAPutsAccessEndsWhenItReturns(t *testing.T) {
 	d, err := s3.Open(env.Options("unused", late))
 	require.NoError(t, err)
 	s3.OnBody(d, func(r io.Reader) { mu.Lock(); body = r; mu.Unlock() })
-	f := newFx(t, d)
-	res := f.put(f.row(key(t, "a"), 0, 1))
+	f := blockingfx.New(t, d, 10*time.Second)
+	res := f.Put(f.Row(key(t, "a"), 0, 1))
 	require.Equal(t, driver.Fault, res[0].Status, "the transport failed the request")
 	assert.Equal(t, int64(gen.Conn), res[0].Code)
 	require.Equal(t, 100, late.first, "the transport read the body's first bytes before it gave up")
@@ -174,11 +112,11 @@ func TestSignedHTTPS(t *testing.T) {
 	})
 	d, err := s3.Open(env.Options(k.Bucket(), rec))
 	require.NoError(t, err)
-	f := newFx(t, d)
+	f := blockingfx.New(t, d, 10*time.Second)
 	kk := key(t, "a")
-	require.Equal(t, driver.Ready, f.put(f.row(kk, 0, 1))[0].Status)
-	dst := f.row(kk, 1, 0xEE)
-	require.Equal(t, driver.Ready, f.get(dst)[0].Status)
+	require.Equal(t, driver.Ready, f.Put(f.Row(kk, 0, 1))[0].Status)
+	dst := f.Row(kk, 1, blockingfx.Dest)
+	require.Equal(t, driver.Ready, f.Get(dst)[0].Status)
 	mu.Lock()
 	require.Len(t, auths, 2)
 	for _, a := range auths {
@@ -197,13 +135,13 @@ func TestSignedHTTPS(t *testing.T) {
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
 			d, err := s3.Open(opt)
 			require.NoError(t, err)
-			g := newFx(t, d)
-			res := g.put(g.row(key(t, "b"), 0, 1))
+			g := blockingfx.New(t, d, 10*time.Second)
+			res := g.Put(g.Row(key(t, "b"), 0, 1))
 			assert.Equal(t, driver.Fault, res[0].Status, "%v", res[0])
-			dst := g.row(kk, 1, 0xEE)
-			res = append(res, g.get(dst)...)
+			dst := g.Row(kk, 1, blockingfx.Dest)
+			res = append(res, g.Get(dst)...)
 			assert.Equal(t, driver.Fault, res[1].Status, "%v", res[1])
-			untouched(t, dst)
+			blockingfx.Untouched(t, dst)
 			if name == "wrong secret" {
 				assert.Equal(t, int64(gen.AccessDenied), res[0].Code, "%v", res[0])
 			}
@@ -231,20 +169,20 @@ func TestTheServerKilledFrozenAndRestarted(t *testing.T) {
 	defer func() { require.NoError(t, e.Close()) }()
 	require.NoError(t, e.Server.LoopbackOnly())
 	k := s3kit.Open(t, e)
-	f := newFx(t, k)
-	ready := []driver.Row{f.row(key(t, "r0"), 0, 1), f.row(key(t, "r1"), 1, 2)}
-	for _, r := range f.put(ready...) {
+	f := blockingfx.New(t, k, 10*time.Second)
+	ready := []driver.Row{f.Row(key(t, "r0"), 0, 1), f.Row(key(t, "r1"), 1, 2)}
+	for _, r := range f.Put(ready...) {
 		require.Equal(t, driver.Ready, r.Status)
 	}
 	faulted := func(stage string) {
 		t.Helper()
-		res := f.put(f.row(key(t, stage), 2, 3))
+		res := f.Put(f.Row(key(t, stage), 2, 3))
 		assert.Equal(t, driver.Fault, res[0].Status, "%s: put %v", stage, res[0])
 		assert.Equal(t, int64(gen.Conn), res[0].Code, "%s: put %v", stage, res[0])
-		dst := f.row(ready[0].Key, 3, 0xEE)
-		res = f.get(dst)
+		dst := f.Row(ready[0].Key, 3, blockingfx.Dest)
+		res = f.Get(dst)
 		assert.Equal(t, driver.Fault, res[0].Status, "%s: get %v", stage, res[0])
-		untouched(t, dst)
+		blockingfx.Untouched(t, dst)
 	}
 
 	require.NoError(t, e.Server.Freeze())
@@ -252,11 +190,11 @@ func TestTheServerKilledFrozenAndRestarted(t *testing.T) {
 	require.NoError(t, e.Server.Thaw())
 
 	// A get held inside the driver while the server dies.
-	dst := f.row(ready[1].Key, 4, 0xEE)
+	dst := f.Row(ready[1].Key, 4, blockingfx.Dest)
 	entered, release := k.Seam.Hold("get", ready[1].Key)
 	got := make(chan []driver.Result, 1)
 	go func() {
-		op, err := f.Get(context.Background(), []driver.Row{dst}, driver.Hint{})
+		op, err := f.Driver.Get(context.Background(), []driver.Row{dst}, driver.Hint{})
 		if err != nil {
 			got <- nil
 			return
@@ -270,18 +208,18 @@ func TestTheServerKilledFrozenAndRestarted(t *testing.T) {
 	res := <-got
 	require.Len(t, res, 1)
 	assert.Equal(t, driver.Fault, res[0].Status, "killed mid-get: %v", res[0])
-	untouched(t, dst)
+	blockingfx.Untouched(t, dst)
 	faulted("killed")
 
 	require.NoError(t, e.Server.Restart())
 	require.NoError(t, e.Server.LoopbackOnly())
 	for i, r := range ready {
-		dst := f.row(r.Key, 5+i, 0xEE)
-		require.Equal(t, driver.Ready, f.get(dst)[0].Status)
-		want := f.row(r.Key, 7, byte(1+i)).Spans[0].Bytes()
+		dst := f.Row(r.Key, 5+i, blockingfx.Dest)
+		require.Equal(t, driver.Ready, f.Get(dst)[0].Status)
+		want := f.Row(r.Key, 7, byte(1+i)).Spans[0].Bytes()
 		require.True(t, bytes.Equal(want, dst.Spans[0].Bytes()), "row %d read back other bytes after the restart", i)
 	}
-	assert.Equal(t, driver.Ready, f.put(f.row(key(t, "after"), 2, 3))[0].Status)
+	assert.Equal(t, driver.Ready, f.Put(f.Row(key(t, "after"), 2, 3))[0].Status)
 }
 
 // TestAFullDiskDeclinesAndFreeingItAdmits fills the tmpfs under the
@@ -293,18 +231,18 @@ func TestAFullDiskDeclinesAndFreeingItAdmits(t *testing.T) {
 		t.Skip(s3kit.NoMount)
 	}
 	k := s3kit.Open(t, env)
-	f := newFx(t, k)
-	old := f.row(key(t, "old"), 0, 1)
-	require.Equal(t, driver.Ready, f.put(old)[0].Status)
+	f := blockingfx.New(t, k, 10*time.Second)
+	old := f.Row(key(t, "old"), 0, 1)
+	require.Equal(t, driver.Ready, f.Put(old)[0].Status)
 	filler, err := s3kit.FillFS(env.Root)
 	require.NoError(t, err)
 	kk := key(t, "new")
-	res := f.put(f.row(kk, 1, 2))
+	res := f.Put(f.Row(kk, 1, 2))
 	require.Equal(t, driver.Declined, res[0].Status, "%v", res[0])
-	dst := f.row(old.Key, 2, 0xEE)
-	require.Equal(t, driver.Ready, f.get(dst)[0].Status)
+	dst := f.Row(old.Key, 2, blockingfx.Dest)
+	require.Equal(t, driver.Ready, f.Get(dst)[0].Status)
 	require.NoError(t, removeFile(filler))
-	require.Equal(t, driver.Ready, f.put(f.row(kk, 1, 2))[0].Status)
+	require.Equal(t, driver.Ready, f.Put(f.Row(kk, 1, 2))[0].Status)
 }
 
 // TestBackendRoundTripBetweenTwoHosts publishes 64 rows through one
