@@ -1,9 +1,7 @@
 package trailer
 
 import (
-	"bytes"
 	"encoding/binary"
-	"fmt"
 	"hash/crc32"
 )
 
@@ -34,28 +32,4 @@ func Put(t []byte, digest [16]byte, n int, crc uint32) {
 	copy(t[8:24], digest[:])
 	binary.LittleEndian.PutUint64(t[24:32], uint64(n))
 	binary.LittleEndian.PutUint32(t[32:36], crc)
-}
-
-// CheckHeader checks everything in obj's trailer but the checksum against
-// a key whose NameDigest is digest, and returns the payload and the CRC32
-// the trailer carries; errors are Check's. A caller that checksums as it
-// copies compares the CRC itself.
-func CheckHeader(obj []byte, key string, digest [16]byte) (payload []byte, crc uint32, err error) {
-	if len(obj) < Size {
-		return nil, 0, fmt.Errorf("object of %d bytes is shorter than its %d-byte trailer", len(obj), Size)
-	}
-	payload, t := obj[:len(obj)-Size], obj[len(obj)-Size:]
-	if string(t[0:4]) != Magic {
-		return nil, 0, fmt.Errorf("trailer magic %q, expected %q", t[0:4], Magic)
-	}
-	if v := binary.LittleEndian.Uint16(t[4:6]); v != Version {
-		return nil, 0, fmt.Errorf("format version %d, expected %d", v, Version)
-	}
-	if !bytes.Equal(t[8:24], digest[:]) {
-		return nil, 0, fmt.Errorf("name digest does not match key %q", key)
-	}
-	if n := binary.LittleEndian.Uint64(t[24:32]); n != uint64(len(payload)) {
-		return nil, 0, fmt.Errorf("payload length %d, trailer says %d", len(payload), n)
-	}
-	return payload, binary.LittleEndian.Uint32(t[32:36]), nil
 }
