@@ -8,7 +8,6 @@ import (
 	"io"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -82,7 +81,7 @@ func rawMooncake(c *cgosdk.Client, keys []string, obj []byte, perCall, workers i
 	var regs [][]byte
 	defer func() {
 		for _, b := range regs {
-			_, _ = c.UnregisterBuffer(buffer(b))
+			_, _ = c.UnregisterBuffer(mooncake.BufferOf(b))
 			_ = hostmem.Free(b)
 		}
 	}()
@@ -91,7 +90,7 @@ func rawMooncake(c *cgosdk.Client, keys []string, obj []byte, perCall, workers i
 		if err != nil {
 			return nil, err
 		}
-		if code, err := c.RegisterBuffer(buffer(b)); err != nil || code != 0 {
+		if code, err := c.RegisterBuffer(mooncake.BufferOf(b)); err != nil || code != 0 {
 			_ = hostmem.Free(b)
 			return nil, fmt.Errorf("register_buffer answered %d, %v", code, err)
 		}
@@ -155,7 +154,7 @@ func rawMooncake(c *cgosdk.Client, keys []string, obj []byte, perCall, workers i
 	put, err = run(func(_ int, ks []string) error {
 		bufs := make([]mooncake.Buffer, len(ks))
 		for i := range bufs {
-			bufs[i] = buffer(src)
+			bufs[i] = mooncake.BufferOf(src)
 		}
 		got, err := c.BatchPutFrom(ks, bufs)
 		return check("batch_put_from", got, err, 0)
@@ -166,7 +165,7 @@ func rawMooncake(c *cgosdk.Client, keys []string, obj []byte, perCall, workers i
 	get, err = run(func(w int, ks []string) error {
 		bufs := make([]mooncake.Buffer, len(ks))
 		for i := range bufs {
-			bufs[i] = buffer(dsts[w][int64(i)*n : int64(i+1)*n])
+			bufs[i] = mooncake.BufferOf(dsts[w][int64(i)*n : int64(i+1)*n])
 		}
 		got, err := c.BatchGetInto(ks, bufs)
 		return check("batch_get_into", got, err, n)
@@ -184,7 +183,7 @@ func rawMooncake(c *cgosdk.Client, keys []string, obj []byte, perCall, workers i
 		sizes := make([]int64, len(ks))
 		bufs := make([][]mooncake.Buffer, len(ks))
 		for i := range ks {
-			sizes[i], bufs[i] = n, []mooncake.Buffer{buffer(src)}
+			sizes[i], bufs[i] = n, []mooncake.Buffer{mooncake.BufferOf(src)}
 		}
 		got, err := c.BatchPutSessionStart(ks, sizes)
 		if err := check("batch_put_session_start", got, err, 0); err != nil {
@@ -198,8 +197,4 @@ func rawMooncake(c *cgosdk.Client, keys []string, obj []byte, perCall, workers i
 		return check("batch_put_session_end", got, err, 0)
 	})
 	return put, get, sessions, err
-}
-
-func buffer(b []byte) mooncake.Buffer {
-	return mooncake.Buffer{Addr: uintptr(unsafe.Pointer(unsafe.SliceData(b))), Len: int64(len(b))}
 }

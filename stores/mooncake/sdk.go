@@ -15,11 +15,20 @@
 // bytes; cgosdk (build tag mooncake) calls the real client.
 package mooncake
 
+import "unsafe"
+
 // Buffer is a window of registered host memory, by address, as the SDK
 // takes it.
 type Buffer struct {
 	Addr uintptr
 	Len  int64
+}
+
+// BufferOf is the Buffer over b's memory. b must not move while the SDK may
+// use it: memory off the Go heap (runtime/hostmem), not a Go slice the
+// garbage collector may relocate or free.
+func BufferOf(b []byte) Buffer {
+	return Buffer{Addr: uintptr(unsafe.Pointer(unsafe.SliceData(b))), Len: int64(len(b))}
 }
 
 // SDK is the part of the Mooncake 0.3.13 client the driver uses. Each batch

@@ -34,7 +34,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/kvblob/kvblob/conformance/serverproc"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -204,14 +203,6 @@ func (e *realEnv) Open(cfg mcscenario.Config) ([]mooncake.SDK, error) {
 	return out, nil
 }
 
-type hostMemory struct{ p []byte }
-
-func (h hostMemory) Buffer() mooncake.Buffer {
-	return mooncake.Buffer{Addr: uintptr(unsafe.Pointer(unsafe.SliceData(h.p))), Len: int64(len(h.p))}
-}
-func (h hostMemory) Write(off int64, p []byte) { copy(h.p[off:], p) }
-func (h hostMemory) Read(off, n int64) []byte  { return append([]byte(nil), h.p[off:off+n]...) }
-
 // Alloc maps memory off the Go heap (runtime/hostmem) in the client's
 // process. It does not register it: the scenarios register explicitly
 // (r-registration) or prove that unregistered memory works over tcp (a5).
@@ -224,7 +215,7 @@ func (e *realEnv) Alloc(client int, n int64) (mcscenario.Memory, error) {
 		return nil, err
 	}
 	e.alloc = append(e.alloc, p)
-	return hostMemory{p}, nil
+	return mcscenario.HostMemory(p), nil
 }
 
 func (e *realEnv) Go(call func()) <-chan struct{} {
@@ -424,7 +415,7 @@ func TestRecordPeer(t *testing.T) {
 			case "alloc":
 				var p []byte
 				if p, err = hostmem.Alloc(int(q.N)); err == nil {
-					r.Addr = uintptr(unsafe.Pointer(unsafe.SliceData(p)))
+					r.Addr = mooncake.BufferOf(p).Addr
 					memMu.Lock()
 					mem[r.Addr] = p
 					memMu.Unlock()

@@ -3,7 +3,6 @@ package mcscenario
 import (
 	"errors"
 	"time"
-	"unsafe"
 
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/mooncake"
@@ -47,13 +46,13 @@ func (e *FakeEnv) Open(cfg Config) ([]mooncake.SDK, error) {
 	return out, nil
 }
 
-type fakeMemory struct{ p []byte }
+// HostMemory is a Memory over bytes in this process, off the Go heap
+// (runtime/hostmem), as both the fake and the recorder's client A use.
+type HostMemory []byte
 
-func (f fakeMemory) Buffer() mooncake.Buffer {
-	return mooncake.Buffer{Addr: uintptr(unsafe.Pointer(unsafe.SliceData(f.p))), Len: int64(len(f.p))}
-}
-func (f fakeMemory) Write(off int64, p []byte) { copy(f.p[off:], p) }
-func (f fakeMemory) Read(off, n int64) []byte  { return append([]byte(nil), f.p[off:off+n]...) }
+func (h HostMemory) Buffer() mooncake.Buffer   { return mooncake.BufferOf(h) }
+func (h HostMemory) Write(off int64, p []byte) { copy(h[off:], p) }
+func (h HostMemory) Read(off, n int64) []byte  { return append([]byte(nil), h[off:off+n]...) }
 
 // Alloc maps n bytes off the Go heap, as runtime/hostmem does for slots.
 func (e *FakeEnv) Alloc(_ int, n int64) (Memory, error) {
@@ -62,7 +61,7 @@ func (e *FakeEnv) Alloc(_ int, n int64) (Memory, error) {
 		return nil, err
 	}
 	e.alloc = append(e.alloc, p)
-	return fakeMemory{p}, nil
+	return HostMemory(p), nil
 }
 
 func (e *FakeEnv) Go(call func()) <-chan struct{}   { return e.m.Go(call) }

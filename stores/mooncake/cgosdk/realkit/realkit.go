@@ -19,7 +19,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/serverproc"
@@ -154,7 +153,7 @@ func (p *Pool) Close() error {
 }
 
 func (p *Pool) buffer(n int64) mooncake.Buffer {
-	return mooncake.Buffer{Addr: uintptr(unsafe.Pointer(unsafe.SliceData(p.buf))), Len: n}
+	return mooncake.BufferOf(p.buf[:n])
 }
 
 // Factory opens each check's driver over a real client. The check's
