@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/kvblob/kvblob/runtime/rules"
 )
 
 // MaxSpecBytes bounds a spec file: a spec is a short text file, and
@@ -98,23 +100,29 @@ func LoadDir(dir string) ([]*Spec, error) {
 	return specs, nil
 }
 
-// CheckSet refuses two specs for one store that hold for the same SDK
-// version, and two specs for one package: each error names the other's
+// CheckSet refuses two specs of one store and SDK whose versions overlap
+// (the same version, or a release line and a version in it: "7" and
+// "7.2"), and two specs for one package: each error names the other's
 // position. Two SDK versions of one store are two spec files with two
-// packages, and the driver picks by the version its SDK reports, so a
-// version must lead to exactly one spec.
+// packages, and the driver picks by the SDK and version it reports
+// (rules.Pick), so a reported version must lead to exactly one spec.
 func CheckSet(specs []*Spec) ErrorList {
 	var errs ErrorList
-	versions, pkgs := map[[2]string]*Spec{}, map[string]*Spec{}
-	for _, s := range specs {
-		for _, v := range s.SDK.Versions {
-			k := [2]string{s.Store, v}
-			if prev, ok := versions[k]; ok {
-				errs = append(errs, Error{Pos: s.StorePos, Msg: fmt.Sprintf(
-					"store %q at SDK version %q is also described by %s (package %s); each version of a store has one spec", s.Store, v, prev.StorePos, prev.Package)})
+	pkgs := map[string]*Spec{}
+	for i, s := range specs {
+		for _, prev := range specs[:i] {
+			if prev.Store != s.Store || prev.SDK.Name != s.SDK.Name {
 				continue
 			}
-			versions[k] = s
+			if v, w, ok := rules.VersionsOverlap(s.SDK.Versions, prev.SDK.Versions); ok {
+				what := fmt.Sprintf("is also described by %s (package %s)", prev.StorePos, prev.Package)
+				if v != w {
+					what = fmt.Sprintf("overlaps version %q of %s (package %s): a release line holds for every patch release in it", w, prev.StorePos, prev.Package)
+				}
+				errs = append(errs, Error{Pos: s.StorePos, Msg: fmt.Sprintf(
+					"store %q at %s version %q %s; each version of a store has one spec", s.Store, s.SDK.Name, v, what)})
+				break
+			}
 		}
 		if prev, ok := pkgs[s.Package]; ok {
 			errs = append(errs, Error{Pos: s.PackagePos, Msg: fmt.Sprintf(

@@ -63,7 +63,7 @@ func Generate(specs []*Spec, opt Options) (map[string][]byte, error) {
 }
 
 // GenerateOne renders one spec's package: codes.go, results.go,
-// admission.go and cases.go.
+// admission.go, cases.go and spec.go.
 func GenerateOne(s *Spec, opt Options) (map[string][]byte, error) {
 	e := emitter{s: s, importPath: opt.ImportRoot + "/" + s.Package}
 	emitters := []struct {
@@ -74,6 +74,7 @@ func GenerateOne(s *Spec, opt Options) (map[string][]byte, error) {
 		{"results.go", e.results},
 		{"admission.go", e.admission},
 		{"cases.go", e.cases},
+		{"spec.go", e.spec},
 	}
 	out := map[string][]byte{}
 	for _, em := range emitters {
@@ -174,19 +175,17 @@ func (e *emitter) codes(f *jen.File) {
 	f.Comment("SDKName is the SDK the spec was read from.")
 	f.Const().Id("SDKName").Op("=").Lit(s.SDK.Name)
 	f.Line()
-	f.Comment("SDKVersions are the SDK versions the spec holds for; a driver refuses any other.")
+	f.Comment("SDKVersions are the SDK versions (or release lines) the spec holds for; a driver refuses any other.")
 	f.Var().Id("SDKVersions").Op("=").Index().String().ValuesFunc(func(g *jen.Group) {
 		for _, v := range s.SDK.Versions {
 			g.Lit(v)
 		}
 	})
 	f.Line()
-	f.Comment("SupportsVersion reports whether v is one of SDKVersions.")
+	f.Comment("SupportsVersion reports whether the spec holds for SDK version v: v is")
+	f.Comment("one of SDKVersions, or a patch release of one (rules.VersionHolds).")
 	f.Func().Id("SupportsVersion").Params(jen.Id("v").String()).Bool().Block(
-		jen.For(jen.List(jen.Id("_"), jen.Id("s")).Op(":=").Range().Id("SDKVersions")).Block(
-			jen.If(jen.Id("s").Op("==").Id("v")).Block(jen.Return(jen.True())),
-		),
-		jen.Return(jen.False()),
+		jen.Return(qual("VersionHolds").Call(jen.Id("SDKVersions"), jen.Id("v"))),
 	)
 	f.Line()
 	f.Comment("Code is a result code of the SDK.")
@@ -218,6 +217,30 @@ func (e *emitter) codes(f *jen.File) {
 			g.Id(goName(c.Name))
 		}
 	})
+}
+
+// spec emits the package's Spec: the spec as one value, for a driver that
+// serves several SDK versions and picks one spec by the version its SDK
+// reports (rules.Pick).
+func (e *emitter) spec(f *jen.File) {
+	s := e.s
+	f.Commentf("Spec is what %s says, as one value. A driver that serves several", s.File)
+	f.Comment("versions of its SDK holds the Spec of each version's package and")
+	f.Comment("picks by the version its SDK reports (rules.Pick).")
+	f.Var().Id("Spec").Op("=").Op("&").Add(qual("Spec")).Values(jen.DictFunc(func(d jen.Dict) {
+		d[jen.Id("Store")] = jen.Id("Store")
+		d[jen.Id("Source")] = jen.Lit(s.File)
+		d[jen.Id("SDKName")] = jen.Id("SDKName")
+		d[jen.Id("SDKVersions")] = jen.Id("SDKVersions")
+		d[jen.Id("Capabilities")] = jen.Id("Capabilities")
+		d[jen.Id("Admission")] = jen.Id("Admission")
+		d[jen.Id("Environment")] = jen.Id("Environment")
+		d[jen.Id("Calls")] = jen.Map(jen.String()).Op("*").Add(qual("CallRule")).Values(jen.DictFunc(func(cd jen.Dict) {
+			for _, c := range s.Calls {
+				cd[jen.Lit(c.Name)] = jen.Id(goName(c.Name) + "Rule")
+			}
+		}))
+	}))
 }
 
 func (e *emitter) results(f *jen.File) {

@@ -477,7 +477,18 @@ func TestLoadDirRefusesTwoSpecsForOneStoreVersion(t *testing.T) {
 	_, err := LoadDir(dir)
 	require.Error(t, err)
 	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
-	assert.Equal(t, b+`:1:8: store "s" at SDK version "1" is also described by `+a+`:1:8 (package s); each version of a store has one spec`, err.Error())
+	assert.Equal(t, b+`:1:8: store "s" at s-sdk version "1" is also described by `+a+`:1:8 (package s); each version of a store has one spec`, err.Error())
+
+	// A release line and a patch release in it would both hold for 1.2.3.
+	line := strings.Replace(other, `versions: ["1"]`, `versions: ["1.2"]`, 1)
+	_, err = LoadDir(writeSpecs(t, map[string]string{"a.yaml": validSpec, "b.yaml": line}))
+	assert.ErrorContains(t, err, `store "s" at s-sdk version "1.2" overlaps version "1" of `)
+
+	// The same store and version of another SDK (a server fork) is another spec.
+	fork := strings.Replace(other, `name: s-sdk`, `name: s-fork`, 1)
+	require.NotEqual(t, other, fork, "the edit applied")
+	_, err = LoadDir(writeSpecs(t, map[string]string{"a.yaml": validSpec, "b.yaml": fork}))
+	assert.NoError(t, err, "one store over two SDKs at one version number")
 
 	nextVersion := strings.Replace(other, `versions: ["1"]`, `versions: ["2"]`, 1)
 	require.NotEqual(t, other, nextVersion, "the edit applied")

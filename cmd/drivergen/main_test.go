@@ -321,7 +321,7 @@ func TestValidateRefusesTwoSpecsForOneStoreVersion(t *testing.T) {
 	require.NoError(t, os.WriteFile(other, bytes.Replace(b, []byte("package: memory\n"), []byte("package: memory2\n"), 1), 0o644))
 	code, _, stderr := runCLI("validate", "../../spec/memory.yaml", other)
 	assert.Equal(t, 1, code)
-	assert.Regexp(t, regexp.QuoteMeta(other)+`:\d+:8: store "memory" at SDK version "1" is also described by \.\./\.\./spec/memory\.yaml:\d+:8`, stderr)
+	assert.Regexp(t, regexp.QuoteMeta(other)+`:\d+:8: store "memory" at kvblob-memory version "1" is also described by \.\./\.\./spec/memory\.yaml:\d+:8`, stderr)
 }
 
 // TestSpecErrorsNameThePathGiven pins that generate and check name a bad

@@ -24,17 +24,13 @@ const Store = "memory"
 // SDKName is the SDK the spec was read from.
 const SDKName = "kvblob-memory"
 
-// SDKVersions are the SDK versions the spec holds for; a driver refuses any other.
+// SDKVersions are the SDK versions (or release lines) the spec holds for; a driver refuses any other.
 var SDKVersions = []string{"1"}
 
-// SupportsVersion reports whether v is one of SDKVersions.
+// SupportsVersion reports whether the spec holds for SDK version v: v is
+// one of SDKVersions, or a patch release of one (rules.VersionHolds).
 func SupportsVersion(v string) bool {
-	for _, s := range SDKVersions {
-		if s == v {
-			return true
-		}
-	}
-	return false
+	return rules.VersionHolds(SDKVersions, v)
 }
 
 // Code is a result code of the SDK.
