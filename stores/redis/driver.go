@@ -1,5 +1,5 @@
-// Package redis is kvblob's driver for Redis 7 (standalone or Cluster) over
-// github.com/redis/go-redis/v9.
+// Package redis is kvblob's driver for Redis 7 and Valkey 8.1 (standalone
+// or Cluster) over github.com/redis/go-redis/v9.
 //
 // A row is one Redis string: the row's spans concatenated, then the
 // trailer of stores/trailer (keyed when Options.Integrity is set). A
@@ -8,10 +8,14 @@
 // (SET NX PX), then replaces its own marker with the object: on a
 // standalone server with WATCH, GET and MULTI/SET/EXEC, pipelined across
 // keys; on a Cluster (or when a transaction aborts) with a compare-and-set
-// script. A get checks the trailer before any byte reaches
-// the caller's slots. spec/redis-7.yaml says why, and holds every
-// code-to-result rule: this package only classifies replies and errors into
-// the spec's codes (classify.go).
+// script; on Valkey 8.1 with one SET IFEQ per key. A get checks the trailer
+// before any byte reaches the caller's slots.
+//
+// Each server build has its own spec (spec/redis-7.yaml,
+// spec/redis-valkey-8.1.yaml), which says why and holds every code-to-result
+// rule: Open asks the server what it is (ServerIdentity) and picks the spec
+// that holds for it, refusing any other (builds.go); this package only
+// classifies replies and errors into the spec's codes (classify.go).
 package redis
 
 import (
@@ -54,6 +58,11 @@ type Driver struct {
 	opt Options
 	ver string
 
+	// build is the server build the driver talks to, and calls the rules
+	// of its spec for each call the driver makes.
+	build build
+	calls calls
+
 	life driverkit.Lifecycle
 
 	// tx is whether the user may run WATCH, MULTI and EXEC (txUnknown
@@ -69,8 +78,9 @@ const (
 
 var _ driver.Driver = (*Driver)(nil)
 
-// Open connects, checks the server's major version against the specs the
-// repository holds, and returns the driver.
+// Open connects, picks the spec that holds for the server it reached (its
+// name and version, from INFO server), refusing a server no spec holds
+// for, and returns the driver.
 func Open(ctx context.Context, opt Options) (*Driver, error) {
 	if len(opt.Addrs) == 0 {
 		return nil, fmt.Errorf("redis: no address; set Options.Addrs to the server's host:port")
@@ -110,22 +120,13 @@ func Open(ctx context.Context, opt Options) (*Driver, error) {
 		_ = c.Close()
 		return nil, openError(opt, err)
 	}
-	ver := serverVersion(info)
-	major, _, _ := strings.Cut(ver, ".")
-	if !gen.SupportsVersion(major) {
+	b, calls, err := pickBuild(info)
+	if err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("redis: server version %q has no spec; kvblob holds specs for major versions %v (spec/redis-*.yaml)", ver, gen.SDKVersions)
+		return nil, err
 	}
-	return &Driver{c: c, opt: opt, ver: ver}, nil
-}
-
-func serverVersion(info string) string {
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			return v
-		}
-	}
-	return "unknown"
+	sdk, ver := ServerIdentity(info)
+	return &Driver{c: c, opt: opt, ver: sdk + " " + ver, build: b, calls: calls}, nil
 }
 
 // String names the server and the options, Password redacted.
@@ -133,18 +134,22 @@ func (d *Driver) String() string {
 	return "redis driver (server " + d.ver + ", " + d.opt.String() + ")"
 }
 
-// ServerVersion is the version INFO reported at Open.
+// ServerVersion is the server and version INFO reported at Open
+// ("redis-server 7.0.15", "valkey-server 8.1.1").
 func (d *Driver) ServerVersion() string { return d.ver }
+
+// Spec is the spec that holds for the server the driver talks to.
+func (d *Driver) Spec() *rules.Spec { return d.build.spec }
 
 // Client returns the go-redis client (for tests and diagnostics).
 func (d *Driver) Client() goredis.UniversalClient { return d.c }
 
-// Capabilities are spec/redis-7.yaml's.
-func (d *Driver) Capabilities() driver.Capabilities { return gen.Capabilities }
+// Capabilities are the server's spec's.
+func (d *Driver) Capabilities() driver.Capabilities { return d.build.spec.Capabilities }
 
 // Register admits a host region; Redis needs no registration of its own.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
-	return d.life.Register(r, gen.AdmitRegister, nil)
+	return d.life.Register(r, d.build.spec.Admission.Register, nil)
 }
 
 // Unregister refuses while a call that may touch the region is in progress.
@@ -170,7 +175,7 @@ func (d *Driver) As(target any) bool {
 // Put claims each key, stores the objects of the rows it claimed, and asks
 // about the keys it found present.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return gen.AdmitPut(rows, live) })
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return d.build.spec.Admission.Put(rows, live) })
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +198,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 		if err == nil && !ok {
 			code = gen.Nil
 		}
-		m := gen.MapClaim(int64(code))
+		m := d.calls.claim.Map(int64(code), 0)
 		switch {
 		case m.Continue:
 			store = append(store, i)
@@ -221,12 +226,14 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 		}()
 		codes := make([]gen.Code, len(rows))
 		errs := make([]error, len(rows))
-		d.storeObjects(ctx, rows, store, objs, marker, codes, errs)
+		d.build.store(d, ctx, rows, store, objs, marker, codes, errs)
 		var release []int
 		for _, i := range store {
-			m := gen.MapStore(int64(codes[i]))
+			m := d.calls.store.Map(int64(codes[i]), 0)
 			results[i] = m.WithCause(errs[i])
-			if m.Result.Status != driver.Ready && codes[i] != gen.Lost {
+			// LOST (Redis 7) and NIL (Valkey 8.1's IFEQ) say the marker
+			// is gone: there is nothing of this writer's to release.
+			if m.Result.Status != driver.Ready && codes[i] != gen.Lost && codes[i] != gen.Nil {
 				release = append(release, i)
 			}
 		}
@@ -261,8 +268,9 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 	return driverkit.Finished(results), nil
 }
 
-// storeObjects replaces this writer's marker with objs[i] for each row i of
-// idx, setting codes[i] (OK, LOST or how the reply classified) and errs[i].
+// storeObjects is a Redis 7 store: it replaces this writer's marker with
+// objs[i] for each row i of idx, setting codes[i] (OK, LOST or how the
+// reply classified) and errs[i].
 //
 // On a standalone server it is one WATCH/GET pass and one MULTI/SET/EXEC
 // pass over every key, pipelined: a key whose GET no longer answers the
@@ -480,7 +488,7 @@ func newMarker() string {
 // Get reads each row's object, checks its trailer and only then copies its
 // payload into the row's spans.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return gen.AdmitGet(rows, hint, live) })
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return d.build.spec.Admission.Get(rows, hint, live) })
 	if err != nil {
 		return nil, err
 	}
@@ -496,19 +504,19 @@ func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (
 		v, err := cmd.Bytes()
 		if err != nil {
 			code, cerr := classify(err)
-			results[i] = gen.MapGet(int64(code), rows[i].Bytes()).WithCause(cerr)
+			results[i] = d.calls.get.Map(int64(code), rows[i].Bytes()).WithCause(cerr)
 			continue
 		}
 		if bytes.HasPrefix(v, []byte(markerPrefix)) {
-			results[i] = gen.MapGet(int64(gen.Pending), rows[i].Bytes()).Result
+			results[i] = d.calls.get.Map(int64(gen.Pending), rows[i].Bytes()).Result
 			continue
 		}
 		payload, err := d.opt.Integrity.Check(v, rows[i].Key)
 		if err != nil {
-			results[i] = gen.MapGet(int64(gen.Corrupt), rows[i].Bytes()).WithCause(err)
+			results[i] = d.calls.get.Map(int64(gen.Corrupt), rows[i].Bytes()).WithCause(err)
 			continue
 		}
-		m := gen.MapGet(int64(len(payload)), rows[i].Bytes())
+		m := d.calls.get.Map(int64(len(payload)), rows[i].Bytes())
 		if m.Written == rules.WrittenYes {
 			for _, s := range rows[i].Spans {
 				payload = payload[copy(s.Bytes(), payload):]

@@ -13,7 +13,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/conformance"
-	gen "github.com/kvblob/kvblob/generated/redis"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/redis"
@@ -25,28 +24,46 @@ var (
 	server  *redistest.Server
 	cluster *redistest.Cluster
 	absent  string // why no server could be started
+
+	// valkey and valkeyCluster are Valkey 8.1's (spec/redis-valkey-8.1.yaml),
+	// or nil and valkeyAbsent says why.
+	valkey        *redistest.Server
+	valkeyCluster *redistest.Cluster
+	valkeyAbsent  string
 )
 
 // TestMain starts one server and one three-node Cluster on loopback for the
-// package. Without redis-server the tests skip, except under CI=true, where
-// a missing server is a failure (.ci/run installs it).
+// package, of Redis 7 and of Valkey 8.1. Without a server the tests of its
+// build skip, except under CI=true, where a missing server is a failure
+// (.ci/run installs redis-server; make deps fetches Valkey 8.1).
 func TestMain(m *testing.M) {
 	code := func() int {
-		if ok, why := redistest.Available(); !ok {
-			absent = why
-			return m.Run()
+		start := func(b *redistest.Build, s **redistest.Server, c **redistest.Cluster, absent *string) (stop func(), err error) {
+			if ok, why := b.Available(); !ok {
+				*absent = why
+				return func() {}, nil
+			}
+			if *s, err = redistest.StartWith(redistest.Config{Build: b}); err != nil {
+				return nil, err
+			}
+			if *c, err = redistest.StartClusterWith(3, redistest.Config{Build: b}); err != nil {
+				(*s).Stop()
+				return nil, err
+			}
+			return func() { (*c).Stop(); (*s).Stop() }, nil
 		}
-		var err error
-		if server, err = redistest.Start(); err != nil {
+		stop, err := start(redistest.Redis7, &server, &cluster, &absent)
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer server.Stop()
-		if cluster, err = redistest.StartCluster(3); err != nil {
+		defer stop()
+		stopValkey, err := start(redistest.Valkey81, &valkey, &valkeyCluster, &valkeyAbsent)
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer cluster.Stop()
+		defer stopValkey()
 		return m.Run()
 	}()
 	if code == 0 {
@@ -60,13 +77,23 @@ func TestMain(m *testing.M) {
 
 func needServer(t *testing.T) {
 	t.Helper()
-	if server != nil {
+	need(t, server != nil, absent)
+}
+
+func needValkey(t *testing.T) {
+	t.Helper()
+	need(t, valkey != nil, valkeyAbsent)
+}
+
+func need(t *testing.T, have bool, why string) {
+	t.Helper()
+	if have {
 		return
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true but no Redis server: %s", absent)
+		t.Fatalf("CI=true but no server: %s", why)
 	}
-	t.Skip(absent)
+	t.Skip(why)
 }
 
 func standalone() redistest.Deployment {
@@ -77,11 +104,11 @@ func clustered() redistest.Deployment {
 	return redistest.Deployment{Addrs: cluster.Addrs(), Cluster: true}
 }
 
-// suite is the conformance suite over a real server: the scenarios it
-// stages with the fault hook's help, spec/redis-7.yaml's generated cases and
-// the checks the driver is known to fail.
-func suite() conformance.Suite {
-	return conformance.Suite{Scenarios: redistest.Scenarios(), Cases: gen.Cases, Stage: redistest.Stage, KnownFailures: redistest.KnownFailures()}
+// suite is the conformance suite over a real server of build b: the
+// scenarios it stages with the fault hook's help, b's spec's generated
+// cases and the checks the driver is known to fail.
+func suite(b *redistest.Build) conformance.Suite {
+	return conformance.Suite{Scenarios: redistest.Scenarios(), Cases: b.Cases, Stage: redistest.Stage, KnownFailures: redistest.KnownFailures()}
 }
 
 // TestIntegrity runs the integrity check over drivers with a row key: a row
@@ -103,8 +130,58 @@ func TestIntegrity(t *testing.T) {
 
 func TestConformance(t *testing.T) {
 	needServer(t)
-	t.Run("standalone", func(t *testing.T) { conformance.Run(t, redistest.Factory(standalone()), suite()) })
-	t.Run("cluster", func(t *testing.T) { conformance.Run(t, redistest.Factory(clustered()), suite()) })
+	t.Run("standalone", func(t *testing.T) { conformance.Run(t, redistest.Factory(standalone()), suite(redistest.Redis7)) })
+	t.Run("cluster", func(t *testing.T) { conformance.Run(t, redistest.Factory(clustered()), suite(redistest.Redis7)) })
+}
+
+// TestValkey81 runs the conformance suite with spec/redis-valkey-8.1.yaml's
+// generated cases over Valkey 8.1, standalone and Cluster: the driver
+// picks that spec, and stores with SET IFEQ.
+func TestValkey81(t *testing.T) {
+	needValkey(t)
+	for _, dep := range []struct {
+		name string
+		dep  redistest.Deployment
+	}{{"standalone", redistest.Deployment{Addrs: []string{valkey.Addr}}}, {"cluster", redistest.Deployment{Addrs: valkeyCluster.Addrs(), Cluster: true}}} {
+		t.Run(dep.name, func(t *testing.T) {
+			d, err := redis.Open(context.Background(), redis.Options{Addrs: dep.dep.Addrs, Cluster: dep.dep.Cluster})
+			require.NoError(t, err)
+			assert.Equal(t, redistest.Valkey81.Spec, d.Spec(), "the driver picked %s", d.Spec())
+			assert.Regexp(t, `^valkey-server 8\.1\.`, d.ServerVersion())
+			require.True(t, d.Drain(conformance.Within(time.Second)))
+			require.NoError(t, d.Close())
+			conformance.Run(t, redistest.Factory(dep.dep), suite(redistest.Valkey81))
+		})
+	}
+}
+
+// TestSDKChecks asks each build's live server for what its spec relies on,
+// as the gate does.
+func TestSDKChecks(t *testing.T) {
+	for _, b := range []struct {
+		build *redistest.Build
+		need  func(*testing.T)
+		addr  func() string
+	}{
+		{redistest.Redis7, needServer, func() string { return server.Addr }},
+		{redistest.Valkey81, needValkey, func() string { return valkey.Addr }},
+	} {
+		t.Run(b.build.Name, func(t *testing.T) {
+			b.need(t)
+			for _, c := range redistest.SDKChecks(b.build) {
+				t.Run(c.Name, func(t *testing.T) {
+					check := conformance.Check{Name: c.Name, Run: func(h *conformance.Harness, _ conformance.Scenarios) { c.Run(h) }}
+					v := conformance.RunRecorded(check, redistest.Factory(redistest.Deployment{Addrs: []string{b.addr()}}), conformance.Suite{})
+					switch {
+					case v.Skipped:
+						t.Skip(v.Reason)
+					case !v.Passed:
+						t.Error(v.Reason)
+					}
+				})
+			}
+		})
+	}
 }
 
 type fx struct {
@@ -182,7 +259,8 @@ func TestOpenChecksTheServer(t *testing.T) {
 	needServer(t)
 	d, err := redis.Open(context.Background(), redis.Options{Addrs: []string{server.Addr}})
 	require.NoError(t, err)
-	assert.Regexp(t, `^7\.`, d.ServerVersion())
+	assert.Regexp(t, `^redis-server 7\.`, d.ServerVersion())
+	assert.Equal(t, redistest.Redis7.Spec, d.Spec())
 	require.True(t, d.Drain(conformance.Within(time.Second)))
 	require.NoError(t, d.Close())
 

@@ -139,9 +139,13 @@ var codeError = map[gen.Code]error{
 // storeCmd's.
 var cmdOf = map[string]string{"claim": "set", "get": "get"}
 
-// storeCmd is the command a store sends first for a key: WATCH on a
-// standalone server, the compare-and-set EVAL on a Cluster.
+// storeCmd is the command a store sends first for a key: on Redis 7, WATCH
+// on a standalone server and the compare-and-set EVAL on a Cluster; on
+// Valkey 8.1, SET IFEQ.
 func storeCmd(r *redis.Driver) string {
+	if r.Spec() == Valkey81.Spec {
+		return "set ifeq"
+	}
 	if _, ok := r.Client().(*goredis.ClusterClient); ok {
 		return "eval"
 	}
@@ -180,7 +184,7 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 			return nil
 		}
 		return fillMemory(r)
-	case c.Call == "store" && code == gen.Lost:
+	case c.Call == "store" && (code == gen.Lost || code == gen.Nil):
 		f.Before(storeCmd(r), key, func() { _ = r.Client().Del(context.Background(), key).Err() })
 		h.StagedThrough("a hook that deletes the marker before store's first command")
 	case c.Call == "get" && code == gen.Nil:

@@ -38,7 +38,7 @@ func NewFaults() *Faults {
 	return &Faults{errs: map[cmdKey][]error{}, replies: map[cmdKey][]any{}, before: map[cmdKey][]func(){}, holds: map[cmdKey][]*Held{}}
 }
 
-// Error makes the next cmd (get, set, eval) on key fail with err.
+// Error makes the next cmd (get, set, set ifeq, eval) on key fail with err.
 func (f *Faults) Error(cmd, key string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -79,12 +79,18 @@ func (RedisError) RedisError() {}
 // ConnError is a dropped connection.
 var ConnError error = &net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed}
 
+// keyOf names a command as Error, Before and Hold take it: its name in
+// lower case, except a SET with IFEQ (Valkey 8.1's store), which is "set
+// ifeq" so that it is told from the claim's SET NX on the same key; and the
+// key it acts on.
 func keyOf(c goredis.Cmder) (string, string) {
 	args := c.Args()
 	name := strings.ToLower(c.Name())
 	switch {
 	case name == "eval" && len(args) > 3:
 		return name, argString(args[3])
+	case name == "set" && len(args) > 4 && strings.EqualFold(argString(args[3]), "ifeq"):
+		return "set ifeq", argString(args[1])
 	case len(args) > 1:
 		return name, argString(args[1])
 	}

@@ -1,28 +1,41 @@
 package redistest
 
 import (
+	"strings"
+
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/gate"
-	gen "github.com/kvblob/kvblob/generated/redis"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
-// Redis joins the gate over a redis-server the gate starts on loopback, and
-// is skipped, with the reason, where no redis-server is installed.
+// Each build joins the gate over a server of its own the gate starts on
+// loopback, and is skipped, with the reason, where that server is not
+// installed: "redis" on redis-server 7, "redis-valkey-8.1" on Valkey 8.1.
+// Each runs its own spec's generated cases and SDK checks.
 func init() {
+	for _, b := range Builds {
+		register(b)
+	}
+}
+
+func register(b *Build) {
 	var server *Server
+	name := "redis"
+	if b != Redis7 {
+		name = "redis-" + b.Name
+	}
 	gate.Register(gate.Store{
-		Name: "redis", SDK: gen.SDKName + " " + gen.SDKVersions[0] + ".x (loopback)",
-		Scenarios: Scenarios(), Cases: gen.Cases, Stage: Stage, KnownFailures: KnownFailures(),
-		SDKChecks: SDKChecks(),
+		Name: name, SDK: b.Spec.SDKName + " " + strings.Join(b.Spec.SDKVersions, ", ") + ".x (loopback)",
+		Scenarios: Scenarios(), Cases: b.Cases, Stage: Stage, KnownFailures: KnownFailures(),
+		SDKChecks: SDKChecks(b),
 		Factory: func(t conformance.T) driver.Driver {
 			return Factory(Deployment{Addrs: []string{server.Addr}})(t)
 		},
 		Setup: func() (string, func(), error) {
-			if ok, why := Available(); !ok {
+			if ok, why := b.Available(); !ok {
 				return why, nil, nil
 			}
-			s, err := Start()
+			s, err := StartWith(Config{Build: b})
 			if err != nil {
 				return "", nil, err
 			}

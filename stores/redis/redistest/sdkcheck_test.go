@@ -14,10 +14,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestSDKCheckRules: each rule the SDK checks apply to a live server's
 // replies refuses a reply the spec does not rely on.
 func TestSDKCheckRules(t *testing.T) {
-	seven := func(v string) bool { return v == "7" }
-	assert.NoError(t, versionHeld("# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n", seven))
-	assert.ErrorContains(t, versionHeld("# Server\r\nredis_version:8.2.1\r\n", seven), "the server is redis 8.2.1")
-	assert.ErrorContains(t, versionHeld("# Server\r\n", seven), "no redis_version")
+	assert.NoError(t, versionHeld("# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n", Redis7.Spec))
+	assert.ErrorContains(t, versionHeld("# Server\r\nredis_version:8.2.1\r\n", Redis7.Spec), "the server is redis-server 8.2.1; spec/redis-7.yaml holds for redis-server [7]")
+	assert.ErrorContains(t, versionHeld("# Server\r\n", Redis7.Spec), "the server is redis-server unknown")
+	valkey := "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.1.1\r\n"
+	assert.NoError(t, versionHeld(valkey, Valkey81.Spec))
+	assert.ErrorContains(t, versionHeld(valkey, Redis7.Spec), "the server is valkey-server 8.1.1; spec/redis-7.yaml holds for")
 
 	assert.NoError(t, wantNil(goredis.Nil))
 	assert.ErrorContains(t, wantNil(nil), "answered OK, not a nil reply")

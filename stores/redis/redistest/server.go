@@ -1,7 +1,9 @@
-// Package redistest starts real redis-server processes on loopback for
-// tests (one server, or a three-node Cluster), and wires the Redis driver
-// into the conformance suite: a factory over a running deployment, the
-// scenarios it can stage, and the stager of generated/redis's cases.
+// Package redistest starts real servers on loopback for tests (one server,
+// or a three-node Cluster) of each build the Redis driver serves (Builds:
+// redis-server 7, Valkey 8.1), and wires the driver into the conformance
+// suite: a factory over a running deployment, the scenarios it can stage,
+// the stager of each build's generated cases, and the SDK checks that ask
+// a live server for what its spec relies on.
 package redistest
 
 import (
@@ -20,12 +22,9 @@ import (
 	"github.com/kvblob/kvblob/conformance/serverproc"
 )
 
-// spec is how serverproc runs redis-server.
-var spec = serverproc.Spec{Binary: "redis-server", Install: "apt-get install redis-server"}
-
-// Available reports whether redis-server is installed, and if not, what to
-// do.
-func Available() (bool, string) { return serverproc.Available(spec) }
+// Available reports whether redis-server (Redis7) is installed, and if
+// not, what to do.
+func Available() (bool, string) { return Redis7.Available() }
 
 // Server is one redis-server on 127.0.0.1, without persistence, run by
 // serverproc: Freeze, Thaw, Kill, Restart, Stop and Listening are its.
@@ -38,6 +37,8 @@ type Server struct {
 
 // Config is what StartWith starts.
 type Config struct {
+	// Build is the server build to run (nil: Redis7).
+	Build *Build
 	// TLS, when set, serves TLS only (--port 0, --tls-port), with these
 	// certificates, and asks every client for a certificate the CA signed;
 	// a Cluster's nodes talk TLS to each other too.
@@ -72,8 +73,7 @@ func Start(extra ...string) (*Server, error) { return StartWith(Config{Extra: ex
 // StartWith starts a redis-server as cfg says, bound to 127.0.0.1 only,
 // and waits until it answers PING (at most 10 s).
 func StartWith(cfg Config) (*Server, error) {
-	sp := spec
-	sp.Args = func(host string, port int, dir string) []string {
+	args := func(host string, port int, dir string) []string {
 		// Loopback only: every port the server opens (client, TLS, cluster
 		// bus) binds the addresses of --bind.
 		args := []string{"--bind", host, "--save", "", "--appendonly", "no",
@@ -90,18 +90,29 @@ func StartWith(cfg Config) (*Server, error) {
 		}
 		return append(args, cfg.Extra...)
 	}
-	sp.Ready = func(addr string) error {
+	ready := func(addr string) error {
 		reply, err := command1(addr, cfg.TLS, "PING")
 		if err == nil && !strings.HasPrefix(reply, "+PONG") {
 			err = fmt.Errorf("PING answered %q", reply)
 		}
 		return err
 	}
+	sp, err := cfg.build().server(args, ready)
+	if err != nil {
+		return nil, err
+	}
 	p, err := serverproc.Start(sp)
 	if err != nil {
 		return nil, fmt.Errorf("redistest: %w", err)
 	}
 	return &Server{Server: p, TLS: cfg.TLS}, nil
+}
+
+func (c Config) build() *Build {
+	if c.Build == nil {
+		return Redis7
+	}
+	return c.Build
 }
 
 // Command sends one inline command to a plain-TCP server and returns the
@@ -160,8 +171,9 @@ func StartCluster(n int) (*Cluster, error) { return StartClusterWith(n, Config{}
 
 // StartClusterWith is StartCluster with every node started as cfg says.
 func StartClusterWith(n int, cfg Config) (*Cluster, error) {
-	if _, err := exec.LookPath("redis-cli"); err != nil {
-		return nil, errors.New("redistest: redis-cli is not installed (it comes with redis-tools)")
+	cli, why := cfg.build().CLI()
+	if why != "" {
+		return nil, errors.New("redistest: " + why)
 	}
 	c := &Cluster{}
 	node := cfg
@@ -180,9 +192,9 @@ func StartClusterWith(n int, cfg Config) (*Cluster, error) {
 	}
 	args = append(append(args, "--cluster", "create"), c.Addrs()...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
 		c.Stop()
-		return nil, fmt.Errorf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+		return nil, fmt.Errorf("redistest: %s --cluster create: %v\n%s", cli, err, out)
 	}
 	for _, s := range c.Nodes {
 		if err := s.waitForClusterOK(20 * time.Second); err != nil {

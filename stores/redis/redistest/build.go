@@ -1,0 +1,139 @@
+package redistest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/kvblob/kvblob/conformance/serverproc"
+	"github.com/kvblob/kvblob/conformance/speccase"
+	gen "github.com/kvblob/kvblob/generated/redis"
+	"github.com/kvblob/kvblob/generated/valkey81"
+	"github.com/kvblob/kvblob/runtime/rules"
+)
+
+// A Build is a server build kvblob holds a spec for, as the tests run it:
+// its spec and generated cases, and the programs that run it. Each build's
+// spec is tested against that build: the conformance suite, the spec's own
+// generated cases, and SDKChecks that ask the live server for the replies
+// its rules rely on.
+type Build struct {
+	// Name names the build in test names and in the gate ("redis-7").
+	Name string
+	// Spec and Cases are the build's generated package's.
+	Spec  *rules.Spec
+	Cases []speccase.Case
+	// Server and CLI find the server program and its client (the client
+	// creates Clusters); each returns the program, or "" and why it is
+	// missing and how to get it.
+	Server, CLI func() (path, why string)
+}
+
+// Redis7 is Debian's redis-server 7 (spec/redis-7.yaml).
+var Redis7 = &Build{
+	Name: "redis-7", Spec: gen.Spec, Cases: gen.Cases,
+	Server: onPath("redis-server", "apt-get install redis-server"),
+	CLI:    onPath("redis-cli", "apt-get install redis-tools"),
+}
+
+// Valkey81 is Valkey 8.1 (spec/redis-valkey-8.1.yaml): Debian trixie's
+// valkey-server 8.1.x, which 'make deps' fetches into .bin/valkey-8.1 with
+// the trixie C library it runs on (Debian 12 has no Valkey 8.1).
+// KVBLOB_VALKEY_SERVER and KVBLOB_VALKEY_CLI name other programs.
+var Valkey81 = &Build{
+	Name: "valkey-8.1", Spec: valkey81.Spec, Cases: valkey81.Cases,
+	Server: valkey("KVBLOB_VALKEY_SERVER", "valkey-server"),
+	CLI:    valkey("KVBLOB_VALKEY_CLI", "valkey-cli"),
+}
+
+// Builds are every build, in the order of the driver's specs.
+var Builds = []*Build{Redis7, Valkey81}
+
+// Available reports whether the build's server and client are installed,
+// and if not, what to do.
+func (b *Build) Available() (bool, string) {
+	if _, why := b.Server(); why != "" {
+		return false, why
+	}
+	if _, why := b.CLI(); why != "" {
+		return false, why
+	}
+	return true, ""
+}
+
+func (b *Build) server(args func(host string, port int, dir string) []string, ready func(addr string) error) (serverproc.Spec, error) {
+	path, why := b.Server()
+	if why != "" {
+		return serverproc.Spec{}, fmt.Errorf("redistest: %s", why)
+	}
+	return serverproc.Spec{Binary: path, Args: args, Ready: ready}, nil
+}
+
+func onPath(program, install string) func() (string, string) {
+	return func() (string, string) {
+		if p, err := exec.LookPath(program); err == nil {
+			return p, ""
+		}
+		return "", program + " is not installed (" + install + ")"
+	}
+}
+
+// valkeyDir is where 'make deps' puts Valkey 8.1, under the module root.
+const valkeyDir = ".bin/valkey-8.1"
+
+// valkey finds a Valkey 8.1 program: the one env names, else the one 'make
+// deps' fetched, else one on PATH; it must report version 8.1.x.
+func valkey(env, program string) func() (string, string) {
+	return func() (string, string) {
+		var tried []string
+		candidates := []string{os.Getenv(env)}
+		if root, ok := moduleRoot(); ok {
+			candidates = append(candidates, filepath.Join(root, valkeyDir, program))
+		}
+		if p, err := exec.LookPath(program); err == nil {
+			candidates = append(candidates, p)
+		}
+		for _, p := range candidates {
+			if p == "" {
+				continue
+			}
+			out, err := exec.Command(p, "--version").CombinedOutput()
+			switch {
+			case err != nil:
+				tried = append(tried, fmt.Sprintf("%s: %v", p, err))
+			case !bytes.Contains(out, []byte("v=8.1.")) && !bytes.Contains(out, []byte(" 8.1.")):
+				tried = append(tried, fmt.Sprintf("%s is %s", p, strings.TrimSpace(string(out))))
+			default:
+				return p, ""
+			}
+		}
+		why := program + " 8.1 is not installed ('make deps' fetches Debian trixie's into " + valkeyDir + "; or set " + env + ")"
+		if len(tried) > 0 {
+			why += "; tried " + strings.Join(tried, ", ")
+		}
+		return "", why
+	}
+}
+
+// moduleRoot is the folder of kvblob's go.mod at or above the working
+// directory (a test runs in its package's folder).
+func moduleRoot() (string, bool) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", false
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(b, []byte("module github.com/kvblob/kvblob\n")) {
+			return dir, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
