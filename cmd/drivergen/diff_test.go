@@ -60,6 +60,32 @@ func TestDiffPrintsExactlyTheChangedCodeAndRule(t *testing.T) {
 	assert.Contains(t, out, "no differences")
 }
 
+// TestDiffRedis7ToValkey81 pins what the repository's two versions of the
+// Redis store differ in: the SDK, one code (LOST, which only the Redis 7
+// driver derives) and one rule (store answers NIL on Valkey 8.1), and the
+// generated case each brings. Positions are left out: comments may move.
+func TestDiffRedis7ToValkey81(t *testing.T) {
+	code, out, stderr := runCLI("diff", "../../spec/redis-7.yaml", "../../spec/redis-valkey-8.1.yaml")
+	require.Equal(t, 1, code, stderr)
+	var changes []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "  ") {
+			l, _, _ = strings.Cut(strings.TrimSpace(l), "  (")
+			changes = append(changes, l)
+		}
+	}
+	assert.Equal(t, []string{
+		"~ package: redis -> valkey81",
+		"~ sdk.name: redis-server -> valkey-server",
+		"~ sdk.versions: [7] -> [8.1]",
+		"- LOST = -4",
+		`+ store NIL: {result: FAULT, text: "the key no longer held this writer's pending marker (its TTL ran out); nothing was stored"}`,
+		`- store LOST: {result: FAULT, text: "the pending marker expired before the object was stored"}`,
+		"+ store/NIL: store answers NIL(-1) => FAULT code -1, written no",
+		"- store/LOST: store answers LOST(-4) => FAULT code -4, written no",
+	}, changes, out)
+}
+
 func TestDiffUsage(t *testing.T) {
 	code, _, stderr := runCLI("diff", oldSpec)
 	assert.Equal(t, 2, code)
