@@ -112,21 +112,31 @@ func cleanupAll() {
 // on loopback, or one the user runs.
 type redisTarget struct {
 	opt    redis.Options
+	name   string // the store's name in the tables ("redis" when empty)
 	prefix string // key prefix; the bench writes only under prefix + "/"
 	force  bool   // bench even if keys exist under the prefix
 	stop   func() // stops a server blobbench started
 }
 
-// redisStore starts a redis-server on loopback for the run.
-func redisStore(prefix string, log io.Writer) (store, error) {
-	if ok, why := redistest.Available(); !ok {
+// redisName names the Redis store over a server of build b, as the gate
+// does: "redis" on Redis 7, "redis-valkey-8.1" on Valkey 8.1.
+func redisName(b *redistest.Build) string {
+	if b == redistest.Redis7 {
+		return "redis"
+	}
+	return "redis-" + b.Name
+}
+
+// redisStore starts a server of build b on loopback for the run.
+func redisStore(b *redistest.Build, prefix string, log io.Writer) (store, error) {
+	if ok, why := b.Available(); !ok {
 		return store{}, fmt.Errorf("%s", why)
 	}
-	srv, err := redistest.Start()
+	srv, err := redistest.StartWith(redistest.Config{Build: b})
 	if err != nil {
 		return store{}, err
 	}
-	s, err := openRedis(redisTarget{opt: redis.Options{Addrs: []string{srv.Addr}}, prefix: prefix, stop: srv.Stop}, log)
+	s, err := openRedis(redisTarget{opt: redis.Options{Addrs: []string{srv.Addr}}, name: redisName(b), prefix: prefix, stop: srv.Stop}, log)
 	if err != nil {
 		srv.Stop()
 	}
@@ -166,7 +176,11 @@ func openRedis(t redisTarget, log io.Writer) (store, error) {
 		_, err := pipe.Exec(context.Background())
 		return err
 	}
-	s := store{name: "redis", prefix: t.prefix, written: w,
+	name := t.name
+	if name == "" {
+		name = "redis"
+	}
+	s := store{name: name, prefix: t.prefix, written: w,
 		make: func() (driver.Driver, error) { return redis.Open(context.Background(), t.opt) },
 		forget: func(_ driver.Driver, keys []string) {
 			if len(keys) > 0 {
@@ -179,11 +193,11 @@ func openRedis(t redisTarget, log io.Writer) (store, error) {
 		}}
 	atCleanup(func() {
 		keys := w.all()
-		fmt.Fprintf(log, "blobbench: redis: deleting the %d keys the run wrote under %q\n", len(keys), t.prefix+"/")
+		fmt.Fprintf(log, "blobbench: %s: deleting the %d keys the run wrote under %q\n", name, len(keys), t.prefix+"/")
 		for len(keys) > 0 {
 			n := min(len(keys), 1000)
 			if err := del(keys[:n]); err != nil {
-				fmt.Fprintf(log, "blobbench: redis: deleting keys: %v (pending markers expire on their own)\n", err)
+				fmt.Fprintf(log, "blobbench: %s: deleting keys: %v (pending markers expire on their own)\n", name, err)
 			}
 			keys = keys[n:]
 		}

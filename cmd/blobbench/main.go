@@ -123,7 +123,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *only != "" {
 		p.stores = strings.Split(*only, ",")
-		known := []string{"memory", "mooncake-fake", "redis"}
+		known := []string{"memory", "mooncake-fake", "redis", "redis-valkey-8.1"}
 		for _, e := range extraStores {
 			known = append(known, e.name)
 		}

@@ -73,3 +73,17 @@ func TestBadFlags(t *testing.T) {
 		assert.Contains(t, errb.String(), c.want, "%v", c.args)
 	}
 }
+
+// TestChartDrawsOnlyItsStores: a store the chart has no series for (the
+// real Mooncake SDK, Redis on Valkey) stays in the tables and out of the
+// chart, and never takes another store's series.
+func TestChartDrawsOnlyItsStores(t *testing.T) {
+	rep := &report{Bandwidth: []bandwidth{
+		{Store: "memory", RowBytes: 1 << 20, Workers: 2, PublishGBs: 5, FetchGBs: 6, MemcpyGBs: 10},
+		{Store: "redis-valkey-8.1", RowBytes: 1 << 20, Workers: 2, PublishGBs: 0.5, FetchGBs: 0.25, MemcpyGBs: 10},
+	}}
+	svg := string(chart(rep))
+	assert.NotContains(t, svg, "valkey")
+	assert.Contains(t, svg, "memory publish")
+	assert.Equal(t, string(chart(&report{Bandwidth: rep.Bandwidth[:1]})), svg, "the Valkey row changed the chart")
+}

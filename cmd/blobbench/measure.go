@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvblob/kvblob/stores/redis/redistest"
+
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -356,12 +358,19 @@ func measure(p plan, log io.Writer) (*report, error) {
 		}
 		defer rs.stop()
 		ss = append(ss, rs)
-	} else if p.redis && (p.stores == nil || slices.Contains(p.stores, "redis")) {
-		rs, err := redisStore("blobbench", log)
-		if err != nil {
-			fmt.Fprintf(log, "blobbench: redis skipped: %v\n", err)
-			rep.Skipped = append(rep.Skipped, "redis: "+err.Error())
-		} else {
+	} else if p.redis {
+		// Every server build the Redis driver serves, side by side.
+		for _, b := range redistest.Builds {
+			name := redisName(b)
+			if p.stores != nil && !slices.Contains(p.stores, name) {
+				continue
+			}
+			rs, err := redisStore(b, "blobbench", log)
+			if err != nil {
+				fmt.Fprintf(log, "blobbench: %s skipped: %v\n", name, err)
+				rep.Skipped = append(rep.Skipped, name+": "+err.Error())
+				continue
+			}
 			defer rs.stop()
 			ss = append(ss, rs)
 		}
