@@ -86,7 +86,7 @@ func (d *Driver) startSessions(rows []driver.Row, start []int, o *op, exists map
 	for k, i := range start {
 		m := gen.MapBatchPutSessionStart(codes[k])
 		switch {
-		case m.Result.Status == driver.Ready:
+		case m.Continue:
 			scatter = append(scatter, i)
 			continue
 		case m.FollowUp == rules.FollowAskExistence:
@@ -128,7 +128,7 @@ func (d *Driver) scatter(rows []driver.Row, idx []int, o *op, set func(int, hold
 		m := gen.MapBatchPutFromMultiBufferRanges(answers[k], rows[i].Bytes())
 		kept = kept || m.KeepsAccess
 		switch {
-		case m.Result.Status == driver.Ready:
+		case m.Continue:
 			toEnd = append(toEnd, i)
 		case m.FollowUp == rules.FollowKeepOpen:
 			o.results[i] = m.Result
