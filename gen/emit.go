@@ -183,7 +183,7 @@ func (e *emitter) codes(f *jen.File) {
 	})
 	f.Line()
 	f.Comment("SupportsVersion reports whether the spec holds for SDK version v: v is")
-	f.Comment("one of SDKVersions, or a patch release of one (rules.VersionHolds).")
+	f.Comment("one of SDKVersions, or a release of one that is a line (\"7.x\"; rules.VersionHolds).")
 	f.Func().Id("SupportsVersion").Params(jen.Id("v").String()).Bool().Block(
 		jen.Return(qual("VersionHolds").Call(jen.Id("SDKVersions"), jen.Id("v"))),
 	)

@@ -392,6 +392,8 @@ func TestSchemaErrorsDoNotHideValidation(t *testing.T) {
 		{"package missing", "package: s\n", "", `1:1: the spec has no "package"`},
 		{"store missing", "store: s\n", "", `1:1: the spec has no "store"`},
 		{"sdk not a mapping", `sdk: {name: s-sdk, versions: ["1"]}`, `sdk: s-sdk`, `3:6: sdk must be a mapping`},
+		{"an empty version", `versions: ["1"]`, `versions: ["1", ""]`, `3:36: sdk.versions entry "" is empty`},
+		{"a version with a trailing dot", `versions: ["1"]`, `versions: ["8.1."]`, `3:31: sdk.versions entry "8.1." ends in a dot; a release line ends in ".x"`},
 		{"a code value that is not a number", "NOT_FOUND: -1", "NOT_FOUND: x", `7:14: code NOT_FOUND must be an integer`},
 		{"a capability of the wrong type", "absent_is_miss: true}", "absent_is_miss: true, multi_span: 3}", `4:50: capabilities.multi_span must be true or false`},
 		{"an admission rule misspelt", "repeated_key,", "repeated_kye,", `27:24: admission rule is "repeated_kye"`},
@@ -479,10 +481,11 @@ func TestLoadDirRefusesTwoSpecsForOneStoreVersion(t *testing.T) {
 	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
 	assert.Equal(t, b+`:1:8: store "s" at s-sdk version "1" is also described by `+a+`:1:8 (package s); each version of a store has one spec`, err.Error())
 
-	// A release line and a patch release in it would both hold for 1.2.3.
-	line := strings.Replace(other, `versions: ["1"]`, `versions: ["1.2"]`, 1)
-	_, err = LoadDir(writeSpecs(t, map[string]string{"a.yaml": validSpec, "b.yaml": line}))
-	assert.ErrorContains(t, err, `store "s" at s-sdk version "1.2" overlaps version "1" of `)
+	// A release line and a release in it would both hold for 1.2.
+	line := strings.Replace(other, `versions: ["1"]`, `versions: ["1.x"]`, 1)
+	release := strings.Replace(validSpec, `versions: ["1"]`, `versions: ["1.2"]`, 1)
+	_, err = LoadDir(writeSpecs(t, map[string]string{"a.yaml": release, "b.yaml": line}))
+	assert.ErrorContains(t, err, `store "s" at s-sdk version "1.x" overlaps version "1.2" of `)
 
 	// The same store and version of another SDK (a server fork) is another spec.
 	fork := strings.Replace(other, `name: s-sdk`, `name: s-fork`, 1)

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/kvblob/kvblob/runtime/rules"
 )
 
 // Load parses and validates one spec. file names it in errors; data is its
@@ -300,6 +302,22 @@ func (d *decoder) strings(dst *[]string, what string) func(*yaml.Node) {
 	}
 }
 
+// versions reads sdk.versions: strings that rules.CheckVersion accepts,
+// each refused at its own position.
+func (d *decoder) versions(dst *[]string) func(*yaml.Node) {
+	return func(n *yaml.Node) {
+		d.strings(dst, "sdk.versions")(n)
+		if n.Kind != yaml.SequenceNode || len(*dst) != len(n.Content) {
+			return
+		}
+		for i, v := range *dst {
+			if why := rules.CheckVersion(v); why != "" {
+				d.errorf(n.Content[i], "sdk.versions entry %q %s", v, why)
+			}
+		}
+	}
+}
+
 // minKeyBytes is the least keys.max_bytes: the keys the generated
 // admission cases submit have up to 9 bytes ("a b/v1/00"), and the shortest
 // key of all, a/v1/00, has 7.
@@ -326,7 +344,7 @@ func (d *decoder) spec(n *yaml.Node, s *Spec) {
 		field{"sdk", true, key("sdk", func(n *yaml.Node) {
 			d.fields(n, "sdk",
 				field{"name", true, d.str(&s.SDK.Name, "sdk.name")},
-				field{"versions", true, d.strings(&s.SDK.Versions, "sdk.versions")})
+				field{"versions", true, d.versions(&s.SDK.Versions)})
 		})},
 		field{"capabilities", true, key("capabilities", func(n *yaml.Node) { d.capabilities(n, &s.Capabilities) })},
 		field{"limits", false, key("limits", func(n *yaml.Node) {

@@ -77,7 +77,7 @@ func TestDiffRedis7ToValkey81(t *testing.T) {
 	assert.Equal(t, []string{
 		"~ package: redis -> valkey81",
 		"~ sdk.name: redis-server -> valkey-server",
-		"~ sdk.versions: [7] -> [8.1]",
+		"~ sdk.versions: [7.x] -> [8.1.x]",
 		"- LOST = -4",
 		`+ store NIL: {result: FAULT, text: "the key no longer held this writer's pending marker (its TTL ran out); nothing was stored"}`,
 		`- store LOST: {result: FAULT, text: "the pending marker expired before the object was stored"}`,

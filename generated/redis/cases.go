@@ -14,7 +14,7 @@ import (
 // access state. Package conformance runs them through a store's stager.
 var Cases = []speccase.Case{{
 	ID:          "claim/OK",
-	Pos:         "spec/redis-7.yaml:65:11",
+	Pos:         "spec/redis-7.yaml:66:11",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -24,7 +24,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "claim/NIL/exists",
-	Pos:         "spec/redis-7.yaml:69:9",
+	Pos:         "spec/redis-7.yaml:70:9",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -35,7 +35,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "claim/NIL/absent",
-	Pos:         "spec/redis-7.yaml:69:9",
+	Pos:         "spec/redis-7.yaml:70:9",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -45,7 +45,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "claim/NIL/other",
-	Pos:         "spec/redis-7.yaml:69:9",
+	Pos:         "spec/redis-7.yaml:70:9",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -58,7 +58,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "claim/OOM",
-	Pos:         "spec/redis-7.yaml:77:12",
+	Pos:         "spec/redis-7.yaml:78:12",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -3, CodeName: "OOM"},
@@ -68,7 +68,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "claim/NOPERM",
-	Pos:         "spec/redis-7.yaml:78:15",
+	Pos:         "spec/redis-7.yaml:79:15",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -78,7 +78,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "claim/otherwise-ERR",
-	Pos:         "spec/redis-7.yaml:79:16",
+	Pos:         "spec/redis-7.yaml:80:16",
 	Op:          speccase.OpPut,
 	Call:        "claim",
 	Answer:      speccase.Answer{Code: -8, CodeName: "ERR"},
@@ -88,7 +88,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "store/OK",
-	Pos:         "spec/redis-7.yaml:88:11",
+	Pos:         "spec/redis-7.yaml:89:11",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -98,7 +98,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "store/LOST",
-	Pos:         "spec/redis-7.yaml:89:13",
+	Pos:         "spec/redis-7.yaml:90:13",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -4, CodeName: "LOST"},
@@ -108,7 +108,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "store/NOPERM",
-	Pos:         "spec/redis-7.yaml:90:15",
+	Pos:         "spec/redis-7.yaml:91:15",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -118,7 +118,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "store/OOM",
-	Pos:         "spec/redis-7.yaml:93:12",
+	Pos:         "spec/redis-7.yaml:94:12",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -3, CodeName: "OOM"},
@@ -127,7 +127,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "store/otherwise-CONN",
-	Pos:         "spec/redis-7.yaml:94:16",
+	Pos:         "spec/redis-7.yaml:95:16",
 	Op:          speccase.OpPut,
 	Call:        "store",
 	Answer:      speccase.Answer{Code: -6, CodeName: "CONN"},
@@ -137,7 +137,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "get/whole",
-	Pos:         "spec/redis-7.yaml:113:12",
+	Pos:         "spec/redis-7.yaml:114:12",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -147,7 +147,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/short",
-	Pos:         "spec/redis-7.yaml:115:7",
+	Pos:         "spec/redis-7.yaml:116:7",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -157,7 +157,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/NIL",
-	Pos:         "spec/redis-7.yaml:120:12",
+	Pos:         "spec/redis-7.yaml:121:12",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -167,7 +167,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/PENDING",
-	Pos:         "spec/redis-7.yaml:121:16",
+	Pos:         "spec/redis-7.yaml:122:16",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -2, CodeName: "PENDING"},
@@ -177,7 +177,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/CORRUPT",
-	Pos:         "spec/redis-7.yaml:122:16",
+	Pos:         "spec/redis-7.yaml:123:16",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -5, CodeName: "CORRUPT"},
@@ -188,7 +188,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "get/NOPERM",
-	Pos:         "spec/redis-7.yaml:123:15",
+	Pos:         "spec/redis-7.yaml:124:15",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -198,7 +198,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "get/otherwise-TIMEOUT",
-	Pos:         "spec/redis-7.yaml:124:16",
+	Pos:         "spec/redis-7.yaml:125:16",
 	Op:          speccase.OpGet,
 	Call:        "get",
 	Answer:      speccase.Answer{Code: -7, CodeName: "TIMEOUT"},

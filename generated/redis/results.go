@@ -13,21 +13,21 @@ func codeName(c int64) string {
 	return Code(c).String()
 }
 
-// ClaimRule is what spec/redis-7.yaml:58:3 says about claim's answers and its
+// ClaimRule is what spec/redis-7.yaml:59:3 says about claim's answers and its
 // access (it touches no memory).
 // The call SET key <marker> NX PX <ttl>: claim the key for this writer.
 var ClaimRule = &rules.CallRule{
 	Call:   "claim",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/redis-7.yaml:65:7
+		// spec/redis-7.yaml:66:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Continue: true,
 				Written:  rules.WrittenNo,
 			},
 		},
-		// spec/redis-7.yaml:68:7
+		// spec/redis-7.yaml:69:7
 		int64(Nil): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -38,14 +38,14 @@ var ClaimRule = &rules.CallRule{
 				IfOther:  driver.Fault,
 			},
 		},
-		// spec/redis-7.yaml:77:7
+		// spec/redis-7.yaml:78:7
 		int64(OOM): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-7.yaml:78:7
+		// spec/redis-7.yaml:79:7
 		int64(Noperm): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -54,7 +54,7 @@ var ClaimRule = &rules.CallRule{
 			Text: "the ACL user may not write this key: it is outside the user's key pattern",
 		},
 	},
-	// spec/redis-7.yaml:79:16
+	// spec/redis-7.yaml:80:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -69,21 +69,21 @@ func MapClaim(answer int64) rules.Mapping {
 	return ClaimRule.Map(answer, 0)
 }
 
-// StoreRule is what spec/redis-7.yaml:81:3 says about store's answers and its
+// StoreRule is what spec/redis-7.yaml:82:3 says about store's answers and its
 // access (on_return).
 // The call replace this writer's marker with payload+trailer in one compare-and-set; the value is copied out of the caller's slots first.
 var StoreRule = &rules.CallRule{
 	Call:   "store",
 	Access: rules.AccessOnReturn,
 	Codes: map[int64]rules.Meaning{
-		// spec/redis-7.yaml:88:7
+		// spec/redis-7.yaml:89:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-7.yaml:89:7
+		// spec/redis-7.yaml:90:7
 		int64(Lost): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -91,7 +91,7 @@ var StoreRule = &rules.CallRule{
 			},
 			Text: "the pending marker expired before the object was stored",
 		},
-		// spec/redis-7.yaml:90:7
+		// spec/redis-7.yaml:91:7
 		int64(Noperm): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -99,7 +99,7 @@ var StoreRule = &rules.CallRule{
 			},
 			Text: "the ACL user may not write this key: it is outside the user's key pattern",
 		},
-		// spec/redis-7.yaml:93:7
+		// spec/redis-7.yaml:94:7
 		int64(OOM): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
@@ -107,7 +107,7 @@ var StoreRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/redis-7.yaml:94:16
+	// spec/redis-7.yaml:95:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -122,14 +122,14 @@ func MapStore(answer int64) rules.Mapping {
 	return StoreRule.Map(answer, 0)
 }
 
-// ReleaseRule is what spec/redis-7.yaml:96:3 says about release's answers and its
+// ReleaseRule is what spec/redis-7.yaml:97:3 says about release's answers and its
 // access (it touches no memory).
 // The call delete this writer's marker after a failed store.
 var ReleaseRule = &rules.CallRule{
 	Call:   "release",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/redis-7.yaml:103:7
+		// spec/redis-7.yaml:104:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
@@ -137,7 +137,7 @@ var ReleaseRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/redis-7.yaml:105:16
+	// spec/redis-7.yaml:106:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -152,21 +152,21 @@ func MapRelease(answer int64) rules.Mapping {
 	return ReleaseRule.Map(answer, 0)
 }
 
-// GetRule is what spec/redis-7.yaml:107:3 says about get's answers and its
+// GetRule is what spec/redis-7.yaml:108:3 says about get's answers and its
 // access (on_return).
 // The call GET key; the trailer is checked before any byte reaches the caller's slots.
 var GetRule = &rules.CallRule{
 	Call:   "get",
 	Access: rules.AccessOnReturn,
 	Sized:  true,
-	// spec/redis-7.yaml:113:12
+	// spec/redis-7.yaml:114:12
 	Whole: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
 			Written: rules.WrittenYes,
 		},
 	},
-	// spec/redis-7.yaml:115:7
+	// spec/redis-7.yaml:116:7
 	Short: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -175,28 +175,28 @@ var GetRule = &rules.CallRule{
 		Text: "the object's payload length differs from the row; the destination is untouched",
 	},
 	Codes: map[int64]rules.Meaning{
-		// spec/redis-7.yaml:120:7
+		// spec/redis-7.yaml:121:7
 		int64(Nil): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Miss},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-7.yaml:121:7
+		// spec/redis-7.yaml:122:7
 		int64(Pending): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.NotReady},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-7.yaml:122:7
+		// spec/redis-7.yaml:123:7
 		int64(Corrupt): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-7.yaml:123:7
+		// spec/redis-7.yaml:124:7
 		int64(Noperm): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -205,7 +205,7 @@ var GetRule = &rules.CallRule{
 			Text: "the ACL user may not read this key: it is outside the user's key pattern; the destination is untouched",
 		},
 	},
-	// spec/redis-7.yaml:124:16
+	// spec/redis-7.yaml:125:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},

@@ -28,7 +28,7 @@ const SDKName = "aws-sdk-go-v2/service/s3"
 var SDKVersions = []string{"v1.109.1"}
 
 // SupportsVersion reports whether the spec holds for SDK version v: v is
-// one of SDKVersions, or a patch release of one (rules.VersionHolds).
+// one of SDKVersions, or a release of one that is a line ("7.x"; rules.VersionHolds).
 func SupportsVersion(v string) bool {
 	return rules.VersionHolds(SDKVersions, v)
 }

@@ -13,21 +13,21 @@ func codeName(c int64) string {
 	return Code(c).String()
 }
 
-// ClaimRule is what spec/redis-valkey-8.1.yaml:60:3 says about claim's answers and its
+// ClaimRule is what spec/redis-valkey-8.1.yaml:61:3 says about claim's answers and its
 // access (it touches no memory).
 // The call SET key <marker> NX PX <ttl>: claim the key for this writer.
 var ClaimRule = &rules.CallRule{
 	Call:   "claim",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/redis-valkey-8.1.yaml:67:7
+		// spec/redis-valkey-8.1.yaml:68:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Continue: true,
 				Written:  rules.WrittenNo,
 			},
 		},
-		// spec/redis-valkey-8.1.yaml:70:7
+		// spec/redis-valkey-8.1.yaml:71:7
 		int64(Nil): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -38,14 +38,14 @@ var ClaimRule = &rules.CallRule{
 				IfOther:  driver.Fault,
 			},
 		},
-		// spec/redis-valkey-8.1.yaml:79:7
+		// spec/redis-valkey-8.1.yaml:80:7
 		int64(OOM): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-valkey-8.1.yaml:80:7
+		// spec/redis-valkey-8.1.yaml:81:7
 		int64(Noperm): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -54,7 +54,7 @@ var ClaimRule = &rules.CallRule{
 			Text: "the ACL user may not write this key: it is outside the user's key pattern",
 		},
 	},
-	// spec/redis-valkey-8.1.yaml:81:16
+	// spec/redis-valkey-8.1.yaml:82:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -69,21 +69,21 @@ func MapClaim(answer int64) rules.Mapping {
 	return ClaimRule.Map(answer, 0)
 }
 
-// StoreRule is what spec/redis-valkey-8.1.yaml:83:3 says about store's answers and its
+// StoreRule is what spec/redis-valkey-8.1.yaml:84:3 says about store's answers and its
 // access (on_return).
 // The call SET key <payload+trailer> IFEQ <marker>: replace this writer's marker with the object in one command; the value is copied out of the caller's slots first.
 var StoreRule = &rules.CallRule{
 	Call:   "store",
 	Access: rules.AccessOnReturn,
 	Codes: map[int64]rules.Meaning{
-		// spec/redis-valkey-8.1.yaml:90:7
+		// spec/redis-valkey-8.1.yaml:91:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-valkey-8.1.yaml:94:7
+		// spec/redis-valkey-8.1.yaml:95:7
 		int64(Nil): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -91,7 +91,7 @@ var StoreRule = &rules.CallRule{
 			},
 			Text: "the key no longer held this writer's pending marker (its TTL ran out); nothing was stored",
 		},
-		// spec/redis-valkey-8.1.yaml:95:7
+		// spec/redis-valkey-8.1.yaml:96:7
 		int64(Noperm): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -99,7 +99,7 @@ var StoreRule = &rules.CallRule{
 			},
 			Text: "the ACL user may not write this key: it is outside the user's key pattern",
 		},
-		// spec/redis-valkey-8.1.yaml:98:7
+		// spec/redis-valkey-8.1.yaml:99:7
 		int64(OOM): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
@@ -107,7 +107,7 @@ var StoreRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/redis-valkey-8.1.yaml:99:16
+	// spec/redis-valkey-8.1.yaml:100:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -122,14 +122,14 @@ func MapStore(answer int64) rules.Mapping {
 	return StoreRule.Map(answer, 0)
 }
 
-// ReleaseRule is what spec/redis-valkey-8.1.yaml:101:3 says about release's answers and its
+// ReleaseRule is what spec/redis-valkey-8.1.yaml:102:3 says about release's answers and its
 // access (it touches no memory).
 // The call delete this writer's marker after a failed store.
 var ReleaseRule = &rules.CallRule{
 	Call:   "release",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/redis-valkey-8.1.yaml:108:7
+		// spec/redis-valkey-8.1.yaml:109:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
@@ -137,7 +137,7 @@ var ReleaseRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/redis-valkey-8.1.yaml:110:16
+	// spec/redis-valkey-8.1.yaml:111:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -152,21 +152,21 @@ func MapRelease(answer int64) rules.Mapping {
 	return ReleaseRule.Map(answer, 0)
 }
 
-// GetRule is what spec/redis-valkey-8.1.yaml:112:3 says about get's answers and its
+// GetRule is what spec/redis-valkey-8.1.yaml:113:3 says about get's answers and its
 // access (on_return).
 // The call GET key; the trailer is checked before any byte reaches the caller's slots.
 var GetRule = &rules.CallRule{
 	Call:   "get",
 	Access: rules.AccessOnReturn,
 	Sized:  true,
-	// spec/redis-valkey-8.1.yaml:118:12
+	// spec/redis-valkey-8.1.yaml:119:12
 	Whole: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
 			Written: rules.WrittenYes,
 		},
 	},
-	// spec/redis-valkey-8.1.yaml:120:7
+	// spec/redis-valkey-8.1.yaml:121:7
 	Short: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -175,28 +175,28 @@ var GetRule = &rules.CallRule{
 		Text: "the object's payload length differs from the row; the destination is untouched",
 	},
 	Codes: map[int64]rules.Meaning{
-		// spec/redis-valkey-8.1.yaml:125:7
+		// spec/redis-valkey-8.1.yaml:126:7
 		int64(Nil): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Miss},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-valkey-8.1.yaml:126:7
+		// spec/redis-valkey-8.1.yaml:127:7
 		int64(Pending): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.NotReady},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-valkey-8.1.yaml:127:7
+		// spec/redis-valkey-8.1.yaml:128:7
 		int64(Corrupt): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/redis-valkey-8.1.yaml:128:7
+		// spec/redis-valkey-8.1.yaml:129:7
 		int64(Noperm): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -205,7 +205,7 @@ var GetRule = &rules.CallRule{
 			Text: "the ACL user may not read this key: it is outside the user's key pattern; the destination is untouched",
 		},
 	},
-	// spec/redis-valkey-8.1.yaml:129:16
+	// spec/redis-valkey-8.1.yaml:130:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},

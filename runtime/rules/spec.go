@@ -58,12 +58,11 @@ func (s *Spec) String() string {
 }
 
 // VersionHolds reports whether a spec naming versions holds for the version
-// v an SDK reports. A spec version holds for v when it is v, or when it names
-// a release line v belongs to: v continues it with a dot and then only
-// digits and dots. So "7" holds for 7.0.15, and "8.1" for 8.1.1 but not for
-// 8.10.0; "0.3.13" holds for 0.3.13.2 but not for 0.3.13.post1 (a build of
-// another kind, which may differ: Mooncake's "0.3.12.post1" tag and main
-// both report 0.3.12.post1) nor for "0.3.13 (git: …)".
+// v an SDK reports. A spec version is exact ("0.3.13", "v1.109.1",
+// "0.3.12.post1 (git: 3b5a59413)": that string only), or a release line
+// ending in ".x", which holds for every release that continues its prefix
+// with a dot and then only digits and dots: "7.x" holds for 7.0.15 and
+// 7.2.4, "8.1.x" for 8.1.1 but not 8.10.0, 8.1.1-rc1 or 8.1 itself.
 func VersionHolds(versions []string, v string) bool {
 	for _, w := range versions {
 		if v == w || lineHolds(w, v) {
@@ -73,34 +72,59 @@ func VersionHolds(versions []string, v string) bool {
 	return false
 }
 
-// lineHolds reports whether v is a patch release of line w: w, a dot, then
-// digits and dots only.
-func lineHolds(w, v string) bool {
-	rest, ok := strings.CutPrefix(v, w+".")
-	if !ok || rest == "" {
-		return false
-	}
-	for _, r := range rest {
-		if r != '.' && (r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
+// line returns the prefix of a release line ("8.1" of "8.1.x").
+func line(w string) (string, bool) {
+	p, ok := strings.CutSuffix(w, ".x")
+	return p, ok && p != ""
 }
 
-// VersionsOverlap reports whether some version one of a's versions holds
-// for is also held by one of b's: the same string, or one a release line
-// the other belongs to. Two specs of one store and SDK must not overlap, or
-// a reported version would have two specs.
+// lineHolds reports whether v is a release of line w: w's prefix, a dot,
+// then digits and dots only.
+func lineHolds(w, v string) bool {
+	p, ok := line(w)
+	if !ok {
+		return false
+	}
+	rest, ok := strings.CutPrefix(v, p+".")
+	return ok && rest != "" && strings.Trim(rest, ".0123456789") == ""
+}
+
+// VersionsOverlap reports two versions, one of a and one of b, that some
+// reported version would match both of: the same string, a line and a
+// release in it, or two lines one inside the other ("7.x" and "7.2.x").
+// Two specs of one store and SDK must not overlap, or a reported version
+// would have two specs.
 func VersionsOverlap(a, b []string) (string, string, bool) {
 	for _, x := range a {
 		for _, y := range b {
-			if x == y || lineHolds(x, y) || lineHolds(y, x) {
+			px, lx := line(x)
+			py, ly := line(y)
+			if x == y || lineHolds(x, y) || lineHolds(y, x) ||
+				lx && ly && (lineHolds(x, py) || lineHolds(y, px)) {
 				return x, y, true
 			}
 		}
 	}
 	return "", "", false
+}
+
+// CheckVersion says what is wrong with a spec version string, or "": it
+// must be non-empty, without surrounding spaces, and "x" may only end it as
+// a release line (".x" after a prefix: "7.x", "8.1.x").
+func CheckVersion(w string) string {
+	switch {
+	case w == "":
+		return "is empty"
+	case strings.TrimSpace(w) != w:
+		return "has spaces around it"
+	case w == "x" || w == ".x" || w == "*":
+		return "matches nothing; name a release (\"7.0.15\") or a release line (\"7.x\")"
+	case strings.HasSuffix(w, "."):
+		return "ends in a dot; a release line ends in \".x\" (\"8.1.x\")"
+	case strings.Contains(strings.TrimSuffix(w, ".x"), ".x.") || strings.HasSuffix(strings.TrimSuffix(w, ".x"), ".x"):
+		return "has \".x\" before its end; only the last part of a release line is x"
+	}
+	return ""
 }
 
 // Pick returns the spec among specs that holds for SDK sdk at version v. For
@@ -117,6 +141,11 @@ func Pick(store, sdk, v string, specs ...*Spec) (*Spec, error) {
 	for i, s := range specs {
 		held[i] = s.String()
 	}
-	return nil, fmt.Errorf("%s: %s %s has no spec; kvblob holds specs for %s. Run a version one of them holds for, or add a spec for this one (drivergen new --from <the nearest spec> --version %q), read the SDK's changes into it, and run 'make generate'",
-		store, sdk, v, strings.Join(held, "; "), v)
+	if len(held) == 0 {
+		held = []string{"none"}
+	}
+	return nil, fmt.Errorf("%s: %s %s has no spec; kvblob holds specs for %s. Run a version one of them holds for, "+
+		"or add a spec for this one: 'drivergen new --from <the nearest spec> --version <its release, or its line such as 8.0.x>' "+
+		"(then set sdk.name if the SDK is another's), read the SDK's changes into it, and run 'make generate'",
+		store, sdk, v, strings.Join(held, "; "))
 }

@@ -25,7 +25,7 @@ func register(b *Build) {
 		name = "redis-" + b.Name
 	}
 	gate.Register(gate.Store{
-		Name: name, SDK: b.Spec.SDKName + " " + strings.Join(b.Spec.SDKVersions, ", ") + ".x (loopback)",
+		Name: name, SDK: b.Spec.SDKName + " " + strings.Join(b.Spec.SDKVersions, ", ") + " (loopback)",
 		Scenarios: Scenarios(), Cases: b.Cases, Stage: Stage, KnownFailures: KnownFailures(),
 		SDKChecks: SDKChecks(b),
 		Factory: func(t conformance.T) driver.Driver {
