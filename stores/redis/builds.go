@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -56,12 +57,11 @@ func pickBuild(info string) (build, calls, error) {
 	if err != nil {
 		return build{}, calls{}, err
 	}
-	var b build
-	for _, b = range builds {
-		if b.spec == spec {
-			break
-		}
+	i := slices.IndexFunc(builds, func(b build) bool { return b.spec == spec })
+	if i < 0 {
+		return build{}, calls{}, fmt.Errorf("redis: no build serves %s", spec)
 	}
+	b := builds[i]
 	var c calls
 	for _, r := range []struct {
 		name string
@@ -74,17 +74,89 @@ func pickBuild(info string) (build, calls, error) {
 	return b, c, nil
 }
 
+// pickBuildOf picks the build for the servers that answered INFO server
+// with infos (by address): one server, or every master of a Cluster. A
+// Cluster's masters must all be servers one spec holds for: in a rolling
+// upgrade from one build to another, a spec picked from one master would
+// send commands another cannot run (SET IFEQ to a Valkey 8.0 or a Redis),
+// so the driver refuses the Cluster until its masters agree. It returns
+// the build, its rules, and the server and version ("valkey-server 8.1.1").
+func pickBuildOf(infos map[string]string) (build, calls, string, error) {
+	addrs := make([]string, 0, len(infos))
+	for a := range infos {
+		addrs = append(addrs, a)
+	}
+	slices.Sort(addrs)
+	var (
+		b     build
+		c     calls
+		ver   string
+		found []string
+		first error
+		mixed bool
+	)
+	for i, a := range addrs {
+		sdk, v := ServerIdentity(infos[a])
+		bi, ci, err := pickBuild(infos[a])
+		what := sdk + " " + v
+		switch {
+		case err != nil:
+			what += " (no spec)"
+			if first == nil {
+				first = err
+			}
+		case i == 0:
+			b, c, ver = bi, ci, what
+			what += " (" + bi.spec.Source + ")"
+		default:
+			mixed = mixed || bi.spec != b.spec
+			what += " (" + bi.spec.Source + ")"
+		}
+		found = append(found, a+" is "+what)
+	}
+	if len(addrs) > 1 && (mixed || first != nil) {
+		return build{}, calls{}, "", fmt.Errorf("redis: the Cluster's masters are not all servers one spec holds for: %s. Open it once every master runs one build kvblob holds a spec for (%s)",
+			strings.Join(found, "; "), specList())
+	}
+	if first != nil {
+		return build{}, calls{}, "", first
+	}
+	return b, c, ver, nil
+}
+
+func specList() string {
+	var held []string
+	for _, s := range Specs() {
+		held = append(held, s.String())
+	}
+	return strings.Join(held, "; ")
+}
+
 // ServerIdentity names the server that answered INFO server with info, as
-// the specs name it: ("valkey-server", its valkey_version) for a Valkey,
-// ("redis-server", its redis_version) otherwise. A Valkey reports a
-// redis_version too (7.2.4, for clients that parse it); it is not a Redis of
-// that version, and is never taken for one.
+// the specs name it: "<server_name>-server" and that server's own version
+// ("valkey-server", valkey_version) when INFO names a server other than
+// Redis, or has a version field of another server (a fork that keeps
+// server_name out, as Dragonfly's dragonfly_version); ("redis-server",
+// redis_version) only when it is Redis. A fork reports a redis_version too
+// (Valkey 7.2.4, for clients that parse it); it is not a Redis of that
+// version, and is never taken for one: a server no spec names is refused.
 func ServerIdentity(info string) (sdk, version string) {
-	if infoField(info, "server_name") == "valkey" {
-		return "valkey-server", orUnknown(infoField(info, "valkey_version"))
+	if name := infoField(info, "server_name"); name != "" && name != "redis" {
+		return name + "-server", orUnknown(infoField(info, name+"_version"))
+	}
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		name, isVersion := strings.CutSuffix(k, "_version")
+		if ok && isVersion && name != "redis" && !buildTools[name] {
+			return name + "-server", orUnknown(v)
+		}
 	}
 	return "redis-server", orUnknown(infoField(info, "redis_version"))
 }
+
+// buildTools are the INFO server fields "<tool>_version" that name what
+// built the server, not a server.
+var buildTools = map[string]bool{"gcc": true}
 
 func infoField(info, name string) string {
 	for _, line := range strings.Split(info, "\n") {

@@ -10,6 +10,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	gen "github.com/kvblob/kvblob/generated/redis"
 	"github.com/kvblob/kvblob/generated/valkey81"
@@ -65,6 +66,11 @@ func TestServerIdentity(t *testing.T) {
 		{"# Server\r\nredis_version:6.2.14\r\n", "redis-server", "6.2.14", ""},
 		{"# Server\r\nredis_version:8.0.2\r\n", "redis-server", "8.0.2", ""},
 		{"# Server\r\n", "redis-server", "unknown", ""},
+		{"# Server\r\nredis_version:7.0.15\r\ngcc_version:12.2.0\r\n", "redis-server", "7.0.15", "spec/redis-7.yaml"},
+		{"# Server\r\nredis_version:7.0.15\r\nserver_name:redis\r\n", "redis-server", "7.0.15", "spec/redis-7.yaml"},
+		// Forks that report a Redis 7 version beside their own.
+		{"# Server\r\nredis_version:7.4.0\r\ndragonfly_version:df-v1.25.0\r\n", "dragonfly-server", "df-v1.25.0", ""},
+		{"# Server\r\nredis_version:7.2.4\r\nserver_name:newfork\r\n", "newfork-server", "unknown", ""},
 	} {
 		sdk, v := ServerIdentity(c.info)
 		assert.Equal(t, c.sdk+" "+c.version, sdk+" "+v)
@@ -77,6 +83,29 @@ func TestServerIdentity(t *testing.T) {
 			assert.Equal(t, c.spec, b.spec.Source)
 		}
 	}
+}
+
+// TestClusterMastersMustAgree: a Cluster whose masters are different
+// builds (a rolling upgrade) is refused, naming each master, since the
+// spec picked from one would send commands another cannot run; one whose
+// masters agree opens with their spec.
+func TestClusterMastersMustAgree(t *testing.T) {
+	redis7 := "# Server\r\nredis_version:7.0.15\r\n"
+	valkey81 := "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.1.1\r\n"
+	valkey80 := "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\n"
+
+	b, _, ver, err := pickBuildOf(map[string]string{"a:1": valkey81, "b:2": valkey81, "c:3": valkey81})
+	require.NoError(t, err)
+	assert.Equal(t, "spec/redis-valkey-8.1.yaml valkey-server 8.1.1", b.spec.Source+" "+ver)
+
+	_, _, _, err = pickBuildOf(map[string]string{"a:1": valkey81, "b:2": valkey80, "c:3": valkey81})
+	assert.ErrorContains(t, err, "redis: the Cluster's masters are not all servers one spec holds for: a:1 is valkey-server 8.1.1 (spec/redis-valkey-8.1.yaml); b:2 is valkey-server 8.0.1 (no spec); c:3 is valkey-server 8.1.1 (spec/redis-valkey-8.1.yaml)")
+
+	_, _, _, err = pickBuildOf(map[string]string{"a:1": redis7, "b:2": valkey81})
+	assert.ErrorContains(t, err, "a:1 is redis-server 7.0.15 (spec/redis-7.yaml); b:2 is valkey-server 8.1.1 (spec/redis-valkey-8.1.yaml)")
+
+	_, _, _, err = pickBuildOf(map[string]string{"": valkey80})
+	assert.ErrorContains(t, err, "redis: valkey-server 8.0.1 has no spec")
 }
 
 // TestBuildsShareOneCodeTable holds every spec the driver serves to the

@@ -115,18 +115,37 @@ func Open(ctx context.Context, opt Options) (*Driver, error) {
 	for _, h := range opt.Hooks {
 		c.AddHook(h)
 	}
-	info, err := c.Info(ctx, "server").Result()
+	infos, err := serverInfos(ctx, c)
 	if err != nil {
 		_ = c.Close()
 		return nil, openError(opt, err)
 	}
-	b, calls, err := pickBuild(info)
+	b, calls, ver, err := pickBuildOf(infos)
 	if err != nil {
 		_ = c.Close()
 		return nil, err
 	}
-	sdk, ver := ServerIdentity(info)
-	return &Driver{c: c, opt: opt, ver: sdk + " " + ver, build: b, calls: calls}, nil
+	return &Driver{c: c, opt: opt, ver: ver, build: b, calls: calls}, nil
+}
+
+// serverInfos asks each server the driver writes to for INFO server: the
+// one server, or every master of a Cluster, by address.
+func serverInfos(ctx context.Context, c goredis.UniversalClient) (map[string]string, error) {
+	cc, ok := c.(*goredis.ClusterClient)
+	if !ok {
+		info, err := c.Info(ctx, "server").Result()
+		return map[string]string{"": info}, err
+	}
+	var mu sync.Mutex
+	infos := map[string]string{}
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error {
+		info, err := n.Info(ctx, "server").Result()
+		mu.Lock()
+		defer mu.Unlock()
+		infos[n.Options().Addr] = info
+		return err
+	})
+	return infos, err
 }
 
 // String names the server and the options, Password redacted.
@@ -231,9 +250,10 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 		for _, i := range store {
 			m := d.calls.store.Map(int64(codes[i]), 0)
 			results[i] = m.WithCause(errs[i])
-			// LOST (Redis 7) and NIL (Valkey 8.1's IFEQ) say the marker
-			// is gone: there is nothing of this writer's to release.
-			if m.Result.Status != driver.Ready && codes[i] != gen.Lost && codes[i] != gen.Nil {
+			// A release deletes the key only if it still holds this
+			// writer's marker, so it is safe after any answer, also one
+			// that says the marker is gone.
+			if m.Result.Status != driver.Ready {
 				release = append(release, i)
 			}
 		}
