@@ -240,6 +240,11 @@ func (e *emitter) spec(f *jen.File) {
 				cd[jen.Lit(c.Name)] = jen.Id(goName(c.Name) + "Rule")
 			}
 		}))
+		d[jen.Id("Codes")] = jen.Map(jen.String()).Int64().Values(jen.DictFunc(func(cd jen.Dict) {
+			for _, c := range s.Codes {
+				cd[jen.Lit(c.Name)] = jen.Int64().Call(jen.Id(goName(c.Name)))
+			}
+		}))
 	}))
 }
 

@@ -112,19 +112,10 @@ func cleanupAll() {
 // on loopback, or one the user runs.
 type redisTarget struct {
 	opt    redis.Options
-	name   string // the store's name in the tables ("redis" when empty)
+	name   string // the store's name in the tables (when empty: its build's, asked of the server)
 	prefix string // key prefix; the bench writes only under prefix + "/"
 	force  bool   // bench even if keys exist under the prefix
 	stop   func() // stops a server blobbench started
-}
-
-// redisName names the Redis store over a server of build b, as the gate
-// does: "redis" on Redis 7, "redis-valkey-8.1" on Valkey 8.1.
-func redisName(b *redistest.Build) string {
-	if b == redistest.Redis7 {
-		return "redis"
-	}
-	return "redis-" + b.Name
 }
 
 // redisStore starts a server of build b on loopback for the run.
@@ -136,7 +127,7 @@ func redisStore(b *redistest.Build, prefix string, log io.Writer) (store, error)
 	if err != nil {
 		return store{}, err
 	}
-	s, err := openRedis(redisTarget{opt: redis.Options{Addrs: []string{srv.Addr}}, name: redisName(b), prefix: prefix, stop: srv.Stop}, log)
+	s, err := openRedis(redisTarget{opt: redis.Options{Addrs: []string{srv.Addr}}, name: b.Store, prefix: prefix, stop: srv.Stop}, log)
 	if err != nil {
 		srv.Stop()
 	}
@@ -178,7 +169,16 @@ func openRedis(t redisTarget, log io.Writer) (store, error) {
 	}
 	name := t.name
 	if name == "" {
-		name = "redis"
+		// A server the user runs is named by the build it is, as the
+		// gate names it (a Valkey is not "redis").
+		d, err := redis.Open(ctx, t.opt)
+		if err != nil {
+			return fail(fmt.Errorf("redis at %v: %w", t.opt.Addrs, err))
+		}
+		name = redistest.BuildOf(d.Spec()).Store
+		if d.Drain(ctx) {
+			_ = d.Close()
+		}
 	}
 	s := store{name: name, prefix: t.prefix, written: w,
 		make: func() (driver.Driver, error) { return redis.Open(context.Background(), t.opt) },

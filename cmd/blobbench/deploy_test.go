@@ -69,6 +69,24 @@ func TestAgainstARedisYouRun(t *testing.T) {
 	assert.Equal(t, "a user's row", v)
 }
 
+// TestAgainstAValkeyYouRun: a Valkey 8.1 given as -redis is benched and
+// named as the build it is, not as Redis.
+func TestAgainstAValkeyYouRun(t *testing.T) {
+	if ok, why := redistest.Valkey81.Available(); !ok {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but no Valkey 8.1: %s", why)
+		}
+		t.Skip(why)
+	}
+	srv, err := redistest.StartWith(redistest.Config{Build: redistest.Valkey81})
+	require.NoError(t, err)
+	defer srv.Stop()
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"-quick", "-redis", srv.Addr, "-prefix", "bench", "-out", t.TempDir()}, &out, &errb), errb.String())
+	assert.Contains(t, out.String(), "ratios[redis-valkey-8.1]: publish_vs_memcpy=")
+	assert.NotContains(t, out.String(), "ratios[redis]:")
+}
+
 // TestAFailedRunDeletesWhatItWrote makes the run fail midway (the server
 // refuses writes once a small memory limit is reached) and checks that it
 // still deletes what it wrote.

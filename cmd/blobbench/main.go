@@ -59,6 +59,7 @@ import (
 
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/redis"
+	"github.com/kvblob/kvblob/stores/redis/redistest"
 )
 
 func main() {
@@ -123,7 +124,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *only != "" {
 		p.stores = strings.Split(*only, ",")
-		known := []string{"memory", "mooncake-fake", "redis", "redis-valkey-8.1"}
+		known := []string{"memory", "mooncake-fake"}
+		for _, b := range redistest.Builds {
+			known = append(known, b.Store)
+		}
 		for _, e := range extraStores {
 			known = append(known, e.name)
 		}

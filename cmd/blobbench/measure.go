@@ -132,6 +132,7 @@ var extraStores []struct {
 // store makes a fresh driver of one store, and forgets objects.
 type store struct {
 	name    string
+	target  bool // a Redis deployment the user runs (-redis, -redis-cluster)
 	make    func() (driver.Driver, error)
 	forget  func(d driver.Driver, keys []string)
 	stop    func()
@@ -356,12 +357,13 @@ func measure(p plan, log io.Writer) (*report, error) {
 		if err != nil {
 			return nil, err
 		}
+		rs.target = true
 		defer rs.stop()
 		ss = append(ss, rs)
 	} else if p.redis {
 		// Every server build the Redis driver serves, side by side.
 		for _, b := range redistest.Builds {
-			name := redisName(b)
+			name := b.Store
 			if p.stores != nil && !slices.Contains(p.stores, name) {
 				continue
 			}
@@ -378,7 +380,9 @@ func measure(p plan, log io.Writer) (*report, error) {
 	if p.stores != nil {
 		var keep []store
 		for _, s := range ss {
-			if slices.Contains(p.stores, s.name) {
+			// A Redis the user runs answers to -stores redis whatever
+			// build it turns out to be.
+			if slices.Contains(p.stores, s.name) || s.target && slices.Contains(p.stores, "redis") {
 				keep = append(keep, s)
 			}
 		}

@@ -28,6 +28,8 @@ type Spec struct {
 	Environment  []EnvRule
 	// Calls holds each SDK call's rule by the call's name in the spec.
 	Calls map[string]*CallRule
+	// Codes is the SDK's code table: each code's value by its name.
+	Codes map[string]int64
 }
 
 // Holds reports whether the spec holds for SDK sdk at version v.

@@ -173,6 +173,8 @@ func TestSDKChecks(t *testing.T) {
 					check := conformance.Check{Name: c.Name, Run: func(h *conformance.Harness, _ conformance.Scenarios) { c.Run(h) }}
 					v := conformance.RunRecorded(check, redistest.Factory(redistest.Deployment{Addrs: []string{b.addr()}}), conformance.Suite{})
 					switch {
+					case v.Skipped && os.Getenv("CI") == "true":
+						t.Fatalf("CI=true but the SDK check skipped: %s", v.Reason)
 					case v.Skipped:
 						t.Skip(v.Reason)
 					case !v.Passed:

@@ -21,8 +21,10 @@ import (
 // generated cases, and SDKChecks that ask the live server for the replies
 // its rules rely on.
 type Build struct {
-	// Name names the build in test names and in the gate ("redis-7").
-	Name string
+	// Name names the build in test names ("redis-7"); Store names the
+	// Redis store over it in the gate and in blobbench ("redis",
+	// "redis-valkey-8.1").
+	Name, Store string
 	// Spec and Cases are the build's generated package's.
 	Spec  *rules.Spec
 	Cases []speccase.Case
@@ -34,7 +36,7 @@ type Build struct {
 
 // Redis7 is Debian's redis-server 7 (spec/redis-7.yaml).
 var Redis7 = &Build{
-	Name: "redis-7", Spec: gen.Spec, Cases: gen.Cases,
+	Name: "redis-7", Store: "redis", Spec: gen.Spec, Cases: gen.Cases,
 	Server: onPath("redis-server", "apt-get install redis-server"),
 	CLI:    onPath("redis-cli", "apt-get install redis-tools"),
 }
@@ -44,13 +46,24 @@ var Redis7 = &Build{
 // the trixie C library it runs on (Debian 12 has no Valkey 8.1).
 // KVBLOB_VALKEY_SERVER and KVBLOB_VALKEY_CLI name other programs.
 var Valkey81 = &Build{
-	Name: "valkey-8.1", Spec: valkey81.Spec, Cases: valkey81.Cases,
+	Name: "valkey-8.1", Store: "redis-valkey-8.1", Spec: valkey81.Spec, Cases: valkey81.Cases,
 	Server: valkey("KVBLOB_VALKEY_SERVER", "valkey-server"),
 	CLI:    valkey("KVBLOB_VALKEY_CLI", "valkey-cli"),
 }
 
-// Builds are every build, in the order of the driver's specs.
+// Builds are every build, in the order of the driver's specs (redis.Specs;
+// a test holds the two lists to each other).
 var Builds = []*Build{Redis7, Valkey81}
+
+// BuildOf returns the build whose spec is spec, or nil.
+func BuildOf(spec *rules.Spec) *Build {
+	for _, b := range Builds {
+		if b.Spec == spec {
+			return b
+		}
+	}
+	return nil
+}
 
 // Available reports whether the build's server and client are installed,
 // and if not, what to do.

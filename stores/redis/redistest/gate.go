@@ -20,12 +20,8 @@ func init() {
 
 func register(b *Build) {
 	var server *Server
-	name := "redis"
-	if b != Redis7 {
-		name = "redis-" + b.Name
-	}
 	gate.Register(gate.Store{
-		Name: name, SDK: b.Spec.SDKName + " " + strings.Join(b.Spec.SDKVersions, ", ") + " (loopback)",
+		Name: b.Store, SDK: b.Spec.SDKName + " " + strings.Join(b.Spec.SDKVersions, ", ") + " (loopback)",
 		Scenarios: Scenarios(), Cases: b.Cases, Stage: Stage, KnownFailures: KnownFailures(),
 		SDKChecks: SDKChecks(b),
 		Factory: func(t conformance.T) driver.Driver {

@@ -7,6 +7,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/goleak"
+
+	"github.com/kvblob/kvblob/stores/redis"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -28,4 +30,21 @@ func TestSDKCheckRules(t *testing.T) {
 	assert.NoError(t, wantOOM(errors.New("OOM command not allowed when used memory > 'maxmemory'.")))
 	assert.ErrorContains(t, wantOOM(nil), "answered OK")
 	assert.ErrorContains(t, wantOOM(errors.New("ERR other")), `not an "OOM ..." error reply`)
+}
+
+// TestEveryDriverSpecHasABuild: each spec the driver serves has a build
+// here, so that its cases and SDK checks run against its own server; and
+// each build's spec is one the driver serves.
+func TestEveryDriverSpecHasABuild(t *testing.T) {
+	specs := redis.Specs()
+	assert.Len(t, Builds, len(specs))
+	for i, spec := range specs {
+		b := BuildOf(spec)
+		if assert.NotNil(t, b, "%s has no redistest.Build: nothing runs its cases", spec) && i < len(Builds) {
+			assert.Same(t, b, Builds[i], "Builds are in the order of redis.Specs")
+		}
+	}
+	for _, b := range Builds {
+		assert.Contains(t, specs, b.Spec, "build %s", b.Name)
+	}
 }
