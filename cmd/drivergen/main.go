@@ -340,7 +340,7 @@ const nextSteps = `next:
   5. in stores/STORE/driver_test.go, run the whole suite with the kit's scenarios and the generated cases
   6. stage on the real store what it can (stores/STORE/STOREtest; conformance/serverproc starts a server)
   7. join the gate: register from STOREtest (see stores/redis/redistest/gate.go) and import it in cmd/gate/stores.go
-  8. a server the tests need: add its Debian package where the Makefile's deps target and .ci/run install redis-server
+  8. a server the tests need: add its Debian package where the Makefile's deps target installs redis-server
 docs/writing-a-store.md walks through each step.
 `
 

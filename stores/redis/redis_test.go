@@ -35,7 +35,8 @@ var (
 // TestMain starts one server and one three-node Cluster on loopback for the
 // package, of Redis 7 and of Valkey 8.1. Without a server the tests of its
 // build skip, except under CI=true, where a missing server is a failure
-// (.ci/run installs redis-server; make deps fetches Valkey 8.1).
+// (make deps, which .ci/run runs, installs redis-server and fetches Valkey
+// 8.1).
 func TestMain(m *testing.M) {
 	code := func() int {
 		start := func(b *redistest.Build, s **redistest.Server, c **redistest.Cluster, absent *string) (stop func(), err error) {

@@ -2,7 +2,9 @@ package redistest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,12 +99,19 @@ func onPath(program, install string) func() (string, string) {
 // valkeyDir is where 'make deps' puts Valkey 8.1, under the module root.
 const valkeyDir = ".bin/valkey-8.1"
 
-// valkey finds a Valkey 8.1 program: the one env names, else the one 'make
-// deps' fetched, else one on PATH; it must report version 8.1.x.
+// valkey finds a Valkey 8.1 program: the one env names, and then only
+// that one (a wrong program there is an error, never a fall-back to
+// another); else the one 'make deps' fetched; else one on PATH. It must
+// report version 8.1.x.
 func valkey(env, program string) func() (string, string) {
 	return func() (string, string) {
-		var tried []string
-		candidates := []string{os.Getenv(env)}
+		if p := os.Getenv(env); p != "" {
+			if why := isValkey81(p); why != "" {
+				return "", env + "=" + p + ": " + why
+			}
+			return p, ""
+		}
+		var candidates, tried []string
 		if root, ok := moduleRoot(); ok {
 			candidates = append(candidates, filepath.Join(root, valkeyDir, program))
 		}
@@ -110,25 +119,38 @@ func valkey(env, program string) func() (string, string) {
 			candidates = append(candidates, p)
 		}
 		for _, p := range candidates {
-			if p == "" {
-				continue
-			}
-			out, err := exec.Command(p, "--version").CombinedOutput()
-			switch {
-			case err != nil:
-				tried = append(tried, fmt.Sprintf("%s: %v", p, err))
-			case !bytes.Contains(out, []byte("v=8.1.")) && !bytes.Contains(out, []byte(" 8.1.")):
-				tried = append(tried, fmt.Sprintf("%s is %s", p, strings.TrimSpace(string(out))))
-			default:
+			why := isValkey81(p)
+			if why == "" {
 				return p, ""
 			}
+			if !errors.Is(statErr(p), fs.ErrNotExist) {
+				tried = append(tried, p+": "+why)
+			}
 		}
-		why := program + " 8.1 is not installed ('make deps' fetches Debian trixie's into " + valkeyDir + "; or set " + env + ")"
+		why := program + " 8.1 is not installed ('make deps' fetches Debian 13's into " + valkeyDir + "; or set " + env + ")"
 		if len(tried) > 0 {
 			why += "; tried " + strings.Join(tried, ", ")
 		}
 		return "", why
 	}
+}
+
+// isValkey81 says why the program at p is not a Valkey 8.1, or "".
+func isValkey81(p string) string {
+	out, err := exec.Command(p, "--version").CombinedOutput()
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%v", err)
+	case !bytes.Contains(out, []byte("v=8.1.")) && !bytes.Contains(out, []byte(" 8.1.")):
+		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		return "it is " + first + ", not Valkey 8.1"
+	}
+	return ""
+}
+
+func statErr(p string) error {
+	_, err := os.Stat(p)
+	return err
 }
 
 // moduleRoot is the folder of kvblob's go.mod at or above the working

@@ -2,10 +2,13 @@ package redistest
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/stores/redis"
@@ -47,4 +50,19 @@ func TestEveryDriverSpecHasABuild(t *testing.T) {
 	for _, b := range Builds {
 		assert.Contains(t, specs, b.Spec, "build %s", b.Name)
 	}
+}
+
+// TestValkeyEnvIsTheOnlyCandidate: KVBLOB_VALKEY_SERVER, when set, is the
+// program the Valkey tests run, and a wrong one is an error naming it, not
+// a fall-back to another Valkey.
+func TestValkeyEnvIsTheOnlyCandidate(t *testing.T) {
+	redis := filepath.Join(t.TempDir(), "redis-server")
+	require.NoError(t, os.WriteFile(redis, []byte("#!/bin/sh\necho 'Redis server v=7.0.15 sha=00000000:0'\n"), 0o755))
+	t.Setenv("KVBLOB_VALKEY_SERVER", redis)
+	p, why := Valkey81.Server()
+	assert.Empty(t, p)
+	assert.Equal(t, "KVBLOB_VALKEY_SERVER="+redis+": it is Redis server v=7.0.15 sha=00000000:0, not Valkey 8.1", why)
+	ok, why := Valkey81.Available()
+	assert.False(t, ok)
+	assert.Contains(t, why, "KVBLOB_VALKEY_SERVER="+redis)
 }
