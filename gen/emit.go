@@ -235,6 +235,9 @@ func (e *emitter) spec(f *jen.File) {
 		d[jen.Id("Capabilities")] = jen.Id("Capabilities")
 		d[jen.Id("Admission")] = jen.Id("Admission")
 		d[jen.Id("Environment")] = jen.Id("Environment")
+		if s.MaxRowBytesAtOpen {
+			d[jen.Id("RowLimitAtOpen")] = jen.True()
+		}
 		d[jen.Id("Calls")] = jen.Map(jen.String()).Op("*").Add(qual("CallRule")).Values(jen.DictFunc(func(cd jen.Dict) {
 			for _, c := range s.Calls {
 				cd[jen.Lit(c.Name)] = jen.Id(goName(c.Name) + "Rule")

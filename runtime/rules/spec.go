@@ -26,6 +26,11 @@ type Spec struct {
 	Capabilities driver.Capabilities
 	Admission    Admission
 	Environment  []EnvRule
+	// RowLimitAtOpen: the driver reads its row limit from its deployment
+	// at open (limits.max_row_bytes {at_open: true}); Admission.MaxRowBytes
+	// is only the bound, so the driver admits through
+	// Admission.WithMaxRowBytes(the limit it read), never Admission alone.
+	RowLimitAtOpen bool
 	// Calls holds each SDK call's rule by the call's name in the spec.
 	Calls map[string]*CallRule
 	// Codes is the SDK's code table: each code's value by its name.

@@ -13,9 +13,10 @@ import (
 	gen "github.com/kvblob/kvblob/generated/redis"
 )
 
-// classify turns a go-redis reply error into a spec/redis-7.yaml code. It
-// returns the error too, so a FAULT can carry its text. What each code
-// means for a row is the spec's, not this function's.
+// classify turns a go-redis reply error into a code of generated/redis's
+// table, which every spec the driver serves shares (builds.go). It returns
+// the error too, so a FAULT can carry its text. What each code means for a
+// row is the picked spec's, not this function's.
 func classify(err error) (gen.Code, error) {
 	var netErr net.Error
 	var redisErr goredis.Error
