@@ -106,6 +106,14 @@ func qual(name string) *jen.Statement {
 	return jen.Qual(rulesPath, name)
 }
 
+// packageNames are the names every generated package declares at top
+// level, beside a constant per code and, per call, <Call>Rule and
+// Map<Call>. Validate refuses a code whose Go name is one of them.
+var packageNames = []string{"Store", "SDKName", "SDKVersions", "SupportsVersion", "Code", "Codes",
+	"Capabilities", "MaxRowBytes", "AdmissionAtOpen", "MaxKeyBytes", "DefaultWorkers", "DefaultRowsPerBatch",
+	"DefaultBytesPerBatch", "Admission", "AdmitPut", "AdmitGet", "AdmitRegister", "Environment",
+	"CheckEnvironment", "Cases", "Spec"}
+
 // goName turns OBJECT_NOT_FOUND or batch_get_into into ObjectNotFound or
 // BatchGetInto. Initialisms stay upper case.
 func goName(s string) string {

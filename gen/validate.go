@@ -40,6 +40,26 @@ func (d *decoder) validate(s *Spec) {
 		byValue[c.Value] = c
 	}
 
+	// Each code becomes a Go constant of the generated package, beside the
+	// names the package always declares and each call's <Call>Rule and
+	// Map<Call>: a code whose Go name is taken would not compile.
+	taken := map[string]string{}
+	for _, n := range packageNames {
+		taken[n] = "the generated package's own " + n
+	}
+	for _, c := range s.Calls {
+		taken[goName(c.Name)+"Rule"] = fmt.Sprintf("call %s (%s)", c.Name, c.Pos)
+		taken["Map"+goName(c.Name)] = fmt.Sprintf("call %s (%s)", c.Name, c.Pos)
+	}
+	for _, c := range s.Codes {
+		g := goName(c.Name)
+		if prev, ok := taken[g]; ok && !d.bad[c.Pos] {
+			at(c.Pos, "code %s becomes the Go name %s, which %s declares too; the generated package would not compile, so give the code another name", c.Name, g, prev)
+			continue
+		}
+		taken[g] = fmt.Sprintf("code %s (%s)", c.Name, c.Pos)
+	}
+
 	// lastStep holds, per op, the last call of that op in the spec's order
 	// that is a step of the operation (a cleanup call with cases: false is
 	// not): only a call before it may say CONTINUE.
