@@ -29,6 +29,11 @@ func TestStartedServersListenOnLoopbackOnly(t *testing.T) {
 	}
 	t.Run("standalone", func(t *testing.T) { check(t, server) })
 	t.Run("cluster", func(t *testing.T) { check(t, cluster.Nodes...) })
-	t.Run("tls-standalone", func(t *testing.T) { check(t, startSecure(t, false).servers...) })
-	t.Run("tls-cluster", func(t *testing.T) { check(t, startSecure(t, true).servers...) })
+	t.Run("tls-standalone", func(t *testing.T) { check(t, startSecure(t, redistest.Redis7, false).servers...) })
+	t.Run("tls-cluster", func(t *testing.T) { check(t, startSecure(t, redistest.Redis7, true).servers...) })
+	// Valkey 8.1 runs through a wrapper that execs it: the process checked
+	// is the server itself.
+	t.Run("valkey-standalone", func(t *testing.T) { needValkey(t); check(t, valkey) })
+	t.Run("valkey-cluster", func(t *testing.T) { needValkey(t); check(t, valkeyCluster.Nodes...) })
+	t.Run("valkey-tls-cluster", func(t *testing.T) { check(t, startSecure(t, redistest.Valkey81, true).servers...) })
 }

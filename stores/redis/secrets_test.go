@@ -22,6 +22,7 @@ import (
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/redis"
+	"github.com/kvblob/kvblob/stores/redis/redistest"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
@@ -58,7 +59,7 @@ func (c *capture) String() string {
 // a malformed key. It captures every output and looks for the password and
 // the row keys in every encoding: none may appear.
 func TestSecretsStayOutOfEveryOutput(t *testing.T) {
-	s := startSecure(t, false)
+	s := startSecure(t, redistest.Redis7, false)
 	out := &capture{}
 	goredis.SetLogger(out)
 	t.Cleanup(func() { goredis.SetLogger(discard{}) })

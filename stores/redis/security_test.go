@@ -32,14 +32,18 @@ type secure struct {
 	servers []*redistest.Server
 }
 
-// startSecure starts a TLS-only server (or a three-node Cluster) with
-// certificates made in t.TempDir() and the two tenants.
-func startSecure(t *testing.T, cluster bool) *secure {
+// startSecure starts a TLS-only server of build b (or a three-node
+// Cluster) with certificates made in t.TempDir() and the two tenants.
+func startSecure(t *testing.T, b *redistest.Build, cluster bool) *secure {
 	t.Helper()
-	needServer(t)
+	if b == redistest.Valkey81 {
+		needValkey(t)
+	} else {
+		needServer(t)
+	}
 	certs, err := redistest.NewCerts(t.TempDir())
 	require.NoError(t, err)
-	cfg := redistest.Config{TLS: certs, Users: [][]string{
+	cfg := redistest.Config{Build: b, TLS: certs, Users: [][]string{
 		redistest.TenantUser(tenantA, passA, tenantA), redistest.TenantUser(tenantB, passB, tenantB),
 	}}
 	s := &secure{cluster: cluster, certs: certs}
@@ -64,10 +68,13 @@ func (s *secure) options(user, pass string) redis.Options {
 		TLS: &redis.TLS{CAFile: s.certs.CAFile, CertFile: s.certs.ClientCertFile, KeyFile: s.certs.ClientKey, ServerName: redistest.ServerName}}
 }
 
+// deployments runs fn over a secure server and Cluster of each build.
 func deployments(t *testing.T, fn func(t *testing.T, s *secure)) {
-	for _, cluster := range []bool{false, true} {
-		name := map[bool]string{false: "standalone", true: "cluster"}[cluster]
-		t.Run(name, func(t *testing.T) { fn(t, startSecure(t, cluster)) })
+	for _, b := range redistest.Builds {
+		for _, cluster := range []bool{false, true} {
+			name := b.Name + "/" + map[bool]string{false: "standalone", true: "cluster"}[cluster]
+			t.Run(name, func(t *testing.T) { fn(t, startSecure(t, b, cluster)) })
+		}
 	}
 }
 
