@@ -48,12 +48,13 @@ type faultFx struct {
 
 func faultKey(i int) string { return fmt.Sprintf("%s/v1/%x", prefix, []byte{byte(i)}) }
 
-// newFaultFx starts a server with extra arguments and a backend over it.
-// ReadTimeout is short: only it ends a call to a frozen server.
-func newFaultFx(t *testing.T, extra ...string) *faultFx {
+// newFaultFx starts a server of build b with extra arguments and a
+// backend over it. ReadTimeout is short: only it ends a call to a frozen
+// server.
+func newFaultFx(t *testing.T, b *redistest.Build, extra ...string) *faultFx {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	srv, err := redistest.Start(extra...)
+	srv, err := redistest.StartWith(redistest.Config{Build: b, Extra: extra})
 	require.NoError(t, err)
 	f := &faultFx{srv: srv, faults: redistest.NewFaults()}
 	f.d, err = redis.Open(context.Background(), redis.Options{Addrs: []string{srv.Addr}, Hooks: []goredis.Hook{f.faults},
@@ -169,10 +170,25 @@ func statuses(out backend.Outcome) map[driver.Status]int {
 	return m
 }
 
+// TestRealServerFaults runs each fault over a server of each build: on
+// Valkey 8.1 the publish's store step is SET IFEQ, on Redis 7 WATCH and
+// MULTI/EXEC.
 func TestRealServerFaults(t *testing.T) {
-	needServer(t)
+	for _, b := range redistest.Builds {
+		t.Run(b.Name, func(t *testing.T) {
+			if b == redistest.Valkey81 {
+				needValkey(t)
+			} else {
+				needServer(t)
+			}
+			realServerFaults(t, b)
+		})
+	}
+}
+
+func realServerFaults(t *testing.T, b *redistest.Build) {
 	t.Run("frozen mid-publish", func(t *testing.T) {
-		f := newFaultFx(t)
+		f := newFaultFx(t, b)
 		f.faults.BeforeAny(faultKey(9), func() { require.NoError(t, f.srv.Freeze()) })
 		pub := f.run(t, false)
 		require.NoError(t, f.srv.Thaw())
@@ -181,7 +197,7 @@ func TestRealServerFaults(t *testing.T) {
 		f.checkPublished(t, pub)
 	})
 	t.Run("frozen mid-fetch", func(t *testing.T) {
-		f := newFaultFx(t)
+		f := newFaultFx(t, b)
 		pub := f.run(t, false)
 		require.Equal(t, faultRows, statuses(pub)[driver.Ready])
 		f.faults.BeforeAny(faultKey(9), func() { require.NoError(t, f.srv.Freeze()) })
@@ -191,7 +207,7 @@ func TestRealServerFaults(t *testing.T) {
 		assert.Less(t, f.checkFetch(t, out), faultRows, "the frozen server faulted no row")
 	})
 	t.Run("killed mid-publish, restarted on its port", func(t *testing.T) {
-		f := newFaultFx(t)
+		f := newFaultFx(t, b)
 		f.faults.BeforeAny(faultKey(9), f.srv.Kill)
 		pub := f.run(t, false)
 		require.NoError(t, f.srv.Restart())
@@ -206,7 +222,7 @@ func TestRealServerFaults(t *testing.T) {
 		f.checkPublished(t, pub)
 	})
 	t.Run("killed mid-fetch, restarted on its port", func(t *testing.T) {
-		f := newFaultFx(t)
+		f := newFaultFx(t, b)
 		require.Equal(t, faultRows, statuses(f.run(t, false))[driver.Ready])
 		f.faults.BeforeAny(faultKey(9), f.srv.Kill)
 		out := f.run(t, true)
@@ -217,7 +233,7 @@ func TestRealServerFaults(t *testing.T) {
 	})
 	t.Run("full with noeviction", func(t *testing.T) {
 		// Room for a few rows beside the server's own ~1 MiB.
-		f := newFaultFx(t, "--maxmemory", "1200kb", "--maxmemory-policy", "noeviction")
+		f := newFaultFx(t, b, "--maxmemory", "1200kb", "--maxmemory-policy", "noeviction")
 		pub := f.run(t, false)
 		t.Logf("publish: %v", statuses(pub))
 		assert.NotZero(t, statuses(pub)[driver.Declined], "a full server declined no row")
@@ -225,7 +241,7 @@ func TestRealServerFaults(t *testing.T) {
 		f.checkPublished(t, pub)
 	})
 	t.Run("CLIENT PAUSE mid-publish and mid-fetch", func(t *testing.T) {
-		f := newFaultFx(t)
+		f := newFaultFx(t, b)
 		pause := func(mode string) func() {
 			return func() {
 				reply, err := f.srv.Command("CLIENT PAUSE 1500 " + mode)
