@@ -34,6 +34,20 @@ type Build struct {
 	// creates Clusters); each returns the program, or "" and why it is
 	// missing and how to get it.
 	Server, CLI func() (path, why string)
+	// Env are the environment variables that name the build's programs
+	// instead (none for Redis7, whose programs are the ones on PATH).
+	Env []string
+}
+
+// Named reports whether the environment names the build's programs: a
+// build the user chose, whose absence is an error, not a reason to skip.
+func (b *Build) Named() bool {
+	for _, e := range b.Env {
+		if os.Getenv(e) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Redis7 is Debian's redis-server 7 (spec/redis-7.yaml).
@@ -51,6 +65,7 @@ var Valkey81 = &Build{
 	Name: "valkey-8.1", Store: "redis-valkey-8.1", Spec: valkey81.Spec, Cases: valkey81.Cases,
 	Server: valkey("KVBLOB_VALKEY_SERVER", "valkey-server"),
 	CLI:    valkey("KVBLOB_VALKEY_CLI", "valkey-cli"),
+	Env:    []string{"KVBLOB_VALKEY_SERVER", "KVBLOB_VALKEY_CLI"},
 }
 
 // Builds are every build, in the order of the driver's specs (redis.Specs;

@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/kvblob/kvblob/conformance"
@@ -29,6 +30,11 @@ func register(b *Build) {
 		},
 		Setup: func() (string, func(), error) {
 			if ok, why := b.Available(); !ok {
+				if b.Named() {
+					// A build the user pointed the gate at: not there is
+					// a set-up error (exit 2), never a skip.
+					return "", nil, errors.New(why)
+				}
 				return why, nil, nil
 			}
 			s, err := StartWith(Config{Build: b})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/kvblob/kvblob/conformance/gate"
 	"github.com/kvblob/kvblob/stores/redis"
 )
 
@@ -65,4 +67,15 @@ func TestValkeyEnvIsTheOnlyCandidate(t *testing.T) {
 	ok, why := Valkey81.Available()
 	assert.False(t, ok)
 	assert.Contains(t, why, "KVBLOB_VALKEY_SERVER="+redis)
+
+	// The gate treats a build the user named as required: a set-up error
+	// (exit 2), not a skip.
+	assert.True(t, Valkey81.Named())
+	assert.False(t, Redis7.Named())
+	i := slices.IndexFunc(gate.Stores(), func(s gate.Store) bool { return s.Name == "redis-valkey-8.1" })
+	require.GreaterOrEqual(t, i, 0, "redis-valkey-8.1 joins the gate")
+	skip, stop, err := gate.Stores()[i].Setup()
+	assert.Empty(t, skip)
+	assert.Nil(t, stop)
+	assert.ErrorContains(t, err, "KVBLOB_VALKEY_SERVER="+redis+": it is Redis server v=7.0.15")
 }
