@@ -23,6 +23,10 @@ type build struct {
 	// store sets codes[i] and errs[i] for each row i of idx (see
 	// storeObjects and storeIfEq).
 	store func(d *Driver, ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []gen.Code, errs []error)
+	// watched: on a standalone server whose user may transact, the build
+	// stores with WATCH/MULTI/EXEC, so Put sends the claim with the WATCH
+	// and GET of each key, in one round trip (putWatched).
+	watched bool
 }
 
 // builds are the servers kvblob holds a spec for. One code table serves
@@ -30,7 +34,7 @@ type build struct {
 // a spec added here must give each code it shares the same value; a test
 // holds every build to that.
 var builds = []build{
-	{spec: gen.Spec, store: (*Driver).storeObjects},
+	{spec: gen.Spec, store: (*Driver).storeObjects, watched: true},
 	{spec: valkey81.Spec, store: (*Driver).storeIfEq},
 }
 

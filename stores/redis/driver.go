@@ -201,6 +201,10 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 	defer call.End()
 	results := make([]driver.Result, len(rows))
 	marker := newMarker()
+	if c, ok := d.c.(*goredis.Client); ok && d.build.watched && d.mayTransact(ctx, c) {
+		d.putWatched(ctx, c, rows, marker, results)
+		return driverkit.Finished(results), nil
+	}
 
 	// 1. Claim every key.
 	pipe := d.c.Pipeline()
@@ -212,12 +216,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 	var store, exists []int
 	asked := map[int]rules.Mapping{}
 	for i, cmd := range claims {
-		ok, err := cmd.Result()
-		code, cerr := classify(err)
-		if err == nil && !ok {
-			code = gen.Nil
-		}
-		m := d.calls.claim.Map(int64(code), 0)
+		m, cerr := d.claimed(cmd.Result())
 		switch {
 		case m.Continue:
 			store = append(store, i)
@@ -246,18 +245,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 		codes := make([]gen.Code, len(rows))
 		errs := make([]error, len(rows))
 		d.build.store(d, ctx, rows, store, objs, marker, codes, errs)
-		var release []int
-		for _, i := range store {
-			m := d.calls.store.Map(int64(codes[i]), 0)
-			results[i] = m.WithCause(errs[i])
-			// A release deletes the key only if it still holds this
-			// writer's marker, so it is safe after any answer, also one
-			// that says the marker is gone.
-			if m.Result.Status != driver.Ready {
-				release = append(release, i)
-			}
-		}
-		d.release(ctx, rows, release, marker)
+		d.stored(ctx, rows, store, marker, codes, errs, results)
 	}
 
 	// 3. A present key is READY if it holds this row's whole object,
@@ -271,45 +259,152 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 		}
 		_, _ = pipe.Exec(ctx)
 		for k, i := range exists {
-			m := asked[i]
-			v, err := gets[k].Bytes()
-			switch {
-			case err != nil && err != goredis.Nil:
-				results[i] = m.WithCause(err)
-			case err != nil || bytes.HasPrefix(v, []byte(markerPrefix)):
-				results[i] = driver.Result{Status: m.IfAbsent}
-			case d.holdsRow(v, rows[i]):
-				results[i] = driver.Result{Status: m.IfExists}
-			default:
-				results[i] = m.Other(fmt.Sprintf("key %q holds %d bytes that are not this row's %d-byte object", rows[i].Key, len(v), rows[i].Bytes()))
-			}
+			results[i] = d.present(asked[i], gets[k], rows[i])
 		}
 	}
 	return driverkit.Finished(results), nil
 }
 
-// storeObjects is a Redis 7 store: it replaces this writer's marker with
-// objs[i] for each row i of idx, setting codes[i] (OK, LOST or how the
-// reply classified) and errs[i].
-//
-// On a standalone server it is one WATCH/GET pass and one MULTI/SET/EXEC
-// pass over every key, pipelined: a key whose GET no longer answers the
-// marker is LOST, the others are SET in one transaction that runs only if
-// no watched key changed since. Rows the transaction could not settle (it
-// aborted because a watched key changed, or another row's SET was refused)
-// fall back to the compare-and-set script, one key at a time in a
-// pipeline, which decides each alone. The script copies the object into a
-// Lua string and again into the key; a plain SET does not, which is the
-// point (issue 18).
-//
-// On a Cluster, WATCH and MULTI need every key of a transaction in one
-// slot, and a request's keys spread over all of them: a transaction per
-// key would cost three round trips each where the script costs one, so a
-// Cluster keeps the script.
-func (d *Driver) storeObjects(ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []gen.Code, errs []error) {
-	if c, ok := d.c.(*goredis.Client); ok && d.mayTransact(ctx, c) {
-		idx = d.storeWatched(ctx, c, rows, idx, objs, marker, codes, errs)
+// claimed maps a claim's reply (SET NX: true when set, false when the key
+// was present).
+func (d *Driver) claimed(ok bool, err error) (rules.Mapping, error) {
+	code, cerr := classify(err)
+	if err == nil && !ok {
+		code = gen.Nil
 	}
+	return d.calls.claim.Map(int64(code), 0), cerr
+}
+
+// present answers the existence question of a row whose key the claim
+// found present, from a GET of the key (m is the claim's mapping): READY
+// if it holds this row's whole object, NOT_READY if it holds another
+// writer's marker (or vanished), and what the spec's if_other says if it
+// holds anything else.
+func (d *Driver) present(m rules.Mapping, get *goredis.StringCmd, row driver.Row) driver.Result {
+	v, err := get.Bytes()
+	switch {
+	case err != nil && err != goredis.Nil:
+		return m.WithCause(err)
+	case err != nil || bytes.HasPrefix(v, []byte(markerPrefix)):
+		return driver.Result{Status: m.IfAbsent}
+	case d.holdsRow(v, row):
+		return driver.Result{Status: m.IfExists}
+	default:
+		return m.Other(fmt.Sprintf("key %q holds %d bytes that are not this row's %d-byte object", row.Key, len(v), row.Bytes()))
+	}
+}
+
+// stored maps the store step's code of each row of idx into its result,
+// and releases the rows that were not stored.
+func (d *Driver) stored(ctx context.Context, rows []driver.Row, idx []int, marker string, codes []gen.Code, errs []error, results []driver.Result) {
+	var release []int
+	for _, i := range idx {
+		m := d.calls.store.Map(int64(codes[i]), 0)
+		results[i] = m.WithCause(errs[i])
+		// A release deletes the key only if it still holds this
+		// writer's marker, so it is safe after any answer, also one
+		// that says the marker is gone.
+		if m.Result.Status != driver.Ready {
+			release = append(release, i)
+		}
+	}
+	d.release(ctx, rows, release, marker)
+}
+
+// putWatched is Put on a standalone Redis 7 whose user may run
+// transactions, in two round trips.
+//
+// The first sends, for each key, the claim (SET NX PX), a WATCH and a
+// GET, pipelined on one connection. A claimed row whose GET answers this
+// writer's marker was still ours when its WATCH went in; a row whose GET
+// answers anything else is LOST (its marker expired and another writer
+// took the key) or faults with the GET's error. A key the claim found
+// present has its existence question answered by that GET. It is watched
+// too (which keys are ours is known only from the replies): if another
+// writer changes it before EXEC, the transaction aborts and the claimed
+// rows go to the script, which is slower but decides them the same way.
+// A put none of whose keys it claimed ends with an UNWATCH, a second
+// round trip, as the claim and the existence GET were before.
+//
+// The second stores the rows still ours in one MULTI/SET/EXEC (transact);
+// the rows it could not settle go to the compare-and-set script
+// (storeObjects).
+func (d *Driver) putWatched(ctx context.Context, c *goredis.Client, rows []driver.Row, marker string, results []driver.Result) {
+	objs := make([][]byte, len(rows))
+	// go-redis has written every object to its connection once the store
+	// step returns: the buffers go back to the pool.
+	defer func() {
+		for _, o := range objs {
+			if o != nil {
+				putBuf(o)
+			}
+		}
+	}()
+	codes := make([]gen.Code, len(rows))
+	errs := make([]error, len(rows))
+	var store, undecided []int
+	_ = c.Watch(ctx, func(tx *goredis.Tx) error {
+		claims := make([]*goredis.BoolCmd, len(rows))
+		watches := make([]*goredis.StatusCmd, len(rows))
+		gets := make([]*goredis.StringCmd, len(rows))
+		_, _ = tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for i, r := range rows {
+				claims[i] = p.SetNX(ctx, r.Key, marker, d.opt.PendingTTL)
+				watches[i] = goredis.NewStatusCmd(ctx, "watch", r.Key)
+				_ = p.Process(ctx, watches[i])
+				gets[i] = p.Get(ctx, r.Key)
+			}
+			return nil
+		})
+		var ours []int
+		for i := range rows {
+			m, cerr := d.claimed(claims[i].Result())
+			switch {
+			case m.Continue:
+			case m.FollowUp == rules.FollowAskExistence:
+				results[i] = d.present(m, gets[i], rows[i])
+				continue
+			default:
+				results[i] = m.WithCause(cerr)
+				continue
+			}
+			store = append(store, i)
+			// The value is copied out of the caller's slots here, so
+			// access ends before the call returns.
+			objs[i] = d.object(rows[i])
+			switch d.watchedRow(i, watches[i], gets[i], marker, codes, errs) {
+			case rowOurs:
+				ours = append(ours, i)
+			case rowUndecided:
+				undecided = append(undecided, i)
+			}
+		}
+		undecided = append(undecided, d.transact(ctx, tx, rows, ours, objs, codes, errs)...)
+		return nil
+	})
+	d.storeObjects(ctx, rows, undecided, objs, marker, codes, errs)
+	d.stored(ctx, rows, store, marker, codes, errs, results)
+}
+
+// storeObjects is a Redis 7 store for rows already claimed: it replaces
+// this writer's marker with objs[i] for each row i of idx, setting
+// codes[i] (OK, LOST or how the reply classified) and errs[i], with the
+// compare-and-set script, one key at a time in a pipeline, which decides
+// each alone: OK while the key still holds this writer's marker, LOST once
+// it does not.
+//
+// A standalone server whose user may transact never gets here: Put takes
+// putWatched, whose transaction stores without the script (the script
+// copies the object into a Lua string and again into the key; a plain SET
+// does not, which is the point of issue 18), and falls back to the script
+// only for the rows the transaction could not settle. On a Cluster, WATCH
+// and MULTI need every key of a transaction in one slot, and a request's
+// keys spread over all of them: a transaction per key would cost three
+// round trips each where the script costs one, so a Cluster keeps the
+// script; so does a user without transactions, and a put whose first
+// question whether the user may transact found no answer (the next put
+// asks again).
+func (d *Driver) storeObjects(ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []gen.Code, errs []error) {
 	if len(idx) == 0 {
 		return
 	}
@@ -365,66 +460,64 @@ func isNoperm(err error) bool {
 	return code == gen.Noperm
 }
 
-// storeWatched is storeObjects' WATCH/MULTI/EXEC path. It returns the rows
-// it left undecided.
-func (d *Driver) storeWatched(ctx context.Context, c *goredis.Client, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []gen.Code, errs []error) (undecided []int) {
-	_ = c.Watch(ctx, func(tx *goredis.Tx) error {
-		// One WATCH per key, so a refusal (NOPERM) or an injected error is
-		// the row's own.
-		watches := make([]*goredis.StatusCmd, len(idx))
-		gets := make([]*goredis.StringCmd, len(idx))
-		_, _ = tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for k, i := range idx {
-				watches[k] = goredis.NewStatusCmd(ctx, "watch", rows[i].Key)
-				_ = p.Process(ctx, watches[k])
-				gets[k] = p.Get(ctx, rows[i].Key)
-			}
-			return nil
-		})
-		var ours []int
-		for k, i := range idx {
-			err := watches[k].Err()
-			if err == nil {
-				err = gets[k].Err()
-			}
-			switch v := gets[k].Val(); {
-			case isNoperm(watches[k].Err()) && strings.Contains(watches[k].Err().Error(), "'watch' command"):
-				d.tx.Store(txRefused) // the ACL changed under us: the script decides
-				undecided = append(undecided, i)
-			case err == goredis.Nil || err == nil && v != marker:
-				codes[i], errs[i] = gen.Lost, nil
-			case err != nil:
-				codes[i], errs[i] = classify(err)
-			default:
-				ours = append(ours, i)
-			}
-		}
-		if len(ours) == 0 {
-			_ = tx.Unwatch(ctx).Err()
-			return nil
-		}
-		sets := make([]*goredis.StatusCmd, len(ours))
-		_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-			for k, i := range ours {
-				sets[k] = p.Set(ctx, rows[i].Key, objs[i], 0)
-			}
-			return nil
-		})
-		aborted := errors.Is(err, goredis.TxFailedErr) || goredis.IsExecAbortError(err)
+// What the replies to a claimed row's WATCH and GET say of it.
+const (
+	rowDecided   = iota // its code is set: LOST, or the reply's error
+	rowOurs             // the key held this writer's marker when watched
+	rowUndecided        // the ACL refused WATCH: the script decides
+)
+
+// watchedRow sorts claimed row i by the replies to its WATCH and GET,
+// setting codes[i] and errs[i] when they decide it.
+func (d *Driver) watchedRow(i int, watch *goredis.StatusCmd, get *goredis.StringCmd, marker string, codes []gen.Code, errs []error) int {
+	err := watch.Err()
+	if err == nil {
+		err = get.Err()
+	}
+	switch v := get.Val(); {
+	case isNoperm(watch.Err()) && strings.Contains(watch.Err().Error(), "'watch' command"):
+		d.tx.Store(txRefused) // the ACL changed under us: the script decides
+		return rowUndecided
+	case err == goredis.Nil || err == nil && v != marker:
+		codes[i], errs[i] = gen.Lost, nil
+	case err != nil:
+		codes[i], errs[i] = classify(err)
+	default:
+		return rowOurs
+	}
+	return rowDecided
+}
+
+// transact replaces this writer's marker with the object of each row of
+// ours in one MULTI/SET/EXEC on tx, which runs only if no key tx watches
+// changed since its WATCH, and returns the rows it could not settle (it
+// aborted, or another row's SET was refused). With no row, it only ends
+// the watch.
+func (d *Driver) transact(ctx context.Context, tx *goredis.Tx, rows []driver.Row, ours []int, objs [][]byte, codes []gen.Code, errs []error) (undecided []int) {
+	if len(ours) == 0 {
+		_ = tx.Unwatch(ctx).Err()
+		return nil
+	}
+	sets := make([]*goredis.StatusCmd, len(ours))
+	_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		for k, i := range ours {
-			serr := sets[k].Err()
-			switch {
-			case aborted && (serr == nil || goredis.IsExecAbortError(serr) || errors.Is(serr, goredis.TxFailedErr)):
-				undecided = append(undecided, i)
-			default:
-				codes[i], errs[i] = classify(serr)
-			}
-		}
-		if err != nil && !aborted {
-			_ = tx.Unwatch(ctx).Err() // EXEC may never have run
+			sets[k] = p.Set(ctx, rows[i].Key, objs[i], 0)
 		}
 		return nil
 	})
+	aborted := errors.Is(err, goredis.TxFailedErr) || goredis.IsExecAbortError(err)
+	for k, i := range ours {
+		serr := sets[k].Err()
+		switch {
+		case aborted && (serr == nil || goredis.IsExecAbortError(serr) || errors.Is(serr, goredis.TxFailedErr)):
+			undecided = append(undecided, i)
+		default:
+			codes[i], errs[i] = classify(serr)
+		}
+	}
+	if err != nil && !aborted {
+		_ = tx.Unwatch(ctx).Err() // EXEC may never have run
+	}
 	return undecided
 }
 

@@ -81,3 +81,46 @@ func TestAnAbortedTransactionFallsBackToTheScript(t *testing.T) {
 		})
 	}
 }
+
+// TestAClaimedKeyWhoseGETNoLongerAnswersTheMarkerIsLost: on a standalone
+// Redis 7 the claim, a WATCH and a GET of the key go out in one pipeline;
+// a claimed row whose GET does not answer this writer's marker (here the
+// fault hook turns the reply into a nil, as for a marker that expired
+// between the claim and the WATCH) is LOST, a FAULT, and is never stored:
+// no transaction runs for it, and the release deletes only the marker, so
+// the key ends absent, not holding the object.
+func TestAClaimedKeyWhoseGETNoLongerAnswersTheMarkerIsLost(t *testing.T) {
+	needServer(t)
+	ctx := context.Background()
+	f := redistest.NewFaults()
+	d, err := redis.Open(ctx, redis.Options{Addrs: []string{server.Addr}, Hooks: []goredis.Hook{f}})
+	require.NoError(t, err)
+	c := d.Client()
+	lender, err := hostmem.NewLender("t", driver.Layout{SlotBytes: 4096, Slots: 1})
+	require.NoError(t, err)
+	hold, _ := lender.Hold()
+	region := hold.Regions()[0]
+	reg, err := d.Register(region)
+	require.NoError(t, err)
+	copy(region.Mem, "payload")
+	const key = "kv/v1/lost-at-get"
+	require.NoError(t, c.Del(ctx, key).Err())
+	f.Error("get", key, goredis.Nil)
+	transacted := false
+	f.Before("multi", key, func() { transacted = true })
+
+	op, err := d.Put(ctx, []driver.Row{{Key: key, Spans: []driver.Span{region.Slot(0)}}})
+	require.NoError(t, err)
+	res, _ := op.Poll()
+	assert.Equal(t, driver.Fault, res[0].Status, res[0].Text)
+	assert.Contains(t, res[0].Text, "marker expired")
+	assert.False(t, transacted, "a row found LOST went into the transaction")
+	assert.Equal(t, int64(0), c.Exists(ctx, key).Val(), "the key holds %q: a LOST row was stored, or its marker kept", c.Get(ctx, key).Val())
+
+	require.NoError(t, c.Del(ctx, key).Err())
+	assert.True(t, d.Drain(ctx))
+	require.NoError(t, d.Unregister(reg))
+	require.NoError(t, d.Close())
+	require.NoError(t, hold.Release())
+	require.NoError(t, lender.Close())
+}

@@ -139,9 +139,10 @@ var codeError = map[gen.Code]error{
 // storeCmd's.
 var cmdOf = map[string]string{"claim": "set", "get": "get"}
 
-// storeCmd is the command a store sends first for a key: on Redis 7, WATCH
-// on a standalone server and the compare-and-set EVAL on a Cluster; on
-// Valkey 8.1, SET IFEQ.
+// storeCmd is the command whose error is a store's for a key: on Redis 7,
+// the WATCH on a standalone server (it goes out with the claim, and an
+// error of it fails the store step) and the compare-and-set EVAL on a
+// Cluster; on Valkey 8.1, SET IFEQ.
 func storeCmd(r *redis.Driver) string {
 	if r.Spec() == Valkey81.Spec {
 		return "set ifeq"
@@ -150,6 +151,17 @@ func storeCmd(r *redis.Driver) string {
 		return "eval"
 	}
 	return "watch"
+}
+
+// storeHook is where a hook runs just after a key was claimed and before
+// its object is stored: on a standalone Redis 7, before the transaction
+// that sets the key (the claim, WATCH and GET went out together before
+// it); elsewhere before storeCmd.
+func storeHook(r *redis.Driver) string {
+	if cmd := storeCmd(r); cmd != "watch" {
+		return cmd
+	}
+	return "multi"
 }
 
 // Stage makes the server (or, for answers a server cannot give on cue, the
@@ -179,14 +191,14 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 		return set(r, key, Marker)
 	case code == gen.OOM && c.Call != "get":
 		if c.Call == "store" {
-			f.Before(storeCmd(r), key, func() { _ = fillMemory(r) })
-			h.StagedThrough("a hook that fills memory before store's first command")
+			f.Before(storeHook(r), key, func() { _ = fillMemory(r) })
+			h.StagedThrough("a hook that fills memory between claim and store")
 			return nil
 		}
 		return fillMemory(r)
 	case c.Call == "store" && (code == gen.Lost || code == gen.Nil):
-		f.Before(storeCmd(r), key, func() { _ = r.Client().Del(context.Background(), key).Err() })
-		h.StagedThrough("a hook that deletes the marker before store's first command")
+		f.Before(storeHook(r), key, func() { _ = r.Client().Del(context.Background(), key).Err() })
+		h.StagedThrough("a hook that deletes the marker between claim and store")
 	case c.Call == "get" && code == gen.Nil:
 		return r.Client().Del(context.Background(), key).Err()
 	case c.Call == "get" && code == gen.Pending:

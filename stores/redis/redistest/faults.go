@@ -46,7 +46,10 @@ func (f *Faults) Error(cmd, key string, err error) {
 	f.errs[k] = append(f.errs[k], err)
 }
 
-// Before runs fn just before the next cmd on key is sent.
+// Before runs fn just before the next cmd on key is sent. Before("multi",
+// key, fn) runs fn just before the next transaction (MULTI ... EXEC) that
+// holds a command on key is sent; Before("multi", "", fn) before the next
+// MULTI whatever it holds.
 func (f *Faults) Before(cmd, key string, fn func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -110,11 +113,21 @@ func argString(a any) string {
 func (f *Faults) take(cmds []goredis.Cmder) (befores []func(), holds []*Held) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	inMulti := false
 	for _, c := range cmds {
 		name, key := keyOf(c)
 		k := cmdKey{name, key}
 		if fs := f.before[k]; len(fs) > 0 {
 			befores, f.before[k] = append(befores, fs[0]), fs[1:]
+		}
+		switch name {
+		case "multi":
+			inMulti = true
+		case "exec", "discard":
+			inMulti = false
+		}
+		if tx := (cmdKey{"multi", key}); inMulti && key != "" && len(f.before[tx]) > 0 {
+			befores, f.before[tx] = append(befores, f.before[tx][0]), f.before[tx][1:]
 		}
 		if any := (cmdKey{"", key}); key != "" && len(f.before[any]) > 0 {
 			befores, f.before[any] = append(befores, f.before[any][0]), f.before[any][1:]
