@@ -83,6 +83,22 @@ type Attempt struct {
 	fault                                   string
 	done                                    chan struct{} // closed once the outcome is final
 	closed                                  bool          // done is closed
+	at                                      int           // index in Backend.attempts until forgotten, then -1
+	// in holds a small view's copy and bookkeeping inside the Attempt, so
+	// that a view of one row of one span, cut into one batch, takes no
+	// allocation of its own besides the Attempt and its done channel.
+	in inline
+}
+
+// inline is an Attempt's room for a small view: the copy of one row and
+// its one span, that row's result, and the attempt's batch when there is
+// only one.
+type inline struct {
+	row    [1]driver.Row
+	span   [1]driver.Span
+	result [1]driver.Result
+	batch  [1]batch
+	bp     [1]*batch
 }
 
 // Done returns a channel closed once the attempt's outcome is final: the
@@ -95,13 +111,17 @@ func (a *Attempt) Done() <-chan struct{} { return a.done }
 // first. It never calls the driver and does not cancel the attempt when ctx
 // ends (call Cancel for that). Like Poll, it says nothing of Quiesced.
 func (a *Attempt) Wait(ctx context.Context) (Outcome, error) {
-	select {
-	case <-a.done:
-	case <-ctx.Done():
+	if end := ctx.Done(); end == nil {
+		<-a.done // a context that never ends: no select
+	} else {
 		select {
-		case <-a.done: // final as well: the outcome wins
-		default:
-			return Outcome{}, ctx.Err()
+		case <-a.done:
+		case <-end:
+			select {
+			case <-a.done: // final as well: the outcome wins
+			default:
+				return Outcome{}, ctx.Err()
+			}
 		}
 	}
 	o, _ := a.Poll()

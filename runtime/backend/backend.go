@@ -206,11 +206,11 @@ type Backend struct {
 	pubQ       []*batch
 	waited     int // fetch batches taken while a publish batch waited
 	publishing int
-	idle       int      // workers waiting on cond
-	open       []*batch // started, not settled (batch.openAt)
-	watch      []*batch // polled by the progress goroutine on its timer (batch.watchAt)
-	dirty      []*batch // Notifier batches that said they changed (batch.watchAt)
-	attempts   map[*Attempt]bool
+	idle       int        // workers waiting on cond
+	open       []*batch   // started, not settled (batch.openAt)
+	watch      []*batch   // polled by the progress goroutine on its timer (batch.watchAt)
+	dirty      []*batch   // Notifier batches that said they changed (batch.watchAt)
+	attempts   []*Attempt // not yet forgotten (Attempt.at)
 	closing    bool
 	workers    int
 	finished   bool // progress goroutine done
@@ -241,7 +241,7 @@ func New(binding *RegionBinding, wake func(), cfg Config) (*Backend, error) {
 	d := binding.Driver()
 	b := &Backend{
 		cfg: cfg, binding: binding, d: d, caps: d.Capabilities(), stem: stem, wake: wake,
-		pubCap: publishCap(cfg.Workers, runtime.GOMAXPROCS(0)), attempts: map[*Attempt]bool{}, workers: cfg.Workers,
+		pubCap: publishCap(cfg.Workers, runtime.GOMAXPROCS(0)), workers: cfg.Workers,
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -297,9 +297,15 @@ func (b *Backend) Publish(v View) (*Attempt, error) { return b.submit(v, driver.
 func (b *Backend) Fetch(v View, hint driver.Hint) (*Attempt, error) { return b.submit(v, hint, true) }
 
 func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error) {
-	rows, err := b.validate(v, hint, fetch)
+	a := &Attempt{b: b, fetch: fetch, hint: hint, done: make(chan struct{}), at: -1}
+	rows, err := b.validate(v, hint, fetch, &a.in)
 	if err != nil {
 		return nil, err
+	}
+	if len(rows) == 1 {
+		a.results = a.in.result[:]
+	} else {
+		a.results = make([]driver.Result, len(rows))
 	}
 	b.mu.Lock()
 	if b.violation != "" {
@@ -310,7 +316,6 @@ func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error)
 		b.mu.Unlock()
 		return nil, &SubmissionRejectedError{Reason: "the backend is shut down"}
 	}
-	a := &Attempt{b: b, fetch: fetch, hint: hint, results: make([]driver.Result, len(rows)), done: make(chan struct{})}
 	a.batches = b.cut(rows, a)
 	if fetch {
 		b.fetchQ = append(b.fetchQ, a.batches...)
@@ -319,7 +324,8 @@ func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error)
 	}
 	a.queued = len(a.batches)
 	b.stats.BatchesQueued += len(a.batches)
-	b.attempts[a] = true
+	a.at = len(b.attempts)
+	b.attempts = append(b.attempts, a)
 	b.stats.Attempts++
 	for i := 0; i < len(a.batches) && i < b.idle; i++ {
 		b.cond.Signal() // one worker per batch; a worker that finds more work takes it
@@ -339,7 +345,9 @@ const RuleOverlappingDestinations = "overlapping_destinations"
 // validate checks the whole view before anything is queued, with the same
 // admission helpers drivers run (package rules), so a rule is written once.
 // A refusal names the row (its index in the view and its key).
-func (b *Backend) validate(v View, hint driver.Hint, fetch bool) ([]driver.Row, error) {
+//
+// A view of one row of one span is copied into in, without allocating.
+func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline) ([]driver.Row, error) {
 	if !hint.IsZero() && !fetch {
 		return nil, &InvalidSubmissionError{Rule: driver.RuleHint, Reason: "a publish takes no hint"}
 	}
@@ -347,8 +355,13 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool) ([]driver.Row, 
 	for _, vr := range v {
 		n += len(vr.Spans)
 	}
-	spans := make([]driver.Span, 0, n) // a copy: the caller may reuse its view
-	rows := make([]driver.Row, len(v))
+	var spans []driver.Span // a copy: the caller may reuse its view
+	var rows []driver.Row
+	if len(v) == 1 && n == 1 {
+		spans, rows = in.span[:0], in.row[:]
+	} else {
+		spans, rows = make([]driver.Span, 0, n), make([]driver.Row, len(v))
+	}
 	for i, vr := range v {
 		k := len(spans)
 		spans = append(spans, vr.Spans...)
@@ -459,7 +472,7 @@ func ascendingInOneRegion(rows []driver.Row) bool {
 //
 // It passes over rows twice, counting the batches first, so that they
 // take two allocations whatever their number: the batches, and the
-// pointers to them.
+// pointers to them; none when there is one, which the Attempt holds.
 func (b *Backend) cut(rows []driver.Row, a *Attempt) []*batch {
 	maxRows := b.rowLimit()
 	maxBytes := b.cfg.BytesPerBatch
@@ -478,8 +491,13 @@ func (b *Backend) cut(rows []driver.Row, a *Attempt) []*batch {
 	}
 	count := 0
 	each(func(int, int, int64) { count++ })
-	slab := make([]batch, count)
-	out := make([]*batch, count)
+	var slab []batch
+	var out []*batch
+	if count == 1 {
+		slab, out = a.in.batch[:], a.in.bp[:]
+	} else {
+		slab, out = make([]batch, count), make([]*batch, count)
+	}
 	k := 0
 	each(func(start, end int, bytes int64) {
 		slab[k] = batch{a: a, rows: rows[start:end:end], first: start, bytes: bytes, openAt: -1, watchAt: -1}

@@ -695,6 +695,31 @@ func TestShutdownUnregistersInTheBackgroundAndReleasesTheHold(t *testing.T) {
 	assert.NoError(t, e.d.Close(), "after a nil Shutdown the driver is drained and has no region: it closes")
 }
 
+func TestShutdownDropsEveryQueuedAttempt(t *testing.T) {
+	e := newEnv(t, memory.Options{}, backend.Config{Workers: 1})
+	g := newGate()
+	e.d.before = g.hook(e.d.Driver)
+	first := must(e.be.Publish(e.view("p", 0, 1)))
+	<-g.entered // the only worker is busy: the attempts after it stay queued
+	var queued []*backend.Attempt
+	for i := 0; i < 5; i++ {
+		queued = append(queued, must(e.be.Fetch(e.view(fmt.Sprint("q", i), 10+i, 1), driver.Hint{})))
+	}
+	err := e.be.Shutdown(timeout(t, 20*time.Millisecond))
+	var se *backend.ShutdownError
+	require.ErrorAs(t, err, &se, "the call in the driver is still open")
+	assert.Equal(t, 1, se.Settling, "every queued attempt was dropped; only the one in the driver settles")
+	for i, a := range queued {
+		require.True(t, closed(a.Done()), "queued attempt %d is final once Shutdown dropped it", i)
+		o, _ := a.Poll()
+		assert.Equal(t, driver.Cancelled, o.Results[0].Status, "attempt %d", i)
+		assert.True(t, a.Quiesced(), "attempt %d never started", i)
+	}
+	close(g.release)
+	wait(t, first)
+	assert.NoError(t, e.be.Shutdown(timeout(t, 10*time.Second)))
+}
+
 func TestProtocolViolationsRefuseEveryLaterSubmission(t *testing.T) {
 	t.Run("an error that is not DriverRejected", func(t *testing.T) {
 		e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 1})

@@ -247,7 +247,8 @@ func (b *Backend) violationLocked(bt *batch, what string) {
 		bt.unprovableLocked()
 		b.stats.BatchesUnprovable++
 	}
-	for a := range b.attempts {
+	for i := len(b.attempts) - 1; i >= 0; i-- { // forgetting one moves only a later one
+		a := b.attempts[i]
 		a.stopLocked("driver protocol violation: " + b.violation)
 		b.forgetIfQuiescedLocked(a)
 	}
@@ -280,10 +281,15 @@ func (b *Backend) settleLocked(bt *batch) {
 }
 
 // forgetIfQuiescedLocked drops an attempt whose outcome is final and
-// quiesced.
+// quiesced: O(1), the last attempt taking its place.
 func (b *Backend) forgetIfQuiescedLocked(a *Attempt) {
-	if a.quiescedLocked() {
-		delete(b.attempts, a)
+	if i := a.at; i >= 0 && a.quiescedLocked() {
+		last := len(b.attempts) - 1
+		b.attempts[i] = b.attempts[last]
+		b.attempts[i].at = i
+		b.attempts[last] = nil
+		b.attempts = b.attempts[:last]
+		a.at = -1
 	}
 }
 
@@ -432,7 +438,8 @@ func (b *Backend) Shutdown(ctx context.Context) error {
 	b.mu.Lock()
 	if !b.closing {
 		b.closing = true
-		for a := range b.attempts {
+		for i := len(b.attempts) - 1; i >= 0; i-- { // forgetting one moves only a later one
+			a := b.attempts[i]
 			a.stopLocked("the backend shut down")
 			b.forgetIfQuiescedLocked(a)
 		}
@@ -518,7 +525,7 @@ func (e *ShutdownError) Unwrap() error { return e.Err }
 func (b *Backend) shutdownError(ctxErr error) *ShutdownError {
 	e := &ShutdownError{Err: ctxErr}
 	b.mu.Lock()
-	for a := range b.attempts {
+	for _, a := range b.attempts {
 		switch {
 		case a.pinnedLocked():
 			e.Pinned++
@@ -542,7 +549,7 @@ func (b *Backend) shutdownError(ctxErr error) *ShutdownError {
 // open attempt holds an unprovable batch.
 func (b *Backend) allOpenPinnedLocked() bool {
 	open := 0
-	for a := range b.attempts {
+	for _, a := range b.attempts {
 		if a.quiescedLocked() {
 			continue
 		}
