@@ -202,8 +202,8 @@ type Backend struct {
 
 	mu         sync.Mutex
 	cond       *sync.Cond
-	fetchQ     []*batch
-	pubQ       []*batch
+	fetchQ     queue
+	pubQ       queue
 	waited     int // fetch batches taken while a publish batch waited
 	publishing int
 	idle       int        // workers waiting on cond
@@ -318,9 +318,9 @@ func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error)
 	}
 	a.batches = b.cut(rows, a)
 	if fetch {
-		b.fetchQ = append(b.fetchQ, a.batches...)
+		b.fetchQ.push(a.batches)
 	} else {
-		b.pubQ = append(b.pubQ, a.batches...)
+		b.pubQ.push(a.batches)
 	}
 	a.queued = len(a.batches)
 	b.stats.BatchesQueued += len(a.batches)

@@ -66,18 +66,18 @@ func (b *Backend) next() *batch {
 
 // takeLocked dequeues the batch next in priority, or returns nil.
 func (b *Backend) takeLocked() *batch {
-	b.fetchQ = dropDropped(b.fetchQ)
-	b.pubQ = dropDropped(b.pubQ)
-	canPublish := len(b.pubQ) > 0 && b.publishing < b.pubCap
+	b.fetchQ.dropDropped()
+	b.pubQ.dropDropped()
+	canPublish := b.pubQ.len() > 0 && b.publishing < b.pubCap
 	var bt *batch
 	switch {
-	case canPublish && (len(b.fetchQ) == 0 || b.waited >= 4):
-		bt, b.pubQ = b.pubQ[0], b.pubQ[1:]
+	case canPublish && (b.fetchQ.len() == 0 || b.waited >= 4):
+		bt = b.pubQ.pop()
 		b.waited = 0
 		b.publishing++
-	case len(b.fetchQ) > 0:
-		bt, b.fetchQ = b.fetchQ[0], b.fetchQ[1:]
-		if len(b.pubQ) > 0 {
+	case b.fetchQ.len() > 0:
+		bt = b.fetchQ.pop()
+		if b.pubQ.len() > 0 {
 			b.waited++
 		}
 	}
@@ -86,18 +86,51 @@ func (b *Backend) takeLocked() *batch {
 
 // eligibleLocked reports whether a worker could take a batch now.
 func (b *Backend) eligibleLocked() bool {
-	return len(b.fetchQ) > 0 || (len(b.pubQ) > 0 && b.publishing < b.pubCap)
+	return b.fetchQ.len() > 0 || (b.pubQ.len() > 0 && b.publishing < b.pubCap)
 }
 
-func dropDropped(q []*batch) []*batch {
-	for len(q) > 0 && q[0].state == dropped {
-		q[0] = nil
-		q = q[1:]
+// queue is a FIFO of batches that keeps its backing array once warm, so
+// that a queue emptied after every attempt costs no allocation per
+// submission. A queue left empty with room for more than maxIdleQueue
+// batches lets its array go.
+type queue struct {
+	items []*batch
+	head  int // items[:head] were taken (and cleared)
+}
+
+const maxIdleQueue = 1024
+
+func (q *queue) len() int { return len(q.items) - q.head }
+
+func (q *queue) push(bs []*batch) {
+	if q.head > 0 && q.head >= len(q.items)/2 {
+		// At least half the array was taken: move the rest to the front,
+		// so a queue never empty does not grow without bound.
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
 	}
-	if len(q) == 0 {
-		return q[:0:0] // let the backing array go
+	q.items = append(q.items, bs...)
+}
+
+func (q *queue) pop() *batch {
+	bt := q.items[q.head]
+	q.items[q.head] = nil
+	q.head++
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+		if cap(q.items) > maxIdleQueue {
+			q.items = nil
+		}
 	}
-	return q
+	return bt
+}
+
+// dropDropped takes the dropped batches off the front.
+func (q *queue) dropDropped() {
+	for q.len() > 0 && q.items[q.head].state == dropped {
+		q.pop()
+	}
 }
 
 // call runs one batch through the driver and settles what it can; the
@@ -131,7 +164,7 @@ func (b *Backend) call(bt *batch) {
 	b.mu.Lock()
 	if !bt.a.fetch {
 		b.publishing--
-		if b.idle > 0 && len(b.pubQ) > 0 {
+		if b.idle > 0 && b.pubQ.len() > 0 {
 			b.cond.Signal() // a publish slot is free
 		}
 	}
