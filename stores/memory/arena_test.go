@@ -1,12 +1,17 @@
 package memory
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/stores/trailer"
+
+	gen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/runtime/driver"
 )
 
 func TestClassesWasteAtMostAnEighth(t *testing.T) {
@@ -80,4 +85,84 @@ func TestAWarmStoreStoresAnObjectWithoutTheHeap(t *testing.T) {
 	put() // the first object's struct and block are spare now
 	assert.Zero(t, testing.AllocsPerRun(100, put), "a warm store replaces an object without allocating")
 	assert.Equal(t, 1, s.Len())
+}
+
+// A get of many rows looks them up a chunk at a time: every object of a
+// chunk stays held (its block not reused) until the next chunk is looked
+// up or the get lets go, and then every one goes back.
+func TestChunkedReadsHoldEachBlockUntilTheyLetGo(t *testing.T) {
+	s := NewStore(0)
+	rows := make([]driver.Row, readChunk+3)
+	for i := range rows {
+		rows[i].Key = fmt.Sprint("k", i)
+		if i != 1 {
+			s.SetObject(rows[i].Key, []byte(fmt.Sprint("object ", i)))
+		}
+	}
+	var rd reads
+	o0, code := s.at(&rd, rows, 0)
+	require.Equal(t, gen.OK, code)
+	_, code = s.at(&rd, rows, 1)
+	assert.Equal(t, gen.NotFound, code, "an absent row answers its code")
+	last, _ := s.at(&rd, rows, readChunk-1)
+	held := []*byte{&o0.b[0], &last.b[0]}
+	s.Delete(rows[0].Key) // replaced while the get still holds the chunk
+	s.Delete(rows[readChunk-1].Key)
+	s.SetObject("x", []byte("other object"))
+	s.SetObject("y", []byte("other object"))
+	assert.Equal(t, "object 0", string(o0.b), "a held block is not handed out again")
+	assert.Equal(t, fmt.Sprint("object ", readChunk-1), string(last.b))
+
+	next, code := s.at(&rd, rows, readChunk) // the next chunk: the first is let go
+	require.Equal(t, gen.OK, code)
+	assert.Equal(t, fmt.Sprint("object ", readChunk), string(next.b))
+	s.SetObject("z1", []byte("third object"))
+	s.SetObject("z2", []byte("third object"))
+	reused := []*byte{&s.objects["z1"].b[0], &s.objects["z2"].b[0]}
+	assert.ElementsMatch(t, held, reused, "once let go, both blocks are reused")
+
+	s.letGo(&rd)
+	for _, k := range []string{rows[readChunk].Key, rows[readChunk+1].Key, rows[readChunk+2].Key} {
+		assert.Zero(t, s.objects[k].refs, "%s is let go", k)
+	}
+}
+
+// A get through the driver lets go of every object it read, chunk after
+// chunk and at the end: none stays held, so each block can go back.
+func TestAGetOfManyRowsLetsGoOfEveryObject(t *testing.T) {
+	const n, size = 2*readChunk + 5, 64
+	region := &driver.Region{Name: "t", Kind: driver.Host, Layout: driver.Layout{SlotBytes: size, Slots: 2 * n}, Mem: make([]byte, 2*n*size)}
+	d := New(Options{})
+	reg, err := d.Register(region)
+	require.NoError(t, err)
+	src, dst := make([]driver.Row, n), make([]driver.Row, n)
+	for i := range src {
+		key := fmt.Sprint("k", i)
+		src[i] = driver.Row{Key: key, Spans: []driver.Span{region.Slot(i)}}
+		dst[i] = driver.Row{Key: key, Spans: []driver.Span{region.Slot(n + i)}}
+		copy(region.Slot(i).Bytes(), key)
+	}
+	put, err := d.Put(context.Background(), src)
+	require.NoError(t, err)
+	res, done := put.Poll()
+	require.True(t, done)
+	for _, r := range res {
+		require.Equal(t, driver.Ready, r.Status)
+	}
+	get, err := d.Get(context.Background(), dst, driver.Hint{})
+	require.NoError(t, err)
+	res, done = get.Poll()
+	require.True(t, done)
+	for i, r := range res {
+		require.Equal(t, driver.Ready, r.Status, "row %d", i)
+		assert.Equal(t, region.Slot(i).Bytes(), region.Slot(n+i).Bytes(), "row %d", i)
+	}
+	d.store.mu.Lock()
+	for _, r := range src {
+		assert.Zero(t, d.store.objects[r.Key].refs, "%s is still held after the get", r.Key)
+	}
+	d.store.mu.Unlock()
+	require.True(t, d.Drain(context.Background()))
+	require.NoError(t, d.Unregister(reg))
+	require.NoError(t, d.Close())
 }

@@ -100,6 +100,14 @@ func (o *op) move() {
 	}
 	o.moved = true
 	o.mu.Unlock()
+	st := o.d.store
+	// A get looks its rows up a chunk at a time under one hold of the
+	// store's lock, unless a hold or an injection was ever staged: those
+	// run per row, as the row's get starts.
+	var rd *reads
+	if !o.put && !st.staged.Load() {
+		rd = &reads{}
+	}
 	for i := range o.rows {
 		o.mu.Lock()
 		cancelled := o.cancelled
@@ -113,6 +121,9 @@ func (o *op) move() {
 			r = driver.Result{Status: driver.Cancelled}
 		} else if o.put {
 			r, w = o.putRow(o.rows[i])
+		} else if rd != nil {
+			obj, code := st.at(rd, o.rows, i)
+			r = o.readRow(o.rows[i], obj, code)
 		} else {
 			r = o.getRow(o.rows[i])
 		}
@@ -122,6 +133,9 @@ func (o *op) move() {
 			o.writes[i] = w
 		}
 		o.mu.Unlock()
+	}
+	if rd != nil {
+		st.letGo(rd)
 	}
 	o.mu.Lock()
 	none := o.started == 0
@@ -180,10 +194,18 @@ func (o *op) getRow(row driver.Row) driver.Result {
 		return gen.MapStoreGet(int64(code), row.Bytes()).Result
 	}
 	obj, code := st.get(row.Key)
+	if obj != nil {
+		defer st.done(obj)
+	}
+	return o.readRow(row, obj, code)
+}
+
+// readRow answers a get of row from what the store's lookup found: obj
+// (held by the caller until readRow returns) or the lookup's code.
+func (o *op) readRow(row driver.Row, obj *object, code gen.Code) driver.Result {
 	if code != gen.OK {
 		return gen.MapStoreGet(int64(code), row.Bytes()).Result
 	}
-	defer st.done(obj)
 	// The trailer is checked before a byte is written, so a corrupt object
 	// leaves the destination untouched. An object the store wrote itself,
 	// read by a driver without Integrity, needs no trailer (object.own): it

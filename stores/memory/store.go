@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/kvblob/kvblob/runtime/driver"
+
 	gen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
@@ -280,6 +282,10 @@ func (s *Store) commitLocked(key string, id int, o *object) gen.Code {
 func (s *Store) get(key string) (*object, gen.Code) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.getLocked(key)
+}
+
+func (s *Store) getLocked(key string) (*object, gen.Code) {
 	if o, ok := s.objects[key]; ok {
 		o.refs++
 		return o, gen.OK
@@ -294,8 +300,59 @@ func (s *Store) get(key string) (*object, gen.Code) {
 func (s *Store) done(o *object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.doneLocked(o)
+}
+
+func (s *Store) doneLocked(o *object) {
 	o.refs--
 	if o.refs == 0 && o.freed {
 		s.releaseLocked(o)
 	}
+}
+
+// reads is a get's objects for up to readChunk consecutive rows, from
+// row start on, each held (as get holds it) until the next refill or
+// letGo.
+type reads struct {
+	start, n int
+	objs     [readChunk]*object
+	codes    [readChunk]gen.Code
+}
+
+// readChunk is how many rows a get looks up under one hold of the store's
+// lock: a get of many rows takes the lock twice per chunk instead of twice
+// per row (so two workers' gets do not take turns on it at every row),
+// and holds it for a few dozen map lookups at most.
+const readChunk = 32
+
+// at returns row i's object (held) or code, looking up rows i to
+// i+readChunk-1 when i is past what rd holds. Rows are asked in order.
+func (s *Store) at(rd *reads, rows []driver.Row, i int) (*object, gen.Code) {
+	if i >= rd.start+rd.n {
+		s.mu.Lock()
+		s.letGoLocked(rd)
+		rd.start, rd.n = i, min(readChunk, len(rows)-i)
+		for k := range rd.n {
+			rd.objs[k], rd.codes[k] = s.getLocked(rows[i+k].Key)
+		}
+		s.mu.Unlock()
+	}
+	return rd.objs[i-rd.start], rd.codes[i-rd.start]
+}
+
+// letGo lets go of every object rd holds.
+func (s *Store) letGo(rd *reads) {
+	s.mu.Lock()
+	s.letGoLocked(rd)
+	s.mu.Unlock()
+}
+
+func (s *Store) letGoLocked(rd *reads) {
+	for k := range rd.n {
+		if o := rd.objs[k]; o != nil {
+			s.doneLocked(o)
+			rd.objs[k] = nil
+		}
+	}
+	rd.n = 0
 }
