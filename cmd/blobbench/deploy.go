@@ -188,8 +188,8 @@ func openRedis(t redisTarget, log io.Writer) (store, error) {
 			}
 		},
 		plainName: "pipeline",
-		plain: func(_ driver.Driver, keys []string, obj []byte, perCall, workers int) (time.Duration, time.Duration, error) {
-			return plainPipeline(c, keys, obj, perCall, workers)
+		plain: func(_ driver.Driver, keys []string, objs [][]byte, perCall, workers int) (time.Duration, time.Duration, error) {
+			return plainPipeline(c, keys, objs, perCall, workers)
 		}}
 	atCleanup(func() {
 		keys := w.all()
@@ -238,12 +238,12 @@ func keysUnder(ctx context.Context, c goredis.UniversalClient, prefix string) ([
 }
 
 // plainPipeline is the baseline of the redis ratios: a plain go-redis
-// pipelined SET of obj under each key, then a pipelined GET of each, cut
+// pipelined SET of objs[i] under keys[i], then a pipelined GET of each, cut
 // into pipelines of perCall keys sent by workers goroutines, as the
 // backend cuts a view into driver calls.
-func plainPipeline(c goredis.UniversalClient, keys []string, obj []byte, perCall, workers int) (put, get time.Duration, err error) {
+func plainPipeline(c goredis.UniversalClient, keys []string, objs [][]byte, perCall, workers int) (put, get time.Duration, err error) {
 	ctx := context.Background()
-	run := func(op func(p goredis.Pipeliner, k string)) (time.Duration, error) {
+	run := func(op func(p goredis.Pipeliner, i int)) (time.Duration, error) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		var first error
@@ -263,8 +263,8 @@ func plainPipeline(c goredis.UniversalClient, keys []string, obj []byte, perCall
 						return
 					}
 					pipe := c.Pipeline()
-					for _, k := range keys[lo:hi] {
-						op(pipe, k)
+					for i := lo; i < hi; i++ {
+						op(pipe, i)
 					}
 					if _, err := pipe.Exec(ctx); err != nil {
 						mu.Lock()
@@ -277,10 +277,10 @@ func plainPipeline(c goredis.UniversalClient, keys []string, obj []byte, perCall
 		wg.Wait()
 		return time.Since(t0), first
 	}
-	if put, err = run(func(p goredis.Pipeliner, k string) { p.Set(ctx, k, obj, 0) }); err != nil {
+	if put, err = run(func(p goredis.Pipeliner, i int) { p.Set(ctx, keys[i], objs[i], 0) }); err != nil {
 		return 0, 0, err
 	}
-	get, err = run(func(p goredis.Pipeliner, k string) { p.Get(ctx, k) })
+	get, err = run(func(p goredis.Pipeliner, i int) { p.Get(ctx, keys[i]) })
 	return put, get, err
 }
 

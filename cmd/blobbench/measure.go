@@ -138,13 +138,13 @@ type store struct {
 	stop    func()
 	prefix  string   // the backend's key prefix ("" is the backend's default)
 	written *written // records every key before it is written, when the run must delete them
-	// plain times a plain put and get of obj under keys, perCall keys per
+	// plain times a plain put of objs[i] under keys[i] and a get of each, perCall keys per
 	// call, from workers goroutines, through the store's own client with no
 	// kvblob in the way (nil: no such baseline); d is the rig's driver.
 	// plainName names it in the ratios line ("pipeline": go-redis
 	// pipelines; "raw_sdk": the Mooncake SDK's batch_put_from and
 	// batch_get_into).
-	plain     func(d driver.Driver, keys []string, obj []byte, perCall, workers int) (put, get time.Duration, err error)
+	plain     func(d driver.Driver, keys []string, objs [][]byte, perCall, workers int) (put, get time.Duration, err error)
 	plainName string
 }
 
@@ -477,7 +477,14 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			pv, _ := r.views(0, rows) // fresh names, recorded as written
 			keys := r.keys(pv)
 			perCall := int(max(1, min(int64(p.rowsPerCall), p.bytesPerCall/rowBytes)))
-			if plainPut, plainGet, err = s.plain(r.d, keys, plainObject(keys[0], srcMem[:rowBytes]), perCall, workers); err != nil {
+			// Each key's own bytes, as the driver stores them: one
+			// object for every key would send the same cached megabyte
+			// again and flatter the baseline.
+			objs := make([][]byte, len(keys))
+			for k, key := range keys {
+				objs[k] = plainObject(key, srcMem[int64(k)*rowBytes:int64(k+1)*rowBytes])
+			}
+			if plainPut, plainGet, err = s.plain(r.d, keys, objs, perCall, workers); err != nil {
 				return bandwidth{}, fmt.Errorf("plain %s: %w", s.plainName, err)
 			}
 			r.forget(pv)

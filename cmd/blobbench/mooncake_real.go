@@ -59,8 +59,8 @@ func openRealMooncake(log io.Writer) (store, error) {
 		forget:    func(d driver.Driver, keys []string) { _, _ = client(d).BatchRemove(keys) },
 		stop:      func() { _ = pool.Close() },
 		plainName: "raw_sdk",
-		plain: func(d driver.Driver, keys []string, obj []byte, perCall, workers int) (time.Duration, time.Duration, error) {
-			put, get, sessions, err := rawMooncake(client(d), keys, obj, perCall, workers)
+		plain: func(d driver.Driver, keys []string, objs [][]byte, perCall, workers int) (time.Duration, time.Duration, error) {
+			put, get, sessions, err := rawMooncake(client(d), keys, objs, perCall, workers)
 			if err == nil {
 				fmt.Fprintf(log, "blobbench: mooncake-real raw SDK: batch_put_from %v, the same puts as session start+scatter+end %v (%.2fx), batch_get_into %v\n",
 					put.Round(time.Microsecond), sessions.Round(time.Microsecond), float64(sessions)/float64(put), get.Round(time.Microsecond))
@@ -69,15 +69,15 @@ func openRealMooncake(log io.Writer) (store, error) {
 		}}, nil
 }
 
-// rawMooncake puts obj under every key with the SDK's batch_put_from, then
+// rawMooncake puts objs[i] under keys[i] with the SDK's batch_put_from, then
 // reads each back with batch_get_into, perCall keys per call from workers
 // goroutines, through c: the same client, segment and transport as the
 // driver's, from registered memory as the SDK requires. It also times the
 // same puts made the driver's way (session start, scatter, end, under
 // other keys, removed after), to tell what kvblob costs from what the
 // SDK's session path costs.
-func rawMooncake(c *cgosdk.Client, keys []string, obj []byte, perCall, workers int) (put, get, sessions time.Duration, err error) {
-	n := int64(len(obj))
+func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, workers int) (put, get, sessions time.Duration, err error) {
+	n := int64(len(objs[0]))
 	var regs [][]byte
 	defer func() {
 		for _, b := range regs {
@@ -97,29 +97,38 @@ func rawMooncake(c *cgosdk.Client, keys []string, obj []byte, perCall, workers i
 		regs = append(regs, b)
 		return b, nil
 	}
-	src, err := alloc(len(obj))
+	src, err := alloc(len(objs) * int(n))
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	copy(src, obj)
+	for i, o := range objs {
+		copy(src[int64(i)*n:], o)
+	}
+	// srcOf is key i's object in registered memory.
+	srcOf := func(i int) []byte { return src[int64(i)*n : int64(i+1)*n] }
 	dsts := make([][]byte, workers)
 	for w := range dsts {
-		if dsts[w], err = alloc(perCall * len(obj)); err != nil {
+		if dsts[w], err = alloc(perCall * int(n)); err != nil {
 			return 0, 0, 0, err
 		}
 		clear(dsts[w]) // touch every page now, not inside the timed gets
 	}
-	chunksOf := func(keys []string) (chunks [][]string) {
+	// A chunk is the first key's index and perCall keys from it.
+	type chunk struct {
+		first int
+		keys  []string
+	}
+	chunksOf := func(keys []string) (chunks []chunk) {
 		for i := 0; i < len(keys); i += perCall {
-			chunks = append(chunks, keys[i:min(len(keys), i+perCall)])
+			chunks = append(chunks, chunk{i, keys[i:min(len(keys), i+perCall)]})
 		}
 		return chunks
 	}
 	chunks := chunksOf(keys)
-	run := func(call func(w int, ks []string) error) (time.Duration, error) {
-		next := make(chan []string, len(chunks))
-		for _, ks := range chunks {
-			next <- ks
+	run := func(call func(w int, ch chunk) error) (time.Duration, error) {
+		next := make(chan chunk, len(chunks))
+		for _, ch := range chunks {
+			next <- ch
 		}
 		close(next)
 		errs := make([]error, workers)
@@ -129,8 +138,8 @@ func rawMooncake(c *cgosdk.Client, keys []string, obj []byte, perCall, workers i
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for ks := range next {
-					if err := call(w, ks); err != nil {
+				for ch := range next {
+					if err := call(w, ch); err != nil {
 						errs[w] = err
 						return
 					}
@@ -151,23 +160,23 @@ func rawMooncake(c *cgosdk.Client, keys []string, obj []byte, perCall, workers i
 		}
 		return nil
 	}
-	put, err = run(func(_ int, ks []string) error {
-		bufs := make([]mooncake.Buffer, len(ks))
+	put, err = run(func(_ int, ch chunk) error {
+		bufs := make([]mooncake.Buffer, len(ch.keys))
 		for i := range bufs {
-			bufs[i] = mooncake.BufferOf(src)
+			bufs[i] = mooncake.BufferOf(srcOf(ch.first + i))
 		}
-		got, err := c.BatchPutFrom(ks, bufs)
+		got, err := c.BatchPutFrom(ch.keys, bufs)
 		return check("batch_put_from", got, err, 0)
 	})
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	get, err = run(func(w int, ks []string) error {
-		bufs := make([]mooncake.Buffer, len(ks))
+	get, err = run(func(w int, ch chunk) error {
+		bufs := make([]mooncake.Buffer, len(ch.keys))
 		for i := range bufs {
 			bufs[i] = mooncake.BufferOf(dsts[w][int64(i)*n : int64(i+1)*n])
 		}
-		got, err := c.BatchGetInto(ks, bufs)
+		got, err := c.BatchGetInto(ch.keys, bufs)
 		return check("batch_get_into", got, err, n)
 	})
 	if err != nil {
@@ -179,11 +188,12 @@ func rawMooncake(c *cgosdk.Client, keys []string, obj []byte, perCall, workers i
 	}
 	defer func() { _, _ = c.BatchRemove(other) }()
 	chunks = chunksOf(other)
-	sessions, err = run(func(_ int, ks []string) error {
+	sessions, err = run(func(_ int, ch chunk) error {
+		ks := ch.keys
 		sizes := make([]int64, len(ks))
 		bufs := make([][]mooncake.Buffer, len(ks))
 		for i := range ks {
-			sizes[i], bufs[i] = n, []mooncake.Buffer{mooncake.BufferOf(src)}
+			sizes[i], bufs[i] = n, []mooncake.Buffer{mooncake.BufferOf(srcOf(ch.first + i))}
 		}
 		got, err := c.BatchPutSessionStart(ks, sizes)
 		if err := check("batch_put_session_start", got, err, 0); err != nil {
