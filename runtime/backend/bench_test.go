@@ -12,12 +12,17 @@ import (
 	"github.com/kvblob/kvblob/stores/memory"
 )
 
-// BenchmarkRoundTrip4KiB publishes and fetches 1024 rows of 4 KiB through
-// the backend over the memory store, and reports ns per row; compare with
-// BenchmarkMemcpy4KiB in the same run.
-func BenchmarkRoundTrip4KiB(b *testing.B) {
-	const rows, rowBytes = 1024, 4 << 10
-	lender, err := hostmem.NewLender("bench", driver.Layout{SlotBytes: rowBytes, Slots: 2 * rows})
+// roundTripRig is a backend over the memory store with a view of rows
+// source rows and one of as many destination rows, rowBytes each, and
+// done, which waits for an attempt to quiesce.
+type roundTripRig struct {
+	be       *backend.Backend
+	src, dst backend.View
+	done     func(*backend.Attempt, error)
+}
+
+func newRoundTripRig(b *testing.B, rows, rowBytes int, cfg backend.Config) *roundTripRig {
+	lender, err := hostmem.NewLender("bench", driver.Layout{SlotBytes: int64(rowBytes), Slots: 2 * rows})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -27,37 +32,48 @@ func BenchmarkRoundTrip4KiB(b *testing.B) {
 		b.Fatal(err)
 	}
 	w := newWaker()
-	be, err := backend.New(bind, w.wake, backend.Config{Workers: 1, RowsPerBatch: 256})
+	be, err := backend.New(bind, w.wake, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := be.Shutdown(ctx); err != nil {
+			b.Error(err)
+		}
+		_ = lender.Close()
+	})
 	r := hold.Regions()[0]
-	src, dst := make(backend.View, rows), make(backend.View, rows)
-	for i := range src {
+	rig := &roundTripRig{be: be, src: make(backend.View, rows), dst: make(backend.View, rows)}
+	for i := range rig.src {
 		name := []byte(fmt.Sprint("row-", i))
-		src[i] = backend.ViewRow{Name: name, Spans: []driver.Span{r.Slot(i)}}
-		dst[i] = backend.ViewRow{Name: name, Spans: []driver.Span{r.Slot(rows + i)}}
+		rig.src[i] = backend.ViewRow{Name: name, Spans: []driver.Span{r.Slot(i)}}
+		rig.dst[i] = backend.ViewRow{Name: name, Spans: []driver.Span{r.Slot(rows + i)}}
 	}
-	done := func(a *backend.Attempt, err error) {
+	rig.done = func(a *backend.Attempt, err error) {
 		if err != nil {
 			b.Fatal(err)
 		}
 		w.until(b, "quiesced", a.Quiesced)
 	}
+	return rig
+}
+
+// BenchmarkRoundTrip4KiB publishes and fetches 1024 rows of 4 KiB through
+// the backend over the memory store, and reports ns per row; compare with
+// BenchmarkMemcpy4KiB in the same run.
+func BenchmarkRoundTrip4KiB(b *testing.B) {
+	const rows, rowBytes = 1024, 4 << 10
+	r := newRoundTripRig(b, rows, rowBytes, backend.Config{Workers: 1, RowsPerBatch: 256})
 	b.SetBytes(2 * rows * rowBytes)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		done(be.Publish(src))
-		done(be.Fetch(dst, driver.Hint{}))
+		r.done(r.be.Publish(r.src))
+		r.done(r.be.Fetch(r.dst, driver.Hint{}))
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*2*rows), "ns/row")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := be.Shutdown(ctx); err != nil {
-		b.Fatal(err)
-	}
-	_ = lender.Close()
 }
 
 // BenchmarkRowOps4KiB is blobbench's row-ops rep as a Go benchmark, to
@@ -68,46 +84,20 @@ func BenchmarkRoundTrip4KiB(b *testing.B) {
 // publishes once and times fetches only.
 func BenchmarkRowOps4KiB(b *testing.B) {
 	const rows, rowBytes = 4096, 4 << 10
-	lender, err := hostmem.NewLender("bench", driver.Layout{SlotBytes: rowBytes, Slots: 2 * rows})
-	if err != nil {
-		b.Fatal(err)
-	}
-	hold, _ := lender.Hold()
-	bind, err := backend.Bind(hold.Regions(), memory.New(memory.Options{}), hold)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := newWaker()
-	be, err := backend.New(bind, w.wake, backend.Config{Workers: 2})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := hold.Regions()[0]
-	src, dst := make(backend.View, rows), make(backend.View, rows)
-	for i := range src {
-		name := []byte(fmt.Sprint("row-", i))
-		src[i] = backend.ViewRow{Name: name, Spans: []driver.Span{r.Slot(i)}}
-		dst[i] = backend.ViewRow{Name: name, Spans: []driver.Span{r.Slot(rows + i)}}
-	}
-	done := func(a *backend.Attempt, err error) {
-		if err != nil {
-			b.Fatal(err)
-		}
-		w.until(b, "quiesced", a.Quiesced)
-	}
+	r := newRoundTripRig(b, rows, rowBytes, backend.Config{Workers: 2})
 	fetchOnly := testing.Short()
 	if fetchOnly {
-		done(be.Publish(src))
+		r.done(r.be.Publish(r.src))
 	}
 	var put, get time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
 		if !fetchOnly {
-			done(be.Publish(src))
+			r.done(r.be.Publish(r.src))
 		}
 		t1 := time.Now()
-		done(be.Fetch(dst, driver.Hint{}))
+		r.done(r.be.Fetch(r.dst, driver.Hint{}))
 		put, get = put+t1.Sub(t0), get+time.Since(t1)
 	}
 	b.StopTimer()
@@ -118,12 +108,6 @@ func BenchmarkRowOps4KiB(b *testing.B) {
 	}
 	b.ReportMetric(float64(ops)/b.Elapsed().Seconds(), "row-ops/s")
 	b.ReportMetric(float64(get.Nanoseconds())/float64(rows*b.N), "ns/get-row")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := be.Shutdown(ctx); err != nil {
-		b.Fatal(err)
-	}
-	_ = lender.Close()
 }
 
 func BenchmarkMemcpy4KiB(b *testing.B) {
