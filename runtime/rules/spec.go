@@ -144,15 +144,22 @@ func Pick(store, sdk, v string, specs ...*Spec) (*Spec, error) {
 			return s, nil
 		}
 	}
+	return nil, fmt.Errorf("%s: %s %s has no spec; kvblob holds specs for %s. Run a version one of them holds for, "+
+		"or add a spec for this one: 'drivergen new --from <the nearest spec> --version <its release, or its line such as 8.0.x>' "+
+		"(then set sdk.name if the SDK is another's), read the SDK's changes into it, and run 'make generate'",
+		store, sdk, v, Describe(specs...))
+}
+
+// Describe names specs as Pick's error does: "redis-server 7.x
+// (spec/redis-7.yaml); valkey-server 8.1.x (spec/redis-valkey-8.1.yaml)",
+// or "none".
+func Describe(specs ...*Spec) string {
+	if len(specs) == 0 {
+		return "none"
+	}
 	held := make([]string, len(specs))
 	for i, s := range specs {
 		held[i] = s.String()
 	}
-	if len(held) == 0 {
-		held = []string{"none"}
-	}
-	return nil, fmt.Errorf("%s: %s %s has no spec; kvblob holds specs for %s. Run a version one of them holds for, "+
-		"or add a spec for this one: 'drivergen new --from <the nearest spec> --version <its release, or its line such as 8.0.x>' "+
-		"(then set sdk.name if the SDK is another's), read the SDK's changes into it, and run 'make generate'",
-		store, sdk, v, strings.Join(held, "; "))
+	return strings.Join(held, "; ")
 }

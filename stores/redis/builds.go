@@ -54,28 +54,26 @@ type calls struct {
 }
 
 // pickBuild returns the build whose spec holds for the server that answered
-// INFO server with info, and its call rules.
-func pickBuild(info string) (build, calls, error) {
+// INFO server with info, its call rules, and the server and version it
+// reported ("valkey-server 8.1.1", returned with an error too).
+func pickBuild(info string) (build, calls, string, error) {
 	sdk, version := ServerIdentity(info)
+	server := sdk + " " + version
 	spec, err := rules.Pick("redis", sdk, version, Specs()...)
 	if err != nil {
-		return build{}, calls{}, err
+		return build{}, calls{}, server, err
 	}
-	i := slices.IndexFunc(builds, func(b build) bool { return b.spec == spec })
-	if i < 0 {
-		return build{}, calls{}, fmt.Errorf("redis: no build serves %s", spec)
-	}
-	b := builds[i]
+	b := builds[slices.IndexFunc(builds, func(b build) bool { return b.spec == spec })] // Pick returned one of Specs()
 	var c calls
 	for _, r := range []struct {
 		name string
 		to   **rules.CallRule
 	}{{"claim", &c.claim}, {"store", &c.store}, {"get", &c.get}} {
 		if *r.to, err = spec.Call(r.name); err != nil {
-			return build{}, calls{}, fmt.Errorf("redis: %w", err)
+			return build{}, calls{}, server, fmt.Errorf("redis: %w", err)
 		}
 	}
-	return b, c, nil
+	return b, c, server, nil
 }
 
 // pickBuildOf picks the build for the servers that answered INFO server
@@ -100,9 +98,7 @@ func pickBuildOf(infos map[string]string) (build, calls, string, error) {
 		mixed bool
 	)
 	for i, a := range addrs {
-		sdk, v := ServerIdentity(infos[a])
-		bi, ci, err := pickBuild(infos[a])
-		what := sdk + " " + v
+		bi, ci, what, err := pickBuild(infos[a])
 		switch {
 		case err != nil:
 			what += " (no spec)"
@@ -120,20 +116,12 @@ func pickBuildOf(infos map[string]string) (build, calls, string, error) {
 	}
 	if len(addrs) > 1 && (mixed || first != nil) {
 		return build{}, calls{}, "", fmt.Errorf("redis: the Cluster's masters are not all servers one spec holds for: %s. Open it once every master runs one build kvblob holds a spec for (%s)",
-			strings.Join(found, "; "), specList())
+			strings.Join(found, "; "), rules.Describe(Specs()...))
 	}
 	if first != nil {
 		return build{}, calls{}, "", first
 	}
 	return b, c, ver, nil
-}
-
-func specList() string {
-	var held []string
-	for _, s := range Specs() {
-		held = append(held, s.String())
-	}
-	return strings.Join(held, "; ")
 }
 
 // ServerIdentity names the server that answered INFO server with info, as

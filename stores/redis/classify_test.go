@@ -74,7 +74,7 @@ func TestServerIdentity(t *testing.T) {
 	} {
 		sdk, v := ServerIdentity(c.info)
 		assert.Equal(t, c.sdk+" "+c.version, sdk+" "+v)
-		b, _, err := pickBuild(c.info)
+		b, _, _, err := pickBuild(c.info)
 		if c.spec == "" {
 			assert.ErrorContains(t, err, "redis: "+c.sdk+" "+c.version+" has no spec; kvblob holds specs for redis-server 7.x (spec/redis-7.yaml); valkey-server 8.1.x (spec/redis-valkey-8.1.yaml)")
 			continue

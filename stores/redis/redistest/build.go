@@ -104,10 +104,10 @@ func (b *Build) server(args func(host string, port int, dir string) []string, re
 
 func onPath(program, install string) func() (string, string) {
 	return func() (string, string) {
-		if p, err := exec.LookPath(program); err == nil {
-			return p, ""
+		if ok, why := serverproc.Available(serverproc.Spec{Binary: program, Install: install}); !ok {
+			return "", why
 		}
-		return "", program + " is not installed (" + install + ")"
+		return program, "" // serverproc looks it up in PATH
 	}
 }
 
