@@ -10,14 +10,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvblob/kvblob/stores/redis/redistest"
-
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/memory"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+	"github.com/kvblob/kvblob/stores/redis/redistest"
 )
 
 type plan struct {
