@@ -34,6 +34,12 @@ type Lifecycle struct {
 	unprovable int                    // calls that lost the evidence of their access end
 	drained    bool
 	closed     bool
+	// Begin's liveness answer for its admission: the first row's region,
+	// looked up once per call, and live, a method value made once, so
+	// that admitting a call allocates no closure. Both are used under mu.
+	first     *driver.Region
+	firstLive bool
+	live      func(*driver.Region) bool
 }
 
 // Registration is one live registration. Handle holds whatever the driver
@@ -146,7 +152,9 @@ func (l *Lifecycle) Begin(rows []driver.Row, admit func(live func(*driver.Region
 	if l.closed {
 		return nil, closedError()
 	}
-	if err := admit(l.liveFunc(rows)); err != nil {
+	err := admit(l.liveFor(rows))
+	l.first = nil // holds no region past the call
+	if err != nil {
 		return nil, err
 	}
 	c := &Call{l: l, accessOpen: true, open: true}
@@ -169,21 +177,27 @@ func (l *Lifecycle) Begin(rows []driver.Row, admit func(live func(*driver.Region
 	return c, nil
 }
 
-// liveFunc answers liveness under the lock, with one lookup for the common
-// batch of rows in one region.
-func (l *Lifecycle) liveFunc(rows []driver.Row) func(*driver.Region) bool {
-	var first *driver.Region
-	firstLive := false
+// liveFor answers liveness for one admission under the lock, with one
+// lookup for the common batch of rows in one region.
+func (l *Lifecycle) liveFor(rows []driver.Row) func(*driver.Region) bool {
+	l.first, l.firstLive = nil, false
 	if len(rows) > 0 && len(rows[0].Spans) > 0 {
-		first = rows[0].Spans[0].Region
-		firstLive = l.liveLocked(first)
+		l.first = rows[0].Spans[0].Region
+		l.firstLive = l.liveLocked(l.first)
 	}
-	return func(r *driver.Region) bool {
-		if r == first {
-			return firstLive
-		}
-		return l.liveLocked(r)
+	if l.live == nil {
+		l.live = l.liveOrFirst
 	}
+	return l.live
+}
+
+// liveOrFirst is liveFor's answer: the first region's cached liveness, or
+// a lookup. l.mu is held.
+func (l *Lifecycle) liveOrFirst(r *driver.Region) bool {
+	if r == l.first {
+		return l.firstLive
+	}
+	return l.liveLocked(r)
 }
 
 func containsRegion(rs []*driver.Region, r *driver.Region) bool {
