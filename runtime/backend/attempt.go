@@ -147,7 +147,17 @@ func (a *Attempt) Poll() (Outcome, bool) {
 	if !a.doneLocked() {
 		return Outcome{}, false
 	}
-	o := Outcome{Results: append([]driver.Result(nil), a.results...), Delivered: make([]bool, len(a.results)), Fault: a.fault}
+	o := Outcome{Fault: a.fault}
+	if len(a.results) == 1 {
+		one := new(struct { // a one-row outcome in one allocation
+			r [1]driver.Result
+			d [1]bool
+		})
+		o.Results, o.Delivered = one.r[:], one.d[:]
+		o.Results[0] = a.results[0]
+	} else {
+		o.Results, o.Delivered = append([]driver.Result(nil), a.results...), make([]bool, len(a.results))
+	}
 	prefix := true
 	for i, r := range a.results {
 		o.Delivered[i] = r.Status == driver.Ready

@@ -195,6 +195,8 @@ type Backend struct {
 	stem    driver.Stem
 	wake    func()
 	pubCap  int
+	// epoch is when New ran; callStarted reads the time through it.
+	epoch time.Time
 	// ctx is the context of every driver call; it ends when the backend
 	// has shut down.
 	ctx    context.Context
@@ -241,7 +243,7 @@ func New(binding *RegionBinding, wake func(), cfg Config) (*Backend, error) {
 	d := binding.Driver()
 	b := &Backend{
 		cfg: cfg, binding: binding, d: d, caps: d.Capabilities(), stem: stem, wake: wake,
-		pubCap: publishCap(cfg.Workers, runtime.GOMAXPROCS(0)), workers: cfg.Workers,
+		pubCap: publishCap(cfg.Workers, runtime.GOMAXPROCS(0)), workers: cfg.Workers, epoch: time.Now(),
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
