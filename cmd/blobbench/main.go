@@ -10,14 +10,19 @@
 //   - row-ops per second end to end through Publish and Fetch over the
 //     memory store at 4 KiB rows: each rep is 8 round trips of a view of
 //     4,096 rows (tens of milliseconds, so a rep is steady state, not a
-//     few wake-ups), beside a memcpy of the same bytes 4 KiB at a time.
+//     few wake-ups), beside a memcpy of the same bytes 4 KiB at a time;
+//   - the backend's cost per row-op as its work grows (package
+//     internal/scalebench): with 16, 256 and 4,096 one-row fetches
+//     outstanding, and over views of 1, 16, 256 and 1,024 one-row
+//     batches, each size in every rep; a flat cost keeps each rep's
+//     largest over smallest near 1.
 //
 // Every figure is the median over -reps reps, with its range; a ratio is
 // taken inside each rep, side by side, then its median reported. It
 // prints a table, writes blobbench.json and bandwidth.svg into -out, and
 // ends with one ratios line per store at 1 MiB rows and 2 workers:
 //
-//	ratios[memory]: publish_vs_memcpy=X (min–max) fetch_vs_memcpy=Y (min–max) fetch_p99_loaded_vs_idle=Z (min–max) row_ops_per_s=N (min–max)
+//	ratios[memory]: publish_vs_memcpy=X (min–max) fetch_vs_memcpy=Y (min–max) fetch_p99_loaded_vs_idle=Z (min–max) row_ops_per_s=N (min–max) row_op_cost_max_vs_min_over_attempts=A (min–max) over_batches_per_view=B (min–max)
 //
 // With -redis host:port (or -redis-cluster host:port,...) it benches a
 // Redis deployment you run instead of starting one: it refuses a store
@@ -117,10 +122,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	p := plan{reps: *reps, viewBytes: *viewBytes, bytesPerCall: *bytesPerCall, rowsPerCall: 256,
 		rowSizes: []int64{256 << 10, 1 << 20, 4 << 20}, workers: []int{1, 2, 4},
-		latencyFetches: *samples, latencyRows: 1, rowOpsRows: 4096, rowOpsViews: 8, redis: !*noRedis}
+		latencyFetches: *samples, latencyRows: 1, rowOpsRows: 4096, rowOpsViews: 8, scalingOps: 50000, redis: !*noRedis}
 	if *quick {
 		p = plan{reps: 1, viewBytes: 4 << 20, bytesPerCall: 1 << 20, rowsPerCall: 256, rowSizes: []int64{64 << 10, 1 << 20}, workers: []int{1, 2},
-			latencyFetches: 20, latencyRows: 1, rowOpsRows: 256, rowOpsViews: 1, redis: !*noRedis}
+			latencyFetches: 20, latencyRows: 1, rowOpsRows: 256, rowOpsViews: 1, scalingOps: 8192, redis: !*noRedis}
 	}
 	if *only != "" {
 		p.stores = strings.Split(*only, ",")
@@ -232,6 +237,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			s := r.RowOpsPerSecond
 			fmt.Fprintf(stdout, " row_ops_per_s=%.0f (%.0f–%.0f)", s.Median, s.Min, s.Max)
 		}
+		if r.AttemptsMaxVsMin != nil {
+			fmt.Fprintf(stdout, " row_op_cost_max_vs_min_over_attempts=%s over_batches_per_view=%s", r.AttemptsMaxVsMin, r.BatchesMaxVsMin)
+		}
 		fmt.Fprintln(stdout)
 	}
 	return 0
@@ -260,6 +268,19 @@ func printTable(w io.Writer, rep *report) {
 		ro.Store, size(ro.RowBytes), ro.Rows, ro.ViewsPer, 1000*ro.RepSeconds, ro.Workers, ro.PerSecond.Median, ro.PerSecond.Min, ro.PerSecond.Max)
 	fmt.Fprintf(w, "  memcpy of the same bytes, 4 KiB at a time, one goroutine: %.0f/s (%.0f–%.0f); row-ops vs memcpy %s\n",
 		ro.MemcpyPerSecond.Median, ro.MemcpyPerSecond.Min, ro.MemcpyPerSecond.Max, ro.VsMemcpy)
+	sc := rep.Scaling
+	fmt.Fprintf(w, "cost per row-op as work grows (%s, %s rows, %d workers, %d row-ops per size per rep), ns:\n", sc.Store, size(sc.RowBytes), sc.Workers, sc.OpsPerRep)
+	for _, line := range []struct {
+		what   string
+		points []scalingPoint
+		maxMin spread
+	}{{"outstanding attempts", sc.Attempts, sc.AttemptsMaxMin}, {"one-row batches per view", sc.Batches, sc.BatchesMaxMin}} {
+		fmt.Fprintf(w, "  %s:", line.what)
+		for _, pt := range line.points {
+			fmt.Fprintf(w, " %d: %.0f (%.0f–%.0f);", pt.N, pt.NsPerOp.Median, pt.NsPerOp.Min, pt.NsPerOp.Max)
+		}
+		fmt.Fprintf(w, " largest/smallest %s\n", line.maxMin)
+	}
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(w, "skipped: %s\n", s)
 	}

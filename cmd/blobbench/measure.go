@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/kvblob/kvblob/internal/scalebench"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -30,6 +32,7 @@ type plan struct {
 	latencyRows    int
 	rowOpsRows     int // rows of a view in the end-to-end row-ops measurement
 	rowOpsViews    int // round trips of such a view per rep, so a rep lasts long enough to be steady
+	scalingOps     int // row-ops per size per rep in the cost-as-work-grows measurement
 	redis          bool
 	stores         []string     // nil: all
 	target         *redisTarget // a Redis deployment the user runs, instead of one started here
@@ -40,6 +43,7 @@ type report struct {
 	Bandwidth []bandwidth `json:"bandwidth"`
 	Latency   []latency   `json:"latency"`
 	RowOps    rowOps      `json:"row_ops"`
+	Scaling   scaling     `json:"scaling"`
 	Ratios    []ratios    `json:"ratios"`
 	Skipped   []string    `json:"skipped,omitempty"`
 }
@@ -110,6 +114,26 @@ type rowOps struct {
 	VsMemcpy        spread `json:"row_ops_vs_memcpy"`
 }
 
+// scaling is the backend's cost per row-op as its work grows (package
+// scalebench): at each count of outstanding attempts and each count of
+// one-row batches per view, in ns, and per rep the largest cost over the
+// smallest, which a flat cost keeps near 1.
+type scaling struct {
+	Store          string         `json:"store"`
+	RowBytes       int64          `json:"row_bytes"`
+	Workers        int            `json:"workers"`
+	OpsPerRep      int            `json:"row_ops_per_size_per_rep"`
+	Attempts       []scalingPoint `json:"outstanding_attempts"`
+	AttemptsMaxMin spread         `json:"outstanding_attempts_max_vs_min"`
+	Batches        []scalingPoint `json:"batches_per_view"`
+	BatchesMaxMin  spread         `json:"batches_per_view_max_vs_min"`
+}
+
+type scalingPoint struct {
+	N       int    `json:"n"`
+	NsPerOp spread `json:"ns_per_row_op"`
+}
+
 type ratios struct {
 	Store                string  `json:"store"`
 	PlainName            string  `json:"plain_name,omitempty"`
@@ -117,6 +141,8 @@ type ratios struct {
 	FetchVsMemcpy        spread  `json:"fetch_vs_memcpy"`
 	FetchP99LoadedVsIdle spread  `json:"fetch_p99_loaded_vs_idle"`
 	RowOpsPerSecond      *spread `json:"row_ops_per_s,omitempty"`
+	AttemptsMaxVsMin     *spread `json:"outstanding_attempts_cost_max_vs_min,omitempty"`
+	BatchesMaxVsMin      *spread `json:"batches_per_view_cost_max_vs_min,omitempty"`
 	PublishVsPipeline    *spread `json:"publish_vs_pipeline,omitempty"`
 	FetchVsPipeline      *spread `json:"fetch_vs_pipeline,omitempty"`
 }
@@ -412,6 +438,12 @@ func measure(p plan, log io.Writer) (*report, error) {
 		return nil, fmt.Errorf("row-ops: %w", err)
 	}
 	rep.RowOps = ro
+	fmt.Fprintf(log, "blobbench: memory cost per row-op as work grows, %d row-ops per size, %d reps\n", p.scalingOps, p.reps)
+	sc, err := measureScaling(p)
+	if err != nil {
+		return nil, fmt.Errorf("scaling: %w", err)
+	}
+	rep.Scaling = sc
 	for _, s := range ss {
 		rt := ratios{Store: s.name, PlainName: s.plainName}
 		for _, b := range rep.Bandwidth {
@@ -427,6 +459,9 @@ func measure(p plan, log io.Writer) (*report, error) {
 		}
 		if s.name == ro.Store {
 			rt.RowOpsPerSecond = &ro.PerSecond
+		}
+		if s.name == sc.Store {
+			rt.AttemptsMaxVsMin, rt.BatchesMaxVsMin = &sc.AttemptsMaxMin, &sc.BatchesMaxMin
 		}
 		rep.Ratios = append(rep.Ratios, rt)
 	}
@@ -652,4 +687,87 @@ func measureRowOps(s store, p plan) (rowOps, error) {
 	}
 	return rowOps{Store: s.name, RowBytes: rowBytes, Rows: p.rowOpsRows, ViewsPer: p.rowOpsViews, Workers: workers,
 		PerSecond: spreadOf(per), RepSeconds: spreadOf(secs).Median, MemcpyPerSecond: spreadOf(cps), VsMemcpy: spreadOf(vs)}, nil
+}
+
+// measureScaling times the backend's cost per row-op over the memory store
+// at each size of package scalebench, every size once per rep, so that a
+// rep's sizes run side by side under the same noise.
+func measureScaling(p plan) (scaling, error) {
+	const workers = 2
+	sc := scaling{Store: "memory", RowBytes: scalebench.RowBytes, Workers: workers, OpsPerRep: p.scalingOps}
+	type size struct {
+		n    int
+		rig  *scalebench.Rig
+		time func(*scalebench.Rig) (time.Duration, int, error)
+		ns   []float64
+	}
+	outstanding := func(r *scalebench.Rig) (time.Duration, int, error) {
+		el, err := r.Outstanding(p.scalingOps)
+		return el, p.scalingOps, err
+	}
+	views := func(r *scalebench.Rig) (time.Duration, int, error) { return r.Views(p.scalingOps) }
+	var attempts, batches []*size
+	for _, n := range scalebench.Attempts {
+		attempts = append(attempts, &size{n: n, time: outstanding})
+	}
+	for _, n := range scalebench.BatchesPerView {
+		batches = append(batches, &size{n: n, time: views})
+	}
+	all := append(append([]*size(nil), attempts...), batches...)
+	defer func() {
+		for _, z := range all {
+			if z.rig != nil {
+				_ = z.rig.Close()
+			}
+		}
+	}()
+	var err error
+	for _, z := range attempts {
+		if z.rig, err = scalebench.New(z.n, backend.Config{Workers: workers}); err != nil {
+			return scaling{}, err
+		}
+	}
+	for _, z := range batches {
+		if z.rig, err = scalebench.New(z.n, backend.Config{Workers: workers, RowsPerBatch: 1}); err != nil {
+			return scaling{}, err
+		}
+	}
+	maxMin := func(zs []*size, rep int) float64 {
+		lo, hi := math.Inf(1), 0.0
+		for _, z := range zs {
+			lo, hi = min(lo, z.ns[rep]), max(hi, z.ns[rep])
+		}
+		return hi / lo
+	}
+	var attemptsMM, batchesMM []float64
+	for i := 0; i <= p.reps; i++ { // rep 0 warms up and is not counted
+		for _, z := range all {
+			el, ops, err := z.time(z.rig)
+			if err != nil {
+				return scaling{}, fmt.Errorf("%d: %w", z.n, err)
+			}
+			if i > 0 {
+				z.ns = append(z.ns, float64(el.Nanoseconds())/float64(ops))
+			}
+		}
+		runtime.GC()
+		if i > 0 {
+			attemptsMM = append(attemptsMM, maxMin(attempts, i-1))
+			batchesMM = append(batchesMM, maxMin(batches, i-1))
+		}
+	}
+	for _, z := range all {
+		if err := z.rig.Close(); err != nil {
+			return scaling{}, err
+		}
+		z.rig = nil
+	}
+	for _, z := range attempts {
+		sc.Attempts = append(sc.Attempts, scalingPoint{N: z.n, NsPerOp: spreadOf(z.ns)})
+	}
+	for _, z := range batches {
+		sc.Batches = append(sc.Batches, scalingPoint{N: z.n, NsPerOp: spreadOf(z.ns)})
+	}
+	sc.AttemptsMaxMin, sc.BatchesMaxMin = spreadOf(attemptsMM), spreadOf(batchesMM)
+	return sc, nil
 }

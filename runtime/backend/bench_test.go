@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvblob/kvblob/internal/scalebench"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -149,111 +150,51 @@ func BenchmarkMemcpy4KiB(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*2*rows), "ns/row")
 }
 
-// scaleRig is a backend over a blocking memory store and slots rows of
-// 64 bytes, every row already published: rows small enough that the cost
-// measured is the backend's bookkeeping, not moving bytes through a cache
-// the slots outgrow.
-type scaleRig struct {
-	lender *hostmem.Lender
-	be     *backend.Backend
-	w      signal
-	rows   backend.View
-}
-
-func newScaleRig(b *testing.B, slots int, cfg backend.Config) *scaleRig {
-	const rowBytes = 64
-	lender, err := hostmem.NewLender("bench", driver.Layout{SlotBytes: rowBytes, Slots: slots})
+// newScaleRig returns a scalebench.Rig of slots rows, closed when b ends.
+func newScaleRig(b *testing.B, slots int, cfg backend.Config) *scalebench.Rig {
+	r, err := scalebench.New(slots, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	hold, _ := lender.Hold()
-	bind, err := backend.Bind(hold.Regions(), memory.New(memory.Options{}), hold)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := newSignal()
-	be, err := backend.New(bind, w.wake, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := hold.Regions()[0]
-	rows := make(backend.View, slots)
-	for i := range rows {
-		rows[i] = backend.ViewRow{Name: []byte(fmt.Sprint("row-", i)), Spans: []driver.Span{r.Slot(i)}}
-	}
-	s := &scaleRig{lender: lender, be: be, w: w, rows: rows}
-	s.settle(b, must2(b)(be.Publish(rows)))
 	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := be.Shutdown(ctx); err != nil {
-			b.Fatal(err)
+		if err := r.Close(); err != nil {
+			b.Error(err)
 		}
-		_ = lender.Close()
 	})
-	return s
-}
-
-func must2(b *testing.B) func(*backend.Attempt, error) *backend.Attempt {
-	return func(a *backend.Attempt, err error) *backend.Attempt {
-		if err != nil {
-			b.Fatal(err)
-		}
-		return a
-	}
-}
-
-func (s *scaleRig) settle(b *testing.B, a *backend.Attempt) {
-	o, err := a.Wait(context.Background())
-	if err != nil || o.Prefix != len(o.Results) {
-		b.Fatalf("attempt: %v %+v", err, o.Fault)
-	}
-	s.w.until(b, "quiesced", a.Quiesced)
+	return r
 }
 
 // BenchmarkOutstandingAttempts keeps n one-row fetches in flight
 // (submitting a new one as the oldest finishes) and reports the cost per
-// row-op: settle must not grow with the attempts outstanding.
+// row-op: settle must not grow with the attempts outstanding. blobbench
+// prints every n side by side.
 func BenchmarkOutstandingAttempts(b *testing.B) {
-	for _, n := range []int{16, 256, 4096} {
+	for _, n := range scalebench.Attempts {
 		b.Run(fmt.Sprint("attempts=", n), func(b *testing.B) {
-			s := newScaleRig(b, n, backend.Config{Workers: 2})
-			ring := make([]*backend.Attempt, n)
-			submit := func(i int) *backend.Attempt {
-				return must2(b)(s.be.Fetch(s.rows[i%n:i%n+1], driver.Hint{}))
-			}
-			for i := range ring {
-				ring[i] = submit(i)
-			}
+			r := newScaleRig(b, n, backend.Config{Workers: 2})
 			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				s.settle(b, ring[i%n])
-				ring[i%n] = submit(i)
+			el, err := r.Outstanding(b.N)
+			if err != nil {
+				b.Fatal(err)
 			}
-			b.StopTimer()
-			for _, a := range ring {
-				s.settle(b, a)
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/row-op")
+			b.ReportMetric(float64(el.Nanoseconds())/float64(b.N), "ns/row-op")
 		})
 	}
 }
 
 // BenchmarkBatchesPerView fetches views of 1 to 1,024 one-row batches and
-// reports the cost per row-op: it must not grow with the
-// batches of a view.
+// reports the cost per row-op: it must not grow with the batches of a
+// view. blobbench prints every size side by side.
 func BenchmarkBatchesPerView(b *testing.B) {
-	for _, n := range []int{1, 16, 256, 1024} {
+	for _, n := range scalebench.BatchesPerView {
 		b.Run(fmt.Sprint("batches=", n), func(b *testing.B) {
-			s := newScaleRig(b, n, backend.Config{Workers: 2, RowsPerBatch: 1})
+			r := newScaleRig(b, n, backend.Config{Workers: 2, RowsPerBatch: 1})
 			b.ResetTimer()
-			rows := 0
-			for rows < b.N {
-				s.settle(b, must2(b)(s.be.Fetch(s.rows, driver.Hint{})))
-				rows += n
+			el, rows, err := r.Views(b.N)
+			if err != nil {
+				b.Fatal(err)
 			}
-			b.StopTimer()
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(rows), "ns/row-op")
+			b.ReportMetric(float64(el.Nanoseconds())/float64(rows), "ns/row-op")
 		})
 	}
 }

@@ -1,0 +1,178 @@
+// Package scalebench holds the workloads that show whether the backend's
+// cost per row-op stays flat as its work grows: many attempts outstanding
+// at once, and views cut into many batches. A settle that grew with either
+// would show here first. The backend's Go benchmarks (to profile one size
+// alone) and blobbench (which prints every size side by side, the median
+// over reps) run the same code.
+package scalebench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kvblob/kvblob/runtime/backend"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/memory"
+)
+
+// RowBytes is every row's size: small, so that what is timed is the
+// backend's bookkeeping, not bytes moving through a cache the slots
+// outgrow.
+const RowBytes = 64
+
+// Attempts are the outstanding-attempt counts blobbench times, and
+// BatchesPerView the view sizes (in one-row batches).
+var (
+	Attempts       = []int{16, 256, 4096}
+	BatchesPerView = []int{1, 16, 256, 1024}
+)
+
+// Rig is a backend over a blocking memory store and slots rows, every row
+// already published, woken through a channel of one as a serving runtime
+// would be (one goroutine uses a Rig).
+type Rig struct {
+	lender *hostmem.Lender
+	d      driver.Driver
+	be     *backend.Backend
+	wake   chan struct{}
+	rows   backend.View
+}
+
+// New returns a Rig of slots rows over a backend configured by cfg.
+func New(slots int, cfg backend.Config) (*Rig, error) {
+	lender, err := hostmem.NewLender("scalebench", driver.Layout{SlotBytes: RowBytes, Slots: slots})
+	if err != nil {
+		return nil, err
+	}
+	hold, err := lender.Hold()
+	if err != nil {
+		_ = lender.Close()
+		return nil, err
+	}
+	d := memory.New(memory.Options{})
+	bind, err := backend.Bind(hold.Regions(), d, hold)
+	if err != nil {
+		return nil, errors.Join(err, d.Close(), lender.Close())
+	}
+	r := &Rig{lender: lender, d: d, wake: make(chan struct{}, 1)}
+	r.be, err = backend.New(bind, r.signal, cfg)
+	if err != nil {
+		return nil, errors.Join(err, d.Close(), lender.Close())
+	}
+	slot := hold.Regions()[0]
+	r.rows = make(backend.View, slots)
+	for i := range r.rows {
+		r.rows[i] = backend.ViewRow{Name: []byte(fmt.Sprint("row-", i)), Spans: []driver.Span{slot.Slot(i)}}
+	}
+	ctx, cancel := bound(len(r.rows))
+	defer cancel()
+	a, err := r.be.Publish(r.rows)
+	if err == nil {
+		err = r.settle(ctx, a)
+	}
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("scalebench: publishing the rows: %w", err), r.Close())
+	}
+	return r, nil
+}
+
+// signal is the backend's wake function: a send that never blocks.
+func (r *Rig) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// bound returns the context a run of ops settles under: 10 s, and a
+// millisecond per op (hundreds of times what one costs), so that a hang
+// ends as an error instead of a stuck bench. One context per run, not per
+// attempt: a timer per attempt would be the harness's cost.
+func bound(ops int) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second+time.Duration(ops)*time.Millisecond)
+}
+
+// settle waits until a is done with every row delivered, then until it
+// quiesces, or until ctx ends.
+func (r *Rig) settle(ctx context.Context, a *backend.Attempt) error {
+	o, err := a.Wait(ctx)
+	if err != nil {
+		return fmt.Errorf("scalebench: attempt not done: %w", err)
+	}
+	if o.Prefix != len(o.Results) {
+		return fmt.Errorf("scalebench: %d of %d rows delivered: %s", o.Prefix, len(o.Results), o.Fault)
+	}
+	for !a.Quiesced() {
+		select {
+		case <-r.wake:
+		case <-ctx.Done():
+			return fmt.Errorf("scalebench: attempt not quiesced: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+// Outstanding keeps one one-row fetch in flight per row of the rig,
+// settling the oldest and submitting a new one in its place ops times, and
+// returns how long those ops took (filling and draining the ring are not
+// timed).
+func (r *Rig) Outstanding(ops int) (time.Duration, error) {
+	ctx, cancel := bound(ops + 2*len(r.rows))
+	defer cancel()
+	n := len(r.rows)
+	ring := make([]*backend.Attempt, n)
+	var err error
+	for i := range ring {
+		if ring[i], err = r.be.Fetch(r.rows[i:i+1], driver.Hint{}); err != nil {
+			return 0, err
+		}
+	}
+	start := time.Now()
+	for i := 0; i < ops; i++ {
+		if err := r.settle(ctx, ring[i%n]); err != nil {
+			return 0, err
+		}
+		if ring[i%n], err = r.be.Fetch(r.rows[i%n:i%n+1], driver.Hint{}); err != nil {
+			return 0, err
+		}
+	}
+	el := time.Since(start)
+	for _, a := range ring {
+		if err := r.settle(ctx, a); err != nil {
+			return 0, err
+		}
+	}
+	return el, nil
+}
+
+// Views fetches views of every row of the rig, one at a time, until at
+// least ops rows were fetched, and returns how long that took and the rows
+// fetched. With Config.RowsPerBatch 1 each view is one batch per row.
+func (r *Rig) Views(ops int) (time.Duration, int, error) {
+	ctx, cancel := bound(ops + len(r.rows))
+	defer cancel()
+	start := time.Now()
+	rows := 0
+	for rows < ops {
+		a, err := r.be.Fetch(r.rows, driver.Hint{})
+		if err == nil {
+			err = r.settle(ctx, a)
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		rows += len(r.rows)
+	}
+	return time.Since(start), rows, nil
+}
+
+// Close shuts the backend down, waiting at most a minute, then closes the
+// driver and the lender.
+func (r *Rig) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return errors.Join(r.be.Shutdown(ctx), r.d.Close(), r.lender.Close())
+}
