@@ -281,6 +281,8 @@ func printTable(w io.Writer, rep *report) {
 		}
 		fmt.Fprintf(w, " largest/smallest %s\n", line.maxMin)
 	}
+	fmt.Fprintf(w, "  two goroutine hand-offs alone (to a parked worker and back to the waiter), the floor under a one-batch view: %.0f (%.0f–%.0f)\n",
+		sc.HandoffNs.Median, sc.HandoffNs.Min, sc.HandoffNs.Max)
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(w, "skipped: %s\n", s)
 	}

@@ -33,6 +33,7 @@ func TestQuickRunWritesEveryOutput(t *testing.T) {
 	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[memory\]: publish_vs_memcpy=`+f+` fetch_vs_memcpy=`+f+` fetch_p99_loaded_vs_idle=`+f+` row_ops_per_s=\d+ \(\d+–\d+\)`+
 		` row_op_cost_max_vs_min_over_attempts=`+f+` over_batches_per_view=`+f+`$`), out.String())
 	assert.Contains(t, out.String(), "cost per row-op as work grows", "the table prints the sizes")
+	assert.Contains(t, out.String(), "two goroutine hand-offs alone", "and the floor under one batch")
 	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[mooncake-fake\]: publish_vs_memcpy=`+f+` fetch_vs_memcpy=`+f+` fetch_p99_loaded_vs_idle=`+f+`$`), out.String())
 	assert.Contains(t, errb.String(), "blobbench: memory", "progress goes to stderr")
 	b, err := os.ReadFile(filepath.Join(dir, "blobbench.json"))
@@ -49,6 +50,7 @@ func TestQuickRunWritesEveryOutput(t *testing.T) {
 	assert.Len(t, rep.Ratios, 2)
 	assert.Len(t, rep.Scaling.Attempts, 3, "16, 256 and 4,096 attempts outstanding")
 	assert.Len(t, rep.Scaling.Batches, 4, "1, 16, 256 and 1,024 batches per view")
+	assert.Positive(t, rep.Scaling.HandoffNs.Median)
 	for _, pt := range append(rep.Scaling.Attempts, rep.Scaling.Batches...) {
 		assert.Positive(t, pt.NsPerOp.Median, "size %d timed", pt.N)
 	}

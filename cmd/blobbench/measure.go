@@ -127,6 +127,9 @@ type scaling struct {
 	AttemptsMaxMin spread         `json:"outstanding_attempts_max_vs_min"`
 	Batches        []scalingPoint `json:"batches_per_view"`
 	BatchesMaxMin  spread         `json:"batches_per_view_max_vs_min"`
+	// HandoffNs is scalebench.Handoff per round trip: the two goroutine
+	// hand-offs under every attempt, the floor under a one-batch view.
+	HandoffNs spread `json:"handoff_ns"`
 }
 
 type scalingPoint struct {
@@ -739,8 +742,12 @@ func measureScaling(p plan) (scaling, error) {
 		}
 		return hi / lo
 	}
-	var attemptsMM, batchesMM []float64
+	var attemptsMM, batchesMM, handoff []float64
 	for i := 0; i <= p.reps; i++ { // rep 0 warms up and is not counted
+		h := scalebench.Handoff(p.scalingOps)
+		if i > 0 {
+			handoff = append(handoff, float64(h.Nanoseconds())/float64(p.scalingOps))
+		}
 		for _, z := range all {
 			el, ops, err := z.time(z.rig)
 			if err != nil {
@@ -768,6 +775,6 @@ func measureScaling(p plan) (scaling, error) {
 	for _, z := range batches {
 		sc.Batches = append(sc.Batches, scalingPoint{N: z.n, NsPerOp: spreadOf(z.ns)})
 	}
-	sc.AttemptsMaxMin, sc.BatchesMaxMin = spreadOf(attemptsMM), spreadOf(batchesMM)
+	sc.AttemptsMaxMin, sc.BatchesMaxMin, sc.HandoffNs = spreadOf(attemptsMM), spreadOf(batchesMM), spreadOf(handoff)
 	return sc, nil
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/kvblob/kvblob/runtime/backend"
@@ -175,4 +176,49 @@ func (r *Rig) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return errors.Join(r.be.Shutdown(ctx), r.d.Close(), r.lender.Close())
+}
+
+// Handoff times ops round trips through a goroutine parked on a sync.Cond,
+// which closes a channel the caller waits on, with no backend at all: the
+// two hand-offs (submitter to a parked worker, worker back to the waiter)
+// under every attempt a worker runs. It is the floor under a one-batch
+// attempt's cost, which no change to the backend's bookkeeping can lower
+// while only the backend's own goroutines call the driver.
+func Handoff(ops int) time.Duration {
+	var mu sync.Mutex
+	cond := sync.NewCond(&mu)
+	var queue []chan struct{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			mu.Lock()
+			for len(queue) == 0 {
+				cond.Wait()
+			}
+			ch := queue[0]
+			queue = queue[1:]
+			mu.Unlock()
+			if ch == nil {
+				return
+			}
+			close(ch)
+		}
+	}()
+	start := time.Now()
+	for i := 0; i < ops; i++ {
+		ch := make(chan struct{}) // as an attempt's done channel is
+		mu.Lock()
+		queue = append(queue, ch)
+		cond.Signal()
+		mu.Unlock()
+		<-ch
+	}
+	el := time.Since(start)
+	mu.Lock()
+	queue = append(queue, nil)
+	cond.Signal()
+	mu.Unlock()
+	<-done
+	return el
 }

@@ -28,3 +28,14 @@ func TestWorkloadsRunAndClose(t *testing.T) {
 	assert.Equal(t, 48, rows, "whole views of 16 rows until at least 40")
 	require.NoError(t, r.Close())
 }
+
+func TestHandoffEnds(t *testing.T) {
+	assert.Positive(t, scalebench.Handoff(100), "its goroutine ends (goleak checks)")
+}
+
+// BenchmarkHandoff reports the two goroutine hand-offs alone; compare with
+// runtime/backend's BenchmarkBatchesPerView/batches=1 in the same run.
+func BenchmarkHandoff(b *testing.B) {
+	el := scalebench.Handoff(b.N)
+	b.ReportMetric(float64(el.Nanoseconds())/float64(b.N), "ns/round-trip")
+}

@@ -184,7 +184,9 @@ func BenchmarkOutstandingAttempts(b *testing.B) {
 
 // BenchmarkBatchesPerView fetches views of 1 to 1,024 one-row batches and
 // reports the cost per row-op: it must not grow with the batches of a
-// view. blobbench prints every size side by side.
+// view. A one-batch view carries an attempt's two goroutine hand-offs on
+// its one row (internal/scalebench's BenchmarkHandoff times them alone).
+// blobbench prints every size side by side, and the hand-offs.
 func BenchmarkBatchesPerView(b *testing.B) {
 	for _, n := range scalebench.BatchesPerView {
 		b.Run(fmt.Sprint("batches=", n), func(b *testing.B) {
