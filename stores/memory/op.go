@@ -2,6 +2,7 @@ package memory
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/kvblob/kvblob/stores/trailer"
 
@@ -18,12 +19,15 @@ type op struct {
 	put  bool
 	rows []driver.Row
 
+	// moving runs move's rows once; a caller that comes while another
+	// moves waits for it, so staged and writes, written by move alone
+	// and read only once it returned, need no lock per row.
+	moving    sync.Once
+	staged    []driver.Result // results computed by move, not yet published
+	writes    []write         // a put's objects, committed when results are published
+	cancelled atomic.Bool
+
 	mu          sync.Mutex
-	staged      []driver.Result // results computed by move, not yet published
-	writes      []write         // a put's objects, committed when results are published
-	started     int             // rows moved so far (in order)
-	moved       bool
-	cancelled   bool
 	results     []driver.Result // published results
 	accessEnded bool
 	unprovable  bool
@@ -66,11 +70,7 @@ func (o *op) Unprovable() bool {
 }
 
 // Cancel stops rows that have not started; they answer CANCELLED.
-func (o *op) Cancel() {
-	o.mu.Lock()
-	o.cancelled = true
-	o.mu.Unlock()
-}
+func (o *op) Cancel() { o.cancelled.Store(true) }
 
 // run does every stage in order, as the blocking and background modes do.
 func (o *op) run() {
@@ -91,15 +91,14 @@ func (o *op) run() {
 }
 
 // move moves each row's data, in order, unless the operation was cancelled
-// first: rows that never started answer CANCELLED.
-func (o *op) move() {
-	o.mu.Lock()
-	if o.moved {
-		o.mu.Unlock()
-		return
-	}
-	o.moved = true
-	o.mu.Unlock()
+// first: rows that never started answer CANCELLED. It runs once; a second
+// caller returns once the first is done.
+func (o *op) move() { o.moving.Do(o.moveRows) }
+
+// moveRows is move's work. A row reads the cancel flag as it starts (an
+// atomic load, not a lock: a put row's copy leaves stores in flight that
+// a locked instruction per row would wait for).
+func (o *op) moveRows() {
 	st := o.d.store
 	// A get looks its rows up a chunk at a time under one hold of the
 	// store's lock, unless a hold or an injection was ever staged: those
@@ -108,39 +107,27 @@ func (o *op) move() {
 	if !o.put && !st.staged.Load() {
 		rd = &reads{}
 	}
+	started := 0
 	for i := range o.rows {
-		o.mu.Lock()
-		cancelled := o.cancelled
-		if !cancelled {
-			o.started = i + 1
+		if o.cancelled.Load() {
+			o.staged[i] = driver.Result{Status: driver.Cancelled}
+			continue
 		}
-		o.mu.Unlock()
-		var r driver.Result
-		var w write
-		if cancelled {
-			r = driver.Result{Status: driver.Cancelled}
-		} else if o.put {
-			r, w = o.putRow(o.rows[i])
-		} else if rd != nil {
+		started = i + 1
+		switch {
+		case o.put:
+			o.staged[i], o.writes[i] = o.putRow(o.rows[i])
+		case rd != nil:
 			obj, code := st.at(rd, o.rows, i)
-			r = o.readRow(o.rows[i], obj, code)
-		} else {
-			r = o.getRow(o.rows[i])
+			o.staged[i] = o.readRow(o.rows[i], obj, code)
+		default:
+			o.staged[i] = o.getRow(o.rows[i])
 		}
-		o.mu.Lock()
-		o.staged[i] = r
-		if w.obj != nil {
-			o.writes[i] = w
-		}
-		o.mu.Unlock()
 	}
 	if rd != nil {
 		st.letGo(rd)
 	}
-	o.mu.Lock()
-	none := o.started == 0
-	o.mu.Unlock()
-	if none { // every row was cancelled before it started: nothing was touched
+	if started == 0 { // every row was cancelled before it started: nothing was touched
 		o.endAccess()
 	}
 }
@@ -256,8 +243,8 @@ func (o *op) publish() {
 		}
 		st.mu.Unlock()
 	}
-	// staged is final: move ran and never runs again (moved), so the
-	// results are staged itself, handed over without a copy (Poll copies
+	// staged is final: move returned and never runs again (moving), so
+	// the results are staged itself, handed over without a copy (Poll copies
 	// out of them).
 	o.results = o.staged
 	f := o.notify
