@@ -340,3 +340,40 @@ func TestOperationsNotifyEachChange(t *testing.T) {
 	c.EndAccess()
 	assert.Equal(t, int32(2), calls.Load(), "access ended")
 }
+
+// A put finds its key's entry once, as it reserves it, and commits
+// through it. When another writer took the key over and let it go while
+// the put was moving (the entry left the store's map), the put still
+// commits its object under the key.
+func TestAPutCommitsAfterAnotherWriterTookItsKeyAndLetGo(t *testing.T) {
+	f := newFixture(t, memory.Options{Mode: memory.Controlled})
+	reader := newFixture(t, memory.Options{Store: f.d.Store()})
+	f.fill(0, 5)
+	op, err := f.d.Put(context.Background(), []driver.Row{f.row("k", 0)})
+	require.NoError(t, err)
+	c := memory.ControllerOf(op)
+	c.MoveData()
+	f.d.Store().BeginExternal("k")()
+	c.PublishResults()
+	c.EndAccess()
+	assert.Equal(t, driver.Ready, wait(t, op)[0].Status)
+	assert.Equal(t, 1, f.d.Store().Len())
+	res, written := reader.getInto(t, "k")
+	assert.Equal(t, driver.Ready, res.Status, "%v", res)
+	assert.True(t, written)
+	assert.Equal(t, f.r.Slot(0).Bytes(), reader.r.Slot(1).Bytes())
+}
+
+// A put the store declines (full) leaves nothing under its key: a get
+// misses, it does not find the key still being written.
+func TestADeclinedPutLeavesNoTrace(t *testing.T) {
+	f := newFixture(t, memory.Options{})
+	f.d.Store().SetCapacity(10)
+	op, err := f.d.Put(context.Background(), []driver.Row{f.row("k", 0)})
+	require.NoError(t, err)
+	assert.Equal(t, driver.Declined, wait(t, op)[0].Status)
+	assert.Zero(t, f.d.Store().Len())
+	res, written := f.getInto(t, "k")
+	assert.Equal(t, driver.Miss, res.Status, "%v", res)
+	assert.False(t, written)
+}

@@ -137,6 +137,7 @@ func (o *op) moveRows() {
 // the results are published, which commits it. A nil obj is no write.
 type write struct {
 	id  int
+	e   *entry // key's entry, reserved for id
 	obj *object
 }
 
@@ -154,25 +155,25 @@ func (o *op) putRow(row driver.Row) (driver.Result, write) {
 			payload = append(payload, s.Bytes()...)
 		}
 		enc := in.Append(payload, row.Key, payload)
-		id, obj, code := st.begin(row.Key, len(enc), false)
+		w, code := st.begin(row.Key, len(enc), false)
 		if code != gen.OK {
 			return gen.MapStorePut(int64(code)).Result, write{}
 		}
-		copy(obj.b, enc)
-		return driver.Result{}, write{id: id, obj: obj}
+		copy(w.obj.b, enc)
+		return driver.Result{}, w
 	}
 	// One pass: each span is copied into the arena block. The trailer's
 	// bytes are left unwritten (object.own): whole writes them, name digest
 	// and CRC32 included, for a reader that sees the object whole.
-	id, obj, code := st.begin(row.Key, n+trailer.Size, true)
+	w, code := st.begin(row.Key, n+trailer.Size, true)
 	if code != gen.OK {
 		return gen.MapStorePut(int64(code)).Result, write{}
 	}
 	off := 0
 	for _, s := range row.Spans {
-		off += copy(obj.b[off:], s.Bytes())
+		off += copy(w.obj.b[off:], s.Bytes())
 	}
-	return driver.Result{}, write{id: id, obj: obj}
+	return driver.Result{}, w
 }
 
 func (o *op) getRow(row driver.Row) driver.Result {
@@ -238,7 +239,7 @@ func (o *op) publish() {
 		st.mu.Lock()
 		for i, w := range o.writes {
 			if w.obj != nil {
-				o.staged[i] = gen.MapStorePut(int64(st.commitLocked(o.rows[i].Key, w.id, w.obj))).Result
+				o.staged[i] = gen.MapStorePut(int64(st.commitLocked(o.rows[i].Key, w))).Result
 			}
 		}
 		st.mu.Unlock()

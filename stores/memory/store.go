@@ -20,10 +20,10 @@ import (
 type Store struct {
 	mu       sync.Mutex
 	arena    arena
-	objects  map[string]*object
-	spare    []*object      // objects whose block went back to the arena, for reuse
-	staged   atomic.Bool    // an injection or hold was ever staged
-	pending  map[string]int // key -> writer id
+	keys     map[string]*entry
+	objects  int         // committed objects (entries with an obj)
+	spare    []*object   // objects whose block went back to the arena, for reuse
+	staged   atomic.Bool // an injection or hold was ever staged
 	nextID   int
 	used     int64
 	capacity int64 // 0: unbounded
@@ -33,6 +33,19 @@ type Store struct {
 }
 
 type callKey struct{ call, key string }
+
+// entry is what the store holds under a key: its committed object (nil:
+// none) and the id of the writer holding the key (0: none), so that a put
+// finds both with one lookup and commits through the entry it reserved,
+// with none. An entry with neither leaves the map (gone).
+type entry struct {
+	obj    *object
+	writer int
+	// gone: the entry left the map (its writer's reservation was taken
+	// over and ended while no object was committed); a writer that
+	// still holds it commits through the key's entry found again.
+	gone bool
+}
 
 // object is a stored object: its bytes (room for the trailer included) in
 // an arena block, and whether the store wrote it itself. The block goes
@@ -61,7 +74,7 @@ const (
 // (0: no bound).
 func NewStore(capacity int64) *Store {
 	return &Store{
-		objects: map[string]*object{}, pending: map[string]int{}, capacity: capacity,
+		keys: map[string]*entry{}, capacity: capacity,
 		inject: map[callKey][]gen.Code{}, holds: map[callKey][]chan struct{}{}, entered: map[callKey]chan struct{}{},
 	}
 }
@@ -96,13 +109,14 @@ func (s *Store) BeginExternal(key string) (finish func()) {
 	s.mu.Lock()
 	s.nextID++
 	id := s.nextID
-	s.pending[key] = id
+	s.entryLocked(key).writer = id
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.pending[key] == id {
-			delete(s.pending, key)
+		if e := s.keys[key]; e != nil && e.writer == id {
+			e.writer = 0
+			s.dropIfEmptyLocked(key, e)
 		}
 	}
 }
@@ -118,18 +132,18 @@ func (s *Store) SetCapacity(n int64) {
 func (s *Store) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.objects)
+	return s.objects
 }
 
 // Object returns a copy of the object under key, trailer included.
 func (s *Store) Object(key string) ([]byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o, ok := s.objects[key]
-	if !ok {
+	e := s.keys[key]
+	if e == nil || e.obj == nil {
 		return nil, false
 	}
-	return o.whole(key), true
+	return e.obj.whole(key), true
 }
 
 // whole returns a copy of the object under key as a reader outside the
@@ -152,7 +166,7 @@ func (s *Store) SetObject(key string, obj []byte) {
 	defer s.mu.Unlock()
 	o := s.newObjectLocked(len(obj), false)
 	copy(o.b, obj)
-	s.replaceLocked(key, o)
+	s.setLocked(key, s.entryLocked(key), o)
 }
 
 // newObjectLocked returns an object with a block of n bytes, reusing the
@@ -184,32 +198,49 @@ func (s *Store) releaseLocked(o *object) {
 func (s *Store) Delete(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.replaceLocked(key, nil)
+	if e := s.keys[key]; e != nil {
+		s.setLocked(key, e, nil)
+	}
 }
 
-// replaceLocked puts o (nil: nothing) under key, releasing the object it
-// replaces once no reader holds it.
-func (s *Store) replaceLocked(key string, o *object) {
-	old, ok := s.objects[key]
-	s.swapLocked(key, old, ok, o)
+// entryLocked returns key's entry, putting an empty one in the map when
+// it has none. s.mu is held.
+func (s *Store) entryLocked(key string) *entry {
+	e := s.keys[key]
+	if e == nil {
+		e = &entry{}
+		s.keys[key] = e
+	}
+	return e
 }
 
-// swapLocked is replaceLocked for a caller that looked key up already:
-// old is what it found, ok whether it found anything.
-func (s *Store) swapLocked(key string, old *object, ok bool, o *object) {
-	if ok {
+// dropIfEmptyLocked takes e, key's entry, out of the map once it holds
+// neither an object nor a writer. s.mu is held.
+func (s *Store) dropIfEmptyLocked(key string, e *entry) {
+	if e.obj == nil && e.writer == 0 && !e.gone {
+		delete(s.keys, key)
+		e.gone = true
+	}
+}
+
+// setLocked puts o (nil: nothing) in e, key's entry, releasing the object
+// it replaces once no reader holds it. s.mu is held.
+func (s *Store) setLocked(key string, e *entry, o *object) {
+	if old := e.obj; old != nil {
 		s.used -= int64(len(old.b))
+		s.objects--
 		old.freed = true
 		if old.refs == 0 {
 			s.releaseLocked(old)
 		}
 	}
+	e.obj = o
 	if o == nil {
-		delete(s.objects, key)
+		s.dropIfEmptyLocked(key, e)
 		return
 	}
 	s.used += int64(len(o.b))
-	s.objects[key] = o
+	s.objects++
 }
 
 // enter runs a call's staged hold and injection. It returns the injected
@@ -243,36 +274,44 @@ func (s *Store) enter(call, key string) (gen.Code, bool) {
 }
 
 // begin reserves key for a writer and gives it an object of n bytes to
-// fill (own: the store writes it from a put; see object.own). It answers
-// PENDING while another writer holds the key.
-func (s *Store) begin(key string, n int, own bool) (int, *object, gen.Code) {
+// fill (own: the store writes it from a put; see object.own), as a write
+// to commit. It answers PENDING while another writer holds the key.
+func (s *Store) begin(key string, n int, own bool) (write, gen.Code) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.pending[key]; ok {
-		return 0, nil, gen.Pending
+	e := s.keys[key]
+	if e == nil {
+		e = &entry{}
+		s.keys[key] = e
+	} else if e.writer != 0 {
+		return write{}, gen.Pending
 	}
 	s.nextID++
-	s.pending[key] = s.nextID
-	return s.nextID, s.newObjectLocked(n, own), gen.OK
+	e.writer = s.nextID
+	return write{id: s.nextID, e: e, obj: s.newObjectLocked(n, own)}, gen.OK
 }
 
-// commitLocked stores o under key for writer id and drops its reservation.
-// It answers FULL when the object does not fit, and then releases o. s.mu
+// commitLocked stores w's object under key and drops w's reservation. It
+// answers FULL when the object does not fit, and then releases it. s.mu
 // is held: a put commits its rows under one lock.
-func (s *Store) commitLocked(key string, id int, o *object) gen.Code {
-	if s.pending[key] == id {
-		delete(s.pending, key)
+func (s *Store) commitLocked(key string, w write) gen.Code {
+	e := w.e
+	if e.writer == w.id {
+		e.writer = 0
 	}
-	grow := int64(len(o.b))
-	old, ok := s.objects[key]
-	if ok {
-		grow -= int64(len(old.b))
+	if e.gone { // another writer took the key over and ended: find it again
+		e = s.entryLocked(key)
+	}
+	grow := int64(len(w.obj.b))
+	if e.obj != nil {
+		grow -= int64(len(e.obj.b))
 	}
 	if s.capacity > 0 && s.used+grow > s.capacity {
-		s.releaseLocked(o)
+		s.releaseLocked(w.obj)
+		s.dropIfEmptyLocked(key, e)
 		return gen.Full
 	}
-	s.swapLocked(key, old, ok, o)
+	s.setLocked(key, e, w.obj)
 	return gen.OK
 }
 
@@ -286,11 +325,13 @@ func (s *Store) get(key string) (*object, gen.Code) {
 }
 
 func (s *Store) getLocked(key string) (*object, gen.Code) {
-	if o, ok := s.objects[key]; ok {
-		o.refs++
-		return o, gen.OK
-	}
-	if _, ok := s.pending[key]; ok {
+	switch e := s.keys[key]; {
+	case e == nil:
+		return nil, gen.NotFound
+	case e.obj != nil:
+		e.obj.refs++
+		return e.obj, gen.OK
+	case e.writer != 0:
 		return nil, gen.Pending
 	}
 	return nil, gen.NotFound
