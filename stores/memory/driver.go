@@ -168,17 +168,15 @@ func (d *Driver) submit(rows []driver.Row, put bool, hint driver.Hint) (driver.O
 	if err != nil {
 		return nil, err
 	}
+	o := newOp(d, call, put, rows)
 	d.mu.Lock()
-	o := &op{d: d, call: call, put: put, rows: append([]driver.Row(nil), rows...), staged: make([]driver.Result, len(rows)),
-		lose: d.loseNext, holdAccess: d.holdNext}
+	o.lose, o.holdAccess = d.loseNext, d.holdNext
 	d.loseNext, d.holdNext = false, nil
 	d.mu.Unlock()
-	if put {
-		o.writes = make([]write, len(rows))
-	}
 	switch d.opt.Mode {
 	case Blocking:
 		o.run()
+		o.rows = nil // the caller's: it may reuse them once Put returns
 	case Background:
 		d.background.Add(1)
 		go func() {

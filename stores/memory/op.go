@@ -18,6 +18,7 @@ type op struct {
 	call *driverkit.Call
 	put  bool
 	rows []driver.Row
+	one  oneRow // room for a call of one row (newOp)
 
 	// moving runs move's rows once; a caller that comes while another
 	// moves waits for it, so staged and writes, written by move alone
@@ -37,6 +38,42 @@ type op struct {
 }
 
 var _ driver.Notifier = (*op)(nil)
+
+// oneRow is an op's room for a call of one row: its row (when copied),
+// result and write live in the op itself, so such a call allocates the op
+// and nothing more for them.
+type oneRow struct {
+	row    [1]driver.Row
+	result [1]driver.Result
+	write  [1]write
+}
+
+// newOp returns the op of a call of rows. A blocking driver moves the
+// rows before Put returns and keeps the caller's slice only until then;
+// another driver's op outlives the call, so it keeps a copy, since the
+// caller may reuse its slice once Put returns.
+func newOp(d *Driver, call *driverkit.Call, put bool, rows []driver.Row) *op {
+	o := &op{d: d, call: call, put: put, rows: rows}
+	if len(rows) == 1 {
+		if d.opt.Mode != Blocking {
+			o.one.row[0] = rows[0]
+			o.rows = o.one.row[:]
+		}
+		o.staged = o.one.result[:]
+		if put {
+			o.writes = o.one.write[:]
+		}
+		return o
+	}
+	if d.opt.Mode != Blocking {
+		o.rows = append([]driver.Row(nil), rows...)
+	}
+	o.staged = make([]driver.Result, len(rows))
+	if put {
+		o.writes = make([]write, len(rows))
+	}
+	return o
+}
 
 // Notify makes the operation call f after each change of its results or
 // access state (driver.Notifier).
