@@ -64,7 +64,13 @@ func AdmitKeys(rows []driver.Row) error {
 		tp = &t
 	}
 	table := *tp
-	defer func() { clear(table); keyTables[class].Put(tp) }()
+	// The table is cleared before use, not after: the clear, in address
+	// order, brings it into this core's cache at memory speed, where the
+	// probes, in hash order, would each miss on a table that went cold
+	// in the pool (behind 4 KiB row copies, a 4,096-row view's probes
+	// missed on most of its 128 KiB table).
+	clear(table)
+	defer keyTables[class].Put(tp)
 	mask := uint64(len(table) - 1)
 	for i, r := range rows {
 		if r.Key == "" {
