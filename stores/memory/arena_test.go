@@ -166,3 +166,45 @@ func TestAGetOfManyRowsLetsGoOfEveryObject(t *testing.T) {
 	require.NoError(t, d.Unregister(reg))
 	require.NoError(t, d.Close())
 }
+
+// A put reserves a chunk of rows at a time; the reservations of rows that
+// never started (the put was cancelled in their chunk) go back: their
+// keys are free again (neither PENDING nor stored) and their blocks serve
+// the next objects.
+func TestReservationsOfRowsThatNeverStartedGoBack(t *testing.T) {
+	s := NewStore(0)
+	region := &driver.Region{Name: "t", Kind: driver.Host, Layout: driver.Layout{SlotBytes: 64, Slots: 3}, Mem: make([]byte, 3*64)}
+	rows := make([]driver.Row, 3)
+	for i := range rows {
+		rows[i] = driver.Row{Key: fmt.Sprint("k", i), Spans: []driver.Span{region.Slot(i)}}
+	}
+	var p puts
+	w, code := s.reserved(&p, rows, 0)
+	require.Equal(t, gen.OK, code)
+	require.Equal(t, 3, p.n, "the chunk holds every row")
+	freed := []*byte{&p.w[1].obj.b[0], &p.w[2].obj.b[0]}
+	for _, r := range rows[1:] {
+		_, code := s.get(r.Key)
+		assert.Equal(t, gen.Pending, code, "%s is reserved with its chunk", r.Key)
+	}
+	s.unreserve(&p, rows) // rows 1 and 2 never started
+	for _, r := range rows[1:] {
+		_, code := s.get(r.Key)
+		assert.Equal(t, gen.NotFound, code, "%s is no longer reserved", r.Key)
+		_, ok := s.keys[r.Key]
+		assert.False(t, ok, "%s left no entry behind", r.Key)
+	}
+	s.SetObject("x", make([]byte, 64))
+	s.SetObject("y", make([]byte, 64))
+	assert.ElementsMatch(t, freed, []*byte{&s.keys["x"].obj.b[0], &s.keys["y"].obj.b[0]}, "their blocks went back")
+
+	_, code = s.get(rows[0].Key)
+	assert.Equal(t, gen.Pending, code, "the row taken keeps its reservation")
+	s.mu.Lock()
+	require.Equal(t, gen.OK, s.commitLocked(rows[0].Key, w))
+	s.mu.Unlock()
+	o, code := s.get(rows[0].Key)
+	require.Equal(t, gen.OK, code)
+	s.done(o)
+	assert.Equal(t, 3, s.Len())
+}

@@ -144,6 +144,13 @@ func (o *op) moveRows() {
 	if !o.put && !st.staged.Load() {
 		rd = &reads{}
 	}
+	// A put without Integrity reserves its rows' keys and blocks a chunk
+	// at a time the same way (with Integrity, a row's object size is
+	// known only once its tag is computed).
+	var pw *puts
+	if o.put && !st.staged.Load() && !o.d.opt.Integrity.On() {
+		pw = &puts{}
+	}
 	started := 0
 	for i := range o.rows {
 		if o.cancelled.Load() {
@@ -152,6 +159,9 @@ func (o *op) moveRows() {
 		}
 		started = i + 1
 		switch {
+		case pw != nil:
+			w, code := st.reserved(pw, o.rows, i)
+			o.staged[i], o.writes[i] = fill(o.rows[i], w, code)
 		case o.put:
 			o.staged[i], o.writes[i] = o.putRow(o.rows[i])
 		case rd != nil:
@@ -163,6 +173,9 @@ func (o *op) moveRows() {
 	}
 	if rd != nil {
 		st.letGo(rd)
+	}
+	if pw != nil {
+		st.unreserve(pw, o.rows) // rows cancelled after their chunk was reserved
 	}
 	if started == 0 { // every row was cancelled before it started: nothing was touched
 		o.endAccess()
@@ -203,6 +216,13 @@ func (o *op) putRow(row driver.Row) (driver.Result, write) {
 	// bytes are left unwritten (object.own): whole writes them, name digest
 	// and CRC32 included, for a reader that sees the object whole.
 	w, code := st.begin(row.Key, n+trailer.Size, true)
+	return fill(row, w, code)
+}
+
+// fill copies row out of its spans into w's object, which begin (or
+// reserved) gave it with code: it returns the row's result when the store
+// refused, or the write to commit.
+func fill(row driver.Row, w write, code gen.Code) (driver.Result, write) {
 	if code != gen.OK {
 		return gen.MapStorePut(int64(code)).Result, write{}
 	}
