@@ -228,7 +228,7 @@ func fill(row driver.Row, w write, code gen.Code) (driver.Result, write) {
 	}
 	off := 0
 	for _, s := range row.Spans {
-		off += copy(w.obj.b[off:], s.Bytes())
+		off += stream(w.obj.b[off:], s.Bytes())
 	}
 	return driver.Result{}, w
 }
