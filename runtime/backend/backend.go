@@ -355,9 +355,13 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline) ([]
 	if !hint.IsZero() && !fetch {
 		return nil, &InvalidSubmissionError{Rule: driver.RuleHint, Reason: "a publish takes no hint"}
 	}
-	n := 0
+	n, keyBytes := 0, 0 // one pass sizes the spans and the keys
+	stem := b.stem.String()
 	for _, vr := range v {
 		n += len(vr.Spans)
+		if len(vr.Name) > 0 {
+			keyBytes += len(stem) + hex.EncodedLen(len(vr.Name))
+		}
 	}
 	var spans []driver.Span // a copy: the caller may reuse its view
 	var rows []driver.Row
@@ -366,10 +370,15 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline) ([]
 	} else {
 		spans, rows = make([]driver.Span, 0, n), make([]driver.Row, len(v))
 	}
-	keys := newKeys(b.stem, v)
+	keys := newKeys(stem, keyBytes)
 	for i, vr := range v {
 		k := len(spans)
-		spans = append(spans, vr.Spans...)
+		if len(vr.Spans) == 1 { // the usual row, without append's call
+			spans = spans[:k+1]
+			spans[k] = vr.Spans[0]
+		} else {
+			spans = append(spans, vr.Spans...)
+		}
 		rows[i] = driver.Row{Spans: spans[k:len(spans):len(spans)]}
 		if len(vr.Name) > 0 { // an empty name keeps the empty key AdmitKeys refuses
 			rows[i].Key = keys.key(vr.Name)
@@ -412,15 +421,11 @@ type viewKeys struct {
 	buf  []byte // the unused tail of the view's one allocation
 }
 
-// newKeys sizes the allocation for the keys of v's named rows.
-func newKeys(stem driver.Stem, v View) viewKeys {
-	k := viewKeys{stem: stem.String()}
-	size := 0
-	for _, vr := range v {
-		if len(vr.Name) > 0 {
-			size += len(k.stem) + hex.EncodedLen(len(vr.Name))
-		}
-	}
+// newKeys returns the room for size bytes of keys under stem (a
+// driver.Stem's String): len(stem) + hex.EncodedLen(len(name)) for each
+// named row.
+func newKeys(stem string, size int) viewKeys {
+	k := viewKeys{stem: stem}
 	if size > 0 {
 		k.buf = make([]byte, size)
 	}

@@ -23,7 +23,13 @@ func TestViewKeysAreTheStemsKeys(t *testing.T) {
 				v[i].Name[j] = byte(rng.IntN(256))
 			}
 		}
-		keys := newKeys(stem, v)
+		size := 0
+		for _, vr := range v {
+			if len(vr.Name) > 0 {
+				size += len(stem.String()) + 2*len(vr.Name)
+			}
+		}
+		keys := newKeys(stem.String(), size)
 		for i, vr := range v {
 			if len(vr.Name) == 0 {
 				continue
