@@ -292,11 +292,20 @@ func (o *op) publish() {
 		return
 	}
 	if o.put {
+		// A commit answers OK but for a full store: OK's result is
+		// mapped once per call, not once per row (a lookup in the
+		// rule's codes under the store's lock).
+		committed := gen.MapStorePut(int64(gen.OK)).Result
 		st := o.d.store
 		st.mu.Lock()
 		for i, w := range o.writes {
-			if w.obj != nil {
-				o.staged[i] = gen.MapStorePut(int64(st.commitLocked(o.rows[i].Key, w))).Result
+			if w.obj == nil {
+				continue
+			}
+			if code := st.commitLocked(o.rows[i].Key, w); code == gen.OK {
+				o.staged[i] = committed
+			} else {
+				o.staged[i] = gen.MapStorePut(int64(code)).Result
 			}
 		}
 		st.mu.Unlock()
