@@ -401,3 +401,24 @@ func TestACallOfOneRowKeepsItsRoomInTheOp(t *testing.T) {
 	assert.LessOrEqual(t, allocs(true, one), allocs(true, three)-2, "put")
 	assert.LessOrEqual(t, allocs(false, one), allocs(false, three)-1, "get")
 }
+
+// When every row of an operation was cancelled before it started, moving
+// it ends its access, which notifies; the notified may move the operation
+// again (here through its Controller), and that returns at once.
+func TestANotifiedCallerMayMoveTheOperationAgain(t *testing.T) {
+	f := newFixture(t, memory.Options{Mode: memory.Controlled})
+	op, err := f.d.Put(context.Background(), []driver.Row{f.row("a", 0), f.row("b", 1)})
+	require.NoError(t, err)
+	c := memory.ControllerOf(op)
+	op.Cancel()
+	var calls atomic.Int32
+	op.(driver.Notifier).Notify(func() {
+		calls.Add(1)
+		c.MoveData()
+	})
+	c.MoveData()
+	assert.True(t, op.AccessEnded(), "no row started: access ended")
+	assert.Equal(t, int32(1), calls.Load())
+	c.PublishResults()
+	assert.Equal(t, []driver.Result{{Status: driver.Cancelled}, {Status: driver.Cancelled}}, wait(t, op))
+}

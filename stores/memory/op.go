@@ -129,13 +129,22 @@ func (o *op) run() {
 
 // move moves each row's data, in order, unless the operation was cancelled
 // first: rows that never started answer CANCELLED. It runs once; a second
-// caller returns once the first is done.
-func (o *op) move() { o.moving.Do(o.moveRows) }
+// caller returns once the first is done. When no row started, nothing was
+// touched and access ends, outside the once (ending access notifies, and
+// whatever the notified does may move the op again).
+func (o *op) move() {
+	none := false
+	o.moving.Do(func() { none = o.moveRows() })
+	if none {
+		o.endAccess()
+	}
+}
 
-// moveRows is move's work. A row reads the cancel flag as it starts (an
-// atomic load, not a lock: a put row's copy leaves stores in flight that
-// a locked instruction per row would wait for).
-func (o *op) moveRows() {
+// moveRows is move's work; it reports whether no row started. A row
+// reads the cancel flag as it starts (an atomic load, not a lock: a put
+// row's copy leaves stores in flight that a locked instruction per row
+// would wait for).
+func (o *op) moveRows() (none bool) {
 	st := o.d.store
 	// A get looks its rows up a chunk at a time under one hold of the
 	// store's lock, unless a hold or an injection was ever staged: those
@@ -177,9 +186,7 @@ func (o *op) moveRows() {
 	if pw != nil {
 		st.unreserve(pw, o.rows) // rows cancelled after their chunk was reserved
 	}
-	if started == 0 { // every row was cancelled before it started: nothing was touched
-		o.endAccess()
-	}
+	return started == 0
 }
 
 // write is a put's object, copied out of the caller's spans and reserved
