@@ -58,7 +58,6 @@ package backend
 import (
 	"cmp"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -66,7 +65,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/rs/zerolog"
 
@@ -355,13 +353,9 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline) ([]
 	if !hint.IsZero() && !fetch {
 		return nil, &InvalidSubmissionError{Rule: driver.RuleHint, Reason: "a publish takes no hint"}
 	}
-	n, keyBytes := 0, 0 // one pass sizes the spans and the keys
-	stem := b.stem.String()
+	n := 0
 	for _, vr := range v {
 		n += len(vr.Spans)
-		if len(vr.Name) > 0 {
-			keyBytes += len(stem) + hex.EncodedLen(len(vr.Name))
-		}
 	}
 	var spans []driver.Span // a copy: the caller may reuse its view
 	var rows []driver.Row
@@ -370,7 +364,6 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline) ([]
 	} else {
 		spans, rows = make([]driver.Span, 0, n), make([]driver.Row, len(v))
 	}
-	keys := newKeys(stem, keyBytes)
 	for i, vr := range v {
 		k := len(spans)
 		if len(vr.Spans) == 1 { // the usual row, without append's call
@@ -381,7 +374,7 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline) ([]
 		}
 		rows[i] = driver.Row{Spans: spans[k:len(spans):len(spans)]}
 		if len(vr.Name) > 0 { // an empty name keeps the empty key AdmitKeys refuses
-			rows[i].Key = keys.key(vr.Name)
+			rows[i].Key, _ = b.stem.Key(vr.Name) // the stem is checked; only an empty name fails
 		}
 	}
 	err := rules.AdmitRows(rows, 0)
@@ -405,42 +398,6 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline) ([]
 		return nil, &InvalidSubmissionError{Reason: err.Error()}
 	}
 	return rows, nil
-}
-
-// viewKeys builds the keys of a view's rows, stem + hex(name) as
-// driver.Stem.Key does, in one allocation for the whole view instead of
-// one per row: at 4 KiB rows the per-key allocation was a quarter of
-// validate's time, and the keys of a view lie side by side, in row order,
-// for every pass over them that follows (AdmitKeys, the driver's own
-// admission, a store's hashing). A key is an ordinary string, never
-// written again; a store that keeps one (the memory store's map) keeps
-// the view's whole allocation of keys alive with it, len(stem) +
-// 2*len(name) bytes a row, until it lets go of the last of them.
-type viewKeys struct {
-	stem string
-	buf  []byte // the unused tail of the view's one allocation
-}
-
-// newKeys returns the room for size bytes of keys under stem (a
-// driver.Stem's String): len(stem) + hex.EncodedLen(len(name)) for each
-// named row.
-func newKeys(stem string, size int) viewKeys {
-	k := viewKeys{stem: stem}
-	if size > 0 {
-		k.buf = make([]byte, size)
-	}
-	return k
-}
-
-// key returns the key of name, not empty, carved from the allocation.
-// Its bytes are never written again and never seen as a []byte: they are
-// the string's, as in driver.Stem.Key.
-func (k *viewKeys) key(name []byte) string {
-	n := len(k.stem) + hex.EncodedLen(len(name))
-	b := k.buf[:n:n]
-	k.buf = k.buf[n:]
-	hex.Encode(b[copy(b, k.stem):], name)
-	return unsafe.String(&b[0], n)
 }
 
 // admitDisjoint refuses rows whose spans overlap: a fetch writes every span,
