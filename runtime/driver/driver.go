@@ -148,7 +148,10 @@ type Registration interface {
 // blocks on the store.
 type Operation interface {
 	// Poll returns one result per row, in row order, and true once every
-	// row has its result; until then it returns nil, false.
+	// row has its result; until then it returns nil, false. The slice is
+	// the operation's and final once returned with true: a caller reads it
+	// and never writes it, so an operation may hand out the same slice on
+	// every call instead of copying its rows' results each time.
 	Poll() ([]Result, bool)
 	// AccessEnded reports whether the store can no longer touch any memory
 	// the operation named. Once true it stays true.

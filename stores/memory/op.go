@@ -89,7 +89,7 @@ func (o *op) Poll() ([]driver.Result, bool) {
 	if o.results == nil {
 		return nil, false
 	}
-	return append([]driver.Result(nil), o.results...), true
+	return o.results, true // final, and the caller's to read only (driver.Operation)
 }
 
 func (o *op) AccessEnded() bool {
@@ -318,8 +318,8 @@ func (o *op) publish() {
 		st.mu.Unlock()
 	}
 	// staged is final: move returned and never runs again (moving), so
-	// the results are staged itself, handed over without a copy (Poll copies
-	// out of them).
+	// the results are staged itself, handed over without a copy, to Poll's
+	// callers too.
 	o.results = o.staged
 	f := o.notify
 	o.mu.Unlock()
