@@ -309,6 +309,7 @@ func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error)
 	} else {
 		a.results = make([]driver.Result, len(rows))
 	}
+	a.batches = b.cut(rows, a) // outside the lock: it reads only the config
 	b.mu.Lock()
 	if b.violation != "" {
 		b.mu.Unlock()
@@ -318,7 +319,6 @@ func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error)
 		b.mu.Unlock()
 		return nil, &SubmissionRejectedError{Reason: "the backend is shut down"}
 	}
-	a.batches = b.cut(rows, a)
 	if fetch {
 		b.fetchQ.push(a.batches)
 	} else {
