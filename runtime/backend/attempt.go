@@ -143,11 +143,16 @@ func (a *Attempt) markDoneLocked() {
 // Results) and false. It never blocks on the store.
 func (a *Attempt) Poll() (Outcome, bool) {
 	a.b.mu.Lock()
-	defer a.b.mu.Unlock()
-	if !a.doneLocked() {
+	done, fault := a.doneLocked(), a.fault // a Cancel after done may still set the fault
+	a.b.mu.Unlock()
+	if !done {
 		return Outcome{}, false
 	}
-	o := Outcome{Fault: a.fault}
+	// Once done, results are final (only a queued batch's rows are
+	// written after a batch recorded, and none is queued): the outcome is
+	// built outside the lock, which a view of thousands of rows would
+	// otherwise hold for the whole copy.
+	o := Outcome{Fault: fault}
 	if len(a.results) == 1 {
 		one := new(struct { // a one-row outcome in one allocation
 			r [1]driver.Result
