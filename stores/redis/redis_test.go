@@ -282,3 +282,96 @@ func freeClosedPort() (string, error) {
 	s.Stop()
 	return s.Addr, nil
 }
+
+// TestGetOfAnObjectLargerThanTheRow reads, in one call, rows whose keys
+// hold objects longer than the row (one whole, one corrupt) among rows
+// the driver stored: Get reads each object into a buffer sized for the
+// row, and go-redis refuses a longer one and fails every reply after it
+// on that connection. The long objects answer as the spec says (FAULT,
+// destination untouched: the payload length differs, or the trailer is
+// wrong) and the rows after them are still delivered whole. It also holds
+// go-redis's wording of that refusal, which the driver recognises.
+func TestGetOfAnObjectLargerThanTheRow(t *testing.T) {
+	for _, b := range []struct {
+		name string
+		need func(*testing.T)
+		dep  func() redistest.Deployment
+	}{
+		{"redis7", needServer, standalone},
+		{"redis7-cluster", needServer, clustered},
+		{"valkey81", needValkey, func() redistest.Deployment { return redistest.Deployment{Addrs: []string{valkey.Addr}} }},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			b.need(t)
+			dep := b.dep()
+			ctx := context.Background()
+			d, err := redis.Open(ctx, redis.Options{Addrs: dep.Addrs, Cluster: dep.Cluster})
+			require.NoError(t, err)
+			r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 64 << 10, Slots: 16})
+			require.NoError(t, err)
+			reg, err := d.Register(r.Region)
+			require.NoError(t, err)
+			defer func() {
+				require.True(t, d.Drain(conformance.Within(5*time.Second)))
+				require.NoError(t, d.Unregister(reg))
+				require.NoError(t, d.Close())
+				require.NoError(t, r.Close())
+			}()
+			const n = 6
+			var src, dst []driver.Row
+			for i := 0; i < n; i++ {
+				key := fmt.Sprintf("large-%s-%d/v1/%02x", b.name, time.Now().UnixNano(), i)
+				src = append(src, driver.Row{Key: key, Spans: []driver.Span{r.Slot(i)}})
+				dst = append(dst, driver.Row{Key: key, Spans: []driver.Span{r.Slot(n + i)}})
+				fill := r.Slot(i).Bytes()
+				for j := range fill {
+					fill[j] = byte(i*13 + j)
+				}
+				fill = r.Slot(n + i).Bytes()
+				for j := range fill {
+					fill[j] = 0xEE
+				}
+			}
+			const whole, corrupt = 1, 3 // keys that hold objects longer than their rows
+			var stored []driver.Row
+			for i, row := range src {
+				if i != whole && i != corrupt {
+					stored = append(stored, row)
+				}
+			}
+			op, err := d.Put(ctx, stored)
+			require.NoError(t, err)
+			res, _ := op.Poll()
+			for i, r := range res {
+				require.Equal(t, driver.Ready, r.Status, "put %d", i)
+			}
+			long := bytes.Repeat([]byte{7}, 100<<10)
+			require.NoError(t, d.Client().Set(ctx, src[whole].Key, trailer.Encode(src[whole].Key, long), 0).Err())
+			bad := trailer.Encode(src[corrupt].Key, long)
+			bad[10] ^= 0xff
+			require.NoError(t, d.Client().Set(ctx, src[corrupt].Key, bad, 0).Err())
+
+			op, err = d.Get(ctx, dst, driver.Hint{})
+			require.NoError(t, err)
+			res, _ = op.Poll()
+			for i, got := range res {
+				if i == whole || i == corrupt {
+					assert.Equal(t, driver.Fault, got.Status, "row %d: %v", i, got)
+					assert.Equal(t, bytes.Repeat([]byte{0xEE}, 64<<10), dst[i].Spans[0].Bytes(), "row %d: a faulted row's destination was written", i)
+					continue
+				}
+				assert.Equal(t, driver.Ready, got.Status, "row %d: %v", i, got)
+				assert.Equal(t, src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes(), "row %d", i)
+			}
+			assert.Contains(t, res[whole].Text, "length differs")
+
+			// go-redis's own refusal, as the driver recognises it.
+			err = d.Client().GetToBuffer(ctx, src[whole].Key, make([]byte, 10)).Err()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "buffer too small")
+			for _, row := range src {
+				_ = d.Client().Del(ctx, row.Key).Err()
+			}
+		})
+	}
+}
