@@ -65,6 +65,9 @@ type Driver struct {
 
 	life driverkit.Lifecycle
 
+	// bufs holds the object buffers of puts and gets between calls.
+	bufs bufPool
+
 	// tx is whether the user may run WATCH, MULTI and EXEC (txUnknown
 	// until the first store asks).
 	tx atomic.Int32
@@ -239,7 +242,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 		// store step returns: the buffers go back to the pool.
 		defer func() {
 			for _, i := range store {
-				putBuf(objs[i])
+				d.bufs.put(objs[i])
 			}
 		}()
 		codes := make([]gen.Code, len(rows))
@@ -336,7 +339,7 @@ func (d *Driver) putWatched(ctx context.Context, c *goredis.Client, rows []drive
 	defer func() {
 		for _, o := range objs {
 			if o != nil {
-				putBuf(o)
+				d.bufs.put(o)
 			}
 		}
 	}()
@@ -521,19 +524,19 @@ func (d *Driver) transact(ctx context.Context, tx *goredis.Tx, rows []driver.Row
 	return undecided
 }
 
-// object is row's payload and trailer in a buffer of bufs. Without a row
+// object is row's payload and trailer in a buffer of d.bufs. Without a row
 // key the CRC is taken as the spans are copied, in one pass over memory
 // (trailer.CopyCRC); with one, the tag is a second pass anyway.
 func (d *Driver) object(row driver.Row) []byte {
 	n := row.Bytes()
 	if d.opt.Integrity.On() {
-		payload := getBuf(n + trailer.TagSize + trailer.Size)
+		payload := d.bufs.get(n + trailer.TagSize + trailer.Size)
 		for _, s := range row.Spans {
 			payload = append(payload, s.Bytes()...)
 		}
 		return d.opt.Integrity.Append(payload, row.Key, payload)
 	}
-	obj := getBuf(n + trailer.Size)[:n+trailer.Size]
+	obj := d.bufs.get(n + trailer.Size)[:n+trailer.Size]
 	var crc uint32
 	off := 0
 	for _, s := range row.Spans {
@@ -542,24 +545,6 @@ func (d *Driver) object(row driver.Row) []byte {
 	}
 	trailer.Put(obj[off:], trailer.NameDigest(row.Key), off, crc)
 	return obj
-}
-
-// bufs holds object buffers between puts, so a put of large rows neither
-// allocates nor zeroes (nor faults in) a fresh buffer per row.
-var bufs sync.Pool
-
-// getBuf returns an empty buffer of capacity at least n.
-func getBuf(n int64) []byte {
-	if p, ok := bufs.Get().(*[]byte); ok && int64(cap(*p)) >= n {
-		return (*p)[:0]
-	}
-	return make([]byte, 0, n)
-}
-
-func putBuf(b []byte) {
-	if cap(b) <= 64<<20 {
-		bufs.Put(&b)
-	}
 }
 
 // release deletes this writer's markers from rows whose store failed, so a
@@ -601,7 +586,7 @@ func newMarker() string {
 // Get reads each row's object, checks its trailer and only then copies its
 // payload into the row's spans.
 //
-// Each object is read straight from the connection into a buffer of bufs
+// Each object is read straight from the connection into a buffer of d.bufs
 // (GET with go-redis's GetToBuffer), sized for the row's object in either
 // trailer format plus the reply's CRLF: a 4 MiB call then neither
 // allocates nor zeroes 4 MiB of replies, whose garbage made the collector
@@ -619,17 +604,17 @@ func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (
 	results := make([]driver.Result, len(rows))
 	pipe := d.c.Pipeline()
 	gets := make([]*goredis.ZeroCopyStringCmd, len(rows))
-	bufs := make([][]byte, len(rows))
+	into := make([][]byte, len(rows))
 	defer func() {
-		for _, b := range bufs {
-			putBuf(b)
+		for _, b := range into {
+			d.bufs.put(b)
 		}
 	}()
 	for i, r := range rows {
 		// A marker is shorter than any object but that of an empty row.
 		n := max(r.Bytes()+trailer.TagSize+trailer.Size, int64(len(markerPrefix))+24) + 2
-		bufs[i] = getBuf(n)[:n]
-		gets[i] = pipe.GetToBuffer(ctx, r.Key, bufs[i])
+		into[i] = d.bufs.get(n)[:n]
+		gets[i] = pipe.GetToBuffer(ctx, r.Key, into[i])
 	}
 	_, _ = pipe.Exec(ctx)
 	var large []int
