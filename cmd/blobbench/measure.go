@@ -521,6 +521,10 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			for k, key := range keys {
 				objs[k] = plainObject(key, srcMem[int64(k)*rowBytes:int64(k+1)*rowBytes])
 			}
+			// The driver's publish starts on a collected heap (the
+			// runtime.GC below ends each rep): so does the baseline, not
+			// amid the collection of the copies above.
+			runtime.GC()
 			if plainPut, plainGet, err = s.plain(r.d, keys, objs, perCall, workers); err != nil {
 				return bandwidth{}, fmt.Errorf("plain %s: %w", s.plainName, err)
 			}
