@@ -53,4 +53,11 @@ func TestBufPoolKeepsBuffersThroughCollections(t *testing.T) {
 	p.put(nil)
 	p.put(make([]byte, 0, bufMax+1)) // too big: dropped
 	assert.LessOrEqual(t, p.bytes, idleMax)
+
+	// Close drops what is kept; the pool still works after.
+	p.drop()
+	assert.Zero(t, p.bytes)
+	assert.Empty(t, p.idle)
+	p.put(p.get(1 << 20))
+	assert.Equal(t, bufClass(1<<20), p.bytes)
 }

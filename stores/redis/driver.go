@@ -182,8 +182,13 @@ func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unreg
 func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil) }
 
 // Close closes the client once a drain returned true and every region is
-// unregistered.
-func (d *Driver) Close() error { return d.life.Close(d.c.Close) }
+// unregistered, and drops the object buffers it kept.
+func (d *Driver) Close() error {
+	return d.life.Close(func() error {
+		d.bufs.drop()
+		return d.c.Close()
+	})
+}
 
 // As reaches the go-redis client: target may be a *goredis.UniversalClient.
 func (d *Driver) As(target any) bool {
