@@ -31,20 +31,24 @@ var (
 	BatchesPerView = []int{1, 16, 256, 1024}
 )
 
-// Rig is a backend over a blocking memory store and slots rows, every row
-// already published, woken through a channel of one as a serving runtime
-// would be (one goroutine uses a Rig).
-type Rig struct {
+// Backend is a backend over a blocking memory store and a lender's slots,
+// woken through a channel of one, as a serving runtime would be: a
+// non-blocking send that allocates nothing, so that a benchmark counts
+// the backend's cost and not its harness's. One goroutine settles its
+// attempts.
+type Backend struct {
+	*backend.Backend
+	// Slots is the lender's region: slots slots of rowBytes each.
+	Slots  *driver.Region
 	lender *hostmem.Lender
 	d      driver.Driver
-	be     *backend.Backend
 	wake   chan struct{}
-	rows   backend.View
 }
 
-// New returns a Rig of slots rows over a backend configured by cfg.
-func New(slots int, cfg backend.Config) (*Rig, error) {
-	lender, err := hostmem.NewLender("scalebench", driver.Layout{SlotBytes: RowBytes, Slots: slots})
+// NewBackend returns a Backend configured by cfg over slots slots of
+// rowBytes bytes.
+func NewBackend(slots int, rowBytes int64, cfg backend.Config) (*Backend, error) {
+	lender, err := hostmem.NewLender("scalebench", driver.Layout{SlotBytes: rowBytes, Slots: slots})
 	if err != nil {
 		return nil, err
 	}
@@ -58,47 +62,25 @@ func New(slots int, cfg backend.Config) (*Rig, error) {
 	if err != nil {
 		return nil, errors.Join(err, d.Close(), lender.Close())
 	}
-	r := &Rig{lender: lender, d: d, wake: make(chan struct{}, 1)}
-	r.be, err = backend.New(bind, r.signal, cfg)
+	b := &Backend{Slots: hold.Regions()[0], lender: lender, d: d, wake: make(chan struct{}, 1)}
+	b.Backend, err = backend.New(bind, b.signal, cfg)
 	if err != nil {
 		return nil, errors.Join(err, d.Close(), lender.Close())
 	}
-	slot := hold.Regions()[0]
-	r.rows = make(backend.View, slots)
-	for i := range r.rows {
-		r.rows[i] = backend.ViewRow{Name: []byte(fmt.Sprint("row-", i)), Spans: []driver.Span{slot.Slot(i)}}
-	}
-	ctx, cancel := bound(len(r.rows))
-	defer cancel()
-	a, err := r.be.Publish(r.rows)
-	if err == nil {
-		err = r.settle(ctx, a)
-	}
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("scalebench: publishing the rows: %w", err), r.Close())
-	}
-	return r, nil
+	return b, nil
 }
 
 // signal is the backend's wake function: a send that never blocks.
-func (r *Rig) signal() {
+func (b *Backend) signal() {
 	select {
-	case r.wake <- struct{}{}:
+	case b.wake <- struct{}{}:
 	default:
 	}
 }
 
-// bound returns the context a run of ops settles under: 10 s, and a
-// millisecond per op (hundreds of times what one costs), so that a hang
-// ends as an error instead of a stuck bench. One context per run, not per
-// attempt: a timer per attempt would be the harness's cost.
-func bound(ops int) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 10*time.Second+time.Duration(ops)*time.Millisecond)
-}
-
-// settle waits until a is done with every row delivered, then until it
+// Settle waits until a is done with every row delivered, then until it
 // quiesces, or until ctx ends.
-func (r *Rig) settle(ctx context.Context, a *backend.Attempt) error {
+func (b *Backend) Settle(ctx context.Context, a *backend.Attempt) error {
 	o, err := a.Wait(ctx)
 	if err != nil {
 		return fmt.Errorf("scalebench: attempt not done: %w", err)
@@ -108,12 +90,57 @@ func (r *Rig) settle(ctx context.Context, a *backend.Attempt) error {
 	}
 	for !a.Quiesced() {
 		select {
-		case <-r.wake:
+		case <-b.wake:
 		case <-ctx.Done():
 			return fmt.Errorf("scalebench: attempt not quiesced: %w", ctx.Err())
 		}
 	}
 	return nil
+}
+
+// Close shuts the backend down, waiting at most a minute, then closes the
+// driver and the lender.
+func (b *Backend) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return errors.Join(b.Shutdown(ctx), b.d.Close(), b.lender.Close())
+}
+
+// Rig is a Backend of slots rows of RowBytes, every row already
+// published.
+type Rig struct {
+	*Backend
+	rows backend.View
+}
+
+// New returns a Rig of slots rows over a backend configured by cfg.
+func New(slots int, cfg backend.Config) (*Rig, error) {
+	be, err := NewBackend(slots, RowBytes, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := &Rig{Backend: be, rows: make(backend.View, slots)}
+	for i := range r.rows {
+		r.rows[i] = backend.ViewRow{Name: []byte(fmt.Sprint("row-", i)), Spans: []driver.Span{be.Slots.Slot(i)}}
+	}
+	ctx, cancel := bound(len(r.rows))
+	defer cancel()
+	a, err := r.Publish(r.rows)
+	if err == nil {
+		err = r.Settle(ctx, a)
+	}
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("scalebench: publishing the rows: %w", err), r.Close())
+	}
+	return r, nil
+}
+
+// bound returns the context a run of ops settles under: 10 s, and a
+// millisecond per op (hundreds of times what one costs), so that a hang
+// ends as an error instead of a stuck bench. One context per run, not per
+// attempt: a timer per attempt would be the harness's cost.
+func bound(ops int) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second+time.Duration(ops)*time.Millisecond)
 }
 
 // Outstanding keeps one one-row fetch in flight per row of the rig,
@@ -127,22 +154,22 @@ func (r *Rig) Outstanding(ops int) (time.Duration, error) {
 	ring := make([]*backend.Attempt, n)
 	var err error
 	for i := range ring {
-		if ring[i], err = r.be.Fetch(r.rows[i:i+1], driver.Hint{}); err != nil {
+		if ring[i], err = r.Fetch(r.rows[i:i+1], driver.Hint{}); err != nil {
 			return 0, err
 		}
 	}
 	start := time.Now()
 	for i := 0; i < ops; i++ {
-		if err := r.settle(ctx, ring[i%n]); err != nil {
+		if err := r.Settle(ctx, ring[i%n]); err != nil {
 			return 0, err
 		}
-		if ring[i%n], err = r.be.Fetch(r.rows[i%n:i%n+1], driver.Hint{}); err != nil {
+		if ring[i%n], err = r.Fetch(r.rows[i%n:i%n+1], driver.Hint{}); err != nil {
 			return 0, err
 		}
 	}
 	el := time.Since(start)
 	for _, a := range ring {
-		if err := r.settle(ctx, a); err != nil {
+		if err := r.Settle(ctx, a); err != nil {
 			return 0, err
 		}
 	}
@@ -158,9 +185,9 @@ func (r *Rig) Views(ops int) (time.Duration, int, error) {
 	start := time.Now()
 	rows := 0
 	for rows < ops {
-		a, err := r.be.Fetch(r.rows, driver.Hint{})
+		a, err := r.Fetch(r.rows, driver.Hint{})
 		if err == nil {
-			err = r.settle(ctx, a)
+			err = r.Settle(ctx, a)
 		}
 		if err != nil {
 			return 0, 0, err
@@ -168,14 +195,6 @@ func (r *Rig) Views(ops int) (time.Duration, int, error) {
 		rows += len(r.rows)
 	}
 	return time.Since(start), rows, nil
-}
-
-// Close shuts the backend down, waiting at most a minute, then closes the
-// driver and the lender.
-func (r *Rig) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return errors.Join(r.be.Shutdown(ctx), r.d.Close(), r.lender.Close())
 }
 
 // Handoff times ops round trips through a goroutine parked on a sync.Cond,

@@ -9,82 +9,42 @@ import (
 	"github.com/kvblob/kvblob/internal/scalebench"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
-	"github.com/kvblob/kvblob/runtime/hostmem"
-	"github.com/kvblob/kvblob/stores/memory"
 )
-
-// signal is a wake function as a serving runtime would write one: a
-// non-blocking send on a channel of one, which allocates nothing. The
-// tests' waker closes and makes a channel on every wake, so that any
-// number of goroutines may wait; that costs two allocations a wake, which
-// in a benchmark would be the harness's cost counted as the backend's.
-// One goroutine waits on a signal.
-type signal chan struct{}
-
-func newSignal() signal { return make(signal, 1) }
-
-func (s signal) wake() {
-	select {
-	case s <- struct{}{}:
-	default:
-	}
-}
-
-// until waits for cond, checking it again after every wake.
-func (s signal) until(b *testing.B, what string, cond func() bool) {
-	for !cond() {
-		select {
-		case <-s:
-		case <-time.After(10 * time.Second):
-			b.Fatalf("%s: not within 10s", what)
-		}
-	}
-}
 
 // roundTripRig is a backend over the memory store with a view of rows
 // source rows and one of as many destination rows, rowBytes each, and
-// done, which waits for an attempt to quiesce.
+// done, which waits for an attempt to deliver every row and quiesce.
 type roundTripRig struct {
-	be       *backend.Backend
+	be       *scalebench.Backend
 	src, dst backend.View
 	done     func(*backend.Attempt, error)
 }
 
 func newRoundTripRig(b *testing.B, rows, rowBytes int, cfg backend.Config) *roundTripRig {
-	lender, err := hostmem.NewLender("bench", driver.Layout{SlotBytes: int64(rowBytes), Slots: 2 * rows})
-	if err != nil {
-		b.Fatal(err)
-	}
-	hold, _ := lender.Hold()
-	bind, err := backend.Bind(hold.Regions(), memory.New(memory.Options{}), hold)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := newSignal()
-	be, err := backend.New(bind, w.wake, cfg)
+	be, err := scalebench.NewBackend(2*rows, int64(rowBytes), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := be.Shutdown(ctx); err != nil {
+		if err := be.Close(); err != nil {
 			b.Error(err)
 		}
-		_ = lender.Close()
 	})
-	r := hold.Regions()[0]
 	rig := &roundTripRig{be: be, src: make(backend.View, rows), dst: make(backend.View, rows)}
 	for i := range rig.src {
 		name := []byte(fmt.Sprint("row-", i))
-		rig.src[i] = backend.ViewRow{Name: name, Spans: []driver.Span{r.Slot(i)}}
-		rig.dst[i] = backend.ViewRow{Name: name, Spans: []driver.Span{r.Slot(rows + i)}}
+		rig.src[i] = backend.ViewRow{Name: name, Spans: []driver.Span{be.Slots.Slot(i)}}
+		rig.dst[i] = backend.ViewRow{Name: name, Spans: []driver.Span{be.Slots.Slot(rows + i)}}
 	}
 	rig.done = func(a *backend.Attempt, err error) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		w.until(b, "quiesced", a.Quiesced)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := be.Settle(ctx, a); err != nil {
+			b.Fatal(err)
+		}
 	}
 	return rig
 }
