@@ -326,8 +326,7 @@ func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error)
 	}
 	a.queued = len(a.batches)
 	b.stats.BatchesQueued += len(a.batches)
-	a.at = len(b.attempts)
-	b.attempts = append(b.attempts, a)
+	b.attempts = addIndexed(b.attempts, a, (*Attempt).index)
 	b.stats.Attempts++
 	for i := 0; i < len(a.batches) && i < b.idle; i++ {
 		b.cond.Signal() // one worker per batch; a worker that finds more work takes it

@@ -55,8 +55,7 @@ func (b *Backend) next() *batch {
 		if bt := b.takeLocked(); bt != nil {
 			bt.startLocked() // counted as started before it enters the driver
 			bt.callStart = timeWithWarning{Time: b.callStarted()}
-			bt.openAt = len(b.open)
-			b.open = append(b.open, bt)
+			b.open = addIndexed(b.open, bt, (*batch).openIndex)
 			b.stats.BatchesStarted++
 			if b.idle > 0 && b.eligibleLocked() {
 				b.cond.Signal() // more work than this worker: pass it on
@@ -209,8 +208,7 @@ func (b *Backend) handOverLocked(bt *batch) {
 	if bt.notifies {
 		b.dirtyLocked(bt)
 	} else {
-		bt.watchAt = len(b.watch)
-		b.watch = append(b.watch, bt)
+		b.watch = addIndexed(b.watch, bt, (*batch).watchIndex)
 	}
 	b.kickProgress()
 }
@@ -219,8 +217,7 @@ func (b *Backend) handOverLocked(bt *batch) {
 // poll, once.
 func (b *Backend) dirtyLocked(bt *batch) {
 	if bt.watchAt < 0 && bt.op != nil && !bt.settled() {
-		bt.watchAt = len(b.dirty)
-		b.dirty = append(b.dirty, bt)
+		b.dirty = addIndexed(b.dirty, bt, (*batch).watchIndex)
 	}
 }
 
@@ -298,38 +295,50 @@ func (b *Backend) violationLocked(bt *batch, what string) {
 // settleLocked takes a settled batch out of the open set (and the progress
 // goroutine's), and forgets its attempt once quiesced: O(1).
 func (b *Backend) settleLocked(bt *batch) {
-	if i := bt.openAt; i >= 0 {
-		last := len(b.open) - 1
-		b.open[i] = b.open[last]
-		b.open[i].openAt = i
-		b.open[last] = nil
-		b.open = b.open[:last]
-		bt.openAt = -1
+	if bt.openAt >= 0 {
+		b.open = removeIndexed(b.open, bt, (*batch).openIndex)
 		b.stats.BatchesSettled++
 	}
-	if i := bt.watchAt; i >= 0 && !bt.notifies {
-		last := len(b.watch) - 1
-		b.watch[i] = b.watch[last]
-		b.watch[i].watchAt = i
-		b.watch[last] = nil
-		b.watch = b.watch[:last]
-		bt.watchAt = -1
+	if bt.watchAt >= 0 && !bt.notifies {
+		b.watch = removeIndexed(b.watch, bt, (*batch).watchIndex)
 	}
 	b.forgetIfQuiescedLocked(bt.a)
 }
 
 // forgetIfQuiescedLocked drops an attempt whose outcome is final and
-// quiesced: O(1), the last attempt taking its place.
+// quiesced: O(1).
 func (b *Backend) forgetIfQuiescedLocked(a *Attempt) {
-	if i := a.at; i >= 0 && a.quiescedLocked() {
-		last := len(b.attempts) - 1
-		b.attempts[i] = b.attempts[last]
-		b.attempts[i].at = i
-		b.attempts[last] = nil
-		b.attempts = b.attempts[:last]
-		a.at = -1
+	if a.at >= 0 && a.quiescedLocked() {
+		b.attempts = removeIndexed(b.attempts, a, (*Attempt).index)
 	}
 }
+
+// The backend's sets of batches and attempts (open, watch, dirty,
+// attempts) are indexed slices: each element keeps its own position in a
+// field (-1: in none), so that settling removes it in O(1), the last
+// element taking its place, whatever the set's size.
+
+// addIndexed appends x to s and records its position in *at(x).
+func addIndexed[T any](s []T, x T, at func(T) *int) []T {
+	*at(x) = len(s)
+	return append(s, x)
+}
+
+// removeIndexed takes x, at position *at(x), out of s: the last element
+// moves into its place, and x's position becomes -1.
+func removeIndexed[T any](s []T, x T, at func(T) *int) []T {
+	i, last := *at(x), len(s)-1
+	s[i] = s[last]
+	*at(s[i]) = i
+	var zero T
+	s[last] = zero
+	*at(x) = -1
+	return s[:last]
+}
+
+func (bt *batch) openIndex() *int  { return &bt.openAt }
+func (bt *batch) watchIndex() *int { return &bt.watchAt }
+func (a *Attempt) index() *int     { return &a.at }
 
 // The progress goroutine's pacing of operations it must poll.
 const (
