@@ -222,9 +222,13 @@ func (o *op) putRow(row driver.Row) (driver.Result, write) {
 	// One pass: each span is copied into the arena block. The trailer's
 	// bytes are left unwritten (object.own): whole writes them, name digest
 	// and CRC32 included, for a reader that sees the object whole.
-	w, code := st.begin(row.Key, n+trailer.Size, true)
+	w, code := st.begin(row.Key, ownBytes(row), true)
 	return fill(row, w, code)
 }
+
+// ownBytes is the size of the object a put writes for row itself
+// (object.own): its payload, and room for the trailer.
+func ownBytes(row driver.Row) int { return int(row.Bytes()) + trailer.Size }
 
 // fill copies row out of its spans into w's object, which begin (or
 // reserved) gave it with code: it returns the row's result when the store

@@ -358,7 +358,7 @@ func (s *Store) reserved(p *puts, rows []driver.Row, i int) (write, gen.Code) {
 		p.start, p.n = i, min(putChunk, len(rows)-i)
 		for k := range p.n {
 			r := rows[i+k]
-			p.w[k], p.codes[k] = s.beginLocked(r.Key, int(r.Bytes())+trailer.Size, true)
+			p.w[k], p.codes[k] = s.beginLocked(r.Key, ownBytes(r), true)
 		}
 		s.mu.Unlock()
 	}
