@@ -702,25 +702,25 @@ func measureRowOps(s store, p plan) (rowOps, error) {
 func measureScaling(p plan) (scaling, error) {
 	const workers = 2
 	sc := scaling{Store: "memory", RowBytes: scalebench.RowBytes, Workers: workers, OpsPerRep: p.scalingOps}
-	type size struct {
-		n    int
-		rig  *scalebench.Rig
-		time func(*scalebench.Rig) (time.Duration, int, error)
-		ns   []float64
+	type workload struct {
+		n   int
+		rig *scalebench.Rig
+		run func(*scalebench.Rig) (time.Duration, int, error)
+		ns  []float64
 	}
 	outstanding := func(r *scalebench.Rig) (time.Duration, int, error) {
 		el, err := r.Outstanding(p.scalingOps)
 		return el, p.scalingOps, err
 	}
 	views := func(r *scalebench.Rig) (time.Duration, int, error) { return r.Views(p.scalingOps) }
-	var attempts, batches []*size
+	var attempts, batches []*workload
 	for _, n := range scalebench.Attempts {
-		attempts = append(attempts, &size{n: n, time: outstanding})
+		attempts = append(attempts, &workload{n: n, run: outstanding})
 	}
 	for _, n := range scalebench.BatchesPerView {
-		batches = append(batches, &size{n: n, time: views})
+		batches = append(batches, &workload{n: n, run: views})
 	}
-	all := append(append([]*size(nil), attempts...), batches...)
+	all := append(append([]*workload(nil), attempts...), batches...)
 	defer func() {
 		for _, z := range all {
 			if z.rig != nil {
@@ -739,7 +739,7 @@ func measureScaling(p plan) (scaling, error) {
 			return scaling{}, err
 		}
 	}
-	maxMin := func(zs []*size, rep int) float64 {
+	maxMin := func(zs []*workload, rep int) float64 {
 		lo, hi := math.Inf(1), 0.0
 		for _, z := range zs {
 			lo, hi = min(lo, z.ns[rep]), max(hi, z.ns[rep])
@@ -753,7 +753,7 @@ func measureScaling(p plan) (scaling, error) {
 			handoff = append(handoff, float64(h.Nanoseconds())/float64(p.scalingOps))
 		}
 		for _, z := range all {
-			el, ops, err := z.time(z.rig)
+			el, ops, err := z.run(z.rig)
 			if err != nil {
 				return scaling{}, fmt.Errorf("%d: %w", z.n, err)
 			}
