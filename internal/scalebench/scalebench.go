@@ -41,7 +41,7 @@ type Backend struct {
 	// Slots is the lender's region: slots slots of rowBytes each.
 	Slots  *driver.Region
 	lender *hostmem.Lender
-	d      driver.Driver
+	d      *memory.Driver
 	wake   chan struct{}
 }
 
@@ -68,6 +68,21 @@ func NewBackend(slots int, rowBytes int64, cfg backend.Config) (*Backend, error)
 		return nil, errors.Join(err, d.Close(), lender.Close())
 	}
 	return b, nil
+}
+
+// Forget deletes the objects of v's rows from the store, so that the next
+// publish under those names inserts fresh keys again, as a serving
+// engine's publishes of new blocks do, and the store's footprint stays
+// steady.
+func (b *Backend) Forget(v backend.View) error {
+	for _, r := range v {
+		key, err := b.Key(r.Name)
+		if err != nil {
+			return err
+		}
+		b.d.Store().Delete(key)
+	}
+	return nil
 }
 
 // signal is the backend's wake function: a send that never blocks.

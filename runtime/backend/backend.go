@@ -285,6 +285,11 @@ func (b *Backend) rowLimit() int {
 	return rows
 }
 
+// Key returns the store key of the row named name: Config.Prefix, the key
+// version and hex(name) (driver.Stem.Key). Every driver call the backend
+// makes uses it, so it is what to look for, or to delete, in the store.
+func (b *Backend) Key(name []byte) (string, error) { return b.stem.Key(name) }
+
 // Publish stores a view's rows. It never calls the driver: it validates,
 // queues, and returns the attempt. It returns an *InvalidSubmissionError
 // for a view it refuses, and a *SubmissionRejectedError once the backend
