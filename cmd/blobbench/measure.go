@@ -96,6 +96,11 @@ type latency struct {
 	LoadedP50       time.Duration `json:"loaded_p50_ns"`
 	LoadedP99       time.Duration `json:"loaded_p99_ns"`
 	P99LoadedVsIdle spread        `json:"p99_loaded_vs_idle"`
+	// Collections that ran during the idle and the loaded phases, over
+	// every rep: a collection's mark phase takes a core of two, so a
+	// phase it falls in has a slower tail, and the reader should know.
+	IdleGCs   uint32 `json:"idle_gcs"`
+	LoadedGCs uint32 `json:"loaded_gcs"`
 }
 
 type rowOps struct {
@@ -584,12 +589,15 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 	}
 	var allIdle, allLoaded []time.Duration
 	var rs []float64
+	var idleGCs, loadedGCs uint32
 	for rep := 0; rep < p.reps; rep++ {
 		runtime.GC()
+		gc0 := numGC()
 		idle, err := fetches()
 		if err != nil {
 			return latency{}, err
 		}
+		idleGCs += numGC() - gc0
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
@@ -614,7 +622,9 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 			}()
 		}
 		runtime.GC()
+		gc0 = numGC()
 		loaded, err := fetches()
+		loadedGCs += numGC() - gc0
 		close(stop)
 		wg.Wait()
 		if err != nil {
@@ -634,7 +644,15 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 		return latency{}, err
 	}
 	return latency{Store: s.name, Samples: p.latencyFetches, IdleP50: percentile(allIdle, 0.5), IdleP99: percentile(allIdle, 0.99),
-		LoadedP50: percentile(allLoaded, 0.5), LoadedP99: percentile(allLoaded, 0.99), P99LoadedVsIdle: spreadOf(rs)}, nil
+		LoadedP50: percentile(allLoaded, 0.5), LoadedP99: percentile(allLoaded, 0.99), P99LoadedVsIdle: spreadOf(rs),
+		IdleGCs: idleGCs, LoadedGCs: loadedGCs}, nil
+}
+
+// numGC is the number of collections completed so far.
+func numGC() uint32 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.NumGC
 }
 
 // measureRowOps times row-ops end to end through Publish and Fetch: each
