@@ -179,9 +179,24 @@ type op struct {
 	results    []driver.Result
 	ended      bool
 	unprovable bool
+	one        [1]driver.Result // a one-row call's result, in the same allocation
 }
 
-func (o *op) Poll() ([]driver.Result, bool) { return append([]driver.Result(nil), o.results...), true }
+// newOp returns an operation with room for the results of n rows.
+func newOp(n int, ended bool) *op {
+	o := &op{ended: ended}
+	if n == 1 {
+		o.results = o.one[:]
+	} else {
+		o.results = make([]driver.Result, n)
+	}
+	return o
+}
+
+// Poll hands out the operation's own results, not a copy: they are final
+// once Put or Get returned, and the caller never writes them
+// (driver.Operation).
+func (o *op) Poll() ([]driver.Result, bool) { return o.results, true }
 func (o *op) AccessEnded() bool             { return o.ended }
 func (o *op) AccessUnprovable() bool        { return o.unprovable }
 

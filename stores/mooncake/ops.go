@@ -20,7 +20,7 @@ func (d *Driver) Put(_ context.Context, rows []driver.Row) (driver.Operation, er
 	if err != nil {
 		return nil, err
 	}
-	o := &op{results: make([]driver.Result, len(rows)), ended: true}
+	o := newOp(len(rows), true)
 	defer o.settle(call)
 
 	var start, askHeld []int
@@ -105,11 +105,18 @@ func (d *Driver) scatter(rows []driver.Row, idx []int, o *op, set func(int, hold
 	if len(idx) == 0 {
 		return nil, nil
 	}
+	n := 0
+	for _, i := range idx {
+		n += len(rows[i].Spans)
+	}
+	flat := make([]Buffer, 0, n) // every row's buffers in one allocation
 	bufs := make([][]Buffer, len(idx))
 	for k, i := range idx {
+		at := len(flat)
 		for _, s := range rows[i].Spans {
-			bufs[k] = append(bufs[k], spanBuffer(s))
+			flat = append(flat, spanBuffer(s))
 		}
+		bufs[k] = flat[at:len(flat):len(flat)]
 	}
 	answers, err := d.sdk.BatchPutFromMultiBufferRanges(keysOf(rows, idx), bufs)
 	if err != nil || len(answers) != len(idx) {
@@ -227,7 +234,7 @@ func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (dr
 	if err != nil {
 		return nil, err
 	}
-	o := &op{results: make([]driver.Result, len(rows))}
+	o := newOp(len(rows), false)
 	defer o.settle(call)
 	all := make([]int, len(rows))
 	for i := range all {
