@@ -40,10 +40,10 @@ func TestClassIndexNumbersTheClassesInOrder(t *testing.T) {
 func TestAFreedBlockIsReusedAndNoHeapIsTakenOnceWarm(t *testing.T) {
 	s := NewStore(0)
 	s.SetObject("a", make([]byte, 4096+trailer.Size))
-	first := &s.keys["a"].obj.b[0]
+	first := &s.keys.get("a").obj.b[0]
 	s.Delete("a")
 	s.SetObject("b", make([]byte, 4096+trailer.Size))
-	assert.Same(t, first, &s.keys["b"].obj.b[0], "the freed block serves the next object of its class")
+	assert.Same(t, first, &s.keys.get("b").obj.b[0], "the freed block serves the next object of its class")
 	allocs := testing.AllocsPerRun(100, func() {
 		s.mu.Lock()
 		b := s.arena.alloc(1 << 20)
@@ -64,7 +64,7 @@ func TestABlockAReaderHoldsIsNotReusedUntilItLetsGo(t *testing.T) {
 	held := &o.b[0]
 	s.done(o)
 	s.SetObject("c", []byte("third object"))
-	assert.Same(t, held, &s.keys["c"].obj.b[0], "once let go, the block is reused")
+	assert.Same(t, held, &s.keys.get("c").obj.b[0], "once let go, the block is reused")
 }
 
 func TestAWarmStoreStoresAnObjectWithoutTheHeap(t *testing.T) {
@@ -118,12 +118,12 @@ func TestChunkedReadsHoldEachBlockUntilTheyLetGo(t *testing.T) {
 	assert.Equal(t, fmt.Sprint("object ", readChunk), string(next.b))
 	s.SetObject("z1", []byte("third object"))
 	s.SetObject("z2", []byte("third object"))
-	reused := []*byte{&s.keys["z1"].obj.b[0], &s.keys["z2"].obj.b[0]}
+	reused := []*byte{&s.keys.get("z1").obj.b[0], &s.keys.get("z2").obj.b[0]}
 	assert.ElementsMatch(t, held, reused, "once let go, both blocks are reused")
 
 	s.letGo(&rd)
 	for _, k := range []string{rows[readChunk].Key, rows[readChunk+1].Key, rows[readChunk+2].Key} {
-		assert.Zero(t, s.keys[k].obj.refs, "%s is let go", k)
+		assert.Zero(t, s.keys.get(k).obj.refs, "%s is let go", k)
 	}
 }
 
@@ -159,7 +159,7 @@ func TestAGetOfManyRowsLetsGoOfEveryObject(t *testing.T) {
 	}
 	d.store.mu.Lock()
 	for _, r := range src {
-		assert.Zero(t, d.store.keys[r.Key].obj.refs, "%s is still held after the get", r.Key)
+		assert.Zero(t, d.store.keys.get(r.Key).obj.refs, "%s is still held after the get", r.Key)
 	}
 	d.store.mu.Unlock()
 	require.True(t, d.Drain(context.Background()))
@@ -191,12 +191,11 @@ func TestReservationsOfRowsThatNeverStartedGoBack(t *testing.T) {
 	for _, r := range rows[1:] {
 		_, code := s.get(r.Key)
 		assert.Equal(t, gen.NotFound, code, "%s is no longer reserved", r.Key)
-		_, ok := s.keys[r.Key]
-		assert.False(t, ok, "%s left no entry behind", r.Key)
+		assert.Nil(t, s.keys.get(r.Key), "%s left no entry behind", r.Key)
 	}
 	s.SetObject("x", make([]byte, 64))
 	s.SetObject("y", make([]byte, 64))
-	assert.ElementsMatch(t, freed, []*byte{&s.keys["x"].obj.b[0], &s.keys["y"].obj.b[0]}, "their blocks went back")
+	assert.ElementsMatch(t, freed, []*byte{&s.keys.get("x").obj.b[0], &s.keys.get("y").obj.b[0]}, "their blocks went back")
 
 	_, code = s.get(rows[0].Key)
 	assert.Equal(t, gen.Pending, code, "the row taken keeps its reservation")

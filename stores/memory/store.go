@@ -20,7 +20,7 @@ import (
 type Store struct {
 	mu       sync.Mutex
 	arena    arena
-	keys     map[string]*entry
+	keys     keyTable
 	objects  int         // committed objects (entries with an obj)
 	spare    []*object   // objects whose block went back to the arena, for reuse
 	staged   atomic.Bool // an injection or hold was ever staged
@@ -74,7 +74,7 @@ const (
 // (0: no bound).
 func NewStore(capacity int64) *Store {
 	return &Store{
-		keys: map[string]*entry{}, capacity: capacity,
+		keys: newKeyTable(), capacity: capacity,
 		inject: map[callKey][]gen.Code{}, holds: map[callKey][]chan struct{}{}, entered: map[callKey]chan struct{}{},
 	}
 }
@@ -114,7 +114,7 @@ func (s *Store) BeginExternal(key string) (finish func()) {
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if e := s.keys[key]; e != nil && e.writer == id {
+		if e := s.keys.get(key); e != nil && e.writer == id {
 			e.writer = 0
 			s.dropIfEmptyLocked(key, e)
 		}
@@ -139,7 +139,7 @@ func (s *Store) Len() int {
 func (s *Store) Object(key string) ([]byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.keys[key]
+	e := s.keys.get(key)
 	if e == nil || e.obj == nil {
 		return nil, false
 	}
@@ -198,7 +198,7 @@ func (s *Store) releaseLocked(o *object) {
 func (s *Store) Delete(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.keys[key]; e != nil {
+	if e := s.keys.get(key); e != nil {
 		s.setLocked(key, e, nil)
 	}
 }
@@ -206,10 +206,10 @@ func (s *Store) Delete(key string) {
 // entryLocked returns key's entry, putting an empty one in the map when
 // it has none. s.mu is held.
 func (s *Store) entryLocked(key string) *entry {
-	e := s.keys[key]
+	e, p := s.keys.find(key)
 	if e == nil {
 		e = &entry{}
-		s.keys[key] = e
+		s.keys.insert(p, key, e)
 	}
 	return e
 }
@@ -218,7 +218,7 @@ func (s *Store) entryLocked(key string) *entry {
 // neither an object nor a writer. s.mu is held.
 func (s *Store) dropIfEmptyLocked(key string, e *entry) {
 	if e.obj == nil && e.writer == 0 && !e.gone {
-		delete(s.keys, key)
+		s.keys.remove(key)
 		e.gone = true
 	}
 }
@@ -283,10 +283,10 @@ func (s *Store) begin(key string, n int, own bool) (write, gen.Code) {
 }
 
 func (s *Store) beginLocked(key string, n int, own bool) (write, gen.Code) {
-	e := s.keys[key]
+	e, p := s.keys.find(key)
 	if e == nil {
 		e = &entry{}
-		s.keys[key] = e
+		s.keys.insert(p, key, e)
 	} else if e.writer != 0 {
 		return write{}, gen.Pending
 	}
@@ -392,7 +392,7 @@ func (s *Store) get(key string) (*object, gen.Code) {
 }
 
 func (s *Store) getLocked(key string) (*object, gen.Code) {
-	switch e := s.keys[key]; {
+	switch e := s.keys.get(key); {
 	case e == nil:
 		return nil, gen.NotFound
 	case e.obj != nil:
