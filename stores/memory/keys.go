@@ -16,9 +16,10 @@ import "hash/maphash"
 // first empty slot. The table is at most half full, so runs are short. It
 // never shrinks, as a Go map does not. Its caller holds the store's lock.
 type keyTable struct {
-	seed  maphash.Seed
-	slots []keySlot // a power of two of them; empty: e == nil
-	n     int       // slots in use
+	seed   maphash.Seed
+	slots  []keySlot // a power of two of them; empty: e == nil
+	n      int       // slots in use
+	warmed uint64    // see warm
 }
 
 type keySlot struct {
@@ -41,9 +42,16 @@ func newKeyTable() keyTable {
 	return keyTable{seed: maphash.MakeSeed(), slots: make([]keySlot, minKeySlots)}
 }
 
+// hash returns key's hash, for findHashed. It reads nothing of the table
+// but its seed, fixed at its making: a caller may hash its keys before it
+// takes the store's lock, and the hash stays valid as the table grows.
+func (t *keyTable) hash(key string) uint64 { return maphash.String(t.seed, key) }
+
 // find returns key's entry (nil: none) and where it is or would go.
-func (t *keyTable) find(key string) (*entry, keyPos) {
-	h := maphash.String(t.seed, key)
+func (t *keyTable) find(key string) (*entry, keyPos) { return t.findHashed(key, t.hash(key)) }
+
+// findHashed is find of key whose hash is h.
+func (t *keyTable) findHashed(key string, h uint64) (*entry, keyPos) {
 	m := len(t.slots) - 1
 	i := int(h) & m
 	for {
@@ -53,6 +61,19 @@ func (t *keyTable) find(key string) (*entry, keyPos) {
 		}
 		i = (i + 1) & m
 	}
+}
+
+// warm reads the home slot of each of the keys hashed hs, one after
+// another, so that the misses of a chunk's lookups overlap, where each
+// lookup's own would wait behind the work of the lookup before it. warmed
+// keeps what it read, lest the compiler drop the reads as unused.
+func (t *keyTable) warm(hs []uint64) {
+	m := len(t.slots) - 1
+	var x uint64
+	for _, h := range hs {
+		x += t.slots[int(h)&m].h
+	}
+	t.warmed = x
 }
 
 // get returns key's entry, nil when it has none.

@@ -277,13 +277,15 @@ func (s *Store) enter(call, key string) (gen.Code, bool) {
 // fill (own: the store writes it from a put; see object.own), as a write
 // to commit. It answers PENDING while another writer holds the key.
 func (s *Store) begin(key string, n int, own bool) (write, gen.Code) {
+	h := s.keys.hash(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.beginLocked(key, n, own)
+	return s.beginLocked(key, h, n, own)
 }
 
-func (s *Store) beginLocked(key string, n int, own bool) (write, gen.Code) {
-	e, p := s.keys.find(key)
+// beginLocked is begin of key, hashed h (keyTable.hash). s.mu is held.
+func (s *Store) beginLocked(key string, h uint64, n int, own bool) (write, gen.Code) {
+	e, p := s.keys.findHashed(key, h)
 	if e == nil {
 		e = &entry{}
 		s.keys.insert(p, key, e)
@@ -354,11 +356,20 @@ const putChunk = 32
 // Rows are asked in order; a reservation taken is no longer p's.
 func (s *Store) reserved(p *puts, rows []driver.Row, i int) (write, gen.Code) {
 	if i >= p.start+p.n {
-		s.mu.Lock()
+		// The chunk's keys are hashed and its rows sized (reading their
+		// spans) before the lock is taken, and the keys' slots read
+		// together (keyTable.warm) before they are looked up.
 		p.start, p.n = i, min(putChunk, len(rows)-i)
+		var hs [putChunk]uint64
+		var ns [putChunk]int
 		for k := range p.n {
 			r := rows[i+k]
-			p.w[k], p.codes[k] = s.beginLocked(r.Key, ownBytes(r), true)
+			hs[k], ns[k] = s.keys.hash(r.Key), ownBytes(r)
+		}
+		s.mu.Lock()
+		s.keys.warm(hs[:p.n])
+		for k := range p.n {
+			p.w[k], p.codes[k] = s.beginLocked(rows[i+k].Key, hs[k], ns[k], true)
 		}
 		s.mu.Unlock()
 	}
@@ -386,13 +397,15 @@ func (s *Store) unreserve(p *puts, rows []driver.Row) {
 // is not reused while held): NOT_FOUND when absent, PENDING when absent
 // and being written.
 func (s *Store) get(key string) (*object, gen.Code) {
+	h := s.keys.hash(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.getLocked(key)
+	return s.getLocked(key, h)
 }
 
-func (s *Store) getLocked(key string) (*object, gen.Code) {
-	switch e := s.keys.get(key); {
+// getLocked is get of key, hashed h (keyTable.hash). s.mu is held.
+func (s *Store) getLocked(key string, h uint64) (*object, gen.Code) {
+	switch e, _ := s.keys.findHashed(key, h); {
 	case e == nil:
 		return nil, gen.NotFound
 	case e.obj != nil:
@@ -437,11 +450,18 @@ const readChunk = 32
 // i+readChunk-1 when i is past what rd holds. Rows are asked in order.
 func (s *Store) at(rd *reads, rows []driver.Row, i int) (*object, gen.Code) {
 	if i >= rd.start+rd.n {
+		// As reserved: hashed before the lock, the slots read together.
+		n := min(readChunk, len(rows)-i)
+		var hs [readChunk]uint64
+		for k := range n {
+			hs[k] = s.keys.hash(rows[i+k].Key)
+		}
 		s.mu.Lock()
 		s.letGoLocked(rd)
-		rd.start, rd.n = i, min(readChunk, len(rows)-i)
-		for k := range rd.n {
-			rd.objs[k], rd.codes[k] = s.getLocked(rows[i+k].Key)
+		rd.start, rd.n = i, n
+		s.keys.warm(hs[:n])
+		for k := range n {
+			rd.objs[k], rd.codes[k] = s.getLocked(rows[i+k].Key, hs[k])
 		}
 		s.mu.Unlock()
 	}
