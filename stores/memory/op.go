@@ -170,11 +170,17 @@ func (o *op) moveRows() (none bool) {
 		switch {
 		case pw != nil:
 			w, code := st.reserved(pw, o.rows, i)
+			if i+1 < len(o.rows) {
+				prefetchRow(o.rows[i+1]) // see prefetch
+			}
 			o.staged[i], o.writes[i] = fill(o.rows[i], w, code)
 		case o.put:
 			o.staged[i], o.writes[i] = o.putRow(o.rows[i])
 		case rd != nil:
 			obj, code := st.at(rd, o.rows, i)
+			if k := i + 1 - rd.start; k < rd.n && rd.objs[k] != nil {
+				prefetch(rd.objs[k].b) // held, as obj is
+			}
 			o.staged[i] = o.readRow(o.rows[i], obj, code)
 		default:
 			o.staged[i] = o.getRow(o.rows[i])
@@ -224,6 +230,16 @@ func (o *op) putRow(row driver.Row) (driver.Result, write) {
 	// and CRC32 included, for a reader that sees the object whole.
 	w, code := st.begin(row.Key, ownBytes(row), true)
 	return fill(row, w, code)
+}
+
+// prefetchRow asks for row's bytes (its host spans') into the cache
+// (prefetch).
+func prefetchRow(row driver.Row) {
+	for _, s := range row.Spans {
+		if s.Region != nil && s.Region.Kind == driver.Host {
+			prefetch(s.Bytes())
+		}
+	}
 }
 
 // ownBytes is the size of the object a put writes for row itself

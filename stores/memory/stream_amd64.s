@@ -23,3 +23,18 @@ loop:
 	SFENCE
 done:
 	RET
+
+// func prefetchLines(p *byte, n int)
+TEXT ·prefetchLines(SB), NOSPLIT, $0-16
+	MOVQ	p+0(FP), SI
+	MOVQ	n+8(FP), CX
+	ADDQ	$63, CX
+	SHRQ	$6, CX
+	JZ	pdone
+ploop:
+	PREFETCHT0	0(SI)
+	ADDQ	$64, SI
+	DECQ	CX
+	JNZ	ploop
+pdone:
+	RET

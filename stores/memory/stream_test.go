@@ -38,3 +38,21 @@ func TestStreamCopiesAsCopyDoes(t *testing.T) {
 		t.Fatal("a shorter destination: bytes differ")
 	}
 }
+
+// prefetch is a hint: whatever the length and alignment, up to past
+// prefetchMax, it changes no byte.
+func TestPrefetchChangesNothing(t *testing.T) {
+	b := make([]byte, prefetchMax+200)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	want := bytes.Clone(b)
+	for _, n := range []int{0, 1, 63, 64, 65, 4096 + 48, prefetchMax, prefetchMax + 100} {
+		for _, from := range []int{0, 1, 63} {
+			prefetch(b[from : from+n])
+		}
+	}
+	if !bytes.Equal(b, want) {
+		t.Fatal("prefetch changed bytes")
+	}
+}
