@@ -87,6 +87,79 @@ func TestAWarmStoreStoresAnObjectWithoutTheHeap(t *testing.T) {
 	assert.Equal(t, 1, s.Len())
 }
 
+// A put of a new key and its delete, once warm, take nothing from the Go
+// heap: the entry the delete releases serves the next new key, as the
+// object and its block do.
+func TestAWarmStorePutsAndDeletesNewKeysWithoutTheHeap(t *testing.T) {
+	s := NewStore(0)
+	keys := []string{"a", "b", "c"}
+	i := 0
+	putDelete := func() {
+		k := keys[i%len(keys)]
+		i++
+		w, code := s.begin(k, 4096+trailer.Size, true)
+		if code != 0 {
+			t.Fatalf("begin: %v", code)
+		}
+		s.mu.Lock()
+		code = s.commitLocked(k, w)
+		s.mu.Unlock()
+		if code != 0 {
+			t.Fatalf("commit: %v", code)
+		}
+		s.Delete(k)
+	}
+	putDelete()
+	putDelete()
+	assert.Zero(t, testing.AllocsPerRun(100, putDelete), "a warm store puts and deletes a new key without allocating")
+	assert.Zero(t, s.Len())
+	assert.Zero(t, s.keys.len(), "every entry left the table")
+	assert.Len(t, s.entries, 1, "and is kept for reuse")
+}
+
+// An entry a write still refers to is not reused when it leaves the table
+// (another writer took its key over and let go): the write commits
+// through the key's entry found again, and only then is the old entry
+// kept for reuse. An aborted write releases its gone entry the same way.
+func TestAnEntryIsReusedOnlyOnceNoWriteRefersToIt(t *testing.T) {
+	for _, commit := range []bool{true, false} {
+		t.Run(fmt.Sprint("commit=", commit), func(t *testing.T) {
+			s := NewStore(0)
+			w, code := s.begin("k", 100, true)
+			require.Equal(t, gen.OK, code)
+			old := w.e
+			s.BeginExternal("k")() // takes "k" over and lets go: its entry leaves the table
+			assert.Nil(t, s.keys.get("k"))
+			assert.True(t, old.gone)
+			assert.Empty(t, s.entries, "a write still refers to the entry")
+			s.SetObject("other", []byte("x"))
+			assert.NotSame(t, old, s.keys.get("other"), "a new key does not get it")
+			s.mu.Lock()
+			if commit {
+				assert.Equal(t, gen.OK, s.commitLocked("k", w))
+			} else {
+				s.abortLocked("k", w)
+			}
+			s.mu.Unlock()
+			if commit {
+				e := s.keys.get("k")
+				require.NotNil(t, e, "the write committed under its key")
+				assert.Same(t, old, e, "released once its write is done, it is the key's entry found again")
+				assert.Equal(t, w.obj, e.obj)
+				assert.Zero(t, e.writer)
+				assert.False(t, e.gone)
+				assert.Empty(t, s.entries)
+				assert.Equal(t, 2, s.Len())
+			} else {
+				assert.Nil(t, s.keys.get("k"))
+				assert.Equal(t, []*entry{old}, s.entries, "released once its write is done")
+				assert.Equal(t, entry{}, *old, "and emptied")
+				assert.Equal(t, 1, s.Len())
+			}
+		})
+	}
+}
+
 // A get of many rows looks them up a chunk at a time: every object of a
 // chunk stays held (its block not reused) until the next chunk is looked
 // up or the get lets go, and then every one goes back.

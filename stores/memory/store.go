@@ -23,6 +23,7 @@ type Store struct {
 	keys     keyTable
 	objects  int         // committed objects (entries with an obj)
 	spare    []*object   // objects whose block went back to the arena, for reuse
+	entries  []*entry    // entries out of the table that no write refers to, for reuse
 	staged   atomic.Bool // an injection or hold was ever staged
 	nextID   int
 	used     int64
@@ -37,13 +38,20 @@ type callKey struct{ call, key string }
 // entry is what the store holds under a key: its committed object (nil:
 // none) and the id of the writer holding the key (0: none), so that a put
 // finds both with one lookup and commits through the entry it reserved,
-// with none. An entry with neither leaves the map (gone).
+// with none. An entry with neither leaves the table.
 type entry struct {
 	obj    *object
 	writer int
-	// gone: the entry left the map (its writer's reservation was taken
-	// over and ended while no object was committed); a writer that
-	// still holds it commits through the key's entry found again.
+	// writes: the writes (begin's) that refer to the entry and are not
+	// yet committed or aborted. An entry that left the table is reused
+	// (Store.entries) once none does, as an object is once no reader
+	// holds it: once warm, a put of a new key takes nothing from the Go
+	// heap for its entry either.
+	writes int
+	// gone: the entry left the table while writes referred to it (its
+	// writer's reservation was taken over and ended while no object was
+	// committed); a writer that still holds it commits through the key's
+	// entry found again.
 	gone bool
 }
 
@@ -186,7 +194,7 @@ func (s *Store) newObjectLocked(n int, own bool) *object {
 }
 
 // releaseLocked gives o's block back to the arena and keeps o for reuse.
-// Nothing may refer to o any more: it is out of the map, no reader holds
+// Nothing may refer to o any more: it is out of the table, no reader holds
 // it, and its writer is done with it. s.mu is held.
 func (s *Store) releaseLocked(o *object) {
 	s.arena.release(o.b)
@@ -203,23 +211,48 @@ func (s *Store) Delete(key string) {
 	}
 }
 
-// entryLocked returns key's entry, putting an empty one in the map when
+// entryLocked returns key's entry, putting an empty one in the table when
 // it has none. s.mu is held.
 func (s *Store) entryLocked(key string) *entry {
 	e, p := s.keys.find(key)
 	if e == nil {
-		e = &entry{}
+		e = s.newEntryLocked()
 		s.keys.insert(p, key, e)
 	}
 	return e
 }
 
-// dropIfEmptyLocked takes e, key's entry, out of the map once it holds
-// neither an object nor a writer. s.mu is held.
+// newEntryLocked returns an empty entry, reusing one released before.
+// s.mu is held.
+func (s *Store) newEntryLocked() *entry {
+	k := len(s.entries)
+	if k == 0 {
+		return new(entry)
+	}
+	e := s.entries[k-1]
+	s.entries[k-1] = nil
+	s.entries = s.entries[:k-1]
+	return e
+}
+
+// releaseEntryLocked keeps e, out of the table, for reuse once no write
+// refers to it; until then it is gone. s.mu is held.
+func (s *Store) releaseEntryLocked(e *entry) {
+	if e.writes > 0 {
+		e.gone = true
+		return
+	}
+	*e = entry{}
+	s.entries = append(s.entries, e)
+}
+
+// dropIfEmptyLocked takes e, key's entry, out of the table once it holds
+// neither an object nor a writer, and releases it (releaseEntryLocked).
+// s.mu is held.
 func (s *Store) dropIfEmptyLocked(key string, e *entry) {
 	if e.obj == nil && e.writer == 0 && !e.gone {
 		s.keys.remove(key)
-		e.gone = true
+		s.releaseEntryLocked(e)
 	}
 }
 
@@ -287,13 +320,14 @@ func (s *Store) begin(key string, n int, own bool) (write, gen.Code) {
 func (s *Store) beginLocked(key string, h uint64, n int, own bool) (write, gen.Code) {
 	e, p := s.keys.findHashed(key, h)
 	if e == nil {
-		e = &entry{}
+		e = s.newEntryLocked()
 		s.keys.insert(p, key, e)
 	} else if e.writer != 0 {
 		return write{}, gen.Pending
 	}
 	s.nextID++
 	e.writer = s.nextID
+	e.writes++
 	return write{id: s.nextID, e: e, obj: s.newObjectLocked(n, own)}, gen.OK
 }
 
@@ -302,10 +336,12 @@ func (s *Store) beginLocked(key string, h uint64, n int, own bool) (write, gen.C
 // is held: a put commits its rows under one lock.
 func (s *Store) commitLocked(key string, w write) gen.Code {
 	e := w.e
+	e.writes--
 	if e.writer == w.id {
 		e.writer = 0
 	}
 	if e.gone { // another writer took the key over and ended: find it again
+		s.releaseEntryLocked(e)
 		e = s.entryLocked(key)
 	}
 	grow := int64(len(w.obj.b))
@@ -326,11 +362,16 @@ func (s *Store) commitLocked(key string, w write) gen.Code {
 // the arena. s.mu is held.
 func (s *Store) abortLocked(key string, w write) {
 	e := w.e
+	e.writes--
 	if e.writer == w.id {
 		e.writer = 0
 	}
 	s.releaseLocked(w.obj)
-	s.dropIfEmptyLocked(key, e)
+	if e.gone {
+		s.releaseEntryLocked(e)
+	} else {
+		s.dropIfEmptyLocked(key, e)
+	}
 }
 
 // puts is a put's reservations (begin's answers) for up to putChunk
