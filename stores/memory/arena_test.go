@@ -138,7 +138,7 @@ func TestAnEntryIsReusedOnlyOnceNoWriteRefersToIt(t *testing.T) {
 			if commit {
 				assert.Equal(t, gen.OK, s.commitLocked("k", w))
 			} else {
-				s.abortLocked("k", w)
+				s.abortLocked(w)
 			}
 			s.mu.Unlock()
 			if commit {
@@ -260,7 +260,7 @@ func TestReservationsOfRowsThatNeverStartedGoBack(t *testing.T) {
 		_, code := s.get(r.Key)
 		assert.Equal(t, gen.Pending, code, "%s is reserved with its chunk", r.Key)
 	}
-	s.unreserve(&p, rows) // rows 1 and 2 never started
+	s.unreserve(&p) // rows 1 and 2 never started
 	for _, r := range rows[1:] {
 		_, code := s.get(r.Key)
 		assert.Equal(t, gen.NotFound, code, "%s is no longer reserved", r.Key)

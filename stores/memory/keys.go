@@ -83,8 +83,9 @@ func (t *keyTable) get(key string) *entry {
 }
 
 // insert puts e under key at p, which find returned for key (with no
-// entry) and no change to the table since.
+// entry) and no change to the table since, and keeps key's hash in e.
 func (t *keyTable) insert(p keyPos, key string, e *entry) {
+	e.h = p.h
 	t.slots[p.i] = keySlot{h: p.h, key: key, e: e}
 	t.n++
 	if 2*t.n > len(t.slots) {
@@ -109,17 +110,18 @@ func (t *keyTable) grow() {
 	}
 }
 
-// remove takes key out of the table, if it is in.
-func (t *keyTable) remove(key string) {
-	e, p := t.find(key)
-	if e == nil {
-		return
+// remove takes e, which is in the table, out of it. It finds e's slot
+// from the hash its insert kept in it (entry.h), by e itself: no key is
+// hashed or compared again.
+func (t *keyTable) remove(e *entry) {
+	m := len(t.slots) - 1
+	i := int(e.h) & m
+	for t.slots[i].e != e {
+		i = (i + 1) & m
 	}
-	// Shift back every slot of the run after p.i that may move: one whose
+	// Shift back every slot of the run after i that may move: one whose
 	// home is not between the hole and itself. The hole ends up at the
 	// run's end, or before a slot sitting in its home.
-	m := len(t.slots) - 1
-	i := p.i
 	for j := (i + 1) & m; t.slots[j].e != nil; j = (j + 1) & m {
 		home := int(t.slots[j].h) & m
 		if (j-home)&m < (j-i)&m {

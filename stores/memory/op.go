@@ -190,7 +190,7 @@ func (o *op) moveRows() (none bool) {
 		st.letGo(rd)
 	}
 	if pw != nil {
-		st.unreserve(pw, o.rows) // rows cancelled after their chunk was reserved
+		st.unreserve(pw) // rows cancelled after their chunk was reserved
 	}
 	return started == 0
 }

@@ -42,6 +42,7 @@ type callKey struct{ call, key string }
 type entry struct {
 	obj    *object
 	writer int
+	h      uint64 // its key's hash, while in the table (keyTable.insert)
 	// writes: the writes (begin's) that refer to the entry and are not
 	// yet committed or aborted. An entry that left the table is reused
 	// (Store.entries) once none does, as an object is once no reader
@@ -124,7 +125,7 @@ func (s *Store) BeginExternal(key string) (finish func()) {
 		defer s.mu.Unlock()
 		if e := s.keys.get(key); e != nil && e.writer == id {
 			e.writer = 0
-			s.dropIfEmptyLocked(key, e)
+			s.dropIfEmptyLocked(e)
 		}
 	}
 }
@@ -174,7 +175,7 @@ func (s *Store) SetObject(key string, obj []byte) {
 	defer s.mu.Unlock()
 	o := s.newObjectLocked(len(obj), false)
 	copy(o.b, obj)
-	s.setLocked(key, s.entryLocked(key), o)
+	s.setLocked(s.entryLocked(key), o)
 }
 
 // newObjectLocked returns an object with a block of n bytes, reusing the
@@ -204,10 +205,11 @@ func (s *Store) releaseLocked(o *object) {
 
 // Delete drops the object under key.
 func (s *Store) Delete(key string) {
+	h := s.keys.hash(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.keys.get(key); e != nil {
-		s.setLocked(key, e, nil)
+	if e, _ := s.keys.findHashed(key, h); e != nil {
+		s.setLocked(e, nil)
 	}
 }
 
@@ -246,19 +248,19 @@ func (s *Store) releaseEntryLocked(e *entry) {
 	s.entries = append(s.entries, e)
 }
 
-// dropIfEmptyLocked takes e, key's entry, out of the table once it holds
-// neither an object nor a writer, and releases it (releaseEntryLocked).
-// s.mu is held.
-func (s *Store) dropIfEmptyLocked(key string, e *entry) {
+// dropIfEmptyLocked takes e, an entry in the table, out of it once it
+// holds neither an object nor a writer, and releases it
+// (releaseEntryLocked). s.mu is held.
+func (s *Store) dropIfEmptyLocked(e *entry) {
 	if e.obj == nil && e.writer == 0 && !e.gone {
-		s.keys.remove(key)
+		s.keys.remove(e)
 		s.releaseEntryLocked(e)
 	}
 }
 
-// setLocked puts o (nil: nothing) in e, key's entry, releasing the object
-// it replaces once no reader holds it. s.mu is held.
-func (s *Store) setLocked(key string, e *entry, o *object) {
+// setLocked puts o (nil: nothing) in e, an entry in the table, releasing
+// the object it replaces once no reader holds it. s.mu is held.
+func (s *Store) setLocked(e *entry, o *object) {
 	if old := e.obj; old != nil {
 		s.used -= int64(len(old.b))
 		s.objects--
@@ -269,7 +271,7 @@ func (s *Store) setLocked(key string, e *entry, o *object) {
 	}
 	e.obj = o
 	if o == nil {
-		s.dropIfEmptyLocked(key, e)
+		s.dropIfEmptyLocked(e)
 		return
 	}
 	s.used += int64(len(o.b))
@@ -350,17 +352,17 @@ func (s *Store) commitLocked(key string, w write) gen.Code {
 	}
 	if s.capacity > 0 && s.used+grow > s.capacity {
 		s.releaseLocked(w.obj)
-		s.dropIfEmptyLocked(key, e)
+		s.dropIfEmptyLocked(e)
 		return gen.Full
 	}
-	s.setLocked(key, e, w.obj)
+	s.setLocked(e, w.obj)
 	return gen.OK
 }
 
-// abortLocked gives back w, a reservation of key whose row never
-// started: the key is no longer w's writer's, and w's object goes back to
-// the arena. s.mu is held.
-func (s *Store) abortLocked(key string, w write) {
+// abortLocked gives back w, a reservation whose row never started: its
+// key is no longer w's writer's, and w's object goes back to the arena.
+// s.mu is held.
+func (s *Store) abortLocked(w write) {
 	e := w.e
 	e.writes--
 	if e.writer == w.id {
@@ -370,7 +372,7 @@ func (s *Store) abortLocked(key string, w write) {
 	if e.gone {
 		s.releaseEntryLocked(e)
 	} else {
-		s.dropIfEmptyLocked(key, e)
+		s.dropIfEmptyLocked(e)
 	}
 }
 
@@ -422,12 +424,12 @@ func (s *Store) reserved(p *puts, rows []driver.Row, i int) (write, gen.Code) {
 
 // unreserve gives back every reservation p still holds: those of rows
 // that never started (the put was cancelled in their chunk).
-func (s *Store) unreserve(p *puts, rows []driver.Row) {
+func (s *Store) unreserve(p *puts) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := range p.n {
 		if w := p.w[k]; w.obj != nil {
-			s.abortLocked(rows[p.start+k].Key, w)
+			s.abortLocked(w)
 			p.w[k] = write{}
 		}
 	}
