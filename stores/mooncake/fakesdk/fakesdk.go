@@ -167,6 +167,8 @@ type Master struct {
 	holds  map[faultKey][]*Held
 	calls  map[string]int
 	late   sync.WaitGroup // transfers still writing after their call answered
+
+	spare []*scratch // calls' working space, for the next calls
 }
 
 type faultKey struct{ call, key string }
@@ -547,6 +549,56 @@ func (m *Master) copyUnlocked(pinned []span, copies func()) {
 	}
 }
 
+// scratch is the working space of one call: taken from the master's
+// spares when the call takes the lock and given back when it returns, so a
+// call allocates only what it hands to its caller. A call may release the
+// lock (a copy, a wait), so no two calls ever share one. Nothing in it
+// outlives the call: what a call leaves for later (a thaw's effect, a
+// transfer that goes on) is copied out.
+type scratch struct {
+	ask    []int     // the keys the master is asked about, by index
+	codes  []int64   // a get's lookup answers, per asked key
+	placed []span    // a start's spans, per asked key
+	faults []fault   // a get's staged faults, per key
+	found  []*object // a get's objects, per asked key
+	reads  []read
+	writes []write
+	slices [][]byte // a scatter's sources, back to back
+	spans  []span   // a copy's pinned spans
+	dsts   [][]byte // a copy's segment side, per span
+}
+
+// scratchLocked takes a spare scratch, or a new one. m.mu is held.
+func (m *Master) scratchLocked() *scratch {
+	if n := len(m.spare); n > 0 {
+		sc := m.spare[n-1]
+		m.spare[n-1] = nil
+		m.spare = m.spare[:n-1]
+		return sc
+	}
+	return new(scratch)
+}
+
+// spareLocked gives sc back, holding on to nothing the call referred to
+// (objects, the caller's memory, bytes sent). m.mu is held.
+func (m *Master) spareLocked(sc *scratch) {
+	clear(sc.found[:cap(sc.found)])
+	clear(sc.reads[:cap(sc.reads)])
+	clear(sc.writes[:cap(sc.writes)])
+	clear(sc.slices[:cap(sc.slices)])
+	clear(sc.dsts[:cap(sc.dsts)])
+	m.spare = append(m.spare, sc)
+}
+
+// grow is b resized to n, reusing its array when it has room; the
+// elements are not cleared.
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
+}
+
 func (m *Master) freeNowLocked(s span) {
 	m.used -= s.size
 	m.free = append(m.free, s)
@@ -901,42 +953,34 @@ const (
 	rpcLookup                  // a get's replica lookup: fails after the connect retries (m-master-killed)
 )
 
-// masterLocked sends a request to the master and answers n codes: apply's
-// when the master answers, RPC_FAIL when it is down, RPC_TIMEOUT when it
-// stays frozen past the RPC timeout (apply then runs when it thaws, its
-// answer lost). m.mu is held.
-func (m *Master) masterLocked(kind rpc, n int, apply func() []int64) []int64 {
-	all := func(code int64) []int64 {
-		out := make([]int64, n)
-		for i := range out {
-			out[i] = code
-		}
-		return out
-	}
+// reachLocked sends a request to the master and reports whether it
+// answers: it does not when it is down (every key's answer is then fail,
+// RPC_FAIL) or stays frozen past the RPC timeout (RPC_TIMEOUT; the caller
+// queues the request's effect for the thaw, its answer lost). m.mu is held.
+func (m *Master) reachLocked(kind rpc) (fail int64, reached bool) {
 	if m.down {
 		if kind == rpcLookup {
 			m.takeTimeLocked(m.knobs.Retries)
 		}
-		return all(codeRPCFail)
+		return codeRPCFail, false
 	}
 	if m.frozen {
 		if !m.waitLocked(m.now.Add(m.knobs.RPCTimeout), func() bool { return !m.frozen || m.down }) {
-			m.atThaw = append(m.atThaw, func() { apply() })
-			return all(codeRPCTimeout)
+			return codeRPCTimeout, false
 		}
 		if m.down {
-			return all(codeRPCFail)
+			return codeRPCFail, false
 		}
 	}
-	return apply()
+	return 0, true
 }
 
 // metadataCall runs a call that touches only metadata: it waits at any
-// staged hold, raises if staged, answers each key with a staged code, a
-// local answer (local returns ok) or the master's, then lets after see
-// each answer the master gave.
-func (c *Client) metadataCall(call string, keys []string, local func(i int, k string) (int64, bool),
-	apply func(i int, k string) int64, after func(i int, k string, code int64)) ([]int64, error) {
+// staged hold, raises if staged, answers each key with a staged code, the
+// client's own answer (localLocked) or the master's (applyLocked), then
+// lets the client see each answer the master gave (afterLocked). sizes are
+// a start's, nil for the other calls.
+func (c *Client) metadataCall(call string, keys []string, sizes []int64) ([]int64, error) {
 	m := c.m
 	m.enter(call, keys)
 	m.mu.Lock()
@@ -945,72 +989,143 @@ func (c *Client) metadataCall(call string, keys []string, local func(i int, k st
 		return nil, err
 	}
 	out := make([]int64, len(keys))
-	var ask []int
+	sc := m.scratchLocked()
+	defer m.spareLocked(sc)
+	ask := sc.ask[:0]
 	for i, k := range keys {
 		if f, ok := m.takeLocked(call, k); ok {
 			out[i] = int64(f.code)
 			continue
 		}
-		if code, ok := local(i, k); ok {
+		if code, ok := c.localLocked(call, k, sizeAt(sizes, i)); ok {
 			out[i] = code
 			continue
 		}
 		ask = append(ask, i)
 	}
-	if len(ask) > 0 {
-		var answers []int64
-		if !m.down && c.epoch != m.epoch {
-			// The client's connection died with the master it was to: the
-			// first call after a restart fails on it at once, and the next
-			// one connects again (m-master-restarted).
-			c.epoch = m.epoch
-			answers = make([]int64, len(ask))
-			for j := range answers {
-				answers[j] = codeRPCFail
-			}
-		} else {
-			answers = m.masterLocked(rpcMetadata, len(ask), func() []int64 {
-				a := make([]int64, len(ask))
-				for j, i := range ask {
-					a[j] = apply(i, keys[i])
-				}
-				return a
-			})
+	sc.ask = ask
+	if len(ask) == 0 {
+		return m.finishLocked(call, keys, out)
+	}
+	placed := grow(sc.placed, len(ask)) // a start's span per asked key
+	sc.placed = placed
+	clear(placed)
+	if !m.down && c.epoch != m.epoch {
+		// The client's connection died with the master it was to: the
+		// first call after a restart fails on it at once, and the next
+		// one connects again (m-master-restarted).
+		c.epoch = m.epoch
+		for _, i := range ask {
+			out[i] = codeRPCFail
 		}
+	} else if fail, reached := m.reachLocked(rpcMetadata); !reached {
+		for _, i := range ask {
+			out[i] = fail
+		}
+		if fail == codeRPCTimeout {
+			m.atThaw = append(m.atThaw, c.applyAtThaw(call, keys, sizes, ask))
+		}
+	} else {
 		for j, i := range ask {
-			out[i] = answers[j]
-			if after != nil {
-				after(i, keys[i], answers[j])
-			}
+			out[i], placed[j] = m.applyLocked(call, c.id, keys[i], sizeAt(sizes, i))
 		}
 	}
+	for j, i := range ask {
+		c.afterLocked(call, keys[i], out[i], placed[j])
+	}
 	return m.finishLocked(call, keys, out)
+}
+
+// sizeAt is sizes[i], or 0 for a call without sizes.
+func sizeAt(sizes []int64, i int) int64 {
+	if sizes == nil {
+		return 0
+	}
+	return sizes[i]
+}
+
+// localLocked is the client's own answer to key k of a metadata call, given
+// before the master is asked (ok), if it has one: it refuses a start of an
+// empty key, of a size under 1 or of a key it holds a session for, however
+// old (probe rows b3, b6), and an end or a revoke of a key it holds no
+// session for (c1-c5, h5); an end seals the session (sealLocalSession).
+func (c *Client) localLocked(call, k string, size int64) (int64, bool) {
+	switch call {
+	case CallStart:
+		if _, held := c.local[k]; held || k == "" || size <= 0 {
+			return codeInvalidParams, true
+		}
+	case CallEnd:
+		return c.sealLocalSession(k)
+	case CallRevoke:
+		return c.noLocalSession(k)
+	}
+	return 0, false
+}
+
+// applyLocked is the master's side of a metadata call for key k, and the
+// span a start placed.
+func (m *Master) applyLocked(call string, owner int, k string, size int64) (int64, span) {
+	switch call {
+	case CallStart:
+		return m.startLocked(owner, k, size)
+	case CallEnd:
+		return m.endLocked(owner, k), span{}
+	case CallRevoke:
+		return m.revokeLocked(owner, k), span{}
+	case CallExist:
+		if _, ok := m.objects[k]; ok {
+			return 1, span{}
+		}
+		return 0, span{}
+	}
+	panic("fakesdk: no metadata call " + call)
+}
+
+// afterLocked is the client's side of the master's answer code to key k: a
+// started session becomes the client's own; one ended or revoked is
+// forgotten only on OK.
+func (c *Client) afterLocked(call, k string, code int64, placed span) {
+	switch call {
+	case CallStart:
+		if code == codeOK {
+			c.local[k] = placed
+			delete(c.sealed, k)
+		}
+	case CallEnd, CallRevoke:
+		c.forgetOnOK(k, code)
+	}
+}
+
+// applyAtThaw is the effect a request that timed out on a frozen master
+// takes when it thaws: the master's side of the call for each asked key,
+// in order, its answers lost. It copies what it needs of keys and sizes:
+// the caller may reuse them once the call returned.
+func (c *Client) applyAtThaw(call string, keys []string, sizes []int64, ask []int) func() {
+	m, owner := c.m, c.id
+	ks := make([]string, len(ask))
+	var ss []int64
+	if sizes != nil {
+		ss = make([]int64, len(ask))
+	}
+	for j, i := range ask {
+		ks[j] = keys[i]
+		if sizes != nil {
+			ss[j] = sizes[i]
+		}
+	}
+	return func() {
+		for j, k := range ks {
+			m.applyLocked(call, owner, k, sizeAt(ss, j))
+		}
+	}
 }
 
 // BatchPutSessionStart starts a session per key. The client refuses, before
 // the master is asked, an empty key, a size under 1 and a key it holds a
 // session for, however old (probe rows b3, b6).
 func (c *Client) BatchPutSessionStart(keys []string, sizes []int64) ([]int64, error) {
-	m := c.m
-	placed := make([]span, len(keys))
-	return c.metadataCall(CallStart, keys,
-		func(i int, k string) (int64, bool) {
-			if _, held := c.local[k]; held || k == "" || sizes[i] <= 0 {
-				return codeInvalidParams, true
-			}
-			return 0, false
-		},
-		func(i int, k string) int64 {
-			code, s := m.startLocked(c.id, k, sizes[i])
-			placed[i] = s
-			return code
-		},
-		func(i int, k string, code int64) {
-			if code == codeOK {
-				c.local[k] = placed[i]
-				delete(c.sealed, k)
-			}
-		})
+	return c.metadataCall(CallStart, keys, sizes)
 }
 
 // startLocked is the master's side of a start.
@@ -1044,10 +1159,7 @@ func (m *Master) startLocked(owner int, key string, size int64) (int64, span) {
 // a key it does not know (after a restart). The client forgets its session
 // only on OK.
 func (c *Client) BatchPutSessionEnd(keys []string) ([]int64, error) {
-	m := c.m
-	return c.metadataCall(CallEnd, keys, c.sealLocalSession,
-		func(_ int, k string) int64 { return m.endLocked(c.id, k) },
-		c.forgetOnOK)
+	return c.metadataCall(CallEnd, keys, nil)
 }
 
 func (m *Master) endLocked(owner int, key string) int64 {
@@ -1070,10 +1182,7 @@ func (m *Master) endLocked(owner int, key string) int64 {
 // another client took over (g1) and an object already complete
 // (INVALID_WRITE, h11-15), and answers OK for a key it does not know.
 func (c *Client) BatchPutSessionRevoke(keys []string) ([]int64, error) {
-	m := c.m
-	return c.metadataCall(CallRevoke, keys, c.noLocalSession,
-		func(_ int, k string) int64 { return m.revokeLocked(c.id, k) },
-		c.forgetOnOK)
+	return c.metadataCall(CallRevoke, keys, nil)
 }
 
 func (m *Master) revokeLocked(owner int, key string) int64 {
@@ -1091,7 +1200,7 @@ func (m *Master) revokeLocked(owner int, key string) int64 {
 	return codeOK
 }
 
-func (c *Client) noLocalSession(_ int, k string) (int64, bool) {
+func (c *Client) noLocalSession(k string) (int64, bool) {
 	if _, ok := c.local[k]; !ok {
 		return codeInvalidParams, true
 	}
@@ -1102,15 +1211,15 @@ func (c *Client) noLocalSession(_ int, k string) (int64, bool) {
 // refused; one with a session is sealed before the master is asked, so a
 // scatter after it is refused whatever the master answers (m-master-killed:
 // an end that failed RPC_FAIL, then a scatter INVALID_PARAMS).
-func (c *Client) sealLocalSession(i int, k string) (int64, bool) {
-	if code, refused := c.noLocalSession(i, k); refused {
+func (c *Client) sealLocalSession(k string) (int64, bool) {
+	if code, refused := c.noLocalSession(k); refused {
 		return code, true
 	}
 	c.sealed[k] = true
 	return 0, false
 }
 
-func (c *Client) forgetOnOK(_ int, k string, code int64) {
+func (c *Client) forgetOnOK(k string, code int64) {
 	if code == codeOK {
 		delete(c.local, k)
 		delete(c.sealed, k)
@@ -1139,12 +1248,9 @@ func (c *Client) BatchPutFromMultiBufferRanges(keys []string, buffers [][]moonca
 		return nil, err
 	}
 	out := make([]int64, len(keys))
-	type write struct {
-		i    int
-		dst  span
-		srcs [][]byte
-	}
-	var writes []write
+	sc := m.scratchLocked()
+	defer m.spareLocked(sc)
+	writes, flat := sc.writes[:0], sc.slices[:0] // flat: every write's sources, back to back
 	var pending int64
 	for i, k := range keys {
 		f, staged := m.takeLocked(CallScatter, k)
@@ -1157,7 +1263,7 @@ func (c *Client) BatchPutFromMultiBufferRanges(keys []string, buffers [][]moonca
 			out[i] = int64(f.code)
 			continue
 		}
-		var srcs [][]byte
+		at := len(flat)
 		var n int64
 		for _, b := range buffers[i] {
 			src := memory(b)
@@ -1168,30 +1274,26 @@ func (c *Client) BatchPutFromMultiBufferRanges(keys []string, buffers [][]moonca
 			if staged && f.short {
 				src = src[:len(src)/2]
 			}
-			srcs = append(srcs, src)
+			flat = append(flat, src)
 			n += int64(len(src))
 		}
 		if n < 0 || n > s.size {
 			out[i] = codeInvalidParams // refused whole: nothing written
+			flat = flat[:at]
 			continue
 		}
 		out[i] = n
 		if staged && f.write {
 			out[i] = int64(f.code)
 		}
-		writes = append(writes, write{i, span{s.off, n}, srcs})
+		writes = append(writes, write{i, span{s.off, n}, flat[at:len(flat):len(flat)]})
 		pending += n
 	}
-	apply := func(w write, srcs [][]byte) {
-		dst := m.bytesLocked(w.dst)
-		for _, src := range srcs {
-			dst = dst[copy(dst, src):]
-		}
-	}
+	sc.writes, sc.slices = writes, flat
 	switch {
 	case len(writes) > 0 && m.fixed && !c.peerStallsLocked():
-		pinned := make([]span, len(writes))
-		dsts := make([][]byte, len(writes))
+		pinned, dsts := grow(sc.spans, len(writes)), grow(sc.dsts, len(writes))
+		sc.spans, sc.dsts = pinned, dsts
 		for wi, w := range writes {
 			pinned[wi], dsts[wi] = w.dst, m.bytesLocked(w.dst)
 		}
@@ -1205,7 +1307,7 @@ func (c *Client) BatchPutFromMultiBufferRanges(keys []string, buffers [][]moonca
 		})
 	case len(writes) == 0 || !c.peerStallsLocked():
 		for _, w := range writes {
-			apply(w, w.srcs)
+			m.writeLocked(w)
 		}
 	case pending <= m.knobs.SocketWindow:
 		// Sent whole into the socket; the source is not read again.
@@ -1218,22 +1320,37 @@ func (c *Client) BatchPutFromMultiBufferRanges(keys []string, buffers [][]moonca
 		}
 		thawed := m.waitLocked(m.now.Add(m.knobs.StatusTimeout), func() bool { return !m.peerFroze })
 		for _, w := range writes {
-			w := w
 			if thawed {
-				apply(w, w.srcs)
+				m.writeLocked(w)
 				continue
 			}
 			out[w.i] = codeTransferFail
-			m.atPeer = append(m.atPeer, func() { apply(w, w.srcs) })
+			m.atPeer = append(m.atPeer, func() { m.writeLocked(w) })
 		}
 	default:
 		// The sender blocks on a full socket; the put wait has no timeout.
 		m.waitLocked(time.Time{}, func() bool { return !m.peerFroze })
 		for _, w := range writes {
-			apply(w, w.srcs)
+			m.writeLocked(w)
 		}
 	}
 	return m.finishLocked(CallScatter, keys, out)
+}
+
+// write is one key's scatter: its sources, in order, into span dst of the
+// segment.
+type write struct {
+	i    int // the key's index
+	dst  span
+	srcs [][]byte
+}
+
+// writeLocked lands w in the segment.
+func (m *Master) writeLocked(w write) {
+	dst := m.bytesLocked(w.dst)
+	for _, src := range w.srcs {
+		dst = dst[copy(dst, src):]
+	}
 }
 
 // BatchGetInto reads each key's object into the head of its buffer. The
@@ -1253,8 +1370,10 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 		return nil, err
 	}
 	out := make([]int64, len(keys))
-	staged := make([]fault, len(keys))
-	var ask []int
+	sc := m.scratchLocked()
+	defer m.spareLocked(sc)
+	staged := grow(sc.faults, len(keys)) // read only for the asked keys, each set here
+	ask := sc.ask[:0]
 	for i, k := range keys {
 		f, ok := m.takeLocked(CallGet, k)
 		if ok && !f.write {
@@ -1264,73 +1383,67 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 		staged[i] = f
 		ask = append(ask, i)
 	}
-	found := make([]*object, len(keys))
-	lookup := m.masterLocked(rpcLookup, len(ask), func() []int64 {
-		a := make([]int64, len(ask))
-		for j, i := range ask {
-			o, ok := m.objects[keys[i]]
-			_, writing := m.sessions[keys[i]]
-			switch {
-			case ok:
-				o.leaseUntil = m.now.Add(m.knobs.Lease)
-				found[i] = o
-			case writing:
-				a[j] = codeReplicaNotReady
-			default:
-				a[j] = codeObjectNotFound
-			}
+	sc.faults, sc.ask = staged, ask
+	found := grow(sc.found, len(ask)) // each asked key's object, nil for none
+	lookup := grow(sc.codes, len(ask))
+	sc.found, sc.codes = found, lookup
+	clear(found)
+	clear(lookup)
+	if fail, reached := m.reachLocked(rpcLookup); !reached {
+		for j := range lookup {
+			lookup[j] = fail
 		}
-		return a
-	})
-	type read struct {
-		i   int
-		obj *object
-		dst []byte
+		if fail == codeRPCTimeout {
+			m.atThaw = append(m.atThaw, m.lookupAtThaw(keys, ask))
+		}
+	} else {
+		for j, i := range ask {
+			found[j], lookup[j] = m.lookupLocked(keys[i])
+		}
 	}
-	var reads []read
+	reads := sc.reads[:0]
 	for j, i := range ask {
 		switch {
-		case lookup[j] != 0 || found[i] == nil:
+		case lookup[j] != 0 || found[j] == nil:
 			out[i] = lookup[j]
-		case found[i].size > buffers[i].Len:
+		case found[j].size > buffers[i].Len:
 			out[i] = codeInvalidParams // refused before any transfer
 		default:
-			reads = append(reads, read{i, found[i], memory(buffers[i])})
+			reads = append(reads, read{i: i, obj: found[j], dst: memory(buffers[i])})
 		}
 	}
-	land := func(r read) int64 { return int64(copy(r.dst, m.bytesLocked(r.obj.span))) }
+	sc.reads = reads
 	if len(reads) > 0 && c.peerStallsLocked() {
 		wait := min(m.knobs.StatusTimeout, m.knobs.TransferWait)
 		if !m.waitLocked(m.now.Add(wait), func() bool { return !m.peerFroze }) {
 			for _, r := range reads {
 				out[r.i] = codeTransferFail
 				if m.knobs.StatusTimeout > m.knobs.TransferWait {
-					r := r // the wait gave up; the transfer goes on
-					m.atPeer = append(m.atPeer, func() { land(r) })
+					// the wait gave up; the transfer goes on
+					m.atPeer = append(m.atPeer, func() { m.landLocked(r) })
 				}
 			}
 			reads = nil
 		}
 	}
-	landed := make([]int64, len(reads))
 	if m.fixed && len(reads) > 0 {
-		pinned := make([]span, len(reads))
-		srcs := make([][]byte, len(reads))
+		pinned, srcs := grow(sc.spans, len(reads)), grow(sc.dsts, len(reads))
+		sc.spans, sc.dsts = pinned, srcs
 		for j, r := range reads {
 			pinned[j], srcs[j] = r.obj.span, m.bytesLocked(r.obj.span)
 		}
 		m.copyUnlocked(pinned, func() {
-			for j, r := range reads {
-				landed[j] = int64(copy(r.dst, srcs[j]))
+			for j := range reads {
+				reads[j].landed = int64(copy(reads[j].dst, srcs[j]))
 			}
 		})
 	} else {
-		for j, r := range reads {
-			landed[j] = land(r)
+		for j := range reads {
+			reads[j].landed = m.landLocked(reads[j])
 		}
 	}
-	for j, r := range reads {
-		out[r.i] = landed[j]
+	for _, r := range reads {
+		out[r.i] = r.landed
 		if m.now.After(r.obj.leaseUntil) {
 			out[r.i] = codeLeaseExpired // the bytes were written
 		}
@@ -1352,16 +1465,50 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 	return m.finishLocked(CallGet, keys, out)
 }
 
+// read is one key's transfer out of the segment into the caller's memory.
+type read struct {
+	i      int // the key's index
+	obj    *object
+	dst    []byte
+	landed int64 // the bytes copied
+}
+
+// landLocked copies r's object into its destination.
+func (m *Master) landLocked(r read) int64 { return int64(copy(r.dst, m.bytesLocked(r.obj.span))) }
+
+// lookupLocked is the master's replica lookup of key: its object, with a
+// lease taken, or why there is none.
+func (m *Master) lookupLocked(key string) (*object, int64) {
+	o, ok := m.objects[key]
+	_, writing := m.sessions[key]
+	switch {
+	case ok:
+		o.leaseUntil = m.now.Add(m.knobs.Lease)
+		return o, 0
+	case writing:
+		return nil, codeReplicaNotReady
+	}
+	return nil, codeObjectNotFound
+}
+
+// lookupAtThaw is the effect a lookup that timed out on a frozen master
+// takes when it thaws: the lease on each asked key's object. It copies the
+// keys: the caller may reuse them once the call returned.
+func (m *Master) lookupAtThaw(keys []string, ask []int) func() {
+	ks := make([]string, len(ask))
+	for j, i := range ask {
+		ks[j] = keys[i]
+	}
+	return func() {
+		for _, k := range ks {
+			m.lookupLocked(k)
+		}
+	}
+}
+
 // BatchIsExist answers 1 for a key with a complete object, 0 otherwise.
 func (c *Client) BatchIsExist(keys []string) ([]int64, error) {
-	m := c.m
-	return c.metadataCall(CallExist, keys, func(int, string) (int64, bool) { return 0, false },
-		func(_ int, k string) int64 {
-			if _, ok := m.objects[k]; ok {
-				return 1
-			}
-			return 0
-		}, nil)
+	return c.metadataCall(CallExist, keys, nil)
 }
 
 func (c *Client) Close() error {
