@@ -42,9 +42,10 @@
 package fakesdk
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -602,7 +603,7 @@ func grow[T any](b []T, n int) []T {
 func (m *Master) freeNowLocked(s span) {
 	m.used -= s.size
 	m.free = append(m.free, s)
-	sort.Slice(m.free, func(i, j int) bool { return m.free[i].off < m.free[j].off })
+	slices.SortFunc(m.free, func(a, b span) int { return cmp.Compare(a.off, b.off) })
 	merged := m.free[:1]
 	for _, f := range m.free[1:] {
 		last := &merged[len(merged)-1]
