@@ -145,7 +145,7 @@ type Master struct {
 	discards []discarded
 
 	objects  map[string]*object
-	sessions map[string]*session
+	sessions map[string]session
 	nextID   int
 
 	// the environment
@@ -199,7 +199,7 @@ const (
 // NewMaster returns an empty pool holding at most capacity bytes (0: no
 // bound), with DefaultKnobs.
 func NewMaster(capacity int64) *Master {
-	m := &Master{objects: map[string]*object{}, sessions: map[string]*session{}, capacity: capacity,
+	m := &Master{objects: map[string]*object{}, sessions: map[string]session{}, capacity: capacity,
 		now: time.Unix(1_700_000_000, 0), knobs: DefaultKnobs(), faults: map[faultKey][]fault{},
 		holds: map[faultKey][]*Held{}, calls: map[string]int{}, waiters: map[*waiter]struct{}{}, pins: map[int64]int{}}
 	m.cond = sync.NewCond(&m.mu)
@@ -267,7 +267,7 @@ func (m *Master) setNowLocked(t time.Time) {
 		// The master expires the silent owner and unmounts its segment.
 		m.unmounted = true
 		m.objects = map[string]*object{}
-		m.sessions = map[string]*session{}
+		m.sessions = map[string]session{}
 	}
 	m.cond.Broadcast()
 }
@@ -402,7 +402,7 @@ func (m *Master) RestartMaster() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.down, m.frozen = false, false
-	m.objects, m.sessions = map[string]*object{}, map[string]*session{}
+	m.objects, m.sessions = map[string]*object{}, map[string]session{}
 	m.free, m.top, m.used, m.discards = nil, 0, 0, nil
 	m.remountAt = m.now.Add(m.knobs.Remount)
 	m.cond.Broadcast()
@@ -803,7 +803,7 @@ func (m *Master) BeginForeign(key string, size int64) {
 	defer m.mu.Unlock()
 	m.nextID++
 	s, _ := m.placeLocked(size)
-	m.sessions[key] = &session{owner: -m.nextID, started: m.now, span: s}
+	m.sessions[key] = session{owner: -m.nextID, started: m.now, span: s}
 }
 
 // DropForeign ends a foreign session of key without committing it.
@@ -1149,7 +1149,7 @@ func (m *Master) startLocked(owner int, key string, size int64) (int64, span) {
 	if !ok {
 		return codeNoAvailableHandle, span{}
 	}
-	m.sessions[key] = &session{owner: owner, started: m.now, span: s}
+	m.sessions[key] = session{owner: owner, started: m.now, span: s}
 	return codeOK, s
 }
 
