@@ -106,6 +106,8 @@ type object struct {
 	span
 	putAt      time.Time
 	leaseUntil time.Time
+	readers    int  // gets that read it with the lock released, or once a frozen owner thaws
+	gone       bool // out of the master's objects: spare once no get reads it
 }
 
 type session struct {
@@ -169,7 +171,8 @@ type Master struct {
 	calls  map[string]int
 	late   sync.WaitGroup // transfers still writing after their call answered
 
-	spare []*scratch // calls' working space, for the next calls
+	spare        []*scratch // calls' working space, for the next calls
+	spareObjects []*object  // objects dropped, for the next ones
 }
 
 type faultKey struct{ call, key string }
@@ -550,6 +553,35 @@ func (m *Master) copyUnlocked(pinned []span, copies func()) {
 	}
 }
 
+// newObjectLocked is a complete object over s, put now: a spare one when
+// there is one. m.mu is held.
+func (m *Master) newObjectLocked(s span) *object {
+	if n := len(m.spareObjects); n > 0 {
+		o := m.spareObjects[n-1]
+		m.spareObjects[n-1] = nil
+		m.spareObjects = m.spareObjects[:n-1]
+		*o = object{span: s, putAt: m.now}
+		return o
+	}
+	return &object{span: s, putAt: m.now}
+}
+
+// dropObjectLocked takes note that o left the master's objects: it is
+// spare once no get reads it. m.mu is held.
+func (m *Master) dropObjectLocked(o *object) {
+	o.gone = true
+	if o.readers == 0 {
+		m.spareObjects = append(m.spareObjects, o)
+	}
+}
+
+// unreadLocked ends a get's read of o. m.mu is held.
+func (m *Master) unreadLocked(o *object) {
+	if o.readers--; o.readers == 0 && o.gone {
+		m.spareObjects = append(m.spareObjects, o)
+	}
+}
+
 // scratch is the working space of one call: taken from the master's
 // spares when the call takes the lock and given back when it returns, so a
 // call allocates only what it hands to its caller. A call may release the
@@ -635,6 +667,7 @@ func (m *Master) evictOneLocked() bool {
 		return false
 	}
 	m.freeLocked(m.objects[victim].span)
+	m.dropObjectLocked(m.objects[victim])
 	delete(m.objects, victim)
 	return true
 }
@@ -822,6 +855,7 @@ func (m *Master) Delete(key string) {
 	defer m.mu.Unlock()
 	if o, ok := m.objects[key]; ok {
 		m.freeLocked(o.span)
+		m.dropObjectLocked(o)
 		delete(m.objects, key)
 	}
 }
@@ -832,13 +866,14 @@ func (m *Master) Plant(key string, obj []byte) {
 	defer m.mu.Unlock()
 	if o, ok := m.objects[key]; ok {
 		m.freeLocked(o.span)
+		m.dropObjectLocked(o)
 	}
 	capacity := m.capacity
 	m.capacity = 0
 	s, _ := m.placeLocked(int64(len(obj)))
 	m.capacity = capacity
 	copy(m.bytesLocked(s), obj)
-	m.objects[key] = &object{span: s, putAt: m.now}
+	m.objects[key] = m.newObjectLocked(s)
 }
 
 // Object returns a copy of key's complete object.
@@ -1169,7 +1204,7 @@ func (m *Master) endLocked(owner int, key string) int64 {
 			return codeIllegalClient
 		}
 		delete(m.sessions, key)
-		m.objects[key] = &object{span: s.span, putAt: m.now}
+		m.objects[key] = m.newObjectLocked(s.span)
 		return codeOK
 	}
 	if _, ok := m.objects[key]; ok {
@@ -1414,6 +1449,9 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 		}
 	}
 	sc.reads = reads
+	for _, r := range reads {
+		r.obj.readers++ // read below, maybe with the lock released
+	}
 	if len(reads) > 0 && c.peerStallsLocked() {
 		wait := min(m.knobs.StatusTimeout, m.knobs.TransferWait)
 		if !m.waitLocked(m.now.Add(wait), func() bool { return !m.peerFroze }) {
@@ -1421,8 +1459,13 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 				out[r.i] = codeTransferFail
 				if m.knobs.StatusTimeout > m.knobs.TransferWait {
 					// the wait gave up; the transfer goes on
-					m.atPeer = append(m.atPeer, func() { m.landLocked(r) })
+					m.atPeer = append(m.atPeer, func() {
+						m.landLocked(r)
+						m.unreadLocked(r.obj)
+					})
+					continue
 				}
+				m.unreadLocked(r.obj)
 			}
 			reads = nil
 		}
@@ -1462,6 +1505,7 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 				}
 			}(r.dst, int(r.obj.size), f.late)
 		}
+		m.unreadLocked(r.obj)
 	}
 	return m.finishLocked(CallGet, keys, out)
 }

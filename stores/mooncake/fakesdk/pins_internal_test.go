@@ -27,3 +27,19 @@ func TestAPinnedSpanIsFreedAtItsLastUnpin(t *testing.T) {
 	assert.Empty(t, m.pins)
 	assert.Empty(t, m.deferred)
 }
+
+// TestAnObjectAGetReadsIsReusedOnlyOnceRead: an object dropped while a get
+// still reads it (a copy without the lock, a transfer a frozen owner
+// holds) is not handed to a new object until the get is done with it.
+func TestAnObjectAGetReadsIsReusedOnlyOnceRead(t *testing.T) {
+	m := NewMaster(0)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o := m.newObjectLocked(span{0, 8})
+	o.readers++
+	m.dropObjectLocked(o)
+	assert.NotSame(t, o, m.newObjectLocked(span{8, 8}), "not while a get reads it")
+	m.unreadLocked(o)
+	assert.Same(t, o, m.newObjectLocked(span{16, 8}), "its last reader spares it")
+	assert.Equal(t, object{span: span{16, 8}, putAt: m.now}, *o, "as new")
+}
