@@ -203,14 +203,6 @@ func (o *op) AccessUnprovable() bool        { return o.unprovable }
 // Cancel does nothing: every row started before Put or Get returned.
 func (o *op) Cancel() {}
 
-func keysOf(rows []driver.Row, idx []int) []string {
-	ks := make([]string, len(idx))
-	for k, i := range idx {
-		ks[k] = rows[i].Key
-	}
-	return ks
-}
-
 // raised is the fault of a row whose call raised or miscounted.
 func raised(call string, err error, got, want int) driver.Result {
 	if err != nil {

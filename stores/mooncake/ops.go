@@ -2,11 +2,64 @@ package mooncake
 
 import (
 	"context"
+	"sync"
 
 	gen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
 )
+
+// scratch is one Put's or Get's working space: the rows of each stage, the
+// keys, sizes and buffers it hands the SDK. It comes from a pool and goes
+// back when the call returns, so a call allocates what it returns (the
+// operation) and little else. The SDK keeps none of it past its call (SDK).
+type scratch struct {
+	start, held, scatter, toEnd, toRevoke, endRevoke, ask []int // a put's rows, by stage
+	all, reread                                           []int // a get's
+	keys                                                  []string
+	sizes                                                 []int64
+	flat                                                  []Buffer   // a scatter's buffers, back to back
+	bufs                                                  [][]Buffer // a scatter's buffers, per row
+	into                                                  []Buffer   // a get's buffers
+}
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+func takeScratch() *scratch { return scratches.Get().(*scratch) }
+
+// release gives sc back to the pool, holding no key.
+func (sc *scratch) release() {
+	clear(sc.keys[:cap(sc.keys)])
+	scratches.Put(sc)
+}
+
+// keysOf are rows idx's keys, in sc's space: good until the next keysOf.
+func (sc *scratch) keysOf(rows []driver.Row, idx []int) []string {
+	ks := grow(sc.keys, len(idx))
+	for k, i := range idx {
+		ks[k] = rows[i].Key
+	}
+	sc.keys = ks
+	return ks
+}
+
+// grow is b resized to n, reusing its array when it has room; the
+// elements are not cleared.
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
+}
+
+// put is one Put in progress.
+type put struct {
+	d      *Driver
+	rows   []driver.Row
+	o      *op
+	sc     *scratch
+	exists map[int]rules.Mapping // rows whose result waits on batch_is_exist; nil for none
+}
 
 // Put starts a session per key, writes the started rows in one scatter,
 // ends the sessions of rows written whole and revokes the rest.
@@ -22,8 +75,10 @@ func (d *Driver) Put(_ context.Context, rows []driver.Row) (driver.Operation, er
 	}
 	o := newOp(len(rows), true)
 	defer o.settle(call)
+	p := put{d: d, rows: rows, o: o, sc: takeScratch()}
+	defer p.sc.release()
 
-	var start, askHeld []int
+	start, askHeld := p.sc.start[:0], p.sc.held[:0]
 	d.mu.Lock()
 	for i, r := range rows {
 		switch d.held[r.Key] {
@@ -37,40 +92,53 @@ func (d *Driver) Put(_ context.Context, rows []driver.Row) (driver.Operation, er
 		}
 	}
 	d.mu.Unlock()
+	p.sc.start, p.sc.held = start, askHeld
 
-	exists := map[int]rules.Mapping{} // rows whose result waits on batch_is_exist
 	for _, i := range askHeld {
-		exists[i] = rules.Mapping{Result: driver.FaultResult(0, "batch_is_exist failed for a key whose session this driver left open"),
-			FollowUp: rules.FollowAskExistence, IfExists: driver.Ready, IfAbsent: driver.NotReady}
-	}
-	set := func(i int, h hold) { // settle how the driver holds row i's key
-		d.mu.Lock()
-		if h == 0 {
-			delete(d.held, rows[i].Key)
-		} else {
-			d.held[rows[i].Key] = h
-		}
-		d.mu.Unlock()
+		p.waitExistence(i, rules.Mapping{Result: driver.FaultResult(0, "batch_is_exist failed for a key whose session this driver left open"),
+			FollowUp: rules.FollowAskExistence, IfExists: driver.Ready, IfAbsent: driver.NotReady})
 	}
 
-	scatter := d.startSessions(rows, start, o, exists, set)
-	toEnd, toRevoke := d.scatter(rows, scatter, o, set)
-	toRevoke = append(toRevoke, d.endSessions(rows, toEnd, o, set)...)
-	d.revoke(rows, toRevoke, set)
-	d.askExistence(rows, exists, o)
+	scatter := p.startSessions(start)
+	toEnd, toRevoke := p.scatter(scatter)
+	toRevoke = append(toRevoke, p.endSessions(toEnd)...)
+	p.sc.toRevoke = toRevoke
+	p.revoke(toRevoke)
+	p.askExistence()
 	return o, nil
 }
 
+// waitExistence makes row i's result wait on batch_is_exist, mapped by m.
+func (p *put) waitExistence(i int, m rules.Mapping) {
+	if p.exists == nil {
+		p.exists = map[int]rules.Mapping{}
+	}
+	p.exists[i] = m
+}
+
+// set settles how the driver holds row i's key.
+func (p *put) set(i int, h hold) {
+	p.d.mu.Lock()
+	if h == 0 {
+		delete(p.d.held, p.rows[i].Key)
+	} else {
+		p.d.held[p.rows[i].Key] = h
+	}
+	p.d.mu.Unlock()
+}
+
 // startSessions starts a session per key; it returns the rows to scatter.
-func (d *Driver) startSessions(rows []driver.Row, start []int, o *op, exists map[int]rules.Mapping, set func(int, hold)) []int {
+func (p *put) startSessions(start []int) []int {
 	if len(start) == 0 {
 		return nil
 	}
-	sizes := make([]int64, len(start))
+	rows, o := p.rows, p.o
+	sizes := grow(p.sc.sizes, len(start))
+	p.sc.sizes = sizes
 	for k, i := range start {
 		sizes[k] = rows[i].Bytes()
 	}
-	codes, err := d.sdk.BatchPutSessionStart(keysOf(rows, start), sizes)
+	codes, err := p.d.sdk.BatchPutSessionStart(p.sc.keysOf(rows, start), sizes)
 	if err != nil || len(codes) != len(start) {
 		// Which sessions started is unknown. Nothing was written into any,
 		// so revoke them all at once: a key whose revoke answers is free
@@ -79,10 +147,10 @@ func (d *Driver) startSessions(rows []driver.Row, start []int, o *op, exists map
 		for _, i := range start {
 			o.results[i] = raised("batch_put_session_start", err, len(codes), len(start))
 		}
-		d.revoke(rows, start, set)
+		p.revoke(start)
 		return nil
 	}
-	var scatter []int
+	scatter := p.sc.scatter[:0]
 	for k, i := range start {
 		m := gen.MapBatchPutSessionStart(codes[k])
 		switch {
@@ -90,27 +158,29 @@ func (d *Driver) startSessions(rows []driver.Row, start []int, o *op, exists map
 			scatter = append(scatter, i)
 			continue
 		case m.FollowUp == rules.FollowAskExistence:
-			exists[i] = m
+			p.waitExistence(i, m)
 		default:
 			o.results[i] = m.Result
 		}
-		set(i, 0) // no session of ours was started
+		p.set(i, 0) // no session of ours was started
 	}
+	p.sc.scatter = scatter
 	return scatter
 }
 
 // scatter writes every started row in one call. Its return ends its access
 // whatever it answers; a raise or a wrong count leaves access unproven.
-func (d *Driver) scatter(rows []driver.Row, idx []int, o *op, set func(int, hold)) (toEnd, toRevoke []int) {
+func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 	if len(idx) == 0 {
 		return nil, nil
 	}
+	rows, o := p.rows, p.o
 	n := 0
 	for _, i := range idx {
 		n += len(rows[i].Spans)
 	}
-	flat := make([]Buffer, 0, n) // every row's buffers in one allocation
-	bufs := make([][]Buffer, len(idx))
+	flat := grow(p.sc.flat, n)[:0] // every row's buffers in one array
+	bufs := grow(p.sc.bufs, len(idx))
 	for k, i := range idx {
 		at := len(flat)
 		for _, s := range rows[i].Spans {
@@ -118,19 +188,21 @@ func (d *Driver) scatter(rows []driver.Row, idx []int, o *op, set func(int, hold
 		}
 		bufs[k] = flat[at:len(flat):len(flat)]
 	}
-	answers, err := d.sdk.BatchPutFromMultiBufferRanges(keysOf(rows, idx), bufs)
+	p.sc.flat, p.sc.bufs = flat, bufs
+	answers, err := p.d.sdk.BatchPutFromMultiBufferRanges(p.sc.keysOf(rows, idx), bufs)
 	if err != nil || len(answers) != len(idx) {
 		for _, i := range idx {
 			o.results[i] = raised("batch_put_from_multi_buffer_ranges", err, len(answers), len(idx))
 			// The scatter may still be writing, as after TRANSFER_FAIL: never
 			// revoke (a drain's sweep could run beside this call and free
 			// space a stale transfer then lands in).
-			set(i, heldKeep)
+			p.set(i, heldKeep)
 		}
 		o.ended, o.unprovable = false, true
 		return nil, nil
 	}
 	kept := false
+	toEnd, toRevoke = p.sc.toEnd[:0], p.sc.toRevoke[:0]
 	for k, i := range idx {
 		m := gen.MapBatchPutFromMultiBufferRanges(answers[k], rows[i].Bytes())
 		kept = kept || m.KeepsAccess
@@ -139,12 +211,13 @@ func (d *Driver) scatter(rows []driver.Row, idx []int, o *op, set func(int, hold
 			toEnd = append(toEnd, i)
 		case m.FollowUp == rules.FollowKeepOpen:
 			o.results[i] = m.Result
-			set(i, heldKeep)
+			p.set(i, heldKeep)
 		default:
 			o.results[i] = m.Result
 			toRevoke = append(toRevoke, i)
 		}
 	}
+	p.sc.toEnd, p.sc.toRevoke = toEnd, toRevoke
 	if !gen.BatchPutFromMultiBufferRangesRule.Access.Ended(kept) {
 		o.ended, o.unprovable = false, true
 	}
@@ -153,63 +226,68 @@ func (d *Driver) scatter(rows []driver.Row, idx []int, o *op, set func(int, hold
 
 // endSessions marks rows written whole complete; it returns the rows whose
 // end failed in a way that needs a revoke.
-func (d *Driver) endSessions(rows []driver.Row, idx []int, o *op, set func(int, hold)) (toRevoke []int) {
+func (p *put) endSessions(idx []int) (toRevoke []int) {
 	if len(idx) == 0 {
 		return nil
 	}
-	codes, err := d.sdk.BatchPutSessionEnd(keysOf(rows, idx))
+	rows, o := p.rows, p.o
+	codes, err := p.d.sdk.BatchPutSessionEnd(p.sc.keysOf(rows, idx))
 	if err != nil || len(codes) != len(idx) {
 		for _, i := range idx {
 			o.results[i] = raised("batch_put_session_end", err, len(codes), len(idx))
-			set(i, heldOpen)
+			p.set(i, heldOpen)
 		}
 		return nil
 	}
+	toRevoke = p.sc.endRevoke[:0]
 	for k, i := range idx {
 		m := gen.MapBatchPutSessionEnd(codes[k])
 		o.results[i] = m.Result
 		switch {
 		case m.Result.Status == driver.Ready:
-			set(i, 0)
+			p.set(i, 0)
 		case m.FollowUp == rules.FollowRevokeInDrain:
-			set(i, heldOpen) // an unanswered end may still complete
+			p.set(i, heldOpen) // an unanswered end may still complete
 		default:
 			toRevoke = append(toRevoke, i)
 		}
 	}
+	p.sc.endRevoke = toRevoke
 	return toRevoke
 }
 
 // revoke revokes the sessions of rows not written whole; a session whose
 // revoke fails is left open for drain, and one whose revoke answered that it
 // outlives any revoke is kept (afterRevoke).
-func (d *Driver) revoke(rows []driver.Row, idx []int, set func(int, hold)) {
+func (p *put) revoke(idx []int) {
 	if len(idx) == 0 {
 		return
 	}
-	codes, err := d.sdk.BatchPutSessionRevoke(keysOf(rows, idx))
+	codes, err := p.d.sdk.BatchPutSessionRevoke(p.sc.keysOf(p.rows, idx))
 	for k, i := range idx {
 		if err != nil || len(codes) != len(idx) {
-			set(i, heldOpen)
+			p.set(i, heldOpen)
 		} else {
 			h, _ := afterRevoke(codes[k])
-			set(i, h)
+			p.set(i, h)
 		}
 	}
 }
 
 // askExistence settles the rows that wait on batch_is_exist.
-func (d *Driver) askExistence(rows []driver.Row, exists map[int]rules.Mapping, o *op) {
-	if len(exists) == 0 {
+func (p *put) askExistence() {
+	if len(p.exists) == 0 {
 		return
 	}
-	idx := make([]int, 0, len(exists))
+	rows, o, exists := p.rows, p.o, p.exists
+	idx := p.sc.ask[:0]
 	for i := range rows {
 		if _, ok := exists[i]; ok {
 			idx = append(idx, i)
 		}
 	}
-	answers, err := d.sdk.BatchIsExist(keysOf(rows, idx))
+	p.sc.ask = idx
+	answers, err := p.d.sdk.BatchIsExist(p.sc.keysOf(rows, idx))
 	for k, i := range idx {
 		m := exists[i]
 		switch {
@@ -236,14 +314,17 @@ func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (dr
 	}
 	o := newOp(len(rows), false)
 	defer o.settle(call)
-	all := make([]int, len(rows))
+	sc := takeScratch()
+	defer sc.release()
+	all := grow(sc.all, len(rows))
+	sc.all = all
 	for i := range all {
 		all[i] = i
 	}
-	kept, ok, reread := d.getInto(rows, all, o, false)
+	kept, ok, reread := d.getInto(rows, all, o, false, sc)
 	if ok && len(reread) > 0 {
 		var k bool
-		k, ok, _ = d.getInto(rows, reread, o, true)
+		k, ok, _ = d.getInto(rows, reread, o, true, sc)
 		kept = kept || k
 	}
 	if ok && gen.BatchGetIntoRule.Access.Ended(kept) {
@@ -256,13 +337,14 @@ func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (dr
 
 // getInto runs one batch_get_into over rows idx and maps the answers. It
 // reports whether an answer kept access, whether the call answered at all
-// (no raise, right count), and the rows to reread.
-func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool) (kept, ok bool, reread []int) {
-	bufs := make([]Buffer, len(idx))
+// (no raise, right count), and, unless rereading, the rows to reread.
+func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc *scratch) (kept, ok bool, reread []int) {
+	bufs := grow(sc.into, len(idx))
+	sc.into = bufs
 	for k, i := range idx {
 		bufs[k] = spanBuffer(rows[i].Spans[0])
 	}
-	answers, err := d.sdk.BatchGetInto(keysOf(rows, idx), bufs)
+	answers, err := d.sdk.BatchGetInto(sc.keysOf(rows, idx), bufs)
 	if err != nil || len(answers) != len(idx) {
 		for _, i := range idx {
 			o.results[i] = raised("batch_get_into", err, len(answers), len(idx))
@@ -275,6 +357,9 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool) (k
 		}
 		return false, true, nil
 	}
+	if !rereading {
+		reread = sc.reread[:0] // idx is sc.reread when rereading
+	}
 	for k, i := range idx {
 		m := gen.MapBatchGetInto(answers[k], rows[i].Bytes())
 		if rereading {
@@ -282,9 +367,12 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool) (k
 		}
 		kept = kept || m.KeepsAccess
 		o.results[i] = m.Result
-		if m.FollowUp == rules.FollowRereadOnce {
+		if !rereading && m.FollowUp == rules.FollowRereadOnce {
 			reread = append(reread, i)
 		}
+	}
+	if !rereading {
+		sc.reread = reread
 	}
 	return kept, true, reread
 }

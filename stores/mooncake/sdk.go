@@ -35,6 +35,11 @@ func BufferOf(b []byte) Buffer {
 // call answers one value per key: a byte count, 1/0 (BatchIsExist) or a
 // negative ErrorCode. An error return models a raise inside the SDK: the
 // call's effect on each key is unknown.
+//
+// The driver reuses the slices it passes (keys, sizes, buffers) once a call
+// returned, so an SDK keeps none of them past its call: what it acts on
+// later (a request a frozen master applies when it thaws) it copies. The
+// driver keeps nothing of an answer past the call either.
 type SDK interface {
 	// Version is the SDK build's version, e.g. "0.3.13".
 	Version() string
