@@ -32,8 +32,9 @@ type Driver struct {
 
 	life driverkit.Lifecycle // registration handles: the registered Buffer
 
-	mu   sync.Mutex
-	held map[string]hold
+	mu    sync.Mutex
+	held  map[string]hold
+	spare []*scratch // Put's and Get's working space, while no call uses it
 }
 
 var _ driver.Driver = (*Driver)(nil)

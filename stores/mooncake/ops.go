@@ -2,7 +2,6 @@ package mooncake
 
 import (
 	"context"
-	"sync"
 
 	gen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -10,9 +9,9 @@ import (
 )
 
 // scratch is one Put's or Get's working space: the rows of each stage, the
-// keys, sizes and buffers it hands the SDK. It comes from a pool and goes
-// back when the call returns, so a call allocates what it returns (the
-// operation) and little else. The SDK keeps none of it past its call (SDK).
+// keys, sizes and buffers it hands the SDK. It is the driver's spare while
+// no call uses it, so a call allocates what it returns (the operation) and
+// little else. The SDK keeps none of it past its call (SDK).
 type scratch struct {
 	start, held, scatter, toEnd, toRevoke, endRevoke, ask []int // a put's rows, by stage
 	all, reread                                           []int // a get's
@@ -23,14 +22,25 @@ type scratch struct {
 	into                                                  []Buffer   // a get's buffers
 }
 
-var scratches = sync.Pool{New: func() any { return new(scratch) }}
+// takeScratch takes a spare scratch, or a new one.
+func (d *Driver) takeScratch() *scratch {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if n := len(d.spare); n > 0 {
+		sc := d.spare[n-1]
+		d.spare[n-1] = nil
+		d.spare = d.spare[:n-1]
+		return sc
+	}
+	return new(scratch)
+}
 
-func takeScratch() *scratch { return scratches.Get().(*scratch) }
-
-// release gives sc back to the pool, holding no key.
-func (sc *scratch) release() {
+// release gives sc back to the driver's spares, holding no key.
+func (d *Driver) release(sc *scratch) {
 	clear(sc.keys[:cap(sc.keys)])
-	scratches.Put(sc)
+	d.mu.Lock()
+	d.spare = append(d.spare, sc)
+	d.mu.Unlock()
 }
 
 // keysOf are rows idx's keys, in sc's space: good until the next keysOf.
@@ -75,8 +85,8 @@ func (d *Driver) Put(_ context.Context, rows []driver.Row) (driver.Operation, er
 	}
 	o := newOp(len(rows), true)
 	defer o.settle(call)
-	p := put{d: d, rows: rows, o: o, sc: takeScratch()}
-	defer p.sc.release()
+	p := put{d: d, rows: rows, o: o, sc: d.takeScratch()}
+	defer d.release(p.sc)
 
 	start, askHeld := p.sc.start[:0], p.sc.held[:0]
 	d.mu.Lock()
@@ -314,8 +324,8 @@ func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (dr
 	}
 	o := newOp(len(rows), false)
 	defer o.settle(call)
-	sc := takeScratch()
-	defer sc.release()
+	sc := d.takeScratch()
+	defer d.release(sc)
 	all := grow(sc.all, len(rows))
 	sc.all = all
 	for i := range all {
