@@ -305,7 +305,8 @@ func (b *Backend) Fetch(v View, hint driver.Hint) (*Attempt, error) { return b.s
 
 func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error) {
 	a := &Attempt{b: b, fetch: fetch, hint: hint, done: make(chan struct{}), at: -1}
-	rows, err := b.validate(v, hint, fetch, &a.in)
+	var room [16]batchEnd // the batch ends of most views, on the stack
+	rows, ends, err := b.validate(v, hint, fetch, &a.in, room[:0])
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +315,7 @@ func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error)
 	} else {
 		a.results = make([]driver.Result, len(rows))
 	}
-	a.batches = b.cut(rows, a) // outside the lock: it reads only the config
+	a.batches = cut(rows, ends, a) // outside the lock
 	b.mu.Lock()
 	if b.violation != "" {
 		b.mu.Unlock()
@@ -352,10 +353,13 @@ const RuleOverlappingDestinations = "overlapping_destinations"
 // admission helpers drivers run (package rules), so a rule is written once.
 // A refusal names the row (its index in the view and its key).
 //
-// A view of one row of one span is copied into in, without allocating.
-func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline) ([]driver.Row, error) {
+// As it copies the rows it also finds where each batch ends (by the row
+// and byte limits), appending to ends, so that cut need not pass over the
+// rows again. A view of one row of one span is copied into in, without
+// allocating.
+func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline, ends []batchEnd) ([]driver.Row, []batchEnd, error) {
 	if !hint.IsZero() && !fetch {
-		return nil, &InvalidSubmissionError{Rule: driver.RuleHint, Reason: "a publish takes no hint"}
+		return nil, nil, &InvalidSubmissionError{Rule: driver.RuleHint, Reason: "a publish takes no hint"}
 	}
 	n := 0
 	for _, vr := range v {
@@ -368,19 +372,35 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline) ([]
 	} else {
 		spans, rows = make([]driver.Span, 0, n), make([]driver.Row, len(v))
 	}
+	maxRows, maxBytes := b.rowLimit(), b.cfg.BytesPerBatch
+	start, bytes := 0, int64(0) // the batch being cut
 	for i, vr := range v {
 		k := len(spans)
+		// The row's spans, copied, and its bytes, for the batch cut.
+		var size int64
 		if len(vr.Spans) == 1 { // the usual row, without append's call
 			spans = spans[:k+1]
 			spans[k] = vr.Spans[0]
+			size = spans[k].Length
 		} else {
 			spans = append(spans, vr.Spans...)
 		}
 		rows[i] = driver.Row{Spans: spans[k:len(spans):len(spans)]}
+		if len(vr.Spans) != 1 {
+			size = rows[i].Bytes()
+		}
 		if len(vr.Name) > 0 { // an empty name keeps the empty key AdmitKeys refuses
 			rows[i].Key, _ = b.stem.Key(vr.Name) // the stem is checked; only an empty name fails
 		}
+		// A batch ends before a row that would take it past the row or
+		// byte limit; a row larger than the byte limit goes alone.
+		if k := i - start; k > 0 && ((maxRows > 0 && k >= maxRows) || bytes+size > maxBytes) {
+			ends = append(ends, batchEnd{end: i, bytes: bytes})
+			start, bytes = i, 0
+		}
+		bytes += size
 	}
+	ends = append(ends, batchEnd{end: len(rows), bytes: bytes})
 	err := rules.AdmitRows(rows, 0)
 	if err == nil {
 		err = rules.AdmitHint(hint, b.caps.Hints)
@@ -397,11 +417,11 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline) ([]
 	if err != nil {
 		var rej *driver.RejectedError
 		if errors.As(err, &rej) {
-			return nil, &InvalidSubmissionError{Rule: rej.Rule, Reason: rej.Reason}
+			return nil, nil, &InvalidSubmissionError{Rule: rej.Rule, Reason: rej.Reason}
 		}
-		return nil, &InvalidSubmissionError{Reason: err.Error()}
+		return nil, nil, &InvalidSubmissionError{Reason: err.Error()}
 	}
-	return rows, nil
+	return rows, ends, nil
 }
 
 // admitDisjoint refuses rows whose spans overlap: a fetch writes every span,
@@ -478,43 +498,31 @@ func ascendingInOneRegion(rows []driver.Row) bool {
 	return true
 }
 
-// cut splits rows into batches of a, by the row and byte limits. A
-// batch's rows are a slice of rows: consecutive, never copied.
-//
-// It passes over rows twice, counting the batches first, so that they
+// batchEnd is where one batch of a view ends: the index past its last row,
+// and its payload bytes.
+type batchEnd struct {
+	end   int
+	bytes int64
+}
+
+// cut makes a's batches of rows, ending where validate found they end. A
+// batch's rows are a slice of rows: consecutive, never copied. The batches
 // take two allocations whatever their number: the batches, and the
 // pointers to them; none when there is one, which the Attempt holds.
-func (b *Backend) cut(rows []driver.Row, a *Attempt) []*batch {
-	maxRows := b.rowLimit()
-	maxBytes := b.cfg.BytesPerBatch
-	each := func(emit func(start, end int, bytes int64)) {
-		start, bytes := 0, int64(0)
-		for i, r := range rows {
-			n := r.Bytes()
-			k := i - start
-			if k > 0 && ((maxRows > 0 && k >= maxRows) || bytes+n > maxBytes) {
-				emit(start, i, bytes)
-				start, bytes = i, 0
-			}
-			bytes += n
-		}
-		emit(start, len(rows), bytes)
-	}
-	count := 0
-	each(func(int, int, int64) { count++ })
+func cut(rows []driver.Row, ends []batchEnd, a *Attempt) []*batch {
 	var slab []batch
 	var out []*batch
-	if count == 1 {
+	if len(ends) == 1 {
 		slab, out = a.in.batch[:], a.in.bp[:]
 	} else {
-		slab, out = make([]batch, count), make([]*batch, count)
+		slab, out = make([]batch, len(ends)), make([]*batch, len(ends))
 	}
-	k := 0
-	each(func(start, end int, bytes int64) {
-		slab[k] = batch{a: a, rows: rows[start:end:end], first: start, bytes: bytes, openAt: -1, watchAt: -1}
+	start := 0
+	for k, e := range ends {
+		slab[k] = batch{a: a, rows: rows[start:e.end:e.end], first: start, bytes: e.bytes, openAt: -1, watchAt: -1}
 		out[k] = &slab[k]
-		k++
-	})
+		start = e.end
+	}
 	return out
 }
 
