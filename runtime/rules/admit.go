@@ -33,55 +33,34 @@ var keyTables [bits.UintSize + 1]sync.Pool
 // keySeed seeds AdmitKeys' hashes; it is random per process.
 var keySeed = maphash.MakeSeed()
 
-// smallKeys is how many rows AdmitKeys compares pairwise instead of
+// smallKeys is how many rows a KeySet compares pairwise instead of
 // through a table: below it, the comparisons cost less than the table.
 const smallKeys = 8
 
 // AdmitKeys refuses an empty key and a key repeated within the batch.
 func AdmitKeys(rows []driver.Row) error {
-	if len(rows) <= smallKeys {
-		for i, r := range rows {
-			if r.Key == "" {
-				return driver.Reject(driver.RuleEmptyKey, "row %d has an empty key", i)
-			}
+	set := NewKeySet(len(rows))
+	defer set.Release()
+	for i, r := range rows {
+		if r.Key == "" {
+			return driver.Reject(driver.RuleEmptyKey, "row %d has an empty key", i)
+		}
+		if set.tp == nil {
 			for j := range i {
 				if rows[j].Key == r.Key {
 					return driver.Reject(driver.RuleRepeatedKey, "rows %d and %d repeat key %q", j, i, r.Key)
 				}
 			}
+			continue
 		}
-		return nil
-	}
-	// An open-addressed table of at least twice as many slots as rows:
-	// each slot is empty (0) or holds a row's index + 1 (low 32 bits) and
-	// the high 32 bits of its key's hash, which most probes compare
-	// instead of the keys. Two keys are the same only if they compare
-	// equal, so a hash collision never refuses a batch.
-	class := bits.Len(uint(len(rows))) + 1
-	tp, _ := keyTables[class].Get().(*[]uint64)
-	if tp == nil {
-		t := make([]uint64, 1<<class)
-		tp = &t
-	}
-	table := *tp
-	// The table is cleared before use, not after: the clear, in address
-	// order, brings it into this core's cache at memory speed, where the
-	// probes, in hash order, would each miss on a table that went cold
-	// in the pool (behind 4 KiB row copies, a 4,096-row view's probes
-	// missed on most of its 128 KiB table).
-	clear(table)
-	defer keyTables[class].Put(tp)
-	mask := uint64(len(table) - 1)
-	for i, r := range rows {
-		if r.Key == "" {
-			return driver.Reject(driver.RuleEmptyKey, "row %d has an empty key", i)
-		}
+		// AddHashed's probe, inlined: a call a row costs a batch of
+		// short keys a fifth more.
 		h := maphash.String(keySeed, r.Key)
 		tag := h &^ 0xffffffff
-		for at := h & mask; ; at = (at + 1) & mask {
-			e := table[at]
+		for at := h & set.mask; ; at = (at + 1) & set.mask {
+			e := set.table[at]
 			if e == 0 {
-				table[at] = tag | uint64(i+1)
+				set.table[at] = tag | uint64(i+1)
 				break
 			}
 			if j := int(uint32(e)) - 1; e&^0xffffffff == tag && rows[j].Key == r.Key {
@@ -90,6 +69,83 @@ func AdmitKeys(rows []driver.Row) error {
 		}
 	}
 	return nil
+}
+
+// KeySet finds a key repeated among rows as they are added: AdmitKeys's
+// set, for a caller that admits keys as it makes them (the backend does, as
+// it copies a view, by the names it makes them from).
+//
+// Up to smallKeys rows it compares each key with those before it. Above,
+// it is an open-addressed table of at least twice as many slots as rows:
+// each slot is empty (0) or holds a row's index + 1 (low 32 bits) and the
+// high 32 bits of its key's hash, which most probes compare instead of the
+// keys. Two keys are the same only if they compare equal, so a hash
+// collision never finds a repeat.
+type KeySet struct {
+	tp    *[]uint64 // nil: pairwise
+	table []uint64
+	mask  uint64 // len(table) - 1
+	class int
+}
+
+// NewKeySet returns an empty set for up to n rows. Release it when done:
+// its table comes from a pool.
+func NewKeySet(n int) KeySet {
+	if n <= smallKeys {
+		return KeySet{}
+	}
+	class := bits.Len(uint(n)) + 1
+	tp, _ := keyTables[class].Get().(*[]uint64)
+	if tp == nil {
+		t := make([]uint64, 1<<class)
+		tp = &t
+	}
+	// The table is cleared before use, not after: the clear, in address
+	// order, brings it into this core's cache at memory speed, where the
+	// probes, in hash order, would each miss on a table that went cold
+	// in the pool (behind 4 KiB row copies, a 4,096-row view's probes
+	// missed on most of its 128 KiB table).
+	clear(*tp)
+	return KeySet{tp: tp, table: *tp, mask: uint64(len(*tp) - 1), class: class}
+}
+
+// AddHashed adds rows[i].Key, which must not be empty, under the hash h
+// the caller made, and returns the index of the row added before with the
+// same key, or -1 (then the key is added). h must be a function of the key
+// alone (one key, one h): a hash of the name the key was made from under
+// one stem is, and is shorter than the key, and in the caller's cache.
+// Rows are added in order from the first, each row added must keep its
+// key, and at most the n rows NewKeySet was given may be added.
+func (s *KeySet) AddHashed(rows []driver.Row, i int, h uint64) int {
+	if s.tp == nil {
+		key := rows[i].Key
+		for j := range i {
+			if rows[j].Key == key {
+				return j
+			}
+		}
+		return -1
+	}
+	tag := h &^ 0xffffffff
+	for at := h & s.mask; ; at = (at + 1) & s.mask {
+		e := s.table[at]
+		if e == 0 {
+			s.table[at] = tag | uint64(i+1)
+			return -1
+		}
+		if j := int(uint32(e)) - 1; e&^0xffffffff == tag && rows[j].Key == rows[i].Key {
+			return j
+		}
+	}
+}
+
+// Release returns the set's table to the pool. The set is empty and
+// unusable after.
+func (s *KeySet) Release() {
+	if s.tp != nil {
+		keyTables[s.class].Put(s.tp)
+		*s = KeySet{}
+	}
 }
 
 // KeyBytes is a set of byte classes a store refuses in a key.

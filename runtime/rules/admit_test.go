@@ -3,6 +3,7 @@ package rules
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -178,11 +179,12 @@ func TestARepeatedKeyNamesBothRows(t *testing.T) {
 	}
 }
 
-// Property: AdmitKeys answers what a plain set would, on batches of every
-// size around the pairwise bound and the table's powers of two, with
-// repeats anywhere (and keys that differ only late, as keys under one
-// stem do).
+// Property: AdmitKeys, and a KeySet given one row at a time (AddHashed),
+// answer what a plain set would, on batches of every size around the
+// pairwise bound and the table's powers of two, with repeats anywhere (and
+// keys that differ only late, as keys under one stem do).
 func TestAdmitKeysAgreesWithASet(t *testing.T) {
+	seed := maphash.MakeSeed()
 	rng := rand.New(rand.NewPCG(18, 18))
 	for n := 1; n <= 600; n += 1 + n/16 {
 		for range 20 {
@@ -205,6 +207,25 @@ func TestAdmitKeysAgreesWithASet(t *testing.T) {
 				t.Fatalf("%d distinct keys refused: %v", n, err)
 			case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
 				t.Fatalf("%d keys: got %v, want %q", n, err, want)
+			}
+			// A KeySet given one row at a time, under a hash of its own
+			// (as the backend adds them while it makes the keys, by
+			// their names), finds the same repeat: with a good hash, and
+			// with one of 4 bits, whose tags all collide.
+			for _, bits := range []uint64{^uint64(0), 0xc000000000000003} {
+				set := NewKeySet(n)
+				got := ""
+				for i := range rows {
+					h := maphash.String(seed, rows[i].Key[len("kvblob/v1/"):]) & bits
+					if j := set.AddHashed(rows, i, h); j >= 0 {
+						got = fmt.Sprintf("rows %d and %d repeat key %q", j, i, rows[i].Key)
+						break
+					}
+				}
+				set.Release()
+				if got != want {
+					t.Fatalf("%d keys added one at a time (hash bits %#x): got %q, want %q", n, bits, got, want)
+				}
 			}
 		}
 	}
