@@ -60,6 +60,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"runtime"
 	"slices"
@@ -349,13 +350,25 @@ func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error)
 // one overwrote the other's bytes, so the fetch is refused whole.
 const RuleOverlappingDestinations = "overlapping_destinations"
 
+// nameSeed seeds the hashes of names validate finds repeated keys by.
+var nameSeed = maphash.MakeSeed()
+
 // validate checks the whole view before anything is queued, with the same
 // admission helpers drivers run (package rules), so a rule is written once.
 // A refusal names the row (its index in the view and its key).
 //
-// As it copies the rows it also finds where each batch ends (by the row
-// and byte limits), appending to ends, so that cut need not pass over the
-// rows again. A view of one row of one span is copied into in, without
+// It passes over the view once. For each row it copies the spans, makes
+// the key and adds it to a rules.KeySet by a hash of its name (under one
+// stem, one name is one key; the name is shorter, and in cache), and
+// screens the spans for the usual view: one span a row, in bounds of a
+// registered region and, for a fetch, each past the one before, so
+// disjoint. Then it runs only the rules the pass did not prove:
+// a view with a repeated or empty key goes through rules.AdmitKeys, and
+// one the screen did not pass through rules.AdmitSpans and admitDisjoint,
+// so a refusal is theirs, naming the rule and the first row that breaks
+// it. The pass also finds where each batch ends (by the row and byte
+// limits), appending to ends, so that cut need not pass over the rows
+// again. A view of one row of one span is copied into in, without
 // allocating.
 func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline, ends []batchEnd) ([]driver.Row, []batchEnd, error) {
 	if !hint.IsZero() && !fetch {
@@ -372,6 +385,17 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline, end
 	} else {
 		spans, rows = make([]driver.Span, 0, n), make([]driver.Row, len(v))
 	}
+	keys := rules.NewKeySet(len(rows))
+	keysOK := true // every row so far has a key no row before it has
+	// spansOK: every row so far has one valid span in a registered region
+	// and, for a fetch, each span starts at or past the end of the one
+	// before (so the spans in each region are in order, and disjoint);
+	// region is the last span's, limit its bytes (0 until a region is
+	// found registered: no span fits), and end where the next span may
+	// start (a publish's stays 0: any valid offset).
+	spansOK := true
+	var region *driver.Region
+	var limit, end int64
 	maxRows, maxBytes := b.rowLimit(), b.cfg.BytesPerBatch
 	start, bytes := 0, int64(0) // the batch being cut
 	for i, vr := range v {
@@ -387,10 +411,26 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline, end
 		}
 		rows[i] = driver.Row{Spans: spans[k:len(spans):len(spans)]}
 		if len(vr.Spans) != 1 {
-			size = rows[i].Bytes()
+			size, spansOK = rows[i].Bytes(), false
 		}
 		if len(vr.Name) > 0 { // an empty name keeps the empty key AdmitKeys refuses
 			rows[i].Key, _ = b.stem.Key(vr.Name) // the stem is checked; only an empty name fails
+		}
+		if keysOK {
+			keysOK = len(vr.Name) > 0 && keys.AddHashed(rows, i, maphash.Bytes(nameSeed, vr.Name)) < 0
+		}
+		if spansOK {
+			s := spans[k]
+			if s.Region != region { // nil is never registered
+				spansOK = b.binding.Registered(s.Region)
+				if region = s.Region; spansOK {
+					limit = region.Layout.Bytes()
+				}
+			}
+			spansOK = spansOK && s.Offset >= end && s.Length > 0 && s.Offset <= limit-s.Length
+			if fetch {
+				end = s.Offset + s.Length
+			}
 		}
 		// A batch ends before a row that would take it past the row or
 		// byte limit; a row larger than the byte limit goes alone.
@@ -400,19 +440,20 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline, end
 		}
 		bytes += size
 	}
+	keys.Release()
 	ends = append(ends, batchEnd{end: len(rows), bytes: bytes})
 	err := rules.AdmitRows(rows, 0)
 	if err == nil {
 		err = rules.AdmitHint(hint, b.caps.Hints)
 	}
-	if err == nil {
+	if err == nil && !keysOK {
 		err = rules.AdmitKeys(rows)
 	}
-	if err == nil {
+	if err == nil && !spansOK {
 		err = rules.AdmitSpans(rows, b.caps.MultiSpan, 0, b.binding.registeredFunc())
-	}
-	if err == nil && fetch {
-		err = admitDisjoint(rows)
+		if err == nil && fetch {
+			err = admitDisjoint(rows)
+		}
 	}
 	if err != nil {
 		var rej *driver.RejectedError

@@ -1,11 +1,165 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/rules"
 )
+
+// validateRig is a Backend with no driver and no goroutine, enough to call
+// validate: regions a and b are registered, foreign is not.
+func validateRig(t testing.TB, slotBytes int64, slots int, cfg Config) (be *Backend, a, b, foreign *driver.Region) {
+	region := func(name string) *driver.Region {
+		return &driver.Region{Name: name, Kind: driver.Host, Layout: driver.Layout{SlotBytes: slotBytes, Slots: slots}}
+	}
+	a, b, foreign = region("a"), region("b"), region("foreign")
+	if err := cfg.normalize(); err != nil {
+		t.Fatal(err)
+	}
+	stem, err := driver.KeyStem(cfg.Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be = &Backend{
+		cfg:     cfg,
+		binding: &RegionBinding{regs: map[*driver.Region]driver.Registration{a: nil, b: nil}},
+		stem:    stem,
+	}
+	return be, a, b, foreign
+}
+
+// validateByTheRules is what validate must answer: every row copied, its
+// key made, then the admission rules in order, each over the whole view,
+// and the batches cut by a second pass over the copied rows.
+func validateByTheRules(be *Backend, v View, hint driver.Hint, fetch bool) ([]driver.Row, []batchEnd, error) {
+	rows := make([]driver.Row, len(v))
+	for i, vr := range v {
+		rows[i].Spans = append([]driver.Span(nil), vr.Spans...)
+		if len(vr.Name) > 0 {
+			rows[i].Key, _ = be.stem.Key(vr.Name)
+		}
+	}
+	err := rules.AdmitRows(rows, 0)
+	if err == nil {
+		err = rules.AdmitHint(hint, be.caps.Hints)
+	}
+	if err == nil {
+		err = rules.AdmitKeys(rows)
+	}
+	if err == nil {
+		err = rules.AdmitSpans(rows, be.caps.MultiSpan, 0, be.binding.Registered)
+	}
+	if err == nil && fetch {
+		err = admitDisjoint(rows)
+	}
+	if err != nil {
+		var rej *driver.RejectedError
+		if errors.As(err, &rej) {
+			return nil, nil, &InvalidSubmissionError{Rule: rej.Rule, Reason: rej.Reason}
+		}
+		return nil, nil, &InvalidSubmissionError{Reason: err.Error()}
+	}
+	var ends []batchEnd
+	maxRows, maxBytes := be.rowLimit(), be.cfg.BytesPerBatch
+	start, bytes := 0, int64(0)
+	for i, r := range rows {
+		n := r.Bytes()
+		if k := i - start; k > 0 && ((maxRows > 0 && k >= maxRows) || bytes+n > maxBytes) {
+			ends = append(ends, batchEnd{i, bytes})
+			start, bytes = i, 0
+		}
+		bytes += n
+	}
+	return rows, append(ends, batchEnd{len(rows), bytes}), nil
+}
+
+// Property: validate, which proves the usual view's rules in its one pass
+// over the rows, answers what the admission rules answer when each runs
+// over the whole view: the same refusal (rule, row and reason) or the same
+// rows, keys and batches. The views are mostly the usual kind (a span a
+// row, ascending in one region), with one thing wrong here and there: a
+// repeated or empty name, a span one byte out of bounds or overlapping the
+// one before, out of order, in another or an unregistered region, none, or
+// two.
+func TestValidateAnswersWhatTheRulesAnswer(t *testing.T) {
+	const slotBytes, slots = 64, 32
+	rng := rand.New(rand.NewPCG(18, 2))
+	for _, multi := range []bool{false, true} {
+		be, a, b, foreign := validateRig(t, slotBytes, slots, Config{RowsPerBatch: 5, BytesPerBatch: 7 * slotBytes})
+		be.caps.MultiSpan = multi
+		refused := map[string]int{}
+		for iter := range 20000 {
+			n := []int{1, 2, 3, 8, 9, 10, 17, 31}[rng.IntN(8)]
+			fetch := rng.IntN(2) == 0
+			odd := rng.IntN(3) == 0 // one thing wrong, or none
+			v := make(View, n)
+			for i := range v {
+				v[i] = ViewRow{Name: []byte(fmt.Sprint("row-", i)), Spans: []driver.Span{a.Slot(i)}}
+			}
+			for range 1 + rng.IntN(2) {
+				if !odd {
+					break
+				}
+				i := rng.IntN(n)
+				if len(v[i].Spans) != 1 {
+					continue
+				}
+				s := &v[i].Spans[0]
+				switch rng.IntN(14) {
+				case 0:
+					v[i].Name = append([]byte(nil), v[rng.IntN(n)].Name...)
+				case 1:
+					v[i].Name = nil
+				case 2:
+					s.Offset = a.Layout.Bytes() - s.Length + int64(rng.IntN(2)) // the last byte, or one past
+				case 3:
+					s.Offset-- // overlaps the row before, or starts before the region
+				case 4:
+					s.Offset++ // overlaps the row after, or ends past the region
+				case 5:
+					s.Length = int64(rng.IntN(3)) - 1
+				case 6:
+					s.Region = b
+				case 7:
+					s.Region = foreign
+				case 8:
+					s.Region = nil
+				case 9:
+					v[i].Spans = nil
+				case 10:
+					half := driver.Span{Region: s.Region, Offset: s.Offset, Length: slotBytes / 2}
+					v[i].Spans = []driver.Span{half, {Region: s.Region, Offset: s.Offset + slotBytes/2 - int64(rng.IntN(2)), Length: slotBytes / 2}}
+				case 11:
+					j := rng.IntN(n)
+					v[i].Spans, v[j].Spans = v[j].Spans, v[i].Spans
+				case 12:
+					*s = a.Slot(slots - 1 - i) // descending, and may meet a row's slot
+				case 13:
+					v[i].Name = []byte(fmt.Sprint("other-", iter))
+				}
+			}
+			var in inline
+			rows, ends, err := be.validate(v, driver.Hint{}, fetch, &in, nil)
+			wantRows, wantEnds, wantErr := validateByTheRules(be, v, driver.Hint{}, fetch)
+			if !reflect.DeepEqual(err, wantErr) {
+				t.Fatalf("multiSpan %v, fetch %v, view %v:\ngot  %v\nwant %v", multi, fetch, v, err, wantErr)
+			}
+			if err != nil {
+				refused[err.(*InvalidSubmissionError).Rule]++
+				continue
+			}
+			if !reflect.DeepEqual(rows, wantRows) || !reflect.DeepEqual(ends, wantEnds) {
+				t.Fatalf("multiSpan %v, fetch %v, view %v:\ngot  %v %v\nwant %v %v", multi, fetch, v, rows, ends, wantRows, wantEnds)
+			}
+		}
+		t.Logf("multiSpan %v: refusals by rule: %v", multi, refused)
+	}
+}
 
 // BenchmarkValidate4096 times validate and cut alone, as a fetch of a
 // 4,096-row view of 4 KiB rows (one slot each, ascending in one region)
@@ -14,17 +168,7 @@ import (
 // row.
 func BenchmarkValidate4096(b *testing.B) {
 	const rows, rowBytes = 4096, 4 << 10
-	r := &driver.Region{Name: "r", Kind: driver.Host, Layout: driver.Layout{SlotBytes: rowBytes, Slots: rows}}
-	stem, err := driver.KeyStem("kvblob")
-	if err != nil {
-		b.Fatal(err)
-	}
-	be := &Backend{
-		cfg:     Config{Workers: 2, BytesPerBatch: DefaultBytesPerBatch},
-		binding: &RegionBinding{regs: map[*driver.Region]driver.Registration{r: nil}},
-		caps:    driver.Capabilities{},
-		stem:    stem,
-	}
+	be, r, _, _ := validateRig(b, rowBytes, rows, Config{Workers: 2})
 	v := make(View, rows)
 	for i := range v {
 		v[i] = ViewRow{Name: []byte(fmt.Sprint("set0-row-", i)), Spans: []driver.Span{r.Slot(i)}}
