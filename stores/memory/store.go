@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/kvblob/kvblob/internal/reuse"
 	"github.com/kvblob/kvblob/runtime/driver"
 
 	gen "github.com/kvblob/kvblob/generated/memory"
@@ -21,10 +22,10 @@ type Store struct {
 	mu       sync.Mutex
 	arena    arena
 	keys     keyTable
-	objects  int         // committed objects (entries with an obj)
-	spare    []*object   // objects whose block went back to the arena, for reuse
-	entries  []*entry    // entries out of the table that no write refers to, for reuse
-	staged   atomic.Bool // an injection or hold was ever staged
+	objects  int                 // committed objects (entries with an obj)
+	spare    reuse.Stack[object] // objects whose block went back to the arena
+	entries  reuse.Stack[entry]  // entries out of the table that no write refers to
+	staged   atomic.Bool         // an injection or hold was ever staged
 	nextID   int
 	used     int64
 	capacity int64 // 0: unbounded
@@ -182,14 +183,7 @@ func (s *Store) SetObject(key string, obj []byte) {
 // struct of an object released before: once warm, storing an object takes
 // nothing from the Go heap. s.mu is held.
 func (s *Store) newObjectLocked(n int, own bool) *object {
-	var o *object
-	if k := len(s.spare); k > 0 {
-		o = s.spare[k-1]
-		s.spare[k-1] = nil
-		s.spare = s.spare[:k-1]
-	} else {
-		o = new(object)
-	}
+	o := s.spare.Get()
 	*o = object{b: s.arena.alloc(n), own: own}
 	return o
 }
@@ -200,7 +194,7 @@ func (s *Store) newObjectLocked(n int, own bool) *object {
 func (s *Store) releaseLocked(o *object) {
 	s.arena.release(o.b)
 	*o = object{}
-	s.spare = append(s.spare, o)
+	s.spare.Put(o)
 }
 
 // Delete drops the object under key.
@@ -226,16 +220,7 @@ func (s *Store) entryLocked(key string) *entry {
 
 // newEntryLocked returns an empty entry, reusing one released before.
 // s.mu is held.
-func (s *Store) newEntryLocked() *entry {
-	k := len(s.entries)
-	if k == 0 {
-		return new(entry)
-	}
-	e := s.entries[k-1]
-	s.entries[k-1] = nil
-	s.entries = s.entries[:k-1]
-	return e
-}
+func (s *Store) newEntryLocked() *entry { return s.entries.Get() }
 
 // releaseEntryLocked keeps e, out of the table, for reuse once no write
 // refers to it; until then it is gone. s.mu is held.
@@ -245,7 +230,7 @@ func (s *Store) releaseEntryLocked(e *entry) {
 		return
 	}
 	*e = entry{}
-	s.entries = append(s.entries, e)
+	s.entries.Put(e)
 }
 
 // dropIfEmptyLocked takes e, an entry in the table, out of it once it

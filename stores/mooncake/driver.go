@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/internal/reuse"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -34,7 +35,7 @@ type Driver struct {
 
 	mu    sync.Mutex
 	held  map[string]hold
-	spare []*scratch // Put's and Get's working space, while no call uses it
+	spare reuse.Stack[scratch] // Put's and Get's working space, while no call uses it
 }
 
 var _ driver.Driver = (*Driver)(nil)

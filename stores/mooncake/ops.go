@@ -4,6 +4,7 @@ import (
 	"context"
 
 	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/internal/reuse"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
 )
@@ -26,40 +27,25 @@ type scratch struct {
 func (d *Driver) takeScratch() *scratch {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if n := len(d.spare); n > 0 {
-		sc := d.spare[n-1]
-		d.spare[n-1] = nil
-		d.spare = d.spare[:n-1]
-		return sc
-	}
-	return new(scratch)
+	return d.spare.Get()
 }
 
 // release gives sc back to the driver's spares, holding no key.
 func (d *Driver) release(sc *scratch) {
 	clear(sc.keys[:cap(sc.keys)])
 	d.mu.Lock()
-	d.spare = append(d.spare, sc)
+	d.spare.Put(sc)
 	d.mu.Unlock()
 }
 
 // keysOf are rows idx's keys, in sc's space: good until the next keysOf.
 func (sc *scratch) keysOf(rows []driver.Row, idx []int) []string {
-	ks := grow(sc.keys, len(idx))
+	ks := reuse.Resize(sc.keys, len(idx))
 	for k, i := range idx {
 		ks[k] = rows[i].Key
 	}
 	sc.keys = ks
 	return ks
-}
-
-// grow is b resized to n, reusing its array when it has room; the
-// elements are not cleared.
-func grow[T any](b []T, n int) []T {
-	if cap(b) < n {
-		return make([]T, n)
-	}
-	return b[:n]
 }
 
 // put is one Put in progress.
@@ -143,7 +129,7 @@ func (p *put) startSessions(start []int) []int {
 		return nil
 	}
 	rows, o := p.rows, p.o
-	sizes := grow(p.sc.sizes, len(start))
+	sizes := reuse.Resize(p.sc.sizes, len(start))
 	p.sc.sizes = sizes
 	for k, i := range start {
 		sizes[k] = rows[i].Bytes()
@@ -189,8 +175,8 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 	for _, i := range idx {
 		n += len(rows[i].Spans)
 	}
-	flat := grow(p.sc.flat, n)[:0] // every row's buffers in one array
-	bufs := grow(p.sc.bufs, len(idx))
+	flat := reuse.Resize(p.sc.flat, n)[:0] // every row's buffers in one array
+	bufs := reuse.Resize(p.sc.bufs, len(idx))
 	for k, i := range idx {
 		at := len(flat)
 		for _, s := range rows[i].Spans {
@@ -326,7 +312,7 @@ func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (dr
 	defer o.settle(call)
 	sc := d.takeScratch()
 	defer d.release(sc)
-	all := grow(sc.all, len(rows))
+	all := reuse.Resize(sc.all, len(rows))
 	sc.all = all
 	for i := range all {
 		all[i] = i
@@ -349,7 +335,7 @@ func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (dr
 // reports whether an answer kept access, whether the call answered at all
 // (no raise, right count), and, unless rereading, the rows to reread.
 func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc *scratch) (kept, ok bool, reread []int) {
-	bufs := grow(sc.into, len(idx))
+	bufs := reuse.Resize(sc.into, len(idx))
 	sc.into = bufs
 	for k, i := range idx {
 		bufs[k] = spanBuffer(rows[i].Spans[0])

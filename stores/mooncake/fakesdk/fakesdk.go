@@ -51,6 +51,7 @@ import (
 	"unsafe"
 
 	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/internal/reuse"
 	"github.com/kvblob/kvblob/stores/mooncake"
 )
 
@@ -171,8 +172,8 @@ type Master struct {
 	calls  map[string]int
 	late   sync.WaitGroup // transfers still writing after their call answered
 
-	spare        []*scratch // calls' working space, for the next calls
-	spareObjects []*object  // objects dropped, for the next ones
+	spare        reuse.Stack[scratch] // calls' working space, for the next calls
+	spareObjects reuse.Stack[object]  // objects dropped, for the next ones
 }
 
 type faultKey struct{ call, key string }
@@ -556,14 +557,9 @@ func (m *Master) copyUnlocked(pinned []span, copies func()) {
 // newObjectLocked is a complete object over s, put now: a spare one when
 // there is one. m.mu is held.
 func (m *Master) newObjectLocked(s span) *object {
-	if n := len(m.spareObjects); n > 0 {
-		o := m.spareObjects[n-1]
-		m.spareObjects[n-1] = nil
-		m.spareObjects = m.spareObjects[:n-1]
-		*o = object{span: s, putAt: m.now}
-		return o
-	}
-	return &object{span: s, putAt: m.now}
+	o := m.spareObjects.Get()
+	*o = object{span: s, putAt: m.now}
+	return o
 }
 
 // dropObjectLocked takes note that o left the master's objects: it is
@@ -571,14 +567,14 @@ func (m *Master) newObjectLocked(s span) *object {
 func (m *Master) dropObjectLocked(o *object) {
 	o.gone = true
 	if o.readers == 0 {
-		m.spareObjects = append(m.spareObjects, o)
+		m.spareObjects.Put(o)
 	}
 }
 
 // unreadLocked ends a get's read of o. m.mu is held.
 func (m *Master) unreadLocked(o *object) {
 	if o.readers--; o.readers == 0 && o.gone {
-		m.spareObjects = append(m.spareObjects, o)
+		m.spareObjects.Put(o)
 	}
 }
 
@@ -603,13 +599,7 @@ type scratch struct {
 
 // scratchLocked takes a spare scratch, or a new one. m.mu is held.
 func (m *Master) scratchLocked() *scratch {
-	if n := len(m.spare); n > 0 {
-		sc := m.spare[n-1]
-		m.spare[n-1] = nil
-		m.spare = m.spare[:n-1]
-		return sc
-	}
-	return new(scratch)
+	return m.spare.Get()
 }
 
 // spareLocked gives sc back, holding on to nothing the call referred to
@@ -620,16 +610,7 @@ func (m *Master) spareLocked(sc *scratch) {
 	clear(sc.writes[:cap(sc.writes)])
 	clear(sc.slices[:cap(sc.slices)])
 	clear(sc.dsts[:cap(sc.dsts)])
-	m.spare = append(m.spare, sc)
-}
-
-// grow is b resized to n, reusing its array when it has room; the
-// elements are not cleared.
-func grow[T any](b []T, n int) []T {
-	if cap(b) < n {
-		return make([]T, n)
-	}
-	return b[:n]
+	m.spare.Put(sc)
 }
 
 func (m *Master) freeNowLocked(s span) {
@@ -1043,7 +1024,7 @@ func (c *Client) metadataCall(call string, keys []string, sizes []int64) ([]int6
 	if len(ask) == 0 {
 		return m.finishLocked(call, keys, out)
 	}
-	placed := grow(sc.placed, len(ask)) // a start's span per asked key
+	placed := reuse.Resize(sc.placed, len(ask)) // a start's span per asked key
 	sc.placed = placed
 	clear(placed)
 	if !m.down && c.epoch != m.epoch {
@@ -1328,7 +1309,7 @@ func (c *Client) BatchPutFromMultiBufferRanges(keys []string, buffers [][]moonca
 	sc.writes, sc.slices = writes, flat
 	switch {
 	case len(writes) > 0 && m.fixed && !c.peerStallsLocked():
-		pinned, dsts := grow(sc.spans, len(writes)), grow(sc.dsts, len(writes))
+		pinned, dsts := reuse.Resize(sc.spans, len(writes)), reuse.Resize(sc.dsts, len(writes))
 		sc.spans, sc.dsts = pinned, dsts
 		for wi, w := range writes {
 			pinned[wi], dsts[wi] = w.dst, m.bytesLocked(w.dst)
@@ -1408,7 +1389,7 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 	out := make([]int64, len(keys))
 	sc := m.scratchLocked()
 	defer m.spareLocked(sc)
-	staged := grow(sc.faults, len(keys)) // read only for the asked keys, each set here
+	staged := reuse.Resize(sc.faults, len(keys)) // read only for the asked keys, each set here
 	ask := sc.ask[:0]
 	for i, k := range keys {
 		f, ok := m.takeLocked(CallGet, k)
@@ -1420,8 +1401,8 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 		ask = append(ask, i)
 	}
 	sc.faults, sc.ask = staged, ask
-	found := grow(sc.found, len(ask)) // each asked key's object, nil for none
-	lookup := grow(sc.codes, len(ask))
+	found := reuse.Resize(sc.found, len(ask)) // each asked key's object, nil for none
+	lookup := reuse.Resize(sc.codes, len(ask))
 	sc.found, sc.codes = found, lookup
 	clear(found)
 	clear(lookup)
@@ -1471,7 +1452,7 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 		}
 	}
 	if m.fixed && len(reads) > 0 {
-		pinned, srcs := grow(sc.spans, len(reads)), grow(sc.dsts, len(reads))
+		pinned, srcs := reuse.Resize(sc.spans, len(reads)), reuse.Resize(sc.dsts, len(reads))
 		sc.spans, sc.dsts = pinned, srcs
 		for j, r := range reads {
 			pinned[j], srcs[j] = r.obj.span, m.bytesLocked(r.obj.span)
