@@ -456,13 +456,19 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline, end
 		}
 	}
 	if err != nil {
-		var rej *driver.RejectedError
-		if errors.As(err, &rej) {
-			return nil, nil, &InvalidSubmissionError{Rule: rej.Rule, Reason: rej.Reason}
-		}
-		return nil, nil, &InvalidSubmissionError{Reason: err.Error()}
+		return nil, nil, invalid(err)
 	}
 	return rows, ends, nil
+}
+
+// invalid is a rule's refusal as the backend returns it: an
+// *InvalidSubmissionError naming the rule and the row.
+func invalid(err error) *InvalidSubmissionError {
+	var rej *driver.RejectedError
+	if errors.As(err, &rej) {
+		return &InvalidSubmissionError{Rule: rej.Rule, Reason: rej.Reason}
+	}
+	return &InvalidSubmissionError{Reason: err.Error()}
 }
 
 // admitDisjoint refuses rows whose spans overlap: a fetch writes every span,

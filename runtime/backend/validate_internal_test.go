@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -58,11 +57,7 @@ func validateByTheRules(be *Backend, v View, hint driver.Hint, fetch bool) ([]dr
 		err = admitDisjoint(rows)
 	}
 	if err != nil {
-		var rej *driver.RejectedError
-		if errors.As(err, &rej) {
-			return nil, nil, &InvalidSubmissionError{Rule: rej.Rule, Reason: rej.Reason}
-		}
-		return nil, nil, &InvalidSubmissionError{Reason: err.Error()}
+		return nil, nil, invalid(err)
 	}
 	var ends []batchEnd
 	maxRows, maxBytes := be.rowLimit(), be.cfg.BytesPerBatch
