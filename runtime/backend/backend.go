@@ -335,8 +335,12 @@ func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error)
 	b.stats.BatchesQueued += len(a.batches)
 	b.attempts = addIndexed(b.attempts, a, (*Attempt).index)
 	b.stats.Attempts++
-	for i := 0; i < len(a.batches) && i < b.idle; i++ {
-		b.cond.Signal() // one worker per batch; a worker that finds more work takes it
+	wanted := len(a.batches) // one worker per batch; a worker that finds more work takes it
+	if !fetch {
+		wanted = min(wanted, b.pubCap-b.publishing) // a worker past the cap would find nothing
+	}
+	for i := 0; i < wanted && i < b.idle; i++ {
+		b.cond.Signal()
 	}
 	b.notifyLocked()
 	b.mu.Unlock()
