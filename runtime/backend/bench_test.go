@@ -2,13 +2,17 @@ package backend_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/kvblob/kvblob/internal/scalebench"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/memory"
 )
 
 // roundTripRig is a backend over the memory store with a view of rows
@@ -222,4 +226,89 @@ func BenchmarkBatchesPerView(b *testing.B) {
 			b.ReportMetric(float64(el.Nanoseconds())/float64(rows), "ns/row-op")
 		})
 	}
+}
+
+// callGaps is a memory driver that times the gaps between one publish's
+// consecutive puts: from one put's return to the next one's start.
+type callGaps struct {
+	*memory.Driver
+	mu   sync.Mutex
+	last time.Time // the last put's return
+	gaps time.Duration
+	n    int
+}
+
+func (d *callGaps) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
+	start := time.Now()
+	op, err := d.Driver.Put(ctx, rows)
+	end := time.Now()
+	d.mu.Lock()
+	if !d.last.IsZero() {
+		d.gaps += start.Sub(d.last)
+		d.n++
+	}
+	d.last = end
+	d.mu.Unlock()
+	return op, err
+}
+
+// BenchmarkPublishCallGaps publishes views of 32 rows of 1 MiB, 4 rows a
+// call (blobbench's bandwidth views, cut at 4 MiB), with 2 workers, and
+// reports the mean time between a publish's consecutive calls: the
+// backend's own time between them. A stream handed from worker to worker
+// spent it waking a parked goroutine, whose core had gone idle during a
+// call this long.
+func BenchmarkPublishCallGaps(b *testing.B) {
+	const rows, rowBytes = 32, 1 << 20
+	lender, err := hostmem.NewLender("gaps", driver.Layout{SlotBytes: rowBytes, Slots: rows})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hold, err := lender.Hold()
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := &callGaps{Driver: memory.New(memory.Options{})}
+	bind, err := backend.Bind(hold.Regions(), d, hold)
+	if err != nil {
+		b.Fatal(err)
+	}
+	be, err := backend.New(bind, nil, backend.Config{Workers: 2, RowsPerBatch: 4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := errors.Join(be.Shutdown(ctx), d.Close(), lender.Close()); err != nil {
+			b.Error(err)
+		}
+	})
+	region := hold.Regions()[0]
+	for i := range region.Mem { // bytes, not the zero page (see roundTripRig)
+		region.Mem[i] = byte(i*31 + i>>12)
+	}
+	v := make(backend.View, rows)
+	for i := range v {
+		v[i] = backend.ViewRow{Name: []byte(fmt.Sprint("gap-", i)), Spans: []driver.Span{region.Slot(i)}}
+	}
+	var gaps time.Duration
+	var n int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d.mu.Lock()
+		d.last, d.gaps, d.n = time.Time{}, 0, 0
+		d.mu.Unlock()
+		a, err := be.Publish(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if o, err := a.Wait(context.Background()); err != nil || o.Prefix != rows {
+			b.Fatalf("publish: %v, %d of %d rows", err, o.Prefix, rows)
+		}
+		d.mu.Lock()
+		gaps, n = gaps+d.gaps, n+d.n
+		d.mu.Unlock()
+	}
+	b.ReportMetric(float64(gaps.Nanoseconds())/float64(max(n, 1)), "ns/gap")
 }
