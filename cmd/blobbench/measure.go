@@ -289,10 +289,7 @@ func newRig(s store, p plan, rowBytes int64, rows, workers int) (*rig, error) {
 	}
 	r := &rig{s: s, lender: lender, be: be, d: d, w: w, stem: stem, slots: hold.Regions()[0], n: rows}
 	active.add(r)
-	src := r.slots.Mem[:int64(rows)*rowBytes]
-	for i := range src {
-		src[i] = byte(i*31 + i>>12)
-	}
+	scalebench.Fill(r.slots.Mem[:int64(rows)*rowBytes])
 	return r, nil
 }
 

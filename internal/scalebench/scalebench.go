@@ -48,6 +48,13 @@ type Backend struct {
 // NewBackend returns a Backend configured by cfg over slots slots of
 // rowBytes bytes.
 func NewBackend(slots int, rowBytes int64, cfg backend.Config) (*Backend, error) {
+	return NewBackendOver(slots, rowBytes, cfg, nil)
+}
+
+// NewBackendOver is NewBackend with the backend calling wrap(d), a driver
+// over the memory driver d (a benchmark's timing of the calls, say);
+// wrap nil calls d itself. Close closes d.
+func NewBackendOver(slots int, rowBytes int64, cfg backend.Config, wrap func(d *memory.Driver) driver.Driver) (*Backend, error) {
 	lender, err := hostmem.NewLender("scalebench", driver.Layout{SlotBytes: rowBytes, Slots: slots})
 	if err != nil {
 		return nil, err
@@ -58,7 +65,11 @@ func NewBackend(slots int, rowBytes int64, cfg backend.Config) (*Backend, error)
 		return nil, err
 	}
 	d := memory.New(memory.Options{})
-	bind, err := backend.Bind(hold.Regions(), d, hold)
+	var called driver.Driver = d
+	if wrap != nil {
+		called = wrap(d)
+	}
+	bind, err := backend.Bind(hold.Regions(), called, hold)
 	if err != nil {
 		return nil, errors.Join(err, d.Close(), lender.Close())
 	}
@@ -83,6 +94,16 @@ func (b *Backend) Forget(v backend.View) error {
 		b.d.Store().Delete(key)
 	}
 	return nil
+}
+
+// Fill writes bytes into b that are neither zero nor a repeated pattern,
+// for a benchmark's sources: an untouched mapping reads as the kernel's
+// one zero page, which costs a copy no memory traffic and flatters every
+// put.
+func Fill(b []byte) {
+	for i := range b {
+		b[i] = byte(i*31 + i>>12)
+	}
 }
 
 // signal is the backend's wake function: a send that never blocks.

@@ -2,7 +2,6 @@ package backend_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -11,16 +10,13 @@ import (
 	"github.com/kvblob/kvblob/internal/scalebench"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
-	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/memory"
 )
 
 // roundTripRig is a backend over the memory store with a view of rows
 // source rows and one of as many destination rows, rowBytes each, and
 // done, which waits for an attempt to deliver every row and quiesce. The
-// sources hold bytes, as blobbench's do: an untouched mapping reads as the
-// kernel's one zero page, which costs a copy no memory traffic and flatters
-// every put.
+// sources hold bytes (scalebench.Fill), as blobbench's do.
 type roundTripRig struct {
 	be       *scalebench.Backend
 	src, dst backend.View
@@ -39,10 +35,7 @@ func newRoundTripRig(b *testing.B, rows, rowBytes int, cfg backend.Config) *roun
 	})
 	rig := &roundTripRig{be: be}
 	rig.src, rig.dst = rig.views(rows, "row-")
-	src := be.Slots.Mem[:rows*rowBytes]
-	for i := range src {
-		src[i] = byte(i*31 + i>>12)
-	}
+	scalebench.Fill(be.Slots.Mem[:rows*rowBytes])
 	rig.done = func(a *backend.Attempt, err error) {
 		if err != nil {
 			b.Fatal(err)
@@ -260,38 +253,25 @@ func (d *callGaps) Put(ctx context.Context, rows []driver.Row) (driver.Operation
 // call this long.
 func BenchmarkPublishCallGaps(b *testing.B) {
 	const rows, rowBytes = 32, 1 << 20
-	lender, err := hostmem.NewLender("gaps", driver.Layout{SlotBytes: rowBytes, Slots: rows})
-	if err != nil {
-		b.Fatal(err)
-	}
-	hold, err := lender.Hold()
-	if err != nil {
-		b.Fatal(err)
-	}
-	d := &callGaps{Driver: memory.New(memory.Options{})}
-	bind, err := backend.Bind(hold.Regions(), d, hold)
-	if err != nil {
-		b.Fatal(err)
-	}
-	be, err := backend.New(bind, nil, backend.Config{Workers: 2, RowsPerBatch: 4})
+	var d *callGaps
+	be, err := scalebench.NewBackendOver(rows, rowBytes, backend.Config{Workers: 2, RowsPerBatch: 4},
+		func(m *memory.Driver) driver.Driver { d = &callGaps{Driver: m}; return d })
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := errors.Join(be.Shutdown(ctx), d.Close(), lender.Close()); err != nil {
+		if err := be.Close(); err != nil {
 			b.Error(err)
 		}
 	})
-	region := hold.Regions()[0]
-	for i := range region.Mem { // bytes, not the zero page (see roundTripRig)
-		region.Mem[i] = byte(i*31 + i>>12)
-	}
+	region := be.Slots
+	scalebench.Fill(region.Mem)
 	v := make(backend.View, rows)
 	for i := range v {
 		v[i] = backend.ViewRow{Name: []byte(fmt.Sprint("gap-", i)), Spans: []driver.Span{region.Slot(i)}}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	var gaps time.Duration
 	var n int
 	b.ResetTimer()
@@ -300,11 +280,11 @@ func BenchmarkPublishCallGaps(b *testing.B) {
 		d.last, d.gaps, d.n = time.Time{}, 0, 0
 		d.mu.Unlock()
 		a, err := be.Publish(v)
+		if err == nil {
+			err = be.Settle(ctx, a)
+		}
 		if err != nil {
 			b.Fatal(err)
-		}
-		if o, err := a.Wait(context.Background()); err != nil || o.Prefix != rows {
-			b.Fatalf("publish: %v, %d of %d rows", err, o.Prefix, rows)
 		}
 		d.mu.Lock()
 		gaps, n = gaps+d.gaps, n+d.n
