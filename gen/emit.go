@@ -164,6 +164,14 @@ func (e *emitter) codes(f *jen.File) {
 	f.PackageComment("")
 	f.PackageComment("Every code-to-result decision of its driver is made here; the driver")
 	f.PackageComment("holds no numeric code and no code name of its own.")
+	if s.Comment != "" {
+		f.PackageComment("")
+		f.PackageComment("The spec says:")
+		f.PackageComment("")
+		for _, line := range strings.Split(s.Comment, "\n") {
+			f.PackageComment(line)
+		}
+	}
 
 	/*
 		const (
@@ -202,8 +210,13 @@ func (e *emitter) codes(f *jen.File) {
 	f.Comment("The SDK's code table. The values are the SDK's own; never renumber them.")
 	f.Const().DefsFunc(func(g *jen.Group) {
 		for _, c := range s.Codes {
-			if c.Doc != "" {
+			switch {
+			case c.Doc != "" && c.Comment != "":
+				commentLines(g.Comment, goName(c.Name)+" ("+c.Name+"): "+c.Doc+"\n\n"+c.Comment)
+			case c.Doc != "":
 				g.Comment(goName(c.Name) + " (" + c.Name + "): " + c.Doc)
+			case c.Comment != "":
+				commentLines(g.Comment, goName(c.Name)+" ("+c.Name+"): "+c.Comment)
 			}
 			g.Id(goName(c.Name)).Id("Code").Op("=").Lit(int(c.Value))
 		}
@@ -277,7 +290,8 @@ func orNone(s string) string {
 }
 
 // litField is one field of a composite literal the generator emits; note, when
-// set, is a comment line above it (the spec position it comes from).
+// set, is a comment above it (the spec position it comes from, and the
+// spec's comments there), one line a line.
 type litField struct {
 	name  jen.Code
 	value jen.Code
@@ -291,9 +305,7 @@ func values(typ *jen.Statement, fs []litField) *jen.Statement {
 	items := make([]jen.Code, 0, len(fs)+1)
 	for _, f := range fs {
 		line := jen.Line()
-		if f.note != "" {
-			line.Comment(f.note).Line()
-		}
+		commentLines(func(text string) *jen.Statement { return line.Comment(text).Line() }, f.note)
 		items = append(items, line.Add(f.name).Op(":").Add(f.value))
 	}
 	if len(fs) > 0 {
@@ -361,23 +373,27 @@ func (e *emitter) callRule(f *jen.File, c *Call, name string) {
 	}
 	if c.Answers == "size" {
 		d = append(d, named("Sized", jen.True()),
-			litField{name: jen.Id("Whole"), value: outcome(c.Whole), note: c.Whole.Pos.String()},
-			litField{name: jen.Id("Short"), value: outcome(c.Short), note: c.Short.Pos.String()})
+			litField{name: jen.Id("Whole"), value: outcome(c.Whole), note: answerNote(c.Whole.Pos, c.Whole)},
+			litField{name: jen.Id("Short"), value: outcome(c.Short), note: answerNote(c.Short.Pos, c.Short)})
 	}
 	if len(c.Codes) > 0 {
 		codes := make([]litField, len(c.Codes))
 		for i := range c.Codes {
 			r := &c.Codes[i]
-			codes[i] = litField{name: jen.Int64().Call(jen.Id(goName(r.Code))), value: meaning(nil, &r.Meaning), note: r.Pos.String()}
+			codes[i] = litField{name: jen.Int64().Call(jen.Id(goName(r.Code))), value: meaning(nil, &r.Meaning), note: answerNote(r.Pos, &r.Meaning)}
 		}
 		d = append(d, named("Codes", values(jen.Map(jen.Int64()).Add(qual("Meaning")), codes)))
 	}
-	d = append(d, litField{name: jen.Id("Otherwise"), value: outcome(c.Otherwise), note: c.Otherwise.Pos.String()},
+	d = append(d, litField{name: jen.Id("Otherwise"), value: outcome(c.Otherwise), note: answerNote(c.Otherwise.Pos, c.Otherwise)},
 		named("CodeName", jen.Id("codeName")))
 	f.Commentf("%sRule is what %s says about %s's answers and its", name, c.Pos, c.Name)
 	f.Commentf("access (%s).", orNone(c.AccessEnd))
 	if c.Doc != "" {
 		f.Commentf("The call %s.", c.Doc)
+	}
+	if c.Comment != "" {
+		f.Comment("")
+		commentLines(f.Comment, c.Comment)
 	}
 	f.Var().Id(name + "Rule").Op("=").Op("&").Add(values(qual("CallRule"), d))
 	f.Line()
@@ -528,4 +544,24 @@ func (e *emitter) admission(f *jen.File) {
 	f.Comment("os.Getenv in production.")
 	f.Func().Id("CheckEnvironment").Params(jen.Id("getenv").Func().Params(jen.String()).String()).Error().Block(
 		jen.Return(qual("CheckEnvironment").Call(jen.Id("Environment"), jen.Id("getenv"))))
+}
+
+// commentLines emits text one comment a line through comment (jen renders a
+// comment holding a line break as a /* */ block, which a doc comment is not).
+func commentLines(comment func(string) *jen.Statement, text string) {
+	if text == "" {
+		return
+	}
+	for _, line := range strings.Split(text, "\n") {
+		comment(line)
+	}
+}
+
+// answerNote is the comment above an answer's rule: the spec position it
+// comes from, then the spec's comments there.
+func answerNote(pos Pos, o *Meaning) string {
+	if o.Comment == "" {
+		return pos.String()
+	}
+	return pos.String() + "\n" + o.Comment
 }

@@ -42,7 +42,7 @@ func Load(file string, data []byte) (*Spec, error) {
 	} else if !errors.Is(err, io.EOF) {
 		d.errs = append(d.errs, yamlError(file, " after the first document (a spec is one document)", err))
 	}
-	s := &Spec{File: file}
+	s := &Spec{File: file, Comment: fileComment(&root)}
 	d.spec(root.Content[0], s)
 	d.validate(s)
 	if len(d.errs) > 0 {
@@ -404,7 +404,7 @@ func (d *decoder) spec(n *yaml.Node, s *Spec) {
 		field{"calls", true, func(n *yaml.Node) {
 			d.ok["calls"] = n.Kind == yaml.MappingNode
 			d.entries(n, "calls", func(k, v *yaml.Node) {
-				c := &Call{Name: k.Value, Pos: d.pos(k)}
+				c := &Call{Name: k.Value, Pos: d.pos(k), Comment: entryComment(k, v, answerFields)}
 				if !identRE.MatchString(k.Value) {
 					d.errorf(k, "call name %q must be lower_snake_case", k.Value)
 				}
@@ -459,7 +459,7 @@ const codeBound = "an SDK code is a 32-bit signed integer"
 // codes reads the code table: NAME: value, or NAME: {value: N, doc: "..."}.
 func (d *decoder) codes(n *yaml.Node, s *Spec) {
 	d.entries(n, "codes", func(k, v *yaml.Node) {
-		c := Code{Name: k.Value, Pos: d.pos(k)}
+		c := Code{Name: k.Value, Pos: d.pos(k), Comment: entryComment(k, v, nil)}
 		if !codeNameRE.MatchString(k.Value) {
 			d.errorf(k, "code name %q must be UPPER_SNAKE_CASE", k.Value)
 		}
@@ -487,6 +487,7 @@ func (d *decoder) call(n *yaml.Node, c *Call) {
 			}
 		}
 	}
+	keys := mappingKeys(n)
 	touches := false
 	defer func() {
 		if c.Op == "" || c.Answers == "" || !touches {
@@ -507,19 +508,26 @@ func (d *decoder) call(n *yaml.Node, c *Call) {
 			d.boolean(&withCases, what+" cases")(n)
 			c.NoCases = !withCases
 		}},
-		field{"whole", false, func(n *yaml.Node) { c.Whole = d.outcome(n, what+" whole") }},
-		field{"short", false, func(n *yaml.Node) { c.Short = d.outcome(n, what+" short") }},
+		field{"whole", false, func(n *yaml.Node) { c.Whole = d.answer(keys["whole"], n, what+" whole") }},
+		field{"short", false, func(n *yaml.Node) { c.Short = d.answer(keys["short"], n, what+" short") }},
 		field{"codes", false, func(n *yaml.Node) {
 			d.entries(n, what+" codes", func(k, v *yaml.Node) {
 				r := CodeRule{Code: k.Value, Pos: d.pos(k)}
-				if o := d.outcome(v, what+" code "+k.Value); o != nil {
+				if o := d.answer(k, v, what+" code "+k.Value); o != nil {
 					r.Meaning = *o
 				}
 				c.Codes = append(c.Codes, r)
 			})
 		}},
-		field{"otherwise", false, func(n *yaml.Node) { c.Otherwise = d.outcome(n, what+" otherwise") }},
+		field{"otherwise", false, func(n *yaml.Node) { c.Otherwise = d.answer(keys["otherwise"], n, what+" otherwise") }},
 	)
+}
+
+// answer decodes one answer's outcome, value n of key k, with its comments.
+func (d *decoder) answer(k, n *yaml.Node, what string) *Meaning {
+	o := d.outcome(n, what)
+	o.Comment = entryComment(k, n, nil)
+	return o
 }
 
 func (d *decoder) outcome(n *yaml.Node, what string) *Meaning {

@@ -55,7 +55,10 @@ func (l ErrorList) sort() {
 
 // Spec is one store at one SDK version.
 type Spec struct {
-	File    string // as given to Load, e.g. spec/mooncake-0.3.13.yaml
+	File string // as given to Load, e.g. spec/mooncake-0.3.13.yaml
+	// Comment is the YAML comment at the head of the file (the lines above
+	// its first key), "#" stripped: the generated package's doc carries it.
+	Comment string
 	Store   string
 	Package string
 	SDK     SDK
@@ -112,15 +115,21 @@ type Code struct {
 	Name  string
 	Value int64
 	Doc   string
-	Pos   Pos
+	// Comment is the entry's YAML comments (entryComment): generated code
+	// carries it into the code constant's doc.
+	Comment string
+	Pos     Pos
 }
 
 // Call is one SDK call and what its answers mean.
 type Call struct {
-	Name          string
-	Pos           Pos
-	Op            string // put or get
-	Doc           string
+	Name string
+	Pos  Pos
+	Op   string // put or get
+	Doc  string
+	// Comment is the call's YAML comments, its answers' left out
+	// (entryComment): generated code carries it into Map<Call>'s doc.
+	Comment       string
 	TouchesMemory bool
 	AccessEnd     string // none, on_return, unless_kept, never
 	Answers       string // code or size
@@ -158,6 +167,9 @@ type Meaning struct {
 	// Example names the code the generated "otherwise" case answers with
 	// (default: the first code of the table the call does not map).
 	Example string
+	// Comment is the answer's YAML comments (entryComment): generated
+	// code carries it beside the answer's rule.
+	Comment string
 }
 
 // Rule is one admission rule.

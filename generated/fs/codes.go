@@ -5,6 +5,57 @@
 //
 // Every code-to-result decision of its driver is made here; the driver
 // holds no numeric code and no code name of its own.
+//
+// The spec says:
+//
+// A shared filesystem (NFS, Lustre, CephFS, 3FS in production; a local
+// directory in tests) through POSIX file I/O as Go's os package issues it on
+// Linux. The "SDK" is the kernel: its answers are errno values, and each code
+// below is the negated errno (the kernel's own convention for system call
+// returns), plus three codes the driver finds itself (PENDING, CORRUPT, ERR).
+//
+// Layout. A key prefix/v1/hex(name) is the file
+//
+//	<root>/<prefix>/v1/<dd>+/<hex>
+//
+// where dd is the first byte of the key's name digest (fan-out, so one
+// directory never holds every object) and a hex name longer than 200
+// characters is cut into 200-character directories, each but the last ending
+// in '+'. '+' is in no prefix segment, so no key's file is another key's
+// directory. Keys with a "." or ".." prefix segment are refused before
+// anything is recorded: they would leave the root. A row is one file: its
+// payload followed by the shared object trailer (stores/trailer: magic TLBK,
+// version, name digest, length, CRC32).
+//
+// Publishing is atomic by rename, and another writer is seen by a marker:
+//  1. claim: create <file>.pending with O_CREAT|O_EXCL (exclusive on NFSv3+,
+//     Lustre, CephFS). A marker already there whose mtime + TTL has passed
+//     (by the driver's clock) belongs to a dead writer: it is renamed aside,
+//     removed, and the create is tried once more.
+//  2. write: create <file>.tmp-<random> in the same directory, write the
+//     row's span straight from the caller's slot, then the trailer, fsync
+//     the file and close it. write(2) copies out of the slot before it
+//     returns, so the call's access to the caller's memory ends on return.
+//  3. publish: rename the temporary file over <file>, then fsync the
+//     directory, so a reader on any host sees no object or the whole one.
+//  4. release: remove the marker (and, after a failure, the temporary file).
+//
+// A put of a key that already holds an object writes it again: its READY is
+// for the bytes it wrote. Two writers that both took an expired marker both
+// rename whole objects: the later rename wins, and no reader sees part of
+// one. Markers carry no clock of their own: hosts whose clocks differ by more
+// than the TTL may take a live writer's marker, which costs a duplicate write,
+// never a torn object.
+//
+// A get opens <file> (O_NONBLOCK, so a FIFO planted there cannot block it),
+// refuses anything but a regular file, reads the whole object with pread into
+// a buffer of its own, checks it through stores/trailer, and only then copies
+// the payload into the row's slot: reads are copied, once, and every failure
+// leaves the destination untouched. An absent object is NOT_READY while a
+// live marker says another writer is still at it, and MISS otherwise.
+//
+// Every call ends its access to the caller's memory on return: no call keeps
+// a pointer into a slot past its return (no O_DIRECT, no async I/O).
 package fs
 
 import (

@@ -21,6 +21,7 @@ var ClaimRule = &rules.CallRule{
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
 		// spec/fs-posix.yaml:94:7
+		// The marker is this writer's: go on to write.
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Continue: true,
@@ -72,6 +73,7 @@ var WriteRule = &rules.CallRule{
 	Access: rules.AccessOnReturn,
 	Codes: map[int64]rules.Meaning{
 		// spec/fs-posix.yaml:108:7
+		// The temporary file holds the row: go on to publish it.
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Continue: true,

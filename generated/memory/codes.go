@@ -5,6 +5,12 @@
 //
 // Every code-to-result decision of its driver is made here; the driver
 // holds no numeric code and no code name of its own.
+//
+// The spec says:
+//
+// The in-process reference store (stores/memory). Its "SDK" is the Store
+// type in stores/memory: Put answers a code, Get answers the payload length
+// of a whole, checked object or a code.
 package memory
 
 import (

@@ -5,6 +5,34 @@
 //
 // Every code-to-result decision of its driver is made here; the driver
 // holds no numeric code and no code name of its own.
+//
+// The spec says:
+//
+// Mooncake store, SDK 0.3.13 (kvcache-ai/Mooncake).
+//
+// Sources, as read from the public repository (see ../shared/mooncake-0.3.13.md
+// for the notes this was written from):
+//   - codes: mooncake-store/include/types.h, enum class ErrorCode : int32_t;
+//     all 72 names and values checked against main at 3b5a594 (2026-08-22).
+//   - the session calls: mooncake-integration/store/store_py.cpp
+//     (batch_put_session_start, batch_put_from_multi_buffer_ranges,
+//     batch_put_session_end, batch_put_session_revoke).
+//   - put sessions and batch_put_from_multi_buffer_ranges: first released in
+//     0.3.13 (added on main 2026-08-10, after v0.3.12.post1).
+//   - transfer waits time out after a fixed 60 s with TRANSFER_FAIL while the
+//     transfer may still run: transfer_task.cpp, wait_for_completion.
+//   - session end and revoke wait, without a timeout, for range writes in
+//     flight, so the scatter's return ends its access whatever it answers.
+//
+// Security: Mooncake store 0.3.13 has no authentication and no TLS. The
+// master's RPC, the metadata service and the transfer engine (TCP or RDMA)
+// accept any peer that reaches them, and any peer can read, overwrite or
+// remove any key. The network is the boundary: run the master, metadata
+// service and every client on a private network (or RDMA fabric) that only
+// the serving cluster reaches, never on an interface the outside can reach.
+// A client that must not trust the other writers turns on kvblob's keyed row
+// integrity (docs/security.md). The spec schema has no field for this, so it
+// is said here and in docs/security.md.
 package mooncake
 
 import (

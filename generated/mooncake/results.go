@@ -21,6 +21,8 @@ var BatchPutSessionStartRule = &rules.CallRule{
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
 		// spec/mooncake-0.3.13.yaml:136:7
+		// The session is this writer's: go on to the scatter. Not READY: the
+		// object is complete only once its end answers OK.
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Continue: true,
@@ -28,6 +30,9 @@ var BatchPutSessionStartRule = &rules.CallRule{
 			},
 		},
 		// spec/mooncake-0.3.13.yaml:140:7
+		// Another writer (or a completed object) holds the key. Sessions answer
+		// -705 where batch_put_from answered 0, so existence must be asked:
+		// batch_is_exist 1 is READY; 0 (absent, or still being written) is NOT_READY.
 		int64(ObjectAlreadyExists): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -38,6 +43,7 @@ var BatchPutSessionStartRule = &rules.CallRule{
 			},
 		},
 		// spec/mooncake-0.3.13.yaml:147:7
+		// A full pool is not a fault.
 		int64(NoAvailableHandle): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
@@ -45,6 +51,11 @@ var BatchPutSessionStartRule = &rules.CallRule{
 			},
 		},
 		// spec/mooncake-0.3.13.yaml:153:7
+		// The client refuses, before the master is asked, a key it holds a
+		// session for, however old (real, mooncake-real.md b3: -600, never ages
+		// out) and an empty key (b6: -600). The driver starts neither, so this
+		// can only be something else, such as a cachelib master's
+		// 16 MiB - 16 B object cap.
 		int64(InvalidParams): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -52,6 +63,15 @@ var BatchPutSessionStartRule = &rules.CallRule{
 			},
 		},
 		// spec/mooncake-0.3.13.yaml:163:7
+		// A start whose answer was lost may still be applied when the master
+		// answers late (real, h5: a start timed out against a frozen master,
+		// applied on thaw). The client never recorded the session, so nothing
+		// can end or revoke it (its revoke answers INVALID_PARAMS, its own new
+		// start OBJECT_ALREADY_EXISTS): an orphan the master discards after
+		// put_start_discard_timeout_sec. It is metadata only (no scatter was
+		// posted), so the driver holds nothing for it. A master that is down
+		// answers RPC_FAIL on cue (real, testdata/mcscenario/m-master-killed.json,
+		// start-down: -900).
 		int64(RPCFail): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -89,6 +109,7 @@ var BatchPutFromMultiBufferRangesRule = &rules.CallRule{
 	Access: rules.AccessOnReturn,
 	Sized:  true,
 	// spec/mooncake-0.3.13.yaml:174:12
+	// Every byte landed: go on to the end, which completes the object.
 	Whole: rules.Meaning{
 		Mapping: rules.Mapping{
 			Continue: true,
@@ -105,6 +126,8 @@ var BatchPutFromMultiBufferRangesRule = &rules.CallRule{
 	},
 	Codes: map[int64]rules.Meaning{
 		// spec/mooncake-0.3.13.yaml:181:7
+		// Over TCP the target may still apply data into the object's space:
+		// never revoke it (a revoke frees the space at once).
 		int64(TransferFail): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -144,6 +167,8 @@ var BatchPutSessionEndRule = &rules.CallRule{
 			},
 		},
 		// spec/mooncake-0.3.13.yaml:193:7
+		// An unanswered end may still complete: the master matches a late end on
+		// key and client only, so the session stays held and drain revokes it.
 		int64(RPCFail): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -160,6 +185,9 @@ var BatchPutSessionEndRule = &rules.CallRule{
 			},
 		},
 		// spec/mooncake-0.3.13.yaml:198:7
+		// Another client took the key over after put_start_discard_timeout_sec
+		// (real, mooncake-real.md g1: -601 forever). The driver revokes it,
+		// which answers -601 too, and keeps the key held.
 		int64(IllegalClient): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -185,6 +213,13 @@ func MapBatchPutSessionEnd(answer int64) rules.Mapping {
 // BatchPutSessionRevokeRule is what spec/mooncake-0.3.13.yaml:201:3 says about batch_put_session_revoke's answers and its
 // access (it touches no memory).
 // The call frees the space of a session not written whole; metadata only.
+//
+// It runs only after another call failed, so it has no case of its own.
+//
+// Every session is metadata only once its scatter returned (the scatter's
+// return ends its access), so no revoke answer pins memory: drain answers
+// true whatever the revokes it makes answer. These codes say only whether
+// the driver still holds the key.
 var BatchPutSessionRevokeRule = &rules.CallRule{
 	Call:   "batch_put_session_revoke",
 	Access: rules.AccessNone,
@@ -197,6 +232,7 @@ var BatchPutSessionRevokeRule = &rules.CallRule{
 			},
 		},
 		// spec/mooncake-0.3.13.yaml:215:7
+		// No session is left under the key (a start that raised never made one).
 		int64(ObjectNotFound): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
@@ -204,6 +240,12 @@ var BatchPutSessionRevokeRule = &rules.CallRule{
 			},
 		},
 		// spec/mooncake-0.3.13.yaml:222:7
+		// The client holds no local session for the key, and the master is
+		// never asked: a key never started (real, mooncake-real.md c1/c2: -600),
+		// one already ended or revoked (c4/c5: -600), another client's (c3:
+		// -600), or a start that timed out and was applied late (h5: -600, an
+		// orphan the master discards after put_start_discard_timeout_sec).
+		// Nothing is left that this client could revoke.
 		int64(InvalidParams): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
@@ -211,6 +253,11 @@ var BatchPutSessionRevokeRule = &rules.CallRule{
 			},
 		},
 		// spec/mooncake-0.3.13.yaml:228:7
+		// Another client took the key over after put_start_discard_timeout_sec
+		// (real, g1: end and revoke answer -601 forever; the space was
+		// discarded). The client keeps its local session forever, so a new
+		// start of the key would be refused locally: keep the key held (a later
+		// put asks batch_is_exist), never revoke it again.
 		int64(IllegalClient): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -219,6 +266,9 @@ var BatchPutSessionRevokeRule = &rules.CallRule{
 			},
 		},
 		// spec/mooncake-0.3.13.yaml:232:7
+		// An end whose answer was lost was applied late and completed the
+		// object (real, h11-15: revoke answers -700 forever; a second end 0).
+		// As for ILLEGAL_CLIENT, the local session stays: keep the key held.
 		int64(InvalidWrite): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -228,6 +278,8 @@ var BatchPutSessionRevokeRule = &rules.CallRule{
 		},
 	},
 	// spec/mooncake-0.3.13.yaml:235:16
+	// A revoke that failed otherwise (the master down or frozen: RPC_FAIL,
+	// RPC_TIMEOUT) stays held, and each drain tries again.
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:   driver.Result{Status: driver.Fault},
@@ -258,6 +310,7 @@ var BatchGetIntoRule = &rules.CallRule{
 		},
 	},
 	// spec/mooncake-0.3.13.yaml:246:7
+	// A shorter object lands in the slot's head before the size is answered.
 	Short: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -281,6 +334,7 @@ var BatchGetIntoRule = &rules.CallRule{
 			},
 		},
 		// spec/mooncake-0.3.13.yaml:254:7
+		// The bytes were written but the lease ran out: read once more.
 		int64(LeaseExpired): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -289,6 +343,7 @@ var BatchGetIntoRule = &rules.CallRule{
 			},
 		},
 		// spec/mooncake-0.3.13.yaml:256:7
+		// The future gave up while the transfer may still run: access unproven.
 		int64(TransferFail): {
 			Mapping: rules.Mapping{
 				Result:      driver.Result{Status: driver.Fault},
@@ -297,6 +352,7 @@ var BatchGetIntoRule = &rules.CallRule{
 			},
 		},
 		// spec/mooncake-0.3.13.yaml:258:7
+		// An object longer than its buffer is refused without a transfer.
 		int64(InvalidParams): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},

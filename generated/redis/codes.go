@@ -5,6 +5,30 @@
 //
 // Every code-to-result decision of its driver is made here; the driver
 // holds no numeric code and no code name of its own.
+//
+// The spec says:
+//
+// Redis 7 through github.com/redis/go-redis/v9, standalone or Cluster.
+// (Valkey 8.1 has its own spec, spec/redis-valkey-8.1.yaml: it stores with
+// SET IFEQ. A Valkey reports redis_version 7.2.4, but this spec does not
+// hold for it: the driver names a server by server_name and its version.)
+//
+// A row is one Redis string: its payload followed by the memory store's
+// trailer (magic TLBK, version, name digest, length, CRC32); integrity is the
+// driver's own. Redis has no result codes of its own beyond its replies, so
+// the driver classifies each reply or client error into the codes below and
+// these rules say what each means for a row.
+//
+// Publishing is atomic by a pending marker, not by a temporary key and
+// RENAME: a writer first claims the key with SET key <marker> NX PX <ttl>,
+// then replaces its own marker with the object in one compare-and-set: on a
+// standalone server WATCH and GET, then MULTI/SET/EXEC, which runs only if
+// the key did not change; on a Cluster (or when a transaction cannot
+// decide) a Lua script. Either way one SET writes the object, so a reader
+// sees the marker or the whole object, never part of it. A reader that finds a marker answers NOT_READY, which a
+// temporary key could not tell from an absent one (it would read MISS), and
+// a writer that dies leaves a marker that expires after its TTL instead of a
+// temporary key nobody cleans up. RENAME across slots also fails in Cluster.
 package redis
 
 import (
@@ -57,6 +81,10 @@ const (
 	// Err (ERR): any other error reply (WRONGTYPE, CLUSTERDOWN, ...)
 	Err Code = -8
 	// Noperm (NOPERM): a NOPERM reply: the connection's ACL user may not run the command on this key (another tenant's key pattern)
+	//
+	// An ACL user limited to its own key pattern (~tenantA/*) gets NOPERM for
+	// any other tenant's key: a refusal of this connection, not an absent key,
+	// so it is never a MISS.
 	Noperm Code = -9
 )
 

@@ -21,6 +21,7 @@ var ClaimRule = &rules.CallRule{
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
 		// spec/redis-7.yaml:66:7
+		// The key is this writer's: go on to store the object.
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Continue: true,
@@ -28,6 +29,11 @@ var ClaimRule = &rules.CallRule{
 			},
 		},
 		// spec/redis-7.yaml:69:7
+		// The key exists: a complete object is READY; another writer's marker
+		// is NOT_READY.
+		//
+		// A whole object of another length, or bytes that fail the trailer,
+		// are not this row: a put-if-absent must not call them READY.
 		int64(Nil): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -100,6 +106,8 @@ var StoreRule = &rules.CallRule{
 			Text: "the ACL user may not write this key: it is outside the user's key pattern",
 		},
 		// spec/redis-7.yaml:94:7
+		// Not stageable: memory fills between claim and store only through a
+		// hook (claim's OOM, on a server already full, is).
 		int64(OOM): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
@@ -138,6 +146,7 @@ var ReleaseRule = &rules.CallRule{
 		},
 	},
 	// spec/redis-7.yaml:106:16
+	// A marker that cannot be deleted expires after its TTL.
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},

@@ -5,6 +5,44 @@
 //
 // Every code-to-result decision of its driver is made here; the driver
 // holds no numeric code and no code name of its own.
+//
+// The spec says:
+//
+// An S3-compatible object store through github.com/aws/aws-sdk-go-v2/service/s3
+// v1.109, every request signed (SigV4), over HTTPS in production (the tests
+// run versitygw with a certificate from a CA they make). Read from the SDK
+// and checked against versitygw v1.8.0 (the tests' server); AWS S3 answers
+// the same codes.
+//
+// Layout. A key prefix/v1/hex(name) is the object key itself, in one bucket
+// the driver is given. A row is one object: its payload followed by the
+// shared object trailer (stores/trailer: magic TLBK, version, name digest,
+// length, CRC32).
+//
+// Publishing is one conditional PutObject (If-None-Match: *). S3 makes an
+// object visible whole or not at all, so no marker is needed for atomicity.
+// What the server answers a concurrent writer (versitygw v1.8.0, checked by
+// s3kit's SDK checks): a writer's object is invisible until its PUT
+// completes (a reader gets 404: MISS, never part of it), the precondition is
+// checked when a PUT completes, so of two writers the first to finish gets
+// 200 and the other 412 PreconditionFailed. A 412 therefore says "an object
+// is there now": the driver GETs it and answers READY only when it is this
+// row's whole object (trailer and bytes equal), FAULT when it is something
+// else, NOT_READY when it vanished in between. AWS S3 may instead answer 409
+// ConditionalRequestConflict while another conditional write of the key is
+// in flight: NOT_READY. S3 has no marker a reader could see, so a get never
+// answers NOT_READY for an unfinished writer: it is a MISS until the object
+// is whole.
+//
+// Access end. The PUT body reads the caller's slot directly (no copy) through
+// a reader the driver seals before PutObject's caller returns: Go's
+// http.Transport may go on reading a request body after RoundTrip returned an
+// error, and a sealed reader answers every later Read with an error without
+// touching the slot (a mutex orders the seal after any Read in progress).
+// So every call's access ends on return, proven by the seal, not assumed.
+// A get reads the whole object into a buffer of the driver's own, checks
+// the trailer, and only then copies the payload into the slot: every failure
+// leaves the destination untouched.
 package s3
 
 import (

@@ -5,6 +5,32 @@
 //
 // Every code-to-result decision of its driver is made here; the driver
 // holds no numeric code and no code name of its own.
+//
+// The spec says:
+//
+// Redis store on a Valkey 8.1 server (valkey-server 8.1.x), through
+// github.com/redis/go-redis/v9, standalone or Cluster. Started from
+// spec/redis-7.yaml ('drivergen new --from'); 'drivergen diff
+// spec/redis-7.yaml spec/redis-valkey-8.1.yaml' prints what differs.
+//
+// A row is one string: its payload followed by the trailer (magic TLBK,
+// version, name digest, length, CRC32), as on Redis 7. Publishing is atomic
+// by the same pending marker: a writer claims the key with SET key <marker>
+// NX PX <ttl>, then replaces its own marker with the object. What differs is
+// that replacement: Valkey 8.1 added a conditional SET (SET key value IFEQ
+// comparison, valkey-io/valkey#1324), which sets the key only if it holds
+// the comparison value, and answers nil otherwise. The store step is then
+// one command per key, answered by the server itself: OK when the marker was
+// still this writer's, nil when it was gone (its TTL ran out, and maybe
+// another writer took the key). On Redis 7 the driver watches the key and
+// runs MULTI/SET/EXEC (or a Lua compare-and-set), and derives LOST from what
+// it read; here no step derives it, so the code table has no LOST and the
+// store rule maps NIL.
+//
+// Identity: Valkey answers INFO server with redis_version:7.2.4 (for
+// clients that parse it) beside server_name:valkey and valkey_version. The
+// driver reads the latter, so a Valkey is never taken for a Redis 7: Valkey
+// 8.0 (which has no IFEQ) has no spec and is refused.
 package valkey81
 
 import (
@@ -55,6 +81,10 @@ const (
 	// Err (ERR): any other error reply (WRONGTYPE, CLUSTERDOWN, ...)
 	Err Code = -8
 	// Noperm (NOPERM): a NOPERM reply: the connection's ACL user may not run the command on this key (another tenant's key pattern)
+	//
+	// An ACL user limited to its own key pattern (~tenantA/*) gets NOPERM for
+	// any other tenant's key: a refusal of this connection, not an absent key,
+	// so it is never a MISS.
 	Noperm Code = -9
 )
 
