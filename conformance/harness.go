@@ -5,7 +5,7 @@
 //
 //	conformance.Run(t, factory, conformance.Suite{
 //		Scenarios: storetest.Scenarios(),
-//		Cases:     gen.Cases,
+//		Cases:     storecases.All(),
 //		Stage:     storetest.Stage,
 //	})
 //

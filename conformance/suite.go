@@ -24,7 +24,7 @@ type Suite struct {
 	// left nil is skipped, and the skip names the hook.
 	Scenarios Scenarios
 	// Cases are the conformance cases generated from the store's spec
-	// (generated/<pkg>.Cases). They run through Stage, which must be set
+	// (generated/<pkg>spec/<pkg>cases.All()). They run through Stage, which must be set
 	// when Cases is not empty.
 	Cases []speccase.Case
 	// Stage makes the store answer a case.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -142,13 +143,14 @@ func IsGenerated(b []byte) bool {
 }
 
 // Packages returns the package folders that want's files (as Generate
-// returns them, "<package>/<file>") live in, sorted. These are the only
-// folders drivergen owns under an output folder.
+// returns them, "<package>spec/<file>" and
+// "<package>spec/<package>cases/<file>") live in, sorted. These are the
+// only folders drivergen owns under an output folder.
 func Packages(want map[string][]byte) []string {
 	seen := map[string]bool{}
 	var pkgs []string
 	for name := range want {
-		pkg, _, _ := strings.Cut(name, "/")
+		pkg := path.Dir(name)
 		if !seen[pkg] {
 			seen[pkg] = true
 			pkgs = append(pkgs, pkg)
@@ -161,7 +163,7 @@ func Packages(want map[string][]byte) []string {
 // Drift compares want (as Generate returns it) with the tree under outDir.
 // It returns the files that differ or are missing, and the generated files
 // that no spec produces any more. It looks for stale files only directly
-// inside the package folders want owns (outDir/<package>/), and takes only
+// inside the package folders want owns (Packages), and takes only
 // regular .go files that start with drivergen's header: a file anywhere
 // else, or one drivergen did not write, is never stale. A missing outDir
 // (or package folder) is no error: every file in it differs.
@@ -173,7 +175,7 @@ func Drift(outDir string, want map[string][]byte) (differ, stale []string, err e
 		}
 	}
 	for _, pkg := range Packages(want) {
-		entries, err := os.ReadDir(filepath.Join(outDir, pkg))
+		entries, err := os.ReadDir(filepath.Join(outDir, filepath.FromSlash(pkg)))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -185,7 +187,7 @@ func Drift(outDir string, want map[string][]byte) (differ, stale []string, err e
 			if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".go") || want[rel] != nil {
 				continue
 			}
-			gen, err := isGeneratedFile(filepath.Join(outDir, pkg, e.Name()))
+			gen, err := isGeneratedFile(filepath.Join(outDir, filepath.FromSlash(pkg), e.Name()))
 			if err != nil {
 				return nil, nil, err
 			}
@@ -228,7 +230,7 @@ func CheckOut(outDir string, want map[string][]byte) error {
 	}
 	var errs []error
 	for _, pkg := range Packages(want) {
-		dir := filepath.Join(outDir, pkg)
+		dir := filepath.Join(outDir, filepath.FromSlash(pkg))
 		info, err := os.Stat(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

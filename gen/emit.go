@@ -41,7 +41,8 @@ var (
 )
 
 // Generate renders every file for specs, keyed by their path under
-// generated/ (e.g. "mooncake/codes.go"). It writes nothing. Two specs that
+// generated/ (e.g. "mooncakespec/codes.go" and
+// "mooncakespec/mooncakecases/cases.go"). It writes nothing. Two specs that
 // emit the same package are an error.
 func Generate(specs []*Spec, opt Options) (map[string][]byte, error) {
 	out := map[string][]byte{}
@@ -56,35 +57,43 @@ func Generate(specs []*Spec, opt Options) (map[string][]byte, error) {
 			return nil, err
 		}
 		for name, b := range files {
-			out[path.Join(s.Package, name)] = b
+			out[path.Join(s.SpecPackage(), name)] = b
 		}
 	}
 	return out, nil
 }
 
-// GenerateOne renders one spec's package: codes.go, results.go,
-// admission.go, cases.go and spec.go.
+// GenerateOne renders one spec's two packages, keyed by their path under
+// the spec's package folder: the driver's package (codes.go, results.go,
+// admission.go and spec.go) and, in a folder of its own inside it, the
+// conformance cases ("<package>cases/cases.go"), which only tests and kits
+// import, so a production driver does not compile them in.
 func GenerateOne(s *Spec, opt Options) (map[string][]byte, error) {
-	e := emitter{s: s, importPath: opt.ImportRoot + "/" + s.Package}
+	e := emitter{s: s, importPath: opt.ImportRoot + "/" + s.SpecPackage()}
+	cases := s.CasesPackage()
 	emitters := []struct {
-		name string
-		fn   func(*jen.File)
+		name, pkg string
+		fn        func(*jen.File)
 	}{
-		{"codes.go", e.codes},
-		{"results.go", e.results},
-		{"admission.go", e.admission},
-		{"cases.go", e.cases},
-		{"spec.go", e.spec},
+		{"codes.go", "", e.codes},
+		{"results.go", "", e.results},
+		{"admission.go", "", e.admission},
+		{"spec.go", "", e.spec},
+		{cases + "/cases.go", cases, e.cases},
 	}
 	out := map[string][]byte{}
 	for _, em := range emitters {
-		f := jen.NewFilePathName(e.importPath, s.Package)
+		importPath, pkg := e.importPath, s.SpecPackage()
+		if em.pkg != "" {
+			importPath, pkg = importPath+"/"+em.pkg, em.pkg
+		}
+		f := jen.NewFilePathName(importPath, pkg)
 		f.HeaderComment(Header)
 		f.HeaderComment("// source: " + s.File)
 		em.fn(f)
 		var buf bytes.Buffer
 		if err := f.Render(&buf); err != nil {
-			return nil, fmt.Errorf("%s: rendering %s/%s: %v", s.File, s.Package, em.name, err)
+			return nil, fmt.Errorf("%s: rendering %s/%s: %v", s.File, s.SpecPackage(), em.name, err)
 		}
 		out[em.name] = buf.Bytes()
 	}
@@ -106,13 +115,20 @@ func qual(name string) *jen.Statement {
 	return jen.Qual(rulesPath, name)
 }
 
-// packageNames are the names every generated package declares at top
-// level, beside a constant per code and, per call, <Call>Rule and
-// Map<Call>. Validate refuses a code whose Go name is one of them.
+// packageNames are the exported names every generated driver package
+// declares, beside a constant per code and, per call, Map<Call> (and
+// <Call>Access for a call that touches memory). Validate refuses a code
+// whose Go name is one of them.
 var packageNames = []string{"Store", "SDKName", "SDKVersions", "SupportsVersion", "Code", "Codes",
 	"Capabilities", "MaxRowBytes", "AdmissionAtOpen", "MaxKeyBytes", "DefaultWorkers", "DefaultRowsPerBatch",
-	"DefaultBytesPerBatch", "Admission", "AdmitPut", "AdmitGet", "AdmitRegister", "Environment",
-	"CheckEnvironment", "Cases", "Spec"}
+	"DefaultBytesPerBatch", "AdmitPut", "AdmitGet", "AdmitRegister", "CheckEnvironment", "Spec"}
+
+// localName turns batch_get_into or io_write into batchGetInto or ioWrite:
+// goName with its first word lower case, for a name the package keeps.
+func localName(s string) string {
+	first, rest, _ := strings.Cut(strings.TrimLeft(strings.ToLower(s), "_"), "_")
+	return first + goName(rest)
+}
 
 // goName turns OBJECT_NOT_FOUND or batch_get_into into ObjectNotFound or
 // BatchGetInto. Initialisms stay upper case.
@@ -160,10 +176,15 @@ var accessIdents = map[string]string{
 func (e *emitter) codes(f *jen.File) {
 	s := e.s
 	f.PackageComment(fmt.Sprintf("Package %s holds what spec %s says about store %q (%s %s).",
-		s.Package, s.File, s.Store, s.SDK.Name, strings.Join(s.SDK.Versions, ", ")))
+		s.SpecPackage(), s.File, s.Store, s.SDK.Name, strings.Join(s.SDK.Versions, ", ")))
 	f.PackageComment("")
 	f.PackageComment("Every code-to-result decision of its driver is made here; the driver")
-	f.PackageComment("holds no numeric code and no code name of its own.")
+	f.PackageComment("holds no numeric code and no code name of its own. Its tables are")
+	f.PackageComment("the package's own: Codes, SDKVersions and Capabilities return a new")
+	f.PackageComment("value each call, so no caller can change what another reads, and Spec")
+	f.PackageComment("is read only.")
+	f.PackageComment(fmt.Sprintf("The spec's conformance cases are in package %s (%s/%s), which", s.CasesPackage(), s.SpecPackage(), s.CasesPackage()))
+	f.PackageComment("tests and kits import and a driver does not.")
 	if s.Comment != "" {
 		f.PackageComment("")
 		f.PackageComment("The spec says:")
@@ -191,17 +212,20 @@ func (e *emitter) codes(f *jen.File) {
 	f.Comment("SDKName is the SDK the spec was read from.")
 	f.Const().Id("SDKName").Op("=").Lit(s.SDK.Name)
 	f.Line()
-	f.Comment("SDKVersions are the SDK versions (or release lines) the spec holds for; a driver refuses any other.")
-	f.Var().Id("SDKVersions").Op("=").Index().String().ValuesFunc(func(g *jen.Group) {
-		for _, v := range s.SDK.Versions {
-			g.Lit(v)
-		}
-	})
+	f.Comment("SDKVersions returns the SDK versions (or release lines) the spec holds")
+	f.Comment("for; a driver refuses any other.")
+	f.Func().Id("SDKVersions").Params().Index().String().Block(
+		jen.Return(jen.Index().String().ValuesFunc(func(g *jen.Group) {
+			for _, v := range s.SDK.Versions {
+				g.Lit(v)
+			}
+		})),
+	)
 	f.Line()
 	f.Comment("SupportsVersion reports whether the spec holds for SDK version v: v is")
 	f.Comment("one of SDKVersions, or a release of one that is a line (\"7.x\"; rules.VersionHolds).")
 	f.Func().Id("SupportsVersion").Params(jen.Id("v").String()).Bool().Block(
-		jen.Return(qual("VersionHolds").Call(jen.Id("SDKVersions"), jen.Id("v"))),
+		jen.Return(qual("VersionHolds").Call(jen.Id("SDKVersions").Call(), jen.Id("v"))),
 	)
 	f.Line()
 	f.Comment("Code is a result code of the SDK.")
@@ -232,12 +256,14 @@ func (e *emitter) codes(f *jen.File) {
 		jen.Return(jen.Lit("Code(").Op("+").Qual("strconv", "FormatInt").Call(jen.Int64().Call(jen.Id("c")), jen.Lit(10)).Op("+").Lit(")")),
 	)
 	f.Line()
-	f.Comment("Codes lists every code in the order of the spec's table.")
-	f.Var().Id("Codes").Op("=").Index().Id("Code").ValuesFunc(func(g *jen.Group) {
-		for _, c := range s.Codes {
-			g.Id(goName(c.Name))
-		}
-	})
+	f.Comment("Codes returns every code in the order of the spec's table.")
+	f.Func().Id("Codes").Params().Index().Id("Code").Block(
+		jen.Return(jen.Index().Id("Code").ValuesFunc(func(g *jen.Group) {
+			for _, c := range s.Codes {
+				g.Id(goName(c.Name))
+			}
+		})),
+	)
 }
 
 // spec emits the package's Spec: the spec as one value, for a driver that
@@ -245,23 +271,29 @@ func (e *emitter) codes(f *jen.File) {
 // reports (rules.Pick).
 func (e *emitter) spec(f *jen.File) {
 	s := e.s
-	f.Commentf("Spec is what %s says, as one value. A driver that serves several", s.File)
-	f.Comment("versions of its SDK holds the Spec of each version's package and")
-	f.Comment("picks by the version its SDK reports (rules.Pick).")
-	f.Var().Id("Spec").Op("=").Op("&").Add(qual("Spec")).Values(jen.DictFunc(func(d jen.Dict) {
+	f.Commentf("Spec returns what %s says, as one value: the same value each", s.File)
+	f.Comment("call, so a spec is known by its identity (rules.Pick returns one of")
+	f.Comment("those it is given); it is read only. A driver that serves several")
+	f.Comment("versions of its SDK holds the Spec of each version's package and picks")
+	f.Comment("by the version its SDK reports.")
+	f.Func().Id("Spec").Params().Op("*").Add(qual("Spec")).Block(jen.Return(jen.Id("spec")))
+	f.Line()
+	f.Commentf("spec is Spec's value. Its call rules are its own (the Map functions")
+	f.Comment("use the package's), so nothing done to it changes a mapping.")
+	f.Var().Id("spec").Op("=").Op("&").Add(qual("Spec")).Values(jen.DictFunc(func(d jen.Dict) {
 		d[jen.Id("Store")] = jen.Id("Store")
 		d[jen.Id("Source")] = jen.Lit(s.File)
 		d[jen.Id("SDKName")] = jen.Id("SDKName")
-		d[jen.Id("SDKVersions")] = jen.Id("SDKVersions")
-		d[jen.Id("Capabilities")] = jen.Id("Capabilities")
-		d[jen.Id("Admission")] = jen.Id("Admission")
-		d[jen.Id("Environment")] = jen.Id("Environment")
+		d[jen.Id("SDKVersions")] = jen.Id("SDKVersions").Call()
+		d[jen.Id("Capabilities")] = jen.Id("Capabilities").Call()
+		d[jen.Id("Admission")] = jen.Id("admission")
+		d[jen.Id("Environment")] = jen.Id("environment").Call()
 		if s.MaxRowBytesAtOpen {
 			d[jen.Id("RowLimitAtOpen")] = jen.True()
 		}
 		d[jen.Id("Calls")] = jen.Map(jen.String()).Op("*").Add(qual("CallRule")).Values(jen.DictFunc(func(cd jen.Dict) {
 			for _, c := range s.Calls {
-				cd[jen.Lit(c.Name)] = jen.Id(goName(c.Name) + "Rule")
+				cd[jen.Lit(c.Name)] = jen.Id("new" + goName(c.Name) + "Rule").Call()
 			}
 		}))
 		d[jen.Id("Codes")] = jen.Map(jen.String()).Int64().Values(jen.DictFunc(func(cd jen.Dict) {
@@ -277,7 +309,7 @@ func (e *emitter) results(f *jen.File) {
 	f.Func().Id("codeName").Params(jen.Id("c").Int64()).String().Block(jen.Return(jen.Id("Code").Call(jen.Id("c")).Dot("String").Call()))
 	f.Line()
 	for _, c := range e.s.Calls {
-		e.callRule(f, c, goName(c.Name))
+		e.callRule(f, c)
 		f.Line()
 	}
 }
@@ -357,19 +389,34 @@ func meaning(typ *jen.Statement, o *Meaning) *jen.Statement {
 }
 
 /*
-// BatchGetIntoRule is what spec/x.yaml:12:3 says about batch_get_into's answers.
-var BatchGetIntoRule = &rules.CallRule{Call: "batch_get_into", Access: ..., Sized: true,
+callRule emits, for batch_get_into:
 
-	Whole: rules.Meaning{...}, Short: ..., Codes: map[int64]rules.Meaning{int64(ObjectNotFound): ...},
-	Otherwise: ..., CodeName: codeName}
+	// MapBatchGetInto maps batch_get_into's answer for one row of rowBytes bytes.
+	// The call ... (its doc, then its YAML comments)
+	func MapBatchGetInto(answer, rowBytes int64) rules.Mapping { return batchGetIntoRule.Map(answer, rowBytes) }
 
-// MapBatchGetInto maps batch_get_into's answer for one row of rowBytes bytes.
-func MapBatchGetInto(answer, rowBytes int64) rules.Mapping { return BatchGetIntoRule.Map(answer, rowBytes) }
+	// BatchGetIntoAccess is when batch_get_into's access ends (a call that touches memory).
+	const BatchGetIntoAccess = rules.AccessUnlessKept
+
+	// batchGetIntoRule is what spec/x.yaml:12:3 says about batch_get_into's answers.
+	var batchGetIntoRule = newBatchGetIntoRule()
+
+	// newBatchGetIntoRule builds batchGetIntoRule; Spec's value holds one of its own.
+	func newBatchGetIntoRule() *rules.CallRule {
+		return &rules.CallRule{Call: "batch_get_into", Access: BatchGetIntoAccess, Sized: true,
+			Whole: rules.Meaning{...}, Short: ..., Codes: map[int64]rules.Meaning{int64(ObjectNotFound): ...},
+			Otherwise: ..., CodeName: codeName}
+	}
 */
-func (e *emitter) callRule(f *jen.File, c *Call, name string) {
+func (e *emitter) callRule(f *jen.File, c *Call) {
+	name, rule := goName(c.Name), localName(c.Name)+"Rule"
+	access := qual(accessIdents[c.AccessEnd])
+	if c.TouchesMemory {
+		access = jen.Id(name + "Access")
+	}
 	d := []litField{
 		named("Call", jen.Lit(c.Name)),
-		named("Access", qual(accessIdents[c.AccessEnd])),
+		named("Access", access),
 	}
 	if c.Answers == "size" {
 		d = append(d, named("Sized", jen.True()),
@@ -386,8 +433,13 @@ func (e *emitter) callRule(f *jen.File, c *Call, name string) {
 	}
 	d = append(d, litField{name: jen.Id("Otherwise"), value: outcome(c.Otherwise), note: answerNote(c.Otherwise.Pos, c.Otherwise)},
 		named("CodeName", jen.Id("codeName")))
-	f.Commentf("%sRule is what %s says about %s's answers and its", name, c.Pos, c.Name)
-	f.Commentf("access (%s).", orNone(c.AccessEnd))
+
+	if c.Answers == "size" {
+		f.Commentf("Map%s maps %s's answer for one row of rowBytes bytes: a byte", name, c.Name)
+		f.Comment("count, or a negative code.")
+	} else {
+		f.Commentf("Map%s maps %s's answer code for one row.", name, c.Name)
+	}
 	if c.Doc != "" {
 		f.Commentf("The call %s.", c.Doc)
 	}
@@ -395,25 +447,35 @@ func (e *emitter) callRule(f *jen.File, c *Call, name string) {
 		f.Comment("")
 		commentLines(f.Comment, c.Comment)
 	}
-	f.Var().Id(name + "Rule").Op("=").Op("&").Add(values(qual("CallRule"), d))
-	f.Line()
 	if c.Answers == "size" {
-		f.Commentf("Map%s maps %s's answer for one row of rowBytes bytes: a byte", name, c.Name)
-		f.Comment("count, or a negative code.")
 		f.Func().Id("Map"+name).Params(jen.Id("answer"), jen.Id("rowBytes").Int64()).Add(qual("Mapping")).Block(
-			jen.Return(jen.Id(name+"Rule").Dot("Map").Call(jen.Id("answer"), jen.Id("rowBytes"))))
-		return
+			jen.Return(jen.Id(rule).Dot("Map").Call(jen.Id("answer"), jen.Id("rowBytes"))))
+	} else {
+		f.Func().Id("Map" + name).Params(jen.Id("answer").Int64()).Add(qual("Mapping")).Block(
+			jen.Return(jen.Id(rule).Dot("Map").Call(jen.Id("answer"), jen.Lit(0))))
 	}
-	f.Commentf("Map%s maps %s's answer code for one row.", name, c.Name)
-	f.Func().Id("Map" + name).Params(jen.Id("answer").Int64()).Add(qual("Mapping")).Block(
-		jen.Return(jen.Id(name+"Rule").Dot("Map").Call(jen.Id("answer"), jen.Lit(0))))
+	f.Line()
+	if c.TouchesMemory {
+		f.Commentf("%sAccess says when %s's access to the caller's memory", name, c.Name)
+		f.Commentf("ends (access_end: %s): a driver asks it whether a call proved its", c.AccessEnd)
+		f.Comment("access ended (rules.AccessRule.Ended).")
+		f.Const().Id(name + "Access").Op("=").Add(qual(accessIdents[c.AccessEnd]))
+		f.Line()
+	}
+	f.Commentf("%s is what %s says about %s's answers and its", rule, c.Pos, c.Name)
+	f.Commentf("access (%s).", orNone(c.AccessEnd))
+	f.Var().Id(rule).Op("=").Id("new" + name + "Rule").Call()
+	f.Line()
+	f.Commentf("new%sRule builds %s; Spec's value holds one of its own.", name, rule)
+	f.Func().Id("new" + name + "Rule").Params().Op("*").Add(qual("CallRule")).Block(
+		jen.Return(jen.Op("&").Add(values(qual("CallRule"), d))))
 }
 
 func (e *emitter) admission(f *jen.File) {
 	s := e.s
 	caps := s.Capabilities
-	f.Comment("Capabilities are the driver's, as the spec declares them.")
-	f.Var().Id("Capabilities").Op("=").Add(qual("Capabilities")).Values(jen.DictFunc(func(d jen.Dict) {
+	f.Comment("Capabilities returns the driver's capabilities, as the spec declares them.")
+	f.Func().Id("Capabilities").Params().Add(qual("Capabilities")).Block(jen.Return(qual("Capabilities").Values(jen.DictFunc(func(d jen.Dict) {
 		set := func(name string, v bool) {
 			if v {
 				d[jen.Id(name)] = jen.True()
@@ -428,7 +490,7 @@ func (e *emitter) admission(f *jen.File) {
 		if caps.MaxRowsPerOp > 0 {
 			d[jen.Id("MaxRowsPerOp")] = jen.Lit(int(caps.MaxRowsPerOp))
 		}
-	}))
+	}))))
 	f.Line()
 	if s.MaxRowBytesAtOpen {
 		f.Comment("MaxRowBytes bounds the row limit the driver reads at open: rows must")
@@ -439,12 +501,13 @@ func (e *emitter) admission(f *jen.File) {
 	f.Const().Id("MaxRowBytes").Op("=").Lit(int(s.MaxRowBytes))
 	f.Line()
 	if s.MaxRowBytesAtOpen {
-		f.Comment("AdmissionAtOpen returns Admission with the row limit the driver read")
-		f.Comment("from its deployment at open. It refuses a limit of 0 or less, or over")
-		f.Comment("MaxRowBytes (the spec's bound). The driver admits through the")
-		f.Comment("Admission it returns; AdmitPut and AdmitGet hold only the bound.")
+		f.Comment("AdmissionAtOpen returns the spec's admission rules with the row limit")
+		f.Comment("the driver read from its deployment at open. It refuses a limit of 0")
+		f.Comment("or less, or over MaxRowBytes (the spec's bound). The driver admits")
+		f.Comment("through the rules.Admission it returns; AdmitPut and AdmitGet hold only")
+		f.Comment("the bound.")
 		f.Func().Id("AdmissionAtOpen").Params(jen.Id("maxRowBytes").Int64()).Params(qual("Admission"), jen.Error()).Block(
-			jen.Return(jen.Id("Admission").Dot("WithMaxRowBytes").Call(jen.Id("maxRowBytes"))))
+			jen.Return(jen.Id("admission").Dot("WithMaxRowBytes").Call(jen.Id("maxRowBytes"))))
 		f.Line()
 	}
 	f.Comment("MaxKeyBytes bounds a key: keys must be at most this many bytes (0: no")
@@ -465,8 +528,8 @@ func (e *emitter) admission(f *jen.File) {
 		listed[r.Name] = true
 		names = append(names, r.Name)
 	}
-	f.Commentf("Admission holds the spec's admission rules: %s.", strings.Join(names, ", "))
-	f.Var().Id("Admission").Op("=").Add(qual("Admission")).Values(jen.DictFunc(func(d jen.Dict) {
+	f.Commentf("admission holds the spec's admission rules: %s.", strings.Join(names, ", "))
+	f.Var().Id("admission").Op("=").Add(qual("Admission")).Values(jen.DictFunc(func(d jen.Dict) {
 		if caps.MaxRowsPerOp > 0 {
 			d[jen.Id("MaxRowsPerOp")] = jen.Lit(int(caps.MaxRowsPerOp))
 		}
@@ -507,26 +570,26 @@ func (e *emitter) admission(f *jen.File) {
 	}))
 	f.Line()
 	live := jen.Id("live").Func().Params(jen.Op("*").Add(qual("Region"))).Bool()
-	f.Comment("AdmitPut checks a put's rows against Admission before anything is")
-	f.Comment("recorded. live reports whether a region has a live registration. A")
-	f.Comment("refusal is a *driver.RejectedError naming the rule.")
+	f.Comment("AdmitPut checks a put's rows against the spec's admission rules before")
+	f.Comment("anything is recorded. live reports whether a region has a live")
+	f.Comment("registration. A refusal is a *driver.RejectedError naming the rule.")
 	f.Func().Id("AdmitPut").Params(jen.Id("rows").Index().Add(qual("Row")), live.Clone()).Error().Block(
-		jen.Return(jen.Id("Admission").Dot("Put").Call(jen.Id("rows"), jen.Id("live"))))
+		jen.Return(jen.Id("admission").Dot("Put").Call(jen.Id("rows"), jen.Id("live"))))
 	f.Line()
-	f.Comment("AdmitGet checks a get's hint and rows against Admission.")
+	f.Comment("AdmitGet checks a get's hint and rows against the spec's admission rules.")
 	f.Func().Id("AdmitGet").Params(jen.Id("rows").Index().Add(qual("Row")), jen.Id("hint").Add(qual("Hint")), live.Clone()).Error().Block(
-		jen.Return(jen.Id("Admission").Dot("Get").Call(jen.Id("rows"), jen.Id("hint"), jen.Id("live"))))
+		jen.Return(jen.Id("admission").Dot("Get").Call(jen.Id("rows"), jen.Id("hint"), jen.Id("live"))))
 	f.Line()
 	f.Comment("AdmitRegister checks a region before registration: a device region is")
 	f.Comment("refused unless the store declares device memory.")
 	f.Func().Id("AdmitRegister").Params(jen.Id("r").Op("*").Add(qual("Region"))).Error().Block(
-		jen.Return(jen.Id("Admission").Dot("Register").Call(jen.Id("r"))))
+		jen.Return(jen.Id("admission").Dot("Register").Call(jen.Id("r"))))
 	f.Line()
 
 	envs := append([]EnvRule(nil), s.Environment...)
 	sort.Slice(envs, func(i, j int) bool { return envs[i].Name < envs[j].Name })
-	f.Comment("Environment lists the settings the driver refuses, each with its reason.")
-	f.Var().Id("Environment").Op("=").Index().Add(qual("EnvRule")).ValuesFunc(func(g *jen.Group) {
+	f.Comment("environment lists the settings the driver refuses, each with its reason.")
+	f.Func().Id("environment").Params().Index().Add(qual("EnvRule")).Block(jen.Return(jen.Index().Add(qual("EnvRule")).ValuesFunc(func(g *jen.Group) {
 		for _, env := range envs {
 			g.Values(jen.Dict{
 				jen.Id("Name"): jen.Lit(env.Name),
@@ -538,12 +601,12 @@ func (e *emitter) admission(f *jen.File) {
 				jen.Id("Reason"): jen.Lit(env.Reason),
 			})
 		}
-	})
+	})))
 	f.Line()
-	f.Comment("CheckEnvironment refuses the settings in Environment. getenv is")
-	f.Comment("os.Getenv in production.")
+	f.Comment("CheckEnvironment refuses the settings the spec's environment block")
+	f.Comment("names, each with its reason. getenv is os.Getenv in production.")
 	f.Func().Id("CheckEnvironment").Params(jen.Id("getenv").Func().Params(jen.String()).String()).Error().Block(
-		jen.Return(qual("CheckEnvironment").Call(jen.Id("Environment"), jen.Id("getenv"))))
+		jen.Return(qual("CheckEnvironment").Call(jen.Id("environment").Call(), jen.Id("getenv"))))
 }
 
 // commentLines emits text one comment a line through comment (jen renders a

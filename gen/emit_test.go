@@ -24,7 +24,7 @@ func TestGeneratedCodeReadsLikeTheSpec(t *testing.T) {
 		require.NoError(t, err)
 		for name, b := range out {
 			assert.True(t, strings.HasPrefix(string(b), "// "+Header+"\n// source: "+s.File+"\n\n"), "%s/%s", s.Package, name)
-			require.NoError(t, os.WriteFile(filepath.Join(dir, s.Package+"_"+name), b, 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, s.Package+"_"+strings.ReplaceAll(name, "/", "_")), b, 0o644))
 		}
 		results := string(out["results.go"])
 		for _, c := range s.Calls {

@@ -263,9 +263,11 @@ func TestGoldenOutputsCompile(t *testing.T) {
 			require.NoError(t, err)
 			defer os.RemoveAll(dir)
 			for _, f := range outs {
-				require.NoError(t, os.WriteFile(filepath.Join(dir, strings.TrimPrefix(f.Name, "want/")), f.Data, 0o644))
+				p := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(f.Name, "want/")))
+				require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+				require.NoError(t, os.WriteFile(p, f.Data, 0o644))
 			}
-			out, err := exec.Command("go", "vet", "./"+filepath.ToSlash(dir)).CombinedOutput()
+			out, err := exec.Command("go", "vet", "./"+filepath.ToSlash(dir)+"/...").CombinedOutput()
 			require.NoError(t, err, "%s", out)
 		})
 	}
@@ -393,7 +395,8 @@ func TestSchemaErrorsDoNotHideValidation(t *testing.T) {
 		{"store missing", "store: s\n", "", `1:1: the spec has no "store"`},
 		{"sdk not a mapping", `sdk: {name: s-sdk, versions: ["1"]}`, `sdk: s-sdk`, `3:6: sdk must be a mapping`},
 		{"a code named as the package's Spec", "NOT_FOUND: -1", "NOT_FOUND: -1\n  SPEC: -2", `8:3: code SPEC becomes the Go name Spec, which the generated package's own Spec declares too`},
-		{"a code named as a call's rule", "NOT_FOUND: -1", "NOT_FOUND: -1\n  GET_CALL_RULE: -2", `8:3: code GET_CALL_RULE becomes the Go name GetCallRule, which call get_call (`},
+		{"a code named as a call's map function", "NOT_FOUND: -1", "NOT_FOUND: -1\n  MAP_GET_CALL: -2", `8:3: code MAP_GET_CALL becomes the Go name MapGetCall, which call get_call (`},
+		{"a code named as a call's access", "NOT_FOUND: -1", "NOT_FOUND: -1\n  GET_CALL_ACCESS: -2", `8:3: code GET_CALL_ACCESS becomes the Go name GetCallAccess, which call get_call (`},
 		{"two codes of one Go name", "NOT_FOUND: -1", "NOT_FOUND: -1\n  NOT__FOUND: -2", `8:3: code NOT__FOUND becomes the Go name NotFound, which code NOT_FOUND (`},
 		{"an empty version", `versions: ["1"]`, `versions: ["1", ""]`, `3:36: sdk.versions entry "" is empty`},
 		{"a version with a trailing dot", `versions: ["1"]`, `versions: ["8.1."]`, `3:31: sdk.versions entry "8.1." ends in a dot; a release line ends in ".x"`},

@@ -192,6 +192,17 @@ type Config struct {
 	Workers, RowsPerBatch, BytesPerBatch int64
 }
 
+// SpecPackage is the name of the Go package generated for the driver
+// (package "fs" in the spec: fsspec): one that needs no import alias, and
+// names neither the store's own package nor a standard library one. It is
+// also its folder under generated/.
+func (s *Spec) SpecPackage() string { return s.Package + "spec" }
+
+// CasesPackage is the name of the Go package of the spec's conformance
+// cases (fscases), in a folder of its own inside SpecPackage's, so a
+// driver does not compile the cases in.
+func (s *Spec) CasesPackage() string { return s.Package + "cases" }
+
 // relabel names the spec file in s and in every position it holds.
 func (s *Spec) relabel(file string) {
 	s.File = file

@@ -41,15 +41,17 @@ func (d *decoder) validate(s *Spec) {
 	}
 
 	// Each code becomes a Go constant of the generated package, beside the
-	// names the package always declares and each call's <Call>Rule and
-	// Map<Call>: a code whose Go name is taken would not compile.
+	// names the package always declares and each call's Map<Call> (and
+	// <Call>Access): a code whose Go name is taken would not compile.
 	taken := map[string]string{}
 	for _, n := range packageNames {
 		taken[n] = "the generated package's own " + n
 	}
 	for _, c := range s.Calls {
-		taken[goName(c.Name)+"Rule"] = fmt.Sprintf("call %s (%s)", c.Name, c.Pos)
 		taken["Map"+goName(c.Name)] = fmt.Sprintf("call %s (%s)", c.Name, c.Pos)
+		if c.TouchesMemory {
+			taken[goName(c.Name)+"Access"] = fmt.Sprintf("call %s (%s)", c.Name, c.Pos)
+		}
 	}
 	for _, c := range s.Codes {
 		g := goName(c.Name)

@@ -2,7 +2,10 @@ package generated
 
 import (
 	"os"
+	"os/exec"
+	"path"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kvblob/kvblob/gen"
@@ -29,5 +32,34 @@ func TestUpToDate(t *testing.T) {
 	}
 	for _, name := range stale {
 		t.Errorf("generated/%s is produced by no spec -- run 'make generate'", name)
+	}
+}
+
+// TestDriversDoNotCompileTheCasesIn: a spec's conformance cases are a
+// package of their own (generated/<package>spec/<package>cases) so that a
+// production driver does not carry them: no store's driver package
+// (stores/<name>) depends on a generated cases package.
+func TestDriversDoNotCompileTheCasesIn(t *testing.T) {
+	const module = "github.com/kvblob/kvblob"
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "../stores/...").Output()
+	if err != nil {
+		t.Fatalf("go list ../stores/...: %v", err)
+	}
+	drivers := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if path.Dir(fields[0]) != module+"/stores" {
+			continue // a kit, a fake or a helper beside a driver
+		}
+		drivers++
+		for _, dep := range fields[1:] {
+			rest, ok := strings.CutPrefix(dep, module+"/generated/")
+			if ok && strings.Contains(rest, "/") {
+				t.Errorf("%s depends on %s: a driver imports its spec package, never the cases (tests and kits do)", fields[0], dep)
+			}
+		}
+	}
+	if drivers == 0 {
+		t.Fatal("go list found no driver package under stores/")
 	}
 }

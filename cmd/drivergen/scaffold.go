@@ -65,13 +65,13 @@ admission:
 `
 
 const driverTemplate = `// Package STORE is the kvblob driver for STORE. Every code-to-result
-// decision comes from generated/STORE; this adapter only calls the SDK.
+// decision comes from generated/STOREspec; this adapter only calls the SDK.
 package STORE
 
 import (
 	"context"
 
-	gen "github.com/kvblob/kvblob/generated/STORE"
+	"github.com/kvblob/kvblob/generated/STOREspec"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 )
@@ -89,12 +89,12 @@ type Driver struct {
 var _ driver.Driver = (*Driver)(nil)
 
 // Capabilities are spec/STORE.yaml's.
-func (d *Driver) Capabilities() driver.Capabilities { return gen.Capabilities }
+func (d *Driver) Capabilities() driver.Capabilities { return STOREspec.Capabilities() }
 
 // Register admits r; TODO: register its memory with the SDK in the attach
 // function (return its handle), if the SDK needs that.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
-	return d.life.Register(r, gen.AdmitRegister, nil)
+	return d.life.Register(r, STOREspec.AdmitRegister, nil)
 }
 
 // Unregister refuses while a call may touch the region; TODO: unregister
@@ -103,7 +103,7 @@ func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unreg
 
 // Put stores each row through the spec's sdk_put call.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return gen.AdmitPut(rows, live) })
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return STOREspec.AdmitPut(rows, live) })
 	if err != nil {
 		return nil, err
 	}
@@ -116,10 +116,10 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 			continue
 		}
 		if code, staged := pass.Answer(i); staged {
-			res[i] = gen.MapSdkPut(code).Result
+			res[i] = STOREspec.MapSdkPut(code).Result
 			continue
 		}
-		// TODO: call the SDK for rows[i] and map its answer with gen.MapSdkPut.
+		// TODO: call the SDK for rows[i] and map its answer with STOREspec.MapSdkPut.
 		res[i] = driver.FaultResult(0, "STORE: sdk_put is not written yet")
 	}
 	return driverkit.Finished(res), nil
@@ -127,7 +127,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 
 // Get reads each row through the spec's sdk_get call.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return gen.AdmitGet(rows, hint, live) })
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return STOREspec.AdmitGet(rows, hint, live) })
 	if err != nil {
 		return nil, err
 	}
@@ -140,11 +140,11 @@ func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (
 			continue
 		}
 		if answer, staged := pass.Answer(i); staged {
-			res[i] = gen.MapSdkGet(answer, row.Bytes()).Result
+			res[i] = STOREspec.MapSdkGet(answer, row.Bytes()).Result
 			continue
 		}
 		// TODO: read rows[i] with the SDK into its spans and map the answer
-		// (a byte count or a negative code) with gen.MapSdkGet.
+		// (a byte count or a negative code) with STOREspec.MapSdkGet.
 		res[i] = driver.FaultResult(0, "STORE: sdk_get is not written yet")
 	}
 	return driverkit.Finished(res), nil
@@ -222,7 +222,7 @@ import (
 // any SDK call is written. Once Put and Get call the SDK, run the whole
 // suite with the kit's scenarios and the generated cases:
 //
-//	conformance.Suite{Scenarios: STOREtest.Scenarios(), Cases: gen.Cases, Stage: STOREtest.Stage}
+//	conformance.Suite{Scenarios: STOREtest.Scenarios(), Cases: STOREcases.All(), Stage: STOREtest.Stage}
 func TestConformance(t *testing.T) {
 	conformance.Run(t, STOREtest.Factory(), conformance.Suite{Only: conformance.Lifecycle})
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/broken"
 	"github.com/kvblob/kvblob/conformance/gate"
-	memgen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/generated/memoryspec/memorycases"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/memory"
 	"github.com/kvblob/kvblob/stores/memory/memtest"
@@ -33,7 +33,7 @@ func init() {
 		Factory: func(t conformance.T) driver.Driver {
 			return twin(memory.New(memory.Options{}))
 		},
-		Scenarios: memtest.Scenarios(), Cases: memgen.Cases, Stage: memtest.Stage,
+		Scenarios: memtest.Scenarios(), Cases: memorycases.All(), Stage: memtest.Stage,
 	})
 }
 
@@ -45,7 +45,7 @@ func TestScenariosMadeBySetupAndSkipReasons(t *testing.T) {
 	s := gate.Store{
 		Name: "late", SDK: "kvblob-memory 1 (scenarios after set-up)",
 		Factory: func(conformance.T) driver.Driver { return memory.New(memory.Options{}) },
-		Cases:   memgen.Cases, Stage: memtest.Stage,
+		Cases:   memorycases.All(), Stage: memtest.Stage,
 		Setup: func() (string, func(), error) { setUp = true; return "", nil, nil },
 		ScenariosAfterSetup: func() conformance.Scenarios {
 			if !setUp {

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	memgen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/generated/memoryspec/memorycases"
 )
 
 // The JUnit shape the test reads back, with encoding/xml, as a CI would.
@@ -89,12 +89,12 @@ func tableCounts(t *testing.T, out string) map[string][3]int {
 
 func caseID(t *testing.T, id string) string {
 	t.Helper()
-	for _, c := range memgen.Cases {
+	for _, c := range memorycases.All() {
 		if c.ID == id {
 			return c.Pos
 		}
 	}
-	t.Fatalf("generated/memory has no case %s", id)
+	t.Fatalf("generated/memoryspec has no case %s", id)
 	return ""
 }
 
@@ -183,7 +183,7 @@ func TestJUnitCarriesEachFailureWithItsSpecPosition(t *testing.T) {
 func TestReportsOnAStaleTree(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(filepath.Join(dir, "generated"), os.DirFS("../../generated")))
-	p := filepath.Join(dir, "generated", "memory", "codes.go")
+	p := filepath.Join(dir, "generated", "memoryspec", "codes.go")
 	require.NoError(t, os.Remove(p))
 	xmlFile := filepath.Join(dir, "gate.xml")
 	code, _, _ := runCLI("-spec", "../../spec", "-out", filepath.Join(dir, "generated"), "--store", "memory", "--junit", xmlFile)

@@ -8,8 +8,8 @@ import (
 	"time"
 	"unsafe"
 
-	memgen "github.com/kvblob/kvblob/generated/memory"
-	mcgen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/generated/memoryspec"
+	"github.com/kvblob/kvblob/generated/mooncakespec"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/memory"
 	"github.com/kvblob/kvblob/stores/mooncake"
@@ -87,9 +87,10 @@ func (c *chaosSDK) call(n int, real func() ([]int64, error)) ([]int64, error) {
 		// TRANSFER_FAIL is the one answer that keeps access (the transfer
 		// may still run): replacing it would be a lie about memory, which no
 		// contract can survive, not a fault.
-		if out[i] != int64(mcgen.TransferFail) && c.d.roll(0.02) {
+		if out[i] != int64(mooncakespec.TransferFail) && c.d.roll(0.02) {
 			c.t.fault("random_code")
-			out[i] = int64(mcgen.Codes[1+c.d.intn(len(mcgen.Codes)-1)]) // any code but OK
+			codes := mooncakespec.Codes()
+			out[i] = int64(codes[1+c.d.intn(len(codes)-1)]) // any code but OK
 		}
 	}
 	return out, nil
@@ -169,7 +170,8 @@ func (c *chaosMemory) stage(call string, rows []driver.Row) {
 	for _, r := range rows {
 		if c.d.roll(0.02) {
 			c.t.fault("random_code")
-			st.Inject(call, r.Key, memgen.Codes[1+c.d.intn(len(memgen.Codes)-1)])
+			codes := memoryspec.Codes()
+			st.Inject(call, r.Key, codes[1+c.d.intn(len(codes)-1)])
 		}
 		if c.d.roll(0.02) {
 			c.t.fault("delay")

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
-	gen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/generated/memoryspec/memorycases"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/metrics"
 	"github.com/kvblob/kvblob/stores/memory"
@@ -22,7 +22,7 @@ func TestInstrumentedDriverPassesConformance(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			conformance.Run(t, func(conformance.T) driver.Driver {
 				return m.Instrument(memory.New(memory.Options{Mode: mode}), "memory")
-			}, conformance.Suite{Scenarios: memtest.Scenarios(), Cases: gen.Cases, Stage: memtest.Stage})
+			}, conformance.Suite{Scenarios: memtest.Scenarios(), Cases: memorycases.All(), Stage: memtest.Stage})
 		})
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	gen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/generated/memoryspec"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/memory"
@@ -48,7 +48,7 @@ func TestOperatingDocNamesEveryFamilyAndEvent(t *testing.T) {
 	release()
 	e.wait(pub)
 	e.quiesce(pub)
-	d.Store().Inject(memory.CallGet, e.key(0), gen.IOError)
+	d.Store().Inject(memory.CallGet, e.key(0), memoryspec.IOError)
 	get, err := e.be.Fetch(e.view(0, 1, 4), driver.Hint{})
 	require.NoError(t, err)
 	e.wait(get)

@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	gen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/generated/memoryspec"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -377,7 +377,7 @@ func TestScrapeSeesFaults(t *testing.T) {
 	require.NoError(t, err)
 	e.wait(pub)
 	e.quiesce(pub)
-	d.Store().Inject(memory.CallGet, e.key(1), gen.IOError)
+	d.Store().Inject(memory.CallGet, e.key(1), memoryspec.IOError)
 	before := e.scrape()
 	a, err := e.be.Fetch(e.view(0, 2, 4), driver.Hint{})
 	require.NoError(t, err)
@@ -396,7 +396,7 @@ func TestScrapeSeesFaults(t *testing.T) {
 	assert.Equal(t, "get", ev["op"])
 	assert.EqualValues(t, 1, ev["rows"])
 	assert.EqualValues(t, slotBytes, ev["bytes"])
-	assert.EqualValues(t, int64(gen.IOError), ev["code"])
+	assert.EqualValues(t, int64(memoryspec.IOError), ev["code"])
 	assert.NotEmpty(t, ev["error"])
 }
 

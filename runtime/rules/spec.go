@@ -22,7 +22,8 @@ type Spec struct {
 	SDKName     string
 	SDKVersions []string
 	// Capabilities, Admission and Environment are the spec's, as the
-	// package's variables of those names.
+	// generated package's Capabilities(), admission and environment hold
+	// them.
 	Capabilities driver.Capabilities
 	Admission    Admission
 	Environment  []EnvRule

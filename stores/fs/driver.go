@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	gen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/generated/fsspec"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -67,8 +67,8 @@ var _ driver.Driver = (*Driver)(nil)
 // Open checks that the spec holds for this operating system and that root
 // is a directory, and returns the driver.
 func Open(opt Options) (*Driver, error) {
-	if !gen.SupportsVersion(runtime.GOOS) {
-		return nil, fmt.Errorf("fs: %s has no spec; kvblob holds specs for %v (spec/fs-*.yaml)", runtime.GOOS, gen.SDKVersions)
+	if !fsspec.SupportsVersion(runtime.GOOS) {
+		return nil, fmt.Errorf("fs: %s has no spec; kvblob holds specs for %v (spec/fs-*.yaml)", runtime.GOOS, fsspec.SDKVersions())
 	}
 	if opt.Root == "" {
 		return nil, errors.New("fs: no root; set Options.Root to the shared directory")
@@ -102,11 +102,11 @@ func Open(opt Options) (*Driver, error) {
 func (d *Driver) Root() string { return d.opt.Root }
 
 // Capabilities are spec/fs-posix.yaml's.
-func (d *Driver) Capabilities() driver.Capabilities { return gen.Capabilities }
+func (d *Driver) Capabilities() driver.Capabilities { return fsspec.Capabilities() }
 
 // Register admits a host region; files need no registration of their own.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
-	return d.life.Register(r, gen.AdmitRegister, nil)
+	return d.life.Register(r, fsspec.AdmitRegister, nil)
 }
 
 // Unregister refuses while a call that may touch the region is in progress.
@@ -123,7 +123,7 @@ func (d *Driver) Close() error { return d.life.Close(nil) }
 // Put publishes each row: claim, write, publish, release.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
 	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
-		return gen.AdmitPut(rows, live)
+		return fsspec.AdmitPut(rows, live)
 	}, func(r driver.Row) driver.Result { return d.put(r) })
 }
 
@@ -131,7 +131,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 // payload into the row's span.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
-		return gen.AdmitGet(rows, hint, live)
+		return fsspec.AdmitGet(rows, hint, live)
 	}, func(r driver.Row) driver.Result { return d.get(r) })
 }
 
@@ -178,36 +178,36 @@ const maxChunk = 200
 
 // seam enters the seam for call on key: staged reports that it answered
 // for the filesystem, with the code and the error to answer.
-func (d *Driver) seam(call, key string) (code gen.Code, staged bool, err error) {
+func (d *Driver) seam(call, key string) (code fsspec.Code, staged bool, err error) {
 	p := d.opt.Seam.Enter(call, key)
 	if err := p.Err(); err != nil {
 		return classify(err), true, err
 	}
 	if c, ok := p.Answer(0); ok {
 		if c >= 0 { // a size or OK would need bytes no call read or wrote
-			return gen.Err, true, fmt.Errorf("%s: the seam staged %d; only negative codes can be staged", call, c)
+			return fsspec.Err, true, fmt.Errorf("%s: the seam staged %d; only negative codes can be staged", call, c)
 		}
-		return gen.Code(c), true, fmt.Errorf("%s: staged through the seam", call)
+		return fsspec.Code(c), true, fmt.Errorf("%s: staged through the seam", call)
 	}
-	return gen.OK, false, nil
+	return fsspec.OK, false, nil
 }
 
 func (d *Driver) put(row driver.Row) driver.Result {
 	p, err := pathOf(d.opt.Root, row.Key)
 	if err != nil { // admission refused it already
-		return driver.FaultResult(int64(gen.Err), "fs: %v", err)
+		return driver.FaultResult(int64(fsspec.Err), "fs: %v", err)
 	}
 	code, mine, err := d.claim(p, row.Key)
-	if m := gen.MapClaim(int64(code)); !m.Continue {
+	if m := fsspec.MapClaim(int64(code)); !m.Continue {
 		return m.WithCause(err)
 	}
 	defer d.release(p, mine)
 	tmp, code, err := d.write(p, row.Key, row.Spans[0].Bytes())
-	if m := gen.MapWrite(int64(code)); !m.Continue {
+	if m := fsspec.MapWrite(int64(code)); !m.Continue {
 		return m.WithCause(err)
 	}
 	code, err = d.publish(p, tmp, row.Key)
-	return gen.MapPublish(int64(code)).WithCause(err)
+	return fsspec.MapPublish(int64(code)).WithCause(err)
 }
 
 func token() string {
@@ -218,7 +218,7 @@ func token() string {
 
 // claim creates the key's marker exclusively, taking over one whose TTL has
 // passed. It returns the marker it created, so release removes only its own.
-func (d *Driver) claim(p paths, key string) (gen.Code, iofs.FileInfo, error) {
+func (d *Driver) claim(p paths, key string) (fsspec.Code, iofs.FileInfo, error) {
 	if code, staged, err := d.seam("claim", key); staged {
 		return code, nil, err
 	}
@@ -233,7 +233,7 @@ func (d *Driver) claim(p paths, key string) (gen.Code, iofs.FileInfo, error) {
 			if serr != nil {
 				return classify(serr), nil, serr
 			}
-			return gen.OK, fi, nil
+			return fsspec.OK, fi, nil
 		}
 		if !errors.Is(err, iofs.ErrExist) || attempt > 0 {
 			return classify(err), nil, err
@@ -245,7 +245,7 @@ func (d *Driver) claim(p paths, key string) (gen.Code, iofs.FileInfo, error) {
 		case serr != nil:
 			return classify(serr), nil, serr
 		case d.opt.Now().Before(old.ModTime().Add(d.opt.MarkerTTL)):
-			return gen.Eexist, nil, fmt.Errorf("marker %s is live until %v", p.marker, old.ModTime().Add(d.opt.MarkerTTL))
+			return fsspec.Eexist, nil, fmt.Errorf("marker %s is live until %v", p.marker, old.ModTime().Add(d.opt.MarkerTTL))
 		}
 		// A dead writer's marker: move it aside, and put it back if what
 		// moved was a fresh marker another writer made in between.
@@ -256,7 +256,7 @@ func (d *Driver) claim(p paths, key string) (gen.Code, iofs.FileInfo, error) {
 		if moved, err := os.Lstat(aside); err == nil && !os.SameFile(moved, old) {
 			_ = os.Link(aside, p.marker)
 			_ = os.Remove(aside)
-			return gen.Eexist, nil, fmt.Errorf("marker %s was taken over by another writer", p.marker)
+			return fsspec.Eexist, nil, fmt.Errorf("marker %s was taken over by another writer", p.marker)
 		}
 		_ = os.Remove(aside)
 	}
@@ -272,7 +272,7 @@ func (d *Driver) release(p paths, mine iofs.FileInfo) {
 
 // write writes payload and its trailer to a new temporary file beside the
 // object and fsyncs it; on any failure the temporary file is removed.
-func (d *Driver) write(p paths, key string, payload []byte) (string, gen.Code, error) {
+func (d *Driver) write(p paths, key string, payload []byte) (string, fsspec.Code, error) {
 	if code, staged, err := d.seam("write", key); staged {
 		return "", code, err
 	}
@@ -295,13 +295,13 @@ func (d *Driver) write(p paths, key string, payload []byte) (string, gen.Code, e
 		_ = os.Remove(tmp)
 		return "", classify(err), err
 	}
-	return tmp, gen.OK, nil
+	return tmp, fsspec.OK, nil
 }
 
 // publish renames tmp over the object and fsyncs the directory. A failed
 // rename removes tmp; a failed directory fsync leaves a whole object
 // behind that may not survive a crash of the file server.
-func (d *Driver) publish(p paths, tmp, key string) (gen.Code, error) {
+func (d *Driver) publish(p paths, tmp, key string) (fsspec.Code, error) {
 	if code, staged, err := d.seam("publish", key); staged {
 		_ = os.Remove(tmp)
 		return code, err
@@ -324,19 +324,19 @@ func (d *Driver) publish(p paths, tmp, key string) (gen.Code, error) {
 	if err != nil {
 		return classify(err), fmt.Errorf("the object is in place but its directory's fsync failed: %w", err)
 	}
-	return gen.OK, nil
+	return fsspec.OK, nil
 }
 
 func (d *Driver) get(row driver.Row) driver.Result {
 	p, err := pathOf(d.opt.Root, row.Key)
 	if err != nil { // admission refused it already
-		return driver.FaultResult(int64(gen.Err), "fs: %v", err)
+		return driver.FaultResult(int64(fsspec.Err), "fs: %v", err)
 	}
 	span := row.Spans[0]
 	buf := d.buffer()
 	defer d.bufs.Put(buf)
 	payload, answer, err := d.read(p, row.Key, buf)
-	m := gen.MapRead(answer, span.Length)
+	m := fsspec.MapRead(answer, span.Length)
 	if m.Written == rules.WrittenYes {
 		copy(span.Bytes(), payload)
 	}
@@ -358,7 +358,7 @@ func (d *Driver) read(p paths, key string, buf *[]byte) ([]byte, int64, error) {
 	}
 	f, err := os.OpenFile(p.file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, iofs.ErrNotExist) && d.markerLive(p) {
-		return nil, int64(gen.Pending), fmt.Errorf("the object is absent and %s is live", p.marker)
+		return nil, int64(fsspec.Pending), fmt.Errorf("the object is absent and %s is live", p.marker)
 	}
 	if err != nil {
 		return nil, int64(classify(err)), err
@@ -369,11 +369,11 @@ func (d *Driver) read(p paths, key string, buf *[]byte) ([]byte, int64, error) {
 	case err != nil:
 		return nil, int64(classify(err)), err
 	case fi.IsDir():
-		return nil, int64(gen.Eisdir), fmt.Errorf("%s is a directory", p.file)
+		return nil, int64(fsspec.Eisdir), fmt.Errorf("%s is a directory", p.file)
 	case !fi.Mode().IsRegular():
-		return nil, int64(gen.Corrupt), fmt.Errorf("%s is not a regular file (%v)", p.file, fi.Mode().Type())
+		return nil, int64(fsspec.Corrupt), fmt.Errorf("%s is not a regular file (%v)", p.file, fi.Mode().Type())
 	case fi.Size() < trailer.Size:
-		return nil, int64(gen.Corrupt), fmt.Errorf("%s holds %d bytes, less than a trailer", p.file, fi.Size())
+		return nil, int64(fsspec.Corrupt), fmt.Errorf("%s holds %d bytes, less than a trailer", p.file, fi.Size())
 	}
 	if int64(cap(*buf)) < fi.Size() {
 		*buf = make([]byte, fi.Size())
@@ -385,7 +385,7 @@ func (d *Driver) read(p paths, key string, buf *[]byte) ([]byte, int64, error) {
 	}
 	payload, err := trailer.Check(obj[:n], key)
 	if err != nil {
-		return nil, int64(gen.Corrupt), err
+		return nil, int64(fsspec.Corrupt), err
 	}
 	return payload, int64(len(payload)), nil
 }

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/conformance"
-	gen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/generated/fsspec/fscases"
 	"github.com/kvblob/kvblob/stores/fs/fskit"
 )
 
@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 // spec/fs-posix.yaml, each on a directory of its own.
 func TestConformance(t *testing.T) {
 	conformance.Run(t, fskit.Factory(env), conformance.Suite{
-		Scenarios: fskit.Scenarios(), Cases: gen.Cases, Stage: fskit.Stage, SkipReasons: fskit.SkipReasons,
+		Scenarios: fskit.Scenarios(), Cases: fscases.All(), Stage: fskit.Stage, SkipReasons: fskit.SkipReasons,
 	})
 }
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/blockingfx"
-	gen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/generated/fsspec"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -120,7 +120,7 @@ func TestATornObjectIsAFaultAndTheDestinationIsUntouched(t *testing.T) {
 			dst := f.Row(k, 1, blockingfx.Dest)
 			res := f.Get(dst)[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
-			assert.Equal(t, int64(gen.Corrupt), res.Code, "%v", res)
+			assert.Equal(t, int64(fsspec.Corrupt), res.Code, "%v", res)
 			blockingfx.Untouched(t, dst)
 		})
 	}
@@ -136,7 +136,7 @@ func TestAnIOErrorIsAFault(t *testing.T) {
 		f.kit.Seam.Raise(call, k, &os.PathError{Op: call, Path: k, Err: syscall.EIO})
 		res := f.Put(f.Row(k, 0, 1))[0]
 		assert.Equal(t, driver.Fault, res.Status, "%s: %v", call, res)
-		assert.Equal(t, int64(gen.Eio), res.Code, "%s: %v", call, res)
+		assert.Equal(t, int64(fsspec.Eio), res.Code, "%s: %v", call, res)
 		file, _, err := f.kit.Paths(k)
 		require.NoError(t, err)
 		siblings, _ := filepath.Glob(file + "*")
@@ -148,7 +148,7 @@ func TestAnIOErrorIsAFault(t *testing.T) {
 	dst := f.Row(k, 1, blockingfx.Dest)
 	res := f.Get(dst)[0]
 	assert.Equal(t, driver.Fault, res.Status)
-	assert.Equal(t, int64(gen.Eio), res.Code)
+	assert.Equal(t, int64(fsspec.Eio), res.Code)
 	blockingfx.Untouched(t, dst)
 }
 
@@ -166,7 +166,7 @@ func TestAnUnreadableObjectIsAFault(t *testing.T) {
 	dst := f.Row(k, 1, blockingfx.Dest)
 	res := f.Get(dst)[0]
 	assert.Equal(t, driver.Fault, res.Status)
-	assert.Equal(t, int64(gen.Eacces), res.Code)
+	assert.Equal(t, int64(fsspec.Eacces), res.Code)
 	blockingfx.Untouched(t, dst)
 }
 
@@ -184,7 +184,7 @@ func TestAFIFOAtTheObjectDoesNotBlockAGet(t *testing.T) {
 	select {
 	case res := <-got:
 		assert.Equal(t, driver.Fault, res.Status)
-		assert.Equal(t, int64(gen.Corrupt), res.Code, "%v", res)
+		assert.Equal(t, int64(fsspec.Corrupt), res.Code, "%v", res)
 		blockingfx.Untouched(t, dst)
 	case <-time.After(conformance.DefaultDeadline):
 		w, err := os.OpenFile(file, os.O_WRONLY, 0) // unblock the get

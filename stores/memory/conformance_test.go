@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
-	gen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/generated/memoryspec/memorycases"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/memory"
@@ -40,7 +40,7 @@ func TestConformance(t *testing.T) {
 	}
 	for _, w := range ways {
 		t.Run(w.name, func(t *testing.T) {
-			conformance.Run(t, w.f, conformance.Suite{Scenarios: memtest.Scenarios(), Cases: gen.Cases, Stage: memtest.Stage})
+			conformance.Run(t, w.f, conformance.Suite{Scenarios: memtest.Scenarios(), Cases: memorycases.All(), Stage: memtest.Stage})
 		})
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	gen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/generated/memoryspec"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
@@ -60,8 +60,8 @@ func benchmarkStoreKeys(b *testing.B, cold bool) {
 		for j := 0; j < rows; j += putChunk {
 			t := time.Now()
 			for k := j; k < j+putChunk; k++ {
-				var code gen.Code
-				if ws[k], code = s.reserved(&p, rs, k); code != gen.OK {
+				var code memoryspec.Code
+				if ws[k], code = s.reserved(&p, rs, k); code != memoryspec.OK {
 					b.Fatalf("put %s: %v", rs[k].Key, code)
 				}
 			}

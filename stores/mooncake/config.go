@@ -11,7 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/generated/mooncakespec"
 )
 
 // Config is a Mooncake store file: a backend section (the backend's batching) and a
@@ -56,7 +56,7 @@ type ClientConfig struct {
 // DefaultConfig is the config an empty file gives.
 func DefaultConfig() Config {
 	return Config{
-		Backend: BackendConfig{Workers: gen.DefaultWorkers, RowsPerBatch: gen.DefaultRowsPerBatch, BytesPerBatch: gen.DefaultBytesPerBatch},
+		Backend: BackendConfig{Workers: mooncakespec.DefaultWorkers, RowsPerBatch: mooncakespec.DefaultRowsPerBatch, BytesPerBatch: mooncakespec.DefaultBytesPerBatch},
 		Mooncake: ClientConfig{Master: "127.0.0.1:50051", LocalHostname: "127.0.0.1",
 			MetadataServer: "P2PHANDSHAKE", Protocol: "tcp"},
 	}
@@ -141,7 +141,7 @@ func Open(path string, open Opener) (*Driver, BackendConfig, error) {
 
 // OpenConfig is Open over a parsed config and an environment.
 func OpenConfig(cfg Config, open Opener, getenv func(string) string) (*Driver, BackendConfig, error) {
-	if err := gen.CheckEnvironment(getenv); err != nil {
+	if err := mooncakespec.CheckEnvironment(getenv); err != nil {
 		return nil, BackendConfig{}, fmt.Errorf("mooncake: %w", err)
 	}
 	sdk, err := open(cfg.Mooncake)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/generated/mooncakespec"
 	"github.com/kvblob/kvblob/internal/reuse"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
@@ -44,8 +44,8 @@ var _ driver.Driver = (*Driver)(nil)
 // has no spec for, since the code mapping and access-end rules were read
 // from those versions alone.
 func New(sdk SDK) (*Driver, error) {
-	if v := sdk.Version(); !gen.SupportsVersion(v) {
-		return nil, fmt.Errorf("mooncake: SDK version %q has no spec; kvblob holds specs for %v (spec/mooncake-*.yaml). Install a supported build, or add a spec for %s and run 'make generate'", v, gen.SDKVersions, v)
+	if v := sdk.Version(); !mooncakespec.SupportsVersion(v) {
+		return nil, fmt.Errorf("mooncake: SDK version %q has no spec; kvblob holds specs for %v (spec/mooncake-*.yaml). Install a supported build, or add a spec for %s and run 'make generate'", v, mooncakespec.SDKVersions(), v)
 	}
 	return &Driver{sdk: sdk, held: map[string]hold{}}, nil
 }
@@ -55,7 +55,7 @@ func (d *Driver) SDK() SDK { return d.sdk }
 
 // Capabilities are spec/mooncake-0.3.13.yaml's: absent is MISS, host memory
 // only, one span per row.
-func (d *Driver) Capabilities() driver.Capabilities { return gen.Capabilities }
+func (d *Driver) Capabilities() driver.Capabilities { return mooncakespec.Capabilities() }
 
 func regionBuffer(r *driver.Region) Buffer { return Buffer{Addr: r.Addr, Len: r.Layout.Bytes()} }
 
@@ -68,7 +68,7 @@ func spanBuffer(s driver.Span) Buffer {
 // plain error: the registration may be live.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
 	admit := func(r *driver.Region) error {
-		if err := gen.AdmitRegister(r); err != nil {
+		if err := mooncakespec.AdmitRegister(r); err != nil {
 			return err
 		}
 		if r.Addr == 0 {
@@ -82,8 +82,8 @@ func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mooncake: register_buffer of region %q raised; the registration may be live: %w", r.Name, err)
 		}
-		if gen.Code(code) != gen.OK {
-			return nil, driver.Reject("register_buffer", "register_buffer of region %q answered %s", r.Name, gen.Code(code))
+		if mooncakespec.Code(code) != mooncakespec.OK {
+			return nil, driver.Reject("register_buffer", "register_buffer of region %q answered %s", r.Name, mooncakespec.Code(code))
 		}
 		return buf, nil
 	})
@@ -95,8 +95,8 @@ func (d *Driver) Unregister(reg driver.Registration) error {
 	return d.life.Unregister(reg, func(handle any) error {
 		buf := handle.(Buffer)
 		code, err := d.sdk.UnregisterBuffer(buf)
-		if err != nil || gen.Code(code) != gen.OK {
-			return driver.Reject("unregister_buffer", "unregister_buffer of region %q answered %s (%v); it is still registered", reg.Region().Name, gen.Code(code), err)
+		if err != nil || mooncakespec.Code(code) != mooncakespec.OK {
+			return driver.Reject("unregister_buffer", "unregister_buffer of region %q answered %s (%v); it is still registered", reg.Region().Name, mooncakespec.Code(code), err)
 		}
 		return nil
 	})
@@ -145,7 +145,7 @@ func (d *Driver) revokeLeftOpen(context.Context) bool {
 // not at all (ok), never to be revoked again (heldKeep), or still to be
 // revoked (heldOpen).
 func afterRevoke(code int64) (h hold, released bool) {
-	m := gen.MapBatchPutSessionRevoke(code)
+	m := mooncakespec.MapBatchPutSessionRevoke(code)
 	switch {
 	case m.Result.Status == driver.Ready:
 		return 0, true

@@ -12,7 +12,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/conformance"
-	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/generated/mooncakespec"
+	"github.com/kvblob/kvblob/generated/mooncakespec/mooncakecases"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/mooncake"
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // stages, spec/mooncake-0.3.13.yaml's generated cases and the checks the
 // driver is known to fail.
 func suite() conformance.Suite {
-	return conformance.Suite{Scenarios: mctest.Scenarios(), Cases: gen.Cases, Stage: mctest.Stage, KnownFailures: mctest.KnownFailures()}
+	return conformance.Suite{Scenarios: mctest.Scenarios(), Cases: mooncakecases.All(), Stage: mctest.Stage, KnownFailures: mctest.KnownFailures()}
 }
 
 func TestConformance(t *testing.T) {
@@ -38,15 +39,15 @@ func TestConformance(t *testing.T) {
 // real-pool test does, and checks that the selection is the spec's.
 func TestStageableCases(t *testing.T) {
 	stageable := 0
-	for _, c := range gen.Cases {
+	for _, c := range mooncakecases.All() {
 		if c.Stageable {
 			stageable++
 		}
 	}
 	require.Greater(t, stageable, 0)
-	require.Less(t, stageable, len(gen.Cases))
+	require.Less(t, stageable, len(mooncakecases.All()))
 	outs, err := conformance.CheckAll(mctest.Factory(nil), conformance.Suite{
-		Only: conformance.SpecCases, Cases: gen.Cases, Stage: mctest.Stage, StageableOnly: true,
+		Only: conformance.SpecCases, Cases: mooncakecases.All(), Stage: mctest.Stage, StageableOnly: true,
 	})
 	require.NoError(t, err)
 	passed, skipped := 0, 0
@@ -62,7 +63,7 @@ func TestStageableCases(t *testing.T) {
 		}
 	}
 	assert.Equal(t, stageable, passed)
-	assert.Equal(t, len(gen.Cases)-stageable, skipped)
+	assert.Equal(t, len(mooncakecases.All())-stageable, skipped)
 }
 
 const slot = 4096
@@ -182,9 +183,9 @@ func TestSessionBookkeeping(t *testing.T) {
 		openAfter  bool   // a session is still open after drain
 		unprovable bool
 	}{
-		{"a scatter that answers TRANSFER_FAIL is never revoked", func(m *fakesdk.Master) { m.Answer(fakesdk.CallScatter, "k", gen.TransferFail) }, driver.Fault, "keep", true, false},
-		{"an unanswered end is left open and revoked in drain", func(m *fakesdk.Master) { m.Answer(fakesdk.CallEnd, "k", gen.RPCTimeout) }, driver.Fault, "open", false, false},
-		{"a refused end is revoked at once", func(m *fakesdk.Master) { m.Answer(fakesdk.CallEnd, "k", gen.InternalError) }, driver.Fault, "", false, false},
+		{"a scatter that answers TRANSFER_FAIL is never revoked", func(m *fakesdk.Master) { m.Answer(fakesdk.CallScatter, "k", mooncakespec.TransferFail) }, driver.Fault, "keep", true, false},
+		{"an unanswered end is left open and revoked in drain", func(m *fakesdk.Master) { m.Answer(fakesdk.CallEnd, "k", mooncakespec.RPCTimeout) }, driver.Fault, "open", false, false},
+		{"a refused end is revoked at once", func(m *fakesdk.Master) { m.Answer(fakesdk.CallEnd, "k", mooncakespec.InternalError) }, driver.Fault, "", false, false},
 		{"a raise in session start is revoked at once, leaving the key writable", func(m *fakesdk.Master) { m.Raise(fakesdk.CallStart, "k") }, driver.Fault, "", false, false},
 		{"a short scatter is revoked", func(m *fakesdk.Master) { m.Short("k") }, driver.Fault, "", false, false},
 		{"a raise in the scatter leaves access unproven", func(m *fakesdk.Master) { m.Raise(fakesdk.CallScatter, "k") }, driver.Fault, "keep", true, true},
@@ -209,7 +210,7 @@ func TestSessionBookkeeping(t *testing.T) {
 
 func TestAKeyWhoseSessionWasLeftOpenIsReadyOnlyOnceItExists(t *testing.T) {
 	f := newFx(t)
-	f.m.Answer(fakesdk.CallEnd, "k", gen.RPCFail) // the end may still land
+	f.m.Answer(fakesdk.CallEnd, "k", mooncakespec.RPCFail) // the end may still land
 	_, res := f.put(t, f.row("k", 0))
 	require.Equal(t, driver.Fault, res[0].Status)
 	_, res = f.put(t, f.row("k", 1))
@@ -225,7 +226,7 @@ func TestGetAnswers(t *testing.T) {
 		name       string
 		stage      func(m *fakesdk.Master)
 		want       driver.Status
-		code       gen.Code
+		code       mooncakespec.Code
 		untouched  bool
 		unprovable bool
 		gets       int
@@ -234,23 +235,23 @@ func TestGetAnswers(t *testing.T) {
 		{"being written is NOT_READY", func(m *fakesdk.Master) { m.BeginForeign("k", slot) }, driver.NotReady, 0, true, false, 1},
 		{"an expired lease is read once more", func(m *fakesdk.Master) {
 			m.Plant("k", obj)
-			m.AnswerAfterWriting(fakesdk.CallGet, "k", gen.LeaseExpired)
+			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakespec.LeaseExpired)
 		}, driver.Ready, 0, false, false, 2},
 		{"a second expiry is a fault", func(m *fakesdk.Master) {
 			m.Plant("k", obj)
-			m.AnswerAfterWriting(fakesdk.CallGet, "k", gen.LeaseExpired)
-			m.AnswerAfterWriting(fakesdk.CallGet, "k", gen.LeaseExpired)
-		}, driver.Fault, gen.LeaseExpired, false, false, 2},
+			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakespec.LeaseExpired)
+			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakespec.LeaseExpired)
+		}, driver.Fault, mooncakespec.LeaseExpired, false, false, 2},
 		{"a reread that finds nothing is a fault, never a MISS", func(m *fakesdk.Master) {
 			m.Plant("k", obj)
-			m.AnswerAfterWriting(fakesdk.CallGet, "k", gen.LeaseExpired)
-			m.Answer(fakesdk.CallGet, "k", gen.ObjectNotFound)
+			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakespec.LeaseExpired)
+			m.Answer(fakesdk.CallGet, "k", mooncakespec.ObjectNotFound)
 		}, driver.Fault, 0, false, false, 2},
 		{"TRANSFER_FAIL leaves access unproven", func(m *fakesdk.Master) {
 			m.Plant("k", obj)
-			m.AnswerAfterWriting(fakesdk.CallGet, "k", gen.TransferFail)
-		}, driver.Fault, gen.TransferFail, false, true, 1},
-		{"a longer object is refused without a transfer", func(m *fakesdk.Master) { m.Plant("k", append(obj, 1)) }, driver.Fault, gen.InvalidParams, true, false, 1},
+			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakespec.TransferFail)
+		}, driver.Fault, mooncakespec.TransferFail, false, true, 1},
+		{"a longer object is refused without a transfer", func(m *fakesdk.Master) { m.Plant("k", append(obj, 1)) }, driver.Fault, mooncakespec.InvalidParams, true, false, 1},
 		{"a shorter object lands in the head and is a fault", func(m *fakesdk.Master) { m.Plant("k", obj[:10]) }, driver.Fault, 0, false, false, 1},
 		{"a raise leaves access unproven", func(m *fakesdk.Master) { m.Raise(fakesdk.CallGet, "k") }, driver.Fault, 0, true, true, 1},
 		{"a wrong answer count leaves access unproven", func(m *fakesdk.Master) {
@@ -295,7 +296,7 @@ func TestAdmissionComesFromTheSpec(t *testing.T) {
 	_, err = f.d.Register(&driver.Region{Name: "gpu", Kind: driver.Device, Layout: driver.Layout{SlotBytes: 8, Slots: 1}})
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, driver.RuleDeviceRegion, re.Rule)
-	assert.Equal(t, int64(2)<<30, int64(gen.MaxRowBytes), "rows must stay under 2 GiB")
+	assert.Equal(t, int64(2)<<30, int64(mooncakespec.MaxRowBytes), "rows must stay under 2 GiB")
 }
 
 // TestDrainClosesWhenOnlyMetadataIsLeft: a session left open is metadata
@@ -310,23 +311,23 @@ func TestDrainClosesWhenOnlyMetadataIsLeft(t *testing.T) {
 	}{
 		{"revoke with no local session (c2: -600)", func(m *fakesdk.Master) {
 			m.Raise(fakesdk.CallStart, "k")
-			m.Answer(fakesdk.CallRevoke, "k", gen.InvalidParams)
+			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.InvalidParams)
 		}, ""},
 		{"revoke after a late-applied end (h11-15: -700 forever)", func(m *fakesdk.Master) {
-			m.Answer(fakesdk.CallEnd, "k", gen.RPCTimeout)
-			m.Answer(fakesdk.CallRevoke, "k", gen.InvalidWrite)
+			m.Answer(fakesdk.CallEnd, "k", mooncakespec.RPCTimeout)
+			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.InvalidWrite)
 		}, "keep"},
 		{"a session taken over by another client (g1: -601 forever)", func(m *fakesdk.Master) {
-			m.Answer(fakesdk.CallEnd, "k", gen.IllegalClient)
-			m.Answer(fakesdk.CallRevoke, "k", gen.IllegalClient)
+			m.Answer(fakesdk.CallEnd, "k", mooncakespec.IllegalClient)
+			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.IllegalClient)
 		}, "keep"},
 		{"an orphan session from a start whose answer was lost (h5: revoke -600)", func(m *fakesdk.Master) {
 			m.Raise(fakesdk.CallStart, "k")
-			m.Answer(fakesdk.CallRevoke, "k", gen.InvalidParams)
+			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.InvalidParams)
 		}, ""},
 		{"a revoke the master cannot answer (killed: -900)", func(m *fakesdk.Master) {
-			m.Answer(fakesdk.CallEnd, "k", gen.RPCFail)
-			m.Answer(fakesdk.CallRevoke, "k", gen.RPCFail)
+			m.Answer(fakesdk.CallEnd, "k", mooncakespec.RPCFail)
+			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.RPCFail)
 		}, "open"},
 	}
 	for _, c := range cases {
@@ -386,7 +387,7 @@ func TestDrainClosesAfterTheRealSDKsLeftovers(t *testing.T) {
 		b := fakesdk.NewClient(f.m, mctest.Version)
 		codes, err := b.BatchPutSessionStart([]string{"k"}, []int64{slot})
 		require.NoError(t, err)
-		require.Equal(t, []int64{int64(gen.OK)}, codes)
+		require.Equal(t, []int64{int64(mooncakespec.OK)}, codes)
 		h.Release()
 		require.NoError(t, f.m.Await(done))
 		assert.Equal(t, "keep", f.d.Held("k"))

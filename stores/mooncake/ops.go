@@ -3,7 +3,7 @@ package mooncake
 import (
 	"context"
 
-	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/generated/mooncakespec"
 	"github.com/kvblob/kvblob/internal/reuse"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -65,7 +65,7 @@ type put struct {
 // complete, NOT_READY otherwise. It never starts a session for a key it
 // holds.
 func (d *Driver) Put(_ context.Context, rows []driver.Row) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return gen.AdmitPut(rows, live) })
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return mooncakespec.AdmitPut(rows, live) })
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (p *put) startSessions(start []int) []int {
 	}
 	scatter := p.sc.scatter[:0]
 	for k, i := range start {
-		m := gen.MapBatchPutSessionStart(codes[k])
+		m := mooncakespec.MapBatchPutSessionStart(codes[k])
 		switch {
 		case m.Continue:
 			scatter = append(scatter, i)
@@ -200,7 +200,7 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 	kept := false
 	toEnd, toRevoke = p.sc.toEnd[:0], p.sc.toRevoke[:0]
 	for k, i := range idx {
-		m := gen.MapBatchPutFromMultiBufferRanges(answers[k], rows[i].Bytes())
+		m := mooncakespec.MapBatchPutFromMultiBufferRanges(answers[k], rows[i].Bytes())
 		kept = kept || m.KeepsAccess
 		switch {
 		case m.Continue:
@@ -214,7 +214,7 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 		}
 	}
 	p.sc.toEnd, p.sc.toRevoke = toEnd, toRevoke
-	if !gen.BatchPutFromMultiBufferRangesRule.Access.Ended(kept) {
+	if !mooncakespec.BatchPutFromMultiBufferRangesAccess.Ended(kept) {
 		o.ended, o.unprovable = false, true
 	}
 	return toEnd, toRevoke
@@ -237,7 +237,7 @@ func (p *put) endSessions(idx []int) (toRevoke []int) {
 	}
 	toRevoke = p.sc.endRevoke[:0]
 	for k, i := range idx {
-		m := gen.MapBatchPutSessionEnd(codes[k])
+		m := mooncakespec.MapBatchPutSessionEnd(codes[k])
 		o.results[i] = m.Result
 		switch {
 		case m.Result.Status == driver.Ready:
@@ -304,7 +304,7 @@ func (p *put) askExistence() {
 // rereads once the rows whose read lease expired. Access ends only when no
 // row's answer keeps it (TRANSFER_FAIL).
 func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return gen.AdmitGet(rows, hint, live) })
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return mooncakespec.AdmitGet(rows, hint, live) })
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +323,7 @@ func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (dr
 		k, ok, _ = d.getInto(rows, reread, o, true, sc)
 		kept = kept || k
 	}
-	if ok && gen.BatchGetIntoRule.Access.Ended(kept) {
+	if ok && mooncakespec.BatchGetIntoAccess.Ended(kept) {
 		o.ended = true
 	} else {
 		o.unprovable = true
@@ -357,7 +357,7 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 		reread = sc.reread[:0] // idx is sc.reread when rereading
 	}
 	for k, i := range idx {
-		m := gen.MapBatchGetInto(answers[k], rows[i].Bytes())
+		m := mooncakespec.MapBatchGetInto(answers[k], rows[i].Bytes())
 		if rereading {
 			m = rules.AfterReread(m)
 		}

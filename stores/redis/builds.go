@@ -8,8 +8,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	gen "github.com/kvblob/kvblob/generated/redis"
-	"github.com/kvblob/kvblob/generated/valkey81"
+	"github.com/kvblob/kvblob/generated/redisspec"
+	"github.com/kvblob/kvblob/generated/valkey81spec"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
 )
@@ -22,7 +22,7 @@ type build struct {
 	spec *rules.Spec
 	// store sets codes[i] and errs[i] for each row i of idx (see
 	// storeObjects and storeIfEq).
-	store func(d *Driver, ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []gen.Code, errs []error)
+	store func(d *Driver, ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []redisspec.Code, errs []error)
 	// watched: on a standalone server whose user may transact, the build
 	// stores with WATCH/MULTI/EXEC, so Put sends the claim with the WATCH
 	// and GET of each key, in one round trip (putWatched).
@@ -30,12 +30,12 @@ type build struct {
 }
 
 // builds are the servers kvblob holds a spec for. One code table serves
-// them all (classify.go classifies replies into generated/redis's codes), so
+// them all (classify.go classifies replies into generated/redisspec's codes), so
 // a spec added here must give each code it shares the same value; a test
 // holds every build to that.
 var builds = []build{
-	{spec: gen.Spec, store: (*Driver).storeObjects, watched: true},
-	{spec: valkey81.Spec, store: (*Driver).storeIfEq},
+	{spec: redisspec.Spec(), store: (*Driver).storeObjects, watched: true},
+	{spec: valkey81spec.Spec(), store: (*Driver).storeIfEq},
 }
 
 // Specs are the specs of the server builds the driver serves, in the order
@@ -170,7 +170,7 @@ func orUnknown(v string) string {
 // row, pipelined. The server answers OK when the key still held this
 // writer's marker and nil when it did not; spec/redis-valkey-8.1.yaml maps
 // both. It works alike on a Cluster: each command names one key.
-func (d *Driver) storeIfEq(ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []gen.Code, errs []error) {
+func (d *Driver) storeIfEq(ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []redisspec.Code, errs []error) {
 	pipe := d.c.Pipeline()
 	sets := make([]*goredis.StatusCmd, len(idx))
 	for k, i := range idx {

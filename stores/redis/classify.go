@@ -10,31 +10,31 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	gen "github.com/kvblob/kvblob/generated/redis"
+	"github.com/kvblob/kvblob/generated/redisspec"
 )
 
-// classify turns a go-redis reply error into a code of generated/redis's
+// classify turns a go-redis reply error into a code of generated/redisspec's
 // table, which every spec the driver serves shares (builds.go). It returns
 // the error too, so a FAULT can carry its text. What each code means for a
 // row is the picked spec's, not this function's.
-func classify(err error) (gen.Code, error) {
+func classify(err error) (redisspec.Code, error) {
 	var netErr net.Error
 	var redisErr goredis.Error
 	switch {
 	case err == nil:
-		return gen.OK, nil
+		return redisspec.OK, nil
 	case errors.Is(err, goredis.Nil):
-		return gen.Nil, nil
+		return redisspec.Nil, nil
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return gen.Timeout, err
+		return redisspec.Timeout, err
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNREFUSED),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, goredis.ErrClosed),
 		errors.Is(err, net.ErrClosed), errors.As(err, new(*net.OpError)):
-		return gen.Conn, err
+		return redisspec.Conn, err
 	case errors.As(err, &redisErr) && strings.HasPrefix(err.Error(), "OOM "):
-		return gen.OOM, err
+		return redisspec.OOM, err
 	case errors.As(err, &redisErr) && strings.HasPrefix(err.Error(), "NOPERM"):
-		return gen.Noperm, err
+		return redisspec.Noperm, err
 	}
-	return gen.Err, err
+	return redisspec.Err, err
 }

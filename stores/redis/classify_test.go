@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	gen "github.com/kvblob/kvblob/generated/redis"
+	"github.com/kvblob/kvblob/generated/redisspec"
 )
 
 type replyErr string
@@ -30,21 +30,21 @@ func (timeoutErr) Temporary() bool { return true }
 func TestClassifyTurnsRepliesIntoSpecCodes(t *testing.T) {
 	cases := []struct {
 		err  error
-		want gen.Code
+		want redisspec.Code
 	}{
-		{nil, gen.OK},
-		{goredis.Nil, gen.Nil},
-		{replyErr("OOM command not allowed when used memory > 'maxmemory'."), gen.OOM},
-		{replyErr("WRONGTYPE Operation against a key holding the wrong kind of value"), gen.Err},
-		{replyErr("CLUSTERDOWN The cluster is down"), gen.Err},
-		{replyErr("NOPERM No permissions to access a key"), gen.Noperm},
-		{replyErr("NOPERM this user has no permissions to run the 'flushall' command"), gen.Noperm},
-		{io.EOF, gen.Conn},
-		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, gen.Conn},
-		{goredis.ErrClosed, gen.Conn},
-		{context.DeadlineExceeded, gen.Timeout},
-		{&net.OpError{Op: "read", Err: timeoutErr{}}, gen.Timeout},
-		{errors.New("something else"), gen.Err},
+		{nil, redisspec.OK},
+		{goredis.Nil, redisspec.Nil},
+		{replyErr("OOM command not allowed when used memory > 'maxmemory'."), redisspec.OOM},
+		{replyErr("WRONGTYPE Operation against a key holding the wrong kind of value"), redisspec.Err},
+		{replyErr("CLUSTERDOWN The cluster is down"), redisspec.Err},
+		{replyErr("NOPERM No permissions to access a key"), redisspec.Noperm},
+		{replyErr("NOPERM this user has no permissions to run the 'flushall' command"), redisspec.Noperm},
+		{io.EOF, redisspec.Conn},
+		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, redisspec.Conn},
+		{goredis.ErrClosed, redisspec.Conn},
+		{context.DeadlineExceeded, redisspec.Timeout},
+		{&net.OpError{Op: "read", Err: timeoutErr{}}, redisspec.Timeout},
+		{errors.New("something else"), redisspec.Err},
 	}
 	for _, c := range cases {
 		got, _ := classify(c.err)
@@ -109,15 +109,15 @@ func TestClusterMastersMustAgree(t *testing.T) {
 }
 
 // TestBuildsShareOneCodeTable holds every spec the driver serves to the
-// code values of generated/redis, which classify.go classifies into: a
+// code values of generated/redisspec, which classify.go classifies into: a
 // code two specs name has one value, so a classified reply means the same
 // to each; and every spec names each call the driver makes.
 func TestBuildsShareOneCodeTable(t *testing.T) {
 	for _, spec := range Specs() {
 		for name, v := range spec.Codes {
-			c := slices.IndexFunc(gen.Codes, func(c gen.Code) bool { return c.String() == name })
-			if assert.GreaterOrEqual(t, c, 0, "%s: code %s is not in generated/redis's table, which the driver classifies into", spec.Source, name) {
-				assert.Equal(t, int64(gen.Codes[c]), v, "%s: code %s", spec.Source, name)
+			c := slices.IndexFunc(redisspec.Codes(), func(c redisspec.Code) bool { return c.String() == name })
+			if assert.GreaterOrEqual(t, c, 0, "%s: code %s is not in generated/redisspec's table, which the driver classifies into", spec.Source, name) {
+				assert.Equal(t, int64(redisspec.Codes()[c]), v, "%s: code %s", spec.Source, name)
 			}
 		}
 		for _, call := range []string{"claim", "store", "get"} {

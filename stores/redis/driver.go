@@ -35,7 +35,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	gen "github.com/kvblob/kvblob/generated/redis"
+	"github.com/kvblob/kvblob/generated/redisspec"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -250,7 +250,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 				d.bufs.put(objs[i])
 			}
 		}()
-		codes := make([]gen.Code, len(rows))
+		codes := make([]redisspec.Code, len(rows))
 		errs := make([]error, len(rows))
 		d.build.store(d, ctx, rows, store, objs, marker, codes, errs)
 		d.stored(ctx, rows, store, marker, codes, errs, results)
@@ -278,7 +278,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 func (d *Driver) claimed(ok bool, err error) (rules.Mapping, error) {
 	code, cerr := classify(err)
 	if err == nil && !ok {
-		code = gen.Nil
+		code = redisspec.Nil
 	}
 	return d.calls.claim.Map(int64(code), 0), cerr
 }
@@ -304,7 +304,7 @@ func (d *Driver) present(m rules.Mapping, get *goredis.StringCmd, row driver.Row
 
 // stored maps the store step's code of each row of idx into its result,
 // and releases the rows that were not stored.
-func (d *Driver) stored(ctx context.Context, rows []driver.Row, idx []int, marker string, codes []gen.Code, errs []error, results []driver.Result) {
+func (d *Driver) stored(ctx context.Context, rows []driver.Row, idx []int, marker string, codes []redisspec.Code, errs []error, results []driver.Result) {
 	var release []int
 	for _, i := range idx {
 		m := d.calls.store.Map(int64(codes[i]), 0)
@@ -348,7 +348,7 @@ func (d *Driver) putWatched(ctx context.Context, c *goredis.Client, rows []drive
 			}
 		}
 	}()
-	codes := make([]gen.Code, len(rows))
+	codes := make([]redisspec.Code, len(rows))
 	errs := make([]error, len(rows))
 	var store, undecided []int
 	_ = c.Watch(ctx, func(tx *goredis.Tx) error {
@@ -412,7 +412,7 @@ func (d *Driver) putWatched(ctx context.Context, c *goredis.Client, rows []drive
 // script; so does a user without transactions, and a put whose first
 // question whether the user may transact found no answer (the next put
 // asks again).
-func (d *Driver) storeObjects(ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []gen.Code, errs []error) {
+func (d *Driver) storeObjects(ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []redisspec.Code, errs []error) {
 	if len(idx) == 0 {
 		return
 	}
@@ -426,7 +426,7 @@ func (d *Driver) storeObjects(ctx context.Context, rows []driver.Row, idx []int,
 		n, err := cas[k].Int()
 		codes[i], errs[i] = classify(err)
 		if err == nil && n == 0 {
-			codes[i] = gen.Lost
+			codes[i] = redisspec.Lost
 		}
 	}
 }
@@ -465,7 +465,7 @@ func (d *Driver) mayTransact(ctx context.Context, c *goredis.Client) bool {
 
 func isNoperm(err error) bool {
 	code, _ := classify(err)
-	return code == gen.Noperm
+	return code == redisspec.Noperm
 }
 
 // What the replies to a claimed row's WATCH and GET say of it.
@@ -477,7 +477,7 @@ const (
 
 // watchedRow sorts claimed row i by the replies to its WATCH and GET,
 // setting codes[i] and errs[i] when they decide it.
-func (d *Driver) watchedRow(i int, watch *goredis.StatusCmd, get *goredis.StringCmd, marker string, codes []gen.Code, errs []error) int {
+func (d *Driver) watchedRow(i int, watch *goredis.StatusCmd, get *goredis.StringCmd, marker string, codes []redisspec.Code, errs []error) int {
 	err := watch.Err()
 	if err == nil {
 		err = get.Err()
@@ -487,7 +487,7 @@ func (d *Driver) watchedRow(i int, watch *goredis.StatusCmd, get *goredis.String
 		d.tx.Store(txRefused) // the ACL changed under us: the script decides
 		return rowUndecided
 	case err == goredis.Nil || err == nil && v != marker:
-		codes[i], errs[i] = gen.Lost, nil
+		codes[i], errs[i] = redisspec.Lost, nil
 	case err != nil:
 		codes[i], errs[i] = classify(err)
 	default:
@@ -501,7 +501,7 @@ func (d *Driver) watchedRow(i int, watch *goredis.StatusCmd, get *goredis.String
 // changed since its WATCH, and returns the rows it could not settle (it
 // aborted, or another row's SET was refused). With no row, it only ends
 // the watch.
-func (d *Driver) transact(ctx context.Context, tx *goredis.Tx, rows []driver.Row, ours []int, objs [][]byte, codes []gen.Code, errs []error) (undecided []int) {
+func (d *Driver) transact(ctx context.Context, tx *goredis.Tx, rows []driver.Row, ours []int, objs [][]byte, codes []redisspec.Code, errs []error) (undecided []int) {
 	if len(ours) == 0 {
 		_ = tx.Unwatch(ctx).Err()
 		return nil
@@ -669,11 +669,11 @@ func (d *Driver) got(row driver.Row, v []byte, err error) driver.Result {
 		return d.calls.get.Map(int64(code), row.Bytes()).WithCause(cerr)
 	}
 	if bytes.HasPrefix(v, []byte(markerPrefix)) {
-		return d.calls.get.Map(int64(gen.Pending), row.Bytes()).Result
+		return d.calls.get.Map(int64(redisspec.Pending), row.Bytes()).Result
 	}
 	payload, err := d.opt.Integrity.Check(v, row.Key)
 	if err != nil {
-		return d.calls.get.Map(int64(gen.Corrupt), row.Bytes()).WithCause(err)
+		return d.calls.get.Map(int64(redisspec.Corrupt), row.Bytes()).WithCause(err)
 	}
 	m := d.calls.get.Map(int64(len(payload)), row.Bytes())
 	if m.Written == rules.WrittenYes {

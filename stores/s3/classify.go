@@ -9,26 +9,26 @@ import (
 
 	"github.com/aws/smithy-go"
 
-	gen "github.com/kvblob/kvblob/generated/s3"
+	"github.com/kvblob/kvblob/generated/s3spec"
 )
 
 // byCode is the S3 error code each spec/s3-*.yaml code stands for.
-var byCode = map[string]gen.Code{
-	"NoSuchKey": gen.NoSuchKey, "NotFound": gen.NoSuchKey,
-	"NoSuchBucket":               gen.NoSuchBucket,
-	"PreconditionFailed":         gen.PreconditionFailed,
-	"ConditionalRequestConflict": gen.ConditionalConflict,
-	"SlowDown":                   gen.SlowDown, "ServiceUnavailable": gen.SlowDown,
-	"InsufficientStorage": gen.InsufficientStorage,
-	"QuotaExceeded":       gen.QuotaExceeded,
-	"AccessDenied":        gen.AccessDenied, "SignatureDoesNotMatch": gen.AccessDenied, "InvalidAccessKeyId": gen.AccessDenied,
+var byCode = map[string]s3spec.Code{
+	"NoSuchKey": s3spec.NoSuchKey, "NotFound": s3spec.NoSuchKey,
+	"NoSuchBucket":               s3spec.NoSuchBucket,
+	"PreconditionFailed":         s3spec.PreconditionFailed,
+	"ConditionalRequestConflict": s3spec.ConditionalConflict,
+	"SlowDown":                   s3spec.SlowDown, "ServiceUnavailable": s3spec.SlowDown,
+	"InsufficientStorage": s3spec.InsufficientStorage,
+	"QuotaExceeded":       s3spec.QuotaExceeded,
+	"AccessDenied":        s3spec.AccessDenied, "SignatureDoesNotMatch": s3spec.AccessDenied, "InvalidAccessKeyId": s3spec.AccessDenied,
 }
 
 // byStatus classifies an HTTP answer whose body named no code (a HEAD has
 // no body).
-var byStatus = map[int]gen.Code{
-	403: gen.AccessDenied, 404: gen.NoSuchKey, 409: gen.ConditionalConflict,
-	412: gen.PreconditionFailed, 503: gen.SlowDown, 507: gen.InsufficientStorage,
+var byStatus = map[int]s3spec.Code{
+	403: s3spec.AccessDenied, 404: s3spec.NoSuchKey, 409: s3spec.ConditionalConflict,
+	412: s3spec.PreconditionFailed, 503: s3spec.SlowDown, 507: s3spec.InsufficientStorage,
 }
 
 // classify turns a client error into a spec/s3-v1.109.yaml code: the S3
@@ -36,9 +36,9 @@ var byStatus = map[int]gen.Code{
 // HTTP status when it named none, CONN when no HTTP answer came back, ERR
 // otherwise. What each code
 // means for a row is the spec's.
-func classify(err error) gen.Code {
+func classify(err error) s3spec.Code {
 	if err == nil {
-		return gen.OK
+		return s3spec.OK
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) && api.ErrorCode() != "" {
@@ -47,14 +47,14 @@ func classify(err error) gen.Code {
 		if c, ok := byCode[api.ErrorCode()]; ok {
 			return c
 		}
-		return gen.Err
+		return s3spec.Err
 	}
 	var status interface{ HTTPStatusCode() int }
 	if errors.As(err, &status) && status.HTTPStatusCode() != 0 {
 		if c, ok := byStatus[status.HTTPStatusCode()]; ok {
 			return c
 		}
-		return gen.Err
+		return s3spec.Err
 	}
 	var (
 		op  *net.OpError
@@ -64,7 +64,7 @@ func classify(err error) gen.Code {
 	)
 	if cut || errors.As(err, &op) || errors.As(err, &ue) || errors.As(err, &ne) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return gen.Conn
+		return s3spec.Conn
 	}
-	return gen.Err
+	return s3spec.Err
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	gen "github.com/kvblob/kvblob/generated/s3"
+	"github.com/kvblob/kvblob/generated/s3spec"
 )
 
 // answered is an error as the client reports an HTTP answer: a status,
@@ -35,28 +35,28 @@ func answered(status int, code string) error {
 func TestClassifyTurnsAnswersIntoSpecCodes(t *testing.T) {
 	for _, c := range []struct {
 		err  error
-		want gen.Code
+		want s3spec.Code
 	}{
-		{nil, gen.OK},
-		{answered(404, "NoSuchKey"), gen.NoSuchKey},
-		{answered(404, ""), gen.NoSuchKey}, // HeadObject
-		{answered(404, "NoSuchBucket"), gen.NoSuchBucket},
-		{answered(412, "PreconditionFailed"), gen.PreconditionFailed},
-		{answered(409, "ConditionalRequestConflict"), gen.ConditionalConflict},
-		{answered(503, "SlowDown"), gen.SlowDown},
-		{answered(503, ""), gen.SlowDown},
-		{answered(507, "InsufficientStorage"), gen.InsufficientStorage},
-		{answered(403, "QuotaExceeded"), gen.QuotaExceeded},
-		{answered(403, "AccessDenied"), gen.AccessDenied},
-		{answered(403, "SignatureDoesNotMatch"), gen.AccessDenied},
-		{answered(403, "InvalidAccessKeyId"), gen.AccessDenied},
-		{answered(500, "InternalError"), gen.Err},
-		{answered(409, "BucketAlreadyExists"), gen.Err}, // a known status under an unknown code
-		{answered(404, "NoSuchUpload"), gen.Err},        // never a MISS
-		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, gen.Conn},
-		{fmt.Errorf("reading: %w", io.ErrUnexpectedEOF), gen.Conn},
-		{context.DeadlineExceeded, gen.Conn},
-		{errors.New("something else"), gen.Err},
+		{nil, s3spec.OK},
+		{answered(404, "NoSuchKey"), s3spec.NoSuchKey},
+		{answered(404, ""), s3spec.NoSuchKey}, // HeadObject
+		{answered(404, "NoSuchBucket"), s3spec.NoSuchBucket},
+		{answered(412, "PreconditionFailed"), s3spec.PreconditionFailed},
+		{answered(409, "ConditionalRequestConflict"), s3spec.ConditionalConflict},
+		{answered(503, "SlowDown"), s3spec.SlowDown},
+		{answered(503, ""), s3spec.SlowDown},
+		{answered(507, "InsufficientStorage"), s3spec.InsufficientStorage},
+		{answered(403, "QuotaExceeded"), s3spec.QuotaExceeded},
+		{answered(403, "AccessDenied"), s3spec.AccessDenied},
+		{answered(403, "SignatureDoesNotMatch"), s3spec.AccessDenied},
+		{answered(403, "InvalidAccessKeyId"), s3spec.AccessDenied},
+		{answered(500, "InternalError"), s3spec.Err},
+		{answered(409, "BucketAlreadyExists"), s3spec.Err}, // a known status under an unknown code
+		{answered(404, "NoSuchUpload"), s3spec.Err},        // never a MISS
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, s3spec.Conn},
+		{fmt.Errorf("reading: %w", io.ErrUnexpectedEOF), s3spec.Conn},
+		{context.DeadlineExceeded, s3spec.Conn},
+		{errors.New("something else"), s3spec.Err},
 	} {
 		if got := classify(c.err); got != c.want {
 			t.Errorf("classify(%v) = %v, want %v", c.err, got, c.want)

@@ -24,7 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	gen "github.com/kvblob/kvblob/generated/s3"
+	"github.com/kvblob/kvblob/generated/s3spec"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -94,8 +94,8 @@ func SDKVersion() string {
 // Open checks that the spec holds for the SDK this binary was built with,
 // and returns a driver. It sends nothing.
 func Open(opt Options) (*Driver, error) {
-	if v := SDKVersion(); v != "" && !gen.SupportsVersion(v) {
-		return nil, fmt.Errorf("s3: %s %s has no spec; kvblob holds specs for %v (spec/s3-*.yaml)", gen.SDKName, v, gen.SDKVersions)
+	if v := SDKVersion(); v != "" && !s3spec.SupportsVersion(v) {
+		return nil, fmt.Errorf("s3: %s %s has no spec; kvblob holds specs for %v (spec/s3-*.yaml)", s3spec.SDKName, v, s3spec.SDKVersions())
 	}
 	if opt.Bucket == "" {
 		return nil, errors.New("s3: no bucket; set Options.Bucket")
@@ -146,11 +146,11 @@ func (d *Driver) Client() *s3.Client { return d.c }
 func (d *Driver) Bucket() string { return d.opt.Bucket }
 
 // Capabilities are spec/s3-v1.109.yaml's.
-func (d *Driver) Capabilities() driver.Capabilities { return gen.Capabilities }
+func (d *Driver) Capabilities() driver.Capabilities { return s3spec.Capabilities() }
 
 // Register admits a host region; objects need no registration of their own.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
-	return d.life.Register(r, gen.AdmitRegister, nil)
+	return d.life.Register(r, s3spec.AdmitRegister, nil)
 }
 
 // Unregister refuses while a call that may touch the region is in progress.
@@ -174,7 +174,7 @@ func (d *Driver) Close() error {
 // Put publishes each row with a conditional PutObject.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
 	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
-		return gen.AdmitPut(rows, live)
+		return s3spec.AdmitPut(rows, live)
 	}, func(r driver.Row) driver.Result { return d.put(ctx, r) })
 }
 
@@ -183,7 +183,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	var buf []byte // reused from row to row
 	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
-		return gen.AdmitGet(rows, hint, live)
+		return s3spec.AdmitGet(rows, hint, live)
 	}, func(r driver.Row) (res driver.Result) {
 		res, buf = d.get(ctx, r, buf)
 		return res
@@ -192,24 +192,24 @@ func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (
 
 // seam enters the seam for call on key: staged reports that it answered
 // for the server, with the code and the error to answer.
-func (d *Driver) seam(call, key string) (code gen.Code, staged bool, err error) {
+func (d *Driver) seam(call, key string) (code s3spec.Code, staged bool, err error) {
 	p := d.opt.Seam.Enter(call, key)
 	if err := p.Err(); err != nil {
 		return classify(err), true, err
 	}
 	if c, ok := p.Answer(0); ok {
 		if c >= 0 {
-			return gen.Err, true, fmt.Errorf("%s: the seam staged %d; only negative codes can be staged", call, c)
+			return s3spec.Err, true, fmt.Errorf("%s: the seam staged %d; only negative codes can be staged", call, c)
 		}
-		return gen.Code(c), true, fmt.Errorf("%s: staged through the seam", call)
+		return s3spec.Code(c), true, fmt.Errorf("%s: staged through the seam", call)
 	}
-	return gen.OK, false, nil
+	return s3spec.OK, false, nil
 }
 
 func (d *Driver) put(ctx context.Context, row driver.Row) driver.Result {
 	slot := row.Spans[0].Bytes()
 	code, err := d.putObject(ctx, row.Key, slot)
-	m := gen.MapPut(int64(code))
+	m := s3spec.MapPut(int64(code))
 	if m.FollowUp != rules.FollowAskExistence {
 		return m.WithCause(err)
 	}
@@ -217,9 +217,9 @@ func (d *Driver) put(ctx context.Context, row driver.Row) driver.Result {
 	// the row's whole object.
 	obj, code, err := d.getObject(ctx, row.Key, int64(len(slot)), nil)
 	switch {
-	case code == gen.NoSuchKey:
+	case code == s3spec.NoSuchKey:
 		return driver.Result{Status: m.IfAbsent}
-	case code != gen.OK:
+	case code != s3spec.OK:
 		return m.WithCause(fmt.Errorf("asking what the key holds: %w", err))
 	}
 	payload, err := trailer.Check(obj, row.Key)
@@ -234,7 +234,7 @@ func (d *Driver) put(ctx context.Context, row driver.Row) driver.Result {
 
 // putObject sends slot and its trailer with If-None-Match: *, and seals the
 // body before it returns.
-func (d *Driver) putObject(ctx context.Context, key string, slot []byte) (gen.Code, error) {
+func (d *Driver) putObject(ctx context.Context, key string, slot []byte) (s3spec.Code, error) {
 	if code, staged, err := d.seam("put", key); staged {
 		return code, err
 	}
@@ -257,18 +257,18 @@ func (d *Driver) get(ctx context.Context, row driver.Row, buf []byte) (driver.Re
 	answer := int64(0)
 	obj, code, err := d.getObject(ctx, row.Key, span.Length, buf)
 	var payload []byte
-	if code == gen.OK {
+	if code == s3spec.OK {
 		buf = obj
 		if payload, err = trailer.Check(obj, row.Key); err != nil {
-			code = gen.Corrupt
+			code = s3spec.Corrupt
 		}
 	}
-	if code == gen.OK {
+	if code == s3spec.OK {
 		answer = int64(len(payload))
 	} else {
 		answer = int64(code)
 	}
-	m := gen.MapGet(answer, span.Length)
+	m := s3spec.MapGet(answer, span.Length)
 	if m.Written == rules.WrittenYes {
 		copy(span.Bytes(), payload)
 	}
@@ -278,7 +278,7 @@ func (d *Driver) get(ctx context.Context, row driver.Row, buf []byte) (driver.Re
 // getObject reads key's whole object into buf (grown as needed). An object
 // longer than a row of rowBytes and its trailer is CORRUPT without being
 // read: it cannot be this row's.
-func (d *Driver) getObject(ctx context.Context, key string, rowBytes int64, buf []byte) ([]byte, gen.Code, error) {
+func (d *Driver) getObject(ctx context.Context, key string, rowBytes int64, buf []byte) ([]byte, s3spec.Code, error) {
 	if code, staged, err := d.seam("get", key); staged {
 		return nil, code, err
 	}
@@ -292,7 +292,7 @@ func (d *Driver) getObject(ctx context.Context, key string, rowBytes int64, buf 
 	limit := rowBytes + trailer.Size
 	n := aws.ToInt64(out.ContentLength)
 	if n > limit {
-		return nil, gen.Corrupt, fmt.Errorf("the object holds %d bytes, more than the row's %d and a trailer", n, rowBytes)
+		return nil, s3spec.Corrupt, fmt.Errorf("the object holds %d bytes, more than the row's %d and a trailer", n, rowBytes)
 	}
 	if n < 0 || out.ContentLength == nil {
 		n = limit + 1
@@ -304,13 +304,13 @@ func (d *Driver) getObject(ctx context.Context, key string, rowBytes int64, buf 
 	got, err := io.ReadFull(out.Body, buf)
 	switch {
 	case out.ContentLength == nil && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)):
-		return buf[:got], gen.OK, nil
+		return buf[:got], s3spec.OK, nil
 	case out.ContentLength == nil && err == nil:
-		return nil, gen.Corrupt, fmt.Errorf("the object is longer than the row's %d bytes and a trailer", rowBytes)
+		return nil, s3spec.Corrupt, fmt.Errorf("the object is longer than the row's %d bytes and a trailer", rowBytes)
 	case err != nil:
 		return nil, classify(err), fmt.Errorf("reading the object's body: %w", err)
 	}
-	return buf, gen.OK, nil
+	return buf, s3spec.OK, nil
 }
 
 // Format prints o with its secret key redacted, whatever the verb: a

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/conformance"
-	gen "github.com/kvblob/kvblob/generated/s3"
+	"github.com/kvblob/kvblob/generated/s3spec/s3cases"
 	"github.com/kvblob/kvblob/stores/s3/s3kit"
 )
 
@@ -64,7 +64,7 @@ func need(t testing.TB) {
 func TestConformance(t *testing.T) {
 	need(t)
 	conformance.Run(t, s3kit.Factory(env), conformance.Suite{
-		Scenarios: s3kit.Scenarios(), Cases: gen.Cases, Stage: s3kit.Stage,
+		Scenarios: s3kit.Scenarios(), Cases: s3cases.All(), Stage: s3kit.Stage,
 	})
 }
 

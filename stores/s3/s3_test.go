@@ -18,7 +18,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/blockingfx"
-	gen "github.com/kvblob/kvblob/generated/s3"
+	"github.com/kvblob/kvblob/generated/s3spec"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -83,7 +83,7 @@ func TestAPutsAccessEndsWhenItReturns(t *testing.T) {
 	f := blockingfx.New(t, d, 10*time.Second)
 	res := f.Put(f.Row(key(t, "a"), 0, 1))
 	require.Equal(t, driver.Fault, res[0].Status, "the transport failed the request")
-	assert.Equal(t, int64(gen.Conn), res[0].Code)
+	assert.Equal(t, int64(s3spec.Conn), res[0].Code)
 	require.Equal(t, 100, late.first, "the transport read the body's first bytes before it gave up")
 	close(late.returned)
 	<-late.done
@@ -143,7 +143,7 @@ func TestSignedHTTPS(t *testing.T) {
 			assert.Equal(t, driver.Fault, res[1].Status, "%v", res[1])
 			blockingfx.Untouched(t, dst)
 			if name == "wrong secret" {
-				assert.Equal(t, int64(gen.AccessDenied), res[0].Code, "%v", res[0])
+				assert.Equal(t, int64(s3spec.AccessDenied), res[0].Code, "%v", res[0])
 			}
 			for _, r := range res {
 				assert.NotContains(t, r.Text, env.SecretKey)
@@ -178,7 +178,7 @@ func TestTheServerKilledFrozenAndRestarted(t *testing.T) {
 		t.Helper()
 		res := f.Put(f.Row(key(t, stage), 2, 3))
 		assert.Equal(t, driver.Fault, res[0].Status, "%s: put %v", stage, res[0])
-		assert.Equal(t, int64(gen.Conn), res[0].Code, "%s: put %v", stage, res[0])
+		assert.Equal(t, int64(s3spec.Conn), res[0].Code, "%s: put %v", stage, res[0])
 		dst := f.Row(ready[0].Key, 3, blockingfx.Dest)
 		res = f.Get(dst)
 		assert.Equal(t, driver.Fault, res[0].Status, "%s: get %v", stage, res[0])

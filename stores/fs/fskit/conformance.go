@@ -10,7 +10,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/speccase"
-	gen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/generated/fsspec"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/stores/fs"
@@ -160,9 +160,9 @@ var SkipReasons = map[conformance.Scenario]string{conformance.Full: NoMount}
 
 // injected are the answers no filesystem gives on cue: the seam raises
 // them as the errno of the call's system call, so classify still runs.
-var injected = map[gen.Code]syscall.Errno{
-	gen.Eio: syscall.EIO, gen.Enospc: syscall.ENOSPC, gen.Edquot: syscall.EDQUOT,
-	gen.Estale: syscall.ESTALE, gen.Eacces: syscall.EACCES,
+var injected = map[fsspec.Code]syscall.Errno{
+	fsspec.Eio: syscall.EIO, fsspec.Enospc: syscall.ENOSPC, fsspec.Edquot: syscall.EDQUOT,
+	fsspec.Estale: syscall.ESTALE, fsspec.Eacces: syscall.EACCES,
 }
 
 // Stage makes the filesystem answer case c for key. A case the spec marks
@@ -181,38 +181,38 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 			return err
 		}
 	}
-	code := gen.Code(c.Answer.Code)
+	code := fsspec.Code(c.Answer.Code)
 	switch {
-	case c.Answer.Size == speccase.SizeWhole, c.Answer.Size == speccase.SizeNone && code == gen.OK:
+	case c.Answer.Size == speccase.SizeWhole, c.Answer.Size == speccase.SizeNone && code == fsspec.OK:
 		return nil
 	case c.Answer.Size == speccase.SizeShort:
 		return k.PlantObject(key, Object(key, payload[:len(payload)/2]))
-	case c.Call == "claim" && code == gen.Eexist:
+	case c.Call == "claim" && code == fsspec.Eexist:
 		return k.PlantMarker(key)
-	case c.Call == "claim" && code == gen.Enotdir:
+	case c.Call == "claim" && code == fsspec.Enotdir:
 		// A file where the key's directory goes.
 		file, _, err := k.Paths(key)
 		if err != nil {
 			return err
 		}
 		return Plant(filepath.Dir(file), nil)
-	case c.Call == "write" && code == gen.Enospc:
+	case c.Call == "write" && code == fsspec.Enospc:
 		if k.full == nil {
 			return fmt.Errorf("%s", NoMount)
 		}
 		return k.full()
-	case (c.Call == "publish" || c.Call == "read") && code == gen.Eisdir:
+	case (c.Call == "publish" || c.Call == "read") && code == fsspec.Eisdir:
 		return k.DirAtObject(key)
-	case c.Call == "read" && code == gen.Enoent:
+	case c.Call == "read" && code == fsspec.Enoent:
 		file, _, _ := k.Paths(key)
 		return os.Remove(file)
-	case c.Call == "read" && code == gen.Pending:
+	case c.Call == "read" && code == fsspec.Pending:
 		file, _, _ := k.Paths(key)
 		if err := os.Remove(file); err != nil {
 			return err
 		}
 		return k.PlantMarker(key)
-	case c.Call == "read" && code == gen.Corrupt:
+	case c.Call == "read" && code == fsspec.Corrupt:
 		obj := Object(key, payload)
 		obj[7] ^= 0xff // a payload byte: the CRC32 no longer matches
 		return k.PlantObject(key, obj)

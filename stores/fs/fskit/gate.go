@@ -3,7 +3,8 @@ package fskit
 import (
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/gate"
-	gen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/generated/fsspec"
+	"github.com/kvblob/kvblob/generated/fsspec/fscases"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
@@ -16,8 +17,8 @@ func init() {
 		where = "temp dir; " + NoMount
 	}
 	s := gate.Store{
-		Name: "fs", SDK: gen.SDKName + " file I/O, " + gen.SDKVersions[0] + " (" + where + ")",
-		Cases: gen.Cases, Stage: Stage, SDKChecks: SDKChecks(),
+		Name: "fs", SDK: fsspec.SDKName + " file I/O, " + fsspec.SDKVersions()[0] + " (" + where + ")",
+		Cases: fscases.All(), Stage: Stage, SDKChecks: SDKChecks(),
 		Factory: func(t conformance.T) driver.Driver { return Open(t, env) },
 		// A full filesystem is staged only on the tmpfs Setup mounted.
 		ScenariosAfterSetup: func() conformance.Scenarios {

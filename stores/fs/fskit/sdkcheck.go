@@ -10,7 +10,8 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/gate"
-	gen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/generated/fsspec"
+	"github.com/kvblob/kvblob/generated/fsspec/fscases"
 )
 
 // SDKChecks ask the filesystem under the driver's root, not the driver,
@@ -24,8 +25,8 @@ import (
 func SDKChecks() []gate.SDKCheck {
 	return []gate.SDKCheck{
 		{Name: "the_os_is_one_the_spec_holds_for", Run: func(h *conformance.Harness) {
-			if !gen.SupportsVersion(runtime.GOOS) {
-				h.T.Errorf("the spec holds for %v, and this is %s", gen.SDKVersions, runtime.GOOS)
+			if !fsspec.SupportsVersion(runtime.GOOS) {
+				h.T.Errorf("the spec holds for %v, and this is %s", fsspec.SDKVersions(), runtime.GOOS)
 			}
 		}},
 		{Name: "an_exclusive_create_of_a_present_file_answers_EEXIST", Spec: casePos("claim/EEXIST"), Run: func(h *conformance.Harness) {
@@ -102,7 +103,7 @@ func SDKChecks() []gate.SDKCheck {
 
 // casePos is the spec position of the generated case id.
 func casePos(id string) string {
-	for _, c := range gen.Cases {
+	for _, c := range fscases.All() {
 		if c.ID == id {
 			return c.Pos
 		}

@@ -2,7 +2,8 @@ package memtest
 
 import (
 	"github.com/kvblob/kvblob/conformance/gate"
-	gen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/generated/memoryspec"
+	"github.com/kvblob/kvblob/generated/memoryspec/memorycases"
 	"github.com/kvblob/kvblob/stores/memory"
 )
 
@@ -10,8 +11,8 @@ import (
 // and access end arrive after Put and Get return.
 func init() {
 	gate.Register(gate.Store{
-		Name: "memory", SDK: gen.SDKName + " " + gen.SDKVersions[0],
+		Name: "memory", SDK: memoryspec.SDKName + " " + memoryspec.SDKVersions()[0],
 		Factory: Factory(memory.Options{Mode: memory.Background}), Scenarios: Scenarios(),
-		Cases: gen.Cases, Stage: Stage,
+		Cases: memorycases.All(), Stage: Stage,
 	})
 }

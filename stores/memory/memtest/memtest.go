@@ -1,5 +1,5 @@
 // Package memtest wires the memory store into the conformance suite: the
-// scenarios its Store can stage, the stager for generated/memory's cases,
+// scenarios its Store can stage, the stager for generated/memoryspec's cases,
 // and the factories of the five ways the suite runs over it.
 package memtest
 
@@ -10,7 +10,7 @@ import (
 	"github.com/kvblob/kvblob/stores/trailer"
 
 	"github.com/kvblob/kvblob/conformance"
-	gen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/generated/memoryspec"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/memory"
 )
@@ -31,9 +31,9 @@ func Scenarios() conformance.Scenarios {
 			return Memory(d).Store().Hold(memory.CallGet, key)
 		},
 		Writing:    func(d driver.Driver, key string) func() { return Memory(d).Store().BeginExternal(key) },
-		Full:       func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallPut, key, gen.Full) },
-		FailPut:    func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallPut, key, gen.IOError) },
-		FailRead:   func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallGet, key, gen.IOError) },
+		Full:       func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallPut, key, memoryspec.Full) },
+		FailPut:    func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallPut, key, memoryspec.IOError) },
+		FailRead:   func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallGet, key, memoryspec.IOError) },
 		Unprovable: func(d driver.Driver, _ string) { Memory(d).LoseEvidenceNext() },
 		HoldAccess: func(d driver.Driver) func() { return Memory(d).HoldAccessNext() },
 	}
@@ -59,14 +59,14 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 	case c.Answer.Size == speccase.SizeWhole:
 	case c.Answer.Size == speccase.SizeShort:
 		st.SetObject(key, trailer.Encode(key, payload[:len(payload)/2]))
-	case gen.Code(c.Answer.Code) == gen.OK:
-	case gen.Code(c.Answer.Code) == gen.Pending:
+	case memoryspec.Code(c.Answer.Code) == memoryspec.OK:
+	case memoryspec.Code(c.Answer.Code) == memoryspec.Pending:
 		st.BeginExternal(key)
 		st.SetObject(key, nil)
 		st.Delete(key)
-	case gen.Code(c.Answer.Code) == gen.NotFound && c.Op == speccase.OpGet:
+	case memoryspec.Code(c.Answer.Code) == memoryspec.NotFound && c.Op == speccase.OpGet:
 		st.Delete(key)
-	case gen.Code(c.Answer.Code) == gen.Corrupt:
+	case memoryspec.Code(c.Answer.Code) == memoryspec.Corrupt:
 		obj := trailer.Encode(key, payload)
 		obj[0] ^= 0xff
 		st.SetObject(key, obj)
@@ -75,7 +75,7 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 		if c.Op == speccase.OpGet {
 			call = memory.CallGet
 		}
-		st.Inject(call, key, gen.Code(c.Answer.Code))
+		st.Inject(call, key, memoryspec.Code(c.Answer.Code))
 	}
 	return nil
 }

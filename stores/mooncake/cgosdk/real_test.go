@@ -8,7 +8,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/serverproc"
-	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/generated/mooncakespec/mooncakecases"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk/realkit"
 	"github.com/kvblob/kvblob/stores/mooncake/mctest"
@@ -48,7 +48,7 @@ func TestRealPool(t *testing.T) {
 	// The driver's known failures are the same over the real SDK; each still
 	// runs and must still fail (reported as a skip).
 	suite := conformance.Suite{Scenarios: pool.Scenarios(), SkipReasons: realkit.SkipReasons,
-		Cases: gen.Cases, Stage: pool.Stage, StageableOnly: true, Deadline: realkit.Deadline, KnownFailures: mctest.KnownFailures()}
+		Cases: mooncakecases.All(), Stage: pool.Stage, StageableOnly: true, Deadline: realkit.Deadline, KnownFailures: mctest.KnownFailures()}
 	t.Run("conformance", func(t *testing.T) { conformance.Run(t, pool.Factory(), suite) })
 	t.Logf("drivers opened %d, closed by their checks %d", pool.Opened.Load(), pool.Closed.Load())
 }

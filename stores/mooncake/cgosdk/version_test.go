@@ -3,7 +3,7 @@ package cgosdk_test
 import (
 	"testing"
 
-	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/generated/mooncakespec"
 )
 
 // TestVersionIdentity pins which version strings the driver opens: the
@@ -18,7 +18,7 @@ func TestVersionIdentity(t *testing.T) {
 		"0.3.12.post1 (git: unknown)":   false, // built outside a git checkout
 		"unknown":                       false, // cgosdk without the tag
 	} {
-		if got := gen.SupportsVersion(v); got != want {
+		if got := mooncakespec.SupportsVersion(v); got != want {
 			t.Errorf("SupportsVersion(%q) = %v, want %v", v, got, want)
 		}
 	}

@@ -1,6 +1,6 @@
 // Package mctest wires the Mooncake driver over the fake 0.3.13 SDK into the
 // conformance suite: a factory, the scenarios the fake can stage, and the
-// stager of generated/mooncake's cases.
+// stager of generated/mooncakespec's cases.
 package mctest
 
 import (
@@ -9,7 +9,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/speccase"
-	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/generated/mooncakespec"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
@@ -57,9 +57,11 @@ func Scenarios() conformance.Scenarios {
 			m.BeginForeign(key, conformance.RowBytes)
 			return func() { m.DropForeign(key) }
 		},
-		Full:     func(d driver.Driver, key string) { Master(d).Answer(fakesdk.CallStart, key, gen.NoAvailableHandle) },
+		Full: func(d driver.Driver, key string) {
+			Master(d).Answer(fakesdk.CallStart, key, mooncakespec.NoAvailableHandle)
+		},
 		FailPut:  func(d driver.Driver, key string) { Master(d).Raise(fakesdk.CallStart, key) },
-		FailRead: func(d driver.Driver, key string) { Master(d).Answer(fakesdk.CallGet, key, gen.InternalError) },
+		FailRead: func(d driver.Driver, key string) { Master(d).Answer(fakesdk.CallGet, key, mooncakespec.InternalError) },
 		// A scatter that raises leaves its access unproven for good.
 		Unprovable: func(d driver.Driver, key string) { Master(d).Raise(fakesdk.CallScatter, key) },
 	}
@@ -81,7 +83,7 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 	for i := range row {
 		row[i] = byte(i * 3)
 	}
-	code := gen.Code(c.Answer.Code)
+	code := mooncakespec.Code(c.Answer.Code)
 	if c.Op == speccase.OpGet {
 		m.Plant(key, row)
 	}
@@ -90,21 +92,21 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 		m.Short(key)
 	case c.Call == fakesdk.CallGet && c.Answer.Size == speccase.SizeShort:
 		m.Plant(key, row[:len(row)/2])
-	case c.Answer.Size == speccase.SizeWhole, c.Answer.Size == speccase.SizeNone && code == gen.OK:
-	case c.Call == fakesdk.CallStart && code == gen.ObjectAlreadyExists:
+	case c.Answer.Size == speccase.SizeWhole, c.Answer.Size == speccase.SizeNone && code == mooncakespec.OK:
+	case c.Call == fakesdk.CallStart && code == mooncakespec.ObjectAlreadyExists:
 		if c.Exists {
 			m.Plant(key, row) // a complete object
 		} else {
 			m.BeginForeign(key, conformance.RowBytes) // another client's unfinished put
 		}
-	case c.Call == fakesdk.CallGet && code == gen.ObjectNotFound:
+	case c.Call == fakesdk.CallGet && code == mooncakespec.ObjectNotFound:
 		m.Delete(key)
-	case c.Call == fakesdk.CallGet && code == gen.ReplicaIsNotReady:
+	case c.Call == fakesdk.CallGet && code == mooncakespec.ReplicaIsNotReady:
 		m.Delete(key)
 		m.BeginForeign(key, conformance.RowBytes)
-	case c.Call == fakesdk.CallGet && code == gen.InvalidParams:
+	case c.Call == fakesdk.CallGet && code == mooncakespec.InvalidParams:
 		m.Plant(key, append(row, 1, 2, 3)) // longer than its row: refused before any transfer
-	case c.Call == fakesdk.CallGet && (code == gen.LeaseExpired || code == gen.TransferFail):
+	case c.Call == fakesdk.CallGet && (code == mooncakespec.LeaseExpired || code == mooncakespec.TransferFail):
 		m.AnswerAfterWriting(fakesdk.CallGet, key, code) // the bytes landed anyway
 	case c.Answer.Size == speccase.SizeNone:
 		m.Answer(c.Call, key, code)
@@ -112,7 +114,7 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 		return errors.New("no staging for this answer")
 	}
 	if c.Reread != nil && c.Reread.Size == speccase.SizeNone {
-		m.AnswerAfterWriting(fakesdk.CallGet, key, gen.Code(c.Reread.Code))
+		m.AnswerAfterWriting(fakesdk.CallGet, key, mooncakespec.Code(c.Reread.Code))
 	}
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/speccase"
-	gen "github.com/kvblob/kvblob/generated/redis"
+	"github.com/kvblob/kvblob/generated/redisspec"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/redis"
 	"github.com/kvblob/kvblob/stores/trailer"
@@ -126,13 +126,13 @@ func KnownFailures() map[string]string {
 }
 
 // codeError is the client error that classify maps to each code.
-var codeError = map[gen.Code]error{
-	gen.Nil:     goredis.Nil,
-	gen.OOM:     RedisError("OOM command not allowed when used memory > 'maxmemory'."),
-	gen.Conn:    ConnError,
-	gen.Timeout: context.DeadlineExceeded,
-	gen.Err:     RedisError("ERR injected by redistest"),
-	gen.Noperm:  RedisError("NOPERM No permissions to access a key"),
+var codeError = map[redisspec.Code]error{
+	redisspec.Nil:     goredis.Nil,
+	redisspec.OOM:     RedisError("OOM command not allowed when used memory > 'maxmemory'."),
+	redisspec.Conn:    ConnError,
+	redisspec.Timeout: context.DeadlineExceeded,
+	redisspec.Err:     RedisError("ERR injected by redistest"),
+	redisspec.Noperm:  RedisError("NOPERM No permissions to access a key"),
 }
 
 // cmdOf is the command each spec call sends first for a key; a store is
@@ -172,7 +172,7 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 	for i := range payload {
 		payload[i] = byte(i * 5)
 	}
-	code := gen.Code(c.Answer.Code)
+	code := redisspec.Code(c.Answer.Code)
 	if c.Op == speccase.OpGet {
 		if err := set(r, key, trailer.Encode(key, payload)); err != nil {
 			return err
@@ -182,28 +182,28 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 	case c.Answer.Size == speccase.SizeWhole:
 	case c.Answer.Size == speccase.SizeShort:
 		return set(r, key, trailer.Encode(key, payload[:len(payload)/2]))
-	case code == gen.OK:
-	case c.Call == "claim" && code == gen.Nil && c.Other:
+	case code == redisspec.OK:
+	case c.Call == "claim" && code == redisspec.Nil && c.Other:
 		return set(r, key, trailer.Encode(key, payload[:len(payload)/2]))
-	case c.Call == "claim" && code == gen.Nil && c.Exists:
+	case c.Call == "claim" && code == redisspec.Nil && c.Exists:
 		return set(r, key, trailer.Encode(key, conformance.Filled(conformance.RowBytes, conformance.CaseSeed)))
-	case c.Call == "claim" && code == gen.Nil:
+	case c.Call == "claim" && code == redisspec.Nil:
 		return set(r, key, Marker)
-	case code == gen.OOM && c.Call != "get":
+	case code == redisspec.OOM && c.Call != "get":
 		if c.Call == "store" {
 			f.Before(storeHook(r), key, func() { _ = fillMemory(r) })
 			h.StagedThrough("a hook that fills memory between claim and store")
 			return nil
 		}
 		return fillMemory(r)
-	case c.Call == "store" && (code == gen.Lost || code == gen.Nil):
+	case c.Call == "store" && (code == redisspec.Lost || code == redisspec.Nil):
 		f.Before(storeHook(r), key, func() { _ = r.Client().Del(context.Background(), key).Err() })
 		h.StagedThrough("a hook that deletes the marker between claim and store")
-	case c.Call == "get" && code == gen.Nil:
+	case c.Call == "get" && code == redisspec.Nil:
 		return r.Client().Del(context.Background(), key).Err()
-	case c.Call == "get" && code == gen.Pending:
+	case c.Call == "get" && code == redisspec.Pending:
 		return set(r, key, Marker)
-	case c.Call == "get" && code == gen.Corrupt:
+	case c.Call == "get" && code == redisspec.Corrupt:
 		obj := trailer.Encode(key, payload)
 		obj[0] ^= 0xff
 		return set(r, key, obj)

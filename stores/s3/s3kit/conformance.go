@@ -16,7 +16,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/speccase"
-	gen "github.com/kvblob/kvblob/generated/s3"
+	"github.com/kvblob/kvblob/generated/s3spec"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/stores/s3"
@@ -186,13 +186,13 @@ func connRefused() error {
 
 // injected are the answers versitygw gives on no cue: the seam raises each
 // as the client would report it, so classify still runs.
-var injected = map[gen.Code]error{
-	gen.ConditionalConflict: &smithy.GenericAPIError{Code: "ConditionalRequestConflict", Message: "staged by s3kit"},
-	gen.SlowDown:            &smithy.GenericAPIError{Code: "SlowDown", Message: "staged by s3kit"},
-	gen.QuotaExceeded:       &smithy.GenericAPIError{Code: "QuotaExceeded", Message: "staged by s3kit"},
-	gen.AccessDenied:        &smithy.GenericAPIError{Code: "AccessDenied", Message: "staged by s3kit"},
-	gen.Conn:                connRefused(),
-	gen.Err:                 &smithy.GenericAPIError{Code: "InternalError", Message: "staged by s3kit"},
+var injected = map[s3spec.Code]error{
+	s3spec.ConditionalConflict: &smithy.GenericAPIError{Code: "ConditionalRequestConflict", Message: "staged by s3kit"},
+	s3spec.SlowDown:            &smithy.GenericAPIError{Code: "SlowDown", Message: "staged by s3kit"},
+	s3spec.QuotaExceeded:       &smithy.GenericAPIError{Code: "QuotaExceeded", Message: "staged by s3kit"},
+	s3spec.AccessDenied:        &smithy.GenericAPIError{Code: "AccessDenied", Message: "staged by s3kit"},
+	s3spec.Conn:                connRefused(),
+	s3spec.Err:                 &smithy.GenericAPIError{Code: "InternalError", Message: "staged by s3kit"},
 }
 
 // Stage makes the server answer case c for key. A case the spec marks
@@ -210,28 +210,28 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 			return err
 		}
 	}
-	code := gen.Code(c.Answer.Code)
+	code := s3spec.Code(c.Answer.Code)
 	switch {
-	case c.Answer.Size == speccase.SizeWhole, c.Answer.Size == speccase.SizeNone && code == gen.OK:
+	case c.Answer.Size == speccase.SizeWhole, c.Answer.Size == speccase.SizeNone && code == s3spec.OK:
 		return nil
 	case c.Answer.Size == speccase.SizeShort:
 		return k.Plant(key, trailer.Encode(key, payload[:len(payload)/2]))
-	case code == gen.PreconditionFailed && c.Other:
+	case code == s3spec.PreconditionFailed && c.Other:
 		return k.Plant(key, trailer.Encode(key, payload[:len(payload)/2]))
-	case code == gen.PreconditionFailed && c.Exists:
+	case code == s3spec.PreconditionFailed && c.Exists:
 		return k.Plant(key, trailer.Encode(key, conformance.Filled(conformance.RowBytes, conformance.CaseSeed)))
-	case code == gen.PreconditionFailed:
+	case code == s3spec.PreconditionFailed:
 		// The object vanished between the 412 and the driver's look: no
 		// server does that on cue.
 		k.Seam.Answer("put", key, int64(code))
 		return nil
-	case code == gen.InsufficientStorage:
+	case code == s3spec.InsufficientStorage:
 		return k.Fill()
-	case code == gen.NoSuchBucket:
+	case code == s3spec.NoSuchBucket:
 		return k.DropBucket()
-	case code == gen.NoSuchKey:
+	case code == s3spec.NoSuchKey:
 		return k.Remove(key)
-	case code == gen.Corrupt:
+	case code == s3spec.Corrupt:
 		obj := trailer.Encode(key, payload)
 		obj[7] ^= 0xff // a payload byte: the CRC32 no longer matches
 		return k.Plant(key, obj)

@@ -3,7 +3,8 @@ package s3kit
 import (
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/gate"
-	gen "github.com/kvblob/kvblob/generated/s3"
+	"github.com/kvblob/kvblob/generated/s3spec"
+	"github.com/kvblob/kvblob/generated/s3spec/s3cases"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
@@ -16,8 +17,8 @@ func init() {
 		where = "versitygw " + Version + ", HTTPS on loopback; " + NoMount
 	}
 	s := gate.Store{
-		Name: "s3", SDK: gen.SDKName + " " + gen.SDKVersions[0] + " (" + where + ")",
-		Scenarios: Scenarios(), Cases: gen.Cases, Stage: Stage, SDKChecks: SDKChecks(),
+		Name: "s3", SDK: s3spec.SDKName + " " + s3spec.SDKVersions()[0] + " (" + where + ")",
+		Scenarios: Scenarios(), Cases: s3cases.All(), Stage: Stage, SDKChecks: SDKChecks(),
 		Factory: func(t conformance.T) driver.Driver { return Open(t, env) },
 	}
 	s.Setup = func() (string, func(), error) {

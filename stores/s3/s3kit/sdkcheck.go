@@ -12,7 +12,8 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/gate"
-	gen "github.com/kvblob/kvblob/generated/s3"
+	"github.com/kvblob/kvblob/generated/s3spec"
+	"github.com/kvblob/kvblob/generated/s3spec/s3cases"
 	"github.com/kvblob/kvblob/stores/s3"
 )
 
@@ -24,8 +25,8 @@ import (
 func SDKChecks() []gate.SDKCheck {
 	return []gate.SDKCheck{
 		{Name: "the_sdk_is_one_the_spec_holds_for", Run: func(h *conformance.Harness) {
-			if v := s3.SDKVersion(); v != "" && !gen.SupportsVersion(v) {
-				h.T.Errorf("the spec holds for %v, and this is %s", gen.SDKVersions, v)
+			if v := s3.SDKVersion(); v != "" && !s3spec.SupportsVersion(v) {
+				h.T.Errorf("the spec holds for %v, and this is %s", s3spec.SDKVersions(), v)
 			}
 		}},
 		{Name: "the_server_listens_on_loopback_only", Run: func(h *conformance.Harness) {
@@ -145,7 +146,7 @@ func (b *gatedBody) Seek(off int64, whence int) (int64, error) {
 
 // casePos is the spec position of the generated case id.
 func casePos(id string) string {
-	for _, c := range gen.Cases {
+	for _, c := range s3cases.All() {
 		if c.ID == id {
 			return c.Pos
 		}

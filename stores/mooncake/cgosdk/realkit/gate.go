@@ -6,7 +6,8 @@ import (
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/gate"
 	"github.com/kvblob/kvblob/conformance/speccase"
-	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/generated/mooncakespec"
+	"github.com/kvblob/kvblob/generated/mooncakespec/mooncakecases"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
 	"github.com/kvblob/kvblob/stores/mooncake/mctest"
@@ -19,7 +20,7 @@ import (
 func init() {
 	var pool *Pool
 	gate.Register(gate.Store{
-		Name: "mooncake", Real: true, SDK: gen.SDKName + " " + cgosdk.SDKVersion + " (real SDK, loopback master)",
+		Name: "mooncake", Real: true, SDK: mooncakespec.SDKName + " " + cgosdk.SDKVersion + " (real SDK, loopback master)",
 		Setup: func() (string, func(), error) {
 			p, err := Start()
 			if err != nil {
@@ -31,7 +32,7 @@ func init() {
 		Factory:             func(t conformance.T) driver.Driver { return pool.Factory()(t) },
 		ScenariosAfterSetup: func() conformance.Scenarios { return pool.Scenarios() },
 		SkipReasons:         SkipReasons,
-		Cases:               gen.Cases,
+		Cases:               mooncakecases.All(),
 		StageableOnly:       true,
 		Deadline:            Deadline,
 		Stage: func(h *conformance.Harness, c speccase.Case, key string) error {

@@ -23,7 +23,7 @@ import (
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/serverproc"
 	"github.com/kvblob/kvblob/conformance/speccase"
-	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/generated/mooncakespec"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/mooncake"
@@ -89,8 +89,8 @@ func Start() (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("realkit: %s is not on PATH: %s", Master.Binary, Master.Install)
 	}
-	if !gen.SupportsVersion(cgosdk.SDKVersion) {
-		return nil, fmt.Errorf("realkit: the SDK reports version %q; the spec (spec/mooncake-*.yaml, sdk.versions) names %q, so the driver refuses it", cgosdk.SDKVersion, gen.SDKVersions)
+	if !mooncakespec.SupportsVersion(cgosdk.SDKVersion) {
+		return nil, fmt.Errorf("realkit: the SDK reports version %q; the spec (spec/mooncake-*.yaml, sdk.versions) names %q, so the driver refuses it", cgosdk.SDKVersion, mooncakespec.SDKVersions())
 	}
 	ver, _ := exec.Command(bin, "--version").CombinedOutput()
 	if !strings.Contains(string(ver), cgosdk.SDKVersion) {
@@ -349,30 +349,30 @@ func (p *Pool) Scenarios() conformance.Scenarios {
 // row), a helper session on the key, a full pool, the master killed. It refuses every other
 // case, saying so: a real pool gives no other answer on cue.
 func (p *Pool) Stage(h *conformance.Harness, c speccase.Case, key string) error {
-	code := gen.Code(c.Answer.Code)
+	code := mooncakespec.Code(c.Answer.Code)
 	get := c.Call == "batch_get_into"
 	switch {
 	case get && c.Answer.Size == speccase.SizeWhole:
 		return p.plant(key, conformance.RowBytes)
 	case get && c.Answer.Size == speccase.SizeShort:
 		return p.plant(key, conformance.RowBytes/2)
-	case get && code == gen.InvalidParams:
+	case get && code == mooncakespec.InvalidParams:
 		return p.plant(key, conformance.RowBytes+3) // longer than its row
-	case get && code == gen.ObjectNotFound:
+	case get && code == mooncakespec.ObjectNotFound:
 		return nil // nothing under the key
-	case get && code == gen.ReplicaIsNotReady:
+	case get && code == mooncakespec.ReplicaIsNotReady:
 		return p.start(h.D, key, conformance.RowBytes)
-	case c.Call == "batch_put_session_start" && code == gen.OK,
+	case c.Call == "batch_put_session_start" && code == mooncakespec.OK,
 		c.Call == "batch_put_from_multi_buffer_ranges" && c.Answer.Size == speccase.SizeWhole,
-		c.Call == "batch_put_session_end" && code == gen.OK:
+		c.Call == "batch_put_session_end" && code == mooncakespec.OK:
 		return nil // a put of an absent key answers these
-	case c.Call == "batch_put_session_start" && code == gen.ObjectAlreadyExists && c.Exists:
+	case c.Call == "batch_put_session_start" && code == mooncakespec.ObjectAlreadyExists && c.Exists:
 		return p.plant(key, conformance.RowBytes)
-	case c.Call == "batch_put_session_start" && code == gen.ObjectAlreadyExists:
+	case c.Call == "batch_put_session_start" && code == mooncakespec.ObjectAlreadyExists:
 		return p.start(h.D, key, conformance.RowBytes)
-	case c.Call == "batch_put_session_start" && code == gen.NoAvailableHandle:
+	case c.Call == "batch_put_session_start" && code == mooncakespec.NoAvailableHandle:
 		return p.fill(h.D, key)
-	case c.Call == "batch_put_session_start" && code == gen.RPCFail:
+	case c.Call == "batch_put_session_start" && code == mooncakespec.RPCFail:
 		p.kill(h.D) // the check's cleanup restarts it
 		return nil
 	}
