@@ -331,17 +331,19 @@ func runNew(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// nextSteps is what 'drivergen new' tells the author to do, in order.
+// nextSteps is what 'drivergen new' tells the author to do, in order;
+// docs/writing-a-store.md walks through the same steps (TestNextSteps...
+// holds the two, and the tree, to each other).
 const nextSteps = `next:
   1. fill in spec/STORE.yaml: the SDK's code table and what each call's answers mean (spec/README.md)
-  2. make generate             # writes generated/STORE/
-  3. go test ./stores/STORE/    # the lifecycle checks pass already
-  4. write the SDK calls where stores/STORE/driver.go says TODO, mapping answers with gen.Map*
-  5. in stores/STORE/driver_test.go, run the whole suite with the kit's scenarios and the generated cases
-  6. stage on the real store what it can (stores/STORE/STOREtest; conformance/serverproc starts a server)
-  7. join the gate: register from STOREtest (see stores/redis/redistest/gate.go) and import it in cmd/gate/stores.go
+  2. make generate              # writes generated/STOREspec/ and generated/STOREspec/STOREcases/
+  3. go test ./stores/STORE/     # the lifecycle checks pass already
+  4. write the SDK calls where stores/STORE/driver.go says TODO: answers map through STOREspec.Map*, raised errors through classify
+  5. in stores/STORE/driver_test.go, run the whole suite with the kit's scenarios and STOREcases.All()
+  6. stage on the real store what it can (internal/STOREkit; conformance/serverproc starts a server on loopback)
+  7. join the gate: register from the kit as stores/fs/fskit/gate.go does, and import the kit in cmd/gate/stores.go
   8. a server the tests need: add its Debian package where the Makefile's deps target installs redis-server
-docs/writing-a-store.md walks through each step.
+docs/writing-a-store.md walks through each step, following stores/fs.
 `
 
 func isPackageName(s string) bool {

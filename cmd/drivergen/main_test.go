@@ -109,7 +109,7 @@ func TestNewScaffoldsAStoreAndRefusesToOverwrite(t *testing.T) {
 	code, out, _ := runCLI("new", "-root", root, "acme")
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "spec/acme.yaml")
-	for _, f := range []string{"spec/acme.yaml", "stores/acme/driver.go", "stores/acme/driver_test.go"} {
+	for _, f := range []string{"spec/acme.yaml", "stores/acme/driver.go", "stores/acme/driver_test.go", "internal/acmekit/acmekit.go"} {
 		_, err := os.Stat(filepath.Join(root, f))
 		assert.NoError(t, err, f)
 	}
@@ -158,10 +158,17 @@ func TestAScaffoldedStoreCompiles(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	code, _, stderr = runCLI("generate", "-spec", filepath.Join(dir, "spec"), "-out", filepath.Join(dir, "generated"))
 	require.Equal(t, 0, code, stderr)
-	cmd := exec.Command("go", "vet", "./stores/acme/", "./generated/acmespec/...")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stores", "acme", "pattern_test.go"), []byte(scaffoldPatternTest), 0o644))
+	cmd := exec.Command("go", "vet", "./stores/acme/", "./internal/acmekit/", "./generated/acmespec/...")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
+
+	cmd = exec.Command("go", "test", "-count=1", "-v", "-run", "^TestTheScaffoldKeepsTheFsPattern$", "./stores/acme/")
+	cmd.Dir = dir
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), "--- PASS: TestTheScaffoldKeepsTheFsPattern")
 
 	cmd = exec.Command("go", "test", "-count=1", "-v", "-run", "^TestConformance$", "./stores/acme/")
 	cmd.Dir = dir
@@ -183,6 +190,62 @@ func TestAScaffoldedStoreCompiles(t *testing.T) {
 	}
 	assert.Greater(t, ran, 0)
 }
+
+// scaffoldPatternTest is a test TestAScaffoldedStoreCompiles adds to the
+// scaffolded store: before any SDK call is written, its adapter keeps the
+// pattern of stores/fs. A context stopped before a put starts no row
+// (CANCELLED); an error raised in an SDK call, through the seam the kit
+// hung on Options, is classified and becomes a FAULT through the spec,
+// carrying the error; a staged answer is mapped by the spec (NOT_FOUND on
+// a get is a MISS); and a call not written yet is a FAULT saying so.
+const scaffoldPatternTest = `package acme_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvblob/kvblob/conformance/blockingfx"
+	"github.com/kvblob/kvblob/generated/acmespec"
+	"github.com/kvblob/kvblob/internal/acmekit"
+	"github.com/kvblob/kvblob/runtime/driver"
+)
+
+func TestTheScaffoldKeepsTheFsPattern(t *testing.T) {
+	d := acmekit.Open(t)
+	f := blockingfx.New(t, d, 5*time.Second)
+	k, err := driver.Key("acme", []byte("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	op, err := d.Put(ctx, []driver.Row{f.Row(k, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, done := op.Poll(); !done || res[0].Status != driver.Cancelled {
+		t.Errorf("a put under a stopped context: %v, want CANCELLED", res)
+	}
+
+	d.Seam.Raise("sdk_put", k, errors.New("the SDK raised this"))
+	if res := f.Put(f.Row(k, 0, 1)); res[0].Status != driver.Fault || !strings.Contains(res[0].Text, "the SDK raised this") {
+		t.Errorf("a put whose SDK call raised: %v, want a FAULT carrying the error", res[0])
+	}
+
+	d.Seam.Answer("sdk_get", k, int64(acmespec.NotFound))
+	if res := f.Get(f.Row(k, 1, 0xff)); res[0].Status != driver.Miss {
+		t.Errorf("a get answered NOT_FOUND: %v, want MISS (the spec's rule)", res[0])
+	}
+
+	if res := f.Put(f.Row(k, 0, 1)); res[0].Status != driver.Fault || !strings.Contains(res[0].Text, "not written yet") {
+		t.Errorf("a put before sdk_put is written: %v, want a FAULT saying so", res[0])
+	}
+}
+`
 
 // snapshot returns every file under dir with its content.
 func snapshot(t *testing.T, dir string) map[string]string {

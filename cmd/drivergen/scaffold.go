@@ -4,25 +4,33 @@ import "strings"
 
 type scaffoldFile struct{ path, body string }
 
-// scaffold returns the files 'drivergen new STORE' writes: a spec to fill
-// in, a thin adapter on the shared lifecycle whose calls pass through a
-// fault seam, a test kit that stages scenarios and cases through that seam,
-// and a test that runs the conformance suite.
+// scaffold returns the files 'drivergen new STORE' writes, in the pattern of
+// stores/fs, the store docs/writing-a-store.md follows: a spec with every
+// block, an adapter on the shared lifecycle that honours cancellation, takes
+// its fault seam in Options and turns every answer (and every error the SDK
+// raises, classified into the spec's codes) into a row result through the
+// spec, a test kit in internal/STOREkit that stages through that seam, and a
+// test that runs the conformance suite.
 func scaffold(store string) []scaffoldFile {
 	r := strings.NewReplacer("STORE", store)
 	return []scaffoldFile{
 		{"spec/" + store + ".yaml", r.Replace(specTemplate)},
 		{"stores/" + store + "/driver.go", r.Replace(driverTemplate)},
 		{"stores/" + store + "/driver_test.go", r.Replace(testTemplate)},
-		{"stores/" + store + "/" + store + "test/" + store + "test.go", r.Replace(kitTemplate)},
+		{"internal/" + store + "kit/" + store + "kit.go", r.Replace(kitTemplate)},
 	}
 }
 
-const specTemplate = `# Store STORE. See spec/README.md for every key.
+const specTemplate = `# Store STORE over STORE-sdk 1.0. spec/README.md documents every key;
+# rename this file after the SDK version it was read from
+# (spec/STORE-1.0.yaml). Comments here are carried into the generated
+# code's doc comments.
 store: STORE
 package: STORE
 sdk:
   name: STORE-sdk
+  # The versions (or release lines, "1.x") this spec was read from; the
+  # driver refuses any other (STOREspec.SupportsVersion).
   versions: ["1.0"]
 
 capabilities:
@@ -30,22 +38,43 @@ capabilities:
   device_memory: false
   multi_span: false
   hints: false
+  probe: false
+  evicts: false
+  max_rows_per_op: 0
+
+# The largest row the store takes; or {bound: N, at_open: true} when the
+# deployment sets it (the driver then admits through
+# STOREspec.AdmissionAtOpen). Add row_too_large to admission with it.
+# limits:
+#   max_row_bytes: 536870912
+
+# The keys the store refuses; each part needs its admission rule
+# (key_too_long, key_bytes, key_format).
+# keys:
+#   max_bytes: 250
+#   refuse: [space, control]
 
 codes:
   OK: {value: 0, doc: "the call succeeded"}
   NOT_FOUND: {value: -1, doc: "no object under the key"}
+  # An error the SDK raised is classified into a code (classify in
+  # stores/STORE/driver.go): ERR is every error no other code names, and
+  # each call's otherwise makes it a FAULT carrying the error.
+  ERR: {value: -1000, doc: "an error the SDK raised that no other code names"}
 
 calls:
   sdk_put:
     op: put
+    doc: "writes a row's bytes under its key"
     touches_memory: true
     access_end: on_return
     answers: code
     codes:
       OK: {result: READY}
-    otherwise: {result: FAULT}
+    otherwise: {result: FAULT, example: ERR}
   sdk_get:
     op: get
+    doc: "reads a key's object into the row's span"
     touches_memory: true
     access_end: on_return
     answers: size
@@ -53,7 +82,7 @@ calls:
     short: {result: FAULT, written: "yes"}
     codes:
       NOT_FOUND: {result: MISS, written: "no"}
-    otherwise: {result: FAULT, written: "maybe"}
+    otherwise: {result: FAULT, written: "maybe", example: ERR}
 
 admission:
   - empty_key
@@ -62,101 +91,82 @@ admission:
   - span_outside_registration
   - hint
   - device_region
+
+# Settings the driver refuses at open (STOREspec.CheckEnvironment), each
+# with the reason it prints.
+# environment:
+#   STORE_UNSAFE: {allow: ["", "0"], reason: "it lets the SDK reuse a buffer after the call returned"}
+
+# The backend's defaults for this store.
+config:
+  workers: 4
+  rows_per_batch: 64
+  bytes_per_batch: 67108864
 `
 
-const driverTemplate = `// Package STORE is the kvblob driver for STORE. Every code-to-result
-// decision comes from generated/STOREspec; this adapter only calls the SDK.
+const driverTemplate = `// Package STORE is kvblob's driver for STORE. Every code-to-result rule is
+// spec/STORE.yaml's (generated/STOREspec): this package only calls the SDK
+// and classifies what it raises into the spec's codes.
 package STORE
 
 import (
 	"context"
+	"fmt"
+	"os"
 
 	"github.com/kvblob/kvblob/generated/STOREspec"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 )
 
-// Driver is a driver.Driver over the STORE SDK. Its lifecycle
-// (registrations, calls in progress, drain, close) is driverkit's; the
-// adapter adds only its SDK calls, each passed through Seam under the
-// spec's name for it, so tests can stage faults by call name.
-type Driver struct {
-	life driverkit.Lifecycle
-	// Seam is where tests stage faults; nil in production.
+// Options configure a Driver.
+type Options struct {
+	// TODO: what the SDK needs to reach the store (addresses, credentials).
+
+	// Seam, when set, is entered before each spec call (sdk_put, sdk_get)
+	// on a key: a held call waits in it, a raise is answered as if the SDK
+	// had raised that error (classified into the spec's codes), and a
+	// staged answer is the call's answer without calling the SDK. Tests
+	// stage what a real store cannot do on cue through it; production
+	// leaves it nil.
 	Seam *driverkit.Seam
+}
+
+// Driver is a driver.Driver over the STORE SDK. Its lifecycle
+// (registrations, calls in progress, drain, close) is driverkit's.
+type Driver struct {
+	opt  Options
+	life driverkit.Lifecycle
 }
 
 var _ driver.Driver = (*Driver)(nil)
 
+// Open checks that the spec holds for the SDK and that the environment is
+// one the spec allows, and returns the driver.
+func Open(opt Options) (*Driver, error) {
+	version := "1.0" // TODO: the version the SDK (or the server) reports
+	if !STOREspec.SupportsVersion(version) {
+		return nil, fmt.Errorf("STORE: %s %s has no spec; kvblob holds specs for %v (spec/STORE*.yaml)", STOREspec.SDKName, version, STOREspec.SDKVersions())
+	}
+	if err := STOREspec.CheckEnvironment(os.Getenv); err != nil {
+		return nil, fmt.Errorf("STORE: %w", err)
+	}
+	// TODO: open the SDK client.
+	return &Driver{opt: opt}, nil
+}
+
 // Capabilities are spec/STORE.yaml's.
 func (d *Driver) Capabilities() driver.Capabilities { return STOREspec.Capabilities() }
 
-// Register admits r; TODO: register its memory with the SDK in the attach
+// Register admits r. TODO: register its memory with the SDK in the attach
 // function (return its handle), if the SDK needs that.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
 	return d.life.Register(r, STOREspec.AdmitRegister, nil)
 }
 
-// Unregister refuses while a call may touch the region; TODO: unregister
+// Unregister refuses while a call may touch the region. TODO: unregister
 // with the SDK in the detach function, if Register registered.
 func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unregister(reg, nil) }
-
-// Put stores each row through the spec's sdk_put call.
-func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return STOREspec.AdmitPut(rows, live) })
-	if err != nil {
-		return nil, err
-	}
-	defer call.End()
-	pass := d.Seam.Enter("sdk_put", keys(rows)...)
-	res := make([]driver.Result, len(rows))
-	for i := range rows {
-		if err := pass.Err(); err != nil {
-			res[i] = driver.FaultResult(0, "sdk_put raised: %v", err)
-			continue
-		}
-		if code, staged := pass.Answer(i); staged {
-			res[i] = STOREspec.MapSdkPut(code).Result
-			continue
-		}
-		// TODO: call the SDK for rows[i] and map its answer with STOREspec.MapSdkPut.
-		res[i] = driver.FaultResult(0, "STORE: sdk_put is not written yet")
-	}
-	return driverkit.Finished(res), nil
-}
-
-// Get reads each row through the spec's sdk_get call.
-func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return STOREspec.AdmitGet(rows, hint, live) })
-	if err != nil {
-		return nil, err
-	}
-	defer call.End()
-	pass := d.Seam.Enter("sdk_get", keys(rows)...)
-	res := make([]driver.Result, len(rows))
-	for i, row := range rows {
-		if err := pass.Err(); err != nil {
-			res[i] = driver.FaultResult(0, "sdk_get raised: %v", err)
-			continue
-		}
-		if answer, staged := pass.Answer(i); staged {
-			res[i] = STOREspec.MapSdkGet(answer, row.Bytes()).Result
-			continue
-		}
-		// TODO: read rows[i] with the SDK into its spans and map the answer
-		// (a byte count or a negative code) with STOREspec.MapSdkGet.
-		res[i] = driver.FaultResult(0, "STORE: sdk_get is not written yet")
-	}
-	return driverkit.Finished(res), nil
-}
-
-func keys(rows []driver.Row) []string {
-	ks := make([]string, len(rows))
-	for i, r := range rows {
-		ks[i] = r.Key
-	}
-	return ks
-}
 
 // Drain waits for the calls in progress.
 func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil) }
@@ -164,48 +174,137 @@ func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil)
 // Close closes the driver once drained. TODO: pass a function that closes
 // the SDK client.
 func (d *Driver) Close() error { return d.life.Close(nil) }
+
+// Put stores each row through the spec's sdk_put call. A row ctx stopped
+// before it started is CANCELLED (driverkit.Lifecycle.EachRow).
+func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
+	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
+		return STOREspec.AdmitPut(rows, live)
+	}, func(r driver.Row) driver.Result { return d.put(ctx, r) })
+}
+
+// Get reads each row through the spec's sdk_get call.
+func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
+	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
+		return STOREspec.AdmitGet(rows, hint, live)
+	}, func(r driver.Row) driver.Result { return d.get(ctx, r) })
+}
+
+func (d *Driver) put(ctx context.Context, r driver.Row) driver.Result {
+	code, err := d.call("sdk_put", r.Key, func() (int64, error) {
+		// TODO: write r.Spans[0].Bytes() under r.Key with the SDK (passing
+		// ctx when it takes one) and return its answer code.
+		return 0, notWritten("sdk_put")
+	})
+	return STOREspec.MapSdkPut(code).WithCause(err)
+}
+
+func (d *Driver) get(ctx context.Context, r driver.Row) driver.Result {
+	answer, err := d.call("sdk_get", r.Key, func() (int64, error) {
+		// TODO: read r.Key's object with the SDK (passing ctx when it takes
+		// one) into r.Spans[0].Bytes(), and return the byte count it read,
+		// or a negative code.
+		return 0, notWritten("sdk_get")
+	})
+	return STOREspec.MapSdkGet(answer, r.Bytes()).WithCause(err)
+}
+
+// call makes one spec call on key through the seam: a test may hold it,
+// raise an error in it or answer for the SDK. An error, raised by a test
+// or by the SDK, is classified into the spec's codes, so what it means for
+// the row is the spec's rule for that code (a FAULT carrying the error,
+// through rules.Mapping.WithCause).
+func (d *Driver) call(call, key string, sdk func() (int64, error)) (int64, error) {
+	p := d.opt.Seam.Enter(call, key)
+	if err := p.Err(); err != nil {
+		return int64(classify(err)), err
+	}
+	if answer, staged := p.Answer(0); staged {
+		return answer, nil
+	}
+	answer, err := sdk()
+	if err != nil {
+		return int64(classify(err)), err
+	}
+	return answer, nil
+}
+
+// classify turns an error the SDK raised into a code of spec/STORE.yaml.
+// TODO: give the errors the spec names (a timeout, a refused connection,
+// a full store) codes of their own; every other error is ERR.
+func classify(err error) STOREspec.Code {
+	if err == nil {
+		return STOREspec.OK
+	}
+	return STOREspec.Err
+}
+
+func notWritten(call string) error {
+	return fmt.Errorf("STORE: %s is not written yet", call)
+}
 `
 
-const kitTemplate = `// Package STOREtest wires the STORE driver into kvblob's conformance
-// suite: a factory, the scenarios the store stages and the stager of the
-// cases generated from spec/STORE.yaml. Until a real server stages them,
-// the scenarios and cases are staged through the adapter's Seam, by the
-// spec's call names.
-package STOREtest
+const kitTemplate = `// Package STOREkit is the STORE driver's test kit: drivers with a fault
+// seam, the scenarios the store stages, and the stager of the cases
+// generated from spec/STORE.yaml. Until it stages on a real store,
+// everything is staged through the seam, by the spec's call names.
+package STOREkit
 
 import (
+	"fmt"
+
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/stores/STORE"
 )
 
-// Factory returns a fresh driver for each check. TODO: open a client to
-// the store (a server started with conformance/serverproc, say), and
-// register its cleanup with t.
-func Factory() conformance.Factory {
-	return func(conformance.T) driver.Driver { return &STORE.Driver{Seam: &driverkit.Seam{}} }
+// Driver is a STORE driver from Open, with its seam.
+type Driver struct {
+	*STORE.Driver
+	// Seam is the driver's Options.Seam, keyed by spec/STORE.yaml's call
+	// names.
+	Seam *driverkit.Seam
 }
 
-// Seam returns the seam of the STORE driver d is or wraps.
-func Seam(d driver.Driver) *driverkit.Seam {
-	var s *STORE.Driver
-	if !driver.As(d, &s) {
-		panic("STOREtest: not a STORE driver")
+// Open opens a driver with a seam. TODO: start the store for t (a server
+// started on loopback with conformance/serverproc, stopped at t's
+// cleanup) and point the driver's Options at it.
+func Open(t conformance.T) *Driver {
+	seam := &driverkit.Seam{}
+	d, err := STORE.Open(STORE.Options{Seam: seam})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return s.Seam
+	return &Driver{Driver: d, Seam: seam}
+}
+
+// Factory returns a fresh driver for each check.
+func Factory() conformance.Factory {
+	return func(t conformance.T) driver.Driver { return Open(t) }
+}
+
+// Parts returns the kit's Driver behind d.
+func Parts(d driver.Driver) *Driver {
+	var k *Driver
+	if !driver.As(d, &k) {
+		panic(fmt.Sprintf("STOREkit: %T is not a driver from STOREkit.Open", d))
+	}
+	return k
 }
 
 // Scenarios are what the store stages. TODO: stage Writing (another
 // client holds the key) and Full (the store refuses a put) on the real
 // store where it can.
 func Scenarios() conformance.Scenarios {
-	return conformance.SeamScenarios(Seam, "sdk_put", "sdk_get")
+	return conformance.SeamScenarios(seamOf, "sdk_put", "sdk_get")
 }
 
 // Stage stages each generated case through the seam. TODO: stage on the
 // real store the cases it can answer for real (spec: stageable).
-var Stage = conformance.SeamStager(Seam)
+var Stage = conformance.SeamStager(seamOf)
+
+func seamOf(d driver.Driver) *driverkit.Seam { return Parts(d).Seam }
 `
 
 const testTemplate = `package STORE_test
@@ -213,17 +312,25 @@ const testTemplate = `package STORE_test
 import (
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/stores/STORE/STOREtest"
+	"github.com/kvblob/kvblob/internal/STOREkit"
 )
+
+// TestMain checks that no goroutine outlives the tests.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestConformance runs the lifecycle checks (admission, registration,
 // access ends, drain, unregister, close), which the adapter passes before
 // any SDK call is written. Once Put and Get call the SDK, run the whole
-// suite with the kit's scenarios and the generated cases:
+// suite with the kit's scenarios and the generated cases
+// (generated/STOREspec/STOREcases):
 //
-//	conformance.Suite{Scenarios: STOREtest.Scenarios(), Cases: STOREcases.All(), Stage: STOREtest.Stage}
+//	conformance.Run(t, STOREkit.Factory(), conformance.Suite{
+//		Scenarios: STOREkit.Scenarios(), Cases: STOREcases.All(), Stage: STOREkit.Stage,
+//	})
 func TestConformance(t *testing.T) {
-	conformance.Run(t, STOREtest.Factory(), conformance.Suite{Only: conformance.Lifecycle})
+	conformance.Run(t, STOREkit.Factory(), conformance.Suite{Only: conformance.Lifecycle})
 }
 `
