@@ -47,8 +47,9 @@ demo: deps ## two processes move a request's KV rows through a redis-server on l
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-check: ## generated/ matches spec/, the tree vets, passes staticcheck and is gofmt-clean
+check: ## generated/ matches spec/, go.mod and go.sum are tidy, the tree vets, passes staticcheck and is gofmt-clean
 	$(GO) run ./cmd/drivergen check
+	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod or go.sum is not tidy (go mod tidy -diff):"; $(GO) mod tidy -diff; echo "run 'go mod tidy'"; exit 1; }
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	@test -z "$$(gofmt -s -l .)" || { echo "gofmt -s needed:"; gofmt -s -l .; exit 1; }
@@ -73,9 +74,17 @@ MUTATE_PKGS ?= runtime/driver runtime/driverkit runtime/rules runtime/backend st
 mutate: ## mutation testing of the safety-critical packages, bounded (MUTATE_BUDGET): score per package, each survivor's file:line
 	$(GO) run ./cmd/mutate -budget $(MUTATE_BUDGET) -timeout 90s $(MUTATE_PKGS)
 
-fuzz: ## each fuzz target for a bounded time
-	$(GO) test ./gen -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 20s
-	$(GO) test ./gen -run '^$$' -fuzz '^FuzzGenerate$$' -fuzztime 20s
-	$(GO) test ./runtime/driver -run '^$$' -fuzz FuzzParseKey -fuzztime 20s
-	$(GO) test ./runtime/trailer -run '^$$' -fuzz FuzzCheck -fuzztime 20s
-	$(GO) test ./runtime/backend -run '^$$' -fuzz FuzzSubmission -fuzztime 20s
+# Every fuzz target in the tree, found afresh each run: the packages whose
+# tests declare a func Fuzz..., then each target go test -list names there
+# (so a build-tagged or moved one is neither missed nor stale). Each runs
+# for FUZZTIME; the first that fails stops the run.
+FUZZTIME ?= 20s
+fuzz: ## every fuzz target in the tree, each for FUZZTIME (default 20s)
+	@pkgs=$$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -r -n1 dirname | sort -u); \
+	test -n "$$pkgs" || { echo "make fuzz: no fuzz targets found"; exit 1; }; \
+	n=0; for pkg in $$pkgs; do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    n=$$((n+1)); echo "make fuzz: $$pkg $$target for $(FUZZTIME)"; \
+	    $(GO) test $$pkg -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) || exit 1; \
+	  done; \
+	done; echo "make fuzz: $$n targets passed"
