@@ -126,7 +126,7 @@ func noArgs(fs *flag.FlagSet, stderr io.Writer) int {
 func runGenerate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("generate", "generate [-spec DIR] [-out DIR]", stderr)
 	specDir := fs.String("spec", "spec", "folder of spec files")
-	outDir := fs.String("out", "generated", "folder to write packages into (one folder per spec's package)")
+	outDir := fs.String("out", "generated", "folder to write packages into (per spec, <package>spec/ and <package>spec/<package>cases/)")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
@@ -332,8 +332,9 @@ func runNew(args []string, stdout, stderr io.Writer) int {
 }
 
 // nextSteps is what 'drivergen new' tells the author to do, in order;
-// docs/writing-a-store.md walks through the same steps (TestNextSteps...
-// holds the two, and the tree, to each other).
+// docs/writing-a-store.md walks through the same steps
+// (TestNextStepsAgreeWithTheGuideAndTheTree holds the two, and the tree,
+// to each other).
 const nextSteps = `next:
   1. fill in spec/STORE.yaml: the SDK's code table and what each call's answers mean (spec/README.md)
   2. make generate              # writes generated/STOREspec/ and generated/STOREspec/STOREcases/
