@@ -300,17 +300,11 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bind, err := backend.Bind(hold.Regions(), d, hold)
+	bind, err := backend.Bind(ctx, hold.Regions(), d, hold)
 	if err != nil {
 		return err // the hold stays out: the lender's memory is kept
 	}
-	woken := make(chan struct{}, 1)
-	be, err := backend.New(bind, func() {
-		select {
-		case woken <- struct{}{}:
-		default:
-		}
-	}, backend.Config{Workers: c.workers, RowsPerBatch: c.batch, Prefix: c.prefix, Logger: log.With().Str("store", "redis").Logger()})
+	be, err := backend.New(bind, backend.Config{Workers: c.workers, RowsPerBatch: c.batch, Prefix: c.prefix, Logger: log.With().Str("store", "redis").Logger()})
 	if err != nil {
 		return err
 	}
@@ -328,9 +322,9 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	start := time.Now()
 	var a *backend.Attempt
 	if c.role == "publish" {
-		a, err = be.Publish(view)
+		a, err = be.Publish(ctx, view)
 	} else {
-		a, err = be.Fetch(view, driver.Hint{})
+		a, err = be.Fetch(ctx, view, driver.Hint{})
 	}
 	if err != nil {
 		return err
@@ -339,12 +333,8 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for !a.Quiesced() { // the slots are ours again only once quiesced
-		select {
-		case <-woken:
-		case <-ctx.Done():
-			return fmt.Errorf("%s: the slots are still in use (%v); keeping them", who, ctx.Err())
-		}
+	if err := a.WaitQuiesced(ctx); err != nil { // the slots are ours again only once quiesced
+		return fmt.Errorf("%s: the slots are still in use (%w); keeping them", who, err)
 	}
 	took := time.Since(start)
 
@@ -356,8 +346,8 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%s: %s %d rows x %s = %s in %v (%s/s): %s\n", who, map[string]string{"publish": "published", "fetch": "fetched"}[c.role],
 		c.rows, size(c.rowBytes), size(total), took.Round(time.Microsecond), size(int64(float64(total)/took.Seconds())), summary(counts))
 	var failed error
-	if o.Prefix != c.rows {
-		failed = fmt.Errorf("%s: only the first %d of %d rows were delivered: %s", who, o.Prefix, c.rows, o.Fault)
+	if o.InOrder != c.rows {
+		failed = fmt.Errorf("%s: only the first %d of %d rows were delivered: %w", who, o.InOrder, c.rows, o.Err)
 	}
 	if c.role == "fetch" && failed == nil {
 		match := 0

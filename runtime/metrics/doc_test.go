@@ -41,7 +41,7 @@ func TestOperatingDocNamesEveryFamilyAndEvent(t *testing.T) {
 	// Log one event of each kind: a fault, a slow call, a pinned access.
 	entered, release := d.Store().Hold(memory.CallPut, e.key(0))
 	defer release()
-	pub, err := e.be.Publish(e.view(0, 1, 0))
+	pub, err := e.be.Publish(t.Context(), e.view(0, 1, 0))
 	require.NoError(t, err)
 	<-entered
 	e.logs.waitFor(t, "backend: a driver call is taking longer than the slow-call threshold")
@@ -49,12 +49,12 @@ func TestOperatingDocNamesEveryFamilyAndEvent(t *testing.T) {
 	e.wait(pub)
 	e.quiesce(pub)
 	d.Store().Inject(memory.CallGet, e.key(0), gen.IOError)
-	get, err := e.be.Fetch(e.view(0, 1, 4), driver.Hint{})
+	get, err := e.be.Fetch(t.Context(), e.view(0, 1, 4), driver.Hint{})
 	require.NoError(t, err)
 	e.wait(get)
 	e.quiesce(get)
 	d.LoseEvidenceNext()
-	lost, err := e.be.Publish(e.view(1, 1, 8))
+	lost, err := e.be.Publish(t.Context(), e.view(1, 1, 8))
 	require.NoError(t, err)
 	e.wait(lost)
 	e.logs.waitFor(t, "driver: operation access unprovable; its memory is pinned and must never be reused")

@@ -97,7 +97,6 @@ type env struct {
 	client *http.Client
 	be     *backend.Backend
 	slots  *driver.Region
-	woken  chan struct{}
 	logs   *logs
 	stem   driver.Stem
 }
@@ -106,7 +105,7 @@ func newEnv(t *testing.T, d driver.Driver, store string, cfg backend.Config) *en
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
-	e := &env{t: t, ctx: ctx, woken: make(chan struct{}, 1), logs: newLogs()}
+	e := &env{t: t, ctx: ctx, logs: newLogs()}
 	log := zerolog.New(e.logs)
 	drivers := metrics.NewDrivers(metrics.Options{Logger: log})
 	wrapped := drivers.Instrument(d, store)
@@ -115,18 +114,13 @@ func newEnv(t *testing.T, d driver.Driver, store string, cfg backend.Config) *en
 	require.NoError(t, err)
 	hold, err := lender.Hold()
 	require.NoError(t, err)
-	bind, err := backend.Bind(hold.Regions(), wrapped, hold)
+	bind, err := backend.Bind(t.Context(), hold.Regions(), wrapped, hold)
 	require.NoError(t, err)
 	if cfg.Prefix == "" {
 		cfg.Prefix = "metrics-test"
 	}
 	cfg.Logger = log.With().Str("store", store).Logger()
-	e.be, err = backend.New(bind, func() {
-		select {
-		case e.woken <- struct{}{}:
-		default:
-		}
-	}, cfg)
+	e.be, err = backend.New(bind, cfg)
 	require.NoError(t, err)
 	e.stem, err = driver.KeyStem(cfg.Prefix)
 	require.NoError(t, err)
@@ -202,13 +196,7 @@ func (e *env) wait(a *backend.Attempt) backend.Outcome {
 
 func (e *env) quiesce(a *backend.Attempt) {
 	e.t.Helper()
-	for !a.Quiesced() {
-		select {
-		case <-e.woken:
-		case <-e.ctx.Done():
-			e.t.Fatal("attempt never quiesced")
-		}
-	}
+	require.NoError(e.t, a.WaitQuiesced(e.ctx), "attempt never quiesced")
 }
 
 func s(name string, labels ...string) string {
@@ -248,17 +236,17 @@ func TestScrapeSeesRowsMove(t *testing.T) {
 		require.Contains(t, before, k, "every series exists, at 0, once a driver is instrumented")
 	}
 
-	pub, err := e.be.Publish(e.view(0, 4, 0))
+	pub, err := e.be.Publish(t.Context(), e.view(0, 4, 0))
 	require.NoError(t, err)
 	e.wait(pub)
 	e.quiesce(pub)
-	get, err := e.be.Fetch(e.view(0, 4, 4), driver.Hint{})
+	get, err := e.be.Fetch(t.Context(), e.view(0, 4, 4), driver.Hint{})
 	require.NoError(t, err)
 	e.wait(get)
 	e.quiesce(get)
-	miss, err := e.be.Fetch(e.view(100, 2, 8), driver.Hint{})
+	miss, err := e.be.Fetch(t.Context(), e.view(100, 2, 8), driver.Hint{})
 	require.NoError(t, err)
-	assert.Equal(t, 0, e.wait(miss).Prefix)
+	assert.Equal(t, 0, e.wait(miss).InOrder)
 	e.quiesce(miss)
 
 	after := e.scrape()
@@ -295,7 +283,7 @@ func TestScrapeSeesACallInFlight(t *testing.T) {
 	e := newEnv(t, d, "memory", backend.Config{})
 	entered, release := d.Store().Hold(memory.CallGet, e.key(0))
 	defer release()
-	a, err := e.be.Fetch(e.view(0, 1, 0), driver.Hint{})
+	a, err := e.be.Fetch(t.Context(), e.view(0, 1, 0), driver.Hint{})
 	require.NoError(t, err)
 	select {
 	case <-entered:
@@ -303,7 +291,7 @@ func TestScrapeSeesACallInFlight(t *testing.T) {
 		t.Fatal("the get never entered the store")
 	}
 	// One worker: a second fetch waits in the queue behind the held one.
-	queued, err := e.be.Fetch(e.view(1, 1, 1), driver.Hint{})
+	queued, err := e.be.Fetch(t.Context(), e.view(1, 1, 1), driver.Hint{})
 	require.NoError(t, err)
 	during := e.scrape()
 	assert.Equal(t, 1.0, during[so("kvblob_driver_calls_in_flight", "get")])
@@ -330,10 +318,10 @@ func TestScrapeSeesAnOpenAccess(t *testing.T) {
 	e := newEnv(t, d, "memory", backend.Config{})
 	release := d.HoldAccessNext()
 	defer release()
-	a, err := e.be.Publish(e.view(0, 2, 0))
+	a, err := e.be.Publish(t.Context(), e.view(0, 2, 0))
 	require.NoError(t, err)
 	e.wait(a)
-	assert.False(t, a.Quiesced())
+	assert.False(t, closed(a.Quiesced()))
 	assert.Equal(t, 1.0, e.scrape()[so("kvblob_driver_operations_open", "put")])
 	release()
 	e.quiesce(a)
@@ -346,7 +334,7 @@ func TestScrapeSeesPinnedMemory(t *testing.T) {
 	d := memory.New(memory.Options{})
 	e := newEnv(t, d, "memory", backend.Config{})
 	d.LoseEvidenceNext()
-	a, err := e.be.Publish(e.view(0, 3, 0))
+	a, err := e.be.Publish(t.Context(), e.view(0, 3, 0))
 	require.NoError(t, err)
 	e.wait(a)
 	got := e.scrape()
@@ -373,17 +361,17 @@ func TestScrapeSeesPinnedMemory(t *testing.T) {
 func TestScrapeSeesFaults(t *testing.T) {
 	d := memory.New(memory.Options{})
 	e := newEnv(t, d, "memory", backend.Config{})
-	pub, err := e.be.Publish(e.view(0, 2, 0))
+	pub, err := e.be.Publish(t.Context(), e.view(0, 2, 0))
 	require.NoError(t, err)
 	e.wait(pub)
 	e.quiesce(pub)
 	d.Store().Inject(memory.CallGet, e.key(1), gen.IOError)
 	before := e.scrape()
-	a, err := e.be.Fetch(e.view(0, 2, 4), driver.Hint{})
+	a, err := e.be.Fetch(t.Context(), e.view(0, 2, 4), driver.Hint{})
 	require.NoError(t, err)
 	o := e.wait(a)
 	e.quiesce(a)
-	require.Equal(t, 1, o.Prefix)
+	require.Equal(t, 1, o.InOrder)
 	after := e.scrape()
 	assert.Equal(t, 1.0, moved(t, before, after, rows("get", "ready")))
 	assert.Equal(t, 1.0, moved(t, before, after, rows("get", "fault")))
@@ -417,7 +405,7 @@ func (b broken) Get(context.Context, []driver.Row, driver.Hint) (driver.Operatio
 func TestScrapeSeesRejectionsAndViolations(t *testing.T) {
 	e := newEnv(t, broken{memory.New(memory.Options{})}, "memory", backend.Config{})
 	before := e.scrape()
-	pub, err := e.be.Publish(e.view(0, 2, 0))
+	pub, err := e.be.Publish(t.Context(), e.view(0, 2, 0))
 	require.NoError(t, err)
 	e.wait(pub)
 	e.quiesce(pub)
@@ -427,7 +415,7 @@ func TestScrapeSeesRejectionsAndViolations(t *testing.T) {
 	ev := e.logs.waitFor(t, "driver: call rejected")
 	assert.Equal(t, driver.RuleClosed, ev["rule"])
 
-	get, err := e.be.Fetch(e.view(0, 3, 4), driver.Hint{})
+	get, err := e.be.Fetch(t.Context(), e.view(0, 3, 4), driver.Hint{})
 	require.NoError(t, err)
 	e.wait(get)
 	after := e.scrape()
@@ -454,7 +442,7 @@ func TestSlowCallFieldsAreStable(t *testing.T) {
 	e := newEnv(t, d, "memory", backend.Config{SlowCall: time.Millisecond})
 	entered, release := d.Store().Hold(memory.CallGet, e.key(0))
 	defer release()
-	a, err := e.be.Fetch(e.view(0, 2, 0), driver.Hint{})
+	a, err := e.be.Fetch(t.Context(), e.view(0, 2, 0), driver.Hint{})
 	require.NoError(t, err)
 	<-entered
 	ev := e.logs.waitFor(t, "backend: a driver call is taking longer than the slow-call threshold")
@@ -467,4 +455,14 @@ func TestSlowCallFieldsAreStable(t *testing.T) {
 	assert.EqualValues(t, 2, ev["rows"])
 	assert.EqualValues(t, 2*slotBytes, ev["bytes"])
 	assert.Contains(t, ev, "age")
+}
+
+// closed asks, without waiting, whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
