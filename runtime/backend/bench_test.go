@@ -292,3 +292,32 @@ func BenchmarkPublishCallGaps(b *testing.B) {
 	}
 	b.ReportMetric(float64(gaps.Nanoseconds())/float64(max(n, 1)), "ns/gap")
 }
+
+// BenchmarkOneRowCtx times a one-row publish and fetch of 64 bytes,
+// settled, under a ctx that never ends and under one that can: the
+// difference is what a ctx that can end costs an attempt (the cancel
+// registered with context.AfterFunc, and unregistered once the outcome is
+// final).
+func BenchmarkOneRowCtx(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"background", func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }},
+		{"cancellable", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }},
+	} {
+		b.Run("ctx="+c.name, func(b *testing.B) {
+			r := newRoundTripRig(b, 1, 64, backend.Config{Workers: 2})
+			ctx, cancel := c.ctx()
+			defer cancel()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r.done(r.be.Publish(ctx, r.src))
+				r.done(r.be.Fetch(ctx, r.dst, driver.Hint{}))
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/attempt")
+		})
+	}
+}
