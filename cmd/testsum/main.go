@@ -124,10 +124,7 @@ func skipReason(lines []string) string {
 	if last < 0 {
 		return noReason
 	}
-	parts := []string{logLine.ReplaceAllString(lines[last], "")}
-	for _, l := range lines[last+1:] {
-		parts = append(parts, l)
-	}
+	parts := append([]string{logLine.ReplaceAllString(lines[last], "")}, lines[last+1:]...)
 	for i := range parts {
 		parts[i] = strings.TrimSpace(parts[i])
 	}

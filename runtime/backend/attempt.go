@@ -244,34 +244,34 @@ func (a *Attempt) Quiesced() <-chan struct{} {
 // ends (ctx.Err(): the slots are still the store's). It never calls the
 // driver and does not cancel the attempt.
 func (a *Attempt) WaitQuiesced(ctx context.Context) error {
-	quiesced, err, settled := a.quiescedOrPinned()
-	if quiesced || err != nil {
-		return err
+	settled, err := a.quiescedOrPinned()
+	if settled == nil {
+		return err // quiesced (nil) or pinned
 	}
 	select {
 	case <-settled:
 	case <-ctx.Done():
 	}
-	if quiesced, err, _ := a.quiescedOrPinned(); quiesced || err != nil {
+	if settled, err := a.quiescedOrPinned(); settled == nil {
 		return err // quiesced or pinned, even if ctx ended too: that answer wins
 	}
 	return ctx.Err()
 }
 
-// quiescedOrPinned reports whether the attempt quiesced, ErrPinned if it
-// never will, and otherwise the channel closed once either holds (made
-// only then, so that waiting on an attempt already quiesced allocates
-// nothing).
-func (a *Attempt) quiescedOrPinned() (bool, error, <-chan struct{}) {
+// quiescedOrPinned returns nil and nil once the attempt quiesced, nil and
+// ErrPinned if it never will, and otherwise the channel closed once
+// either holds (made only then, so that waiting on an attempt already
+// quiesced allocates nothing).
+func (a *Attempt) quiescedOrPinned() (<-chan struct{}, error) {
 	a.b.mu.Lock()
 	defer a.b.mu.Unlock()
 	switch {
 	case a.quiescedLocked():
-		return true, nil, nil
+		return nil, nil
 	case a.pinnedLocked():
-		return false, ErrPinned, nil
+		return nil, ErrPinned
 	}
-	return false, nil, a.settled.chanLocked()
+	return a.settled.chanLocked(), nil
 }
 
 // Cancel drops the attempt's queued batches (their rows answer CANCELLED)
