@@ -81,13 +81,14 @@ func TestTheGuideNamesTheTree(t *testing.T) {
 }
 
 // TestTheGuidesGoBlocksAreExcerpts: each Go block of
-// docs/writing-a-store.md follows an "excerpt: FILE" marker and is FILE's
-// code, line by line (leading white space aside): a snippet that calls
-// what does not exist, or that the store no longer does, fails here.
+// docs/writing-a-store.md follows an "excerpt: FILE" marker (then, for
+// docs' snippet test, the fragment marker) and is FILE's code, line by
+// line (leading white space aside): a snippet that calls what does not
+// exist, or that the store no longer does, fails here.
 func TestTheGuidesGoBlocksAreExcerpts(t *testing.T) {
 	guide, err := os.ReadFile("../../docs/writing-a-store.md")
 	require.NoError(t, err)
-	blocks := regexp.MustCompile("(?s)(?:<!-- excerpt: (\\S+) -->\n)?```go\n(.*?)```").FindAllStringSubmatch(string(guide), -1)
+	blocks := regexp.MustCompile("(?s)(?:<!-- excerpt: (\\S+) -->\n(?:<!-- snippet: fragment -->\n)?)?```go\n(.*?)```").FindAllStringSubmatch(string(guide), -1)
 	require.NotEmpty(t, blocks)
 	for _, b := range blocks {
 		file, code := b[1], b[2]
