@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/kvblob/kvblob/conformance/serverproc"
+	"github.com/kvblob/kvblob/conformance/storekit"
 )
 
 // TestMain makes the test binary the demo's child processes too: the demo
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 
 func needRedis(t *testing.T) {
 	t.Helper()
-	if ok, why := serverproc.Available(redisSpec); !ok {
+	if ok, why := storekit.Available(redisSpec); !ok {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(why)
 		}
@@ -74,7 +74,7 @@ func TestDemoStartsRedisMovesRowsAndCleansUp(t *testing.T) {
 // wrote, and leaves the server running.
 func TestDemoUsesAGivenRedisAndLeavesItClean(t *testing.T) {
 	needRedis(t)
-	srv, err := serverproc.Start(redisSpec)
+	srv, err := storekit.Start(redisSpec)
 	require.NoError(t, err)
 	defer srv.Stop()
 	require.NoError(t, srv.LoopbackOnly())

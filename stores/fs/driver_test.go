@@ -5,9 +5,8 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/fs"
 	"github.com/kvblob/kvblob/stores/fs/fskit"
 )
@@ -17,26 +16,17 @@ var env *fskit.Env
 // TestMain makes the kit's directory (a tmpfs mount when run as root) for
 // the package, and checks no goroutine outlives the tests.
 func TestMain(m *testing.M) {
-	code := func() int {
+	storekit.Main(m, func() (func(), error) {
 		var err error
 		if env, err = fskit.Setup(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return nil, err
 		}
-		defer func() {
+		return func() {
 			if err := env.Close(); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 			}
-		}()
-		return m.Run()
-	}()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+		}, nil
+	})
 }
 
 // TestConformance runs the whole suite and every case generated from

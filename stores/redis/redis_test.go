@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/redis"
@@ -38,7 +38,7 @@ var (
 // (make deps, which .ci/run runs, installs redis-server and fetches Valkey
 // 8.1).
 func TestMain(m *testing.M) {
-	code := func() int {
+	storekit.Main(m, func() (func(), error) {
 		start := func(b *redistest.Build, s **redistest.Server, c **redistest.Cluster, absent *string) (stop func(), err error) {
 			if ok, why := b.Available(); !ok {
 				*absent = why
@@ -55,25 +55,15 @@ func TestMain(m *testing.M) {
 		}
 		stop, err := start(redistest.Redis7, &server, &cluster, &absent)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return nil, err
 		}
-		defer stop()
 		stopValkey, err := start(redistest.Valkey81, &valkey, &valkeyCluster, &valkeyAbsent)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			stop()
+			return nil, err
 		}
-		defer stopValkey()
-		return m.Run()
-	}()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+		return func() { stopValkey(); stop() }, nil
+	})
 }
 
 func needServer(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/redis"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -28,7 +29,7 @@ const (
 type secure struct {
 	addrs   []string
 	cluster bool
-	certs   *redistest.Certs
+	certs   *storekit.Certs
 	servers []*redistest.Server
 }
 
@@ -41,7 +42,7 @@ func startSecure(t *testing.T, b *redistest.Build, cluster bool) *secure {
 	} else {
 		needServer(t)
 	}
-	certs, err := redistest.NewCerts(t.TempDir())
+	certs, err := storekit.NewCerts(t.TempDir())
 	require.NoError(t, err)
 	cfg := redistest.Config{Build: b, TLS: certs, Users: [][]string{
 		redistest.TenantUser(tenantA, passA, tenantA), redistest.TenantUser(tenantB, passB, tenantB),
@@ -65,7 +66,7 @@ func startSecure(t *testing.T, b *redistest.Build, cluster bool) *secure {
 // and the certificate's DNS name.
 func (s *secure) options(user, pass string) redis.Options {
 	return redis.Options{Addrs: s.addrs, Cluster: s.cluster, Username: user, Password: pass, DialTimeout: 5 * time.Second,
-		TLS: &redis.TLS{CAFile: s.certs.CAFile, CertFile: s.certs.ClientCertFile, KeyFile: s.certs.ClientKey, ServerName: redistest.ServerName}}
+		TLS: &redis.TLS{CAFile: s.certs.CAFile, CertFile: s.certs.ClientCertFile, KeyFile: s.certs.ClientKey, ServerName: storekit.ServerName}}
 }
 
 // deployments runs fn over a secure server and Cluster of each build.

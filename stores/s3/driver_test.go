@@ -5,9 +5,8 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/stores/s3/s3kit"
 )
@@ -22,30 +21,21 @@ var (
 // TestMain starts versitygw on loopback for the package, and checks no
 // goroutine outlives the tests.
 func TestMain(m *testing.M) {
-	code := func() int {
+	storekit.Main(m, func() (func(), error) {
 		if ok, why := s3kit.Available(); !ok {
 			skip = why
-			return m.Run()
+			return nil, nil
 		}
 		var err error
 		if env, err = s3kit.Setup(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return nil, err
 		}
-		defer func() {
+		return func() {
 			if err := env.Close(); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 			}
-		}()
-		return m.Run()
-	}()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+		}, nil
+	})
 }
 
 // need skips t when versitygw is not installed, and fails it under CI.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/speccase"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/fs"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
@@ -57,13 +58,7 @@ type Driver struct {
 }
 
 // Parts returns the kit's Driver behind d.
-func Parts(d driver.Driver) *Driver {
-	var k *Driver
-	if !driver.As(d, &k) {
-		panic(fmt.Sprintf("fskit: %T is not a driver from fskit.Factory", d))
-	}
-	return k
-}
+func Parts(d driver.Driver) *Driver { return storekit.Unwrap[*Driver](d) }
 
 // Open opens a driver over a fresh directory inside e, removed at t's
 // cleanup (after the harness's own, which runs first).
@@ -80,7 +75,7 @@ func Open(t conformance.T, e *Env) *Driver {
 	}
 	k := &Driver{Driver: d, Seam: seam, Clock: c}
 	if e.Tmpfs {
-		k.full = func() error { _, err := FillFS(root); return err }
+		k.full = func() error { _, err := storekit.FillFS(root); return err }
 	}
 	return k
 }

@@ -11,7 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kvblob/kvblob/conformance/fullfs"
+	"github.com/kvblob/kvblob/conformance/storekit"
 )
 
 // TmpfsBytes is the size of the tmpfs the kit mounts: room for the gate's
@@ -30,7 +30,7 @@ type Env struct {
 
 // Mounts says whether Setup mounts a tmpfs: only root may. NoMount says
 // why not.
-func Mounts() bool { return fullfs.CanMount() }
+func Mounts() bool { return storekit.CanMount() }
 
 // NoMount is why a full filesystem cannot be staged without root.
 const NoMount = "a full filesystem needs a tmpfs mount, which needs root"
@@ -47,7 +47,7 @@ func Setup() (*Env, error) {
 	if !Mounts() {
 		return e, nil
 	}
-	if err := fullfs.Mount(dir, TmpfsBytes); err != nil {
+	if err := storekit.Mount(dir, TmpfsBytes); err != nil {
 		_ = os.Remove(dir)
 		return nil, fmt.Errorf("fskit: %w", err)
 	}
@@ -58,17 +58,13 @@ func Setup() (*Env, error) {
 // Close unmounts the tmpfs and removes the directory.
 func (e *Env) Close() error {
 	if e.Tmpfs {
-		if err := fullfs.Unmount(e.Dir); err != nil {
+		if err := storekit.Unmount(e.Dir); err != nil {
 			return fmt.Errorf("fskit: %w", err)
 		}
 		e.Tmpfs = false
 	}
 	return os.RemoveAll(e.Dir)
 }
-
-// FillFS writes a filler file in dir until its filesystem answers ENOSPC
-// (see fullfs.Fill).
-func FillFS(dir string) (string, error) { return fullfs.Fill(dir) }
 
 // Listing returns every path under dir, relative to it, for tests that
 // check no stray file was left behind.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/gate"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/fs"
 )
 
@@ -22,13 +23,14 @@ import (
 // otherwise (an NFS mount without exclusive create, say) fails here,
 // naming the rule.
 func SDKChecks() []gate.SDKCheck {
+	pos := func(id string) string { return storekit.SpecPos(gen.Cases, id) }
 	return []gate.SDKCheck{
 		{Name: "the_os_is_one_the_spec_holds_for", Run: func(h *conformance.Harness) {
 			if !gen.SupportsVersion(runtime.GOOS) {
 				h.T.Errorf("the spec holds for %v, and this is %s", gen.SDKVersions, runtime.GOOS)
 			}
 		}},
-		{Name: "an_exclusive_create_of_a_present_file_answers_EEXIST", Spec: casePos("claim/EEXIST"), Run: func(h *conformance.Harness) {
+		{Name: "an_exclusive_create_of_a_present_file_answers_EEXIST", Spec: pos("claim/EEXIST"), Run: func(h *conformance.Harness) {
 			p := filepath.Join(Parts(h.D).Root(), "marker")
 			for i := 0; i < 2; i++ {
 				f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -37,11 +39,11 @@ func SDKChecks() []gate.SDKCheck {
 					continue
 				}
 				if i == 0 || !errors.Is(err, syscall.EEXIST) {
-					h.T.Errorf("%s: O_CREAT|O_EXCL answered %v on try %d; the claim rule for EEXIST (NOT_READY) relies on EEXIST the second time", casePos("claim/EEXIST"), err, i+1)
+					h.T.Errorf("%s: O_CREAT|O_EXCL answered %v on try %d; the claim rule for EEXIST (NOT_READY) relies on EEXIST the second time", pos("claim/EEXIST"), err, i+1)
 				}
 			}
 		}},
-		{Name: "rename_over_a_directory_answers_EISDIR", Spec: casePos("publish/EISDIR"), Run: func(h *conformance.Harness) {
+		{Name: "rename_over_a_directory_answers_EISDIR", Spec: pos("publish/EISDIR"), Run: func(h *conformance.Harness) {
 			root := Parts(h.D).Root()
 			if err := os.WriteFile(filepath.Join(root, "tmp"), nil, 0o644); err != nil {
 				h.T.Fatal(err)
@@ -50,16 +52,16 @@ func SDKChecks() []gate.SDKCheck {
 				h.T.Fatal(err)
 			}
 			if err := syscall.Rename(filepath.Join(root, "tmp"), filepath.Join(root, "object")); err != syscall.EISDIR {
-				h.T.Errorf("%s: rename(2) of a file over a directory answered %v; the publish rule for EISDIR relies on EISDIR", casePos("publish/EISDIR"), err)
+				h.T.Errorf("%s: rename(2) of a file over a directory answered %v; the publish rule for EISDIR relies on EISDIR", pos("publish/EISDIR"), err)
 			}
 		}},
-		{Name: "open_of_an_absent_file_answers_ENOENT", Spec: casePos("read/ENOENT"), Run: func(h *conformance.Harness) {
+		{Name: "open_of_an_absent_file_answers_ENOENT", Spec: pos("read/ENOENT"), Run: func(h *conformance.Harness) {
 			_, err := os.Open(filepath.Join(Parts(h.D).Root(), "absent"))
 			if !errors.Is(err, syscall.ENOENT) {
-				h.T.Errorf("%s: open of an absent file answered %v; the read rule for ENOENT (MISS) relies on ENOENT", casePos("read/ENOENT"), err)
+				h.T.Errorf("%s: open of an absent file answered %v; the read rule for ENOENT (MISS) relies on ENOENT", pos("read/ENOENT"), err)
 			}
 		}},
-		{Name: "rename_replaces_a_file_whole_under_an_open_reader", Spec: casePos("publish/OK"), Run: func(h *conformance.Harness) {
+		{Name: "rename_replaces_a_file_whole_under_an_open_reader", Spec: pos("publish/OK"), Run: func(h *conformance.Harness) {
 			root := Parts(h.D).Root()
 			obj, tmp := filepath.Join(root, "object"), filepath.Join(root, "tmp")
 			old, next := bytes.Repeat([]byte{1}, 8192), bytes.Repeat([]byte{2}, 4096)
@@ -81,10 +83,10 @@ func SDKChecks() []gate.SDKCheck {
 			held := make([]byte, len(old)+1)
 			n, _ := r.ReadAt(held, 0)
 			if !bytes.Equal(got, next) || !bytes.Equal(held[:n], old) {
-				h.T.Errorf("%s: after rename(2) over a file, a new open read %d bytes and the open reader %d: want the new object's %d and the old one's %d, each whole", casePos("publish/OK"), len(got), n, len(next), len(old))
+				h.T.Errorf("%s: after rename(2) over a file, a new open read %d bytes and the open reader %d: want the new object's %d and the old one's %d, each whole", pos("publish/OK"), len(got), n, len(next), len(old))
 			}
 		}},
-		{Name: "a_full_filesystem_answers_ENOSPC", Spec: casePos("write/ENOSPC"), Run: func(h *conformance.Harness) {
+		{Name: "a_full_filesystem_answers_ENOSPC", Spec: pos("write/ENOSPC"), Run: func(h *conformance.Harness) {
 			k := Parts(h.D)
 			if k.full == nil {
 				h.T.Skipf("%s", NoMount)
@@ -94,18 +96,8 @@ func SDKChecks() []gate.SDKCheck {
 			}
 			err := os.WriteFile(filepath.Join(k.Root(), "more"), make([]byte, 8192), 0o644)
 			if !errors.Is(err, syscall.ENOSPC) {
-				h.T.Errorf("%s: a write to a full tmpfs answered %v; the write rule for ENOSPC (DECLINED) relies on ENOSPC", casePos("write/ENOSPC"), err)
+				h.T.Errorf("%s: a write to a full tmpfs answered %v; the write rule for ENOSPC (DECLINED) relies on ENOSPC", pos("write/ENOSPC"), err)
 			}
 		}},
 	}
-}
-
-// casePos is the spec position of the generated case id.
-func casePos(id string) string {
-	for _, c := range gen.Cases {
-		if c.ID == id {
-			return c.Pos
-		}
-	}
-	return ""
 }

@@ -4,9 +4,8 @@
 package memtest
 
 import (
-	"fmt"
-
 	"github.com/kvblob/kvblob/conformance/speccase"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/stores/trailer"
 
 	"github.com/kvblob/kvblob/conformance"
@@ -16,13 +15,7 @@ import (
 )
 
 // Memory returns the *memory.Driver d is or wraps (see driver.As).
-func Memory(d driver.Driver) *memory.Driver {
-	var m *memory.Driver
-	if !driver.As(d, &m) {
-		panic(fmt.Sprintf("memtest: %T is not a memory driver", d))
-	}
-	return m
-}
+func Memory(d driver.Driver) *memory.Driver { return storekit.Unwrap[*memory.Driver](d) }
 
 // Scenarios are every scenario the memory store stages.
 func Scenarios() conformance.Scenarios {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/serverproc"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk/realkit"
@@ -42,7 +42,7 @@ func TestRealPool(t *testing.T) {
 	// (Mooncake main at 3b5a594: transfer_metadata_plugin.cpp,
 	// findAvailableTcpPort, INADDR_ANY; tcp_transport_session_impl.h, the
 	// acceptor on tcp::v6()/v4()); no flag or environment variable changes it.
-	addrs, err := serverproc.ListeningOf(os.Getpid())
+	addrs, err := storekit.ListeningOf(os.Getpid())
 	t.Logf("this test's clients listen on %v (%v)", addrs, err)
 
 	// The driver's known failures are the same over the real SDK; each still

@@ -5,10 +5,10 @@ package mctest
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/speccase"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/mooncake"
@@ -36,11 +36,7 @@ func Factory(master *fakesdk.Master) conformance.Factory {
 
 // Master returns the fake master behind d.
 func Master(d driver.Driver) *fakesdk.Master {
-	var m *mooncake.Driver
-	if !driver.As(d, &m) {
-		panic(fmt.Sprintf("mctest: %T is not a mooncake driver", d))
-	}
-	return m.SDK().(*fakesdk.Client).Master()
+	return storekit.Unwrap[*mooncake.Driver](d).SDK().(*fakesdk.Client).Master()
 }
 
 // Scenarios are every scenario the fake SDK stages. HoldAccess is not one:

@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kvblob/kvblob/conformance/serverproc"
 	"github.com/kvblob/kvblob/conformance/speccase"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/redis"
 	"github.com/kvblob/kvblob/generated/valkey81"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -94,20 +94,20 @@ func (b *Build) Available() (bool, string) {
 	return true, ""
 }
 
-func (b *Build) server(args func(host string, port int, dir string) []string, ready func(addr string) error) (serverproc.Spec, error) {
+func (b *Build) server(args func(host string, port int, dir string) []string, ready func(addr string) error) (storekit.Spec, error) {
 	path, why := b.Server()
 	if why != "" {
-		return serverproc.Spec{}, fmt.Errorf("redistest: %s", why)
+		return storekit.Spec{}, fmt.Errorf("redistest: %s", why)
 	}
-	return serverproc.Spec{Binary: path, Args: args, Ready: ready}, nil
+	return storekit.Spec{Binary: path, Args: args, Ready: ready}, nil
 }
 
 func onPath(program, install string) func() (string, string) {
 	return func() (string, string) {
-		if ok, why := serverproc.Available(serverproc.Spec{Binary: program, Install: install}); !ok {
+		if ok, why := storekit.Available(storekit.Spec{Binary: program, Install: install}); !ok {
 			return "", why
 		}
-		return program, "" // serverproc looks it up in PATH
+		return program, "" // storekit.Start finds it
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/speccase"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/redis"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/redis"
@@ -30,10 +31,7 @@ type withFaults struct {
 }
 
 func parts(d driver.Driver) (*redis.Driver, *Faults) {
-	var w *withFaults
-	if !driver.As(d, &w) {
-		panic(fmt.Sprintf("redistest: %T is not a Redis driver from Factory", d))
-	}
+	w := storekit.Unwrap[*withFaults](d)
 	return w.Driver, w.faults
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/gate"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
 	"github.com/kvblob/kvblob/stores/redis"
@@ -22,7 +23,7 @@ import (
 // the server itself, so a server that answers otherwise fails here, naming
 // the rule.
 func SDKChecks(b *Build) []gate.SDKCheck {
-	pos := func(id string) string { return casePos(b, id) }
+	pos := func(id string) string { return storekit.SpecPos(b.Cases, id) }
 	checks := []gate.SDKCheck{
 		{Name: "server_is_one_the_spec_holds_for", Run: func(h *conformance.Harness) {
 			info, err := client(h).Info(h.Ctx, "server").Result()
@@ -110,16 +111,6 @@ func client(h *conformance.Harness) goredis.UniversalClient {
 		h.T.Fatalf("redistest: %T reaches no go-redis client", h.D)
 	}
 	return c
-}
-
-// casePos is the spec position of b's generated case id.
-func casePos(b *Build, id string) string {
-	for _, c := range b.Cases {
-		if c.ID == id {
-			return c.Pos
-		}
-	}
-	return ""
 }
 
 // versionHeld checks that the server that answered INFO server with info is

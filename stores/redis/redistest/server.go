@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvblob/kvblob/conformance/serverproc"
+	"github.com/kvblob/kvblob/conformance/storekit"
 )
 
 // Available reports whether redis-server (Redis7) is installed, and if
@@ -27,12 +27,12 @@ import (
 func Available() (bool, string) { return Redis7.Available() }
 
 // Server is one redis-server on 127.0.0.1, without persistence, run by
-// serverproc: Freeze, Thaw, Kill, Restart, Stop and Listening are its.
+// storekit: Freeze, Thaw, Kill, Restart, Stop and Listening are its.
 type Server struct {
-	*serverproc.Server
+	*storekit.Server
 	// TLS is the certificates the server serves with (nil: plain TCP);
 	// Addr is then the TLS port, and the server has no plain port.
-	TLS *Certs
+	TLS *storekit.Certs
 }
 
 // Config is what StartWith starts.
@@ -42,7 +42,7 @@ type Config struct {
 	// TLS, when set, serves TLS only (--port 0, --tls-port), with these
 	// certificates, and asks every client for a certificate the CA signed;
 	// a Cluster's nodes talk TLS to each other too.
-	TLS *Certs
+	TLS *storekit.Certs
 	// Users are ACL users beside the default one (which stays open, for the
 	// tests' set-up): each a name and its rules, as TenantUser returns.
 	Users [][]string
@@ -101,7 +101,7 @@ func StartWith(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := serverproc.Start(sp)
+	p, err := storekit.Start(sp)
 	if err != nil {
 		return nil, fmt.Errorf("redistest: %w", err)
 	}
@@ -125,7 +125,7 @@ func (s *Server) Command(command string) (string, error) { return command1(s.Add
 
 // dial connects to addr, over TLS with the client certificate when certs
 // is set.
-func dial(addr string, certs *Certs) (net.Conn, error) {
+func dial(addr string, certs *storekit.Certs) (net.Conn, error) {
 	if certs == nil {
 		return net.DialTimeout("tcp", addr, time.Second)
 	}
@@ -136,7 +136,7 @@ func dial(addr string, certs *Certs) (net.Conn, error) {
 	return tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, cfg)
 }
 
-func command1(addr string, certs *Certs, command string) (string, error) {
+func command1(addr string, certs *storekit.Certs, command string) (string, error) {
 	c, err := dial(addr, certs)
 	if err != nil {
 		return "", err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/speccase"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
@@ -40,13 +41,7 @@ type Driver struct {
 }
 
 // Parts returns the kit's Driver behind d.
-func Parts(d driver.Driver) *Driver {
-	var k *Driver
-	if !driver.As(d, &k) {
-		panic(fmt.Sprintf("s3kit: %T is not a driver from s3kit.Factory", d))
-	}
-	return k
-}
+func Parts(d driver.Driver) *Driver { return storekit.Unwrap[*Driver](d) }
 
 // Options are the driver options the kit uses over e, for bucket, with
 // transport rt (nil: a fresh one trusting the test CA).
@@ -62,7 +57,7 @@ func (e *Env) Options(bucket string, rt http.RoundTripper) s3.Options {
 
 // Transport is a transport that trusts the test CA alone.
 func (e *Env) Transport() *http.Transport {
-	return &http.Transport{TLSClientConfig: e.Certs.TLSConfig(), MaxIdleConnsPerHost: 64, ForceAttemptHTTP2: false}
+	return &http.Transport{TLSClientConfig: e.Certs.TrustConfig(), MaxIdleConnsPerHost: 64, ForceAttemptHTTP2: false}
 }
 
 // NewBucket creates a bucket with a fresh name through a driver's client,
@@ -148,7 +143,7 @@ func (k *Driver) Fill() error {
 	if !k.Env.Tmpfs {
 		return fmt.Errorf("%s", NoMount)
 	}
-	filler, err := FillFS(k.Env.Root)
+	filler, err := storekit.FillFS(k.Env.Root)
 	if filler != "" {
 		// Every driver shares the Env's tmpfs: free it at the test's end.
 		k.fillers = append(k.fillers, filler)

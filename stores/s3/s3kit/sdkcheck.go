@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/gate"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/stores/s3"
 )
@@ -22,6 +23,7 @@ import (
 // what a concurrent writer sees: nothing of an unfinished upload, and 412
 // for the writer that finishes second.
 func SDKChecks() []gate.SDKCheck {
+	pos := func(id string) string { return storekit.SpecPos(gen.Cases, id) }
 	return []gate.SDKCheck{
 		{Name: "the_sdk_is_one_the_spec_holds_for", Run: func(h *conformance.Harness) {
 			if v := s3.SDKVersion(); v != "" && !gen.SupportsVersion(v) {
@@ -33,29 +35,29 @@ func SDKChecks() []gate.SDKCheck {
 				h.T.Error(err)
 			}
 		}},
-		{Name: "a_conditional_put_over_an_object_answers_412", Spec: casePos("put/PRECONDITION_FAILED/exists"), Run: func(h *conformance.Harness) {
+		{Name: "a_conditional_put_over_an_object_answers_412", Spec: pos("put/PRECONDITION_FAILED/exists"), Run: func(h *conformance.Harness) {
 			k := Parts(h.D)
 			for i := 0; i < 2; i++ {
 				err := k.put("p/v1/00", bytes.NewReader([]byte("x")))
 				if got := code(err); (i == 0) != (err == nil) || (i == 1 && got != "PreconditionFailed") {
-					h.T.Errorf("%s: a conditional PUT answered %v on try %d; the put rule for PRECONDITION_FAILED relies on success, then 412 PreconditionFailed", casePos("put/PRECONDITION_FAILED/exists"), err, i+1)
+					h.T.Errorf("%s: a conditional PUT answered %v on try %d; the put rule for PRECONDITION_FAILED relies on success, then 412 PreconditionFailed", pos("put/PRECONDITION_FAILED/exists"), err, i+1)
 				}
 			}
 		}},
-		{Name: "absent_key_and_absent_bucket_answer_apart", Spec: casePos("get/NO_SUCH_KEY"), Run: func(h *conformance.Harness) {
+		{Name: "absent_key_and_absent_bucket_answer_apart", Spec: pos("get/NO_SUCH_KEY"), Run: func(h *conformance.Harness) {
 			k := Parts(h.D)
 			cx, cancel := ctx()
 			defer cancel()
 			_, err := k.Client().GetObject(cx, &awss3.GetObjectInput{Bucket: aws.String(k.Bucket()), Key: aws.String("p/v1/01")})
 			if code(err) != "NoSuchKey" {
-				h.T.Errorf("%s: a GET of an absent key answered %v; want NoSuchKey (MISS)", casePos("get/NO_SUCH_KEY"), err)
+				h.T.Errorf("%s: a GET of an absent key answered %v; want NoSuchKey (MISS)", pos("get/NO_SUCH_KEY"), err)
 			}
 			_, err = k.Client().GetObject(cx, &awss3.GetObjectInput{Bucket: aws.String(k.Bucket() + "-absent"), Key: aws.String("p/v1/01")})
 			if code(err) != "NoSuchBucket" {
-				h.T.Errorf("%s: a GET in an absent bucket answered %v; want NoSuchBucket (a FAULT, never a MISS)", casePos("get/NO_SUCH_BUCKET"), err)
+				h.T.Errorf("%s: a GET in an absent bucket answered %v; want NoSuchBucket (a FAULT, never a MISS)", pos("get/NO_SUCH_BUCKET"), err)
 			}
 		}},
-		{Name: "a_concurrent_writer_sees_412_and_readers_see_no_unfinished_upload", Spec: casePos("put/PRECONDITION_FAILED/exists"), Run: func(h *conformance.Harness) {
+		{Name: "a_concurrent_writer_sees_412_and_readers_see_no_unfinished_upload", Spec: pos("put/PRECONDITION_FAILED/exists"), Run: func(h *conformance.Harness) {
 			k := Parts(h.D)
 			key := "p/v1/02"
 			// The slow writer's body stops after its first bytes until the
@@ -75,7 +77,7 @@ func SDKChecks() []gate.SDKCheck {
 			}
 			slow.open()
 			if err := <-done; code(err) != "PreconditionFailed" {
-				h.T.Errorf("%s: the writer that finished second answered %v; the spec says 412 PreconditionFailed", casePos("put/PRECONDITION_FAILED/exists"), err)
+				h.T.Errorf("%s: the writer that finished second answered %v; the spec says 412 PreconditionFailed", pos("put/PRECONDITION_FAILED/exists"), err)
 			}
 		}},
 	}
@@ -141,14 +143,4 @@ func (b *gatedBody) Seek(off int64, whence int) (int64, error) {
 	}
 	b.off = int(off)
 	return off, nil
-}
-
-// casePos is the spec position of the generated case id.
-func casePos(id string) string {
-	for _, c := range gen.Cases {
-		if c.ID == id {
-			return c.Pos
-		}
-	}
-	return ""
 }

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/serverproc"
 	"github.com/kvblob/kvblob/conformance/speccase"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -33,12 +33,12 @@ import (
 // MasterSpec runs mooncake_master on a free loopback port, its metrics on
 // another, with no HTTP metadata server (clients use P2PHANDSHAKE), and the
 // flags given.
-func MasterSpec(flags ...string) serverproc.Spec {
-	return serverproc.Spec{
+func MasterSpec(flags ...string) storekit.Spec {
+	return storekit.Spec{
 		Binary:  "mooncake_master",
 		Install: "install a Mooncake build whose mooncake_master matches the cgo SDK (stores/mooncake/cgosdk/doc.go)",
 		Args: func(host string, port int, dir string) []string {
-			metrics, _ := serverproc.FreePort()
+			metrics, _ := storekit.FreePort()
 			return append([]string{"--rpc_address=" + host, "--port=" + strconv.Itoa(port),
 				"--metrics_host=" + host, "--metrics_port=" + strconv.Itoa(metrics),
 				"--enable_http_metadata_server=false"}, flags...)
@@ -72,7 +72,7 @@ type Pool struct {
 	// their check closed.
 	Opened, Closed atomic.Int64
 
-	master *serverproc.Server
+	master *storekit.Server
 	helper mooncake.SDK
 	buf    []byte // the helper's registered buffer, for planted objects
 
@@ -96,7 +96,7 @@ func Start() (*Pool, error) {
 	if !strings.Contains(string(ver), cgosdk.SDKVersion) {
 		return nil, fmt.Errorf("realkit: %s reports %q, not the client's build %q", bin, strings.TrimSpace(string(ver)), cgosdk.SDKVersion)
 	}
-	m, err := serverproc.Start(Master)
+	m, err := storekit.Start(Master)
 	if err != nil {
 		return nil, err
 	}

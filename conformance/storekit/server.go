@@ -1,19 +1,20 @@
-// Package serverproc runs a store's real server for tests: a binary started
-// on a free loopback port, waited on until it answers, frozen (SIGSTOP),
-// thawed, killed and restarted on the same port for fault tests, and stopped
-// and cleaned up at the end. A store's test kit describes its server once in
-// a Spec; redistest starts redis-server through it.
+// This file runs a store's real server for tests: a binary started on a
+// free loopback port, waited on until it answers, frozen (SIGSTOP), thawed,
+// killed and restarted on the same port for fault tests, and stopped and
+// cleaned up at the end. A kit describes its server once in a Spec.
 //
 // Servers started here must bind loopback only: Spec.Args is given the
 // address to bind, and Server.Listening reports what the process really
-// listens on, so a test can prove it.
-package serverproc
+// listens on, so a test can prove it (Server.LoopbackOnly).
+
+package storekit
 
 import (
 	"bufio"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"go/build"
 	"net"
 	"net/netip"
 	"os"
@@ -28,7 +29,8 @@ import (
 
 // Spec describes how to run one kind of server.
 type Spec struct {
-	// Binary is the program, looked up in PATH unless it holds a slash.
+	// Binary is the program: a path when it holds a slash, else a name
+	// FindBinary looks up (PATH, then where go install puts programs).
 	Binary string
 	// Install says how to get Binary when it is missing
 	// ("apt-get install redis-server"), for Available's reason.
@@ -48,7 +50,7 @@ type Spec struct {
 // Available reports whether spec's binary is installed and, when it is
 // not, what to do.
 func Available(spec Spec) (bool, string) {
-	if _, err := exec.LookPath(spec.Binary); err != nil {
+	if _, ok := FindBinary(spec.Binary); !ok {
 		why := spec.Binary + " is not installed"
 		if spec.Install != "" {
 			why += " (" + spec.Install + ")"
@@ -56,6 +58,29 @@ func Available(spec Spec) (bool, string) {
 		return false, why
 	}
 	return true, ""
+}
+
+// FindBinary finds the program name: name itself when it holds a slash,
+// else in PATH, else in GOBIN or GOPATH/bin, where go install puts a
+// server written in Go (versitygw) without it being on PATH.
+func FindBinary(name string) (string, bool) {
+	if strings.Contains(name, "/") {
+		fi, err := os.Stat(name)
+		return name, err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p, true
+	}
+	for _, dir := range []string{os.Getenv("GOBIN"), filepath.Join(build.Default.GOPATH, "bin")} {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // FreePort asks the kernel for a free port on 127.0.0.1.
@@ -88,11 +113,14 @@ type Server struct {
 // answers. On failure it returns an error holding the server's log.
 func Start(spec Spec) (*Server, error) {
 	if spec.Args == nil {
-		return nil, errors.New("serverproc: Spec.Args is nil; say how to run the server on a port")
+		return nil, errors.New("storekit: Spec.Args is nil; say how to run the server on a port")
 	}
-	if ok, why := Available(spec); !ok {
-		return nil, errors.New("serverproc: " + why)
+	bin, ok := FindBinary(spec.Binary)
+	if !ok {
+		_, why := Available(spec)
+		return nil, errors.New("storekit: " + why)
 	}
+	spec.Binary = bin
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
@@ -127,7 +155,7 @@ func (s *Server) launch() error {
 	// life unless a goroutine locked to one exits, which nothing here does.)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("serverproc: starting %s: %w", s.spec.Binary, err)
+		return fmt.Errorf("storekit: starting %s: %w", s.spec.Binary, err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
@@ -166,7 +194,7 @@ func (s *Server) waitReady(exited <-chan struct{}) error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-exited:
-			return fmt.Errorf("serverproc: %s exited before it answered at %s", s.spec.Binary, s.Addr)
+			return fmt.Errorf("storekit: %s exited before it answered at %s", s.spec.Binary, s.Addr)
 		default:
 		}
 		if last = ready(s.Addr); last == nil {
@@ -174,7 +202,7 @@ func (s *Server) waitReady(exited <-chan struct{}) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("serverproc: %s at %s did not answer within %v: %v", s.spec.Binary, s.Addr, wait, last)
+	return fmt.Errorf("storekit: %s at %s did not answer within %v: %v", s.spec.Binary, s.Addr, wait, last)
 }
 
 // PID is the current process's id.
@@ -219,7 +247,7 @@ func (s *Server) Restart() error {
 	select {
 	case <-done:
 	default:
-		return fmt.Errorf("serverproc: %s at %s is still running; Kill it first", s.spec.Binary, s.Addr)
+		return fmt.Errorf("storekit: %s at %s is still running; Kill it first", s.spec.Binary, s.Addr)
 	}
 	return s.launch()
 }
@@ -246,13 +274,13 @@ func (s *Server) Log() string {
 func (s *Server) Listening() ([]netip.AddrPort, error) { return ListeningOf(s.PID()) }
 
 // ListeningOf returns the TCP addresses process pid listens on, as
-// Listening does: for a process serverproc did not start (a test's own,
+// Listening does: for a process storekit did not start (a test's own,
 // whose SDK opens listeners of its own).
 func ListeningOf(pid int) ([]netip.AddrPort, error) {
 	inodes := map[string]bool{}
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
-		return nil, fmt.Errorf("serverproc: reading the open files of pid %d: %w", pid, err)
+		return nil, fmt.Errorf("storekit: reading the open files of pid %d: %w", pid, err)
 	}
 	for _, fd := range fds {
 		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
@@ -301,14 +329,14 @@ func parseProcAddr(s string) (netip.AddrPort, error) {
 	host, port, ok := strings.Cut(s, ":")
 	raw, err := hex.DecodeString(host)
 	if !ok || err != nil || (len(raw) != 4 && len(raw) != 16) {
-		return netip.AddrPort{}, fmt.Errorf("serverproc: unreadable /proc address %q", s)
+		return netip.AddrPort{}, fmt.Errorf("storekit: unreadable /proc address %q", s)
 	}
 	for i := 0; i < len(raw); i += 4 {
 		raw[i], raw[i+1], raw[i+2], raw[i+3] = raw[i+3], raw[i+2], raw[i+1], raw[i]
 	}
 	p, err := strconv.ParseUint(port, 16, 16)
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("serverproc: unreadable /proc port %q", s)
+		return netip.AddrPort{}, fmt.Errorf("storekit: unreadable /proc port %q", s)
 	}
 	addr, _ := netip.AddrFromSlice(raw)
 	return netip.AddrPortFrom(addr.Unmap(), uint16(p)), nil
@@ -322,10 +350,10 @@ func (s *Server) LoopbackOnly() error {
 		return err
 	}
 	if len(addrs) == 0 {
-		return fmt.Errorf("serverproc: %s (pid %d) listens on no TCP address", s.spec.Binary, s.PID())
+		return fmt.Errorf("storekit: %s (pid %d) listens on no TCP address", s.spec.Binary, s.PID())
 	}
 	if bad := beyondLoopback(addrs); len(bad) > 0 {
-		return fmt.Errorf("serverproc: %s (pid %d) listens beyond loopback on %s", s.spec.Binary, s.PID(), strings.Join(bad, ", "))
+		return fmt.Errorf("storekit: %s (pid %d) listens beyond loopback on %s", s.spec.Binary, s.PID(), strings.Join(bad, ", "))
 	}
 	return nil
 }

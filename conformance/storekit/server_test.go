@@ -1,4 +1,4 @@
-package serverproc
+package storekit
 
 import (
 	"bufio"

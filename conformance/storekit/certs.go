@@ -1,4 +1,4 @@
-package redistest
+package storekit
 
 import (
 	"crypto/ecdsa"
@@ -18,12 +18,13 @@ import (
 
 // ServerName is a DNS name the test server certificate is valid for,
 // besides 127.0.0.1 and localhost.
-const ServerName = "kvblob-redis.test"
+const ServerName = "kvblob-store.test"
 
-// Certs are PEM files for a TLS test deployment, made by NewCerts: a CA, a
+// Certs are PEM files for a TLS test server, made by NewCerts: a CA, a
 // server certificate it signed (valid for 127.0.0.1, localhost and
-// ServerName, and usable as a client certificate between Cluster nodes),
-// a client certificate it signed, and another CA that signed nothing here.
+// ServerName, and usable as a client certificate between a Cluster's
+// nodes), a client certificate it signed, and another CA that signed
+// nothing here.
 type Certs struct {
 	CAFile                    string
 	ServerCertFile, ServerKey string
@@ -31,6 +32,8 @@ type Certs struct {
 	// OtherCAFile is a CA a client may be told to trust instead, which must
 	// make it refuse the server.
 	OtherCAFile string
+	// Pool trusts the CA alone.
+	Pool *x509.CertPool
 }
 
 // NewCerts makes a CA and its certificates with ECDSA P-256 keys, valid for
@@ -45,6 +48,8 @@ func NewCerts(dir string) (*Certs, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.Pool = x509.NewCertPool()
+	c.Pool.AddCert(ca)
 	if _, _, err := newCA("kvblob untrusted CA", c.OtherCAFile); err != nil {
 		return nil, err
 	}
@@ -110,23 +115,25 @@ func issue(t, ca *x509.Certificate, caKey *ecdsa.PrivateKey, certFile, keyFile s
 
 func writePEM(file, typ string, der []byte) error {
 	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		return fmt.Errorf("redistest: writing %s: %w", file, err)
+		return fmt.Errorf("storekit: writing %s: %w", file, err)
 	}
 	return nil
 }
 
-// ClientConfig is a client's TLS configuration: trust the CA, present the
-// client certificate.
+// TrustConfig is a client's TLS configuration that trusts the CA alone and
+// presents no certificate.
+func (c *Certs) TrustConfig() *tls.Config {
+	return &tls.Config{RootCAs: c.Pool, MinVersion: tls.VersionTLS12}
+}
+
+// ClientConfig is TrustConfig presenting the client certificate, for a
+// server that asks for one.
 func (c *Certs) ClientConfig() (*tls.Config, error) {
-	pem, err := os.ReadFile(c.CAFile)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
 	cert, err := tls.LoadX509KeyPair(c.ClientCertFile, c.ClientKey)
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+	cfg := c.TrustConfig()
+	cfg.Certificates = []tls.Certificate{cert}
+	return cfg, nil
 }

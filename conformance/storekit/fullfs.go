@@ -1,8 +1,8 @@
-// Package fullfs stages a full filesystem for a store's tests: a tmpfs of
-// a set size mounted on a folder (only root may mount), and a filler file
-// that takes every byte of it until removed. The filesystem and S3 test
-// kits stage ENOSPC with it.
-package fullfs
+// This file stages a full filesystem for a store's tests: a tmpfs of a set
+// size mounted on a folder (only root may mount), and a filler file that
+// takes every byte of it until removed.
+
+package storekit
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ func CanMount() bool { return os.Geteuid() == 0 }
 // Mount mounts a tmpfs of size bytes on dir.
 func Mount(dir string, size int64) error {
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("size=%d,mode=0755", size)); err != nil {
-		return fmt.Errorf("mount -t tmpfs -o size=%d on %s: %w", size, dir, err)
+		return fmt.Errorf("storekit: mount -t tmpfs -o size=%d on %s: %w", size, dir, err)
 	}
 	return nil
 }
@@ -26,14 +26,14 @@ func Mount(dir string, size int64) error {
 // Unmount unmounts the tmpfs on dir.
 func Unmount(dir string) error {
 	if err := syscall.Unmount(dir, 0); err != nil {
-		return fmt.Errorf("umount %s: %w", dir, err)
+		return fmt.Errorf("storekit: umount %s: %w", dir, err)
 	}
 	return nil
 }
 
-// Fill writes a filler file in dir until its filesystem answers ENOSPC,
+// FillFS writes a filler file in dir until its filesystem answers ENOSPC,
 // and returns the filler's path: removing it frees the space again.
-func Fill(dir string) (string, error) {
+func FillFS(dir string) (string, error) {
 	f, err := os.CreateTemp(dir, "filler-")
 	if err != nil {
 		return "", err

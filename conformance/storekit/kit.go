@@ -1,0 +1,66 @@
+package storekit
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/kvblob/kvblob/conformance/speccase"
+	"github.com/kvblob/kvblob/runtime/driver"
+)
+
+// SpecPos returns the spec position (file:line:col) of the generated case
+// id among cases, for an SDK check or a failure to name the rule it pins.
+// It panics when no case has that id: the spec no longer holds the rule
+// the caller names, which only an edit of the caller mends.
+func SpecPos(cases []speccase.Case, id string) string {
+	for _, c := range cases {
+		if c.ID == id {
+			return c.Pos
+		}
+	}
+	panic(fmt.Sprintf("storekit: no generated case %q; the spec no longer holds the rule its caller names", id))
+}
+
+// Unwrap returns the T that d is or wraps (driver.As): the kit's own
+// driver type behind a driver its factory made, to reach its seam, its
+// client or its store. It panics when d holds no T, since a driver the
+// kit's factory did not make is a bug in the kit or the test.
+func Unwrap[T any](d driver.Driver) T {
+	var v T
+	if !driver.As(d, &v) {
+		panic(fmt.Sprintf("storekit: %T is not and does not wrap a %T; it is no driver of this kit's factory", d, v))
+	}
+	return v
+}
+
+// Main is a store package's TestMain: it calls setup (nil: nothing to set
+// up), runs the tests, calls the teardown setup returned, and then fails
+// the run when a goroutine outlived the tests (goleak). A setup error ends
+// the run with exit code 1 before any test; a store's server missing from
+// the machine is no error: setup records why, and the tests that need it
+// skip saying so.
+func Main(m *testing.M, setup func() (teardown func(), err error)) {
+	code := func() int {
+		if setup != nil {
+			teardown, err := setup()
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			if teardown != nil {
+				defer teardown()
+			}
+		}
+		return m.Run()
+	}()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
