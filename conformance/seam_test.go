@@ -104,6 +104,8 @@ func (d *seamed) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (dr
 	return driverkit.Finished(res), nil
 }
 
+func newSeamed(conformance.T) driver.Driver { return &seamed{objs: map[string][]byte{}} }
+
 func seamOf(d driver.Driver) *driverkit.Seam { return &storekit.Unwrap[*seamed](d).seam }
 
 // TestASeamStagesScenariosAndCasesForAnyAdapter runs the whole suite over
@@ -119,7 +121,8 @@ func TestASeamStagesScenariosAndCasesForAnyAdapter(t *testing.T) {
 		{ID: "get/short", Op: speccase.OpGet, Call: "get", Answer: speccase.Answer{Size: speccase.SizeShort}, Want: driver.Fault, Written: rules.WrittenYes, AccessEnded: true},
 		{ID: "get/NOT_FOUND", Op: speccase.OpGet, Call: "get", Answer: ans(notFound, "NOT_FOUND"), Want: driver.Miss, Written: rules.WrittenNo, AccessEnded: true},
 	}
-	conformance.Run(t, func(conformance.T) driver.Driver { return &seamed{objs: map[string][]byte{}} }, conformance.Suite{
+	conformance.Run(t, conformance.Suite{
+		Name: "seamed", Factory: newSeamed,
 		Scenarios: conformance.SeamScenarios(seamOf, "put", "get"),
 		Cases:     cases,
 		Stage:     conformance.SeamStager(seamOf),
@@ -132,14 +135,9 @@ func TestASeamStagesScenariosAndCasesForAnyAdapter(t *testing.T) {
 func TestAStageableCaseStagedThroughTheSeamFails(t *testing.T) {
 	c := speccase.Case{ID: "put/FULL", Op: speccase.OpPut, Call: "put", Answer: speccase.Answer{Code: -1, CodeName: "FULL"}, Want: driver.Declined, Written: rules.WrittenNo, AccessEnded: true}
 	run := func(c speccase.Case) conformance.Verdict {
-		s := conformance.Suite{Cases: []speccase.Case{c}, Stage: conformance.SeamStager(seamOf)}
-		var check conformance.Check
-		for _, k := range s.Checks() {
-			if k.Name == c.ID {
-				check = k
-			}
-		}
-		return conformance.RunRecorded(check, func(conformance.T) driver.Driver { return &seamed{objs: map[string][]byte{}} }, s)
+		s := conformance.Suite{Name: "seamed", Factory: newSeamed, Only: conformance.SpecCases, Cases: []speccase.Case{c}, Stage: conformance.SeamStager(seamOf)}
+		_, _, vs := conformance.RunOnRecorders(s)
+		return vs[0].Verdict
 	}
 	if o := run(c); !o.Passed {
 		t.Errorf("the unmarked case staged through the seam failed: %s", o.Reason)

@@ -75,16 +75,8 @@ type Store struct {
 	Spec string
 }
 
-// SDKCheck is one check of a store's SDK against a fact its spec relies
-// on. Run fails through h.T, as any conformance check does, and h.D is a
-// fresh driver from the store's Factory.
-type SDKCheck struct {
-	Name string
-	// Spec is the position of the spec fact checked (file:line:col), when
-	// it has one; reports name it.
-	Spec string
-	Run  func(h *conformance.Harness)
-}
+// SDKCheck is conformance.SDKCheck.
+type SDKCheck = conformance.SDKCheck
 
 var (
 	mu     sync.Mutex

@@ -3,7 +3,7 @@
 // proof it listens on loopback only, frozen, thawed, killed and restarted
 // (Spec, Start, Server); programs found where go install puts them
 // (FindBinary); a full filesystem (Mount, FillFS); test certificates
-// (NewCerts); the spec position of a generated case (SpecPos); the kit's
+// (NewCerts); a row key for the integrity check (RowKey); the spec position of a generated case (SpecPos); the kit's
 // driver behind whatever wraps it (Unwrap); and a TestMain that sets up,
 // runs the tests and fails on a goroutine they leaked (Main).
 //

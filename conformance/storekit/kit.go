@@ -1,6 +1,7 @@
 package storekit
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/stores/trailer"
 )
 
 // SpecPos returns the spec position (file:line:col) of the generated case
@@ -34,6 +36,17 @@ func Unwrap[T any](d driver.Driver) T {
 		panic(fmt.Sprintf("storekit: %T is not and does not wrap a %T; it is no driver of this kit's factory", d, v))
 	}
 	return v
+}
+
+// RowKey is a row key for drivers with a keyed integrity check on
+// (conformance.Suite.Integrity): every test's the same, which is all a
+// test needs.
+func RowKey() *trailer.Integrity {
+	in, err := trailer.NewIntegrity(bytes.Repeat([]byte{0x42}, 32), nil)
+	if err != nil {
+		panic(err) // a 32-byte key is always valid
+	}
+	return in
 }
 
 // Main is a store package's TestMain: it calls setup (nil: nothing to set

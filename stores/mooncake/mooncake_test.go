@@ -22,49 +22,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// suite is the conformance suite over the fake SDK: every scenario it
-// stages, spec/mooncake-0.3.13.yaml's generated cases and the checks the
-// driver is known to fail.
-func suite() conformance.Suite {
-	return conformance.Suite{Scenarios: mctest.Scenarios(), Cases: gen.Cases, Stage: mctest.Stage, KnownFailures: mctest.KnownFailures()}
-}
-
-func TestConformance(t *testing.T) {
-	t.Run("own-master", func(t *testing.T) { conformance.Run(t, mctest.Factory(nil), suite()) })
-	t.Run("shared-master", func(t *testing.T) { conformance.Run(t, mctest.Factory(fakesdk.NewMaster(0)), suite()) })
-}
-
-// TestStageableCases runs only the cases a real master can stage, as the
-// real-pool test does, and checks that the selection is the spec's.
-func TestStageableCases(t *testing.T) {
-	stageable := 0
-	for _, c := range gen.Cases {
-		if c.Stageable {
-			stageable++
-		}
-	}
-	require.Greater(t, stageable, 0)
-	require.Less(t, stageable, len(gen.Cases))
-	outs, err := conformance.CheckAll(mctest.Factory(nil), conformance.Suite{
-		Only: conformance.SpecCases, Cases: gen.Cases, Stage: mctest.Stage, StageableOnly: true,
-	})
-	require.NoError(t, err)
-	passed, skipped := 0, 0
-	for _, o := range outs {
-		switch {
-		case o.Passed:
-			passed++
-		case o.Skipped:
-			skipped++
-			assert.Contains(t, o.Reason, "a real server cannot stage this case")
-		default:
-			t.Errorf("%s: %s", o.Check, o.Reason)
-		}
-	}
-	assert.Equal(t, stageable, passed)
-	assert.Equal(t, len(gen.Cases)-stageable, skipped)
-}
-
 const slot = 4096
 
 type fx struct {

@@ -5,9 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/stores/s3/s3kit"
 )
 
@@ -46,32 +44,5 @@ func need(t testing.TB) {
 			t.Fatal(skip)
 		}
 		t.Skip(skip)
-	}
-}
-
-// TestConformance runs the whole suite and every case generated from
-// spec/s3-v1.109.yaml, each on a bucket of its own.
-func TestConformance(t *testing.T) {
-	need(t)
-	conformance.Run(t, s3kit.Factory(env), conformance.Suite{
-		Scenarios: s3kit.Scenarios(), Cases: gen.Cases, Stage: s3kit.Stage,
-	})
-}
-
-// TestSDKChecks asks versitygw for what the spec relies on, as the gate
-// does.
-func TestSDKChecks(t *testing.T) {
-	need(t)
-	for _, c := range s3kit.SDKChecks() {
-		t.Run(c.Name, func(t *testing.T) {
-			check := conformance.Check{Name: c.Name, Run: func(h *conformance.Harness, _ conformance.Scenarios) { c.Run(h) }}
-			v := conformance.RunRecorded(check, s3kit.Factory(env), conformance.Suite{})
-			switch {
-			case v.Skipped:
-				t.Skip(v.Reason)
-			case !v.Passed:
-				t.Error(v.Reason)
-			}
-		})
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"syscall"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/gate"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/fs"
 )
@@ -22,9 +21,9 @@ import (
 // whole while a reader holds the old one open. A filesystem that answers
 // otherwise (an NFS mount without exclusive create, say) fails here,
 // naming the rule.
-func SDKChecks() []gate.SDKCheck {
+func SDKChecks() []conformance.SDKCheck {
 	pos := func(id string) string { return storekit.SpecPos(gen.Cases, id) }
-	return []gate.SDKCheck{
+	return []conformance.SDKCheck{
 		{Name: "the_os_is_one_the_spec_holds_for", Run: func(h *conformance.Harness) {
 			if !gen.SupportsVersion(runtime.GOOS) {
 				h.T.Errorf("the spec holds for %v, and this is %s", gen.SDKVersions, runtime.GOOS)

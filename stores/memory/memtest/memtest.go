@@ -32,6 +32,19 @@ func Scenarios() conformance.Scenarios {
 	}
 }
 
+// Suite is the conformance suite over memory drivers with opt, named
+// name: every scenario the store stages, spec/memory.yaml's generated
+// cases, and the integrity check over the same drivers with a row key.
+func Suite(name string, opt memory.Options) conformance.Suite {
+	keyed := opt
+	keyed.Integrity = storekit.RowKey()
+	return conformance.Suite{
+		Name: name, SDK: gen.SDKName + " " + gen.SDKVersions[0],
+		Factory: Factory(opt), Scenarios: Scenarios(), Cases: gen.Cases, Stage: Stage,
+		Integrity: &conformance.Integrity{Factory: Factory(keyed), Plant: Foreign},
+	}
+}
+
 // Factory returns a conformance factory for memory drivers with opt. A nil
 // opt.Store gives each driver a store of its own.
 func Factory(opt memory.Options) conformance.Factory {

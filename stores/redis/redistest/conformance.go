@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -225,4 +226,35 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 func Foreign(d driver.Driver, key string, payload []byte) error {
 	r, _ := parts(d)
 	return set(r, key, trailer.Encode(key, payload))
+}
+
+// Suite is the conformance suite over build b, named name, over the
+// deployment dep returns (called at each check, so after the server
+// started): the scenarios a real server stages, b's spec's generated
+// cases, its SDK checks, the integrity check over drivers with a row key,
+// and the checks the driver is known to fail. Setup says whether b's
+// server runs here: skipped, with why, when it is not installed; a set-up
+// error when the user named it (Build.Named) and it is not there.
+func (b *Build) Suite(name string, dep func() Deployment, running bool, why string) conformance.Suite {
+	keyed := func(t conformance.T) driver.Driver {
+		d := dep()
+		d.Integrity = storekit.RowKey()
+		return Factory(d)(t)
+	}
+	return conformance.Suite{
+		Name: name, SDK: b.Spec.SDKName + " " + strings.Join(b.Spec.SDKVersions, ", ") + " (loopback)",
+		Setup: func(conformance.T) (string, error) {
+			switch {
+			case running:
+				return "", nil
+			case b.Named():
+				return "", errors.New(why)
+			}
+			return why, nil
+		},
+		Factory:   func(t conformance.T) driver.Driver { return Factory(dep())(t) },
+		Scenarios: Scenarios(), Cases: b.Cases, Stage: Stage, KnownFailures: KnownFailures(),
+		SDKChecks: SDKChecks(b),
+		Integrity: &conformance.Integrity{Factory: keyed, Plant: Foreign},
+	}
 }

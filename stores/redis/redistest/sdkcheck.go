@@ -8,7 +8,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/gate"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -22,9 +21,9 @@ import (
 // The generated cases stage these replies through the driver; these ask
 // the server itself, so a server that answers otherwise fails here, naming
 // the rule.
-func SDKChecks(b *Build) []gate.SDKCheck {
+func SDKChecks(b *Build) []conformance.SDKCheck {
 	pos := func(id string) string { return storekit.SpecPos(b.Cases, id) }
-	checks := []gate.SDKCheck{
+	checks := []conformance.SDKCheck{
 		{Name: "server_is_one_the_spec_holds_for", Run: func(h *conformance.Harness) {
 			info, err := client(h).Info(h.Ctx, "server").Result()
 			if err != nil {
@@ -74,8 +73,8 @@ func SDKChecks(b *Build) []gate.SDKCheck {
 // rule maps: OK when the key holds the comparison value (and the key then
 // holds the new value, with no expiry), nil when it holds another value or
 // is absent (and nothing changed).
-func ifeqChecks(pos func(string) string) []gate.SDKCheck {
-	return []gate.SDKCheck{
+func ifeqChecks(pos func(string) string) []conformance.SDKCheck {
+	return []conformance.SDKCheck{
 		{Name: "SET_IFEQ_over_this_writers_marker_stores", Spec: pos("store/OK"), Run: func(h *conformance.Harness) {
 			c, key := client(h), h.Key("ifeq")
 			if err := c.Set(h.Ctx, key, "marker", 10e9).Err(); err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/gate"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/stores/s3"
@@ -22,9 +21,9 @@ import (
 // conditional PUT over an object, NoSuchKey and NoSuchBucket apart), and
 // what a concurrent writer sees: nothing of an unfinished upload, and 412
 // for the writer that finishes second.
-func SDKChecks() []gate.SDKCheck {
+func SDKChecks() []conformance.SDKCheck {
 	pos := func(id string) string { return storekit.SpecPos(gen.Cases, id) }
-	return []gate.SDKCheck{
+	return []conformance.SDKCheck{
 		{Name: "the_sdk_is_one_the_spec_holds_for", Run: func(h *conformance.Harness) {
 			if v := s3.SDKVersion(); v != "" && !gen.SupportsVersion(v) {
 				h.T.Errorf("the spec holds for %v, and this is %s", gen.SDKVersions, v)

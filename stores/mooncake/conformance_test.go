@@ -1,0 +1,46 @@
+package mooncake_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/conformance"
+	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+	"github.com/kvblob/kvblob/stores/mooncake/mctest"
+)
+
+// suite is the conformance suite over the fake SDK, named name, with
+// drivers over master (nil: a fresh master per driver): every scenario it
+// stages, spec/mooncake-0.3.13.yaml's generated cases and the checks the
+// driver is known to fail.
+func suite(name string, master *fakesdk.Master) conformance.Suite {
+	return conformance.Suite{
+		Name: name, SDK: gen.SDKName + " " + mctest.Version + " (fake)", CodeEnum: "ErrorCode",
+		Factory: mctest.Factory(master), Scenarios: mctest.Scenarios(),
+		Cases: gen.Cases, Stage: mctest.Stage, KnownFailures: mctest.KnownFailures(),
+	}
+}
+
+// TestConformance runs the suite over drivers each on a fake master of
+// its own: the mooncake row of the gate's table.
+func TestConformance(t *testing.T) { conformance.Run(t, suite("mooncake", nil)) }
+
+// TestConformanceOverASharedMaster runs it over drivers that share one
+// fake master; and, as the real-pool test does, only the cases a real
+// master can stage, the others skipped saying so.
+func TestConformanceOverASharedMaster(t *testing.T) {
+	conformance.Run(t, suite("mooncake-shared-master", fakesdk.NewMaster(0)))
+	stageable := 0
+	for _, c := range gen.Cases {
+		if c.Stageable {
+			stageable++
+		}
+	}
+	require.Greater(t, stageable, 0)
+	require.Less(t, stageable, len(gen.Cases))
+	s := suite("mooncake-stageable-only", nil)
+	s.Only, s.StageableOnly, s.KnownFailures = conformance.SpecCases, true, nil
+	conformance.Run(t, s)
+}

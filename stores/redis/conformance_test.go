@@ -1,0 +1,70 @@
+package redis_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/stores/redis"
+	"github.com/kvblob/kvblob/stores/redis/redistest"
+)
+
+// builds are the server builds TestMain started, each with the store name
+// the gate shows it under.
+func builds() []struct {
+	build   *redistest.Build
+	server  *redistest.Server
+	cluster *redistest.Cluster
+	absent  string
+} {
+	return []struct {
+		build   *redistest.Build
+		server  *redistest.Server
+		cluster *redistest.Cluster
+		absent  string
+	}{
+		{redistest.Redis7, server, cluster, absent},
+		{redistest.Valkey81, valkey, valkeyCluster, valkeyAbsent},
+	}
+}
+
+// TestConformance runs the suite over one server of each build, with its
+// own spec's generated cases and SDK checks: "redis" on redis-server 7 and
+// "redis-valkey-8.1" on Valkey 8.1, the Redis rows of the gate's table.
+func TestConformance(t *testing.T) {
+	for _, b := range builds() {
+		dep := func() redistest.Deployment { return redistest.Deployment{Addrs: []string{b.server.Addr}} }
+		conformance.Run(t, b.build.Suite(b.build.Store, dep, b.server != nil, b.absent))
+	}
+}
+
+// TestConformanceOverACluster runs it over a three-node Cluster of each
+// build (its SDK checks ask one server, so they run in TestConformance
+// alone).
+func TestConformanceOverACluster(t *testing.T) {
+	for _, b := range builds() {
+		dep := func() redistest.Deployment { return redistest.Deployment{Addrs: b.cluster.Addrs(), Cluster: true} }
+		s := b.build.Suite(b.build.Store+"-cluster", dep, b.cluster != nil, b.absent)
+		s.SDKChecks = nil
+		conformance.Run(t, s)
+	}
+}
+
+// TestValkey81IsPickedByTheServer: over Valkey 8.1, standalone and
+// Cluster, the driver picks spec/redis-valkey-8.1.yaml, which stores with
+// SET IFEQ.
+func TestValkey81IsPickedByTheServer(t *testing.T) {
+	needValkey(t)
+	for _, dep := range [][]string{{valkey.Addr}, valkeyCluster.Addrs()} {
+		d, err := redis.Open(context.Background(), redis.Options{Addrs: dep, Cluster: len(dep) > 1})
+		require.NoError(t, err)
+		assert.Equal(t, redistest.Valkey81.Spec, d.Spec(), "the driver picked %s", d.Spec())
+		assert.Regexp(t, `^valkey-server 8\.1\.`, d.ServerVersion())
+		require.True(t, d.Drain(conformance.Within(time.Second)))
+		require.NoError(t, d.Close())
+	}
+}
