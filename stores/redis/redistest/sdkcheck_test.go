@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -12,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/kvblob/kvblob/conformance/gate"
 	"github.com/kvblob/kvblob/stores/redis"
 )
 
@@ -68,14 +66,14 @@ func TestValkeyEnvIsTheOnlyCandidate(t *testing.T) {
 	assert.False(t, ok)
 	assert.Contains(t, why, "KVBLOB_VALKEY_SERVER="+redis)
 
-	// The gate treats a build the user named as required: a set-up error
-	// (exit 2), not a skip.
+	// The suite treats a build the user named as required: a set-up error
+	// (the gate exits 2), not a skip.
 	assert.True(t, Valkey81.Named())
 	assert.False(t, Redis7.Named())
-	i := slices.IndexFunc(gate.Stores(), func(s gate.Store) bool { return s.Name == "redis-valkey-8.1" })
-	require.GreaterOrEqual(t, i, 0, "redis-valkey-8.1 joins the gate")
-	skip, stop, err := gate.Stores()[i].Setup()
+	skip, err := Valkey81.Suite(Valkey81.Store, nil, false, why).Setup(nil)
 	assert.Empty(t, skip)
-	assert.Nil(t, stop)
 	assert.ErrorContains(t, err, "KVBLOB_VALKEY_SERVER="+redis+": it is Redis server v=7.0.15")
+	skip, err = Redis7.Suite(Redis7.Store, nil, false, "redis-server is not installed").Setup(nil)
+	assert.Equal(t, "redis-server is not installed", skip, "a build nobody named is skipped where it is missing")
+	assert.NoError(t, err)
 }
