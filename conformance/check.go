@@ -107,10 +107,3 @@ func (r *recorder) runCleanups() {
 		cs[i]()
 	}
 }
-
-// Verdict and RunRecorded serve cmd/gate until it runs go test; they go
-// with the gate's own runner.
-type Verdict = verdict
-
-// RunRecorded runs c as Run would, on a recorder.
-func RunRecorded(c Check, f Factory, s Suite) Verdict { return runRecorded(c, f, s) }

@@ -2,6 +2,13 @@ package conformance
 
 import "github.com/kvblob/kvblob/internal/suitelog"
 
+// Verdict is how a check went on a recorder.
+type Verdict = verdict
+
+// RunRecorded runs c as Run does, on a recorder: how the pairing tests
+// watch a check fail against a broken twin.
+func RunRecorded(c Check, f Factory, s Suite) Verdict { return runRecorded(c, f, s) }
+
 // Checked is one check's verdict and the facts it logged for the gate.
 type Checked struct {
 	Verdict

@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/internal/memorykit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/metrics"
 	"github.com/kvblob/kvblob/stores/memory"
-	"github.com/kvblob/kvblob/stores/memory/memtest"
 )
 
 // TestInstrumentedDriverPassesConformance runs the conformance suite, with
@@ -18,7 +18,7 @@ import (
 func TestInstrumentedDriverPassesConformance(t *testing.T) {
 	m := metrics.NewDrivers(metrics.Options{})
 	for _, mode := range []memory.Mode{memory.Blocking, memory.Background} {
-		s := memtest.Suite("instrumented-memory-"+mode.String(), memory.Options{Mode: mode})
+		s := memorykit.Suite("instrumented-memory-"+mode.String(), memory.Options{Mode: mode})
 		s.Factory = func(conformance.T) driver.Driver {
 			return m.Instrument(memory.New(memory.Options{Mode: mode}), "memory")
 		}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	gen "github.com/kvblob/kvblob/generated/fs"
-	"github.com/kvblob/kvblob/stores/fs/fskit"
+	"github.com/kvblob/kvblob/internal/fskit"
 )
 
 // TestConformance runs the whole suite, every case generated from

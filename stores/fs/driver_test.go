@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/stores/fs/fskit"
+	"github.com/kvblob/kvblob/internal/fskit"
 )
 
 var env *fskit.Env

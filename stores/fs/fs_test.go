@@ -16,14 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/blockingfx"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/internal/blockingfx"
+	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/fs"
-	"github.com/kvblob/kvblob/stores/fs/fskit"
 )
 
 // fx is a kit driver with a registered region of 64 KiB slots.

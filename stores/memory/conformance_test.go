@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/internal/memorykit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/memory"
-	"github.com/kvblob/kvblob/stores/memory/memtest"
 )
 
 // TestConformance runs the suite, with spec/memory.yaml's generated cases
@@ -15,7 +15,7 @@ import (
 // where results and access end arrive after Put and Get return: the
 // memory row of the gate's table.
 func TestConformance(t *testing.T) {
-	conformance.Run(t, memtest.Suite("memory", memory.Options{Mode: memory.Background}))
+	conformance.Run(t, memorykit.Suite("memory", memory.Options{Mode: memory.Background}))
 }
 
 // TestConformanceInEveryMode runs the same suite over the memory driver's
@@ -30,9 +30,9 @@ func TestConformanceInEveryMode(t *testing.T) {
 		{"memory-hint-free", memory.Options{NoHints: true}},
 		{"memory-shared-store", memory.Options{Store: memory.NewStore(0)}},
 	} {
-		conformance.Run(t, memtest.Suite(w.name, w.opt))
+		conformance.Run(t, memorykit.Suite(w.name, w.opt))
 	}
-	s := memtest.Suite("memory-pool-registered-first", memory.Options{Mode: memory.Background})
+	s := memorykit.Suite("memory-pool-registered-first", memory.Options{Mode: memory.Background})
 	s.Factory = func(t conformance.T) driver.Driver {
 		d := memory.New(memory.Options{Mode: memory.Background})
 		pool, err := hostmem.NewRegion("pool", driver.Layout{SlotBytes: 4096, Slots: 4})

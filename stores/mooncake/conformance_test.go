@@ -7,8 +7,8 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/internal/mooncakekit"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
-	"github.com/kvblob/kvblob/stores/mooncake/mctest"
 )
 
 // suite is the conformance suite over the fake SDK, named name, with
@@ -17,9 +17,9 @@ import (
 // driver is known to fail.
 func suite(name string, master *fakesdk.Master) conformance.Suite {
 	return conformance.Suite{
-		Name: name, SDK: gen.SDKName + " " + mctest.Version + " (fake)", CodeEnum: "ErrorCode",
-		Factory: mctest.Factory(master), Scenarios: mctest.Scenarios(),
-		Cases: gen.Cases, Stage: mctest.Stage, KnownFailures: mctest.KnownFailures(),
+		Name: name, SDK: gen.SDKName + " " + mooncakekit.Version + " (fake)", CodeEnum: "ErrorCode",
+		Factory: mooncakekit.Factory(master), Scenarios: mooncakekit.Scenarios(),
+		Cases: gen.Cases, Stage: mooncakekit.Stage, KnownFailures: mooncakekit.KnownFailures(),
 	}
 }
 

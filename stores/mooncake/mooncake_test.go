@@ -13,11 +13,11 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/internal/mooncakekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
-	"github.com/kvblob/kvblob/stores/mooncake/mctest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -34,7 +34,7 @@ type fx struct {
 func newFx(t *testing.T) *fx {
 	t.Helper()
 	m := fakesdk.NewMaster(0)
-	d, err := mooncake.New(fakesdk.NewClient(m, mctest.Version))
+	d, err := mooncake.New(fakesdk.NewClient(m, mooncakekit.Version))
 	require.NoError(t, err)
 	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: slot, Slots: 8})
 	require.NoError(t, err)
@@ -340,7 +340,7 @@ func TestDrainClosesAfterTheRealSDKsLeftovers(t *testing.T) {
 		done := f.m.Go(put(f, 0))
 		<-h.Entered
 		f.m.Advance(fakesdk.DefaultDiscard + time.Second)
-		b := fakesdk.NewClient(f.m, mctest.Version)
+		b := fakesdk.NewClient(f.m, mooncakekit.Version)
 		codes, err := b.BatchPutSessionStart([]string{"k"}, []int64{slot})
 		require.NoError(t, err)
 		require.Equal(t, []int64{int64(gen.OK)}, codes)

@@ -9,26 +9,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/stores/redis"
-	"github.com/kvblob/kvblob/stores/redis/redistest"
 )
 
 // builds are the server builds TestMain started, each with the store name
 // the gate shows it under.
 func builds() []struct {
-	build   *redistest.Build
-	server  *redistest.Server
-	cluster *redistest.Cluster
+	build   *rediskit.Build
+	server  *rediskit.Server
+	cluster *rediskit.Cluster
 	absent  string
 } {
 	return []struct {
-		build   *redistest.Build
-		server  *redistest.Server
-		cluster *redistest.Cluster
+		build   *rediskit.Build
+		server  *rediskit.Server
+		cluster *rediskit.Cluster
 		absent  string
 	}{
-		{redistest.Redis7, server, cluster, absent},
-		{redistest.Valkey81, valkey, valkeyCluster, valkeyAbsent},
+		{rediskit.Redis7, server, cluster, absent},
+		{rediskit.Valkey81, valkey, valkeyCluster, valkeyAbsent},
 	}
 }
 
@@ -37,7 +37,7 @@ func builds() []struct {
 // "redis-valkey-8.1" on Valkey 8.1, the Redis rows of the gate's table.
 func TestConformance(t *testing.T) {
 	for _, b := range builds() {
-		dep := func() redistest.Deployment { return redistest.Deployment{Addrs: []string{b.server.Addr}} }
+		dep := func() rediskit.Deployment { return rediskit.Deployment{Addrs: []string{b.server.Addr}} }
 		conformance.Run(t, b.build.Suite(b.build.Store, dep, b.server != nil, b.absent))
 	}
 }
@@ -47,7 +47,7 @@ func TestConformance(t *testing.T) {
 // alone).
 func TestConformanceOverACluster(t *testing.T) {
 	for _, b := range builds() {
-		dep := func() redistest.Deployment { return redistest.Deployment{Addrs: b.cluster.Addrs(), Cluster: true} }
+		dep := func() rediskit.Deployment { return rediskit.Deployment{Addrs: b.cluster.Addrs(), Cluster: true} }
 		s := b.build.Suite(b.build.Store+"-cluster", dep, b.cluster != nil, b.absent)
 		s.SDKChecks = nil
 		conformance.Run(t, s)
@@ -62,7 +62,7 @@ func TestValkey81IsPickedByTheServer(t *testing.T) {
 	for _, dep := range [][]string{{valkey.Addr}, valkeyCluster.Addrs()} {
 		d, err := redis.Open(context.Background(), redis.Options{Addrs: dep, Cluster: len(dep) > 1})
 		require.NoError(t, err)
-		assert.Equal(t, redistest.Valkey81.Spec, d.Spec(), "the driver picked %s", d.Spec())
+		assert.Equal(t, rediskit.Valkey81.Spec, d.Spec(), "the driver picked %s", d.Spec())
 		assert.Regexp(t, `^valkey-server 8\.1\.`, d.ServerVersion())
 		require.True(t, d.Drain(conformance.Within(time.Second)))
 		require.NoError(t, d.Close())

@@ -13,22 +13,22 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
+	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/redis"
-	"github.com/kvblob/kvblob/stores/redis/redistest"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
 var (
-	server  *redistest.Server
-	cluster *redistest.Cluster
+	server  *rediskit.Server
+	cluster *rediskit.Cluster
 	absent  string // why no server could be started
 
 	// valkey and valkeyCluster are Valkey 8.1's (spec/redis-valkey-8.1.yaml),
 	// or nil and valkeyAbsent says why.
-	valkey        *redistest.Server
-	valkeyCluster *redistest.Cluster
+	valkey        *rediskit.Server
+	valkeyCluster *rediskit.Cluster
 	valkeyAbsent  string
 )
 
@@ -39,25 +39,25 @@ var (
 // 8.1).
 func TestMain(m *testing.M) {
 	storekit.Main(m, func() (func(), error) {
-		start := func(b *redistest.Build, s **redistest.Server, c **redistest.Cluster, absent *string) (stop func(), err error) {
+		start := func(b *rediskit.Build, s **rediskit.Server, c **rediskit.Cluster, absent *string) (stop func(), err error) {
 			if ok, why := b.Available(); !ok {
 				*absent = why
 				return func() {}, nil
 			}
-			if *s, err = redistest.StartWith(redistest.Config{Build: b}); err != nil {
+			if *s, err = rediskit.StartWith(rediskit.Config{Build: b}); err != nil {
 				return nil, err
 			}
-			if *c, err = redistest.StartClusterWith(3, redistest.Config{Build: b}); err != nil {
+			if *c, err = rediskit.StartClusterWith(3, rediskit.Config{Build: b}); err != nil {
 				(*s).Stop()
 				return nil, err
 			}
 			return func() { (*c).Stop(); (*s).Stop() }, nil
 		}
-		stop, err := start(redistest.Redis7, &server, &cluster, &absent)
+		stop, err := start(rediskit.Redis7, &server, &cluster, &absent)
 		if err != nil {
 			return nil, err
 		}
-		stopValkey, err := start(redistest.Valkey81, &valkey, &valkeyCluster, &valkeyAbsent)
+		stopValkey, err := start(rediskit.Valkey81, &valkey, &valkeyCluster, &valkeyAbsent)
 		if err != nil {
 			stop()
 			return nil, err
@@ -87,12 +87,12 @@ func need(t *testing.T, have bool, why string) {
 	t.Skip(why)
 }
 
-func standalone() redistest.Deployment {
-	return redistest.Deployment{Addrs: []string{server.Addr}}
+func standalone() rediskit.Deployment {
+	return rediskit.Deployment{Addrs: []string{server.Addr}}
 }
 
-func clustered() redistest.Deployment {
-	return redistest.Deployment{Addrs: cluster.Addrs(), Cluster: true}
+func clustered() rediskit.Deployment {
+	return rediskit.Deployment{Addrs: cluster.Addrs(), Cluster: true}
 }
 
 type fx struct {
@@ -101,7 +101,7 @@ type fx struct {
 	reg driver.Registration
 }
 
-func newFx(t *testing.T, addr string, hooks ...*redistest.Faults) *fx {
+func newFx(t *testing.T, addr string, hooks ...*rediskit.Faults) *fx {
 	t.Helper()
 	opt := redis.Options{Addrs: []string{addr}}
 	for _, h := range hooks {
@@ -127,10 +127,10 @@ func newFx(t *testing.T, addr string, hooks ...*redistest.Faults) *fx {
 // destination byte changed.
 func TestAServerKilledMidFetchIsAFault(t *testing.T) {
 	needServer(t)
-	own, err := redistest.Start()
+	own, err := rediskit.Start()
 	require.NoError(t, err)
 	defer own.Stop()
-	faults := redistest.NewFaults()
+	faults := rediskit.NewFaults()
 	f := newFx(t, own.Addr, faults)
 	var rows, dst []driver.Row
 	for i := 0; i < 8; i++ {
@@ -171,7 +171,7 @@ func TestOpenChecksTheServer(t *testing.T) {
 	d, err := redis.Open(context.Background(), redis.Options{Addrs: []string{server.Addr}})
 	require.NoError(t, err)
 	assert.Regexp(t, `^redis-server 7\.`, d.ServerVersion())
-	assert.Equal(t, redistest.Redis7.Spec, d.Spec())
+	assert.Equal(t, rediskit.Redis7.Spec, d.Spec())
 	require.True(t, d.Drain(conformance.Within(time.Second)))
 	require.NoError(t, d.Close())
 
@@ -183,7 +183,7 @@ func TestOpenChecksTheServer(t *testing.T) {
 }
 
 func freeClosedPort() (string, error) {
-	s, err := redistest.Start()
+	s, err := rediskit.Start()
 	if err != nil {
 		return "", err
 	}
@@ -203,11 +203,11 @@ func TestGetOfAnObjectLargerThanTheRow(t *testing.T) {
 	for _, b := range []struct {
 		name string
 		need func(*testing.T)
-		dep  func() redistest.Deployment
+		dep  func() rediskit.Deployment
 	}{
 		{"redis7", needServer, standalone},
 		{"redis7-cluster", needServer, clustered},
-		{"valkey81", needValkey, func() redistest.Deployment { return redistest.Deployment{Addrs: []string{valkey.Addr}} }},
+		{"valkey81", needValkey, func() rediskit.Deployment { return rediskit.Deployment{Addrs: []string{valkey.Addr}} }},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			b.need(t)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/stores/s3/s3kit"
+	"github.com/kvblob/kvblob/internal/s3kit"
 )
 
 // env is the package's versitygw; nil when it is not installed (skip names

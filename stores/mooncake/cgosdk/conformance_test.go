@@ -10,10 +10,10 @@ import (
 	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/internal/mooncakekit"
+	"github.com/kvblob/kvblob/internal/mooncakekit/realkit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
-	"github.com/kvblob/kvblob/stores/mooncake/cgosdk/realkit"
-	"github.com/kvblob/kvblob/stores/mooncake/mctest"
 )
 
 // TestConformance runs the conformance suite against a real
@@ -67,7 +67,7 @@ func TestConformance(t *testing.T) {
 			return pool.Stage(h, c, key)
 		},
 		Deadline:      realkit.Deadline,
-		KnownFailures: mctest.KnownFailures(),
+		KnownFailures: mooncakekit.KnownFailures(),
 	})
 }
 

@@ -36,11 +36,11 @@ import (
 	"time"
 
 	"github.com/kvblob/kvblob/conformance/storekit"
+	"github.com/kvblob/kvblob/internal/mcscenario"
+	"github.com/kvblob/kvblob/internal/mooncakekit/realkit"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
-	"github.com/kvblob/kvblob/stores/mooncake/cgosdk/realkit"
-	"github.com/kvblob/kvblob/stores/mooncake/mcscenario"
 )
 
 var record = flag.Bool("record", false, "write the recordings to stores/mooncake/testdata/mcscenario")

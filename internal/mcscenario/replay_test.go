@@ -13,13 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/kvblob/kvblob/stores/mooncake/mcscenario"
+	"github.com/kvblob/kvblob/internal/mcscenario"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Recordings is where the recordings of the real SDK live.
-var recordings = filepath.Join("..", "testdata", "mcscenario")
+var recordings = filepath.Join("..", "..", "stores", "mooncake", "testdata", "mcscenario")
 
 var dump = flag.Bool("dump", false, "print what the fake answers for every scenario, as a recording")
 

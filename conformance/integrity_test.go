@@ -1,14 +1,14 @@
-package broken_test
+package conformance_test
 
 import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/broken"
 	"github.com/kvblob/kvblob/conformance/storekit"
+	"github.com/kvblob/kvblob/internal/broken"
+	"github.com/kvblob/kvblob/internal/memorykit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/memory"
-	"github.com/kvblob/kvblob/stores/memory/memtest"
 )
 
 // TestIntegrityPairing runs the integrity check against a memory driver
@@ -17,7 +17,7 @@ import (
 func TestIntegrityPairing(t *testing.T) {
 	keyed := func(conformance.T) driver.Driver { return memory.New(memory.Options{Integrity: storekit.RowKey()}) }
 	run := func(f conformance.Factory) conformance.Verdict {
-		s := conformance.Suite{Integrity: &conformance.Integrity{Factory: f, Plant: memtest.Foreign}}
+		s := conformance.Suite{Integrity: &conformance.Integrity{Factory: f, Plant: memorykit.Foreign}}
 		for _, c := range s.Checks() {
 			if c.Name == conformance.IntegrityCheckName {
 				return conformance.RunRecorded(c, f, s)

@@ -1,24 +1,20 @@
-package broken_test
+package conformance_test
 
 import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/broken"
+	"github.com/kvblob/kvblob/internal/broken"
+	"github.com/kvblob/kvblob/internal/memorykit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/memory"
-	"github.com/kvblob/kvblob/stores/memory/memtest"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // suite is what the pairing runs: every scenario the memory store stages,
 // and a short deadline, since some broken twins fail by timing out.
 func suite() conformance.Suite {
-	return conformance.Suite{Scenarios: memtest.Scenarios(), Deadline: 2 * time.Second}
+	return conformance.Suite{Scenarios: memorykit.Scenarios(), Deadline: 2 * time.Second}
 }
 
 func sound(conformance.T) driver.Driver { return memory.New(memory.Options{}) }
@@ -40,7 +36,7 @@ func TestPairing(t *testing.T) {
 		})
 		t.Run(c.Name+"/broken", func(t *testing.T) {
 			if !ok {
-				t.Fatalf("check %q has no broken twin in conformance/broken", c.Name)
+				t.Fatalf("check %q has no broken twin in internal/broken", c.Name)
 			}
 			o := conformance.RunRecorded(c, func(t conformance.T) driver.Driver { return twin(sound(t)) }, s)
 			if o.Passed || o.Skipped {

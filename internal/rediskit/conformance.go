@@ -1,4 +1,4 @@
-package redistest
+package rediskit
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func eachMaster(d *redis.Driver, fn func(*goredis.Client) error) error {
 	case *goredis.Client:
 		return fn(c)
 	}
-	return errors.New("redistest: unknown client type")
+	return errors.New("rediskit: unknown client type")
 }
 
 // fillMemory makes every master refuse writes (maxmemory 1, noeviction).
@@ -130,7 +130,7 @@ var codeError = map[gen.Code]error{
 	gen.OOM:     RedisError("OOM command not allowed when used memory > 'maxmemory'."),
 	gen.Conn:    ConnError,
 	gen.Timeout: context.DeadlineExceeded,
-	gen.Err:     RedisError("ERR injected by redistest"),
+	gen.Err:     RedisError("ERR injected by rediskit"),
 	gen.Noperm:  RedisError("NOPERM No permissions to access a key"),
 }
 

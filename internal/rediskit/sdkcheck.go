@@ -1,4 +1,4 @@
-package redistest
+package rediskit
 
 import (
 	"errors"
@@ -107,7 +107,7 @@ func ifeqChecks(pos func(string) string) []conformance.SDKCheck {
 func client(h *conformance.Harness) goredis.UniversalClient {
 	var c goredis.UniversalClient
 	if !driver.As(h.D, &c) {
-		h.T.Fatalf("redistest: %T reaches no go-redis client", h.D)
+		h.T.Fatalf("rediskit: %T reaches no go-redis client", h.D)
 	}
 	return c
 }

@@ -1,4 +1,4 @@
-package broken_test
+package conformance_test
 
 import (
 	"context"

@@ -1,10 +1,10 @@
-// Package redistest starts real servers on loopback for tests (one server,
+// Package rediskit starts real servers on loopback for tests (one server,
 // or a three-node Cluster) of each build the Redis driver serves (Builds:
 // redis-server 7, Valkey 8.1), and wires the driver into the conformance
 // suite: a factory over a running deployment, the scenarios it can stage,
 // the stager of each build's generated cases, and the SDK checks that ask
 // a live server for what its spec relies on.
-package redistest
+package rediskit
 
 import (
 	"bufio"
@@ -103,7 +103,7 @@ func StartWith(cfg Config) (*Server, error) {
 	}
 	p, err := storekit.Start(sp)
 	if err != nil {
-		return nil, fmt.Errorf("redistest: %w", err)
+		return nil, fmt.Errorf("rediskit: %w", err)
 	}
 	return &Server{Server: p, TLS: cfg.TLS}, nil
 }
@@ -173,7 +173,7 @@ func StartCluster(n int) (*Cluster, error) { return StartClusterWith(n, Config{}
 func StartClusterWith(n int, cfg Config) (*Cluster, error) {
 	cli, why := cfg.build().CLI()
 	if why != "" {
-		return nil, errors.New("redistest: " + why)
+		return nil, errors.New("rediskit: " + why)
 	}
 	c := &Cluster{}
 	node := cfg
@@ -194,7 +194,7 @@ func StartClusterWith(n int, cfg Config) (*Cluster, error) {
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
 	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
 		c.Stop()
-		return nil, fmt.Errorf("redistest: %s --cluster create: %v\n%s", cli, err, out)
+		return nil, fmt.Errorf("rediskit: %s --cluster create: %v\n%s", cli, err, out)
 	}
 	for _, s := range c.Nodes {
 		if err := s.waitForClusterOK(20 * time.Second); err != nil {
@@ -222,7 +222,7 @@ func (s *Server) waitForClusterOK(d time.Duration) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("redistest: the cluster node at %s did not reach cluster_state:ok within %v", addr, d)
+	return fmt.Errorf("rediskit: the cluster node at %s did not reach cluster_state:ok within %v", addr, d)
 }
 
 // Stop stops every node.

@@ -1,4 +1,4 @@
-package redistest
+package rediskit
 
 import (
 	"bytes"
@@ -97,7 +97,7 @@ func (b *Build) Available() (bool, string) {
 func (b *Build) server(args func(host string, port int, dir string) []string, ready func(addr string) error) (storekit.Spec, error) {
 	path, why := b.Server()
 	if why != "" {
-		return storekit.Spec{}, fmt.Errorf("redistest: %s", why)
+		return storekit.Spec{}, fmt.Errorf("rediskit: %s", why)
 	}
 	return storekit.Spec{Binary: path, Args: args, Ready: ready}, nil
 }

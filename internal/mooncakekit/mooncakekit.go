@@ -1,7 +1,7 @@
-// Package mctest wires the Mooncake driver over the fake 0.3.13 SDK into the
+// Package mooncakekit wires the Mooncake driver over the fake 0.3.13 SDK into the
 // conformance suite: a factory, the scenarios the fake can stage, and the
 // stager of generated/mooncake's cases.
-package mctest
+package mooncakekit
 
 import (
 	"errors"

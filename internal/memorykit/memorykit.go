@@ -1,7 +1,7 @@
-// Package memtest wires the memory store into the conformance suite: the
+// Package memorykit wires the memory store into the conformance suite: the
 // scenarios its Store can stage, the stager for generated/memory's cases,
 // and the factories of the five ways the suite runs over it.
-package memtest
+package memorykit
 
 import (
 	"github.com/kvblob/kvblob/conformance/speccase"

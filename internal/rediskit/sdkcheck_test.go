@@ -1,4 +1,4 @@
-package redistest
+package rediskit
 
 import (
 	"errors"
@@ -43,7 +43,7 @@ func TestEveryDriverSpecHasABuild(t *testing.T) {
 	assert.Len(t, Builds, len(specs))
 	for i, spec := range specs {
 		b := BuildOf(spec)
-		if assert.NotNil(t, b, "%s has no redistest.Build: nothing runs its cases", spec) && i < len(Builds) {
+		if assert.NotNil(t, b, "%s has no rediskit.Build: nothing runs its cases", spec) && i < len(Builds) {
 			assert.Same(t, b, Builds[i], "Builds are in the order of redis.Specs")
 		}
 	}
