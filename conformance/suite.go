@@ -423,7 +423,8 @@ type Scenarios struct {
 	Writing func(d driver.Driver, key string) (finish func())
 	// Full makes the store refuse the next put of key as full.
 	Full func(d driver.Driver, key string)
-	// FailPut makes the next put of key fail inside the SDK (a raise).
+	// FailPut makes the next put of key fail inside the SDK (a raise), and
+	// only that put: a retry of it must be able to succeed.
 	FailPut func(d driver.Driver, key string)
 	// FailRead makes the next get of key fail inside the SDK.
 	FailRead func(d driver.Driver, key string)

@@ -246,7 +246,7 @@ var twins = map[string]func(inner driver.Driver) driver.Driver{
 		return d
 	},
 	"a_declined_put_leaves_the_key_writable":               leavesMarker,
-	"a_faulted_put_leaves_the_key_writable":                leavesMarker,
+	"a_faulted_put_leaves_the_key_writable":                poisonsFailedKeys,
 	"a_READY_put_over_another_length_stored_the_new_bytes": putIfAbsent,
 }
 
@@ -272,6 +272,38 @@ func leavesMarker(in driver.Driver) driver.Driver {
 				for i, r := range res {
 					if r.Status == driver.Declined || r.Status == driver.Fault {
 						marked[o.Rows[i].Key] = o
+					}
+				}
+			}
+		}
+	}}
+}
+
+// poisonsFailedKeys answers FAULT for every later put of a key whose put
+// failed (DECLINED or FAULT), never NOT_READY: a key the store can no
+// longer take, which no marker shows.
+func poisonsFailedKeys(in driver.Driver) driver.Driver {
+	var mu sync.Mutex
+	poisoned := map[string]*Op{} // key -> the failed put that poisoned it
+	return &Driver{Inner: in, op: func(o *Op) {
+		if !o.Put {
+			return
+		}
+		o.poll = mapResults(o, func(i int, r driver.Result) driver.Result {
+			mu.Lock()
+			defer mu.Unlock()
+			if by, ok := poisoned[o.Rows[i].Key]; ok && by != o {
+				return driver.FaultResult(0, "the key was poisoned by a failed put")
+			}
+			return r
+		})
+		o.after = func(res []driver.Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			for i, r := range res {
+				if r.Status == driver.Declined || r.Status == driver.Fault {
+					if _, ok := poisoned[o.Rows[i].Key]; !ok {
+						poisoned[o.Rows[i].Key] = o
 					}
 				}
 			}

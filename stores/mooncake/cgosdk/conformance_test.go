@@ -29,6 +29,8 @@ import (
 // and must still fail (reported as a skip).
 func TestConformance(t *testing.T) {
 	var pool *realkit.Pool
+	known := mooncakekit.KnownFailures()
+	known["a_faulted_put_leaves_the_key_writable"] = "realkit stages a failed put by killing the master, which stays down until the check ends, so the retry the check makes fails too: the staging, not the driver, leaves the key unwritable"
 	conformance.Run(t, conformance.Suite{
 		Name: "mooncake", SDK: gen.SDKName + " " + cgosdk.SDKVersion + " (real SDK, loopback master)", CodeEnum: "ErrorCode",
 		Setup: func(t conformance.T) (string, error) {
@@ -67,7 +69,7 @@ func TestConformance(t *testing.T) {
 			return pool.Stage(h, c, key)
 		},
 		Deadline:      realkit.Deadline,
-		KnownFailures: mooncakekit.KnownFailures(),
+		KnownFailures: known,
 	})
 }
 
