@@ -181,7 +181,7 @@ import (
 )
 
 // Factory returns a fresh driver for each check. TODO: open a client to
-// the store (a server started with conformance/serverproc, say), and
+// the store (a server started with conformance/storekit, say), and
 // register its cleanup with t.
 func Factory() conformance.Factory {
 	return func(conformance.T) driver.Driver { return &STORE.Driver{Seam: &driverkit.Seam{}} }

@@ -49,7 +49,7 @@ type storeRow struct {
 	pkg              string
 	codeEnum, spec   string // suitelog.CodeEnum and SpecFile
 	setup            string // why set-up failed
-	total, done      int
+	total            int
 	finished, failed bool
 	output           []string // the store's own lines that are no fact
 }
