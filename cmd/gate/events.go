@@ -64,7 +64,6 @@ type checkRow struct {
 // failed before or beside its stores (a build, a TestMain's set-up).
 type pkgRun struct {
 	output []string
-	stores int
 	failed bool
 }
 
@@ -137,27 +136,21 @@ func (c *collector) addStore(e event, name string) {
 		s = &storeRow{storeResult: storeResult{Store: name}, pkg: e.Package}
 		c.stores[e.Test] = s
 		c.order = append(c.order, s)
-		c.pkg(e.Package).stores++
 	}
 	switch e.Action {
 	case "output":
-		k, v, ok := suitelog.Parse(e.Output)
-		switch {
-		case !ok:
-			if !isFrame(e.Output) {
-				s.output = append(s.output, strings.TrimRight(e.Output, "\n"))
-			}
-		case k == suitelog.SDK:
+		switch k, v := fact(e, &s.output); k {
+		case suitelog.SDK:
 			s.SDK = v
-		case k == suitelog.Checks:
+		case suitelog.Checks:
 			s.total, _ = strconv.Atoi(v)
-		case k == suitelog.CodeEnum:
+		case suitelog.CodeEnum:
 			s.codeEnum = v
-		case k == suitelog.SpecFile:
+		case suitelog.SpecFile:
 			s.spec = v
-		case k == suitelog.Setup:
+		case suitelog.Setup:
 			s.setup = v
-		case k == suitelog.Skip:
+		case suitelog.Skip:
 			s.SkipReason = v
 		}
 	case "pass", "fail", "skip":
@@ -203,17 +196,12 @@ func (c *collector) addCheck(e event, name string) {
 	}
 	switch e.Action {
 	case "output":
-		key, v, ok := suitelog.Parse(e.Output)
-		switch {
-		case !ok:
-			if !isFrame(e.Output) {
-				k.lines = append(k.lines, strings.TrimRight(e.Output, "\n"))
-			}
-		case key == suitelog.Kind:
+		switch key, v := fact(e, &k.lines); key {
+		case suitelog.Kind:
 			k.result.Kind = v
-		case key == suitelog.Spec:
+		case suitelog.Spec:
 			k.result.Spec = v
-		case key == suitelog.RoundTrip:
+		case suitelog.RoundTrip:
 			s.RoundTrip = v
 		}
 	case "pass", "fail", "skip":
@@ -259,6 +247,16 @@ func (c *collector) rows() (rows []*storeRow, broken map[string][]string) {
 		}
 	}
 	return rows, broken
+}
+
+// fact returns the fact an output event holds (suitelog), or "" after
+// keeping its line in lines, unless it is go test's own framing.
+func fact(e event, lines *[]string) (key, value string) {
+	key, value, ok := suitelog.Parse(e.Output)
+	if !ok && !isFrame(e.Output) {
+		*lines = append(*lines, strings.TrimRight(e.Output, "\n"))
+	}
+	return key, value
 }
 
 // logged is the start of a t.Log line in go test's output: the file and

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/trailer"
@@ -24,6 +25,28 @@ func SpecPos(cases []speccase.Case, id string) string {
 		}
 	}
 	panic(fmt.Sprintf("storekit: no generated case %q; the spec no longer holds the rule its caller names", id))
+}
+
+// PlantCase is every stager's first step for case c of key: for a get, it
+// plants the row's whole object (a payload of conformance.RowBytes in the
+// stores' trailer) with plant, and for an answer that is a size it plants
+// the object that gives it (whole, or short: half the payload). It returns
+// the payload, for the stager's own objects, and done when the case needs
+// nothing more.
+func PlantCase(c speccase.Case, key string, plant func(key string, obj []byte) error) (payload []byte, done bool, err error) {
+	payload = conformance.Filled(conformance.RowBytes, 5) // not the case row's bytes (CaseSeed)
+	if c.Op == speccase.OpGet {
+		if err := plant(key, trailer.Encode(key, payload)); err != nil {
+			return nil, true, err
+		}
+	}
+	switch c.Answer.Size {
+	case speccase.SizeWhole:
+		return payload, true, nil
+	case speccase.SizeShort:
+		return payload, true, plant(key, trailer.Encode(key, payload[:len(payload)/2]))
+	}
+	return payload, false, nil
 }
 
 // Unwrap returns the T that d is or wraps (driver.As): the kit's own

@@ -172,21 +172,14 @@ var injected = map[gen.Code]syscall.Errno{
 // case's call.
 func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 	k := Parts(h.D)
-	payload := make([]byte, conformance.RowBytes)
-	for i := range payload {
-		payload[i] = byte(i * 5)
-	}
-	if c.Op == speccase.OpGet {
-		if err := k.PlantObject(key, Object(key, payload)); err != nil {
-			return err
-		}
+	payload, done, err := storekit.PlantCase(c, key, k.PlantObject)
+	if done || err != nil {
+		return err
 	}
 	code := gen.Code(c.Answer.Code)
 	switch {
-	case c.Answer.Size == speccase.SizeWhole, c.Answer.Size == speccase.SizeNone && code == gen.OK:
+	case code == gen.OK:
 		return nil
-	case c.Answer.Size == speccase.SizeShort:
-		return k.PlantObject(key, Object(key, payload[:len(payload)/2]))
 	case c.Call == "claim" && code == gen.Eexist:
 		return k.PlantMarker(key)
 	case c.Call == "claim" && code == gen.Enotdir:
@@ -217,14 +210,9 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 		obj[7] ^= 0xff // a payload byte: the CRC32 no longer matches
 		return k.PlantObject(key, obj)
 	}
-	if c.Stageable {
-		return fmt.Errorf("the kit stages no %s answer to %s for real", c.Answer, c.Call)
+	var raise error
+	if errno, ok := injected[code]; ok {
+		raise = &os.PathError{Op: c.Call, Path: key, Err: errno}
 	}
-	errno, ok := injected[code]
-	if !ok {
-		return fmt.Errorf("%s never answers %s: no errno classifies as it", c.Call, c.Answer)
-	}
-	k.Seam.Raise(c.Call, key, &os.PathError{Op: c.Call, Path: key, Err: errno})
-	h.StagedThrough("the seam raising " + errno.Error() + " in " + c.Call)
-	return nil
+	return conformance.SeamRaise(h, k.Seam, c, key, raise)
 }

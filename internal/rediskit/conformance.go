@@ -171,20 +171,12 @@ func storeHook(r *redis.Driver) string {
 // fault hook) answer case c for key.
 func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 	r, f := parts(h.D)
-	payload := make([]byte, conformance.RowBytes)
-	for i := range payload {
-		payload[i] = byte(i * 5)
+	payload, done, err := storekit.PlantCase(c, key, func(key string, obj []byte) error { return set(r, key, obj) })
+	if done || err != nil {
+		return err
 	}
 	code := gen.Code(c.Answer.Code)
-	if c.Op == speccase.OpGet {
-		if err := set(r, key, trailer.Encode(key, payload)); err != nil {
-			return err
-		}
-	}
 	switch {
-	case c.Answer.Size == speccase.SizeWhole:
-	case c.Answer.Size == speccase.SizeShort:
-		return set(r, key, trailer.Encode(key, payload[:len(payload)/2]))
 	case code == gen.OK:
 	case c.Call == "claim" && code == gen.Nil && c.Other:
 		return set(r, key, trailer.Encode(key, payload[:len(payload)/2]))

@@ -196,21 +196,14 @@ var injected = map[gen.Code]error{
 // raised through the driver's driverkit.Seam, keyed by the case's call.
 func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 	k := Parts(h.D)
-	payload := make([]byte, conformance.RowBytes)
-	for i := range payload {
-		payload[i] = byte(i * 5)
-	}
-	if c.Op == speccase.OpGet {
-		if err := k.Plant(key, trailer.Encode(key, payload)); err != nil {
-			return err
-		}
+	payload, done, err := storekit.PlantCase(c, key, k.Plant)
+	if done || err != nil {
+		return err
 	}
 	code := gen.Code(c.Answer.Code)
 	switch {
-	case c.Answer.Size == speccase.SizeWhole, c.Answer.Size == speccase.SizeNone && code == gen.OK:
+	case code == gen.OK:
 		return nil
-	case c.Answer.Size == speccase.SizeShort:
-		return k.Plant(key, trailer.Encode(key, payload[:len(payload)/2]))
 	case code == gen.PreconditionFailed && c.Other:
 		return k.Plant(key, trailer.Encode(key, payload[:len(payload)/2]))
 	case code == gen.PreconditionFailed && c.Exists:
@@ -231,13 +224,5 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 		obj[7] ^= 0xff // a payload byte: the CRC32 no longer matches
 		return k.Plant(key, obj)
 	}
-	if c.Stageable {
-		return fmt.Errorf("the kit stages no %s answer to %s for real", c.Answer, c.Call)
-	}
-	err, ok := injected[code]
-	if !ok {
-		return fmt.Errorf("%s never answers %s: no client error classifies as it", c.Call, c.Answer)
-	}
-	k.Seam.Raise(c.Call, key, err)
-	return nil
+	return conformance.SeamRaise(h, k.Seam, c, key, injected[code])
 }
