@@ -13,23 +13,18 @@ import (
 	"github.com/kvblob/kvblob/stores/redis"
 )
 
-// builds are the server builds TestMain started, each with the store name
-// the gate shows it under.
+// builds are the server builds TestMain started, each with why it could
+// not, when it could not.
 func builds() []struct {
-	build   *rediskit.Build
-	server  *rediskit.Server
-	cluster *rediskit.Cluster
-	absent  string
+	build  *rediskit.Build
+	server *rediskit.Server
+	absent string
 } {
 	return []struct {
-		build   *rediskit.Build
-		server  *rediskit.Server
-		cluster *rediskit.Cluster
-		absent  string
-	}{
-		{rediskit.Redis7, server, cluster, absent},
-		{rediskit.Valkey81, valkey, valkeyCluster, valkeyAbsent},
-	}
+		build  *rediskit.Build
+		server *rediskit.Server
+		absent string
+	}{{rediskit.Redis7, server, absent}, {rediskit.Valkey81, valkey, valkeyAbsent}}
 }
 
 // TestConformance runs the suite over one server of each build, with its
@@ -47,8 +42,12 @@ func TestConformance(t *testing.T) {
 // alone).
 func TestConformanceOverACluster(t *testing.T) {
 	for _, b := range builds() {
-		dep := func() rediskit.Deployment { return rediskit.Deployment{Addrs: b.cluster.Addrs(), Cluster: true} }
-		s := b.build.Suite(b.build.Store+"-cluster", dep, b.cluster != nil, b.absent)
+		var c *rediskit.Cluster
+		if b.server != nil {
+			c = clusterOf(t, b.build)
+		}
+		dep := func() rediskit.Deployment { return rediskit.Deployment{Addrs: c.Addrs(), Cluster: true} }
+		s := b.build.Suite(b.build.Store+"-cluster", dep, c != nil, b.absent)
 		s.SDKChecks = nil
 		conformance.Run(t, s)
 	}
@@ -59,7 +58,7 @@ func TestConformanceOverACluster(t *testing.T) {
 // SET IFEQ.
 func TestValkey81IsPickedByTheServer(t *testing.T) {
 	needValkey(t)
-	for _, dep := range [][]string{{valkey.Addr}, valkeyCluster.Addrs()} {
+	for _, dep := range [][]string{{valkey.Addr}, clusterOf(t, rediskit.Valkey81).Addrs()} {
 		d, err := redis.Open(context.Background(), redis.Options{Addrs: dep, Cluster: len(dep) > 1})
 		require.NoError(t, err)
 		assert.Equal(t, rediskit.Valkey81.Spec, d.Spec(), "the driver picked %s", d.Spec())

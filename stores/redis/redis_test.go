@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,49 +22,73 @@ import (
 )
 
 var (
-	server  *rediskit.Server
-	cluster *rediskit.Cluster
-	absent  string // why no server could be started
+	server *rediskit.Server
+	absent string // why no server could be started
 
-	// valkey and valkeyCluster are Valkey 8.1's (spec/redis-valkey-8.1.yaml),
-	// or nil and valkeyAbsent says why.
-	valkey        *rediskit.Server
-	valkeyCluster *rediskit.Cluster
-	valkeyAbsent  string
+	// valkey is Valkey 8.1's (spec/redis-valkey-8.1.yaml), or nil and
+	// valkeyAbsent says why.
+	valkey       *rediskit.Server
+	valkeyAbsent string
 )
 
-// TestMain starts one server and one three-node Cluster on loopback for the
-// package, of Redis 7 and of Valkey 8.1. Without a server the tests of its
-// build skip, except under CI=true, where a missing server is a failure
-// (make deps, which .ci/run runs, installs redis-server and fetches Valkey
-// 8.1).
+// TestMain starts one server on loopback for the package, of Redis 7 and
+// of Valkey 8.1; a test that needs a Cluster starts it (clusterOf). Without
+// a server the tests of its build skip, except under CI=true, where a
+// missing server is a failure (make deps, which .ci/run runs, installs
+// redis-server and fetches Valkey 8.1).
 func TestMain(m *testing.M) {
 	storekit.Main(m, func() (func(), error) {
-		start := func(b *rediskit.Build, s **rediskit.Server, c **rediskit.Cluster, absent *string) (stop func(), err error) {
+		start := func(b *rediskit.Build, s **rediskit.Server, absent *string) (err error) {
 			if ok, why := b.Available(); !ok {
 				*absent = why
-				return func() {}, nil
+				return nil
 			}
-			if *s, err = rediskit.StartWith(rediskit.Config{Build: b}); err != nil {
-				return nil, err
-			}
-			if *c, err = rediskit.StartClusterWith(3, rediskit.Config{Build: b}); err != nil {
-				(*s).Stop()
-				return nil, err
-			}
-			return func() { (*c).Stop(); (*s).Stop() }, nil
+			*s, err = rediskit.StartWith(rediskit.Config{Build: b})
+			return err
 		}
-		stop, err := start(rediskit.Redis7, &server, &cluster, &absent)
-		if err != nil {
+		if err := start(rediskit.Redis7, &server, &absent); err != nil {
 			return nil, err
 		}
-		stopValkey, err := start(rediskit.Valkey81, &valkey, &valkeyCluster, &valkeyAbsent)
-		if err != nil {
-			stop()
+		if err := start(rediskit.Valkey81, &valkey, &valkeyAbsent); err != nil {
+			server.Stop()
 			return nil, err
 		}
-		return func() { stopValkey(); stop() }, nil
+		return func() {
+			for _, s := range []*rediskit.Server{server, valkey} {
+				if s != nil {
+					s.Stop()
+				}
+			}
+			for _, c := range clusters {
+				if c.c != nil {
+					c.c.Stop()
+				}
+			}
+		}, nil
 	})
+}
+
+// clusters are each build's three-node Cluster, started by the first test
+// that needs it (most tests, and the gate's run, need none); TestMain
+// stops them.
+var clusters = map[*rediskit.Build]*lazyCluster{rediskit.Redis7: {}, rediskit.Valkey81: {}}
+
+type lazyCluster struct {
+	once sync.Once
+	c    *rediskit.Cluster
+	err  error
+}
+
+// clusterOf returns build b's Cluster, started at the first call; it fails
+// t when the Cluster cannot start. Call needServer or needValkey first.
+func clusterOf(t testing.TB, b *rediskit.Build) *rediskit.Cluster {
+	t.Helper()
+	l := clusters[b]
+	l.once.Do(func() { l.c, l.err = rediskit.StartClusterWith(3, rediskit.Config{Build: b}) })
+	if l.err != nil {
+		t.Fatalf("starting a %s Cluster: %v", b.Name, l.err)
+	}
+	return l.c
 }
 
 func needServer(t *testing.T) {
@@ -91,8 +116,8 @@ func standalone() rediskit.Deployment {
 	return rediskit.Deployment{Addrs: []string{server.Addr}}
 }
 
-func clustered() rediskit.Deployment {
-	return rediskit.Deployment{Addrs: cluster.Addrs(), Cluster: true}
+func clustered(t testing.TB) rediskit.Deployment {
+	return rediskit.Deployment{Addrs: clusterOf(t, rediskit.Redis7).Addrs(), Cluster: true}
 }
 
 type fx struct {
@@ -203,15 +228,15 @@ func TestGetOfAnObjectLargerThanTheRow(t *testing.T) {
 	for _, b := range []struct {
 		name string
 		need func(*testing.T)
-		dep  func() rediskit.Deployment
+		dep  func(testing.TB) rediskit.Deployment
 	}{
-		{"redis7", needServer, standalone},
+		{"redis7", needServer, func(testing.TB) rediskit.Deployment { return standalone() }},
 		{"redis7-cluster", needServer, clustered},
-		{"valkey81", needValkey, func() rediskit.Deployment { return rediskit.Deployment{Addrs: []string{valkey.Addr}} }},
+		{"valkey81", needValkey, func(testing.TB) rediskit.Deployment { return rediskit.Deployment{Addrs: []string{valkey.Addr}} }},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			b.need(t)
-			dep := b.dep()
+			dep := b.dep(t)
 			ctx := context.Background()
 			d, err := redis.Open(ctx, redis.Options{Addrs: dep.Addrs, Cluster: dep.Cluster})
 			require.NoError(t, err)
