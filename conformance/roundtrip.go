@@ -37,11 +37,13 @@ func roundTripCheck() Check {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bind, err := backend.Bind(hold.Regions(), h.D, hold)
+		ctx, cancel := context.WithTimeout(context.Background(), h.Deadline)
+		defer cancel()
+		bind, err := backend.Bind(ctx, hold.Regions(), h.D, hold)
 		if err != nil {
 			t.Fatal(err)
 		}
-		be, err := backend.New(bind, nil, backend.Config{Workers: 2, RowsPerBatch: 4, Prefix: "round-trip"})
+		be, err := backend.New(bind, backend.Config{Workers: 2, RowsPerBatch: 4, Prefix: "round-trip"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,30 +55,22 @@ func roundTripCheck() Check {
 			dst[i] = backend.ViewRow{Name: name, Spans: []driver.Span{slots.Slot(tripRows + i)}}
 			Fill(slots.Slot(i), byte(i))
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), h.Deadline)
-		defer cancel()
 		wait := func(a *backend.Attempt, err error) backend.Outcome {
 			if err != nil {
 				t.Fatal(err)
 			}
-			o, err := a.Wait(ctx)
-			if err != nil {
-				t.Fatalf("test timed out: the attempt had no outcome within %v", h.Deadline)
+			if err := a.WaitQuiesced(ctx); err != nil {
+				t.Fatalf("test timed out: the attempt did not quiesce within %v: %v", h.Deadline, err)
 			}
-			for !a.Quiesced() {
-				if ctx.Err() != nil {
-					t.Fatalf("test timed out: the attempt did not quiesce within %v", h.Deadline)
-				}
-				time.Sleep(50 * time.Microsecond) // a runtime's poll
-			}
+			o, _ := a.Poll()
 			return o
 		}
 		start := time.Now()
-		pub := wait(be.Publish(src))
-		got := wait(be.Fetch(dst, driver.Hint{}))
+		pub := wait(be.Publish(ctx, src))
+		got := wait(be.Fetch(ctx, dst, driver.Hint{}))
 		took := time.Since(start)
-		if pub.Prefix != tripRows || got.Prefix != tripRows {
-			t.Errorf("round trip delivered %d published, %d fetched of %d rows: %s %s", pub.Prefix, got.Prefix, tripRows, pub.Fault, got.Fault)
+		if pub.InOrder != tripRows || got.InOrder != tripRows {
+			t.Errorf("round trip delivered %d published, %d fetched of %d rows: %v; %v", pub.InOrder, got.InOrder, tripRows, pub.Err, got.Err)
 		}
 		for i := range src {
 			if !bytes.Equal(src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes()) {
