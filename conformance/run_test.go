@@ -96,3 +96,21 @@ func TestSetupDecidesWhetherTheStoreRuns(t *testing.T) {
 	assert.True(t, held.Skipped)
 	assert.Contains(t, held.Reason, "HoldAccess scenario here: a map holds no access")
 }
+
+// TestStageableOnlyRunsWhatARealServerStages: with StageableOnly, a case
+// the spec marks stageable runs, and any other is skipped saying a real
+// server cannot stage it.
+func TestStageableOnlyRunsWhatARealServerStages(t *testing.T) {
+	ok := speccase.Case{ID: "put/OK", Pos: "spec/seamed.yaml:3:3", Op: speccase.OpPut, Call: "put", Answer: speccase.Answer{Code: 0, CodeName: "OK"}, Want: driver.Ready, Written: rules.WrittenNo, AccessEnded: true, Stageable: true}
+	full := speccase.Case{ID: "put/FULL", Pos: "spec/seamed.yaml:4:3", Op: speccase.OpPut, Call: "put", Answer: speccase.Answer{Code: -1, CodeName: "FULL"}, Want: driver.Declined, Written: rules.WrittenNo, AccessEnded: true}
+	real := func(*conformance.Harness, speccase.Case, string) error { return nil } // an OK needs no staging
+	s := conformance.Suite{Name: "seamed", Factory: newSeamed, Only: conformance.SpecCases, Cases: []speccase.Case{ok, full}, Stage: real, StageableOnly: true}
+	_, _, checks := conformance.RunOnRecorders(s)
+	got := byName(checks)
+	assert.True(t, got["put/OK"].Passed, got["put/OK"].Reason)
+	assert.True(t, got["put/FULL"].Skipped)
+	assert.Equal(t, "spec/seamed.yaml:4:3: a real server cannot stage this case", got["put/FULL"].Reason)
+	s.StageableOnly = false
+	_, _, checks = conformance.RunOnRecorders(s)
+	assert.False(t, byName(checks)["put/FULL"].Passed || byName(checks)["put/FULL"].Skipped, "staged by nothing, the FULL case fails: it ran")
+}
