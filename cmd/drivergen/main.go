@@ -340,9 +340,9 @@ const nextSteps = `next:
   2. make generate              # writes generated/STOREspec/ and generated/STOREspec/STOREcases/
   3. go test ./stores/STORE/     # the lifecycle checks pass already
   4. write the SDK calls where stores/STORE/driver.go says TODO: answers map through STOREspec.Map*, raised errors through classify
-  5. in stores/STORE/driver_test.go, run the whole suite with the kit's scenarios and STOREcases.All()
-  6. stage on the real store what it can (internal/STOREkit; conformance/serverproc starts a server on loopback)
-  7. join the gate: register from the kit as stores/fs/fskit/gate.go does, and import the kit in cmd/gate/stores.go
+  5. in stores/STORE/conformance_test.go, run the whole suite with the kit's scenarios and STOREcases.All()
+  6. stage on the real store what it can (internal/STOREkit; conformance/storekit starts a server on loopback)
+  7. the gate (make run) runs TestConformance of stores/STORE/conformance_test.go through go test: nothing to register
   8. a server the tests need: add its Debian package where the Makefile's deps target installs redis-server
 docs/writing-a-store.md walks through each step, following stores/fs.
 `

@@ -16,7 +16,7 @@ func scaffold(store string) []scaffoldFile {
 	return []scaffoldFile{
 		{"spec/" + store + ".yaml", r.Replace(specTemplate)},
 		{"stores/" + store + "/driver.go", r.Replace(driverTemplate)},
-		{"stores/" + store + "/driver_test.go", r.Replace(testTemplate)},
+		{"stores/" + store + "/conformance_test.go", r.Replace(testTemplate)},
 		{"internal/" + store + "kit/" + store + "kit.go", r.Replace(kitTemplate)},
 	}
 }
@@ -251,9 +251,8 @@ const kitTemplate = `// Package STOREkit is the STORE driver's test kit: drivers
 package STOREkit
 
 import (
-	"fmt"
-
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/stores/STORE"
@@ -268,8 +267,9 @@ type Driver struct {
 }
 
 // Open opens a driver with a seam. TODO: start the store for t (a server
-// started on loopback with conformance/serverproc, stopped at t's
-// cleanup) and point the driver's Options at it.
+// started on loopback with storekit.Start, stopped at t's cleanup, or one
+// started once in TestMain through storekit.Main) and point the driver's
+// Options at it.
 func Open(t conformance.T) *Driver {
 	seam := &driverkit.Seam{}
 	d, err := STORE.Open(STORE.Options{Seam: seam})
@@ -285,13 +285,7 @@ func Factory() conformance.Factory {
 }
 
 // Parts returns the kit's Driver behind d.
-func Parts(d driver.Driver) *Driver {
-	var k *Driver
-	if !driver.As(d, &k) {
-		panic(fmt.Sprintf("STOREkit: %T is not a driver from STOREkit.Open", d))
-	}
-	return k
-}
+func Parts(d driver.Driver) *Driver { return storekit.Unwrap[*Driver](d) }
 
 // Scenarios are what the store stages. TODO: stage Writing (another
 // client holds the key) and Full (the store refuses a put) on the real
@@ -312,25 +306,29 @@ const testTemplate = `package STORE_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/storekit"
+	"github.com/kvblob/kvblob/generated/STOREspec"
 	"github.com/kvblob/kvblob/internal/STOREkit"
 )
 
-// TestMain checks that no goroutine outlives the tests.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the tests and fails on a goroutine they leaked. TODO: start
+// the store's server here once for the package (storekit.Main's setup),
+// when one server serves every test.
+func TestMain(m *testing.M) { storekit.Main(m, nil) }
 
 // TestConformance runs the lifecycle checks (admission, registration,
 // access ends, drain, unregister, close), which the adapter passes before
-// any SDK call is written. Once Put and Get call the SDK, run the whole
-// suite with the kit's scenarios and the generated cases
-// (generated/STOREspec/STOREcases):
+// any SDK call is written; the gate (make run) runs it through go test.
+// Once Put and Get call the SDK, run the whole suite with the kit's
+// scenarios and the generated cases (generated/STOREspec/STOREcases):
 //
-//	conformance.Run(t, STOREkit.Factory(), conformance.Suite{
+//	conformance.Run(t, conformance.Suite{
+//		Name: "STORE", SDK: sdk, Factory: STOREkit.Factory(),
 //		Scenarios: STOREkit.Scenarios(), Cases: STOREcases.All(), Stage: STOREkit.Stage,
 //	})
 func TestConformance(t *testing.T) {
-	conformance.Run(t, STOREkit.Factory(), conformance.Suite{Only: conformance.Lifecycle})
+	sdk := STOREspec.SDKName + " " + STOREspec.SDKVersions()[0]
+	conformance.Run(t, conformance.Suite{Name: "STORE", SDK: sdk, Factory: STOREkit.Factory(), Only: conformance.Lifecycle})
 }
 `
