@@ -298,6 +298,13 @@ func WaitAccess(op driver.Operation, d time.Duration) bool {
 	return ok
 }
 
+// waitAccessSettled polls op until its access ended or became unprovable,
+// or d passes.
+func waitAccessSettled(op driver.Operation, d time.Duration) bool {
+	_, ok := poll(d, func() (struct{}, bool) { return struct{}{}, op.AccessEnded() || op.AccessUnprovable() })
+	return ok
+}
+
 // poll calls f until it answers true or d passes. Operations are observed
 // by polling, as the contract says; the short sleep paces the poll and
 // synchronises nothing.
