@@ -50,6 +50,8 @@ const (
 	Eexist Code = -17
 	// Enotdir (ENOTDIR): a component of the key's path is a file, not a directory
 	Enotdir Code = -20
+	// Eloop (ELOOP): a symbolic link sits on the key's path under the root (a directory, the object or the marker): the driver follows none (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or O_NOFOLLOW on every component)
+	Eloop Code = -40
 	// Eisdir (EISDIR): a directory sits at the object's path
 	Eisdir Code = -21
 	// Efbig (EFBIG): the object is larger than the file system (or RLIMIT_FSIZE) allows
@@ -66,7 +68,7 @@ const (
 	Edquot Code = -122
 	// Pending (PENDING): the object is absent and another writer's marker is live
 	Pending Code = -1001
-	// Corrupt (CORRUPT): the file is not a whole object for the key: shorter than a trailer, or its trailer's magic, version, name, length or CRC32 does not match
+	// Corrupt (CORRUPT): the file is not a whole object for the key: shorter than a trailer or longer than the row with its tag and trailer, its trailer's magic, version, name, length or CRC32 does not match, or (with a row key) its tag does not verify
 	Corrupt Code = -1002
 	// Err (ERR): any other error (an errno the table does not name, or none)
 	Err Code = -1003
@@ -87,6 +89,8 @@ func (c Code) String() string {
 		return "EEXIST"
 	case Enotdir:
 		return "ENOTDIR"
+	case Eloop:
+		return "ELOOP"
 	case Eisdir:
 		return "EISDIR"
 	case Efbig:
@@ -112,4 +116,4 @@ func (c Code) String() string {
 }
 
 // Codes lists every code in the order of the spec's table.
-var Codes = []Code{OK, Enoent, Eio, Eacces, Eexist, Enotdir, Eisdir, Efbig, Enospc, Erofs, Enametoolong, Estale, Edquot, Pending, Corrupt, Err}
+var Codes = []Code{OK, Enoent, Eio, Eacces, Eexist, Enotdir, Eloop, Eisdir, Efbig, Enospc, Erofs, Enametoolong, Estale, Edquot, Pending, Corrupt, Err}

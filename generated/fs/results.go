@@ -13,43 +13,51 @@ func codeName(c int64) string {
 	return Code(c).String()
 }
 
-// ClaimRule is what spec/fs-posix.yaml:87:3 says about claim's answers and its
+// ClaimRule is what spec/fs-posix.yaml:114:3 says about claim's answers and its
 // access (it touches no memory).
-// The call mkdir -p the key's directory, then open(<file>.pending, O_CREAT|O_EXCL), taking over a marker whose TTL passed.
+// The call open the key's directory beneath the root, making it (no link followed), then openat(<file>.pending, O_CREAT|O_EXCL|O_NOFOLLOW), taking over a marker whose TTL passed.
 var ClaimRule = &rules.CallRule{
 	Call:   "claim",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/fs-posix.yaml:94:7
+		// spec/fs-posix.yaml:121:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Continue: true,
 				Written:  rules.WrittenNo,
 			},
 		},
-		// spec/fs-posix.yaml:95:7
+		// spec/fs-posix.yaml:122:7
 		int64(Eexist): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.NotReady},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/fs-posix.yaml:96:7
+		// spec/fs-posix.yaml:123:7
 		int64(Enospc): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/fs-posix.yaml:97:7
+		// spec/fs-posix.yaml:124:7
 		int64(Edquot): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
 				Written: rules.WrittenNo,
 			},
 		},
+		// spec/fs-posix.yaml:125:7
+		int64(Eloop): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: rules.WrittenNo,
+			},
+			Text: "a symbolic link sits on the key's path under the root; the driver follows none",
+		},
 	},
-	// spec/fs-posix.yaml:98:16
+	// spec/fs-posix.yaml:129:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -64,28 +72,28 @@ func MapClaim(answer int64) rules.Mapping {
 	return ClaimRule.Map(answer, 0)
 }
 
-// WriteRule is what spec/fs-posix.yaml:100:3 says about write's answers and its
+// WriteRule is what spec/fs-posix.yaml:131:3 says about write's answers and its
 // access (on_return).
 // The call create <file>.tmp-<random>, write the span and the trailer, fsync, close; write(2) copies out of the slot before it returns.
 var WriteRule = &rules.CallRule{
 	Call:   "write",
 	Access: rules.AccessOnReturn,
 	Codes: map[int64]rules.Meaning{
-		// spec/fs-posix.yaml:108:7
+		// spec/fs-posix.yaml:139:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Continue: true,
 				Written:  rules.WrittenNo,
 			},
 		},
-		// spec/fs-posix.yaml:109:7
+		// spec/fs-posix.yaml:140:7
 		int64(Enospc): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/fs-posix.yaml:110:7
+		// spec/fs-posix.yaml:141:7
 		int64(Edquot): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
@@ -93,7 +101,7 @@ var WriteRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/fs-posix.yaml:111:16
+	// spec/fs-posix.yaml:142:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -108,35 +116,35 @@ func MapWrite(answer int64) rules.Mapping {
 	return WriteRule.Map(answer, 0)
 }
 
-// PublishRule is what spec/fs-posix.yaml:113:3 says about publish's answers and its
+// PublishRule is what spec/fs-posix.yaml:144:3 says about publish's answers and its
 // access (it touches no memory).
 // The call rename the temporary file over <file>, then fsync the directory.
 var PublishRule = &rules.CallRule{
 	Call:   "publish",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/fs-posix.yaml:119:7
+		// spec/fs-posix.yaml:150:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/fs-posix.yaml:120:7
+		// spec/fs-posix.yaml:151:7
 		int64(Enospc): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/fs-posix.yaml:121:7
+		// spec/fs-posix.yaml:152:7
 		int64(Edquot): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/fs-posix.yaml:122:7
+		// spec/fs-posix.yaml:153:7
 		int64(Eisdir): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -145,7 +153,7 @@ var PublishRule = &rules.CallRule{
 			Text: "a directory sits at the object's path",
 		},
 	},
-	// spec/fs-posix.yaml:126:16
+	// spec/fs-posix.yaml:157:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -160,14 +168,14 @@ func MapPublish(answer int64) rules.Mapping {
 	return PublishRule.Map(answer, 0)
 }
 
-// ReleaseRule is what spec/fs-posix.yaml:128:3 says about release's answers and its
+// ReleaseRule is what spec/fs-posix.yaml:159:3 says about release's answers and its
 // access (it touches no memory).
 // The call remove this writer's marker (and its temporary file after a failure); a marker left behind expires after its TTL.
 var ReleaseRule = &rules.CallRule{
 	Call:   "release",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/fs-posix.yaml:135:7
+		// spec/fs-posix.yaml:166:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
@@ -175,7 +183,7 @@ var ReleaseRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/fs-posix.yaml:136:16
+	// spec/fs-posix.yaml:167:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -190,21 +198,21 @@ func MapRelease(answer int64) rules.Mapping {
 	return ReleaseRule.Map(answer, 0)
 }
 
-// ReadRule is what spec/fs-posix.yaml:138:3 says about read's answers and its
+// ReadRule is what spec/fs-posix.yaml:169:3 says about read's answers and its
 // access (on_return).
-// The call open <file> O_NONBLOCK, fstat, pread the whole object into a buffer, check its trailer; the payload is copied into the slot only when whole.
+// The call open <file> beneath the root O_NONBLOCK|O_NOFOLLOW, fstat (a file longer than the row with its tag and trailer is CORRUPT, unread), pread the object into a buffer, check its trailer (and tag); the payload is copied into the slot only when whole.
 var ReadRule = &rules.CallRule{
 	Call:   "read",
 	Access: rules.AccessOnReturn,
 	Sized:  true,
-	// spec/fs-posix.yaml:144:12
+	// spec/fs-posix.yaml:175:12
 	Whole: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
 			Written: rules.WrittenYes,
 		},
 	},
-	// spec/fs-posix.yaml:146:7
+	// spec/fs-posix.yaml:177:7
 	Short: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -213,35 +221,43 @@ var ReadRule = &rules.CallRule{
 		Text: "the object's payload length differs from the row; the destination is untouched",
 	},
 	Codes: map[int64]rules.Meaning{
-		// spec/fs-posix.yaml:151:7
+		// spec/fs-posix.yaml:182:7
 		int64(Enoent): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Miss},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/fs-posix.yaml:152:7
+		// spec/fs-posix.yaml:183:7
 		int64(Pending): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.NotReady},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/fs-posix.yaml:153:7
+		// spec/fs-posix.yaml:184:7
 		int64(Corrupt): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/fs-posix.yaml:154:7
+		// spec/fs-posix.yaml:185:7
 		int64(Eisdir): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/fs-posix.yaml:155:7
+		// spec/fs-posix.yaml:186:7
+		int64(Eloop): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: rules.WrittenNo,
+			},
+			Text: "a symbolic link sits on the key's path under the root; the driver follows none",
+		},
+		// spec/fs-posix.yaml:191:7
 		int64(Eio): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -249,7 +265,7 @@ var ReadRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/fs-posix.yaml:156:16
+	// spec/fs-posix.yaml:192:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},

@@ -26,6 +26,7 @@ var Spec = &rules.Spec{
 		"EFBIG":        int64(Efbig),
 		"EIO":          int64(Eio),
 		"EISDIR":       int64(Eisdir),
+		"ELOOP":        int64(Eloop),
 		"ENAMETOOLONG": int64(Enametoolong),
 		"ENOENT":       int64(Enoent),
 		"ENOSPC":       int64(Enospc),
