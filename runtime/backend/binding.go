@@ -3,7 +3,9 @@ package backend
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
+	"unsafe"
 
 	"github.com/kvblob/kvblob/runtime/driver"
 )
@@ -44,6 +46,11 @@ type RegionBinding struct {
 //
 //   - With no region the driver can access, it releases the hold and
 //     returns ErrConstructionRejected.
+//   - Two regions whose memory overlaps (two Region values over the same
+//     bytes, or the same region twice) are refused before the driver is
+//     called: rows fetched into both would land in one slot, and both
+//     answer READY for bytes only one of them holds. Bind releases the hold
+//     and returns ErrConstructionRejected, naming the two.
 //   - A registration refused with a RejectedError escaped nothing: Bind
 //     unregisters what it registered, releases the hold and returns
 //     ErrConstructionRejected; if a rollback fails, the hold is kept
@@ -74,6 +81,12 @@ func Bind(regions []*driver.Region, d driver.Driver, hold Hold) (*RegionBinding,
 		}
 		return nil, fmt.Errorf("%w: no region has slots in memory the driver can access", ErrConstructionRejected)
 	}
+	if err := overlapping(served); err != nil {
+		if rerr := hold.Release(); rerr != nil {
+			return nil, fmt.Errorf("%w: %w, and releasing the hold failed: %w", ErrHoldKept, err, rerr)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrConstructionRejected, err)
+	}
 	for _, r := range served {
 		reg, err := d.Register(r)
 		if err == nil {
@@ -97,6 +110,37 @@ func Bind(regions []*driver.Region, d driver.Driver, hold Hold) (*RegionBinding,
 		return nil, fmt.Errorf("%w: registering region %q: %w", ErrConstructionRejected, r.Name, err)
 	}
 	return b, nil
+}
+
+// overlapping refuses regions whose slots share memory: host regions by
+// their bytes, device regions by their addresses (a host and a device
+// address are never compared).
+func overlapping(regions []*driver.Region) error {
+	type span struct {
+		r          *driver.Region
+		start, end uintptr
+	}
+	spans := make([]span, 0, len(regions))
+	for _, r := range regions {
+		start := r.Addr
+		if r.Kind == driver.Host && len(r.Mem) > 0 {
+			start = uintptr(unsafe.Pointer(unsafe.SliceData(r.Mem)))
+		}
+		spans = append(spans, span{r, start, start + uintptr(r.Layout.Bytes())})
+	}
+	sort.Slice(spans, func(i, j int) bool {
+		if spans[i].r.Kind != spans[j].r.Kind {
+			return spans[i].r.Kind < spans[j].r.Kind
+		}
+		return spans[i].start < spans[j].start
+	})
+	for i := 1; i < len(spans); i++ {
+		a, b := spans[i-1], spans[i]
+		if a.r.Kind == b.r.Kind && b.start < a.end {
+			return fmt.Errorf("regions %q and %q share memory (%d bytes); each slot must be one region's alone, or two rows fetched into one slot would both answer READY", a.r.Name, b.r.Name, min(a.end, b.end)-b.start)
+		}
+	}
+	return nil
 }
 
 // Driver returns the bound driver.
