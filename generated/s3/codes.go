@@ -56,7 +56,7 @@ const (
 	QuotaExceeded Code = -1001
 	// NoSuchBucket (NO_SUCH_BUCKET): 404 NoSuchBucket: the driver's bucket is gone; never an absent row
 	NoSuchBucket Code = -1002
-	// Corrupt (CORRUPT): the object is not a whole object for the key: shorter than a trailer, or its trailer's magic, version, name, length or CRC32 does not match
+	// Corrupt (CORRUPT): the object is not a whole object for the key: shorter than a trailer or longer than the row with its tag and trailer, its trailer's magic, version, name, length or CRC32 does not match, or (with a row key) its tag does not verify
 	Corrupt Code = -1003
 	// Conn (CONN): no HTTP answer: the connection was refused, reset or closed, or the request's deadline passed; the request may or may not have run
 	Conn Code = -1004

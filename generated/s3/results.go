@@ -13,21 +13,21 @@ func codeName(c int64) string {
 	return Code(c).String()
 }
 
-// PutRule is what spec/s3-v1.109.yaml:71:3 says about put's answers and its
+// PutRule is what spec/s3-v1.109.yaml:80:3 says about put's answers and its
 // access (on_return).
 // The call PutObject with If-None-Match: *, signed; the body (payload, then trailer) reads the slot through a reader sealed before the call returns.
 var PutRule = &rules.CallRule{
 	Call:   "put",
 	Access: rules.AccessOnReturn,
 	Codes: map[int64]rules.Meaning{
-		// spec/s3-v1.109.yaml:78:7
+		// spec/s3-v1.109.yaml:87:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/s3-v1.109.yaml:79:7
+		// spec/s3-v1.109.yaml:88:7
 		int64(PreconditionFailed): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -38,35 +38,35 @@ var PutRule = &rules.CallRule{
 				IfOther:  driver.Fault,
 			},
 		},
-		// spec/s3-v1.109.yaml:86:7
+		// spec/s3-v1.109.yaml:95:7
 		int64(ConditionalConflict): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.NotReady},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/s3-v1.109.yaml:87:7
+		// spec/s3-v1.109.yaml:96:7
 		int64(SlowDown): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/s3-v1.109.yaml:88:7
+		// spec/s3-v1.109.yaml:97:7
 		int64(InsufficientStorage): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/s3-v1.109.yaml:89:7
+		// spec/s3-v1.109.yaml:98:7
 		int64(QuotaExceeded): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/s3-v1.109.yaml:90:7
+		// spec/s3-v1.109.yaml:99:7
 		int64(AccessDenied): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -74,7 +74,7 @@ var PutRule = &rules.CallRule{
 			},
 			Text: "the credentials may not write this key",
 		},
-		// spec/s3-v1.109.yaml:91:7
+		// spec/s3-v1.109.yaml:100:7
 		int64(NoSuchBucket): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -83,7 +83,7 @@ var PutRule = &rules.CallRule{
 			Text: "the bucket does not exist",
 		},
 	},
-	// spec/s3-v1.109.yaml:92:16
+	// spec/s3-v1.109.yaml:101:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -98,21 +98,101 @@ func MapPut(answer int64) rules.Mapping {
 	return PutRule.Map(answer, 0)
 }
 
-// GetRule is what spec/s3-v1.109.yaml:94:3 says about get's answers and its
+// ReplaceRule is what spec/s3-v1.109.yaml:103:3 says about replace's answers and its
+// access (on_return).
+// The call after put's 412, when the object found is no row for the key (it fails the trailer check or its tag): PutObject with If-Match: <the ETag the GET read>, signed, the body as put's; it replaces that object only, never one another writer stored since.
+var ReplaceRule = &rules.CallRule{
+	Call:   "replace",
+	Access: rules.AccessOnReturn,
+	Codes: map[int64]rules.Meaning{
+		// spec/s3-v1.109.yaml:110:7
+		int64(OK): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Ready},
+				Written: rules.WrittenNo,
+			},
+		},
+		// spec/s3-v1.109.yaml:112:7
+		int64(PreconditionFailed): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.NotReady},
+				Written: rules.WrittenNo,
+			},
+		},
+		// spec/s3-v1.109.yaml:113:7
+		int64(NoSuchKey): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.NotReady},
+				Written: rules.WrittenNo,
+			},
+		},
+		// spec/s3-v1.109.yaml:114:7
+		int64(ConditionalConflict): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.NotReady},
+				Written: rules.WrittenNo,
+			},
+		},
+		// spec/s3-v1.109.yaml:115:7
+		int64(SlowDown): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Declined},
+				Written: rules.WrittenNo,
+			},
+		},
+		// spec/s3-v1.109.yaml:116:7
+		int64(InsufficientStorage): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Declined},
+				Written: rules.WrittenNo,
+			},
+		},
+		// spec/s3-v1.109.yaml:117:7
+		int64(QuotaExceeded): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Declined},
+				Written: rules.WrittenNo,
+			},
+		},
+		// spec/s3-v1.109.yaml:118:7
+		int64(AccessDenied): {
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: rules.WrittenNo,
+			},
+			Text: "the credentials may not write this key",
+		},
+	},
+	// spec/s3-v1.109.yaml:119:16
+	Otherwise: rules.Meaning{
+		Mapping: rules.Mapping{
+			Result:  driver.Result{Status: driver.Fault},
+			Written: rules.WrittenNo,
+		},
+	},
+	CodeName: codeName,
+}
+
+// MapReplace maps replace's answer code for one row.
+func MapReplace(answer int64) rules.Mapping {
+	return ReplaceRule.Map(answer, 0)
+}
+
+// GetRule is what spec/s3-v1.109.yaml:121:3 says about get's answers and its
 // access (on_return).
 // The call GetObject, signed; the whole object is read into the driver's buffer and its trailer checked before any byte reaches the slot.
 var GetRule = &rules.CallRule{
 	Call:   "get",
 	Access: rules.AccessOnReturn,
 	Sized:  true,
-	// spec/s3-v1.109.yaml:100:12
+	// spec/s3-v1.109.yaml:127:12
 	Whole: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
 			Written: rules.WrittenYes,
 		},
 	},
-	// spec/s3-v1.109.yaml:102:7
+	// spec/s3-v1.109.yaml:129:7
 	Short: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -121,21 +201,21 @@ var GetRule = &rules.CallRule{
 		Text: "the object's payload length differs from the row; the destination is untouched",
 	},
 	Codes: map[int64]rules.Meaning{
-		// spec/s3-v1.109.yaml:107:7
+		// spec/s3-v1.109.yaml:134:7
 		int64(NoSuchKey): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Miss},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/s3-v1.109.yaml:108:7
+		// spec/s3-v1.109.yaml:135:7
 		int64(Corrupt): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/s3-v1.109.yaml:109:7
+		// spec/s3-v1.109.yaml:136:7
 		int64(NoSuchBucket): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -143,7 +223,7 @@ var GetRule = &rules.CallRule{
 			},
 			Text: "the bucket does not exist; not an absent row",
 		},
-		// spec/s3-v1.109.yaml:110:7
+		// spec/s3-v1.109.yaml:137:7
 		int64(AccessDenied): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -151,7 +231,7 @@ var GetRule = &rules.CallRule{
 			},
 			Text: "the credentials may not read this key",
 		},
-		// spec/s3-v1.109.yaml:111:7
+		// spec/s3-v1.109.yaml:138:7
 		int64(SlowDown): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -159,7 +239,7 @@ var GetRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/s3-v1.109.yaml:112:16
+	// spec/s3-v1.109.yaml:139:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},

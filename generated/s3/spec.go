@@ -11,8 +11,9 @@ import rules "github.com/kvblob/kvblob/runtime/rules"
 var Spec = &rules.Spec{
 	Admission: Admission,
 	Calls: map[string]*rules.CallRule{
-		"get": GetRule,
-		"put": PutRule,
+		"get":     GetRule,
+		"put":     PutRule,
+		"replace": ReplaceRule,
 	},
 	Capabilities: Capabilities,
 	Codes: map[string]int64{

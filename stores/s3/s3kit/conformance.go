@@ -195,6 +195,12 @@ var injected = map[gen.Code]error{
 	gen.Err:                 &smithy.GenericAPIError{Code: "InternalError", Message: "staged by s3kit"},
 }
 
+// replaceErrors are the answers a replace gets on no cue that the other
+// calls stage for real: the S3 error code the seam raises for each.
+var replaceErrors = map[gen.Code]string{
+	gen.PreconditionFailed: "PreconditionFailed", gen.NoSuchKey: "NoSuchKey", gen.InsufficientStorage: "InsufficientStorage",
+}
+
 // Stage makes the server answer case c for key. A case the spec marks
 // stageable is staged for real (an object planted, damaged or deleted, the
 // bucket dropped, the disk filled) or fails naming why; the others are
@@ -211,6 +217,24 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 		}
 	}
 	code := gen.Code(c.Answer.Code)
+	if c.Call == "replace" {
+		// The put's 412 finds an object that is no row (a payload byte
+		// flipped): the driver replaces it, and the replace answers code.
+		obj := trailer.Encode(key, payload)
+		obj[7] ^= 0xff
+		if err := k.Plant(key, obj); err != nil || code == gen.OK {
+			return err
+		}
+		err, ok := injected[code]
+		if s3code, named := replaceErrors[code]; named {
+			err, ok = &smithy.GenericAPIError{Code: s3code, Message: "staged by s3kit"}, true
+		}
+		if !ok {
+			return fmt.Errorf("replace never answers %s: no client error classifies as it", c.Answer)
+		}
+		k.Seam.Raise("replace", key, err)
+		return nil
+	}
 	switch {
 	case c.Answer.Size == speccase.SizeWhole, c.Answer.Size == speccase.SizeNone && code == gen.OK:
 		return nil
