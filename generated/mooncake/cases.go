@@ -14,7 +14,7 @@ import (
 // access state. Package conformance runs them through a store's stager.
 var Cases = []speccase.Case{{
 	ID:          "batch_put_session_start/OK",
-	Pos:         "spec/mooncake-0.3.13.yaml:136:11",
+	Pos:         "spec/mooncake-0.3.13.yaml:150:11",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -24,7 +24,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_start/OBJECT_ALREADY_EXISTS/exists",
-	Pos:         "spec/mooncake-0.3.13.yaml:141:9",
+	Pos:         "spec/mooncake-0.3.13.yaml:155:9",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -705, CodeName: "OBJECT_ALREADY_EXISTS"},
@@ -35,7 +35,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_start/OBJECT_ALREADY_EXISTS/absent",
-	Pos:         "spec/mooncake-0.3.13.yaml:141:9",
+	Pos:         "spec/mooncake-0.3.13.yaml:155:9",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -705, CodeName: "OBJECT_ALREADY_EXISTS"},
@@ -45,7 +45,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_start/NO_AVAILABLE_HANDLE",
-	Pos:         "spec/mooncake-0.3.13.yaml:147:28",
+	Pos:         "spec/mooncake-0.3.13.yaml:161:28",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -200, CodeName: "NO_AVAILABLE_HANDLE"},
@@ -55,7 +55,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_start/INVALID_PARAMS",
-	Pos:         "spec/mooncake-0.3.13.yaml:153:23",
+	Pos:         "spec/mooncake-0.3.13.yaml:167:23",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
@@ -65,7 +65,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_start/RPC_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:163:17",
+	Pos:         "spec/mooncake-0.3.13.yaml:177:17",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -900, CodeName: "RPC_FAIL"},
@@ -76,7 +76,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_start/RPC_TIMEOUT",
-	Pos:         "spec/mooncake-0.3.13.yaml:164:20",
+	Pos:         "spec/mooncake-0.3.13.yaml:178:20",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -901, CodeName: "RPC_TIMEOUT"},
@@ -86,7 +86,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_start/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:165:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:179:16",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_start",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -96,7 +96,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/whole",
-	Pos:         "spec/mooncake-0.3.13.yaml:174:12",
+	Pos:         "spec/mooncake-0.3.13.yaml:188:12",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -106,7 +106,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/short",
-	Pos:         "spec/mooncake-0.3.13.yaml:176:7",
+	Pos:         "spec/mooncake-0.3.13.yaml:190:7",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -115,7 +115,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/TRANSFER_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:181:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:195:22",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
@@ -125,7 +125,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_from_multi_buffer_ranges/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:182:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:196:16",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_from_multi_buffer_ranges",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -135,7 +135,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/OK",
-	Pos:         "spec/mooncake-0.3.13.yaml:190:11",
+	Pos:         "spec/mooncake-0.3.13.yaml:204:11",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -145,7 +145,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_put_session_end/RPC_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:193:17",
+	Pos:         "spec/mooncake-0.3.13.yaml:207:17",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -900, CodeName: "RPC_FAIL"},
@@ -155,7 +155,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/RPC_TIMEOUT",
-	Pos:         "spec/mooncake-0.3.13.yaml:194:20",
+	Pos:         "spec/mooncake-0.3.13.yaml:208:20",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -901, CodeName: "RPC_TIMEOUT"},
@@ -165,7 +165,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/ILLEGAL_CLIENT",
-	Pos:         "spec/mooncake-0.3.13.yaml:198:23",
+	Pos:         "spec/mooncake-0.3.13.yaml:212:23",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -601, CodeName: "ILLEGAL_CLIENT"},
@@ -175,7 +175,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_put_session_end/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:199:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:213:16",
 	Op:          speccase.OpPut,
 	Call:        "batch_put_session_end",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -185,7 +185,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_get_into/whole",
-	Pos:         "spec/mooncake-0.3.13.yaml:243:12",
+	Pos:         "spec/mooncake-0.3.13.yaml:257:12",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -195,7 +195,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/short",
-	Pos:         "spec/mooncake-0.3.13.yaml:246:7",
+	Pos:         "spec/mooncake-0.3.13.yaml:260:7",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -205,7 +205,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/OBJECT_NOT_FOUND",
-	Pos:         "spec/mooncake-0.3.13.yaml:251:25",
+	Pos:         "spec/mooncake-0.3.13.yaml:265:25",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -704, CodeName: "OBJECT_NOT_FOUND"},
@@ -215,7 +215,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/REPLICA_IS_NOT_READY",
-	Pos:         "spec/mooncake-0.3.13.yaml:252:29",
+	Pos:         "spec/mooncake-0.3.13.yaml:266:29",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -703, CodeName: "REPLICA_IS_NOT_READY"},
@@ -225,7 +225,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/LEASE_EXPIRED/reread-whole",
-	Pos:         "spec/mooncake-0.3.13.yaml:254:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:268:22",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
@@ -235,7 +235,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_get_into/LEASE_EXPIRED/reread-again",
-	Pos:         "spec/mooncake-0.3.13.yaml:254:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:268:22",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
@@ -246,7 +246,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: true,
 }, {
 	ID:          "batch_get_into/TRANSFER_FAIL",
-	Pos:         "spec/mooncake-0.3.13.yaml:256:22",
+	Pos:         "spec/mooncake-0.3.13.yaml:270:22",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
@@ -256,7 +256,7 @@ var Cases = []speccase.Case{{
 	AccessEnded: false,
 }, {
 	ID:          "batch_get_into/INVALID_PARAMS",
-	Pos:         "spec/mooncake-0.3.13.yaml:258:23",
+	Pos:         "spec/mooncake-0.3.13.yaml:272:23",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
@@ -267,7 +267,7 @@ var Cases = []speccase.Case{{
 	Stageable:   true,
 }, {
 	ID:          "batch_get_into/otherwise-INTERNAL_ERROR",
-	Pos:         "spec/mooncake-0.3.13.yaml:259:16",
+	Pos:         "spec/mooncake-0.3.13.yaml:273:16",
 	Op:          speccase.OpGet,
 	Call:        "batch_get_into",
 	Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},

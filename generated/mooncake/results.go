@@ -13,21 +13,21 @@ func codeName(c int64) string {
 	return Code(c).String()
 }
 
-// BatchPutSessionStartRule is what spec/mooncake-0.3.13.yaml:128:3 says about batch_put_session_start's answers and its
+// BatchPutSessionStartRule is what spec/mooncake-0.3.13.yaml:142:3 says about batch_put_session_start's answers and its
 // access (it touches no memory).
 // The call starts one put session per key; metadata only.
 var BatchPutSessionStartRule = &rules.CallRule{
 	Call:   "batch_put_session_start",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/mooncake-0.3.13.yaml:136:7
+		// spec/mooncake-0.3.13.yaml:150:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Continue: true,
 				Written:  rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:140:7
+		// spec/mooncake-0.3.13.yaml:154:7
 		int64(ObjectAlreadyExists): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -37,28 +37,28 @@ var BatchPutSessionStartRule = &rules.CallRule{
 				IfAbsent: driver.NotReady,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:147:7
+		// spec/mooncake-0.3.13.yaml:161:7
 		int64(NoAvailableHandle): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Declined},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:153:7
+		// spec/mooncake-0.3.13.yaml:167:7
 		int64(InvalidParams): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:163:7
+		// spec/mooncake-0.3.13.yaml:177:7
 		int64(RPCFail): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:164:7
+		// spec/mooncake-0.3.13.yaml:178:7
 		int64(RPCTimeout): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -66,7 +66,7 @@ var BatchPutSessionStartRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:165:16
+	// spec/mooncake-0.3.13.yaml:179:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -81,21 +81,21 @@ func MapBatchPutSessionStart(answer int64) rules.Mapping {
 	return BatchPutSessionStartRule.Map(answer, 0)
 }
 
-// BatchPutFromMultiBufferRangesRule is what spec/mooncake-0.3.13.yaml:167:3 says about batch_put_from_multi_buffer_ranges's answers and its
+// BatchPutFromMultiBufferRangesRule is what spec/mooncake-0.3.13.yaml:181:3 says about batch_put_from_multi_buffer_ranges's answers and its
 // access (on_return).
 // The call writes every started row in one scatter; waits, without a timeout, until every fragment it posted has finished.
 var BatchPutFromMultiBufferRangesRule = &rules.CallRule{
 	Call:   "batch_put_from_multi_buffer_ranges",
 	Access: rules.AccessOnReturn,
 	Sized:  true,
-	// spec/mooncake-0.3.13.yaml:174:12
+	// spec/mooncake-0.3.13.yaml:188:12
 	Whole: rules.Meaning{
 		Mapping: rules.Mapping{
 			Continue: true,
 			Written:  rules.WrittenNo,
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:176:7
+	// spec/mooncake-0.3.13.yaml:190:7
 	Short: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -104,7 +104,7 @@ var BatchPutFromMultiBufferRangesRule = &rules.CallRule{
 		Text: "the scatter wrote part of the row; its session is revoked",
 	},
 	Codes: map[int64]rules.Meaning{
-		// spec/mooncake-0.3.13.yaml:181:7
+		// spec/mooncake-0.3.13.yaml:195:7
 		int64(TransferFail): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -113,7 +113,7 @@ var BatchPutFromMultiBufferRangesRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:182:16
+	// spec/mooncake-0.3.13.yaml:196:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -129,21 +129,21 @@ func MapBatchPutFromMultiBufferRanges(answer, rowBytes int64) rules.Mapping {
 	return BatchPutFromMultiBufferRangesRule.Map(answer, rowBytes)
 }
 
-// BatchPutSessionEndRule is what spec/mooncake-0.3.13.yaml:184:3 says about batch_put_session_end's answers and its
+// BatchPutSessionEndRule is what spec/mooncake-0.3.13.yaml:198:3 says about batch_put_session_end's answers and its
 // access (it touches no memory).
 // The call marks rows written whole complete; metadata only.
 var BatchPutSessionEndRule = &rules.CallRule{
 	Call:   "batch_put_session_end",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/mooncake-0.3.13.yaml:190:7
+		// spec/mooncake-0.3.13.yaml:204:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:193:7
+		// spec/mooncake-0.3.13.yaml:207:7
 		int64(RPCFail): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -151,7 +151,7 @@ var BatchPutSessionEndRule = &rules.CallRule{
 				FollowUp: rules.FollowRevokeInDrain,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:194:7
+		// spec/mooncake-0.3.13.yaml:208:7
 		int64(RPCTimeout): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -159,7 +159,7 @@ var BatchPutSessionEndRule = &rules.CallRule{
 				FollowUp: rules.FollowRevokeInDrain,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:198:7
+		// spec/mooncake-0.3.13.yaml:212:7
 		int64(IllegalClient): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -167,7 +167,7 @@ var BatchPutSessionEndRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:199:16
+	// spec/mooncake-0.3.13.yaml:213:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -182,35 +182,35 @@ func MapBatchPutSessionEnd(answer int64) rules.Mapping {
 	return BatchPutSessionEndRule.Map(answer, 0)
 }
 
-// BatchPutSessionRevokeRule is what spec/mooncake-0.3.13.yaml:201:3 says about batch_put_session_revoke's answers and its
+// BatchPutSessionRevokeRule is what spec/mooncake-0.3.13.yaml:215:3 says about batch_put_session_revoke's answers and its
 // access (it touches no memory).
 // The call frees the space of a session not written whole; metadata only.
 var BatchPutSessionRevokeRule = &rules.CallRule{
 	Call:   "batch_put_session_revoke",
 	Access: rules.AccessNone,
 	Codes: map[int64]rules.Meaning{
-		// spec/mooncake-0.3.13.yaml:213:7
+		// spec/mooncake-0.3.13.yaml:227:7
 		int64(OK): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:215:7
+		// spec/mooncake-0.3.13.yaml:229:7
 		int64(ObjectNotFound): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:222:7
+		// spec/mooncake-0.3.13.yaml:236:7
 		int64(InvalidParams): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:228:7
+		// spec/mooncake-0.3.13.yaml:242:7
 		int64(IllegalClient): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -218,7 +218,7 @@ var BatchPutSessionRevokeRule = &rules.CallRule{
 				FollowUp: rules.FollowKeepOpen,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:232:7
+		// spec/mooncake-0.3.13.yaml:246:7
 		int64(InvalidWrite): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -227,7 +227,7 @@ var BatchPutSessionRevokeRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:235:16
+	// spec/mooncake-0.3.13.yaml:249:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:   driver.Result{Status: driver.Fault},
@@ -243,21 +243,21 @@ func MapBatchPutSessionRevoke(answer int64) rules.Mapping {
 	return BatchPutSessionRevokeRule.Map(answer, 0)
 }
 
-// BatchGetIntoRule is what spec/mooncake-0.3.13.yaml:237:3 says about batch_get_into's answers and its
+// BatchGetIntoRule is what spec/mooncake-0.3.13.yaml:251:3 says about batch_get_into's answers and its
 // access (unless_kept).
 // The call reads each row's object into its one span.
 var BatchGetIntoRule = &rules.CallRule{
 	Call:   "batch_get_into",
 	Access: rules.AccessUnlessKept,
 	Sized:  true,
-	// spec/mooncake-0.3.13.yaml:243:12
+	// spec/mooncake-0.3.13.yaml:257:12
 	Whole: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Ready},
 			Written: rules.WrittenYes,
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:246:7
+	// spec/mooncake-0.3.13.yaml:260:7
 	Short: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
@@ -266,21 +266,21 @@ var BatchGetIntoRule = &rules.CallRule{
 		Text: "a shorter object landed in the slot's head",
 	},
 	Codes: map[int64]rules.Meaning{
-		// spec/mooncake-0.3.13.yaml:251:7
+		// spec/mooncake-0.3.13.yaml:265:7
 		int64(ObjectNotFound): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Miss},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:252:7
+		// spec/mooncake-0.3.13.yaml:266:7
 		int64(ReplicaIsNotReady): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.NotReady},
 				Written: rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:254:7
+		// spec/mooncake-0.3.13.yaml:268:7
 		int64(LeaseExpired): {
 			Mapping: rules.Mapping{
 				Result:   driver.Result{Status: driver.Fault},
@@ -288,7 +288,7 @@ var BatchGetIntoRule = &rules.CallRule{
 				FollowUp: rules.FollowRereadOnce,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:256:7
+		// spec/mooncake-0.3.13.yaml:270:7
 		int64(TransferFail): {
 			Mapping: rules.Mapping{
 				Result:      driver.Result{Status: driver.Fault},
@@ -296,7 +296,7 @@ var BatchGetIntoRule = &rules.CallRule{
 				KeepsAccess: true,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:258:7
+		// spec/mooncake-0.3.13.yaml:272:7
 		int64(InvalidParams): {
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -304,7 +304,7 @@ var BatchGetIntoRule = &rules.CallRule{
 			},
 		},
 	},
-	// spec/mooncake-0.3.13.yaml:259:16
+	// spec/mooncake-0.3.13.yaml:273:16
 	Otherwise: rules.Meaning{
 		Mapping: rules.Mapping{
 			Result:  driver.Result{Status: driver.Fault},
