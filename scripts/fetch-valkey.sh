@@ -46,7 +46,7 @@ apt=(apt-get -qq -o Dir::Etc::SourceList="$work/sources.list" -o Dir::Etc::Sourc
   -o Dir::State::Lists="$work/lists" -o Dir::Cache="$work/cache" -o Dir::State::status=/dev/null
   -o APT::Architecture="$arch" -o Debug::NoLocking=1 -o APT::Sandbox::User="$(id -un)")
 
-echo "fetch-valkey: reading Debian trixie's package list"
+echo "fetch-valkey: [1/3] reading Debian trixie's package list (a few MB from deb.debian.org)"
 "${apt[@]}" update
 # valkey's own packages, then what valkey-server and valkey-cli link, down
 # to the C library: every library comes from trixie, none from the host.
@@ -54,10 +54,12 @@ echo "fetch-valkey: reading Debian trixie's package list"
 # the check after it names any library this list misses.
 pkgs=(valkey-server valkey-tools libc6 libgcc-s1 libstdc++6 zlib1g libssl3t64 libjemalloc2 liblzf1
   libsystemd0 libcap2 libzstd1 liblz4-1 liblzma5 libatomic1)
+echo "fetch-valkey: [2/3] downloading ${#pkgs[@]} packages (valkey-server, valkey-tools and the libraries they link, about 10 MB)"
 (cd "$work/debs" && "${apt[@]}" download "${pkgs[@]}") || {
   echo "fetch-valkey: downloading ${pkgs[*]} from trixie failed; if a package was renamed, update the list in $0" >&2
   exit 1
 }
+echo "fetch-valkey: [3/3] unpacking them and checking that valkey-server and valkey-cli run on their own libraries"
 for deb in "$work"/debs/*.deb; do
   dpkg-deb -x "$deb" "$work/root"
 done

@@ -125,7 +125,7 @@ func TestCtrlCDeletesWhatItWrote(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 
-	cmd := exec.Command(os.Args[0], "-redis", srv.Addr, "-rows", "256", "-workers", "2", "-reps", "50", "-out", t.TempDir())
+	cmd := exec.Command(os.Args[0], "-redis", srv.Addr, "-row-kib", "256", "-workers", "2", "-reps", "50", "-out", t.TempDir())
 	cmd.Env = append(os.Environ(), "BLOBBENCH_RUN_MAIN=1")
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)

@@ -87,6 +87,28 @@ func main() {
 	os.Exit(code)
 }
 
+// renamed are flags an older blobbench had, by the name that replaced
+// them: an old command line is refused with the new name, never read
+// with another meaning.
+var renamed = map[string]string{
+	"rows": "-row-kib (comma-separated row sizes in KiB: -rows 1024 meant rows of 1 MiB, not 1,024 rows)",
+}
+
+// refuseRenamed fails on a flag of renamed among args (up to the first
+// argument that is not a flag, as package flag reads them).
+func refuseRenamed(args []string) error {
+	for _, a := range args {
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			return nil
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if now, ok := renamed[name]; ok {
+			return fmt.Errorf("blobbench: -%s was renamed %s", name, now)
+		}
+	}
+	return nil
+}
+
 // interrupted is set when a signal arrived: the handler, not run, then
 // deletes what the run wrote, once the calls in flight ended.
 var interrupted atomic.Bool
@@ -102,7 +124,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	noRedis := fs.Bool("no-redis", false, "skip Redis even when redis-server is installed")
 	quick := fs.Bool("quick", false, "tiny sizes, for a smoke test")
 	only := fs.String("stores", "", "comma-separated stores to measure (default: all)")
-	rowsFlag := fs.String("rows", "", "comma-separated row sizes in KiB (default: 256,1024,4096)")
+	rowKiB := fs.String("row-kib", "", "comma-separated row sizes to measure, in KiB each (default: 256,1024,4096)")
 	workersFlag := fs.String("workers", "", "comma-separated worker counts (default: 1,2,4)")
 	redisAddr := fs.String("redis", "", "bench the Redis server you run at host:port instead of starting one (user: -redis-user, password: $BLOBBENCH_REDIS_PASSWORD)")
 	redisCluster := fs.String("redis-cluster", "", "bench the Redis Cluster you run, given comma-separated seed host:ports")
@@ -110,6 +132,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	prefix := fs.String("prefix", "blobbench", "key prefix in a store you run: it must hold no key under prefix/ (unless -force); every key the run writes is deleted")
 	force := fs.Bool("force", false, "bench a store that holds keys under -prefix; only the keys the run wrote are deleted")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
+	if err := refuseRenamed(args); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -148,12 +174,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	if *rowsFlag != "" {
+	if *rowKiB != "" {
 		p.rowSizes = nil
-		for _, f := range strings.Split(*rowsFlag, ",") {
+		for _, f := range strings.Split(*rowKiB, ",") {
 			n, err := strconv.ParseInt(f, 10, 64)
 			if err != nil || n < 1 {
-				fmt.Fprintf(stderr, "blobbench: -rows: %q is not a size in KiB\n", f)
+				fmt.Fprintf(stderr, "blobbench: -row-kib: %q is not a size in KiB\n", f)
 				return 2
 			}
 			p.rowSizes = append(p.rowSizes, n<<10)

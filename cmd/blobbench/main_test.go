@@ -68,7 +68,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-reps", "0"}, "must be positive"},
 		{[]string{"-nope"}, "flag provided but not defined"},
 		{[]string{"-stores", "memory,nosuch"}, `unknown store "nosuch"; want one of memory, mooncake-fake, redis`},
-		{[]string{"-rows", "x"}, `-rows: "x" is not a size in KiB`},
+		{[]string{"-row-kib", "x"}, `-row-kib: "x" is not a size in KiB`},
+		{[]string{"-rows", "1024"}, `-rows was renamed -row-kib (comma-separated row sizes in KiB`},
+		{[]string{"-quick", "--rows=256"}, `-rows was renamed -row-kib`},
 	}
 	if len(extraStores) == 0 {
 		cases = append(cases, struct {

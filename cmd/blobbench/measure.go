@@ -204,45 +204,12 @@ func mooncakeStore() store {
 		}}
 }
 
-// waker is the backend's wake function, a broadcast to every goroutine
-// waiting in until. It allocates nothing: a channel closed and made anew
-// on each wake was garbage on every change of state, and a collection its
-// garbage brought into a latency phase counted against the store. The
-// backend calls wake outside its lock, so until may call the backend
-// while it holds mu.
-type waker struct {
-	mu   sync.Mutex
-	cond sync.Cond
-}
-
-func newWaker() *waker {
-	w := &waker{}
-	w.cond.L = &w.mu
-	return w
-}
-
-func (w *waker) wake() {
-	w.mu.Lock()
-	w.cond.Broadcast()
-	w.mu.Unlock()
-}
-
-// until returns once done reports true, asking it again after each wake.
-func (w *waker) until(done func() bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for !done() {
-		w.cond.Wait()
-	}
-}
-
 // rig is a backend over a fresh driver with src and dst views of n rows.
 type rig struct {
 	s      store
 	lender *hostmem.Lender
 	be     *backend.Backend
 	d      driver.Driver
-	w      *waker
 	stem   driver.Stem
 	slots  *driver.Region
 	n      int
@@ -270,11 +237,10 @@ func newRig(s store, p plan, rowBytes int64, rows, workers int) (*rig, error) {
 	if err != nil {
 		return fail(err)
 	}
-	bind, err := backend.Bind(hold.Regions(), d, hold)
+	bind, err := backend.Bind(context.Background(), hold.Regions(), d, hold)
 	if err != nil {
 		return fail(err)
 	}
-	w := newWaker()
 	prefix := s.prefix
 	if prefix == "" {
 		prefix = "kvblob"
@@ -283,11 +249,11 @@ func newRig(s store, p plan, rowBytes int64, rows, workers int) (*rig, error) {
 	if err != nil {
 		return fail(err)
 	}
-	be, err := backend.New(bind, w.wake, backend.Config{Workers: workers, RowsPerBatch: p.rowsPerCall, BytesPerBatch: p.bytesPerCall, Prefix: prefix})
+	be, err := backend.New(bind, backend.Config{Workers: workers, RowsPerBatch: p.rowsPerCall, BytesPerBatch: p.bytesPerCall, Prefix: prefix})
 	if err != nil {
 		return fail(err)
 	}
-	r := &rig{s: s, lender: lender, be: be, d: d, w: w, stem: stem, slots: hold.Regions()[0], n: rows}
+	r := &rig{s: s, lender: lender, be: be, d: d, stem: stem, slots: hold.Regions()[0], n: rows}
 	active.add(r)
 	scalebench.Fill(r.slots.Mem[:int64(rows)*rowBytes])
 	return r, nil
@@ -343,8 +309,10 @@ func (r *rig) close() error {
 	return r.lender.Close()
 }
 
-// finish waits, on the backend's wake, until the attempt delivered every
-// row and quiesced.
+// finish waits until the attempt delivered every row and quiesced. For a
+// driver whose access ends when its call returns (every store measured
+// here), an attempt is quiesced once done, and WaitQuiesced returns at
+// once without allocating.
 func (r *rig) finish(a *backend.Attempt, err error) error {
 	if err != nil {
 		return err
@@ -353,11 +321,10 @@ func (r *rig) finish(a *backend.Attempt, err error) error {
 	if err != nil {
 		return err
 	}
-	if o.Prefix != len(o.Results) {
-		return fmt.Errorf("attempt delivered %d of %d rows: %s", o.Prefix, len(o.Results), o.Fault)
+	if o.InOrder != len(o.Results) {
+		return fmt.Errorf("attempt delivered %d of %d rows: %w", o.InOrder, len(o.Results), o.Err)
 	}
-	r.w.until(a.Quiesced)
-	return nil
+	return a.WaitQuiesced(context.Background())
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
@@ -498,11 +465,11 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		src, dst := r.views(0, rows)
 		before := r.be.Stats().BatchesQueued
 		t0 := time.Now()
-		if err := r.finish(r.be.Publish(src)); err != nil {
+		if err := r.finish(r.be.Publish(context.Background(), src)); err != nil {
 			return bandwidth{}, err
 		}
 		t1 := time.Now()
-		if err := r.finish(r.be.Fetch(dst, driver.Hint{})); err != nil {
+		if err := r.finish(r.be.Fetch(context.Background(), dst, driver.Hint{})); err != nil {
 			return bandwidth{}, err
 		}
 		t2 := time.Now()
@@ -576,14 +543,14 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 	}
 	defer r.close()
 	src, dst := r.views(0, p.latencyRows)
-	if err := r.finish(r.be.Publish(src)); err != nil {
+	if err := r.finish(r.be.Publish(context.Background(), src)); err != nil {
 		return latency{}, err
 	}
 	fetches := func() ([]time.Duration, error) {
 		ds := make([]time.Duration, 0, p.latencyFetches)
 		for i := 0; i < p.latencyFetches; i++ {
 			t0 := time.Now()
-			if err := r.finish(r.be.Fetch(dst, driver.Hint{})); err != nil {
+			if err := r.finish(r.be.Fetch(context.Background(), dst, driver.Hint{})); err != nil {
 				return nil, err
 			}
 			ds = append(ds, time.Since(t0))
@@ -622,7 +589,7 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 						return
 					default:
 					}
-					if err := r.finish(r.be.Publish(v)); err != nil {
+					if err := r.finish(r.be.Publish(context.Background(), v)); err != nil {
 						errs[k] = err
 						return
 					}
@@ -688,10 +655,10 @@ func measureRowOps(s store, p plan) (rowOps, error) {
 		for k := 0; k < p.rowOpsViews; k++ {
 			src, dst := r.views(0, p.rowOpsRows)
 			t0 := time.Now()
-			if err := r.finish(r.be.Publish(src)); err != nil {
+			if err := r.finish(r.be.Publish(context.Background(), src)); err != nil {
 				return rowOps{}, err
 			}
-			if err := r.finish(r.be.Fetch(dst, driver.Hint{})); err != nil {
+			if err := r.finish(r.be.Fetch(context.Background(), dst, driver.Hint{})); err != nil {
 				return rowOps{}, err
 			}
 			el += time.Since(t0)

@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -58,6 +61,8 @@ func TestDemoStartsRedisMovesRowsAndCleansUp(t *testing.T) {
 	assert.Regexp(t, `publish\[\d+\]: published 8 rows x 64 KiB = 512 KiB in .*: 8 READY`, out)
 	assert.Regexp(t, `fetch\[\d+\]: fetched 8 rows x 64 KiB = 512 KiB in .*: 8 READY`, out)
 	assert.Regexp(t, `fetch\[\d+\]: 8 of 8 rows match what the publishing process wrote`, out)
+	assert.Regexp(t, `publish\[\d+\]: serving /metrics at http://127\.0\.0\.1:\d+/metrics while it runs`, out)
+	assert.Regexp(t, `fetch\[\d+\]:   kvblob_driver_bytes_total\{op="get",store="redis"\} 524288`, out, "the printed series come from a scrape of the process's /metrics")
 	assert.Regexp(t, `fetch\[\d+\]:   kvblob_driver_rows_total\{op="get",result="ready",store="redis"\} 8`, out)
 	assert.Regexp(t, `publish\[\d+\]:   kvblob_backend_batches_settled_total\{store="redis"\} 3`, out)
 	assert.Contains(t, out, "demo: deleted 8 keys under kvblob-demo-")
@@ -106,4 +111,64 @@ func command(t *testing.T, addr, cmd string) string {
 	n, err := conn.Read(buf)
 	require.NoError(t, err)
 	return strings.TrimLeft(strings.TrimSpace(string(buf[:n])), ":+")
+}
+
+// TestDemoServesMetricsThatPassTheLint runs each of the demo's two
+// processes as make demo does (in this test's process, to reach it while
+// it runs), scrapes the /metrics it serves on loopback while it serves
+// it, and lints the scrape as promtool check metrics does (promlint, the
+// same rules): every problem fails the test.
+func TestDemoServesMetricsThatPassTheLint(t *testing.T) {
+	needRedis(t)
+	srv, err := serverproc.Start(redisSpec)
+	require.NoError(t, err)
+	defer srv.Stop()
+	require.NoError(t, srv.LoopbackOnly())
+	var stderr bytes.Buffer
+	c, err := parse([]string{"-redis", srv.Addr, "-rows", "4", "-row-bytes", "4096"}, &stderr)
+	require.NoError(t, err)
+	c.prefix = "kvblob-demo-lint"
+	defer func() {
+		_, err := cleanup(context.Background(), c)
+		assert.NoError(t, err)
+	}()
+	for _, role := range []string{"publish", "fetch"} {
+		c.role = role
+		scraped := false
+		c.serving = func(url string) {
+			assert.Regexp(t, `^http://127\.0\.0\.1:\d+/metrics$`, url, "served on loopback")
+			resp, err := http.Get(url)
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			problems, err := promlint.New(bytes.NewReader(body)).Lint()
+			require.NoError(t, err, "the scrape parses as the text format")
+			assert.Empty(t, problems, "the lint's problems with %s's /metrics", role)
+			for _, family := range []string{"kvblob_driver_rows_total", "kvblob_driver_bytes_total", "kvblob_backend_attempts_total", "kvblob_driver_call_seconds"} {
+				if !strings.Contains(string(body), "# TYPE "+family+" ") {
+					t.Errorf("%s's /metrics has no family %s", role, family)
+				}
+			}
+			scraped = true
+		}
+		var stdout bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := serve(ctx, c, &stdout, &stderr)
+		cancel()
+		t.Logf("%s:\n%s%s", role, stdout.String(), stderr.String())
+		require.NoError(t, err)
+		require.True(t, scraped, "the %s process served /metrics while it ran", role)
+	}
+}
+
+// TestDemoServesMetricsOnLoopbackOnly refuses a -metrics-addr beyond this
+// machine.
+func TestDemoServesMetricsOnLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:9100", ":9100", "example.com:9100"} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 2, run(context.Background(), []string{"-metrics-addr", addr}, &stdout, &stderr), addr)
+		assert.Contains(t, stderr.String(), "want a loopback host:port")
+	}
 }

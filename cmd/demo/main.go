@@ -2,8 +2,9 @@
 // publishes one request's KV rows from its host slots into Redis, and a
 // decode process fetches them into slots of its own, as two serving
 // runtimes on two machines would. Each process embeds runtime/backend over
-// an instrumented Redis driver and prints what moved, how fast, and the
-// driver metrics it would export.
+// an instrumented Redis driver, serves its metrics at /metrics on
+// 127.0.0.1 while it runs (-metrics-addr), and prints what moved, how fast,
+// and the series a scrape of its /metrics shows.
 //
 //	go run ./cmd/demo                 # starts redis-server on loopback, stops it after
 //	go run ./cmd/demo -redis HOST:PORT # a Redis the user runs (add -cluster for Redis Cluster)
@@ -27,6 +28,7 @@ import (
 	"hash/fnv"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -36,6 +38,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/kvblob/kvblob/conformance/serverproc"
@@ -69,6 +72,11 @@ type config struct {
 	workers  int
 	batch    int
 	timeout  time.Duration
+	// metricsAddr is where each process serves /metrics: loopback only.
+	metricsAddr string
+	// serving, when set (a test's), is called with the /metrics URL once
+	// the rows moved, while the process still serves it.
+	serving func(metricsURL string)
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
@@ -82,6 +90,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.workers, "workers", 2, "backend workers in each process")
 	fs.IntVar(&c.batch, "batch-rows", 16, "rows of one driver call (0: all in one)")
 	fs.DurationVar(&c.timeout, "timeout", time.Minute, "bound on the whole run")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "127.0.0.1:0", "loopback host:port each process serves /metrics on while it runs (port 0: a free one; it prints the address)")
 	fs.StringVar(&c.role, "role", "", "internal: publish or fetch (the demo starts these itself)")
 	fs.StringVar(&c.prefix, "prefix", "", "internal: the key prefix of this run")
 	if err := fs.Parse(args); err != nil {
@@ -98,6 +107,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("demo: -workers is %d; want 1 or more", c.workers)
 	case c.batch < 0:
 		return c, fmt.Errorf("demo: -batch-rows is %d; want 0 (no bound) or more", c.batch)
+	case !loopback(c.metricsAddr):
+		return c, fmt.Errorf("demo: -metrics-addr is %q; want a loopback host:port (127.0.0.1:PORT or [::1]:PORT): the demo serves nothing beyond this machine", c.metricsAddr)
 	case c.role != "" && (c.redis == "" || c.prefix == ""):
 		return c, errors.New("demo: -role is the demo's own; run the demo without it")
 	}
@@ -210,7 +221,8 @@ func child(ctx context.Context, c config, role string, stdout, stderr io.Writer)
 		return err
 	}
 	args := []string{"-role", role, "-redis", c.redis, "-prefix", c.prefix, "-rows", strconv.Itoa(c.rows),
-		"-row-bytes", strconv.FormatInt(c.rowBytes, 10), "-workers", strconv.Itoa(c.workers), "-batch-rows", strconv.Itoa(c.batch), "-timeout", c.timeout.String()}
+		"-row-bytes", strconv.FormatInt(c.rowBytes, 10), "-workers", strconv.Itoa(c.workers), "-batch-rows", strconv.Itoa(c.batch),
+		"-timeout", c.timeout.String(), "-metrics-addr", c.metricsAddr}
 	if c.cluster {
 		args = append(args, "-cluster")
 	}
@@ -300,21 +312,21 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bind, err := backend.Bind(hold.Regions(), d, hold)
+	bind, err := backend.Bind(ctx, hold.Regions(), d, hold)
 	if err != nil {
 		return err // the hold stays out: the lender's memory is kept
 	}
-	woken := make(chan struct{}, 1)
-	be, err := backend.New(bind, func() {
-		select {
-		case woken <- struct{}{}:
-		default:
-		}
-	}, backend.Config{Workers: c.workers, RowsPerBatch: c.batch, Prefix: c.prefix, Logger: log.With().Str("store", "redis").Logger()})
+	be, err := backend.New(bind, backend.Config{Workers: c.workers, RowsPerBatch: c.batch, Prefix: c.prefix, Logger: log.With().Str("store", "redis").Logger()})
 	if err != nil {
 		return err
 	}
 	reg.MustRegister(drivers, metrics.NewBackendCollector("redis", be))
+	metricsURL, stopServing, err := serveMetrics(c.metricsAddr, reg)
+	if err != nil {
+		return err
+	}
+	defer stopServing()
+	fmt.Fprintf(stdout, "%s: serving /metrics at %s while it runs\n", who, metricsURL)
 
 	slots := hold.Regions()[0]
 	view := make(backend.View, c.rows)
@@ -328,9 +340,9 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	start := time.Now()
 	var a *backend.Attempt
 	if c.role == "publish" {
-		a, err = be.Publish(view)
+		a, err = be.Publish(ctx, view)
 	} else {
-		a, err = be.Fetch(view, driver.Hint{})
+		a, err = be.Fetch(ctx, view, driver.Hint{})
 	}
 	if err != nil {
 		return err
@@ -339,12 +351,8 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for !a.Quiesced() { // the slots are ours again only once quiesced
-		select {
-		case <-woken:
-		case <-ctx.Done():
-			return fmt.Errorf("%s: the slots are still in use (%v); keeping them", who, ctx.Err())
-		}
+	if err := a.WaitQuiesced(ctx); err != nil { // the slots are ours again only once quiesced
+		return fmt.Errorf("%s: the slots are still in use (%w); keeping them", who, err)
 	}
 	took := time.Since(start)
 
@@ -356,8 +364,8 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%s: %s %d rows x %s = %s in %v (%s/s): %s\n", who, map[string]string{"publish": "published", "fetch": "fetched"}[c.role],
 		c.rows, size(c.rowBytes), size(total), took.Round(time.Microsecond), size(int64(float64(total)/took.Seconds())), summary(counts))
 	var failed error
-	if o.Prefix != c.rows {
-		failed = fmt.Errorf("%s: only the first %d of %d rows were delivered: %s", who, o.Prefix, c.rows, o.Fault)
+	if o.InOrder != c.rows {
+		failed = fmt.Errorf("%s: only the first %d of %d rows were delivered: %w", who, o.InOrder, c.rows, o.Err)
 	}
 	if c.role == "fetch" && failed == nil {
 		match := 0
@@ -373,7 +381,10 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			failed = fmt.Errorf("%s: %d rows differ from what was published", who, c.rows-match)
 		}
 	}
-	if err := printMetrics(stdout, who, reg); err != nil {
+	if c.serving != nil {
+		c.serving(metricsURL)
+	}
+	if err := printMetrics(ctx, stdout, who, metricsURL); err != nil {
 		return err
 	}
 
@@ -398,30 +409,69 @@ func summary(counts map[driver.Status]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// printMetrics prints the series of the registry a runtime would export
-// that are not zero, as a Prometheus scrape shows them.
-func printMetrics(w io.Writer, who string, reg *prometheus.Registry) error {
-	families, err := reg.Gather()
+// loopback reports whether addr is a host:port on the loopback interface.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serveMetrics serves reg at /metrics on addr (loopback), and returns its
+// URL and a function that stops serving and waits for the server to end.
+func serveMetrics(addr string, reg *prometheus.Registry) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("demo: serving /metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln) // ErrServerClosed once stopped
+	}()
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			_ = srv.Close()
+		}
+		<-done
+	}
+	return "http://" + ln.Addr().String() + "/metrics", stop, nil
+}
+
+// printMetrics scrapes url, as Prometheus would, and prints the samples
+// that are not zero (no histogram buckets: their _sum and _count say
+// enough here).
+func printMetrics(ctx context.Context, w io.Writer, who, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			series := f.GetName() + "{" + strings.Join(labels, ",") + "}"
-			switch {
-			case m.GetCounter() != nil && m.GetCounter().GetValue() != 0:
-				fmt.Fprintf(w, "%s:   %s %.0f\n", who, series, m.GetCounter().GetValue())
-			case m.GetGauge() != nil && m.GetGauge().GetValue() != 0:
-				fmt.Fprintf(w, "%s:   %s %.0f\n", who, series, m.GetGauge().GetValue())
-			case m.GetHistogram() != nil && m.GetHistogram().GetSampleCount() != 0:
-				h := m.GetHistogram()
-				fmt.Fprintf(w, "%s:   %s count=%d mean=%v\n", who, series, h.GetSampleCount(),
-					time.Duration(h.GetSampleSum()/float64(h.GetSampleCount())*float64(time.Second)).Round(time.Microsecond))
-			}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("demo: scraping %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("demo: scraping %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("demo: scraping %s: %s: %s", url, resp.Status, body)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		if line == "" || line[0] == '#' || i < 0 || strings.Contains(line[:i], "_bucket{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil && v != 0 {
+			fmt.Fprintf(w, "%s:   %s\n", who, line)
 		}
 	}
 	return nil

@@ -33,11 +33,13 @@ func roundTripCheck(summary *string) conformance.Check {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bind, err := backend.Bind(hold.Regions(), h.D, hold)
+		ctx, cancel := context.WithTimeout(context.Background(), h.Deadline)
+		defer cancel()
+		bind, err := backend.Bind(ctx, hold.Regions(), h.D, hold)
 		if err != nil {
 			t.Fatal(err)
 		}
-		be, err := backend.New(bind, nil, backend.Config{Workers: 2, RowsPerBatch: 4, Prefix: "gate-demo"})
+		be, err := backend.New(bind, backend.Config{Workers: 2, RowsPerBatch: 4, Prefix: "gate-demo"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,30 +55,24 @@ func roundTripCheck(summary *string) conformance.Check {
 			if err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(h.Deadline)
-			for !a.Quiesced() {
-				if time.Now().After(deadline) {
-					t.Fatalf("test timed out: the attempt did not quiesce within %v", h.Deadline)
-				}
-				time.Sleep(50 * time.Microsecond) // a runtime's poll
+			if err := a.WaitQuiesced(ctx); err != nil {
+				t.Fatalf("test timed out: the attempt did not quiesce within %v: %v", h.Deadline, err)
 			}
 			o, _ := a.Poll()
 			return o
 		}
 		start := time.Now()
-		pub := wait(be.Publish(src))
-		got := wait(be.Fetch(dst, driver.Hint{}))
+		pub := wait(be.Publish(ctx, src))
+		got := wait(be.Fetch(ctx, dst, driver.Hint{}))
 		took := time.Since(start)
-		if pub.Prefix != demoRows || got.Prefix != demoRows {
-			t.Errorf("round trip delivered %d published, %d fetched of %d rows: %s %s", pub.Prefix, got.Prefix, demoRows, pub.Fault, got.Fault)
+		if pub.InOrder != demoRows || got.InOrder != demoRows {
+			t.Errorf("round trip delivered %d published, %d fetched of %d rows: %v; %v", pub.InOrder, got.InOrder, demoRows, pub.Err, got.Err)
 		}
 		for i := range src {
 			if !bytes.Equal(src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes()) {
 				t.Errorf("row %d came back different", i)
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), h.Deadline)
-		defer cancel()
 		if err := be.Shutdown(ctx); err != nil {
 			t.Fatalf("%v", err)
 		}

@@ -1,11 +1,15 @@
 // Command testsum reads `go test -json` on stdin, prints each package's
-// result as go test would (and the output of every failed test), and ends
-// with one line counting the tests:
+// result as go test would (and the output of every failed test), then
+// every skipped test grouped by the reason it gave, and ends with one
+// line counting the tests:
 //
+//	skipped 2: redis-server not found (apt-get install redis-server)
+//	    stores/redis: TestDriver, TestFaults
 //	tests: 612 passed, 0 failed, 14 skipped
 //
-// It exits 1 when a test, a package or a build failed. make test pipes
-// go test through it, so a run always closes with its totals.
+// The totals line is always the last: CI reads it. It exits 1 when a
+// test, a package or a build failed. make test pipes go test through it,
+// so a run always closes with its skips and its totals.
 package main
 
 import (
@@ -14,6 +18,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -30,12 +36,16 @@ type tally struct {
 	passed, failed, skipped int
 	packagesFailed          int
 	buildFailed             int
+	skips                   map[string][]skip // by reason
 }
+
+// skip is one skipped test.
+type skip struct{ pkg, test string }
 
 func main() { os.Exit(run(os.Stdin, os.Stdout)) }
 
 func run(in io.Reader, out io.Writer) int {
-	var t tally
+	t := tally{skips: map[string][]skip{}}
 	outputs := map[string][]string{} // package/test -> output lines
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
@@ -75,6 +85,8 @@ func run(in io.Reader, out io.Writer) int {
 				t.passed++
 			case "skip":
 				t.skipped++
+				reason := skipReason(outputs[key])
+				t.skips[reason] = append(t.skips[reason], skip{e.Package, e.Test})
 			case "fail":
 				t.failed++
 				fmt.Fprintf(out, "--- FAIL: %s (%s)\n%s", e.Test, e.Package, strings.Join(outputs[key], ""))
@@ -82,14 +94,77 @@ func run(in io.Reader, out io.Writer) int {
 			delete(outputs, key)
 		}
 	}
+	printSkips(out, t.skips)
+	failed := t.failed > 0 || t.packagesFailed > 0 || t.buildFailed > 0
+	if failed && t.failed == 0 {
+		fmt.Fprintf(out, "testsum: %d packages failed (a build error, a panic, or a TestMain that failed)\n", t.packagesFailed+t.buildFailed)
+	}
 	fmt.Fprintf(out, "tests: %d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped)
-	if t.failed > 0 || t.packagesFailed > 0 || t.buildFailed > 0 {
-		if t.failed == 0 {
-			fmt.Fprintf(out, "testsum: %d packages failed (a build error, a panic, or a TestMain that failed)\n", t.packagesFailed+t.buildFailed)
-		}
+	if failed {
 		return 1
 	}
 	return 0
+}
+
+// noReason stands for a skip that logged nothing (t.SkipNow).
+const noReason = "(no reason given)"
+
+// logLine is the head of a line a test logged: "    file_test.go:12: ".
+var logLine = regexp.MustCompile(`^\s*[\w.-]+\.go:\d+: `)
+
+// skipReason is what a skipped test logged last: its t.Skip message,
+// with the file:line head cut and any continuation lines joined.
+func skipReason(lines []string) string {
+	last := -1
+	for i, l := range lines {
+		if logLine.MatchString(l) {
+			last = i
+		}
+	}
+	if last < 0 {
+		return noReason
+	}
+	parts := append([]string{logLine.ReplaceAllString(lines[last], "")}, lines[last+1:]...)
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	if r := strings.TrimSpace(strings.Join(parts, " ")); r != "" {
+		return r
+	}
+	return noReason
+}
+
+// printSkips prints the skipped tests grouped by reason, the largest
+// group first, each group's tests by package.
+func printSkips(out io.Writer, skips map[string][]skip) {
+	reasons := make([]string, 0, len(skips))
+	for r := range skips {
+		reasons = append(reasons, r)
+	}
+	sort.Slice(reasons, func(i, j int) bool {
+		a, b := reasons[i], reasons[j]
+		if len(skips[a]) != len(skips[b]) {
+			return len(skips[a]) > len(skips[b])
+		}
+		return a < b
+	})
+	for _, r := range reasons {
+		fmt.Fprintf(out, "skipped %d: %s\n", len(skips[r]), r)
+		byPkg := map[string][]string{}
+		var pkgs []string
+		for _, s := range skips[r] {
+			if byPkg[s.pkg] == nil {
+				pkgs = append(pkgs, s.pkg)
+			}
+			byPkg[s.pkg] = append(byPkg[s.pkg], s.test)
+		}
+		sort.Strings(pkgs)
+		for _, p := range pkgs {
+			tests := byPkg[p]
+			sort.Strings(tests)
+			fmt.Fprintf(out, "    %s: %s\n", p, strings.Join(tests, ", "))
+		}
+	}
 }
 
 func printPackage(out io.Writer, e event, lines []string) {

@@ -32,9 +32,10 @@ var (
 )
 
 // Backend is a backend over a blocking memory store and a lender's slots,
-// woken through a channel of one, as a serving runtime would be: a
-// non-blocking send that allocates nothing, so that a benchmark counts
-// the backend's cost and not its harness's. One goroutine settles its
+// with no wake function: an attempt is settled by Wait and WaitQuiesced,
+// as a serving runtime would, and neither allocates for an attempt that
+// is already quiesced when asked, so that a benchmark counts the
+// backend's cost and not its harness's. One goroutine settles its
 // attempts.
 type Backend struct {
 	*backend.Backend
@@ -42,7 +43,6 @@ type Backend struct {
 	Slots  *driver.Region
 	lender *hostmem.Lender
 	d      *memory.Driver
-	wake   chan struct{}
 }
 
 // NewBackend returns a Backend configured by cfg over slots slots of
@@ -69,12 +69,12 @@ func NewBackendOver(slots int, rowBytes int64, cfg backend.Config, wrap func(d *
 	if wrap != nil {
 		called = wrap(d)
 	}
-	bind, err := backend.Bind(hold.Regions(), called, hold)
+	bind, err := backend.Bind(context.Background(), hold.Regions(), called, hold)
 	if err != nil {
 		return nil, errors.Join(err, d.Close(), lender.Close())
 	}
-	b := &Backend{Slots: hold.Regions()[0], lender: lender, d: d, wake: make(chan struct{}, 1)}
-	b.Backend, err = backend.New(bind, b.signal, cfg)
+	b := &Backend{Slots: hold.Regions()[0], lender: lender, d: d}
+	b.Backend, err = backend.New(bind, cfg)
 	if err != nil {
 		return nil, errors.Join(err, d.Close(), lender.Close())
 	}
@@ -106,14 +106,6 @@ func Fill(b []byte) {
 	}
 }
 
-// signal is the backend's wake function: a send that never blocks.
-func (b *Backend) signal() {
-	select {
-	case b.wake <- struct{}{}:
-	default:
-	}
-}
-
 // Settle waits until a is done with every row delivered, then until it
 // quiesces, or until ctx ends.
 func (b *Backend) Settle(ctx context.Context, a *backend.Attempt) error {
@@ -121,15 +113,11 @@ func (b *Backend) Settle(ctx context.Context, a *backend.Attempt) error {
 	if err != nil {
 		return fmt.Errorf("scalebench: attempt not done: %w", err)
 	}
-	if o.Prefix != len(o.Results) {
-		return fmt.Errorf("scalebench: %d of %d rows delivered: %s", o.Prefix, len(o.Results), o.Fault)
+	if o.InOrder != len(o.Results) {
+		return fmt.Errorf("scalebench: %d of %d rows delivered: %w", o.InOrder, len(o.Results), o.Err)
 	}
-	for !a.Quiesced() {
-		select {
-		case <-b.wake:
-		case <-ctx.Done():
-			return fmt.Errorf("scalebench: attempt not quiesced: %w", ctx.Err())
-		}
+	if err := a.WaitQuiesced(ctx); err != nil {
+		return fmt.Errorf("scalebench: attempt not quiesced: %w", err)
 	}
 	return nil
 }
@@ -161,7 +149,7 @@ func New(slots int, cfg backend.Config) (*Rig, error) {
 	}
 	ctx, cancel := bound(len(r.rows))
 	defer cancel()
-	a, err := r.Publish(r.rows)
+	a, err := r.Publish(ctx, r.rows)
 	if err == nil {
 		err = r.Settle(ctx, a)
 	}
@@ -170,6 +158,11 @@ func New(slots int, cfg backend.Config) (*Rig, error) {
 	}
 	return r, nil
 }
+
+// submit is the ctx of the timed attempts: one that never ends, so that
+// the backend registers no cancel per attempt and the figures stay the
+// backend's own (bound's ctx still bounds every wait).
+var submit = context.Background()
 
 // bound returns the context a run of ops settles under: 10 s, and a
 // millisecond per op (hundreds of times what one costs), so that a hang
@@ -190,7 +183,7 @@ func (r *Rig) Outstanding(ops int) (time.Duration, error) {
 	ring := make([]*backend.Attempt, n)
 	var err error
 	for i := range ring {
-		if ring[i], err = r.Fetch(r.rows[i:i+1], driver.Hint{}); err != nil {
+		if ring[i], err = r.Fetch(submit, r.rows[i:i+1], driver.Hint{}); err != nil {
 			return 0, err
 		}
 	}
@@ -199,7 +192,7 @@ func (r *Rig) Outstanding(ops int) (time.Duration, error) {
 		if err := r.Settle(ctx, ring[i%n]); err != nil {
 			return 0, err
 		}
-		if ring[i%n], err = r.Fetch(r.rows[i%n:i%n+1], driver.Hint{}); err != nil {
+		if ring[i%n], err = r.Fetch(submit, r.rows[i%n:i%n+1], driver.Hint{}); err != nil {
 			return 0, err
 		}
 	}
@@ -221,7 +214,7 @@ func (r *Rig) Views(ops int) (time.Duration, int, error) {
 	start := time.Now()
 	rows := 0
 	for rows < ops {
-		a, err := r.Fetch(r.rows, driver.Hint{})
+		a, err := r.Fetch(submit, r.rows, driver.Hint{})
 		if err == nil {
 			err = r.Settle(ctx, a)
 		}

@@ -69,8 +69,18 @@ type attempt struct {
 // tests that prove the checks bite).
 type attemptAPI interface {
 	Poll() (backend.Outcome, bool)
-	Quiesced() bool
+	Quiesced() <-chan struct{}
 	Cancel()
+}
+
+// quiesced asks, without waiting, whether a quiesced.
+func quiesced(a attemptAPI) bool {
+	select {
+	case <-a.Quiesced():
+		return true
+	default:
+		return false
+	}
 }
 
 func span(r *driver.Region, i int) driver.Span {
@@ -109,16 +119,19 @@ func newEpoch(store string, rng *rand.Rand, t *tally) (*epoch, error) {
 	}
 	e.chk = &checker{Driver: inner, t: t}
 	e.hold = &checkHold{chk: e.chk}
-	bind, err := backend.Bind([]*driver.Region{mem.Region}, e.chk, e.hold)
+	bind, err := backend.Bind(context.Background(), []*driver.Region{mem.Region}, e.chk, e.hold)
 	if err != nil {
 		return nil, err
 	}
-	e.be, err = backend.New(bind, func() {
-		select {
-		case e.wake <- struct{}{}:
-		default:
-		}
-	}, backend.Config{Workers: 1 + rng.Intn(3), RowsPerBatch: 1 + rng.Intn(4), Prefix: prefix})
+	// The soak drives every attempt from one loop, as a runtime with an
+	// event loop of its own does: Config.Wake nudges it.
+	e.be, err = backend.New(bind, backend.Config{Workers: 1 + rng.Intn(3), RowsPerBatch: 1 + rng.Intn(4), Prefix: prefix,
+		Wake: func() {
+			select {
+			case e.wake <- struct{}{}:
+			default:
+			}
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -206,9 +219,9 @@ func (e *epoch) submit(k int, fetch bool) error {
 	var err error
 	var a *backend.Attempt
 	if fetch {
-		a, err = e.be.Fetch(view, driver.Hint{})
+		a, err = e.be.Fetch(context.Background(), view, driver.Hint{})
 	} else {
-		a, err = e.be.Publish(view)
+		a, err = e.be.Publish(context.Background(), view)
 	}
 	at.a = a
 	if err != nil {
@@ -236,7 +249,7 @@ func (e *epoch) reap(rep *Report) bool {
 			}
 			e.checkFinal(o)
 		}
-		if !done || !at.a.Quiesced() {
+		if !done || !quiesced(at.a) {
 			keep = append(keep, at)
 			continue
 		}

@@ -112,7 +112,7 @@ func TestTheNewChecksBite(t *testing.T) {
 type fakeAttempt struct{ o backend.Outcome }
 
 func (f fakeAttempt) Poll() (backend.Outcome, bool) { return f.o, true }
-func (fakeAttempt) Quiesced() bool                  { return false }
+func (fakeAttempt) Quiesced() <-chan struct{}       { return nil }
 func (fakeAttempt) Cancel()                         {}
 
 // openOp is an operation whose access never ends.

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/kvblob/kvblob/runtime/driver"
 )
@@ -46,43 +47,55 @@ type Outcome struct {
 	Results []driver.Result
 	// Delivered marks the READY rows.
 	Delivered []bool
-	// Prefix is the number of leading rows delivered: what a prefix reuse
-	// may use.
-	Prefix int
-	// Fault says why the attempt stopped early or why a row failed ("" if
-	// nothing did).
-	Fault string
+	// InOrder is the number of rows delivered in order from the first,
+	// up to the first row that is not READY: what a prefix reuse may use.
+	InOrder int
+	// Err says why the attempt stopped early or why a row failed (nil if
+	// nothing did); the first cause is kept. It is a *RowError for a row
+	// that answered FAULT (errors.As reaches its *driver.FaultError) or a
+	// call the driver refused (errors.As reaches its
+	// *driver.RejectedError); otherwise it wraps ErrCancelled (and, for a
+	// ctx that ended, context.Cause(ctx)), ErrShutDown or
+	// ErrProtocolViolation, for errors.Is.
+	Err error
 }
 
 // Attempt is one Publish or Fetch.
 //
 // Every method is safe to call from any goroutine, at any time, including
-// from the backend's wake function; none calls the driver except Cancel,
-// which calls the started operations' Cancel (never blocking on the
-// store). An outcome goes through two stages, each final once reached:
+// from Config.Wake; none calls the driver except Cancel, which calls the
+// started operations' Cancel (never blocking on the store). An outcome
+// goes through two stages, each final once reached:
 //
 //  1. done: every row has its result (Poll returns true, Done is closed,
 //     Wait returns the outcome);
-//  2. quiesced: no store can touch the view's slots any more (Quiesced).
+//  2. quiesced: no store can touch the view's slots any more (Quiesced
+//     is closed, WaitQuiesced returns nil).
 //
 // The slots may be reused, or given back to the lender, only once the
 // attempt is quiesced, which can come after done: a store may answer a row
 // before its access ends. An attempt pinned by an unprovable call is done
 // but never quiesces; its slots must never be reused.
 type Attempt struct {
-	b       *Backend
-	fetch   bool
-	hint    driver.Hint
-	results []driver.Result
-	batches []*batch
+	b *Backend
+	// ctx is the ctx of the attempt's driver calls; stopCancel, when ctx
+	// can end, unregisters the cancel its end would run.
+	ctx        context.Context
+	stopCancel func() bool
+	fetch      bool
+	hint       driver.Hint
+	results    []driver.Result
+	batches    []*batch
 	// Counters of the batches' states, so that done, quiesced and pinned
 	// are O(1): queued; started with results not recorded; started with
 	// access not ended; unprovable.
 	queued, running, accessOpen, unprovable int
 	stopped                                 bool
-	fault                                   string
+	err                                     error
 	done                                    chan struct{} // closed once the outcome is final
 	closed                                  bool          // done is closed
+	quiesced                                signal        // closed once quiesced
+	settled                                 signal        // closed once quiesced or pinned: WaitQuiesced's wait
 	at                                      int           // index in Backend.attempts until forgotten, then -1
 	// in holds a small view's copy and bookkeeping inside the Attempt, so
 	// that a view of one row of one span, cut into one batch, takes no
@@ -128,13 +141,51 @@ func (a *Attempt) Wait(ctx context.Context) (Outcome, error) {
 	return o, nil
 }
 
-// markDoneLocked closes done the first time the outcome is final. Every
-// change that can finish an attempt (a batch recorded, queued batches
-// dropped) calls it.
+// signal is a channel closed once, made only when someone asks for it:
+// most attempts are never waited on this way, and pay nothing for it.
+type signal struct {
+	ch    chan struct{}
+	fired bool
+}
+
+// closedChan is the channel of a signal fired before anyone asked.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (s *signal) chanLocked() <-chan struct{} {
+	if s.ch == nil {
+		if s.fired {
+			return closedChan
+		}
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+func (s *signal) fireLocked() {
+	if !s.fired {
+		s.fired = true
+		if s.ch != nil {
+			close(s.ch)
+		}
+	}
+}
+
+// markDoneLocked closes done the first time the outcome is final, and
+// fires quiesced and pinned the first time they hold. Every change that
+// can finish an attempt, end a batch's access or pin it calls it.
 func (a *Attempt) markDoneLocked() {
 	if !a.closed && a.doneLocked() {
 		a.closed = true
 		close(a.done)
+		if a.stopCancel != nil {
+			a.stopCancel() // the outcome is final: ctx's end changes nothing
+		}
+	}
+	if a.quiescedLocked() {
+		a.quiesced.fireLocked()
+		a.settled.fireLocked()
+	} else if a.pinnedLocked() {
+		a.settled.fireLocked()
 	}
 }
 
@@ -143,7 +194,7 @@ func (a *Attempt) markDoneLocked() {
 // Results) and false. It never blocks on the store.
 func (a *Attempt) Poll() (Outcome, bool) {
 	a.b.mu.Lock()
-	done, fault := a.doneLocked(), a.fault // a Cancel after done may still set the fault
+	done, err := a.doneLocked(), a.err
 	a.b.mu.Unlock()
 	if !done {
 		return Outcome{}, false
@@ -152,7 +203,7 @@ func (a *Attempt) Poll() (Outcome, bool) {
 	// written after a batch recorded, and none is queued): the outcome is
 	// built outside the lock, which a view of thousands of rows would
 	// otherwise hold for the whole copy.
-	o := Outcome{Fault: fault}
+	o := Outcome{Err: err}
 	if len(a.results) == 1 {
 		one := new(struct { // a one-row outcome in one allocation
 			r [1]driver.Result
@@ -167,7 +218,7 @@ func (a *Attempt) Poll() (Outcome, bool) {
 	for i, r := range a.results {
 		o.Delivered[i] = r.Status == driver.Ready
 		if prefix && o.Delivered[i] {
-			o.Prefix++
+			o.InOrder++
 		} else {
 			prefix = false
 		}
@@ -175,25 +226,75 @@ func (a *Attempt) Poll() (Outcome, bool) {
 	return o, true
 }
 
-// Quiesced reports whether no store can touch the attempt's slots any more:
-// its outcome is final and every batch that started proved its access
-// ended. Only then may the slots be written, fetched into again or given
-// back. An attempt with an unprovable batch never quiesces. There is no
-// channel for it: wait on the backend's wake and ask again.
-func (a *Attempt) Quiesced() bool {
+// Quiesced returns a channel closed once no store can touch the attempt's
+// slots any more: its outcome is final and every batch that started
+// proved its access ended. Only then may the slots be written, fetched
+// into again or given back. An attempt with an unprovable batch never
+// quiesces (WaitQuiesced says so at once). Select on it beside Done and
+// your own channels; a non-blocking receive asks whether it quiesced.
+func (a *Attempt) Quiesced() <-chan struct{} {
 	a.b.mu.Lock()
 	defer a.b.mu.Unlock()
-	return a.quiescedLocked()
+	return a.quiesced.chanLocked()
+}
+
+// WaitQuiesced blocks until the attempt quiesced (nil), until it is pinned
+// by a call whose access can never be proven ended (ErrPinned: waiting
+// longer cannot help, and its slots must never be reused), or until ctx
+// ends (ctx.Err(): the slots are still the store's). It never calls the
+// driver and does not cancel the attempt.
+func (a *Attempt) WaitQuiesced(ctx context.Context) error {
+	settled, err := a.quiescedOrPinned()
+	if settled == nil {
+		return err // quiesced (nil) or pinned
+	}
+	select {
+	case <-settled:
+	case <-ctx.Done():
+	}
+	if settled, err := a.quiescedOrPinned(); settled == nil {
+		return err // quiesced or pinned, even if ctx ended too: that answer wins
+	}
+	return ctx.Err()
+}
+
+// quiescedOrPinned returns nil and nil once the attempt quiesced, nil and
+// ErrPinned if it never will, and otherwise the channel closed once
+// either holds (made only then, so that waiting on an attempt already
+// quiesced allocates nothing).
+func (a *Attempt) quiescedOrPinned() (<-chan struct{}, error) {
+	a.b.mu.Lock()
+	defer a.b.mu.Unlock()
+	switch {
+	case a.quiescedLocked():
+		return nil, nil
+	case a.pinnedLocked():
+		return nil, ErrPinned
+	}
+	return a.settled.chanLocked(), nil
 }
 
 // Cancel drops the attempt's queued batches (their rows answer CANCELLED)
 // and asks the driver, best effort, to cancel the ones started. It does not
-// wait for them: the slots are still the store's until Quiesced. It may be
-// called more than once, from any goroutine.
-func (a *Attempt) Cancel() {
+// wait for them: the slots are still the store's until Quiesced. The
+// outcome's Err wraps ErrCancelled, unless an earlier cause stopped the
+// attempt or the outcome was already final (then Cancel changes nothing).
+// It may be called more than once, from any goroutine.
+func (a *Attempt) Cancel() { a.cancel(ErrCancelled) }
+
+// cancelCause is the Err of an attempt its ctx's end cancelled.
+func (a *Attempt) cancelCause() error {
+	return fmt.Errorf("%w: %w", ErrCancelled, context.Cause(a.ctx))
+}
+
+func (a *Attempt) cancel(why error) {
 	b := a.b
 	b.mu.Lock()
-	a.stopLocked("cancelled")
+	if a.doneLocked() {
+		b.mu.Unlock()
+		return // the outcome is final, and no call is left to cancel
+	}
+	a.stopLocked(why)
 	var ops []driver.Operation
 	for _, bt := range a.batches {
 		if bt.state == started && bt.op != nil && !bt.resultsRecorded {
@@ -235,6 +336,7 @@ func (bt *batch) endAccessLocked() {
 		bt.accessEnded = true
 		if bt.state == started {
 			bt.a.accessOpen--
+			bt.a.markDoneLocked()
 		}
 	}
 }
@@ -243,14 +345,15 @@ func (bt *batch) unprovableLocked() {
 	if !bt.unprovable {
 		bt.unprovable = true
 		bt.a.unprovable++
+		bt.a.markDoneLocked()
 	}
 }
 
 // stopLocked drops every queued batch of the attempt; their rows answer
-// CANCELLED. The first reason is kept as the attempt's fault.
-func (a *Attempt) stopLocked(reason string) {
-	if a.fault == "" {
-		a.fault = reason
+// CANCELLED. The first cause is kept as the attempt's Err.
+func (a *Attempt) stopLocked(why error) {
+	if a.err == nil {
+		a.err = why
 	}
 	if a.stopped && a.queued == 0 {
 		return
@@ -274,10 +377,14 @@ func (a *Attempt) stopLocked(reason string) {
 func (a *Attempt) recordLocked(bt *batch, res []driver.Result) {
 	for k, r := range res {
 		a.results[bt.first+k] = r
-		if r.Status == driver.Fault && a.fetch && !a.stopped {
-			a.stopLocked("row " + bt.rows[k].Key + ": " + r.Text)
-		} else if r.Status == driver.Fault && a.fault == "" {
-			a.fault = "row " + bt.rows[k].Key + ": " + r.Text
+		if r.Status != driver.Fault || (a.err != nil && (a.stopped || !a.fetch)) {
+			continue
+		}
+		fault := &RowError{Row: bt.first + k, Key: bt.rows[k].Key, Err: r.Err()}
+		if a.fetch && !a.stopped {
+			a.stopLocked(fault)
+		} else if a.err == nil {
+			a.err = fault
 		}
 	}
 	bt.resultsRecorded = true

@@ -38,21 +38,39 @@
 //
 // Every method of Backend, Attempt and RegionBinding is safe to call from
 // any goroutine, at any time, and never blocks on the store: Publish and
-// Fetch only validate and queue, Poll, Quiesced and Stats read state under
-// the backend's lock, and only Wait and Shutdown wait (each until its ctx
-// ends). The backend calls the driver from its own goroutines alone:
-// Config.Workers workers call Put and Get, and one progress goroutine
-// observes operations and, after Shutdown, calls Drain and Unregister and
-// releases the hold. Bind is the exception: it registers on the caller's
-// goroutine.
+// Fetch only validate and queue, Poll and Stats read state under the
+// backend's lock, and only Wait, WaitQuiesced and Shutdown wait (each
+// until its ctx ends). The backend calls the driver from its own
+// goroutines alone: Config.Workers workers call Put and Get, and one
+// progress goroutine observes operations and, after Shutdown, calls Drain
+// and Unregister and releases the hold. Bind is the exception: it
+// registers on the caller's goroutine.
 //
-// The wake function given to New is a plain func(). It may be nil (no
-// wake-ups). The backend calls it after every state change (a submission,
-// a recorded result, an access end, a cancel, a shutdown step), always
-// outside its lock, from whichever goroutine made the change, including
-// several at once: it must be safe for concurrent use and should return
-// quickly, since a worker waits for it. It may call the backend's methods.
-// A wake carries no payload; after one, poll what you are waiting for.
+// # Contexts
+//
+// The ctx given to Publish or Fetch is the ctx of every driver call the
+// attempt makes (its deadline and values reach Put and Get), and its end
+// cancels the attempt as Cancel does: rows not started answer CANCELLED,
+// and calls already in the driver run out (an SDK call cannot be
+// recalled; the driver stops what its client lets a ctx stop). The
+// attempt's Outcome.Err then wraps ErrCancelled and context.Cause(ctx).
+// Bind checks its ctx between registrations (driver.Driver's Register
+// takes none), and Shutdown waits within its own.
+//
+// # Waiting
+//
+// Each attempt has two channels an embedder selects on beside its own:
+// Done (the outcome is final) and Quiesced (no store can touch its slots
+// any more), and two calls that wait on them within a ctx: Wait and
+// WaitQuiesced. Any number of goroutines may wait on any attempts at once;
+// no wake-up is lost. Config.Wake is optional, for a runtime that drives
+// every attempt from one event loop of its own: when set, the backend
+// calls it after every state change (a submission, a recorded result, an
+// access end, a cancel, a shutdown step), always outside its lock, from
+// whichever goroutine made the change, including several at once: it must
+// be safe for concurrent use and should return quickly, since a worker
+// waits for it. It may call the backend's methods. A wake carries no
+// payload; after one, poll what you are waiting for.
 package backend
 
 import (
@@ -92,9 +110,16 @@ type Config struct {
 	// logged (0: 60 s).
 	SlowCall time.Duration
 	// Logger receives the slow-call warnings (zero value: discarded), with
-	// the fields op, rows, bytes and age (docs/operating.md); give it
-	// store=<name> with Logger.With() to match the drivers' events.
+	// the fields op, rows, bytes and age_ms (docs/operating.md); give it
+	// store=<name> with Logger.With() to match the drivers' events. The
+	// backend reads no zerolog global: every duration it logs is a field
+	// whose name carries its unit.
 	Logger zerolog.Logger
+	// Wake, if set, is called after every state change of the backend or
+	// of any attempt (see Waiting in the package doc). Leave it nil unless
+	// one event loop of yours drives every attempt: Done, Quiesced, Wait
+	// and WaitQuiesced need no wake function.
+	Wake func()
 }
 
 // DefaultSlowCall is the default Config.SlowCall.
@@ -165,12 +190,56 @@ type InvalidSubmissionError struct {
 func (e *InvalidSubmissionError) Error() string { return "backend: invalid submission: " + e.Reason }
 
 // SubmissionRejectedError is returned once the backend takes no more work:
-// after Shutdown, or after the driver broke its protocol.
-type SubmissionRejectedError struct{ Reason string }
+// after Shutdown, or after the driver broke its protocol. Err is
+// ErrShutDown or ErrProtocolViolation, so errors.Is tells the two apart.
+type SubmissionRejectedError struct {
+	Reason string
+	Err    error
+}
 
 func (e *SubmissionRejectedError) Error() string {
 	return "backend: submission rejected: " + e.Reason
 }
+
+// Unwrap returns ErrShutDown or ErrProtocolViolation.
+func (e *SubmissionRejectedError) Unwrap() error { return e.Err }
+
+// The causes an attempt's Outcome.Err, or a refused submission, wraps;
+// match them with errors.Is.
+var (
+	// ErrCancelled: the attempt was cancelled, by Cancel or by the end of
+	// its ctx (then the error wraps context.Cause(ctx) as well).
+	ErrCancelled = errors.New("backend: attempt cancelled")
+	// ErrShutDown: Shutdown dropped the attempt's queued rows, or the
+	// backend takes no more work.
+	ErrShutDown = errors.New("backend: the backend shut down")
+	// ErrProtocolViolation: the driver broke its protocol (an error other
+	// than a driver.RejectedError, or a poll with the wrong row count); the
+	// backend takes no more work.
+	ErrProtocolViolation = errors.New("backend: the driver broke its protocol")
+	// ErrPinned is WaitQuiesced's answer for an attempt that holds a call
+	// whose driver can never prove its access ended: the attempt never
+	// quiesces, and its slots must never be reused.
+	ErrPinned = errors.New("backend: the attempt is pinned by a call whose access can never be proven ended; never reuse its slots")
+)
+
+// RowError is an attempt's Outcome.Err when a row stopped or failed it:
+// the row's index in the view, its key, and why. Err is the row's
+// *driver.FaultError when the row answered FAULT, or wraps the driver's
+// *driver.RejectedError when the driver refused the call that carried
+// the row (Row is then the call's first row): errors.As reaches either.
+type RowError struct {
+	Row int
+	Key string
+	Err error
+}
+
+func (e *RowError) Error() string {
+	return fmt.Sprintf("backend: row %d (%s): %v", e.Row, e.Key, e.Err)
+}
+
+// Unwrap returns the row's *driver.FaultError, or the driver's refusal.
+func (e *RowError) Unwrap() error { return e.Err }
 
 // Stats is a snapshot of the backend's counters, a value the caller owns.
 type Stats struct {
@@ -198,10 +267,6 @@ type Backend struct {
 	pubCap  int
 	// epoch is when New ran; callStarted reads the time through it.
 	epoch time.Time
-	// ctx is the context of every driver call; it ends when the backend
-	// has shut down.
-	ctx    context.Context
-	cancel context.CancelFunc
 
 	mu         sync.Mutex
 	cond       *sync.Cond
@@ -225,12 +290,10 @@ type Backend struct {
 }
 
 // New starts a backend over binding's driver: Config.Workers worker
-// goroutines and one progress goroutine, which run until Shutdown. wake
-// may be nil; otherwise it is called after every state change, outside the
-// backend's lock, possibly from several goroutines at once (see
-// Concurrency in the package doc). The binding is the backend's from now
-// on: Shutdown unregisters its regions and releases its hold.
-func New(binding *RegionBinding, wake func(), cfg Config) (*Backend, error) {
+// goroutines and one progress goroutine, which run until Shutdown. The
+// binding is the backend's from now on: Shutdown unregisters its regions
+// and releases its hold.
+func New(binding *RegionBinding, cfg Config) (*Backend, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
@@ -238,6 +301,7 @@ func New(binding *RegionBinding, wake func(), cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backend: %w", err)
 	}
+	wake := cfg.Wake
 	if wake == nil {
 		wake = func() {}
 	}
@@ -247,7 +311,6 @@ func New(binding *RegionBinding, wake func(), cfg Config) (*Backend, error) {
 		pubCap: publishCap(cfg.Workers, runtime.GOMAXPROCS(0)), workers: cfg.Workers, epoch: time.Now(),
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
-	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.cond = sync.NewCond(&b.mu)
 	for i := 0; i < cfg.Workers; i++ {
 		go b.worker()
@@ -292,20 +355,30 @@ func (b *Backend) rowLimit() int {
 func (b *Backend) Key(name []byte) (string, error) { return b.stem.Key(name) }
 
 // Publish stores a view's rows. It never calls the driver: it validates,
-// queues, and returns the attempt. It returns an *InvalidSubmissionError
-// for a view it refuses, and a *SubmissionRejectedError once the backend
-// takes no more work. It is safe from any goroutine.
-func (b *Backend) Publish(v View) (*Attempt, error) { return b.submit(v, driver.Hint{}, false) }
+// queues, and returns the attempt. ctx is the ctx of the attempt's driver
+// calls, and its end cancels the attempt (see Contexts in the package
+// doc). It returns an *InvalidSubmissionError for a view it refuses, a
+// *SubmissionRejectedError once the backend takes no more work, and
+// ctx.Err() when ctx has already ended; nothing reached the driver then.
+// It is safe from any goroutine.
+func (b *Backend) Publish(ctx context.Context, v View) (*Attempt, error) {
+	return b.submit(ctx, v, driver.Hint{}, false)
+}
 
 // Fetch reads a view's rows into its spans. A non-zero hint goes unchanged
 // to every get of a driver that declares hints, and is refused for any
 // other driver. A view whose destinations overlap is refused
-// (RuleOverlappingDestinations). Errors are Publish's; it is safe from any
-// goroutine.
-func (b *Backend) Fetch(v View, hint driver.Hint) (*Attempt, error) { return b.submit(v, hint, true) }
+// (RuleOverlappingDestinations). ctx and errors are Publish's; it is safe
+// from any goroutine.
+func (b *Backend) Fetch(ctx context.Context, v View, hint driver.Hint) (*Attempt, error) {
+	return b.submit(ctx, v, hint, true)
+}
 
-func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error) {
-	a := &Attempt{b: b, fetch: fetch, hint: hint, done: make(chan struct{}), at: -1}
+func (b *Backend) submit(ctx context.Context, v View, hint driver.Hint, fetch bool) (*Attempt, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	a := &Attempt{b: b, ctx: ctx, fetch: fetch, hint: hint, done: make(chan struct{}), at: -1}
 	var room [16]batchEnd // the batch ends of most views, on the stack
 	rows, ends, err := b.validate(v, hint, fetch, &a.in, room[:0])
 	if err != nil {
@@ -317,14 +390,25 @@ func (b *Backend) submit(v View, hint driver.Hint, fetch bool) (*Attempt, error)
 		a.results = make([]driver.Result, len(rows))
 	}
 	a.batches = cut(rows, ends, a) // outside the lock
-	b.mu.Lock()
-	if b.violation != "" {
-		b.mu.Unlock()
-		return nil, &SubmissionRejectedError{Reason: "the driver broke its protocol: " + b.violation}
+	if ctx.Done() != nil {
+		// Registered before the batches are queued, so that the attempt
+		// cannot finish (and stop it) before it is set.
+		a.stopCancel = context.AfterFunc(ctx, func() { a.cancel(a.cancelCause()) })
 	}
-	if b.closing {
+	b.mu.Lock()
+	var refused *SubmissionRejectedError
+	switch {
+	case b.violation != "":
+		refused = &SubmissionRejectedError{Reason: "the driver broke its protocol: " + b.violation, Err: ErrProtocolViolation}
+	case b.closing:
+		refused = &SubmissionRejectedError{Reason: "the backend is shut down", Err: ErrShutDown}
+	}
+	if refused != nil {
 		b.mu.Unlock()
-		return nil, &SubmissionRejectedError{Reason: "the backend is shut down"}
+		if a.stopCancel != nil {
+			a.stopCancel()
+		}
+		return nil, refused
 	}
 	if fetch {
 		b.fetchQ.push(a.batches)

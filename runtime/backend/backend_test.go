@@ -51,7 +51,8 @@ func (h *hookDriver) Closes() int {
 }
 
 type call struct {
-	op   string // put or get
+	ctx  context.Context // the ctx the backend called the driver with
+	op   string          // put or get
 	keys []string
 	rows []driver.Row
 	hint driver.Hint
@@ -64,8 +65,8 @@ func (h *hookDriver) Capabilities() driver.Capabilities {
 	return h.Driver.Capabilities()
 }
 
-func (h *hookDriver) record(op string, rows []driver.Row, hint driver.Hint) (driver.Operation, error, bool) {
-	c := call{op: op, rows: rows, hint: hint}
+func (h *hookDriver) record(ctx context.Context, op string, rows []driver.Row, hint driver.Hint) (driver.Operation, error, bool) {
+	c := call{ctx: ctx, op: op, rows: rows, hint: hint}
 	for _, r := range rows {
 		c.keys = append(c.keys, r.Key)
 	}
@@ -80,14 +81,14 @@ func (h *hookDriver) record(op string, rows []driver.Row, hint driver.Hint) (dri
 }
 
 func (h *hookDriver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
-	if op, err, ok := h.record("put", rows, driver.Hint{}); ok {
+	if op, err, ok := h.record(ctx, "put", rows, driver.Hint{}); ok {
 		return op, err
 	}
 	return h.Driver.Put(context.Background(), rows)
 }
 
 func (h *hookDriver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	if op, err, ok := h.record("get", rows, hint); ok {
+	if op, err, ok := h.record(ctx, "get", rows, hint); ok {
 		return op, err
 	}
 	return h.Driver.Get(context.Background(), rows, hint)
@@ -116,10 +117,11 @@ func newEnv(t *testing.T, opt memory.Options, cfg backend.Config) *env {
 	hold, err := lender.Hold()
 	require.NoError(t, err)
 	d := &hookDriver{Driver: memory.New(opt)}
-	bind, err := backend.Bind(hold.Regions(), d, hold)
+	bind, err := backend.Bind(t.Context(), hold.Regions(), d, hold)
 	require.NoError(t, err)
 	w := newWaker()
-	be, err := backend.New(bind, w.wake, cfg)
+	cfg.Wake = w.wake
+	be, err := backend.New(bind, cfg)
 	require.NoError(t, err)
 	e := &env{t: t, lender: lender, hold: hold, d: d, be: be, region: hold.Regions()[0], w: w}
 	t.Cleanup(func() {
@@ -215,20 +217,20 @@ func (w *waker) until(t testing.TB, what string, cond func() bool) {
 
 func (e *env) waitQuiesced(a *backend.Attempt) {
 	e.t.Helper()
-	e.w.until(e.t, "attempt quiesced", a.Quiesced)
+	require.NoError(e.t, a.WaitQuiesced(timeout(e.t, 10*time.Second)), "attempt quiesced")
 }
 
 func TestRoundTripThroughTheBackendIsByteForByte(t *testing.T) {
 	e := newEnv(t, memory.Options{Mode: memory.Background}, backend.Config{Workers: 3, RowsPerBatch: 4})
 	src := e.view("r", 0, 10)
 	e.fill(src, 3)
-	o := wait(t, must(e.be.Publish(src)))
-	assert.Equal(t, 10, o.Prefix)
+	o := wait(t, must(e.be.Publish(t.Context(), src)))
+	assert.Equal(t, 10, o.InOrder)
 	dst := e.view("r", 20, 10)
-	a := must(e.be.Fetch(dst, driver.Hint{}))
+	a := must(e.be.Fetch(t.Context(), dst, driver.Hint{}))
 	o = wait(t, a)
 	e.waitQuiesced(a)
-	assert.Equal(t, 10, o.Prefix)
+	assert.Equal(t, 10, o.InOrder)
 	for i := range src {
 		assert.True(t, bytes.Equal(src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes()), "row %d", i)
 	}
@@ -265,9 +267,9 @@ func TestSubmissionValidatesTheWholeViewAndNeverCallsTheDriver(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var err error
 			if c.fetch {
-				_, err = e.be.Fetch(c.view, c.hint)
+				_, err = e.be.Fetch(t.Context(), c.view, c.hint)
 			} else {
-				_, err = e.be.Publish(c.view) // a publish has no hint parameter at all
+				_, err = e.be.Publish(t.Context(), c.view) // a publish has no hint parameter at all
 			}
 			var inv *backend.InvalidSubmissionError
 			require.ErrorAs(t, err, &inv)
@@ -282,8 +284,8 @@ func TestAFetchWhoseDestinationsOverlapIsRefusedAtSubmission(t *testing.T) {
 	e := newEnv(t, memory.Options{}, backend.Config{})
 	src := e.view("r", 0, 2)
 	e.fill(src, 7)
-	o := wait(t, must(e.be.Publish(src)))
-	require.Equal(t, 2, o.Prefix)
+	o := wait(t, must(e.be.Publish(t.Context(), src)))
+	require.Equal(t, 2, o.InOrder)
 	slot := e.region.Slot(10)
 	half := slotBytes / 2
 	cases := []struct {
@@ -315,7 +317,7 @@ func TestAFetchWhoseDestinationsOverlapIsRefusedAtSubmission(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			calls := len(e.d.Calls())
-			_, err := e.be.Fetch(c.view, driver.Hint{})
+			_, err := e.be.Fetch(t.Context(), c.view, driver.Hint{})
 			var inv *backend.InvalidSubmissionError
 			require.ErrorAs(t, err, &inv, "a fetch whose rows could overwrite each other must never run, or both could answer READY")
 			assert.Equal(t, backend.RuleOverlappingDestinations, inv.Rule)
@@ -324,17 +326,17 @@ func TestAFetchWhoseDestinationsOverlapIsRefusedAtSubmission(t *testing.T) {
 		})
 	}
 	t.Run("adjacent spans and a publish from one slot twice are fine", func(t *testing.T) {
-		o := wait(t, must(e.be.Fetch(backend.View{
+		o := wait(t, must(e.be.Fetch(t.Context(), backend.View{
 			{Name: src[0].Name, Spans: []driver.Span{e.region.Slot(12)}},
 			{Name: src[1].Name, Spans: []driver.Span{e.region.Slot(13)}},
 		}, driver.Hint{})))
-		assert.Equal(t, 2, o.Prefix)
+		assert.Equal(t, 2, o.InOrder)
 		// A publish only reads its spans: two keys may carry the same bytes.
-		o = wait(t, must(e.be.Publish(backend.View{
+		o = wait(t, must(e.be.Publish(t.Context(), backend.View{
 			{Name: []byte("p0"), Spans: []driver.Span{slot}},
 			{Name: []byte("p1"), Spans: []driver.Span{slot}},
 		})))
-		assert.Equal(t, 2, o.Prefix)
+		assert.Equal(t, 2, o.InOrder)
 	})
 }
 
@@ -355,7 +357,7 @@ func TestBatchesAreCutByRowsBytesAndMaxRowsPerOp(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, memory.Options{MaxRowsPerOp: c.maxRows}, c.cfg)
-			wait(t, must(e.be.Publish(e.view("r", 0, c.rows))))
+			wait(t, must(e.be.Publish(t.Context(), e.view("r", 0, c.rows))))
 			var got []int
 			for _, cl := range e.d.Calls() {
 				got = append(got, len(cl.rows))
@@ -391,9 +393,9 @@ func TestBatchSizeSaysTheRowsAndBytesOfOneCall(t *testing.T) {
 
 func TestAFetchHintReachesEveryGetOfADriverThatReadsHints(t *testing.T) {
 	e := newEnv(t, memory.Options{}, backend.Config{RowsPerBatch: 2})
-	wait(t, must(e.be.Publish(e.view("r", 0, 6))))
+	wait(t, must(e.be.Publish(t.Context(), e.view("r", 0, 6))))
 	hint := driver.NewHint([]byte("node-3"))
-	wait(t, must(e.be.Fetch(e.view("r", 10, 6), hint)))
+	wait(t, must(e.be.Fetch(t.Context(), e.view("r", 10, 6), hint)))
 	gets := 0
 	for _, c := range e.d.Calls() {
 		if c.op == "get" {
@@ -444,10 +446,10 @@ func TestFetchesGoFirstAndAPublishGoesAfterFourFetches(t *testing.T) {
 	g := newGate()
 	e.d.before = g.hook(e.d.Driver)
 	// A first fetch occupies the only worker, so everything after it queues.
-	first := must(e.be.Fetch(e.view("f0", 0, 1), driver.Hint{}))
+	first := must(e.be.Fetch(t.Context(), e.view("f0", 0, 1), driver.Hint{}))
 	<-g.entered
-	pub := must(e.be.Publish(e.view("p", 1, 2)))
-	fetch := must(e.be.Fetch(e.view("f", 3, 6), driver.Hint{}))
+	pub := must(e.be.Publish(t.Context(), e.view("p", 1, 2)))
+	fetch := must(e.be.Fetch(t.Context(), e.view("f", 3, 6), driver.Hint{}))
 	close(g.release)
 	wait(t, first)
 	wait(t, pub)
@@ -474,7 +476,7 @@ func TestPublishesUseAtMostWorkersMinusOne(t *testing.T) {
 			e := newEnv(t, memory.Options{}, backend.Config{Workers: workers, RowsPerBatch: 1})
 			g := newGate()
 			e.d.before = g.hook(e.d.Driver)
-			pub := must(e.be.Publish(e.view("p", 0, 8)))
+			pub := must(e.be.Publish(t.Context(), e.view("p", 0, 8)))
 			capacity := max(1, min(workers-1, c.procs-1))
 			for i := 0; i < capacity; i++ {
 				<-g.entered
@@ -482,7 +484,7 @@ func TestPublishesUseAtMostWorkersMinusOne(t *testing.T) {
 			// A fetch still finds a free worker when there are two or more.
 			var fetch *backend.Attempt
 			if workers > 1 {
-				fetch = must(e.be.Fetch(e.view("f", 20, 1), driver.Hint{}))
+				fetch = must(e.be.Fetch(t.Context(), e.view("f", 20, 1), driver.Hint{}))
 				assert.Equal(t, "get", <-g.entered)
 			}
 			close(g.release)
@@ -518,8 +520,8 @@ func TestAPublishStreamStaysOnItsWorker(t *testing.T) {
 				return nil, nil, false
 			}
 			for round := 0; round < 5; round++ {
-				pub := must(e.be.Publish(e.view(fmt.Sprint("r", round), 0, 16)))
-				assert.Equal(t, 16, wait(t, pub).Prefix)
+				pub := must(e.be.Publish(t.Context(), e.view(fmt.Sprint("r", round), 0, 16)))
+				assert.Equal(t, 16, wait(t, pub).InOrder)
 				e.waitQuiesced(pub)
 				mu.Lock()
 				assert.Len(t, ran, 1, "round %d: one publish's 16 calls ran on %d workers: %v", round, len(ran), ran)
@@ -541,12 +543,12 @@ func TestAPublishNeverStarvesUnderAStreamOfFetches(t *testing.T) {
 	e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 1})
 	g := newGate()
 	e.d.before = g.hook(e.d.Driver)
-	first := must(e.be.Fetch(e.view("f0", 0, 1), driver.Hint{}))
+	first := must(e.be.Fetch(t.Context(), e.view("f0", 0, 1), driver.Hint{}))
 	<-g.entered
-	pub := must(e.be.Publish(e.view("p", 1, 1)))
+	pub := must(e.be.Publish(t.Context(), e.view("p", 1, 1)))
 	var fetches []*backend.Attempt
 	for i := 0; i < 20; i++ {
-		fetches = append(fetches, must(e.be.Fetch(e.view(fmt.Sprint("s", i), 2+i, 1), driver.Hint{})))
+		fetches = append(fetches, must(e.be.Fetch(t.Context(), e.view(fmt.Sprint("s", i), 2+i, 1), driver.Hint{})))
 	}
 	close(g.release)
 	wait(t, pub)
@@ -567,11 +569,11 @@ func TestABatchCountsAsStartedBeforeItEntersTheDriver(t *testing.T) {
 	e := newEnv(t, memory.Options{}, backend.Config{})
 	g := newGate()
 	e.d.before = g.hook(e.d.Driver)
-	a := must(e.be.Publish(e.view("p", 0, 1)))
+	a := must(e.be.Publish(t.Context(), e.view("p", 0, 1)))
 	<-g.entered // the worker is inside the driver
 	assert.Equal(t, 1, e.be.Stats().BatchesStarted)
 	a.Cancel()
-	assert.False(t, a.Quiesced(), "a cancelled attempt whose batch is in the driver must not quiesce")
+	assert.False(t, closed(a.Quiesced()), "a cancelled attempt whose batch is in the driver must not quiesce")
 	_, done := a.Poll()
 	assert.False(t, done)
 	close(g.release)
@@ -592,16 +594,21 @@ func TestAFetchWithAFaultInItsThirdBatchOfFiveMarksOnlyTheDeliveredPrefix(t *tes
 	e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 2})
 	src := e.view("r", 0, 10)
 	e.fill(src, 1)
-	wait(t, must(e.be.Publish(src)))
+	wait(t, must(e.be.Publish(t.Context(), src)))
 	e.failGets(src[4:5], "kvblob") // the third batch holds rows 4 and 5
-	o := wait(t, must(e.be.Fetch(e.view("r", 20, 10), driver.Hint{})))
-	assert.Equal(t, 4, o.Prefix)
+	o := wait(t, must(e.be.Fetch(t.Context(), e.view("r", 20, 10), driver.Hint{})))
+	assert.Equal(t, 4, o.InOrder)
 	assert.Equal(t, []bool{true, true, true, true, false, true, false, false, false, false}, o.Delivered)
 	assert.Equal(t, driver.Fault, o.Results[4].Status)
 	for i := 6; i < 10; i++ {
 		assert.Equal(t, driver.Cancelled, o.Results[i].Status, "row %d never started", i)
 	}
-	assert.NotEmpty(t, o.Fault)
+	var rowErr *backend.RowError
+	require.ErrorAs(t, o.Err, &rowErr, "the outcome says which row stopped the fetch")
+	assert.Equal(t, 4, rowErr.Row)
+	var fault *driver.FaultError
+	require.ErrorAs(t, o.Err, &fault, "errors.As reaches the driver's fault")
+	assert.Equal(t, o.Results[4].Code, fault.Code)
 	gets := 0
 	for _, c := range e.d.Calls() {
 		if c.op == "get" {
@@ -618,9 +625,11 @@ func TestAPublishStopsOnlyWhenACallFailedAsAWhole(t *testing.T) {
 			v := e.view("r", 0, 6)
 			key, _ := driver.Key("kvblob", v[1].Name)
 			e.d.Store().Inject(memory.CallPut, key, -5)
-			o := wait(t, must(e.be.Publish(v)))
+			o := wait(t, must(e.be.Publish(t.Context(), v)))
 			assert.Equal(t, []bool{true, false, true, true, true, true}, o.Delivered)
-			assert.Contains(t, o.Fault, "row "+key+": ", "the outcome says which row faulted")
+			var rowErr *backend.RowError
+			require.ErrorAs(t, o.Err, &rowErr, "the outcome says which row faulted")
+			assert.Equal(t, backend.RowError{Row: 1, Key: key, Err: &driver.FaultError{Code: -5, Text: o.Results[1].Text}}, *rowErr)
 		})
 	}
 	t.Run("a rejected call stops it", func(t *testing.T) {
@@ -633,21 +642,26 @@ func TestAPublishStopsOnlyWhenACallFailedAsAWhole(t *testing.T) {
 			}
 			return nil, nil, false
 		}
-		o := wait(t, must(e.be.Publish(e.view("r", 0, 6))))
+		o := wait(t, must(e.be.Publish(t.Context(), e.view("r", 0, 6))))
 		assert.Equal(t, []bool{true, true, false, false, false, false}, o.Delivered)
 		assert.Equal(t, driver.Cancelled, o.Results[4].Status)
-		assert.Contains(t, o.Fault, "refused")
+		var rej *driver.RejectedError
+		require.ErrorAs(t, o.Err, &rej, "errors.As reaches the driver's refusal")
+		assert.Equal(t, "test", rej.Rule)
+		var rowErr *backend.RowError
+		require.ErrorAs(t, o.Err, &rowErr)
+		assert.Equal(t, 2, rowErr.Row, "the refused call's first row")
 	})
 }
 
 func TestAfterAFaultTheOutcomeWaitsForBatchesAlreadyStarted(t *testing.T) {
 	e := newEnv(t, memory.Options{Mode: memory.Background}, backend.Config{Workers: 2, RowsPerBatch: 1})
 	src := e.view("r", 0, 2)
-	wait(t, must(e.be.Publish(src)))
+	wait(t, must(e.be.Publish(t.Context(), src)))
 	k0, _ := driver.Key("kvblob", src[0].Name)
 	entered, release := e.d.Store().Hold(memory.CallGet, k0)
 	e.failGets(src[1:2], "kvblob")
-	a := must(e.be.Fetch(e.view("r", 10, 2), driver.Hint{}))
+	a := must(e.be.Fetch(t.Context(), e.view("r", 10, 2), driver.Hint{}))
 	<-entered
 	// The second batch faults while the first is still inside the store.
 	e.w.until(t, "the faulted get settled", func() bool { return e.be.Stats().BatchesSettled >= 2 }) // 1 publish + the faulted get
@@ -661,11 +675,11 @@ func TestAfterAFaultTheOutcomeWaitsForBatchesAlreadyStarted(t *testing.T) {
 func TestUnprovableOperationsAreCountedAndNeverQuiesce(t *testing.T) {
 	e := newEnv(t, memory.Options{}, backend.Config{})
 	e.d.LoseEvidenceNext()
-	a := must(e.be.Publish(e.view("r", 0, 2)))
+	a := must(e.be.Publish(t.Context(), e.view("r", 0, 2)))
 	o := wait(t, a)
-	assert.Equal(t, 2, o.Prefix, "results are still recorded")
+	assert.Equal(t, 2, o.InOrder, "results are still recorded")
 	assert.Equal(t, 1, e.be.Stats().BatchesUnprovable)
-	assert.False(t, a.Quiesced())
+	assert.False(t, closed(a.Quiesced()))
 	// No deadline at all: Shutdown must see that nothing can change.
 	errc := make(chan error, 1)
 	go func() { errc <- e.be.Shutdown(context.Background()) }()
@@ -697,7 +711,7 @@ func TestShutdownWithACallInTheDriverReturnsWithinItsBudget(t *testing.T) {
 	e := newEnv(t, memory.Options{}, backend.Config{})
 	g := newGate()
 	e.d.before = g.hook(e.d.Driver)
-	a := must(e.be.Publish(e.view("r", 0, 1)))
+	a := must(e.be.Publish(t.Context(), e.view("r", 0, 1)))
 	<-g.entered
 	calls := len(e.d.Calls())
 	start := time.Now()
@@ -709,7 +723,7 @@ func TestShutdownWithACallInTheDriverReturnsWithinItsBudget(t *testing.T) {
 	assert.Equal(t, 1, se.Settling, "the attempt whose call is in the driver")
 	assert.Zero(t, se.Pinned)
 	assert.Equal(t, []*driver.Region{e.region}, se.Registered)
-	_, err = e.be.Publish(e.view("late", 5, 1))
+	_, err = e.be.Publish(t.Context(), e.view("late", 5, 1))
 	var rej *backend.SubmissionRejectedError
 	assert.ErrorAs(t, err, &rej)
 	assert.Equal(t, calls, len(e.d.Calls()), "shutdown never calls the driver")
@@ -722,7 +736,7 @@ func TestShutdownWithACallInTheDriverReturnsWithinItsBudget(t *testing.T) {
 
 func TestShutdownUnregistersInTheBackgroundAndReleasesTheHold(t *testing.T) {
 	e := newEnv(t, memory.Options{}, backend.Config{Workers: 2})
-	wait(t, must(e.be.Publish(e.view("r", 0, 3))))
+	wait(t, must(e.be.Publish(t.Context(), e.view("r", 0, 3))))
 	queuedBehind := newGate()
 	e.d.before = queuedBehind.hook(e.d.Driver)
 	close(queuedBehind.release)
@@ -739,11 +753,11 @@ func TestShutdownDropsEveryQueuedAttempt(t *testing.T) {
 	e := newEnv(t, memory.Options{}, backend.Config{Workers: 1})
 	g := newGate()
 	e.d.before = g.hook(e.d.Driver)
-	first := must(e.be.Publish(e.view("p", 0, 1)))
+	first := must(e.be.Publish(t.Context(), e.view("p", 0, 1)))
 	<-g.entered // the only worker is busy: the attempts after it stay queued
 	var queued []*backend.Attempt
 	for i := 0; i < 5; i++ {
-		queued = append(queued, must(e.be.Fetch(e.view(fmt.Sprint("q", i), 10+i, 1), driver.Hint{})))
+		queued = append(queued, must(e.be.Fetch(t.Context(), e.view(fmt.Sprint("q", i), 10+i, 1), driver.Hint{})))
 	}
 	err := e.be.Shutdown(timeout(t, 20*time.Millisecond))
 	var se *backend.ShutdownError
@@ -753,7 +767,7 @@ func TestShutdownDropsEveryQueuedAttempt(t *testing.T) {
 		require.True(t, closed(a.Done()), "queued attempt %d is final once Shutdown dropped it", i)
 		o, _ := a.Poll()
 		assert.Equal(t, driver.Cancelled, o.Results[0].Status, "attempt %d", i)
-		assert.True(t, a.Quiesced(), "attempt %d never started", i)
+		assert.True(t, closed(a.Quiesced()), "attempt %d never started", i)
 	}
 	close(g.release)
 	wait(t, first)
@@ -764,15 +778,18 @@ func TestProtocolViolationsRefuseEveryLaterSubmission(t *testing.T) {
 	t.Run("an error that is not DriverRejected", func(t *testing.T) {
 		e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 1})
 		e.d.before = func(c call) (driver.Operation, error, bool) { return nil, errors.New("sdk exploded"), true }
-		a := must(e.be.Publish(e.view("r", 0, 3)))
+		a := must(e.be.Publish(t.Context(), e.view("r", 0, 3)))
 		o := wait(t, a)
 		assert.Equal(t, driver.Fault, o.Results[0].Status)
 		assert.Equal(t, driver.Cancelled, o.Results[2].Status, "queued batches are dropped")
-		assert.False(t, a.Quiesced(), "the batch is held: its access was never proven")
-		_, err := e.be.Publish(e.view("s", 10, 1))
+		assert.False(t, closed(a.Quiesced()), "the batch is held: its access was never proven")
+		assert.ErrorIs(t, o.Err, backend.ErrProtocolViolation)
+		assert.ErrorContains(t, o.Err, "sdk exploded")
+		_, err := e.be.Publish(t.Context(), e.view("s", 10, 1))
 		var rej *backend.SubmissionRejectedError
 		require.ErrorAs(t, err, &rej)
 		assert.Contains(t, rej.Reason, "sdk exploded")
+		assert.ErrorIs(t, err, backend.ErrProtocolViolation)
 		assert.Equal(t, 1, e.be.Stats().BatchesUnprovable)
 	})
 	t.Run("a poll with the wrong row count", func(t *testing.T) {
@@ -780,9 +797,9 @@ func TestProtocolViolationsRefuseEveryLaterSubmission(t *testing.T) {
 		e.d.before = func(c call) (driver.Operation, error, bool) {
 			return shortOp{}, nil, true
 		}
-		o := wait(t, must(e.be.Publish(e.view("r", 0, 2))))
+		o := wait(t, must(e.be.Publish(t.Context(), e.view("r", 0, 2))))
 		assert.Equal(t, driver.Fault, o.Results[0].Status)
-		_, err := e.be.Fetch(e.view("r", 10, 1), driver.Hint{})
+		_, err := e.be.Fetch(t.Context(), e.view("r", 10, 1), driver.Hint{})
 		var rej *backend.SubmissionRejectedError
 		require.ErrorAs(t, err, &rej)
 		assert.Contains(t, rej.Reason, "answered 1 results for 2 rows")
@@ -802,7 +819,7 @@ func TestASlowCallWarnsOnceAndStatsReportTheOldestCall(t *testing.T) {
 	e := newEnv(t, memory.Options{}, backend.Config{SlowCall: time.Millisecond, Logger: zerolog.New(buf)})
 	g := newGate()
 	e.d.before = g.hook(e.d.Driver)
-	a := must(e.be.Publish(e.view("r", 0, 1)))
+	a := must(e.be.Publish(t.Context(), e.view("r", 0, 1)))
 	<-g.entered
 	timeout := time.After(10 * time.Second)
 	for !strings.Contains(buf.String(), "slow-call") {
@@ -850,22 +867,22 @@ func TestWakeIsCalledAfterStateChangesOutsideTheLock(t *testing.T) {
 	hold, err := lender.Hold()
 	require.NoError(t, err)
 	d := memory.New(memory.Options{})
-	bind, err := backend.Bind(hold.Regions(), d, hold)
+	bind, err := backend.Bind(t.Context(), hold.Regions(), d, hold)
 	require.NoError(t, err)
 	var be *backend.Backend
 	var mu sync.Mutex
 	wakes := 0
-	be, err = backend.New(bind, func() {
+	be, err = backend.New(bind, backend.Config{Wake: func() {
 		mu.Lock()
 		wakes++
 		mu.Unlock()
 		if be != nil {
 			_ = be.Stats() // would deadlock if wake ran under the backend's lock
 		}
-	}, backend.Config{})
+	}})
 	require.NoError(t, err)
 	v := backend.View{{Name: []byte("a"), Spans: []driver.Span{hold.Regions()[0].Slot(0)}}}
-	wait(t, must(be.Publish(v)))
+	wait(t, must(be.Publish(t.Context(), v)))
 	require.NoError(t, be.Shutdown(timeout(t, 10*time.Second)))
 	mu.Lock()
 	assert.Greater(t, wakes, 1)
@@ -878,9 +895,9 @@ func TestConfigIsValidated(t *testing.T) {
 		lender, err := hostmem.NewLender("slots", driver.Layout{SlotBytes: 64, Slots: 1})
 		require.NoError(t, err)
 		hold, _ := lender.Hold()
-		bind, err := backend.Bind(hold.Regions(), memory.New(memory.Options{}), hold)
+		bind, err := backend.Bind(t.Context(), hold.Regions(), memory.New(memory.Options{}), hold)
 		require.NoError(t, err)
-		_, err = backend.New(bind, nil, cfg)
+		_, err = backend.New(bind, cfg)
 		assert.Error(t, err, "%+v", cfg)
 	}
 }
@@ -898,7 +915,7 @@ func TestDoneClosesWhenTheOutcomeIsFinalAndWaitReturnsIt(t *testing.T) {
 	e := newEnv(t, memory.Options{}, backend.Config{})
 	g := newGate()
 	e.d.before = g.hook(e.d.Driver)
-	a := must(e.be.Publish(e.view("r", 0, 2)))
+	a := must(e.be.Publish(t.Context(), e.view("r", 0, 2)))
 	<-g.entered // the batch is inside the driver: no result yet
 	assert.False(t, closed(a.Done()), "Done closed before any result")
 	o, done := a.Poll()
@@ -919,10 +936,10 @@ func TestDoneClosesWhenTheOutcomeIsFinalAndWaitReturnsIt(t *testing.T) {
 	}
 	o, done = a.Poll()
 	require.True(t, done, "Done is closed only once Poll reports the outcome final")
-	assert.Equal(t, 2, o.Prefix)
+	assert.Equal(t, 2, o.InOrder)
 	o, err = a.Wait(ctx) // ctx already ended, the outcome final: the outcome wins
 	require.NoError(t, err)
-	assert.Equal(t, 2, o.Prefix)
+	assert.Equal(t, 2, o.InOrder)
 	assert.Equal(t, a.Done(), a.Done(), "one channel for every call")
 }
 
@@ -931,23 +948,24 @@ func TestDoneClosesWhenQueuedBatchesAreDropped(t *testing.T) {
 		e := newEnv(t, memory.Options{}, backend.Config{Workers: 1})
 		g := newGate()
 		e.d.before = g.hook(e.d.Driver)
-		first := must(e.be.Publish(e.view("p", 0, 1)))
+		first := must(e.be.Publish(t.Context(), e.view("p", 0, 1)))
 		<-g.entered // the only worker is busy: the next attempt stays queued
-		queued := must(e.be.Fetch(e.view("p", 10, 1), driver.Hint{}))
+		queued := must(e.be.Fetch(t.Context(), e.view("p", 10, 1), driver.Hint{}))
 		queued.Cancel()
 		require.True(t, closed(queued.Done()), "an attempt whose every batch was dropped is final at once")
 		o, err := queued.Wait(context.Background())
 		require.NoError(t, err)
 		assert.Equal(t, driver.Cancelled, o.Results[0].Status)
+		assert.ErrorIs(t, o.Err, backend.ErrCancelled)
 		close(g.release)
 		wait(t, first)
 	})
 	t.Run("by a fault that stops a fetch", func(t *testing.T) {
 		e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 1})
 		src := e.view("r", 0, 3)
-		wait(t, must(e.be.Publish(src)))
+		wait(t, must(e.be.Publish(t.Context(), src)))
 		e.failGets(src[0:1], "kvblob")
-		a := must(e.be.Fetch(e.view("r", 10, 3), driver.Hint{}))
+		a := must(e.be.Fetch(t.Context(), e.view("r", 10, 3), driver.Hint{}))
 		o := wait(t, a)
 		assert.Equal(t, []driver.Status{driver.Fault, driver.Cancelled, driver.Cancelled},
 			[]driver.Status{o.Results[0].Status, o.Results[1].Status, o.Results[2].Status})
@@ -958,10 +976,10 @@ func TestTheBackendCopiesTheViewItWasGiven(t *testing.T) {
 	e := newEnv(t, memory.Options{}, backend.Config{Workers: 1})
 	g := newGate()
 	e.d.before = g.hook(e.d.Driver)
-	first := must(e.be.Publish(e.view("a", 0, 1)))
+	first := must(e.be.Publish(t.Context(), e.view("a", 0, 1)))
 	<-g.entered // the only worker is busy: the next view stays queued
 	v := e.view("b", 1, 1)
-	queued := must(e.be.Publish(v))
+	queued := must(e.be.Publish(t.Context(), v))
 	v[0].Spans[0] = e.region.Slot(9) // the caller reuses its view
 	close(g.release)
 	wait(t, first)

@@ -70,8 +70,8 @@ func BenchmarkRoundTrip4KiB(b *testing.B) {
 	b.SetBytes(2 * rows * rowBytes)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r.done(r.be.Publish(r.src))
-		r.done(r.be.Fetch(r.dst, driver.Hint{}))
+		r.done(r.be.Publish(context.Background(), r.src))
+		r.done(r.be.Fetch(context.Background(), r.dst, driver.Hint{}))
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*2*rows), "ns/row")
@@ -91,7 +91,7 @@ func BenchmarkRowOps4KiB(b *testing.B) {
 	r := newRoundTripRig(b, rows, rowBytes, backend.Config{Workers: 2})
 	fetchOnly := testing.Short()
 	if fetchOnly {
-		r.done(r.be.Publish(r.src))
+		r.done(r.be.Publish(context.Background(), r.src))
 	}
 	// Two sets of names, used in turn: a set's objects are deleted after
 	// its round trip, so each publish inserts its keys afresh.
@@ -108,10 +108,10 @@ func BenchmarkRowOps4KiB(b *testing.B) {
 		}
 		t0 := time.Now()
 		if !fetchOnly {
-			r.done(r.be.Publish(src))
+			r.done(r.be.Publish(context.Background(), src))
 		}
 		t1 := time.Now()
-		r.done(r.be.Fetch(dst, driver.Hint{}))
+		r.done(r.be.Fetch(context.Background(), dst, driver.Hint{}))
 		put, get = put+t1.Sub(t0), get+time.Since(t1)
 		if !fetchOnly {
 			b.StopTimer()
@@ -145,11 +145,11 @@ func BenchmarkSubmit4096(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		a, err := r.be.Publish(r.src)
+		a, err := r.be.Publish(context.Background(), r.src)
 		put += time.Since(t0)
 		r.done(a, err)
 		t1 := time.Now()
-		a, err = r.be.Fetch(r.dst, driver.Hint{})
+		a, err = r.be.Fetch(context.Background(), r.dst, driver.Hint{})
 		get += time.Since(t1)
 		r.done(a, err)
 	}
@@ -279,7 +279,7 @@ func BenchmarkPublishCallGaps(b *testing.B) {
 		d.mu.Lock()
 		d.last, d.gaps, d.n = time.Time{}, 0, 0
 		d.mu.Unlock()
-		a, err := be.Publish(v)
+		a, err := be.Publish(context.Background(), v)
 		if err == nil {
 			err = be.Settle(ctx, a)
 		}
@@ -291,4 +291,33 @@ func BenchmarkPublishCallGaps(b *testing.B) {
 		d.mu.Unlock()
 	}
 	b.ReportMetric(float64(gaps.Nanoseconds())/float64(max(n, 1)), "ns/gap")
+}
+
+// BenchmarkOneRowCtx times a one-row publish and fetch of 64 bytes,
+// settled, under a ctx that never ends and under one that can: the
+// difference is what a ctx that can end costs an attempt (the cancel
+// registered with context.AfterFunc, and unregistered once the outcome is
+// final).
+func BenchmarkOneRowCtx(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"background", func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }},
+		{"cancellable", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }},
+	} {
+		b.Run("ctx="+c.name, func(b *testing.B) {
+			r := newRoundTripRig(b, 1, 64, backend.Config{Workers: 2})
+			ctx, cancel := c.ctx()
+			defer cancel()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r.done(r.be.Publish(ctx, r.src))
+				r.done(r.be.Fetch(ctx, r.dst, driver.Hint{}))
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/attempt")
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -63,7 +64,13 @@ type RegionBinding struct {
 // returns, and errors.Is finds ErrConstructionRejected or ErrHoldKept.
 // Bind calls the driver from the caller's goroutine and returns once every
 // registration is made or rolled back.
-func Bind(regions []*driver.Region, d driver.Driver, hold Hold) (*RegionBinding, error) {
+//
+// driver.Driver's Register takes no ctx, so a registration in progress
+// runs to its end; Bind checks ctx before each one, and once ctx has
+// ended it rolls back as for a refusal: ErrConstructionRejected wrapping
+// ctx.Err() (errors.Is(err, context.DeadlineExceeded) holds), or
+// ErrHoldKept if the rollback failed.
+func Bind(ctx context.Context, regions []*driver.Region, d driver.Driver, hold Hold) (*RegionBinding, error) {
 	b := &RegionBinding{d: d, hold: hold, regs: map[*driver.Region]driver.Registration{}}
 	caps := d.Capabilities()
 	var served []*driver.Region
@@ -88,6 +95,12 @@ func Bind(regions []*driver.Region, d driver.Driver, hold Hold) (*RegionBinding,
 		return nil, fmt.Errorf("%w: %w", ErrConstructionRejected, err)
 	}
 	for _, r := range served {
+		if err := ctx.Err(); err != nil {
+			if rbErr := b.unregisterAll(); rbErr != nil {
+				return nil, fmt.Errorf("%w: before registering region %q: %w, and the rollback failed: %w", ErrHoldKept, r.Name, err, rbErr)
+			}
+			return nil, fmt.Errorf("%w: before registering region %q: %w", ErrConstructionRejected, r.Name, err)
+		}
 		reg, err := d.Register(r)
 		if err == nil {
 			b.regs[r] = reg

@@ -69,7 +69,7 @@ func TestRegionBindingRegistersOnlyRegionsWithSlotsTheDriverCanAccess(t *testing
 	for _, device := range []bool{false, true} {
 		d := &regDriver{caps: driver.Capabilities{DeviceMemory: device}, registered: map[string]bool{}}
 		h := &testHold{}
-		b, err := backend.Bind(regions(), d, h)
+		b, err := backend.Bind(t.Context(), regions(), d, h)
 		require.NoError(t, err)
 		want := map[string]bool{"host-a": true, "host-b": true}
 		if device {
@@ -99,7 +99,7 @@ func TestRegionBindingFailures(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			d := &regDriver{fail: c.fail, failUnreg: c.failUnreg, registered: map[string]bool{}}
 			h := &testHold{}
-			_, err := backend.Bind(c.regions, d, h)
+			_, err := backend.Bind(t.Context(), c.regions, d, h)
 			require.ErrorIs(t, err, c.wantErr)
 			assert.Equal(t, c.wantReleased, h.released == 1)
 			if c.failUnreg == nil {
@@ -117,7 +117,7 @@ func (e *sdkError) Error() string { return fmt.Sprintf("sdk code %d", e.code) }
 func TestBindKeepsTheDriversErrorMatchable(t *testing.T) {
 	t.Run("a driver's own error type", func(t *testing.T) {
 		d := &regDriver{fail: map[string]error{"host-b": &sdkError{code: -7}}, registered: map[string]bool{}}
-		_, err := backend.Bind(regions(), d, &testHold{})
+		_, err := backend.Bind(t.Context(), regions(), d, &testHold{})
 		require.ErrorIs(t, err, backend.ErrHoldKept)
 		var sdk *sdkError
 		require.ErrorAs(t, err, &sdk, "errors.As must reach the driver's error through Bind")
@@ -125,7 +125,7 @@ func TestBindKeepsTheDriversErrorMatchable(t *testing.T) {
 	})
 	t.Run("a RejectedError", func(t *testing.T) {
 		d := &regDriver{fail: map[string]error{"host-b": driver.Reject(driver.RuleDeviceRegion, "no")}, registered: map[string]bool{}}
-		_, err := backend.Bind(regions(), d, &testHold{})
+		_, err := backend.Bind(t.Context(), regions(), d, &testHold{})
 		require.ErrorIs(t, err, backend.ErrConstructionRejected)
 		var rej *driver.RejectedError
 		require.ErrorAs(t, err, &rej)
@@ -133,7 +133,7 @@ func TestBindKeepsTheDriversErrorMatchable(t *testing.T) {
 	})
 	t.Run("a failed rollback keeps both errors", func(t *testing.T) {
 		d := &regDriver{fail: map[string]error{"host-b": driver.Reject("test", "no")}, failUnreg: &sdkError{code: -9}, registered: map[string]bool{}}
-		_, err := backend.Bind(regions(), d, &testHold{})
+		_, err := backend.Bind(t.Context(), regions(), d, &testHold{})
 		require.ErrorIs(t, err, backend.ErrHoldKept)
 		var rej *driver.RejectedError
 		require.ErrorAs(t, err, &rej)

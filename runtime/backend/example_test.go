@@ -39,23 +39,14 @@ func Example() {
 	// Bind registers the held regions with the driver. The driver stays
 	// yours: the backend never closes it.
 	drv := memory.New(memory.Options{})
-	bind, err := backend.Bind(hold.Regions(), drv, hold)
+	bind, err := backend.Bind(ctx, hold.Regions(), drv, hold)
 	if err != nil {
 		log.Fatal(err) // errors.Is(err, backend.ErrHoldKept): keep the lender's memory
 	}
 
-	// wake is a plain func(); nil is allowed (no wake-ups). The backend
-	// calls it after every state change, outside its lock, from its own
-	// goroutines and possibly from several at once, so it must be safe for
-	// concurrent use and must not block: nudge your loop and return.
-	woken := make(chan struct{}, 1)
-	wake := func() {
-		select {
-		case woken <- struct{}{}:
-		default: // a nudge is already pending
-		}
-	}
-	be, err := backend.New(bind, wake, backend.Config{Workers: 2, Prefix: "model-a"})
+	// No wake function: every attempt has channels to select on (Done,
+	// Quiesced) and calls that wait within a ctx (Wait, WaitQuiesced).
+	be, err := backend.New(bind, backend.Config{Workers: 2, Prefix: "model-a"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -73,23 +64,11 @@ func Example() {
 	}
 	copy(slots.Slot(0).Bytes(), "block zero")
 
-	// Slots may be written, fetched into again or given back only once
-	// their attempt is Quiesced: a store may still touch them after the
-	// outcome is final. Wait for it on wake.
-	quiesce := func(a *backend.Attempt) {
-		for !a.Quiesced() {
-			select {
-			case <-woken:
-			case <-ctx.Done():
-				log.Fatal("slots still in use; never reuse them: ", ctx.Err())
-			}
-		}
-	}
-
 	// Publish and Fetch validate and queue; they never call the driver.
-	// Until the outcome is final Poll returns an empty Outcome and false;
-	// Done is closed, and Wait returns, once it is final.
-	pub, err := be.Publish(view(0))
+	// ctx reaches every driver call of the attempt, and its end cancels
+	// the rows not started. Wait returns once the outcome is final; until
+	// then Poll returns an empty Outcome and false.
+	pub, err := be.Publish(ctx, view(0))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -97,21 +76,28 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	quiesce(pub)
-	fmt.Println("published:", o.Prefix, "of", len(o.Results))
+	if o.Err != nil { // errors.As(o.Err, &f) with f a *driver.FaultError gives the store's code
+		log.Printf("published %d rows in order: %v", o.InOrder, o.Err)
+	}
+	// Slots may be written, fetched into again or given back only once
+	// their attempt quiesced: a store may still touch them after the
+	// outcome is final. ErrPinned says it never will.
+	if err := pub.WaitQuiesced(ctx); err != nil {
+		log.Fatal("slots still in use; never reuse them: ", err)
+	}
+	fmt.Println("published:", o.InOrder, "of", len(o.Results))
 
-	fetch, err := be.Fetch(view(4), driver.Hint{})
+	fetch, err := be.Fetch(ctx, view(4), driver.Hint{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	select { // or select on Done beside your other channels
-	case <-fetch.Done():
+	select { // or select on Done and Quiesced beside your other channels
+	case <-fetch.Quiesced(): // quiesced implies done
 	case <-ctx.Done():
-		log.Fatal(ctx.Err())
+		log.Fatal("slots still in use; never reuse them: ", ctx.Err())
 	}
 	o, _ = fetch.Poll()
-	quiesce(fetch)
-	fmt.Println("fetched:", o.Prefix, "same bytes:", bytes.Equal(slots.Slot(0).Bytes(), slots.Slot(4).Bytes()))
+	fmt.Println("fetched:", o.InOrder, "same bytes:", bytes.Equal(slots.Slot(0).Bytes(), slots.Slot(4).Bytes()))
 
 	// Shutdown drains and unregisters in the background, then releases the
 	// hold. An error says what is left: a store may still touch the memory,

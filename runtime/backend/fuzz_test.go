@@ -25,12 +25,11 @@ func FuzzSubmission(f *testing.F) {
 		f.Fatal(err)
 	}
 	hold, _ := lender.Hold()
-	bind, err := backend.Bind(hold.Regions(), memory.New(memory.Options{}), hold)
+	bind, err := backend.Bind(context.Background(), hold.Regions(), memory.New(memory.Options{}), hold)
 	if err != nil {
 		f.Fatal(err)
 	}
-	w := newWaker()
-	be, err := backend.New(bind, w.wake, backend.Config{RowsPerBatch: 2})
+	be, err := backend.New(bind, backend.Config{RowsPerBatch: 2})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -65,9 +64,9 @@ func FuzzSubmission(f *testing.F) {
 		var a *backend.Attempt
 		var err error
 		if fetch {
-			a, err = be.Fetch(v, driver.Hint{})
+			a, err = be.Fetch(context.Background(), v, driver.Hint{})
 		} else {
-			a, err = be.Publish(v)
+			a, err = be.Publish(context.Background(), v)
 		}
 		var inv *backend.InvalidSubmissionError
 		if err != nil {
@@ -89,6 +88,10 @@ func FuzzSubmission(f *testing.F) {
 				}
 			}
 		}
-		w.until(t, "an accepted attempt quiesced", a.Quiesced)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := a.WaitQuiesced(ctx); err != nil {
+			t.Fatalf("an accepted attempt did not quiesce: %v", err)
+		}
 	})
 }

@@ -1,6 +1,7 @@
 package backend_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"unsafe"
@@ -43,7 +44,7 @@ func TestBindRefusesRegionsWhoseMemoryOverlaps(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			d := &regDriver{caps: driver.Capabilities{DeviceMemory: true}, registered: map[string]bool{}}
 			h := &testHold{}
-			b, err := backend.Bind(c.regions, d, h)
+			b, err := backend.Bind(context.Background(), c.regions, d, h)
 			if !c.overlap {
 				require.NoError(t, err)
 				assert.Len(t, b.Regions(), len(c.regions))

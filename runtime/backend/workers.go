@@ -55,7 +55,17 @@ func (b *Backend) worker() {
 // takes it. Handed from worker to worker, a stream paid a wake-up between
 // any two of its calls (some 15 us each on a 2-core VM, 6% of a publish of
 // 1 MiB rows cut at 4 MiB).
+//
+// A batch whose attempt's ctx has ended is never started: its attempt is
+// cancelled here, whether or not the cancel that ctx's end runs (in a
+// goroutine of its own) got there first.
 func (b *Backend) next(published bool) *batch {
+	woke := false
+	defer func() {
+		if woke {
+			b.wake() // after the unlock below
+		}
+	}()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if published {
@@ -66,6 +76,16 @@ func (b *Backend) next(published bool) *batch {
 			return nil
 		}
 		if bt := b.takeLocked(); bt != nil {
+			if bt.a.stopCancel != nil && bt.a.ctx.Err() != nil {
+				if !bt.a.fetch {
+					b.publishing-- // taken, never started
+				}
+				bt.a.stopLocked(bt.a.cancelCause())
+				b.forgetIfQuiescedLocked(bt.a)
+				b.notifyLocked()
+				woke = true
+				continue
+			}
 			bt.startLocked() // counted as started before it enters the driver
 			bt.callStart = timeWithWarning{Time: b.callStarted()}
 			b.open = addIndexed(b.open, bt, (*batch).openIndex)
@@ -161,9 +181,9 @@ func (b *Backend) call(bt *batch) {
 		if b.caps.Hints {
 			hint = bt.a.hint
 		}
-		op, err = b.d.Get(b.ctx, bt.rows, hint)
+		op, err = b.d.Get(bt.a.ctx, bt.rows, hint)
 	} else {
-		op, err = b.d.Put(b.ctx, bt.rows)
+		op, err = b.d.Put(bt.a.ctx, bt.rows)
 	}
 	var res []driver.Result
 	var done, ended, unprovable, notifies bool
@@ -182,10 +202,11 @@ func (b *Backend) call(bt *batch) {
 	switch {
 	case err != nil && driver.IsRejected(err):
 		// Nothing escaped: the rows fault and access counts as ended. The
-		// call failed as a whole, which stops a publish as well as a fetch.
+		// call failed as a whole, which stops a publish as well as a fetch;
+		// the stop comes first, so that the outcome's Err is the refusal.
+		bt.a.stopLocked(&RowError{Row: bt.first, Key: bt.rows[0].Key, Err: err})
 		b.faultBatchLocked(bt, "driver rejected the call: "+err.Error())
 		bt.endAccessLocked()
-		bt.a.stopLocked("driver rejected the call: " + err.Error())
 		b.settleLocked(bt)
 	case err != nil || op == nil:
 		if err == nil {
@@ -282,6 +303,8 @@ func (b *Backend) violationLocked(bt *batch, what string) {
 	if b.violation == "" {
 		b.violation = what
 	}
+	why := fmt.Errorf("%w: %s", ErrProtocolViolation, b.violation)
+	bt.a.stopLocked(why) // before its rows fault, so its Err names the violation
 	if !bt.resultsRecorded {
 		b.faultBatchLocked(bt, "driver protocol violation: "+what)
 	}
@@ -291,7 +314,7 @@ func (b *Backend) violationLocked(bt *batch, what string) {
 	}
 	for i := len(b.attempts) - 1; i >= 0; i-- { // forgetting one moves only a later one
 		a := b.attempts[i]
-		a.stopLocked("driver protocol violation: " + b.violation)
+		a.stopLocked(why)
 		b.forgetIfQuiescedLocked(a)
 	}
 	if bt.settled() {
@@ -377,7 +400,6 @@ func (b *Backend) progress() {
 			if !pinned {
 				b.drainAndUnregister()
 			}
-			b.cancel() // no driver call is left to bound
 			b.mu.Lock()
 			b.finished = !pinned
 			close(b.done) // with finished, so Done and Shutdown agree
@@ -442,7 +464,7 @@ func (b *Backend) warnSlowLocked(now time.Time) time.Time {
 		if at := bt.callStart.Add(b.cfg.SlowCall); now.After(at) {
 			bt.callStart.warned = true
 			b.cfg.Logger.Warn().Str("op", strings.ToLower(callName(bt))).Int("rows", len(bt.rows)).Int64("bytes", bt.bytes).
-				Dur("age", now.Sub(bt.callStart.Time)).Msg("backend: a driver call is taking longer than the slow-call threshold")
+				Int64("age_ms", now.Sub(bt.callStart.Time).Milliseconds()).Msg("backend: a driver call is taking longer than the slow-call threshold")
 		} else if at.Before(next) {
 			next = at
 		}
@@ -452,7 +474,7 @@ func (b *Backend) warnSlowLocked(now time.Time) time.Time {
 
 // drain asks the driver to drain, waiting at most timeout.
 func (b *Backend) drain(timeout time.Duration) bool {
-	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return b.d.Drain(ctx)
 }
@@ -494,7 +516,7 @@ func (b *Backend) Shutdown(ctx context.Context) error {
 		b.closing = true
 		for i := len(b.attempts) - 1; i >= 0; i-- { // forgetting one moves only a later one
 			a := b.attempts[i]
-			a.stopLocked("the backend shut down")
+			a.stopLocked(ErrShutDown)
 			b.forgetIfQuiescedLocked(a)
 		}
 		b.cond.Broadcast()

@@ -37,7 +37,7 @@ func NewBackendCollector(store string, src StatsSource) *BackendCollector {
 		queued:     d("batches_queued_total", "Batches queued: one batch is one driver call's rows (Stats.BatchesQueued)."),
 		started:    d("batches_started_total", "Batches handed to the driver (Stats.BatchesStarted)."),
 		settled:    d("batches_settled_total", "Batches whose results are recorded and whose access ended, or that went unprovable with results recorded (Stats.BatchesSettled)."),
-		unprovable: d("batches_unprovable", "Batches whose driver can never prove its access ended; their slots are pinned for the life of the process (Stats.BatchesUnprovable)."),
+		unprovable: d("batches_unprovable_total", "Batches whose driver can never prove its access ended; their slots are pinned for the life of the process, so it never goes down (Stats.BatchesUnprovable)."),
 		open:       d("calls_open", "Driver calls started and not settled (Stats.CallsOpen)."),
 		oldest:     d("oldest_call_seconds", "Age of the oldest open driver call, 0 when none is open (Stats.OldestCall)."),
 		violation:  d("protocol_violation", "1 once the driver broke its protocol: the backend refuses every later submission (Stats.ProtocolViolation; the refusal and the driver's log say what happened)."),
@@ -71,7 +71,7 @@ func (c *BackendCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(d.queued, s.BatchesQueued)
 	counter(d.started, s.BatchesStarted)
 	counter(d.settled, s.BatchesSettled)
-	gauge(d.unprovable, float64(s.BatchesUnprovable))
+	counter(d.unprovable, s.BatchesUnprovable)
 	gauge(d.open, float64(s.CallsOpen))
 	gauge(d.oldest, s.OldestCall.Seconds())
 	gauge(d.violation, flag(s.ProtocolViolation != ""))

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	gen "github.com/kvblob/kvblob/generated/memory"
@@ -35,13 +34,15 @@ func TestOperatingDocNamesEveryFamilyAndEvent(t *testing.T) {
 	}
 	require.Len(t, families, 18, "9 driver families and 9 backend families")
 	for family := range families {
-		assert.Contains(t, string(doc), "\n| `"+family+"` |", "docs/operating.md has no table row for the family %s", family)
+		if !strings.Contains(string(doc), "\n| `"+family+"` |") {
+			t.Errorf("docs/operating.md has no table row for the family %s", family)
+		}
 	}
 
 	// Log one event of each kind: a fault, a slow call, a pinned access.
 	entered, release := d.Store().Hold(memory.CallPut, e.key(0))
 	defer release()
-	pub, err := e.be.Publish(e.view(0, 1, 0))
+	pub, err := e.be.Publish(t.Context(), e.view(0, 1, 0))
 	require.NoError(t, err)
 	<-entered
 	e.logs.waitFor(t, "backend: a driver call is taking longer than the slow-call threshold")
@@ -49,20 +50,24 @@ func TestOperatingDocNamesEveryFamilyAndEvent(t *testing.T) {
 	e.wait(pub)
 	e.quiesce(pub)
 	d.Store().Inject(memory.CallGet, e.key(0), gen.IOError)
-	get, err := e.be.Fetch(e.view(0, 1, 4), driver.Hint{})
+	get, err := e.be.Fetch(t.Context(), e.view(0, 1, 4), driver.Hint{})
 	require.NoError(t, err)
 	e.wait(get)
 	e.quiesce(get)
 	d.LoseEvidenceNext()
-	lost, err := e.be.Publish(e.view(1, 1, 8))
+	lost, err := e.be.Publish(t.Context(), e.view(1, 1, 8))
 	require.NoError(t, err)
 	e.wait(lost)
 	e.logs.waitFor(t, "driver: operation access unprovable; its memory is pinned and must never be reused")
 
 	for _, ev := range e.logs.events(t) {
-		assert.Contains(t, string(doc), "\n| `"+ev["message"].(string)+"` |", "docs/operating.md has no table row for the event")
+		if !strings.Contains(string(doc), "\n| `"+ev["message"].(string)+"` |") {
+			t.Errorf("docs/operating.md has no table row for the event %q", ev["message"])
+		}
 		for field := range ev {
-			assert.Contains(t, string(doc), "\n| `"+field+"` |", "docs/operating.md has no table row for the field %s of %q", field, ev["message"])
+			if !strings.Contains(string(doc), "\n| `"+field+"` |") {
+				t.Errorf("docs/operating.md has no table row for the field %s of %q", field, ev["message"])
+			}
 		}
 	}
 }

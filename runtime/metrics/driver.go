@@ -14,15 +14,22 @@ import (
 )
 
 // Field names of every log event this package and the backend write. They
-// never change; new fields are added beside them.
+// never change; new fields are added beside them. A duration's field
+// names its unit (age_ms): neither package reads zerolog's globals
+// (DurationFieldUnit, ErrorFieldName, TimeFieldFormat, ...), which an
+// embedder may set for its own logs.
 const (
-	FieldStore = "store" // the store name given to Instrument
-	FieldOp    = "op"    // "put" or "get"
-	FieldRows  = "rows"  // rows of the call, or of the rows the event is about
-	FieldBytes = "bytes" // payload bytes of those rows
-	FieldCode  = "code"  // the store's numeric code of a FAULT
-	FieldAge   = "age"   // time since the call started
-	FieldRule  = "rule"  // the rule of a driver.RejectedError
+	FieldStore          = "store"           // the store name given to Instrument
+	FieldOp             = "op"              // "put" or "get"
+	FieldRows           = "rows"            // rows of the call, or of the rows the event is about
+	FieldBytes          = "bytes"           // payload bytes of those rows
+	FieldCode           = "code"            // the store's numeric code of a FAULT
+	FieldAge            = "age_ms"          // milliseconds since the call started
+	FieldRule           = "rule"            // the rule of a driver.RejectedError
+	FieldError          = "error"           // an error's or a FAULT's text
+	FieldResults        = "results"         // how many results an operation answered
+	FieldSuppressed     = "suppressed"      // "driver: rows faulted" events of this store, op and code not logged since the last one
+	FieldSuppressedRows = "suppressed_rows" // the rows of those events
 )
 
 // Result label values beside the row statuses in lower case ("ready",
@@ -43,10 +50,19 @@ const (
 	OpGet = "get"
 )
 
-// DefaultBuckets are the latency histograms' buckets, in seconds: from
-// 100 µs (a memory store's call) to 60 s (the backend's slow-call
-// threshold).
-var DefaultBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+// DefaultBuckets are the latency histograms' buckets, in seconds, 1-2-5
+// from 10 µs to 60 s (the backend's slow-call threshold): a memory
+// store's call of a few KiB takes a few microseconds, a local call of
+// 1 MiB 100-200 µs (told apart by the 100, 200 and 500 µs bounds), a
+// loopback Redis call a few hundred microseconds to milliseconds.
+var DefaultBuckets = []float64{
+	10e-6, 20e-6, 50e-6, 100e-6, 200e-6, 500e-6,
+	.001, .002, .005, .01, .02, .05, .1, .2, .5,
+	1, 2, 5, 10, 20, 60,
+}
+
+// DefaultFaultLogEvery is the default Options.FaultLogEvery.
+const DefaultFaultLogEvery = time.Second
 
 // Options configure Drivers. The zero value logs nothing and uses
 // DefaultBuckets.
@@ -57,19 +73,28 @@ type Options struct {
 	// Buckets are the latency histograms' buckets in seconds (nil:
 	// DefaultBuckets).
 	Buckets []float64
+	// FaultLogEvery bounds the "driver: rows faulted" events: at most one
+	// per store, op and fault code in each FaultLogEvery (0 or less:
+	// DefaultFaultLogEvery, 1 s). The events it holds back are counted,
+	// and the next event of that store, op and code logged carries the
+	// count (suppressed) and their rows (suppressed_rows). The counters
+	// (kvblob_driver_rows_total) count every row whatever the log keeps.
+	FaultLogEvery time.Duration
 }
 
 // Drivers counts what moves through the drivers its Instrument wraps. It
 // is a prometheus.Collector: register it once. Build it with NewDrivers.
 type Drivers struct {
-	log zerolog.Logger
+	log        zerolog.Logger
+	faultEvery time.Duration
+	now        func() time.Time // the fault log's clock (a test's own)
 
 	rows, bytes          *prometheus.CounterVec
 	callSecs, resultSecs *prometheus.HistogramVec
 	inFlight, opsOpen    *prometheus.GaugeVec
 	unprovable           *prometheus.CounterVec
-	pinnedSpans          *prometheus.GaugeVec
-	pinnedBytes          *prometheus.GaugeVec
+	pinnedSpans          *prometheus.CounterVec
+	pinnedBytes          *prometheus.CounterVec
 }
 
 // NewDrivers returns the driver metrics, with no series until a driver is
@@ -79,14 +104,18 @@ func NewDrivers(opt Options) *Drivers {
 	if buckets == nil {
 		buckets = DefaultBuckets
 	}
+	every := opt.FaultLogEvery
+	if every <= 0 {
+		every = DefaultFaultLogEvery
+	}
 	so := []string{"store", "op"}
 	sor := []string{"store", "op", "result"}
 	return &Drivers{
-		log: opt.Logger,
+		log: opt.Logger, faultEvery: every, now: time.Now,
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvblob_driver_rows_total",
 			Help: "Rows through Put (op=put) and Get (op=get), by the row's result."}, sor),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvblob_driver_bytes_total",
-			Help: "Payload bytes of the rows of kvblob_driver_rows_total, by the row's result (a get's MISS moved none of them)."}, sor),
+			Help: "Payload bytes moved: of the rows that answered READY (a put stored them whole, a get read them whole)."}, so),
 		callSecs: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvblob_driver_call_seconds",
 			Help: "Time a Put or Get call took to return.", Buckets: buckets}, so),
 		resultSecs: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvblob_driver_result_seconds",
@@ -97,10 +126,10 @@ func NewDrivers(opt Options) *Drivers {
 			Help: "Recorded operations whose access end has not been observed yet (the store may still touch their memory)."}, so),
 		unprovable: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvblob_driver_unprovable_operations_total",
 			Help: "Operations whose driver lost the evidence that its access ended; their memory must never be reused."}, so),
-		pinnedSpans: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kvblob_driver_pinned_spans",
-			Help: "Spans (slots) named by unprovable operations: memory pinned for the life of the process."}, so),
-		pinnedBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kvblob_driver_pinned_bytes",
-			Help: "Bytes of the spans of kvblob_driver_pinned_spans."}, so),
+		pinnedSpans: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvblob_driver_pinned_spans_total",
+			Help: "Spans (slots) named by unprovable operations: memory pinned for the life of the process, so it never goes down."}, so),
+		pinnedBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvblob_driver_pinned_bytes_total",
+			Help: "Bytes of the spans of kvblob_driver_pinned_spans_total."}, so),
 	}
 }
 
@@ -141,7 +170,7 @@ func resultLabel(s driver.Status) string { return strings.ToLower(s.String()) }
 // name that stays fixed (the store's kind, "redis", or a deployment's
 // short name); the name is a label, so never derive it from request data.
 func (m *Drivers) Instrument(d driver.Driver, store string) driver.Driver {
-	w := &instrumented{d: d, m: m, log: m.log.With().Str(FieldStore, store).Logger()}
+	w := &instrumented{d: d, m: m, log: m.log.With().Str(FieldStore, store).Logger(), faults: map[faultKey]*faultLog{}}
 	for _, op := range []string{OpPut, OpGet} {
 		s := &w.put
 		if op == OpGet {
@@ -150,7 +179,7 @@ func (m *Drivers) Instrument(d driver.Driver, store string) driver.Driver {
 		*s = series{
 			op:          op,
 			rows:        map[string]prometheus.Counter{},
-			bytes:       map[string]prometheus.Counter{},
+			bytes:       m.bytes.WithLabelValues(store, op),
 			callSecs:    m.callSecs.WithLabelValues(store, op),
 			resultSecs:  m.resultSecs.WithLabelValues(store, op),
 			inFlight:    m.inFlight.WithLabelValues(store, op),
@@ -161,7 +190,6 @@ func (m *Drivers) Instrument(d driver.Driver, store string) driver.Driver {
 		}
 		for _, r := range results { // every series exists from the start, at 0
 			s.rows[r] = m.rows.WithLabelValues(store, op, r)
-			s.bytes[r] = m.bytes.WithLabelValues(store, op, r)
 		}
 	}
 	return w
@@ -170,11 +198,12 @@ func (m *Drivers) Instrument(d driver.Driver, store string) driver.Driver {
 // series are one store's and one op's series, looked up once.
 type series struct {
 	op                       string
-	rows, bytes              map[string]prometheus.Counter // by result; read-only after Instrument
+	rows                     map[string]prometheus.Counter // by result; read-only after Instrument
+	bytes                    prometheus.Counter            // of READY rows
 	callSecs, resultSecs     prometheus.Observer
 	inFlight, opsOpen        prometheus.Gauge
 	unprovable               prometheus.Counter
-	pinnedSpans, pinnedBytes prometheus.Gauge
+	pinnedSpans, pinnedBytes prometheus.Counter
 }
 
 // instrumented is a driver wrapped by Instrument.
@@ -183,6 +212,43 @@ type instrumented struct {
 	m        *Drivers
 	log      zerolog.Logger
 	put, get series
+
+	mu     sync.Mutex
+	faults map[faultKey]*faultLog // the "rows faulted" events' rate limit
+}
+
+// faultKey is what the fault log limits its events by, beside the store.
+type faultKey struct {
+	op   string
+	code int64
+}
+
+// faultLog is one key's last event logged and what was held back since.
+type faultLog struct {
+	last                 time.Time
+	suppressed, suppRows int
+}
+
+// allowFault reports whether an event of rows faulted rows may be logged
+// now; when it may, it returns the events and rows held back since the
+// last one, and counts them from zero again; when not, it counts this one.
+func (w *instrumented) allowFault(op string, code int64, rows int) (ok bool, suppressed, suppressedRows int) {
+	now := w.m.now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := faultKey{op, code}
+	f := w.faults[k]
+	if f == nil {
+		f = &faultLog{}
+		w.faults[k] = f
+	} else if now.Sub(f.last) < w.m.faultEvery {
+		f.suppressed++
+		f.suppRows += rows
+		return false, 0, 0
+	}
+	suppressed, suppressedRows = f.suppressed, f.suppRows
+	*f = faultLog{last: now}
+	return true, suppressed, suppressedRows
 }
 
 var _ driver.Driver = (*instrumented)(nil)
@@ -227,16 +293,15 @@ func (w *instrumented) call(s *series, rows []driver.Row, call func() (driver.Op
 		case errors.As(err, &rej):
 			result = ResultRejected
 			w.log.Warn().Str(FieldOp, s.op).Int(FieldRows, len(rows)).Int64(FieldBytes, total).Str(FieldRule, rej.Rule).
-				Err(err).Msg("driver: call rejected")
+				Str(FieldError, err.Error()).Msg("driver: call rejected")
 		case err == nil:
 			w.log.Error().Str(FieldOp, s.op).Int(FieldRows, len(rows)).Int64(FieldBytes, total).
 				Msg("driver: call returned neither an operation nor an error")
 		default:
 			w.log.Error().Str(FieldOp, s.op).Int(FieldRows, len(rows)).Int64(FieldBytes, total).
-				Err(err).Msg("driver: call failed without a DriverRejected error")
+				Str(FieldError, err.Error()).Msg("driver: call failed without a DriverRejected error")
 		}
 		s.rows[result].Add(float64(len(rows)))
-		s.bytes[result].Add(float64(total))
 		return op, err
 	}
 	s.opsOpen.Inc()
@@ -281,8 +346,7 @@ func (o *operation) count(res []driver.Result) {
 	s.resultSecs.Observe(time.Since(o.start).Seconds())
 	if len(res) != len(o.sizes) {
 		s.rows[ResultError].Add(float64(len(o.sizes)))
-		s.bytes[ResultError].Add(float64(o.total))
-		log.Error().Str(FieldOp, s.op).Int(FieldRows, len(o.sizes)).Int64(FieldBytes, o.total).Int("results", len(res)).
+		log.Error().Str(FieldOp, s.op).Int(FieldRows, len(o.sizes)).Int64(FieldBytes, o.total).Int(FieldResults, len(res)).
 			Msg("driver: operation answered the wrong number of results")
 		return
 	}
@@ -293,13 +357,16 @@ func (o *operation) count(res []driver.Result) {
 	}
 	var byCode map[int64]*faults
 	var codes []int64 // in the order first seen
+	var moved int64
 	for i, r := range res {
 		label := ResultError
 		if r.Status >= driver.Ready && r.Status <= driver.Cancelled {
 			label = resultLabel(r.Status)
 		}
 		s.rows[label].Inc()
-		s.bytes[label].Add(float64(o.sizes[i]))
+		if r.Status == driver.Ready {
+			moved += o.sizes[i]
+		}
 		if r.Status == driver.Fault {
 			if byCode == nil {
 				byCode = map[int64]*faults{}
@@ -314,10 +381,16 @@ func (o *operation) count(res []driver.Result) {
 			f.bytes += o.sizes[i]
 		}
 	}
+	s.bytes.Add(float64(moved))
 	for _, c := range codes {
 		f := byCode[c]
+		ok, suppressed, suppressedRows := o.w.allowFault(s.op, c, f.rows)
+		if !ok {
+			continue
+		}
 		log.Warn().Str(FieldOp, s.op).Int(FieldRows, f.rows).Int64(FieldBytes, f.bytes).Int64(FieldCode, c).
-			Str(zerolog.ErrorFieldName, f.text).Msg("driver: rows faulted")
+			Str(FieldError, f.text).Int(FieldSuppressed, suppressed).Int(FieldSuppressedRows, suppressedRows).
+			Msg("driver: rows faulted")
 	}
 }
 
@@ -338,7 +411,7 @@ func (o *operation) AccessUnprovable() bool {
 		s.pinnedSpans.Add(float64(o.spans))
 		s.pinnedBytes.Add(float64(o.total))
 		o.w.log.Error().Str(FieldOp, s.op).Int(FieldRows, len(o.sizes)).Int64(FieldBytes, o.total).
-			Dur(FieldAge, time.Since(o.start)).
+			Int64(FieldAge, time.Since(o.start).Milliseconds()).
 			Msg("driver: operation access unprovable; its memory is pinned and must never be reused")
 	}
 	return lost

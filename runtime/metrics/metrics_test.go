@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,7 +99,6 @@ type env struct {
 	client *http.Client
 	be     *backend.Backend
 	slots  *driver.Region
-	woken  chan struct{}
 	logs   *logs
 	stem   driver.Stem
 }
@@ -106,7 +107,7 @@ func newEnv(t *testing.T, d driver.Driver, store string, cfg backend.Config) *en
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
-	e := &env{t: t, ctx: ctx, woken: make(chan struct{}, 1), logs: newLogs()}
+	e := &env{t: t, ctx: ctx, logs: newLogs()}
 	log := zerolog.New(e.logs)
 	drivers := metrics.NewDrivers(metrics.Options{Logger: log})
 	wrapped := drivers.Instrument(d, store)
@@ -115,18 +116,13 @@ func newEnv(t *testing.T, d driver.Driver, store string, cfg backend.Config) *en
 	require.NoError(t, err)
 	hold, err := lender.Hold()
 	require.NoError(t, err)
-	bind, err := backend.Bind(hold.Regions(), wrapped, hold)
+	bind, err := backend.Bind(t.Context(), hold.Regions(), wrapped, hold)
 	require.NoError(t, err)
 	if cfg.Prefix == "" {
 		cfg.Prefix = "metrics-test"
 	}
 	cfg.Logger = log.With().Str("store", store).Logger()
-	e.be, err = backend.New(bind, func() {
-		select {
-		case e.woken <- struct{}{}:
-		default:
-		}
-	}, cfg)
+	e.be, err = backend.New(bind, cfg)
 	require.NoError(t, err)
 	e.stem, err = driver.KeyStem(cfg.Prefix)
 	require.NoError(t, err)
@@ -202,13 +198,7 @@ func (e *env) wait(a *backend.Attempt) backend.Outcome {
 
 func (e *env) quiesce(a *backend.Attempt) {
 	e.t.Helper()
-	for !a.Quiesced() {
-		select {
-		case <-e.woken:
-		case <-e.ctx.Done():
-			e.t.Fatal("attempt never quiesced")
-		}
-	}
+	require.NoError(e.t, a.WaitQuiesced(e.ctx), "attempt never quiesced")
 }
 
 func s(name string, labels ...string) string {
@@ -223,8 +213,8 @@ func rows(op, result string) string {
 	return s("kvblob_driver_rows_total", "op", op, "result", result, "store", "memory")
 }
 
-func bytesOf(op, result string) string {
-	return s("kvblob_driver_bytes_total", "op", op, "result", result, "store", "memory")
+func bytesOf(op string) string {
+	return s("kvblob_driver_bytes_total", "op", op, "store", "memory")
 }
 
 func be(name string) string { return s("kvblob_backend_"+name, "store", "memory") }
@@ -244,21 +234,21 @@ func moved(t *testing.T, before, after map[string]float64, k string) float64 {
 func TestScrapeSeesRowsMove(t *testing.T) {
 	e := newEnv(t, memory.New(memory.Options{}), "memory", backend.Config{RowsPerBatch: 2})
 	before := e.scrape()
-	for _, k := range []string{rows("put", "ready"), rows("get", "miss"), rows("get", "rejected"), bytesOf("get", "error")} {
+	for _, k := range []string{rows("put", "ready"), rows("get", "miss"), rows("get", "rejected"), bytesOf("get")} {
 		require.Contains(t, before, k, "every series exists, at 0, once a driver is instrumented")
 	}
 
-	pub, err := e.be.Publish(e.view(0, 4, 0))
+	pub, err := e.be.Publish(t.Context(), e.view(0, 4, 0))
 	require.NoError(t, err)
 	e.wait(pub)
 	e.quiesce(pub)
-	get, err := e.be.Fetch(e.view(0, 4, 4), driver.Hint{})
+	get, err := e.be.Fetch(t.Context(), e.view(0, 4, 4), driver.Hint{})
 	require.NoError(t, err)
 	e.wait(get)
 	e.quiesce(get)
-	miss, err := e.be.Fetch(e.view(100, 2, 8), driver.Hint{})
+	miss, err := e.be.Fetch(t.Context(), e.view(100, 2, 8), driver.Hint{})
 	require.NoError(t, err)
-	assert.Equal(t, 0, e.wait(miss).Prefix)
+	assert.Equal(t, 0, e.wait(miss).InOrder)
 	e.quiesce(miss)
 
 	after := e.scrape()
@@ -266,9 +256,8 @@ func TestScrapeSeesRowsMove(t *testing.T) {
 	assert.Equal(t, 4.0, moved(t, before, after, rows("get", "ready")))
 	assert.Equal(t, 2.0, moved(t, before, after, rows("get", "miss")))
 	assert.Equal(t, 0.0, moved(t, before, after, rows("put", "fault")))
-	assert.Equal(t, 4.0*slotBytes, moved(t, before, after, bytesOf("put", "ready")))
-	assert.Equal(t, 4.0*slotBytes, moved(t, before, after, bytesOf("get", "ready")))
-	assert.Equal(t, 2.0*slotBytes, moved(t, before, after, bytesOf("get", "miss")))
+	assert.Equal(t, 4.0*slotBytes, moved(t, before, after, bytesOf("put")))
+	assert.Equal(t, 4.0*slotBytes, moved(t, before, after, bytesOf("get")), "bytes moved: the misses moved none")
 	// Two batches of two rows each way, and one batch of misses.
 	assert.Equal(t, 2.0, moved(t, before, after, so("kvblob_driver_call_seconds_count", "put")))
 	assert.Equal(t, 3.0, moved(t, before, after, so("kvblob_driver_call_seconds_count", "get")))
@@ -280,7 +269,7 @@ func TestScrapeSeesRowsMove(t *testing.T) {
 	assert.Equal(t, 5.0, moved(t, before, after, be("batches_started_total")))
 	assert.Equal(t, 5.0, moved(t, before, after, be("batches_settled_total")))
 	for _, g := range []string{so("kvblob_driver_calls_in_flight", "get"), so("kvblob_driver_operations_open", "put"),
-		be("calls_open"), be("oldest_call_seconds"), be("protocol_violation"), be("batches_unprovable"), be("shut_down")} {
+		be("calls_open"), be("oldest_call_seconds"), be("protocol_violation"), be("batches_unprovable_total"), be("shut_down")} {
 		assert.Equal(t, 0.0, after[g], g)
 	}
 
@@ -295,7 +284,7 @@ func TestScrapeSeesACallInFlight(t *testing.T) {
 	e := newEnv(t, d, "memory", backend.Config{})
 	entered, release := d.Store().Hold(memory.CallGet, e.key(0))
 	defer release()
-	a, err := e.be.Fetch(e.view(0, 1, 0), driver.Hint{})
+	a, err := e.be.Fetch(t.Context(), e.view(0, 1, 0), driver.Hint{})
 	require.NoError(t, err)
 	select {
 	case <-entered:
@@ -303,7 +292,7 @@ func TestScrapeSeesACallInFlight(t *testing.T) {
 		t.Fatal("the get never entered the store")
 	}
 	// One worker: a second fetch waits in the queue behind the held one.
-	queued, err := e.be.Fetch(e.view(1, 1, 1), driver.Hint{})
+	queued, err := e.be.Fetch(t.Context(), e.view(1, 1, 1), driver.Hint{})
 	require.NoError(t, err)
 	during := e.scrape()
 	assert.Equal(t, 1.0, during[so("kvblob_driver_calls_in_flight", "get")])
@@ -330,10 +319,10 @@ func TestScrapeSeesAnOpenAccess(t *testing.T) {
 	e := newEnv(t, d, "memory", backend.Config{})
 	release := d.HoldAccessNext()
 	defer release()
-	a, err := e.be.Publish(e.view(0, 2, 0))
+	a, err := e.be.Publish(t.Context(), e.view(0, 2, 0))
 	require.NoError(t, err)
 	e.wait(a)
-	assert.False(t, a.Quiesced())
+	assert.False(t, closed(a.Quiesced()))
 	assert.Equal(t, 1.0, e.scrape()[so("kvblob_driver_operations_open", "put")])
 	release()
 	e.quiesce(a)
@@ -346,22 +335,22 @@ func TestScrapeSeesPinnedMemory(t *testing.T) {
 	d := memory.New(memory.Options{})
 	e := newEnv(t, d, "memory", backend.Config{})
 	d.LoseEvidenceNext()
-	a, err := e.be.Publish(e.view(0, 3, 0))
+	a, err := e.be.Publish(t.Context(), e.view(0, 3, 0))
 	require.NoError(t, err)
 	e.wait(a)
 	got := e.scrape()
 	assert.Equal(t, 1.0, got[so("kvblob_driver_unprovable_operations_total", "put")])
-	assert.Equal(t, 3.0, got[so("kvblob_driver_pinned_spans", "put")])
-	assert.Equal(t, 3.0*slotBytes, got[so("kvblob_driver_pinned_bytes", "put")])
+	assert.Equal(t, 3.0, got[so("kvblob_driver_pinned_spans_total", "put")])
+	assert.Equal(t, 3.0*slotBytes, got[so("kvblob_driver_pinned_bytes_total", "put")])
 	assert.Equal(t, 0.0, got[so("kvblob_driver_operations_open", "put")])
-	assert.Equal(t, 1.0, got[be("batches_unprovable")])
+	assert.Equal(t, 1.0, got[be("batches_unprovable_total")])
 
 	ev := e.logs.waitFor(t, "driver: operation access unprovable; its memory is pinned and must never be reused")
 	assert.Equal(t, "memory", ev["store"])
 	assert.Equal(t, "put", ev["op"])
 	assert.EqualValues(t, 3, ev["rows"])
 	assert.EqualValues(t, 3*slotBytes, ev["bytes"])
-	assert.Contains(t, ev, "age")
+	assertMillis(t, ev, metrics.FieldAge)
 
 	var se *backend.ShutdownError
 	require.ErrorAs(t, e.be.Shutdown(e.ctx), &se, "a pinned attempt keeps the lender's memory")
@@ -373,21 +362,21 @@ func TestScrapeSeesPinnedMemory(t *testing.T) {
 func TestScrapeSeesFaults(t *testing.T) {
 	d := memory.New(memory.Options{})
 	e := newEnv(t, d, "memory", backend.Config{})
-	pub, err := e.be.Publish(e.view(0, 2, 0))
+	pub, err := e.be.Publish(t.Context(), e.view(0, 2, 0))
 	require.NoError(t, err)
 	e.wait(pub)
 	e.quiesce(pub)
 	d.Store().Inject(memory.CallGet, e.key(1), gen.IOError)
 	before := e.scrape()
-	a, err := e.be.Fetch(e.view(0, 2, 4), driver.Hint{})
+	a, err := e.be.Fetch(t.Context(), e.view(0, 2, 4), driver.Hint{})
 	require.NoError(t, err)
 	o := e.wait(a)
 	e.quiesce(a)
-	require.Equal(t, 1, o.Prefix)
+	require.Equal(t, 1, o.InOrder)
 	after := e.scrape()
 	assert.Equal(t, 1.0, moved(t, before, after, rows("get", "ready")))
 	assert.Equal(t, 1.0, moved(t, before, after, rows("get", "fault")))
-	assert.Equal(t, float64(slotBytes), moved(t, before, after, bytesOf("get", "fault")))
+	assert.Equal(t, float64(slotBytes), moved(t, before, after, bytesOf("get")), "the READY row's bytes alone moved")
 	for k := range after {
 		assert.NotContains(t, k, e.key(1), "no label holds a key")
 	}
@@ -417,7 +406,7 @@ func (b broken) Get(context.Context, []driver.Row, driver.Hint) (driver.Operatio
 func TestScrapeSeesRejectionsAndViolations(t *testing.T) {
 	e := newEnv(t, broken{memory.New(memory.Options{})}, "memory", backend.Config{})
 	before := e.scrape()
-	pub, err := e.be.Publish(e.view(0, 2, 0))
+	pub, err := e.be.Publish(t.Context(), e.view(0, 2, 0))
 	require.NoError(t, err)
 	e.wait(pub)
 	e.quiesce(pub)
@@ -427,12 +416,12 @@ func TestScrapeSeesRejectionsAndViolations(t *testing.T) {
 	ev := e.logs.waitFor(t, "driver: call rejected")
 	assert.Equal(t, driver.RuleClosed, ev["rule"])
 
-	get, err := e.be.Fetch(e.view(0, 3, 4), driver.Hint{})
+	get, err := e.be.Fetch(t.Context(), e.view(0, 3, 4), driver.Hint{})
 	require.NoError(t, err)
 	e.wait(get)
 	after := e.scrape()
 	assert.Equal(t, 3.0, moved(t, before, after, rows("get", "error")))
-	assert.Equal(t, 3.0*slotBytes, moved(t, before, after, bytesOf("get", "error")))
+	assert.Equal(t, 0.0, moved(t, before, after, bytesOf("get")), "a failed call moved nothing")
 	assert.Equal(t, 1.0, after[be("protocol_violation")])
 	ev = e.logs.waitFor(t, "driver: call failed without a DriverRejected error")
 	assert.Equal(t, "the connection broke", ev["error"])
@@ -454,7 +443,7 @@ func TestSlowCallFieldsAreStable(t *testing.T) {
 	e := newEnv(t, d, "memory", backend.Config{SlowCall: time.Millisecond})
 	entered, release := d.Store().Hold(memory.CallGet, e.key(0))
 	defer release()
-	a, err := e.be.Fetch(e.view(0, 2, 0), driver.Hint{})
+	a, err := e.be.Fetch(t.Context(), e.view(0, 2, 0), driver.Hint{})
 	require.NoError(t, err)
 	<-entered
 	ev := e.logs.waitFor(t, "backend: a driver call is taking longer than the slow-call threshold")
@@ -466,5 +455,151 @@ func TestSlowCallFieldsAreStable(t *testing.T) {
 	assert.Equal(t, "get", ev["op"])
 	assert.EqualValues(t, 2, ev["rows"])
 	assert.EqualValues(t, 2*slotBytes, ev["bytes"])
-	assert.Contains(t, ev, "age")
+	assertMillis(t, ev, metrics.FieldAge)
+}
+
+// assertMillis checks that ev's field is a whole number of milliseconds
+// in a field whose name says so, whatever zerolog.DurationFieldUnit is.
+func assertMillis(t *testing.T, ev map[string]any, field string) {
+	t.Helper()
+	require.True(t, strings.HasSuffix(field, "_ms"), "a duration's field names its unit")
+	v, ok := ev[field].(float64)
+	require.True(t, ok, "%s is a number: %v", field, ev)
+	assert.Equal(t, float64(int64(v)), v, "%s is whole milliseconds", field)
+	assert.Less(t, v, 60_000.0, "%s is in milliseconds, not a finer unit", field)
+}
+
+// closed asks, without waiting, whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// TestRowFaultLogsAreRateLimited: at most one "driver: rows faulted"
+// event per store, op and code in each Options.FaultLogEvery; the next
+// one logged says how many were held back and their rows, while the
+// counters count every row.
+func TestRowFaultLogsAreRateLimited(t *testing.T) {
+	d := memory.New(memory.Options{})
+	log := newLogs()
+	drivers := metrics.NewDrivers(metrics.Options{Logger: zerolog.New(log), FaultLogEvery: time.Second})
+	now := time.Unix(1000, 0)
+	metrics.SetClock(drivers, func() time.Time { return now })
+	w := drivers.Instrument(d, "memory")
+	lender, err := hostmem.NewLender("kv", driver.Layout{SlotBytes: slotBytes, Slots: 4})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, lender.Close()) }()
+	r := lender.Regions()[0]
+	reg, err := w.Register(r)
+	require.NoError(t, err)
+	stem, err := driver.KeyStem("rate")
+	require.NoError(t, err)
+	key, err := stem.Key([]byte("k"))
+	require.NoError(t, err)
+	get := func(code gen.Code) {
+		t.Helper()
+		d.Store().Inject(memory.CallGet, key, code)
+		op, err := w.Get(t.Context(), []driver.Row{{Key: key, Spans: []driver.Span{r.Slot(0)}}}, driver.Hint{})
+		require.NoError(t, err)
+		res, done := op.Poll()
+		require.True(t, done)
+		require.Equal(t, driver.Fault, res[0].Status)
+		require.True(t, op.AccessEnded())
+	}
+	faulted := func() []map[string]any {
+		var out []map[string]any
+		for _, ev := range log.events(t) {
+			if ev["message"] == "driver: rows faulted" {
+				out = append(out, ev)
+			}
+		}
+		return out
+	}
+
+	get(gen.IOError) // logged: the first of its code
+	get(gen.IOError) // held back: within the second
+	get(gen.IOError) // held back
+	get(gen.Corrupt) // another code: logged
+	now = now.Add(999 * time.Millisecond)
+	get(gen.IOError) // held back: still within the second
+	require.Len(t, faulted(), 2, "one event per code within FaultLogEvery")
+	assert.EqualValues(t, 0, faulted()[0][metrics.FieldSuppressed])
+	assert.EqualValues(t, int64(gen.Corrupt), faulted()[1][metrics.FieldCode])
+
+	now = now.Add(time.Millisecond)
+	get(gen.IOError) // a second after the first: logged, with what was held back
+	evs := faulted()
+	require.Len(t, evs, 3)
+	assert.EqualValues(t, int64(gen.IOError), evs[2][metrics.FieldCode])
+	assert.EqualValues(t, 3, evs[2][metrics.FieldSuppressed], "three events held back since the last")
+	assert.EqualValues(t, 3, evs[2][metrics.FieldSuppressedRows])
+
+	reg2 := prometheus.NewRegistry()
+	reg2.MustRegister(drivers)
+	families, err := reg2.Gather()
+	require.NoError(t, err)
+	faults := 0.0
+	for _, f := range families {
+		if f.GetName() != "kvblob_driver_rows_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" && l.GetValue() == "fault" {
+					faults += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	assert.Equal(t, 6.0, faults, "the counters count every faulted row")
+	require.NoError(t, w.Unregister(reg))
+}
+
+// TestDefaultBucketsSeeALocalCall: a local call of 1 MiB takes 100-200
+// µs and a memory store's call of a few KiB a few microseconds; the
+// default buckets tell those apart from each other and from a 250 µs
+// call, instead of lumping all under one bound.
+func TestDefaultBucketsSeeALocalCall(t *testing.T) {
+	bucketOf := func(d time.Duration) float64 {
+		for _, b := range metrics.DefaultBuckets {
+			if d.Seconds() <= b {
+				return b
+			}
+		}
+		return math.Inf(1)
+	}
+	assert.NotEqual(t, bucketOf(5*time.Microsecond), bucketOf(50*time.Microsecond), "a memory store's small call has buckets of its own")
+	assert.NotEqual(t, bucketOf(90*time.Microsecond), bucketOf(150*time.Microsecond))
+	assert.NotEqual(t, bucketOf(150*time.Microsecond), bucketOf(250*time.Microsecond))
+	assert.Equal(t, 60.0, metrics.DefaultBuckets[len(metrics.DefaultBuckets)-1], "up to the slow-call threshold")
+	assert.True(t, slices.IsSorted(metrics.DefaultBuckets))
+}
+
+// TestMonotonicFamiliesAreCounters: a count that never goes down is a
+// counter named _total (so rate() and increase() apply), never a gauge.
+func TestMonotonicFamiliesAreCounters(t *testing.T) {
+	d := memory.New(memory.Options{})
+	e := newEnv(t, d, "memory", backend.Config{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewBackendCollector("memory", e.be))
+	drivers := metrics.NewDrivers(metrics.Options{})
+	drivers.Instrument(memory.New(memory.Options{}), "other")
+	reg.MustRegister(drivers)
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	types := map[string]string{}
+	for _, f := range families {
+		types[f.GetName()] = f.GetType().String()
+	}
+	for _, name := range []string{"kvblob_backend_batches_unprovable_total", "kvblob_driver_pinned_spans_total",
+		"kvblob_driver_pinned_bytes_total", "kvblob_driver_unprovable_operations_total", "kvblob_driver_bytes_total"} {
+		assert.Equal(t, "COUNTER", types[name], "%s never goes down", name)
+	}
+	for name, typ := range types {
+		assert.Equal(t, typ == "COUNTER", strings.HasSuffix(name, "_total"), "%s is a %s", name, typ)
+	}
 }

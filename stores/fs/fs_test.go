@@ -298,9 +298,9 @@ func TestBackendRoundTripBetweenTwoHosts(t *testing.T) {
 		require.NoError(t, err)
 		d, err := fs.Open(fs.Options{Root: root})
 		require.NoError(t, err)
-		bind, err := backend.Bind(hold.Regions(), d, hold)
+		bind, err := backend.Bind(t.Context(), hold.Regions(), d, hold)
 		require.NoError(t, err)
-		be, err := backend.New(bind, nil, backend.Config{Workers: 4, RowsPerBatch: 8, Prefix: "fs-roundtrip/" + strings.ReplaceAll(t.Name(), "/", "-")})
+		be, err := backend.New(bind, backend.Config{Workers: 4, RowsPerBatch: 8, Prefix: "fs-roundtrip/" + strings.ReplaceAll(t.Name(), "/", "-")})
 		require.NoError(t, err)
 		return host{be, l, hold}
 	}
@@ -326,8 +326,8 @@ func TestBackendRoundTripBetweenTwoHosts(t *testing.T) {
 		require.NoError(t, err)
 		return o
 	}
-	assert.Equal(t, rows, outcome(pub.be.Publish(src)).Prefix)
-	assert.Equal(t, rows, outcome(sub.be.Fetch(dst, driver.Hint{})).Prefix)
+	assert.Equal(t, rows, outcome(pub.be.Publish(t.Context(), src)).InOrder)
+	assert.Equal(t, rows, outcome(sub.be.Fetch(t.Context(), dst, driver.Hint{})).InOrder)
 	for i := range src {
 		require.True(t, bytes.Equal(src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes()), "row %d", i)
 	}

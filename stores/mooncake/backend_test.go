@@ -29,9 +29,9 @@ func TestBackendRoundTripBetweenTwoClients(t *testing.T) {
 		require.NoError(t, err)
 		d, err := mooncake.New(fakesdk.NewClient(master, "0.3.13"))
 		require.NoError(t, err)
-		bind, err := backend.Bind(hold.Regions(), d, hold)
+		bind, err := backend.Bind(t.Context(), hold.Regions(), d, hold)
 		require.NoError(t, err)
-		be, err := backend.New(bind, nil, backend.Config{Workers: 4, RowsPerBatch: 16})
+		be, err := backend.New(bind, backend.Config{Workers: 4, RowsPerBatch: 16})
 		require.NoError(t, err)
 		return be, lender, hold
 	}
@@ -63,8 +63,8 @@ func TestBackendRoundTripBetweenTwoClients(t *testing.T) {
 			time.Sleep(100 * time.Microsecond)
 		}
 	}
-	assert.Equal(t, rows, outcome(pubBE.Publish(src)).Prefix)
-	assert.Equal(t, rows, outcome(getBE.Fetch(dst, driver.Hint{})).Prefix)
+	assert.Equal(t, rows, outcome(pubBE.Publish(t.Context(), src)).InOrder)
+	assert.Equal(t, rows, outcome(getBE.Fetch(t.Context(), dst, driver.Hint{})).InOrder)
 	for i := range src {
 		require.True(t, bytes.Equal(src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes()), "row %d", i)
 	}

@@ -40,12 +40,12 @@ func BenchmarkRoundTrip(b *testing.B) {
 					return
 				}
 				hold, _ := lender.Hold()
-				bind, err := backend.Bind(hold.Regions(), d, hold)
+				bind, err := backend.Bind(context.Background(), hold.Regions(), d, hold)
 				if err != nil {
 					b.Error(err)
 					return
 				}
-				be, err := backend.New(bind, nil, backend.Config{Workers: 2, RowsPerBatch: 8})
+				be, err := backend.New(bind, backend.Config{Workers: 2, RowsPerBatch: 8})
 				if err != nil {
 					b.Error(err)
 					return
@@ -63,11 +63,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 						b.Error(err)
 						return false
 					}
-					for !a.Quiesced() {
-						time.Sleep(20 * time.Microsecond)
-					}
-					if o, _ := a.Poll(); o.Prefix != rows {
-						b.Errorf("delivered %d of %d: %s", o.Prefix, rows, o.Fault)
+					<-a.Quiesced()
+					if o, _ := a.Poll(); o.InOrder != rows {
+						b.Errorf("delivered %d of %d: %v", o.InOrder, rows, o.Err)
 						return false
 					}
 					return true
@@ -80,7 +78,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 						src[k] = backend.ViewRow{Name: name, Spans: []driver.Span{r.Slot(k)}}
 						dst[k] = backend.ViewRow{Name: name, Spans: []driver.Span{r.Slot(rows + k)}}
 					}
-					if !finish(be.Publish(src)) || !finish(be.Fetch(dst, driver.Hint{})) {
+					if !finish(be.Publish(context.Background(), src)) || !finish(be.Fetch(context.Background(), dst, driver.Hint{})) {
 						break
 					}
 					for _, row := range src {

@@ -33,11 +33,11 @@ func BenchmarkRoundTrip(b *testing.B) {
 				if store == "redis" {
 					d = redistest.Factory(standalone())(b)
 				}
-				bind, err := backend.Bind(hold.Regions(), d, hold)
+				bind, err := backend.Bind(context.Background(), hold.Regions(), d, hold)
 				if err != nil {
 					b.Fatal(err)
 				}
-				be, err := backend.New(bind, nil, backend.Config{Workers: 2, RowsPerBatch: 8})
+				be, err := backend.New(bind, backend.Config{Workers: 2, RowsPerBatch: 8})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -53,18 +53,16 @@ func BenchmarkRoundTrip(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					for !a.Quiesced() {
-						time.Sleep(20 * time.Microsecond)
-					}
-					if o, _ := a.Poll(); o.Prefix != rows {
-						b.Fatalf("delivered %d of %d: %s", o.Prefix, rows, o.Fault)
+					<-a.Quiesced()
+					if o, _ := a.Poll(); o.InOrder != rows {
+						b.Fatalf("delivered %d of %d: %v", o.InOrder, rows, o.Err)
 					}
 				}
 				b.SetBytes(2 * rows * rowBytes)
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					finish(be.Publish(view(i, 0)))
-					finish(be.Fetch(view(i, rows), driver.Hint{}))
+					finish(be.Publish(context.Background(), view(i, 0)))
+					finish(be.Fetch(context.Background(), view(i, rows), driver.Hint{}))
 				}
 				b.StopTimer()
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

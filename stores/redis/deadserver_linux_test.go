@@ -81,9 +81,9 @@ func deadPublish(t *testing.T, rows int, downFor time.Duration) (dials int64, lo
 	require.NoError(t, err)
 	hold, err := lender.Hold()
 	require.NoError(t, err)
-	bind, err := backend.Bind(hold.Regions(), d, hold)
+	bind, err := backend.Bind(t.Context(), hold.Regions(), d, hold)
 	require.NoError(t, err)
-	be, err := backend.New(bind, nil, backend.Config{Workers: 3, RowsPerBatch: 1, Prefix: "dead"})
+	be, err := backend.New(bind, backend.Config{Workers: 3, RowsPerBatch: 1, Prefix: "dead"})
 	require.NoError(t, err)
 
 	own.Kill()
@@ -95,7 +95,7 @@ func deadPublish(t *testing.T, rows int, downFor time.Duration) (dials int64, lo
 	}
 	dialsBefore := count.n.Load()
 	start := time.Now()
-	a, err := be.Publish(v)
+	a, err := be.Publish(t.Context(), v)
 	require.NoError(t, err)
 	out, err := a.Wait(context.Background())
 	require.NoError(t, err)

@@ -91,9 +91,9 @@ func (g *guard) DialHook(next goredis.DialHook) goredis.DialHook {
 		g.mu.Unlock()
 		switch {
 		case err != nil && !wasDown && ctx.Err() == nil:
-			g.log.Warn().Str("addr", addr).Err(err).Dur("down_for", g.downFor).Msg("redis: server unreachable")
+			g.log.Warn().Str("addr", addr).Str("error", err.Error()).Int64("down_for_ms", g.downFor.Milliseconds()).Msg("redis: server unreachable")
 		case err == nil && wasDown:
-			g.log.Info().Str("addr", addr).Dur("down", g.now().Sub(since)).Msg("redis: server reachable again")
+			g.log.Info().Str("addr", addr).Int64("down_ms", g.now().Sub(since).Milliseconds()).Msg("redis: server reachable again")
 		}
 		return c, err
 	}

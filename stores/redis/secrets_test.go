@@ -94,16 +94,9 @@ func TestSecretsStayOutOfEveryOutput(t *testing.T) {
 	require.NoError(t, err)
 	hold, err := lender.Hold()
 	require.NoError(t, err)
-	bind, err := backend.Bind(hold.Regions(), d, hold)
+	bind, err := backend.Bind(t.Context(), hold.Regions(), d, hold)
 	require.NoError(t, err)
-	woken := make(chan struct{}, 1)
-	wake := func() {
-		select {
-		case woken <- struct{}{}:
-		default:
-		}
-	}
-	be, err := backend.New(bind, wake, backend.Config{Workers: 2, Prefix: tenantA, Logger: logger, SlowCall: time.Nanosecond})
+	be, err := backend.New(bind, backend.Config{Workers: 2, Prefix: tenantA, Logger: logger, SlowCall: time.Nanosecond})
 	require.NoError(t, err)
 	slots := hold.Regions()[0]
 	view := func(first int, names ...string) backend.View {
@@ -116,13 +109,10 @@ func TestSecretsStayOutOfEveryOutput(t *testing.T) {
 	wait := func(a *backend.Attempt, err error) backend.Outcome {
 		t.Helper()
 		require.NoError(t, err)
-		deadline := time.After(10 * time.Second)
-		for !a.Quiesced() {
-			select {
-			case <-woken:
-			case <-deadline:
-				t.Fatal("the attempt did not quiesce within 10 s")
-			}
+		select {
+		case <-a.Quiesced():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the attempt did not quiesce within 10 s")
 		}
 		o, _ := a.Poll()
 		out.print(fmt.Sprintf("%+v", o))
@@ -130,8 +120,8 @@ func TestSecretsStayOutOfEveryOutput(t *testing.T) {
 	}
 	copy(slots.Slot(0).Bytes(), "row zero")
 	copy(slots.Slot(1).Bytes(), "row one")
-	assert.Equal(t, 2, wait(be.Publish(view(0, "r0", "r1"))).Prefix)
-	assert.Equal(t, 2, wait(be.Fetch(view(2, "r0", "r1"), driver.Hint{})).Prefix)
+	assert.Equal(t, 2, wait(be.Publish(t.Context(), view(0, "r0", "r1"))).InOrder)
+	assert.Equal(t, 2, wait(be.Fetch(t.Context(), view(2, "r0", "r1"), driver.Hint{})).InOrder)
 
 	// Rows the integrity check refuses: an unkeyed one, one under another
 	// key. Their FAULT text goes into the outcome.
@@ -148,9 +138,9 @@ func TestSecretsStayOutOfEveryOutput(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Set(context.Background(), key("unkeyed"), trailer.Encode(key("unkeyed"), payload), 0).Err())
 	require.NoError(t, c.Set(context.Background(), key("otherkey"), other.Encode(key("otherkey"), payload), 0).Err())
-	o := wait(be.Fetch(view(4, "unkeyed"), driver.Hint{}))
+	o := wait(be.Fetch(t.Context(), view(4, "unkeyed"), driver.Hint{}))
 	assert.Equal(t, driver.Fault, o.Results[0].Status)
-	o = wait(be.Fetch(view(5, "otherkey"), driver.Hint{}))
+	o = wait(be.Fetch(t.Context(), view(5, "otherkey"), driver.Hint{}))
 	assert.Equal(t, driver.Fault, o.Results[0].Status)
 	stats := be.Stats()
 	out.print(fmt.Sprintf("%+v", stats))
