@@ -71,10 +71,7 @@ func TestARowCopiedToAnotherKeyIsAFault(t *testing.T) {
 	fileB, _, _ := d.Paths(b)
 	obj, err := os.ReadFile(fileA)
 	require.NoError(t, err)
-	digest := trailer.NameDigest(b)
-	retargeted := bytes.Clone(obj)
-	copy(retargeted[len(obj)-trailer.Size+8:], digest[:])
-	for name, copied := range map[string][]byte{"as is": obj, "name digest rewritten": retargeted} {
+	for name, copied := range map[string][]byte{"as is": obj, "name digest rewritten": trailer.Retarget(obj, b)} {
 		t.Run(name, func(t *testing.T) {
 			require.NoError(t, fskit.Plant(fileB, copied))
 			dst := f.Row(b, 1, blockingfx.Dest)

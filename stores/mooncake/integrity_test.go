@@ -90,12 +90,7 @@ func TestACorruptOrCopiedObjectIsAFault(t *testing.T) {
 		},
 		"copied as is": func(_ *fakesdk.Master, obj []byte) (string, []byte) { return b, obj },
 		"copied, name digest rewritten": func(_ *fakesdk.Master, obj []byte) (string, []byte) {
-			o := bytes.Clone(obj)
-			if len(o) >= trailer.Size && string(o[len(o)-trailer.Size:][:4]) == trailer.Magic {
-				d := trailer.NameDigest(b)
-				copy(o[len(o)-trailer.Size+8:], d[:])
-			}
-			return b, o
+			return b, trailer.Retarget(obj, b)
 		},
 	}
 	for _, mode := range []string{"none", "unkeyed", "keyed"} {

@@ -103,10 +103,7 @@ func TestARowCopiedToAnotherKeyIsAFault(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, driver.Ready, f.Put(f.Row(a, 0, 1))[0].Status)
 	obj := fetch(t, d.Driver, a)
-	digest := trailer.NameDigest(b)
-	retargeted := bytes.Clone(obj)
-	copy(retargeted[len(obj)-trailer.Size+8:], digest[:])
-	for name, copied := range map[string][]byte{"as is": obj, "name digest rewritten": retargeted} {
+	for name, copied := range map[string][]byte{"as is": obj, "name digest rewritten": trailer.Retarget(obj, b)} {
 		t.Run(name, func(t *testing.T) {
 			require.NoError(t, plant(d.Driver, b, copied))
 			dst := f.Row(b, 1, blockingfx.Dest)

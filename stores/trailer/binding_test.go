@@ -20,21 +20,11 @@ import (
 // name test; one without the payload fails the payload test; one without
 // the length fails the length test).
 
-// retarget is obj, tagged for its own key, with its trailer's name digest
-// rewritten to key's: the copy a neighbour makes of tenant A's object under
-// tenant B's key, its unkeyed trailer made whole for B.
-func retarget(obj []byte, key string) []byte {
-	out := bytes.Clone(obj)
-	d := NameDigest(key)
-	copy(out[len(out)-Size+8:len(out)-Size+24], d[:])
-	return out
-}
-
 func TestTheTagBindsTheKeysName(t *testing.T) {
 	in := integrity(t, keyA, nil)
 	payload := []byte("tenant A's KV row")
 	a := in.Encode("tenantA/v1/aa", payload)
-	copied := retarget(a, "tenantB/v1/aa")
+	copied := Retarget(a, "tenantB/v1/aa")
 	got, err := Check(copied, "tenantB/v1/aa")
 	require.NoError(t, err, "the copy's unkeyed trailer is whole for B: only the tag can refuse it")
 	require.Equal(t, payload, got)
