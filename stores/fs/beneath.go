@@ -129,7 +129,7 @@ type fileStat struct {
 
 func statOf(st *unix.Stat_t) fileStat {
 	return fileStat{
-		mode: st.Mode & unix.S_IFMT, dev: uint64(st.Dev), ino: st.Ino, size: st.Size,
+		mode: uint32(st.Mode) & unix.S_IFMT, dev: uint64(st.Dev), ino: uint64(st.Ino), size: st.Size,
 		mtime: time.Unix(st.Mtim.Unix()),
 	}
 }
