@@ -17,7 +17,7 @@ test: deps ## every test, with the race detector; ends with the totals
 	$(GO) test -race -count=1 -json ./... | .bin/testsum
 
 # The S3 tests start versitygw (Apache-2.0) on loopback; keep the version in
-# step with stores/s3/s3kit.Version.
+# step with internal/s3kit.Version.
 VERSITYGW_VERSION ?= v1.8.0
 
 # The Redis tests and the demo start their own redis-server on loopback.
@@ -25,7 +25,7 @@ VERSITYGW_VERSION ?= v1.8.0
 # (and fail under CI=true) and the demo says how to install it. The same
 # tests run over Valkey 8.1 (spec/redis-valkey-8.1.yaml), which Debian 12
 # lacks: scripts/fetch-valkey.sh puts Debian 13's in .bin/valkey-8.1,
-# without installing anything (redistest looks there; KVBLOB_VALKEY_SERVER
+# without installing anything (internal/rediskit looks there; KVBLOB_VALKEY_SERVER
 # and KVBLOB_VALKEY_CLI name a Valkey 8.1 of your own instead). Under
 # CI=true a missing server fails here, not as a skip.
 VALKEY_DIR = .bin/valkey-8.1

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kvblob/kvblob/conformance/speccase"
+	"github.com/kvblob/kvblob/internal/suitelog"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
 )
@@ -21,7 +22,7 @@ type Stager func(h *Harness, c speccase.Case, key string) error
 func (s Suite) caseChecks() []Check {
 	out := make([]Check, len(s.Cases))
 	for i, c := range s.Cases {
-		out[i] = Check{Name: c.ID, Group: SpecCases, Run: func(h *Harness, _ Scenarios) { runCase(h, c, s.Stage, s.StageableOnly) }}
+		out[i] = Check{Name: c.ID, Group: SpecCases, Run: func(h *Harness, _ Scenarios) { runCase(h, c, s.Stage, s.StageableOnly) }, kind: suitelog.KindCase, spec: c.Pos}
 	}
 	return out
 }

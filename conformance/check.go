@@ -7,19 +7,20 @@ import (
 	"sync"
 )
 
-// Verdict is how one check went when run outside go test.
-type Verdict struct {
+// verdict is how one check went on a recorder.
+type verdict struct {
 	Check   string
 	Passed  bool
 	Skipped bool
 	Reason  string // the skip reason or the failures, one per line
 }
 
-// RunRecorded runs one check of s on a recorder instead of a *testing.T,
+// runRecorded runs one check of s on a recorder instead of a *testing.T,
 // with a fresh driver from f, and reports whether it passed, was skipped or
-// failed, and why. A check in s.KnownFailures that fails is reported as
+// failed, and why: how Run runs a known failure, which must fail without
+// failing the suite. A check in s.KnownFailures that fails is reported as
 // skipped, and one that passes as failed.
-func RunRecorded(c Check, f Factory, s Suite) Verdict {
+func runRecorded(c Check, f Factory, s Suite) verdict {
 	v := record(c.Name, func(t T) { runCheck(t, c, f, s) })
 	if why, known := s.KnownFailures[c.Name]; known {
 		v = record(c.Name, func(t T) { reportKnown(t, v, why) })
@@ -27,7 +28,7 @@ func RunRecorded(c Check, f Factory, s Suite) Verdict {
 	return v
 }
 
-func record(name string, run func(T)) Verdict {
+func record(name string, run func(T)) verdict {
 	r := &recorder{name: name}
 	done := make(chan struct{})
 	go func() {
@@ -41,7 +42,7 @@ func record(name string, run func(T)) Verdict {
 	}()
 	<-done
 	r.runCleanups()
-	v := Verdict{Check: name, Passed: !r.failed && !r.skipped, Skipped: r.skipped && !r.failed}
+	v := verdict{Check: name, Passed: !r.failed && !r.skipped, Skipped: r.skipped && !r.failed}
 	v.Reason = strings.Join(r.msgs, "\n")
 	return v
 }
@@ -54,6 +55,7 @@ type recorder struct {
 	failed   bool
 	skipped  bool
 	msgs     []string
+	logs     []string
 	cleanups []func()
 }
 
@@ -64,8 +66,12 @@ func (r *recorder) Cleanup(f func()) {
 	defer r.mu.Unlock()
 	r.cleanups = append(r.cleanups, f)
 }
-func (r *recorder) Logf(string, ...any) {}
-func (r *recorder) Error(args ...any)   { r.fail(fmt.Sprint(args...)) }
+func (r *recorder) Logf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Error(args ...any) { r.fail(fmt.Sprint(args...)) }
 func (r *recorder) Errorf(format string, args ...any) {
 	r.fail(fmt.Sprintf(format, args...))
 }

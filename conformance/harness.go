@@ -1,22 +1,29 @@
 // Package conformance is the suite every kvblob driver passes, in the spirit
-// of testing/fstest.TestFS and gocloud.dev/blob's drivertest: a driver's own
-// test calls Run with a Factory and a Suite: the Scenarios its store can
-// stage, its spec's generated Cases and the Stager that stages them:
+// of testing/fstest.TestFS and gocloud.dev/blob's drivertest. Each store has
+// one test that calls Run with a Suite: the store's name and SDK, a Factory
+// of drivers, the Setup that readies its server, the Scenarios its store
+// can stage, its spec's generated Cases and the Stager that stages them,
+// the checks of its SDK:
 //
-//	conformance.Run(t, factory, conformance.Suite{
-//		Scenarios: storetest.Scenarios(),
-//		Cases:     gen.Cases,
-//		Stage:     storetest.Stage,
-//	})
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, conformance.Suite{
+//			Name: "mystore", SDK: "mysdk 1.2 (loopback)",
+//			Factory:   mystorekit.Factory(env),
+//			Scenarios: mystorekit.Scenarios(),
+//			Cases:     gen.Cases,
+//			Stage:     mystorekit.Stage,
+//		})
+//	}
 //
-// Check and CheckAll run the same suite outside go test. A store whose SDK
-// calls are not written yet runs Suite{Only: Lifecycle}.
+// The gate (cmd/gate) runs every store's TestConformance through go test.
+// A store whose SDK calls are not written yet runs Suite{Only: Lifecycle};
+// conformance/storekit holds what a store's test kit is built from.
 //
 // The suite observes drivers through the driver contract alone. It never
 // frees or reuses memory a driver has not proven it stopped touching: when a
 // driver does not drain, the harness keeps the region mapped and says so.
 //
-// Every check has a broken driver in conformance/broken that breaks exactly
+// Every check has a broken driver in internal/broken that breaks exactly
 // that rule; the pairing test runs each check against a sound driver (it
 // must pass) and its broken twin (it must fail).
 package conformance
@@ -34,8 +41,8 @@ import (
 	"github.com/kvblob/kvblob/runtime/hostmem"
 )
 
-// T is the part of *testing.T the suite uses, so that Check can run a check
-// outside go test and the pairing test can watch a check fail.
+// T is the part of *testing.T the suite uses, so that the suite can run a
+// known failure on a recorder, and the pairing test watch a check fail.
 type T interface {
 	Helper()
 	Name() string
@@ -288,6 +295,13 @@ func WaitResults(op driver.Operation, d time.Duration) ([]driver.Result, bool) {
 // WaitAccess polls op until its access ended or d passes.
 func WaitAccess(op driver.Operation, d time.Duration) bool {
 	_, ok := poll(d, func() (struct{}, bool) { return struct{}{}, op.AccessEnded() })
+	return ok
+}
+
+// waitAccessSettled polls op until its access ended or became unprovable,
+// or d passes.
+func waitAccessSettled(op driver.Operation, d time.Duration) bool {
+	_, ok := poll(d, func() (struct{}, bool) { return struct{}{}, op.AccessEnded() || op.AccessUnprovable() })
 	return ok
 }
 

@@ -41,7 +41,7 @@ func TestTheHarnessKeepsMemoryADriverMayTouch(t *testing.T) {
 	for _, drains := range []bool{false, true} {
 		var h *Harness
 		c := Check{Name: "capture", Run: func(x *Harness, _ Scenarios) { h = x }}
-		v := RunRecorded(c, func(T) driver.Driver { return &stuckDriver{drains: drains} }, Suite{Deadline: 10 * time.Millisecond})
+		v := runRecorded(c, func(T) driver.Driver { return &stuckDriver{drains: drains} }, Suite{Deadline: 10 * time.Millisecond})
 		assert.True(t, v.Passed, v.Reason)
 		assert.Equal(t, !drains, h.Mem.Mapped(), "drains=%v", drains)
 		if !drains {
@@ -90,20 +90,42 @@ func TestSuiteSelects(t *testing.T) {
 	cases := []speccase.Case{{ID: "put/OK", Op: speccase.OpPut}}
 	stage := func(*Harness, speccase.Case, string) error { return nil }
 	all := Suite{Cases: cases, Stage: stage}.Checks()
-	assert.Len(t, all, len(Checks())+1)
+	assert.Len(t, all, len(Checks())+2, "the hand-written checks, the case and the round trip")
+	assert.Equal(t, roundTripCheckName, all[len(all)-1].Name)
+	plant := func(driver.Driver, string, []byte) error { return nil }
+	sdk := SDKCheck{Name: "sdk_answers", Spec: "spec/x.yaml:1:1", Run: func(*Harness) {}}
+	more := Suite{Cases: cases, Stage: stage, Integrity: &Integrity{Factory: func(T) driver.Driver { return nil }, Plant: plant}, SDKChecks: []SDKCheck{sdk}}.Checks()
+	require.Len(t, more, len(all)+2)
+	assert.Equal(t, IntegrityCheckName, more[len(Checks())].Name, "the integrity check follows the hand-written ones")
+	assert.Equal(t, "sdk_answers", more[len(more)-1].Name, "the SDK checks come last")
+	assert.Equal(t, "spec/x.yaml:1:1", more[len(more)-1].spec)
 	for _, c := range (Suite{Only: Lifecycle, Cases: cases, Stage: stage}).Checks() {
 		assert.Equal(t, Lifecycle, c.Group, c.Name)
+	}
+	for _, c := range (Suite{Only: Lifecycle, Integrity: &Integrity{}}).Checks() {
+		assert.Equal(t, Lifecycle, c.Group, "%s: the integrity check and the round trip need a store that stores (Data)", c.Name)
 	}
 	only := Suite{Only: SpecCases, Cases: cases, Stage: stage}.Checks()
 	require.Len(t, only, 1)
 	assert.Equal(t, "put/OK", only[0].Name)
 
-	_, err := CheckAll(nil, Suite{Cases: cases})
-	assert.ErrorContains(t, err, "Suite.Stage is nil")
-	_, err = CheckAll(nil, Suite{KnownFailures: map[string]string{"no_such_check": "typo"}})
-	assert.ErrorContains(t, err, `Suite.KnownFailures names "no_such_check"`)
-	_, err = CheckAll(nil, Suite{Only: 1 << 6})
-	assert.ErrorContains(t, err, "unknown groups")
+	f := func(T) driver.Driver { return &stuckDriver{drains: true} }
+	for _, c := range []struct {
+		s    Suite
+		want string
+	}{
+		{Suite{Name: "x", Factory: f, Cases: cases}, "Suite.Stage is nil"},
+		{Suite{Name: "x", Factory: f, KnownFailures: map[string]string{"no_such_check": "typo"}}, `Suite.KnownFailures names "no_such_check"`},
+		{Suite{Name: "x", Factory: f, Only: 1 << 6}, "unknown groups"},
+		{Suite{Factory: f}, `Suite.Name "" must be a store's name`},
+		{Suite{Name: "a/b", Factory: f}, `Suite.Name "a/b" must be a store's name`},
+		{Suite{Name: "x"}, "Suite.Factory is nil"},
+		{Suite{Name: "x", Factory: f, Integrity: &Integrity{Factory: f}}, "Suite.Integrity needs a Factory of keyed drivers and a Plant"},
+	} {
+		assert.ErrorContains(t, c.s.validate(), c.want)
+	}
+	assert.NoError(t, Suite{Name: "x", Factory: f, KnownFailures: map[string]string{roundTripCheckName: "ok", "put/OK": "ok"}, Cases: cases, Stage: stage}.validate(),
+		"the round trip and a case are checks a known failure may name")
 }
 
 // TestKnownFailuresMustStillFail: a known failure that fails is a skip
@@ -113,10 +135,10 @@ func TestKnownFailuresMustStillFail(t *testing.T) {
 	passes := Check{Name: "passes", Group: Data, Run: func(*Harness, Scenarios) {}}
 	s := Suite{KnownFailures: map[string]string{"fails": "issue 1", "passes": "issue 2"}}
 	f := func(T) driver.Driver { return &stuckDriver{drains: true} }
-	v := RunRecorded(fails, f, s)
+	v := runRecorded(fails, f, s)
 	assert.True(t, v.Skipped, v.Reason)
 	assert.Contains(t, v.Reason, "known failure (issue 1): broken")
-	v = RunRecorded(passes, f, s)
+	v = runRecorded(passes, f, s)
 	assert.False(t, v.Passed || v.Skipped)
 	assert.Contains(t, v.Reason, "remove it from Suite.KnownFailures")
 }
@@ -125,7 +147,7 @@ func TestKnownFailuresMustStillFail(t *testing.T) {
 // by name and says which rule the error broke, on one line.
 func TestFailuresNameTheRowAndTheRule(t *testing.T) {
 	c := Check{Name: "put", Run: func(h *Harness, _ Scenarios) { h.Put(h.Row(h.Key("block-7"), 0)) }}
-	v := RunRecorded(c, func(T) driver.Driver { return errDriver{&stuckDriver{drains: true}} }, Suite{})
+	v := runRecorded(c, func(T) driver.Driver { return errDriver{&stuckDriver{drains: true}} }, Suite{})
 	require.False(t, v.Passed)
 	assert.NotContains(t, v.Reason, "\n")
 	assert.Contains(t, v.Reason, `put of row "block-7": Put returned error "connection reset"`)

@@ -1,8 +1,6 @@
 package conformance
 
 import (
-	"testing"
-
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
@@ -12,15 +10,24 @@ import (
 // kit stages a poisoned row.
 type Foreign func(d driver.Driver, key string, payload []byte) error
 
+// Integrity is how a suite runs the integrity check: over drivers whose
+// factory turns a keyed integrity check on, with rows another writer
+// stored planted by Plant.
+type Integrity struct {
+	Factory Factory
+	Plant   Foreign
+}
+
 // IntegrityCheckName names the integrity check, for its broken twin.
 const IntegrityCheckName = "a_foreign_row_with_a_valid_unkeyed_trailer_is_a_fault"
 
-// IntegrityCheck is the check for drivers whose factory turns a keyed
+// integrityCheck is the check for drivers whose factory turns a keyed
 // integrity check on: the driver's own rows round-trip READY, and a row
 // another writer stored with a valid unkeyed trailer reads as a FAULT with
-// the destination untouched, never READY and never MISS.
-func IntegrityCheck(plant Foreign) Check {
-	return Check{Name: IntegrityCheckName, Group: Data, Run: func(h *Harness, _ Scenarios) {
+// the destination untouched, never READY and never MISS. It runs on the
+// drivers of the suite's Integrity.Factory.
+func integrityCheck(in *Integrity) Check {
+	return Check{Name: IntegrityCheckName, Group: Data, factory: in.Factory, Run: func(h *Harness, _ Scenarios) {
 		t := h.T
 		own := h.stored(h.Key("own"), 0, 7)
 		dst := h.Row(own.Key, 1)
@@ -32,7 +39,7 @@ func IntegrityCheck(plant Foreign) Check {
 		for i := range payload {
 			payload[i] = byte(i*7 + 1)
 		}
-		if err := plant(h.D, key, payload); err != nil {
+		if err := in.Plant(h.D, key, payload); err != nil {
 			t.Fatalf("planting another writer's row: %v", err)
 		}
 		row := h.Row(key, 2)
@@ -46,18 +53,4 @@ func IntegrityCheck(plant Foreign) Check {
 			t.Errorf("a row that failed its integrity check wrote its destination: %s", d)
 		}
 	}}
-}
-
-// RunIntegrity runs IntegrityCheck over drivers from f, which must have a
-// keyed integrity check on, with s's deadline (and s's known failures).
-func RunIntegrity(t *testing.T, f Factory, plant Foreign, s Suite) {
-	t.Helper()
-	c := IntegrityCheck(plant)
-	t.Run(c.Name, func(t *testing.T) {
-		if why, known := s.KnownFailures[c.Name]; known {
-			reportKnown(t, RunRecorded(c, f, s), why)
-			return
-		}
-		runCheck(t, c, f, s)
-	})
 }

@@ -61,3 +61,20 @@ func seamAnswer(a speccase.Answer) int64 {
 	}
 	return a.Code
 }
+
+// SeamRaise stages case c for key by raising err in c's call through
+// seam, for an answer no real store gives on cue, and reports it staged so
+// (Harness.StagedThrough). It refuses a case the spec marks stageable
+// (stage those for real) and a nil err (no error the kit raises classifies
+// as the case's answer).
+func SeamRaise(h *Harness, seam *driverkit.Seam, c speccase.Case, key string, err error) error {
+	if c.Stageable {
+		return fmt.Errorf("the kit stages no %s answer to %s for real", c.Answer, c.Call)
+	}
+	if err == nil {
+		return fmt.Errorf("%s never answers %s: no error the kit raises classifies as it", c.Call, c.Answer)
+	}
+	seam.Raise(c.Call, key, err)
+	h.StagedThrough("the seam raising " + err.Error() + " in " + c.Call)
+	return nil
+}

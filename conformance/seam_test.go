@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/speccase"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -103,17 +104,14 @@ func (d *seamed) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (dr
 	return driverkit.Finished(res), nil
 }
 
+func newSeamed(conformance.T) driver.Driver { return &seamed{objs: map[string][]byte{}} }
+
+func seamOf(d driver.Driver) *driverkit.Seam { return &storekit.Unwrap[*seamed](d).seam }
+
 // TestASeamStagesScenariosAndCasesForAnyAdapter runs the whole suite over
 // an adapter whose only test kit is its seam: the scenarios and the cases
 // are staged by call name, with no knowledge of the store.
 func TestASeamStagesScenariosAndCasesForAnyAdapter(t *testing.T) {
-	seamOf := func(d driver.Driver) *driverkit.Seam {
-		var s *seamed
-		if !driver.As(d, &s) {
-			t.Fatalf("%T is not the seamed adapter", d)
-		}
-		return &s.seam
-	}
 	ans := func(code int64, name string) speccase.Answer { return speccase.Answer{Code: code, CodeName: name} }
 	cases := []speccase.Case{
 		{ID: "put/OK", Op: speccase.OpPut, Call: "put", Answer: ans(0, "OK"), Want: driver.Ready, Written: rules.WrittenNo, AccessEnded: true},
@@ -123,7 +121,8 @@ func TestASeamStagesScenariosAndCasesForAnyAdapter(t *testing.T) {
 		{ID: "get/short", Op: speccase.OpGet, Call: "get", Answer: speccase.Answer{Size: speccase.SizeShort}, Want: driver.Fault, Written: rules.WrittenYes, AccessEnded: true},
 		{ID: "get/NOT_FOUND", Op: speccase.OpGet, Call: "get", Answer: ans(notFound, "NOT_FOUND"), Want: driver.Miss, Written: rules.WrittenNo, AccessEnded: true},
 	}
-	conformance.Run(t, func(conformance.T) driver.Driver { return &seamed{objs: map[string][]byte{}} }, conformance.Suite{
+	conformance.Run(t, conformance.Suite{
+		Name: "seamed", Factory: newSeamed,
 		Scenarios: conformance.SeamScenarios(seamOf, "put", "get"),
 		Cases:     cases,
 		Stage:     conformance.SeamStager(seamOf),
@@ -134,23 +133,11 @@ func TestASeamStagesScenariosAndCasesForAnyAdapter(t *testing.T) {
 // stageable must be staged the way a real server answers, and the suite
 // fails one its stager staged through the seam; unmarked, it passes.
 func TestAStageableCaseStagedThroughTheSeamFails(t *testing.T) {
-	seamOf := func(d driver.Driver) *driverkit.Seam {
-		var s *seamed
-		if !driver.As(d, &s) {
-			t.Fatalf("%T is not the seamed adapter", d)
-		}
-		return &s.seam
-	}
 	c := speccase.Case{ID: "put/FULL", Op: speccase.OpPut, Call: "put", Answer: speccase.Answer{Code: -1, CodeName: "FULL"}, Want: driver.Declined, Written: rules.WrittenNo, AccessEnded: true}
 	run := func(c speccase.Case) conformance.Verdict {
-		s := conformance.Suite{Cases: []speccase.Case{c}, Stage: conformance.SeamStager(seamOf)}
-		var check conformance.Check
-		for _, k := range s.Checks() {
-			if k.Name == c.ID {
-				check = k
-			}
-		}
-		return conformance.RunRecorded(check, func(conformance.T) driver.Driver { return &seamed{objs: map[string][]byte{}} }, s)
+		s := conformance.Suite{Name: "seamed", Factory: newSeamed, Only: conformance.SpecCases, Cases: []speccase.Case{c}, Stage: conformance.SeamStager(seamOf)}
+		_, _, vs := conformance.RunOnRecorders(s)
+		return vs[0].Verdict
 	}
 	if o := run(c); !o.Passed {
 		t.Errorf("the unmarked case staged through the seam failed: %s", o.Reason)

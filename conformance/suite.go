@@ -4,25 +4,50 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kvblob/kvblob/conformance/speccase"
+	"github.com/kvblob/kvblob/internal/suitelog"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
 // DefaultDeadline is the Deadline of a Suite that sets none.
 const DefaultDeadline = 10 * time.Second
 
-// Suite is what one run of the conformance suite covers: the scenarios the
-// store stages, the spec's generated cases and how to stage them, which
-// groups of checks run, and how long any wait may last.
+// Suite is one store's run of the conformance suite: which store, how to
+// make its drivers and ready what they need, the scenarios it stages, the
+// spec's generated cases and how to stage them, the checks of its SDK,
+// which groups of checks run, and how long any wait may last. Run runs it.
 type Suite struct {
+	// Name names the store in test names (TestConformance/<Name>/<check>)
+	// and in the gate's table ("redis", "redis-valkey-8.1"). A store with
+	// two server builds runs a Suite per build, each with its own Name.
+	Name string
+	// SDK says which SDK and version the suite exercises, as the gate's
+	// table prints it ("redis-server 7.x (loopback)").
+	SDK string
+	// Factory makes a fresh driver for each check. It is called only after
+	// Setup returned.
+	Factory Factory
+	// Setup, when set, readies what the store needs before its first check
+	// (a server to start) and registers any teardown with t.Cleanup. It
+	// returns why the store cannot run on this machine (every check is
+	// then skipped saying so; under CI=true the suite fails instead, since
+	// CI installs every server), or an error: a set-up failure, which
+	// fails the suite as such (the gate exits 2 on it).
+	Setup func(t T) (skip string, err error)
 	// Scenarios are the hooks the store stages. A check that needs a hook
 	// left nil is skipped, and the skip names the hook.
 	Scenarios Scenarios
+	// ScenariosAfterSetup, when set, is called once Setup succeeded, and
+	// its scenarios replace Scenarios: for a store whose scenarios depend
+	// on what Setup found (a tmpfs mounted, a helper client up).
+	ScenariosAfterSetup func() Scenarios
 	// Cases are the conformance cases generated from the store's spec
 	// (generated/<pkg>.Cases). They run through Stage, which must be set
 	// when Cases is not empty.
@@ -32,6 +57,17 @@ type Suite struct {
 	// StageableOnly runs only the cases a real server can stage (the
 	// spec's stageable cases); the others are skipped, saying so.
 	StageableOnly bool
+	// SDKChecks check the store's SDK itself against facts its spec relies
+	// on, asked of the SDK or its server (its version; the replies the
+	// rules map). Each runs with a fresh driver from Factory.
+	SDKChecks []SDKCheck
+	// Integrity, when set, adds the check that a row another writer stored
+	// with a valid unkeyed trailer reads as a FAULT.
+	Integrity *Integrity
+	// CodeEnum names the enum in the SDK's headers that declares its codes
+	// (Mooncake: ErrorCode), for 'gate --sdk-include DIR', which checks the
+	// spec's code table against it.
+	CodeEnum string
 	// Only selects the groups that run; zero runs every group. A store
 	// whose SDK calls are not written yet runs Only: Lifecycle.
 	Only Group
@@ -49,6 +85,17 @@ type Suite struct {
 	// root"); a check that needs it is skipped with that reason. A missing
 	// scenario without one is skipped with the hook's name.
 	SkipReasons map[Scenario]string
+}
+
+// SDKCheck is one check of a store's SDK against a fact its spec relies
+// on. Run fails through h.T, as any check does; h.D is a fresh driver from
+// the suite's Factory.
+type SDKCheck struct {
+	Name string
+	// Spec is the position (file:line:col) of the spec fact checked, when
+	// it has one (storekit.SpecPos); reports name it.
+	Spec string
+	Run  func(h *Harness)
 }
 
 // Group is a set of check groups.
@@ -151,6 +198,9 @@ type Check struct {
 	// the store stages any of them not.
 	Needs Scenario
 	Run   func(h *Harness, s Scenarios)
+
+	kind, spec string  // what reports call it, and the spec position it pins
+	factory    Factory // its drivers', when not the suite's (Integrity)
 }
 
 // Checks returns the hand-written checks, in the order Run runs them. Each
@@ -158,7 +208,8 @@ type Check struct {
 func Checks() []Check { return checks() }
 
 // Checks returns what s runs, in order: the selected hand-written checks,
-// then a check per generated case.
+// the integrity check, a check per generated case, the backend round trip
+// and the SDK checks.
 func (s Suite) Checks() []Check {
 	var out []Check
 	for _, c := range checks() {
@@ -166,8 +217,17 @@ func (s Suite) Checks() []Check {
 			out = append(out, c)
 		}
 	}
+	if s.Integrity != nil && s.selects(Data) {
+		out = append(out, integrityCheck(s.Integrity))
+	}
 	if s.selects(SpecCases) {
 		out = append(out, s.caseChecks()...)
+	}
+	if s.selects(Data) {
+		out = append(out, roundTripCheck())
+	}
+	for _, p := range s.SDKChecks {
+		out = append(out, Check{Name: p.Name, Run: func(h *Harness, _ Scenarios) { p.Run(h) }, kind: suitelog.KindSDK, spec: p.Spec})
 	}
 	return out
 }
@@ -184,6 +244,15 @@ func (s Suite) deadline() time.Duration {
 // validate refuses a suite that would silently run less than it says.
 func (s Suite) validate() error {
 	var errs []error
+	if s.Name == "" || strings.ContainsAny(s.Name, "/ ") {
+		errs = append(errs, fmt.Errorf("conformance: Suite.Name %q must be a store's name without slashes or spaces (it names the test TestConformance/<Name>)", s.Name))
+	}
+	if s.Factory == nil {
+		errs = append(errs, errors.New("conformance: Suite.Factory is nil; the suite needs a driver for each check"))
+	}
+	if s.Integrity != nil && (s.Integrity.Factory == nil || s.Integrity.Plant == nil) {
+		errs = append(errs, errors.New("conformance: Suite.Integrity needs a Factory of keyed drivers and a Plant"))
+	}
 	if len(s.Cases) > 0 && s.Stage == nil && s.selects(SpecCases) {
 		errs = append(errs, errors.New("conformance: Suite.Cases is set but Suite.Stage is nil"))
 	}
@@ -207,27 +276,96 @@ func (s Suite) validate() error {
 	return errors.Join(errs...)
 }
 
-// Run runs s against drivers from f, one t.Run per check and a fresh driver
-// per check. A check whose scenario the store does not stage is skipped
-// naming it; a check not in s.Only does not run.
-func Run(t *testing.T, f Factory, s Suite) {
+// Run runs s as the subtest s.Name of t, with a subtest per check, each on
+// a fresh driver: TestConformance/<Name>/<check>. A check whose scenario
+// the store does not stage is skipped naming it; a check not in s.Only does
+// not run. Every store has one test that calls it, once per server build:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, conformance.Suite{Name: "mystore", SDK: "mysdk 1.2", Factory: ..., Cases: gen.Cases, Stage: ...})
+//	}
+//
+// Besides pass and fail, Run logs what the gate's table and reports need,
+// one fact a line, in the form "conformance: KEY: VALUE" (the keys and
+// where each is logged: internal/suitelog), which cmd/gate reads from go
+// test -json.
+func Run(t *testing.T, s Suite) {
+	t.Helper()
+	note(t, suitelog.Store, s.Name)
+	t.Run(s.Name, func(t *testing.T) {
+		s.run(t, func(name string, f func(T)) { t.Run(name, func(t *testing.T) { f(t) }) })
+	})
+}
+
+// run runs s on t, each check through sub, which runs f as a subtest
+// called name (a recorder stands in for go test in the package's tests).
+func (s Suite) run(t T, sub func(name string, f func(T))) {
 	t.Helper()
 	if err := s.validate(); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range s.Checks() {
-		t.Run(c.Name, func(t *testing.T) {
+	checks := s.Checks()
+	note(t, suitelog.SDK, s.SDK)
+	note(t, suitelog.Checks, strconv.Itoa(len(checks)))
+	if s.CodeEnum != "" {
+		note(t, suitelog.CodeEnum, s.CodeEnum)
+	}
+	if len(s.Cases) > 0 {
+		file, _, _ := strings.Cut(s.Cases[0].Pos, ":")
+		note(t, suitelog.SpecFile, file)
+	}
+	var skip string
+	if s.Setup != nil {
+		why, err := s.Setup(t)
+		switch {
+		case err != nil:
+			note(t, suitelog.Setup, err.Error())
+			t.Fatalf("setting up %s: %v", s.Name, err)
+		case why != "" && os.Getenv("CI") == "true":
+			note(t, suitelog.Setup, "CI=true, but "+why)
+			t.Fatalf("CI=true, but %s cannot run: %s", s.Name, why)
+		case why != "":
+			note(t, suitelog.Skip, why)
+			skip = why
+		}
+	}
+	if s.ScenariosAfterSetup != nil && skip == "" {
+		s.Scenarios = s.ScenariosAfterSetup()
+	}
+	for _, c := range checks {
+		sub(c.Name, func(t T) {
+			note(t, suitelog.Kind, c.kindOr())
+			if c.spec != "" {
+				note(t, suitelog.Spec, c.spec)
+			}
+			if skip != "" {
+				t.Skipf("%s", skip)
+			}
 			if why, known := s.KnownFailures[c.Name]; known {
-				v := RunRecorded(c, f, s)
-				reportKnown(t, v, why)
+				reportKnown(t, runRecorded(c, s.Factory, s), why)
 				return
 			}
-			runCheck(t, c, f, s)
+			runCheck(t, c, s.Factory, s)
 		})
 	}
 }
 
-func reportKnown(t T, v Verdict, why string) {
+// note logs one fact for the gate; an empty value says nothing.
+func note(t T, key, value string) {
+	t.Helper()
+	if value != "" {
+		t.Logf("%s", suitelog.Line(key, value))
+	}
+}
+
+func (c Check) kindOr() string {
+	if c.kind == "" {
+		return suitelog.KindCheck
+	}
+	return c.kind
+}
+
+func reportKnown(t T, v verdict, why string) {
 	t.Helper()
 	switch {
 	case v.Skipped:
@@ -237,27 +375,6 @@ func reportKnown(t T, v Verdict, why string) {
 	default:
 		t.Skipf("known failure (%s): %s", why, v.Reason)
 	}
-}
-
-// CheckAll runs s outside go test, as fstest.TestFS does, and returns each
-// check's verdict in order, with errors.Join of the failures, one error per
-// misbehaviour naming its check (nil when none failed).
-func CheckAll(f Factory, s Suite) ([]Verdict, error) {
-	if err := s.validate(); err != nil {
-		return nil, err
-	}
-	var vs []Verdict
-	var errs []error
-	for _, c := range s.Checks() {
-		v := RunRecorded(c, f, s)
-		vs = append(vs, v)
-		if !v.Passed && !v.Skipped {
-			for _, line := range strings.Split(v.Reason, "\n") {
-				errs = append(errs, fmt.Errorf("%s: %s", c.Name, line))
-			}
-		}
-	}
-	return vs, errors.Join(errs...)
 }
 
 // skipReason says why the scenarios of missing cannot be staged: the
@@ -283,6 +400,9 @@ func runCheck(t T, c Check, f Factory, s Suite) {
 	if m := s.Scenarios.Missing(c.Needs); m != 0 {
 		t.Skipf("%s", s.skipReason(m))
 	}
+	if c.factory != nil {
+		f = c.factory
+	}
 	c.Run(newHarness(t, f, s.deadline()), s.Scenarios)
 }
 
@@ -303,7 +423,8 @@ type Scenarios struct {
 	Writing func(d driver.Driver, key string) (finish func())
 	// Full makes the store refuse the next put of key as full.
 	Full func(d driver.Driver, key string)
-	// FailPut makes the next put of key fail inside the SDK (a raise).
+	// FailPut makes the next put of key fail inside the SDK (a raise), and
+	// only that put: a retry of it must be able to succeed.
 	FailPut func(d driver.Driver, key string)
 	// FailRead makes the next get of key fail inside the SDK.
 	FailRead func(d driver.Driver, key string)

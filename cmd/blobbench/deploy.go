@@ -9,9 +9,9 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/redis"
-	"github.com/kvblob/kvblob/stores/redis/redistest"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
@@ -119,11 +119,11 @@ type redisTarget struct {
 }
 
 // redisStore starts a server of build b on loopback for the run.
-func redisStore(b *redistest.Build, prefix string, log io.Writer) (store, error) {
+func redisStore(b *rediskit.Build, prefix string, log io.Writer) (store, error) {
 	if ok, why := b.Available(); !ok {
 		return store{}, fmt.Errorf("%s", why)
 	}
-	srv, err := redistest.StartWith(redistest.Config{Build: b})
+	srv, err := rediskit.StartWith(rediskit.Config{Build: b})
 	if err != nil {
 		return store{}, err
 	}
@@ -175,7 +175,7 @@ func openRedis(t redisTarget, log io.Writer) (store, error) {
 		if err != nil {
 			return fail(fmt.Errorf("redis at %v: %w", t.opt.Addrs, err))
 		}
-		name = redistest.BuildOf(d.Spec()).Store
+		name = rediskit.BuildOf(d.Spec()).Store
 		if d.Drain(ctx) {
 			_ = d.Close()
 		}

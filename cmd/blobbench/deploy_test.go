@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/stores/redis/redistest"
+	"github.com/kvblob/kvblob/internal/rediskit"
 )
 
 // TestAgainstARedisYouRun points blobbench at a redis-server the test
@@ -25,13 +25,13 @@ import (
 // that holds a key, benches an empty one, and leaves no key of its own
 // behind, with or without -force.
 func TestAgainstARedisYouRun(t *testing.T) {
-	if ok, why := redistest.Available(); !ok {
+	if ok, why := rediskit.Available(); !ok {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("CI=true but no Redis server: %s", why)
 		}
 		t.Skip(why)
 	}
-	srv, err := redistest.Start()
+	srv, err := rediskit.Start()
 	require.NoError(t, err)
 	defer srv.Stop()
 	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
@@ -72,13 +72,13 @@ func TestAgainstARedisYouRun(t *testing.T) {
 // TestAgainstAValkeyYouRun: a Valkey 8.1 given as -redis is benched and
 // named as the build it is, not as Redis.
 func TestAgainstAValkeyYouRun(t *testing.T) {
-	if ok, why := redistest.Valkey81.Available(); !ok {
+	if ok, why := rediskit.Valkey81.Available(); !ok {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("CI=true but no Valkey 8.1: %s", why)
 		}
 		t.Skip(why)
 	}
-	srv, err := redistest.StartWith(redistest.Config{Build: redistest.Valkey81})
+	srv, err := rediskit.StartWith(rediskit.Config{Build: rediskit.Valkey81})
 	require.NoError(t, err)
 	defer srv.Stop()
 	var out, errb bytes.Buffer
@@ -91,10 +91,10 @@ func TestAgainstAValkeyYouRun(t *testing.T) {
 // refuses writes once a small memory limit is reached) and checks that it
 // still deletes what it wrote.
 func TestAFailedRunDeletesWhatItWrote(t *testing.T) {
-	if ok, why := redistest.Available(); !ok {
+	if ok, why := rediskit.Available(); !ok {
 		t.Skip(why)
 	}
-	srv, err := redistest.Start()
+	srv, err := rediskit.Start()
 	require.NoError(t, err)
 	defer srv.Stop()
 	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
@@ -115,10 +115,10 @@ func TestAFailedRunDeletesWhatItWrote(t *testing.T) {
 // checks that it waits for its calls in flight, deletes every key it
 // wrote and exits 130.
 func TestCtrlCDeletesWhatItWrote(t *testing.T) {
-	if ok, why := redistest.Available(); !ok {
+	if ok, why := rediskit.Available(); !ok {
 		t.Skip(why)
 	}
-	srv, err := redistest.Start()
+	srv, err := rediskit.Start()
 	require.NoError(t, err)
 	defer srv.Stop()
 	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr})

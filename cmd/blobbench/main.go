@@ -62,9 +62,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/redis"
-	"github.com/kvblob/kvblob/stores/redis/redistest"
 )
 
 func main() {
@@ -156,7 +156,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *only != "" {
 		p.stores = strings.Split(*only, ",")
 		known := []string{"memory", "mooncake-fake"}
-		for _, b := range redistest.Builds {
+		for _, b := range rediskit.Builds {
 			known = append(known, b.Store)
 		}
 		for _, e := range extraStores {

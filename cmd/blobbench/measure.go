@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/internal/scalebench"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -18,7 +19,6 @@ import (
 	"github.com/kvblob/kvblob/stores/memory"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
-	"github.com/kvblob/kvblob/stores/redis/redistest"
 )
 
 type plan struct {
@@ -365,7 +365,7 @@ func measure(p plan, log io.Writer) (*report, error) {
 		ss = append(ss, rs)
 	} else if p.redis {
 		// Every server build the Redis driver serves, side by side.
-		for _, b := range redistest.Builds {
+		for _, b := range rediskit.Builds {
 			name := b.Store
 			if p.stores != nil && !slices.Contains(p.stores, name) {
 				continue

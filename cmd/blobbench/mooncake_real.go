@@ -9,11 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvblob/kvblob/internal/mooncakekit/realkit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
-	"github.com/kvblob/kvblob/stores/mooncake/cgosdk/realkit"
 )
 
 // Built with -tags mooncake, blobbench also measures the driver over the

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/kvblob/kvblob/conformance/serverproc"
+	"github.com/kvblob/kvblob/conformance/storekit"
 )
 
 // TestMain makes the test binary the demo's child processes too: the demo
@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 
 func needRedis(t *testing.T) {
 	t.Helper()
-	if ok, why := serverproc.Available(redisSpec); !ok {
+	if ok, why := storekit.Available(redisSpec); !ok {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(why)
 		}
@@ -79,7 +79,7 @@ func TestDemoStartsRedisMovesRowsAndCleansUp(t *testing.T) {
 // wrote, and leaves the server running.
 func TestDemoUsesAGivenRedisAndLeavesItClean(t *testing.T) {
 	needRedis(t)
-	srv, err := serverproc.Start(redisSpec)
+	srv, err := storekit.Start(redisSpec)
 	require.NoError(t, err)
 	defer srv.Stop()
 	require.NoError(t, srv.LoopbackOnly())
@@ -120,7 +120,7 @@ func command(t *testing.T, addr, cmd string) string {
 // same rules): every problem fails the test.
 func TestDemoServesMetricsThatPassTheLint(t *testing.T) {
 	needRedis(t)
-	srv, err := serverproc.Start(redisSpec)
+	srv, err := storekit.Start(redisSpec)
 	require.NoError(t, err)
 	defer srv.Stop()
 	require.NoError(t, srv.LoopbackOnly())

@@ -41,7 +41,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
-	"github.com/kvblob/kvblob/conformance/serverproc"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -143,7 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // redisSpec runs redis-server on loopback without persistence.
-var redisSpec = serverproc.Spec{
+var redisSpec = storekit.Spec{
 	Binary:  "redis-server",
 	Install: "make demo installs it; or apt-get install redis-server",
 	Args: func(host string, port int, dir string) []string {
@@ -177,7 +177,7 @@ func ping(addr string) error {
 // fetching process one after the other, and cleans up.
 func orchestrate(ctx context.Context, c config, stdout, stderr io.Writer) (err error) {
 	if c.redis == "" {
-		srv, err := serverproc.Start(redisSpec)
+		srv, err := storekit.Start(redisSpec)
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}

@@ -342,8 +342,8 @@ const nextSteps = `next:
   3. go test ./stores/STORE/    # the lifecycle checks pass already
   4. write the SDK calls where stores/STORE/driver.go says TODO, mapping answers with gen.Map*
   5. in stores/STORE/driver_test.go, run the whole suite with the kit's scenarios and the generated cases
-  6. stage on the real store what it can (stores/STORE/STOREtest; conformance/serverproc starts a server)
-  7. join the gate: register from STOREtest (see stores/redis/redistest/gate.go) and import it in cmd/gate/stores.go
+  6. stage on the real store what it can (stores/STORE/STOREtest; conformance/storekit starts a server)
+  7. the gate (make run) runs stores/STORE's TestConformance through go test: give its Suite a Name and SDK
   8. a server the tests need: add its Debian package where the Makefile's deps target installs redis-server
 docs/writing-a-store.md walks through each step.
 `

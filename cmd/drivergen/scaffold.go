@@ -181,7 +181,7 @@ import (
 )
 
 // Factory returns a fresh driver for each check. TODO: open a client to
-// the store (a server started with conformance/serverproc, say), and
+// the store (a server started with conformance/storekit, say), and
 // register its cleanup with t.
 func Factory() conformance.Factory {
 	return func(conformance.T) driver.Driver { return &STORE.Driver{Seam: &driverkit.Seam{}} }
@@ -222,8 +222,8 @@ import (
 // any SDK call is written. Once Put and Get call the SDK, run the whole
 // suite with the kit's scenarios and the generated cases:
 //
-//	conformance.Suite{Scenarios: STOREtest.Scenarios(), Cases: gen.Cases, Stage: STOREtest.Stage}
+//	conformance.Suite{Name: "STORE", Factory: STOREtest.Factory(), Scenarios: STOREtest.Scenarios(), Cases: gen.Cases, Stage: STOREtest.Stage}
 func TestConformance(t *testing.T) {
-	conformance.Run(t, STOREtest.Factory(), conformance.Suite{Only: conformance.Lifecycle})
+	conformance.Run(t, conformance.Suite{Name: "STORE", Factory: STOREtest.Factory(), Only: conformance.Lifecycle})
 }
 `

@@ -1,13 +1,20 @@
 // Command gate is the conformance gate: it checks that generated/ is what
-// spec/ generates, then runs, for every store registered with
-// conformance/gate, the conformance suite, every case generated from the
-// store's spec, a backend round trip and the store's SDK checks, and prints
-// a table. --junit and --json write the same results for a CI system, and
-// --sdk-include checks the spec's code table against the SDK's headers.
+// spec/ generates, then runs every store's TestConformance through go test
+// (go test -json -run '^TestConformance$' over each package under
+// ./stores/... that declares one) and turns its events into a table: per
+// store, the conformance suite, every case generated from the store's
+// spec, the backend round trip and the store's SDK checks. --junit and
+// --json write the same results for a CI system, and --sdk-include checks
+// the spec's code table against the SDK's headers.
+//
+// What the table needs beyond pass and fail (a store's SDK, a check's spec
+// position, the round trip's figure) the suite logs as lines of the form
+// "conformance: KEY: VALUE" (internal/suitelog).
 //
 // Exit codes: 0 when every check passed (or was skipped), 1 when a check
 // failed or generated/ is stale, 2 on bad usage or when the gate could not
-// set up or read what it needs (a store's server, a header, a report file).
+// set up or read what it needs (a store's server, a package that does not
+// build, a header, a report file).
 // 'make run' runs it; docs/sdk-ci.md shows it in an SDK's CI.
 package main
 
@@ -23,20 +30,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvblob/kvblob/conformance/gate"
 	"github.com/kvblob/kvblob/gen"
 )
 
-type storeList []string
+type stringList []string
 
-func (s *storeList) String() string     { return strings.Join(*s, ",") }
-func (s *storeList) Set(v string) error { *s = append(*s, v); return nil }
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // options are the gate's flags.
 type options struct {
-	stores              storeList
+	stores, packages    stringList
 	sdk                 string
 	specDir, outDir     string
 	verbose             bool
@@ -46,98 +52,83 @@ type options struct {
 
 // run is the gate; it returns the exit code (see the package doc).
 func run(args []string, stdout, stderr io.Writer) int {
+	return gate{goTest: execGoTest}.run(args, stdout, stderr)
+}
+
+// gate is the gate with the go test it runs, which its tests replace.
+type gate struct{ goTest goTester }
+
+func (g gate) run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: gate [--store NAME]... [--sdk fake|real] [-spec DIR] [-out DIR] [-v]")
-		fmt.Fprintln(stderr, "            [--junit FILE] [--json FILE] [--sdk-include DIR [--sdk-enum NAME]]")
-		fmt.Fprintln(stderr, "\nChecks generated/ against spec/, then runs the conformance suite, every case")
-		fmt.Fprintln(stderr, "generated from the store's spec, a backend round trip and the store's SDK checks")
-		fmt.Fprintln(stderr, "for each registered store.")
+		fmt.Fprintln(stderr, "            [--junit FILE] [--json FILE] [--sdk-include DIR [--sdk-enum NAME]] [--packages PKG]...")
+		fmt.Fprintln(stderr, "\nChecks generated/ against spec/, then runs every store's TestConformance through")
+		fmt.Fprintln(stderr, "go test: the conformance suite, every case generated from the store's spec, a backend")
+		fmt.Fprintln(stderr, "round trip and the store's SDK checks.")
 		fmt.Fprintln(stderr, "\nExit codes: 0 every check passed or was skipped; 1 a check failed or generated/")
-		fmt.Fprintln(stderr, "is stale; 2 bad usage, or a set-up, header or report file the gate could not use.")
+		fmt.Fprintln(stderr, "is stale; 2 bad usage, or a set-up, package, header or report file the gate could not use.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
 	var o options
 	fs.Var(&o.stores, "store", "run only this store (repeatable); default: every store")
-	fs.StringVar(&o.sdk, "sdk", "fake", "fake: Mooncake over the fake SDK; real: the cgo SDK (needs -tags mooncake)")
+	fs.StringVar(&o.sdk, "sdk", "fake", "fake: Mooncake over the fake SDK; real: the cgo SDK (-tags mooncake, MOONCAKE_REAL=1; needs an installed SDK)")
 	fs.StringVar(&o.specDir, "spec", "spec", "folder of spec files")
 	fs.StringVar(&o.outDir, "out", "generated", "folder of generated packages")
 	fs.BoolVar(&o.verbose, "v", false, "print every check as it finishes")
 	fs.StringVar(&o.junit, "junit", "", "write the results as JUnit XML to `FILE`")
 	fs.StringVar(&o.json, "json", "", "write the results as JSON to `FILE` (fields: docs/sdk-ci.md)")
 	fs.StringVar(&o.sdkInclude, "sdk-include", "", "check each store's code table against the enum its SDK's headers under `DIR` declare")
-	fs.StringVar(&o.sdkEnum, "sdk-enum", "", "the enum --sdk-include reads (default: the one the store registers, e.g. ErrorCode)")
+	fs.StringVar(&o.sdkEnum, "sdk-enum", "", "the enum --sdk-include reads (default: the one the store's suite names, e.g. ErrorCode)")
+	fs.Var(&o.packages, "packages", "run the TestConformance of this `package` (a path from the module root; repeatable) instead of every one under "+storesPattern)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "gate: unexpected argument %q\n", fs.Arg(0))
+	usage := func(format string, args ...any) int {
+		fmt.Fprintf(stderr, "gate: "+format+"\n", args...)
 		return 2
 	}
-	if o.sdk != "fake" && o.sdk != "real" {
-		fmt.Fprintf(stderr, "gate: --sdk %q; want fake or real\n", o.sdk)
-		return 2
+	switch {
+	case fs.NArg() > 0:
+		return usage("unexpected argument %q", fs.Arg(0))
+	case o.sdk != "fake" && o.sdk != "real":
+		return usage("--sdk %q; want fake or real", o.sdk)
+	case o.sdkEnum != "" && o.sdkInclude == "":
+		return usage("--sdk-enum needs --sdk-include DIR")
+	case o.sdkEnum != "" && len(o.stores) != 1:
+		return usage("--sdk-enum names one store's enum; select that store with --store NAME")
 	}
-	registered, ok := bySDK(gate.Stores(), o.sdk == "real")
-	if !ok {
-		fmt.Fprintln(stderr, "gate: --sdk real needs a gate built with -tags mooncake (go build -tags mooncake ./cmd/gate) against an installed SDK; this one has only the fake SDK")
-		return 2
-	}
-	known := map[string]bool{}
-	for _, s := range registered {
-		known[s.Name] = true
-	}
-	for _, s := range o.stores {
-		if !known[s] {
-			fmt.Fprintf(stderr, "gate: unknown store %q; want one of %s\n", s, strings.Join(sortedKeys(known), ", "))
-			return 2
+	for _, f := range []string{o.junit, o.json} {
+		if f == "" {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Dir(f)); err != nil || !fi.IsDir() {
+			return usage("writing the report: cannot write %s: no folder %s", f, filepath.Dir(f))
 		}
 	}
-	var selected []gate.Store
-	for _, s := range registered {
-		if len(o.stores) == 0 || slices.Contains(o.stores, s.Name) {
-			selected = append(selected, s)
-		}
-	}
-	if o.sdkEnum != "" && o.sdkInclude == "" {
-		fmt.Fprintln(stderr, "gate: --sdk-enum needs --sdk-include DIR")
-		return 2
-	}
-	if o.sdkEnum != "" && len(selected) != 1 {
-		fmt.Fprintln(stderr, "gate: --sdk-enum names one store's enum; select that store with --store NAME")
-		return 2
-	}
-	if o.sdkInclude != "" && o.sdkEnum == "" && !slices.ContainsFunc(selected, func(s gate.Store) bool { return s.CodeEnum != "" }) {
-		fmt.Fprintln(stderr, "gate: --sdk-include: no selected store registers the enum of its codes; name it with --sdk-enum NAME")
-		return 2
+	root, err := moduleRoot()
+	if err != nil {
+		return usage("%v", err)
 	}
 
 	rep := &report{}
 	// 1. generated/ must be what spec/ generates.
 	fmt.Fprintf(stderr, "gate: checking %s against %s\n", o.outDir, o.specDir)
 	specs := upToDate(o.specDir, o.outDir, &rep.Generated, stderr)
-	// 2. Each store's suite, generated cases and SDK checks.
+	// 2. Each store's TestConformance, through go test.
 	if rep.Generated.Status == statusPassed {
-		for _, s := range selected {
-			var extra []gateCheck
-			if o.sdkInclude != "" {
-				if c, ok := headerCheck(s, specs, o.sdkInclude, o.sdkEnum); ok {
-					extra = append(extra, c)
-				}
-			}
-			rep.Stores = append(rep.Stores, runGateStore(s, extra, stderr, o.verbose))
+		if code := g.runStores(o, root, specs, rep, stdout, stderr); code != 0 {
+			return code
 		}
-		printTable(stdout, rep.Stores)
 	}
 	rep.finish()
 	if err := writeReports(rep, o.junit, o.json); err != nil {
-		fmt.Fprintf(stderr, "gate: writing the report: %v\n", err)
-		return 2
+		return usage("writing the report: %v", err)
 	}
 	switch rep.ExitCode {
 	case 0:
@@ -145,31 +136,120 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case 1:
 		fmt.Fprintln(stdout, "gate: FAILED")
 	default:
-		fmt.Fprintln(stdout, "gate: ERROR: a store, header or spec could not be set up or read")
+		fmt.Fprintln(stdout, "gate: ERROR: a store, package, header or spec could not be set up, built or read")
 	}
 	return rep.ExitCode
 }
 
-// bySDK picks, for each store name, the registration --sdk selects: with
-// real, the real SDK's where one is registered (false when none is), else
-// the default; without, never a real SDK's.
-func bySDK(all []gate.Store, real bool) ([]gate.Store, bool) {
-	hasReal := map[string]bool{}
-	for _, s := range all {
-		if s.Real {
-			hasReal[s.Name] = true
+// runStores runs the stores' tests and puts their rows in rep, printing
+// the table. It returns a non-zero exit code only for a usage problem the
+// run revealed (a store no package runs, headers no store names the enum
+// of), when no report is written.
+func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, stdout, stderr io.Writer) int {
+	real := o.sdk == "real"
+	pkgs, realPkgs := []string(o.packages), map[string]bool{}
+	if len(pkgs) == 0 {
+		var err error
+		if pkgs, err = storePackages(root, ""); err != nil {
+			fmt.Fprintf(stderr, "gate: %v\n", err)
+			return 2
+		}
+		if real {
+			tagged, err := storePackages(root, realSDKTag)
+			if err != nil {
+				fmt.Fprintf(stderr, "gate: %v\n", err)
+				return 2
+			}
+			for _, p := range tagged {
+				if !slices.Contains(pkgs, p) {
+					realPkgs[p] = true
+					pkgs = append(pkgs, p)
+				}
+			}
+			if len(realPkgs) == 0 {
+				fmt.Fprintf(stderr, "gate: --sdk real: no package under %s declares its TestConformance behind -tags %s\n", storesPattern, realSDKTag)
+				return 2
+			}
 		}
 	}
-	if real && len(hasReal) == 0 {
-		return nil, false
+	var env []string
+	if real {
+		env = append(env, "MOONCAKE_REAL=1")
 	}
-	var out []gate.Store
-	for _, s := range all {
-		if s.Real == (real && hasReal[s.Name]) {
-			out = append(out, s)
+	c := newCollector(stderr, o.verbose)
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- c.read(pr) }()
+	err := g.goTest(root, testArgs(pkgs, o.stores, real), env, pw)
+	pw.Close()
+	if rerr := <-done; err == nil {
+		err = rerr
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gate: running go test: %v\n", err)
+		return 2
+	}
+	for _, s := range o.stores {
+		if !c.names[s] {
+			fmt.Fprintf(stderr, "gate: unknown store %q; want one of %s\n", s, strings.Join(sortedKeys(c.names), ", "))
+			return 2
 		}
 	}
-	return out, true
+
+	rows, broken := c.rows()
+	rows = realReplacesFake(rows, realPkgs)
+	if o.sdkInclude != "" {
+		named := false
+		for _, r := range rows {
+			enum := r.codeEnum
+			if o.sdkEnum != "" {
+				enum = o.sdkEnum
+			}
+			if enum != "" && r.Errors == 0 {
+				named = true
+				r.add(headerCheck(r.spec, specs, o.sdkInclude, enum))
+			}
+		}
+		if !named {
+			fmt.Fprintln(stderr, "gate: --sdk-include: no selected store names the enum of its codes (conformance.Suite.CodeEnum); name it with --sdk-enum NAME")
+			return 2
+		}
+	}
+	for _, r := range rows {
+		rep.Stores = append(rep.Stores, r.storeResult)
+	}
+	for _, p := range sortedKeys(broken) {
+		name := strings.TrimPrefix(p, "github.com/kvblob/kvblob/")
+		if name == "" {
+			name = "go test"
+		}
+		msg := strings.Join(broken[p], "\n")
+		fmt.Fprintf(stderr, "gate: %s did not run: %s\n", name, msg)
+		row := storeResult{Store: name, SkipReason: "did not run: " + firstLine(msg)}
+		row.add(checkResult{Name: "setup", Kind: kindSetup, Status: statusError, Message: msg})
+		rep.Stores = append(rep.Stores, row)
+	}
+	printTable(stdout, rep.Stores)
+	return 0
+}
+
+// realReplacesFake drops, for each store a package built with the real SDK
+// runs, the row of the same name that a default build's package runs (the
+// fake SDK's).
+func realReplacesFake(rows []*storeRow, realPkgs map[string]bool) []*storeRow {
+	real := map[string]bool{}
+	for _, r := range rows {
+		if realPkgs[r.pkg] {
+			real[r.Store] = true
+		}
+	}
+	var out []*storeRow
+	for _, r := range rows {
+		if realPkgs[r.pkg] || !real[r.Store] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // upToDate checks that outDir holds what specDir generates, naming each
@@ -206,64 +286,6 @@ func upToDate(specDir, outDir string, res *checkResult, stderr io.Writer) []*gen
 		return fail(strings.Join(lines, "\n"))
 	}
 	return specs
-}
-
-// runGateStore runs every check of s, then extra (checks that need no
-// set-up), and returns its row.
-func runGateStore(s gate.Store, extra []gateCheck, stderr io.Writer, verbose bool) (row storeResult) {
-	row = storeResult{Store: s.Name, SDK: s.SDK}
-	start := time.Now()
-	defer func() { row.Seconds = time.Since(start).Seconds() }()
-	checks := append(storeChecks(s, &row.RoundTrip), extra...)
-	if s.Setup != nil {
-		skip, teardown, err := s.Setup()
-		switch {
-		case err != nil:
-			row.add(checkResult{Name: "setup", Kind: kindSetup, Status: statusError, Message: err.Error()})
-			row.SkipReason = "set-up failed: " + err.Error()
-		case skip != "":
-			row.SkipReason = skip
-			fmt.Fprintf(stderr, "gate: %s skipped: %s\n", s.Name, skip)
-		}
-		if teardown != nil {
-			defer teardown()
-		}
-	}
-	tty := isTerminal(stderr)
-	for i, c := range checks {
-		res := checkResult{Name: c.name, Kind: c.kind, Spec: c.spec}
-		if c.needsSetup && row.SkipReason != "" {
-			res.Status, res.Message = statusSkipped, row.SkipReason
-			row.add(res)
-			continue
-		}
-		t0 := time.Now()
-		v := c.run()
-		res.Seconds = time.Since(t0).Seconds()
-		res.Message = v.reason
-		switch {
-		case v.skipped:
-			res.Status = statusSkipped
-		case v.passed:
-			res.Status = statusPassed
-		case v.errored:
-			res.Status = statusError
-		default:
-			res.Status = statusFailed
-		}
-		row.add(res)
-		switch {
-		case verbose || res.Status == statusFailed || res.Status == statusError:
-			fmt.Fprintf(stderr, "gate: %-8s %4d/%d %-4s %s\n", s.Name, i+1, len(checks), strings.ToUpper(res.Status), c.name)
-		case tty:
-			fmt.Fprintf(stderr, "\rgate: %-8s %4d/%d", s.Name, i+1, len(checks))
-		}
-	}
-	if tty && !verbose {
-		fmt.Fprintln(stderr)
-	}
-	fmt.Fprintf(stderr, "gate: %s done in %v: %d passed, %d failed, %d skipped\n", s.Name, time.Since(start).Round(time.Millisecond), row.Passed, row.Failed+row.Errors, row.Skipped)
-	return row
 }
 
 func sortedKeys[V any](m map[string]V) []string {

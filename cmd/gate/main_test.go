@@ -2,38 +2,100 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"encoding/xml"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/kvblob/kvblob/conformance/gate"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/kvblob/kvblob/conformance/storekit"
+	memgen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/internal/suitelog"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// base are the flags every test run gives: the spec and generated folders
+// from here.
+var base = []string{"-spec", "../../spec", "-out", "../../generated"}
+
 func runCLI(args ...string) (int, string, string) {
+	return runWith(execGoTest, args...)
+}
+
+func runWith(goTest goTester, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	code := run(args, &out, &errb)
+	code := gate{goTest: goTest}.run(args, &out, &errb)
 	return code, out.String(), errb.String()
 }
 
-// registeredNames are the stores the gate knows, from the registry
-// (stores.go's imports and this binary's "broken"), sorted.
-func registeredNames() []string {
-	var names []string
-	for _, s := range gate.Stores() {
-		if !slices.Contains(names, s.Name) { // a real SDK's store shares its name
-			names = append(names, s.Name)
-		}
-	}
-	return names
+// stream is a go test -json stream the tests write by hand, event by
+// event, and the go test that answers with it (recording how it was run).
+type stream struct {
+	events    []event
+	args, env []string
 }
+
+func (s *stream) goTest(_ string, args, env []string, out io.Writer) error {
+	s.args, s.env = args, env
+	for _, e := range s.events {
+		b, _ := json.Marshal(e)
+		fmt.Fprintf(out, "%s\n", b)
+	}
+	return nil
+}
+
+const pkg = "github.com/kvblob/kvblob/stores/memory"
+
+// store starts a store's test as Run does: its name announced, its facts.
+func (s *stream) store(name string, facts ...string) *stream {
+	s.out(conformanceTest, suitelog.Line(suitelog.Store, name))
+	s.events = append(s.events, event{Action: "run", Package: pkg, Test: conformanceTest + "/" + name})
+	for i := 0; i+1 < len(facts); i += 2 {
+		s.out(conformanceTest+"/"+name, suitelog.Line(facts[i], facts[i+1]))
+	}
+	return s
+}
+
+// out is a t.Log line of test.
+func (s *stream) out(test, line string) *stream {
+	s.events = append(s.events, event{Action: "output", Package: pkg, Test: test, Output: "    suite.go:1: " + line + "\n"})
+	return s
+}
+
+// check is a check of store that ends with action (pass, fail, skip),
+// having logged lines (facts among them, written as suitelog lines).
+func (s *stream) check(store, name, action string, lines ...string) *stream {
+	test := conformanceTest + "/" + store + "/" + name
+	s.events = append(s.events, event{Action: "run", Package: pkg, Test: test}, event{Action: "output", Package: pkg, Test: test, Output: "=== RUN   " + test + "\n"})
+	for _, l := range lines {
+		if strings.HasPrefix(l, "  ") { // a continuation line, as go test indents it
+			s.events = append(s.events, event{Action: "output", Package: pkg, Test: test, Output: "        " + strings.TrimLeft(l, " ") + "\n"})
+			continue
+		}
+		s.out(test, l)
+	}
+	s.events = append(s.events, event{Action: "output", Package: pkg, Test: test, Output: "--- " + strings.ToUpper(action) + ": " + test + " (0.01s)\n"},
+		event{Action: action, Package: pkg, Test: test, Elapsed: 0.01})
+	return s
+}
+
+// end ends a store's test, and its package.
+func (s *stream) end(store, action string) *stream {
+	s.events = append(s.events, event{Action: action, Package: pkg, Test: conformanceTest + "/" + store, Elapsed: 0.25})
+	return s
+}
+
+func kind(k string) string { return suitelog.Line(suitelog.Kind, k) }
+func spec(p string) string { return suitelog.Line(suitelog.Spec, p) }
 
 func TestUsage(t *testing.T) {
 	cases := []struct {
@@ -42,26 +104,138 @@ func TestUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"-help"}, 0, "usage: gate"},
-		{[]string{"--store", "nosuch"}, 2, `unknown store "nosuch"; want one of ` + strings.Join(registeredNames(), ", ")},
 		{[]string{"--sdk-enum", "E"}, 2, "--sdk-enum needs --sdk-include DIR"},
 		{[]string{"--sdk-include", "x", "--sdk-enum", "E"}, 2, "select that store with --store NAME"},
-		{[]string{"--sdk-include", "x", "--store", "memory"}, 2, "no selected store registers the enum of its codes"},
 		{[]string{"--sdk", "other"}, 2, `--sdk "other"; want fake or real`},
 		{[]string{"extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"--junit", filepath.Join("no", "such", "dir", "gate.xml")}, 2, "gate: writing the report: cannot write no/such/dir/gate.xml: no folder no/such/dir"},
 	}
 	for _, c := range cases {
-		code, _, stderr := runCLI(c.args...)
+		never := func(string, []string, []string, io.Writer) error {
+			t.Errorf("%v: go test ran; a usage error is found before the run", c.args)
+			return nil
+		}
+		code, _, stderr := runWith(never, c.args...)
 		assert.Equal(t, c.code, code, "%v", c.args)
 		assert.Contains(t, stderr, c.want, "%v", c.args)
 	}
 }
 
-func TestGatePassesOnTheEmbeddedDefaults(t *testing.T) {
-	code, out, stderr := runCLI("-spec", "../../spec", "-out", "../../generated", "--store", "memory", "--store", "mooncake")
+// TestGoTestArgs: every store's TestConformance, or the stores named (by
+// -run's second level, their names quoted), and the real SDK's build.
+func TestGoTestArgs(t *testing.T) {
+	assert.Equal(t, []string{"-count=1", "-json", "-run", "^TestConformance$", "./a"}, testArgs([]string{"./a"}, nil, false))
+	assert.Equal(t, []string{"-count=1", "-json", "-run", `^TestConformance$/^(redis|redis-valkey-8\.1)$`, "-tags", "mooncake", "./a", "./b"},
+		testArgs([]string{"./a", "./b"}, []string{"redis", "redis-valkey-8.1"}, true))
+
+	s := (&stream{}).store("memory", suitelog.SDK, "kvblob-memory 1").check("memory", "x", "pass").end("memory", "pass")
+	code, _, stderr := runWith(s.goTest, append(base, "--store", "memory", "--packages", "./stores/memory")...)
 	require.Equal(t, 0, code, stderr)
-	assert.Regexp(t, `memory\s+kvblob-memory 1\s+\d+\s+0\s+0`, out)
-	assert.Regexp(t, `mooncake\s+mooncake-store 0.3.13 \(fake\)\s+\d+\s+0\s+4`, out)
-	assert.Contains(t, out, "gate: ok")
+	assert.Equal(t, []string{"-count=1", "-json", "-run", "^TestConformance$/^(memory)$", "./stores/memory"}, s.args)
+	assert.Empty(t, s.env)
+}
+
+// TestTheStreamBecomesTheTable feeds the gate go test streams written by
+// hand and checks what it makes of each: the table's counts, round trip
+// and skip lines, the exit code, what stderr says.
+func TestTheStreamBecomesTheTable(t *testing.T) {
+	cases := []struct {
+		name   string
+		stream *stream
+		args   []string
+		code   int
+		out    []string // in stdout, in this order
+		stderr []string
+	}{{
+		name: "a passing store",
+		stream: (&stream{}).store("memory", suitelog.SDK, "kvblob-memory 1", suitelog.Checks, "3").
+			check("memory", "round_trip_is_byte_for_byte", "pass", kind("check")).
+			check("memory", "store_get/NOT_FOUND", "pass", kind("case"), spec("spec/memory.yaml:40:5")).
+			check("memory", "backend_round_trip", "pass", kind("check"), suitelog.Line(suitelog.RoundTrip, "16 x 256 KiB in 9.2ms")).
+			end("memory", "pass"),
+		code:   0,
+		out:    []string{"memory  kvblob-memory 1  3       0       0        250ms  16 x 256 KiB in 9.2ms", "gate: ok"},
+		stderr: []string{"gate: memory done in 250ms: 3 passed, 0 failed, 0 skipped"},
+	}, {
+		name: "skips grouped by reason, the skip's reason alone",
+		stream: (&stream{}).store("fs", suitelog.SDK, "posix").
+			check("fs", "a", "skip", kind("check"), "the store stages no HoldAccess scenario (Scenarios.HoldAccess is nil)").
+			check("fs", "b", "skip", kind("check"), "get of row \"a\": MISS, tolerated", "the store stages no HoldAccess scenario (Scenarios.HoldAccess is nil)").
+			check("fs", "c", "skip", kind("check"), "known failure (a reason): put of row \"a\": READY,", "  but a get answered FAULT").
+			end("fs", "pass"),
+		code: 0,
+		out: []string{"fs     posix  0       0       3        250ms  failed",
+			"  fs skipped 1: known failure (a reason): put of row \"a\": READY,\nbut a get answered FAULT",
+			"  fs skipped 2: the store stages no HoldAccess scenario (Scenarios.HoldAccess is nil)"},
+	}, {
+		name: "a failing check, with its spec position and every message",
+		stream: (&stream{}).store("broken", suitelog.SDK, "kvblob-memory 1 (broken)").
+			check("broken", "store_get/NOT_FOUND", "fail", kind("case"), spec("spec/memory.yaml:40:5"), "store_get/NOT_FOUND (spec/memory.yaml:40:5): get of row \"case\": got FAULT, want MISS", "harness: the driver did not drain").
+			end("broken", "fail"),
+		code:   1,
+		out:    []string{"broken  kvblob-memory 1 (broken)  0       1", "  broken FAILED store_get/NOT_FOUND: store_get/NOT_FOUND (spec/memory.yaml:40:5): get of row \"case\": got FAULT, want MISS\nharness: the driver did not drain", "gate: FAILED"},
+		stderr: []string{"gate: broken      1/0 FAILED store_get/NOT_FOUND"},
+	}, {
+		name: "a store whose server is not installed",
+		stream: (&stream{}).store("s3", suitelog.SDK, "aws-sdk-go-v2", suitelog.Skip, "versitygw is not installed (go install x)").
+			check("s3", "a", "skip", kind("check"), "versitygw is not installed (go install x)").
+			end("s3", "pass"),
+		code:   0,
+		out:    []string{"s3     aws-sdk-go-v2  0       0       1        250ms  -", "  s3 skipped: versitygw is not installed (go install x)"},
+		stderr: []string{"gate: s3 skipped: versitygw is not installed (go install x)"},
+	}, {
+		name: "a set-up that fails",
+		stream: (&stream{}).store("redis", suitelog.SDK, "redis-server 7.x", suitelog.Setup, "port in use").
+			out(conformanceTest+"/redis", "setting up redis: port in use").
+			end("redis", "fail"),
+		code: 2,
+		out:  []string{"redis  redis-server 7.x  0       1       0        250ms  -", "  redis skipped: set-up failed: port in use", "  redis ERROR setup: port in use", "gate: ERROR"},
+	}, {
+		name:   "a package that does not build",
+		stream: &stream{events: []event{{Action: "output", Package: pkg, Output: "stores/memory/x_test.go:3:1: syntax error\n"}, {Action: "fail", Package: pkg}}},
+		code:   2,
+		out:    []string{"stores/memory", "  stores/memory ERROR setup: stores/memory/x_test.go:3:1: syntax error"},
+		stderr: []string{"gate: stores/memory did not run: stores/memory/x_test.go:3:1: syntax error"},
+	}, {
+		name:   "a store nobody runs",
+		stream: (&stream{}).store("memory").store("fs"),
+		args:   []string{"--store", "nosuch"},
+		code:   2,
+		stderr: []string{`gate: unknown store "nosuch"; want one of fs, memory`},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, stderr := runWith(c.stream.goTest, append(append(base, "--packages", "./stores/memory"), c.args...)...)
+			assert.Equal(t, c.code, code, "%s\n%s", out, stderr)
+			rest := out
+			for _, w := range c.out {
+				i := strings.Index(rest, w)
+				if !assert.GreaterOrEqual(t, i, 0, "%q not in (what is left of) stdout:\n%s", w, out) {
+					break
+				}
+				rest = rest[i+len(w):]
+			}
+			for _, w := range c.stderr {
+				assert.Contains(t, stderr, w)
+			}
+		})
+	}
+}
+
+// TestTheRealSDKsStoreReplacesTheFakes: with --sdk real, a store that a
+// package built with the real SDK's tag runs replaces the store of the
+// same name the default build runs.
+func TestTheRealSDKsStoreReplacesTheFakes(t *testing.T) {
+	rows := []*storeRow{
+		{storeResult: storeResult{Store: "memory"}, pkg: "m"},
+		{storeResult: storeResult{Store: "mooncake", SDK: "fake"}, pkg: "mooncake"},
+		{storeResult: storeResult{Store: "mooncake", SDK: "real"}, pkg: "cgosdk"},
+	}
+	got := realReplacesFake(rows, map[string]bool{"cgosdk": true})
+	require.Len(t, got, 2)
+	assert.Equal(t, "memory", got[0].Store)
+	assert.Equal(t, "real", got[1].SDK)
+	assert.Len(t, realReplacesFake(rows[:2], nil), 2, "without --sdk real nothing is replaced")
 }
 
 func TestGateRefusesStaleGeneratedCode(t *testing.T) {
@@ -71,35 +245,132 @@ func TestGateRefusesStaleGeneratedCode(t *testing.T) {
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(p, append(b, []byte("\n// edited by hand\n")...), 0o644))
-	code, _, stderr := runCLI("-spec", "../../spec", "-out", filepath.Join(dir, "generated"), "--store", "memory")
+	never := func(string, []string, []string, io.Writer) error {
+		t.Error("go test ran over a stale generated/")
+		return nil
+	}
+	code, _, stderr := runWith(never, "-spec", "../../spec", "-out", filepath.Join(dir, "generated"), "--store", "memory")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, p+" differs")
 	assert.Contains(t, stderr, "run 'make generate'")
 }
 
-func TestSDKPicksTheRealRegistrationOnlyWhereOneExists(t *testing.T) {
-	fake, real, redis := gate.Store{Name: "mooncake"}, gate.Store{Name: "mooncake", Real: true}, gate.Store{Name: "redis"}
-	names := func(ss []gate.Store) (out []string) {
-		for _, s := range ss {
-			out = append(out, fmt.Sprintf("%s real=%v", s.Name, s.Real))
-		}
-		return out
+// TestSDKHeadersAgainstTheSpec: a header that declares the spec's codes
+// passes; one where a release renumbered a code fails (exit 1), naming the
+// spec's position and the header's; a folder without the enum is an error
+// (exit 2); so is --sdk-include with no store that names its enum.
+func TestSDKHeadersAgainstTheSpec(t *testing.T) {
+	memory := func() *stream {
+		return (&stream{}).store("memory", suitelog.SDK, "kvblob-memory 1", suitelog.SpecFile, "spec/memory.yaml").
+			check("memory", "x", "pass", kind("check")).end("memory", "pass")
 	}
-	got, ok := bySDK([]gate.Store{fake, real, redis}, true)
-	assert.True(t, ok)
-	assert.Equal(t, []string{"mooncake real=true", "redis real=false"}, names(got))
-	got, ok = bySDK([]gate.Store{fake, real, redis}, false)
-	assert.True(t, ok)
-	assert.Equal(t, []string{"mooncake real=false", "redis real=false"}, names(got))
-	_, ok = bySDK([]gate.Store{fake, redis}, true)
-	assert.False(t, ok, "--sdk real with no real SDK registered must be refused")
+	args := append(base, "--packages", "./stores/memory", "--store", "memory", "--sdk-enum", "MemoryCode")
+	code, out, stderr := runWith(memory().goTest, append(args, "--sdk-include", "testdata/headers-ok")...)
+	require.Equal(t, 0, code, "%s\n%s", out, stderr)
+	assert.Equal(t, [3]int{2, 0, 0}, tableCounts(t, out)["memory"], "the header check is one more passed check")
+
+	xmlFile := filepath.Join(t.TempDir(), "gate.xml")
+	code, out, _ = runWith(memory().goTest, append(args, "--sdk-include", "testdata/headers-renumbered", "--junit", xmlFile)...)
+	assert.Equal(t, 1, code)
+	full := lineOf(t, "../../spec/memory.yaml", "  FULL:")
+	want := "spec/memory.yaml:" + strconv.Itoa(full) + ":3: code FULL is -3 here, but testdata/headers-renumbered/memory_codes.h:7 declares FULL = -30"
+	assert.Contains(t, out, "memory FAILED codes_match_sdk_headers: "+want)
+	b, err := os.ReadFile(xmlFile)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), want)
+
+	code, out, _ = runWith(memory().goTest, append(args, "--sdk-include", t.TempDir())...)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, out, "memory ERROR codes_match_sdk_headers")
+	assert.Contains(t, out, "no header")
+
+	code, _, stderr = runWith(memory().goTest, append(base, "--packages", "./stores/memory", "--sdk-include", "testdata/headers-ok")...)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "no selected store names the enum of its codes")
 }
 
-func TestSDKRealNeedsAGateBuiltWithARealSDK(t *testing.T) {
-	if _, ok := bySDK(gate.Stores(), true); ok {
-		t.Skip("this gate is built with a real SDK (-tags mooncake)")
+// TestTheGateFailsOnABrokenStore runs the gate, through a real go test,
+// over testdata/brokenstore: the sound memory store and the broken one
+// beside it. The gate exits 1, the JUnit XML parses, each store's counts
+// are the table's, and the broken store's failing generated case is a
+// <failure> carrying its spec position (as a property and as file and
+// line); the JSON report holds the same facts.
+func TestTheGateFailsOnABrokenStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a store's test")
 	}
-	code, _, stderr := runCLI("--sdk", "real")
-	assert.Equal(t, 2, code)
-	assert.Contains(t, stderr, "needs a gate built with -tags mooncake")
+	dir := t.TempDir()
+	xmlFile, jsonFile := filepath.Join(dir, "gate.xml"), filepath.Join(dir, "gate.json")
+	code, out, stderr := runCLI(append(base, "--packages", "./cmd/gate/testdata/brokenstore",
+		"--junit", xmlFile, "--json", jsonFile)...)
+	require.Equal(t, 1, code, "%s\n%s", out, stderr)
+	assert.Contains(t, out, "gate: FAILED")
+	assert.Regexp(t, `memory\s+kvblob-memory 1\s+\d+\s+0\s+0\s+\S+\s+16 x 256 KiB in \S+`, out)
+
+	b, err := os.ReadFile(xmlFile)
+	require.NoError(t, err)
+	var got xmlSuites
+	require.NoError(t, xml.Unmarshal(b, &got))
+
+	table := tableCounts(t, out)
+	require.Contains(t, table, "memory")
+	require.Contains(t, table, "broken")
+	suites := map[string]xmlSuite{}
+	sum := 0
+	for _, s := range got.Suites {
+		suites[s.Name] = s
+		sum += len(s.Cases)
+		if s.Name == "generated" {
+			continue
+		}
+		row := table[s.Name]
+		assert.Equal(t, [3]int{s.Tests - s.Failures - s.Errors - s.Skipped, s.Failures + s.Errors, s.Skipped}, row, "suite %s against the table", s.Name)
+		assert.Len(t, s.Cases, s.Tests, "suite %s", s.Name)
+	}
+	assert.Equal(t, sum, got.Tests)
+	assert.Zero(t, suites["memory"].Failures)
+
+	// The broken store fails the check its twin breaks, and the generated
+	// case that pins NOT_FOUND => MISS, at that rule's spec position.
+	pos := storekit.SpecPos(memgen.Cases, "store_get/NOT_FOUND")
+	var sawCheck, sawCase bool
+	for _, c := range suites["broken"].Cases {
+		assert.Equal(t, "broken", c.Classname)
+		switch c.Name {
+		case "absent_keys_answer_as_AbsentIsMiss_says":
+			sawCheck = c.Failure != nil
+			assert.Equal(t, "check", c.property("kind"))
+		case "store_get/NOT_FOUND":
+			require.NotNil(t, c.Failure, "the failing case is no <failure>")
+			assert.Equal(t, pos, c.property("spec"))
+			assert.Equal(t, "case", c.property("kind"))
+			file, line, _ := strings.Cut(pos, ":")
+			line, _, _ = strings.Cut(line, ":")
+			assert.Equal(t, file, c.File)
+			assert.Equal(t, line, strconv.Itoa(c.Line))
+			assert.Contains(t, c.Failure.Text, pos)
+			assert.Contains(t, c.Failure.Text, "want MISS")
+			sawCase = true
+		}
+	}
+	assert.True(t, sawCheck, "the broken check is not a failure in the report")
+	assert.True(t, sawCase, "the failing case is not in the report")
+
+	jb, err := os.ReadFile(jsonFile)
+	require.NoError(t, err)
+	var rep report
+	require.NoError(t, json.Unmarshal(jb, &rep))
+	assert.Equal(t, 1, rep.ExitCode)
+	assert.Equal(t, got.Failures, rep.Failed)
+	assert.Equal(t, got.Skipped, rep.Skipped)
+	for _, s := range rep.Stores {
+		assert.Equal(t, [3]int{s.Passed, s.Failed + s.Errors, s.Skipped}, table[s.Store], "JSON store %s against the table", s.Store)
+		assert.NotEmpty(t, s.RoundTrip, "store %s", s.Store)
+		for _, c := range s.Checks {
+			if c.Name == "store_get/NOT_FOUND" && s.Store == "broken" {
+				assert.Equal(t, statusFailed, c.Status)
+				assert.Equal(t, pos, c.Spec)
+			}
+		}
+	}
 }

@@ -11,15 +11,16 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kvblob/kvblob/internal/suitelog"
 )
 
 // The kinds of check a report holds.
 const (
-	kindGenerated = "generated" // generated/ is what spec/ generates
-	kindCheck     = "check"     // a hand-written conformance check (or the round trip)
-	kindCase      = "case"      // a case generated from the store's spec
-	kindSDK       = "sdk"       // the SDK itself checked against the spec (headers, a live server)
-	kindSetup     = "setup"     // the store's set-up
+	kindGenerated = "generated"        // generated/ is what spec/ generates
+	kindCheck     = suitelog.KindCheck // a hand-written conformance check (or the round trip)
+	kindSDK       = suitelog.KindSDK   // the SDK itself checked against the spec (headers, a live server)
+	kindSetup     = "setup"            // the store's set-up
 )
 
 // The statuses of a check.
@@ -29,14 +30,6 @@ const (
 	statusSkipped = "skipped"
 	statusError   = "error" // the gate could not run it (set-up, an unreadable header): exit 2
 )
-
-// gateCheck is one check the gate runs for a store.
-type gateCheck struct {
-	name, kind string
-	spec       string // spec position it pins, if any
-	needsSetup bool   // runs only after the store's Setup
-	run        func() verdict
-}
 
 // checkResult is how one check went: a row of the JSON report and a
 // testcase of the JUnit report.

@@ -4,11 +4,10 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
-	gen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/internal/memorykit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/metrics"
 	"github.com/kvblob/kvblob/stores/memory"
-	"github.com/kvblob/kvblob/stores/memory/memtest"
 )
 
 // TestInstrumentedDriverPassesConformance runs the conformance suite, with
@@ -19,10 +18,10 @@ import (
 func TestInstrumentedDriverPassesConformance(t *testing.T) {
 	m := metrics.NewDrivers(metrics.Options{})
 	for _, mode := range []memory.Mode{memory.Blocking, memory.Background} {
-		t.Run(mode.String(), func(t *testing.T) {
-			conformance.Run(t, func(conformance.T) driver.Driver {
-				return m.Instrument(memory.New(memory.Options{Mode: mode}), "memory")
-			}, conformance.Suite{Scenarios: memtest.Scenarios(), Cases: gen.Cases, Stage: memtest.Stage})
-		})
+		s := memorykit.Suite("instrumented-memory-"+mode.String(), memory.Options{Mode: mode})
+		s.Factory = func(conformance.T) driver.Driver {
+			return m.Instrument(memory.New(memory.Options{Mode: mode}), "memory")
+		}
+		conformance.Run(t, s)
 	}
 }

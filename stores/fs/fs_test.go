@@ -16,13 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/blockingfx"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/internal/blockingfx"
+	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/fs"
-	"github.com/kvblob/kvblob/stores/fs/fskit"
 )
 
 // fx is a kit driver with a registered region of 64 KiB slots.
@@ -52,7 +53,7 @@ func TestAFullFilesystemDeclinesAndLeavesNothingBehind(t *testing.T) {
 	}
 	f := newFx(t)
 	k := key(t, "a")
-	filler, err := fskit.FillFS(f.kit.Root())
+	filler, err := storekit.FillFS(f.kit.Root())
 	require.NoError(t, err)
 	res := f.Put(f.Row(k, 0, 1))
 	assert.Equal(t, driver.Declined, res[0].Status, "%v", res[0])

@@ -10,11 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/blockingfx"
+	"github.com/kvblob/kvblob/internal/blockingfx"
 	gen "github.com/kvblob/kvblob/generated/fs"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/fs"
-	"github.com/kvblob/kvblob/stores/fs/fskit"
+	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
@@ -48,12 +48,10 @@ func foreign(d driver.Driver, key string, payload []byte) error {
 	return fskit.Plant(file, trailer.Encode(key, payload))
 }
 
-// TestIntegrity runs the integrity check over drivers with a row key: a row
-// another writer stored with a valid unkeyed trailer is a FAULT, where
-// before it was READY.
-func TestIntegrity(t *testing.T) {
-	conformance.RunIntegrity(t, func(t conformance.T) driver.Driver { return keyed(t) }, foreign, conformance.Suite{})
-}
+// integrity is TestConformance's integrity check: over drivers with a row
+// key, a row another writer stored with a valid unkeyed trailer is a
+// FAULT, where before it was READY.
+var integrity = &conformance.Integrity{Factory: func(t conformance.T) driver.Driver { return keyed(t) }, Plant: foreign}
 
 // TestARowCopiedToAnotherKeyIsAFault copies tenant A's tagged object to
 // tenant B's key, as is and with its trailer's name digest rewritten for B

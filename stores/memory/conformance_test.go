@@ -1,62 +1,51 @@
 package memory_test
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
-	gen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/internal/memorykit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/memory"
-	"github.com/kvblob/kvblob/stores/memory/memtest"
-	"github.com/kvblob/kvblob/stores/trailer"
 )
 
-// TestConformance runs the suite, with spec/memory.yaml's generated cases,
-// over the memory driver five ways.
+// TestConformance runs the suite, with spec/memory.yaml's generated cases
+// and the integrity check, over the memory driver in its background mode,
+// where results and access end arrive after Put and Get return: the
+// memory row of the gate's table.
 func TestConformance(t *testing.T) {
-	shared := memory.NewStore(0)
-	ways := []struct {
-		name string
-		f    conformance.Factory
-	}{
-		{"blocking", memtest.Factory(memory.Options{})},
-		{"hint-free", memtest.Factory(memory.Options{NoHints: true})},
-		{"background", memtest.Factory(memory.Options{Mode: memory.Background})},
-		{"shared-store", memtest.Factory(memory.Options{Store: shared})},
-		{"pool-registered-first", func(t conformance.T) driver.Driver {
-			d := memory.New(memory.Options{Mode: memory.Background})
-			pool, err := hostmem.NewRegion("pool", driver.Layout{SlotBytes: 4096, Slots: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			reg, err := d.Register(pool.Region)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return &poolFirst{Driver: d, pool: pool, reg: reg}
-		}},
-	}
-	for _, w := range ways {
-		t.Run(w.name, func(t *testing.T) {
-			conformance.Run(t, w.f, conformance.Suite{Scenarios: memtest.Scenarios(), Cases: gen.Cases, Stage: memtest.Stage})
-		})
-	}
+	conformance.Run(t, memorykit.Suite("memory", memory.Options{Mode: memory.Background}))
 }
 
-// TestIntegrity runs the integrity check over memory drivers with a row key,
-// blocking and in the background.
-func TestIntegrity(t *testing.T) {
-	in, err := trailer.NewIntegrity(bytes.Repeat([]byte{0x42}, 32), nil)
-	if err != nil {
-		t.Fatal(err)
+// TestConformanceInEveryMode runs the same suite over the memory driver's
+// other ways: blocking, without hints, over a store drivers share, and
+// with a pool registered before any check ran.
+func TestConformanceInEveryMode(t *testing.T) {
+	for _, w := range []struct {
+		name string
+		opt  memory.Options
+	}{
+		{"memory-blocking", memory.Options{}},
+		{"memory-hint-free", memory.Options{NoHints: true}},
+		{"memory-shared-store", memory.Options{Store: memory.NewStore(0)}},
+	} {
+		conformance.Run(t, memorykit.Suite(w.name, w.opt))
 	}
-	for _, mode := range []memory.Mode{memory.Blocking, memory.Background} {
-		t.Run(mode.String(), func(t *testing.T) {
-			conformance.RunIntegrity(t, memtest.Factory(memory.Options{Mode: mode, Integrity: in}), memtest.Foreign, conformance.Suite{})
-		})
+	s := memorykit.Suite("memory-pool-registered-first", memory.Options{Mode: memory.Background})
+	s.Factory = func(t conformance.T) driver.Driver {
+		d := memory.New(memory.Options{Mode: memory.Background})
+		pool, err := hostmem.NewRegion("pool", driver.Layout{SlotBytes: 4096, Slots: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, err := d.Register(pool.Region)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &poolFirst{Driver: d, pool: pool, reg: reg}
 	}
+	conformance.Run(t, s)
 }
 
 // poolFirst is a memory driver with a pool registered before any check ran;

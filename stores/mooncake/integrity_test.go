@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/blockingfx"
+	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
-	"github.com/kvblob/kvblob/stores/mooncake/mctest"
+	"github.com/kvblob/kvblob/internal/mooncakekit"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
@@ -39,7 +39,7 @@ func withTrailer(master *fakesdk.Master, keyed bool) conformance.Factory {
 		if keyed {
 			opt.Integrity = keyedIntegrity(t)
 		}
-		d, err := mooncake.NewWith(fakesdk.NewClient(m, mctest.Version), opt)
+		d, err := mooncake.NewWith(fakesdk.NewClient(m, mooncakekit.Version), opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,19 +53,18 @@ func withTrailer(master *fakesdk.Master, keyed bool) conformance.Factory {
 func TestTheTrailerKeepsTheContract(t *testing.T) {
 	for _, keyed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "unkeyed", true: "keyed"}[keyed], func(t *testing.T) {
-			conformance.Run(t, withTrailer(nil, keyed), conformance.Suite{Scenarios: mctest.Scenarios(), KnownFailures: mctest.KnownFailures()})
+			conformance.Run(t, conformance.Suite{Name: "mooncake-trailer", Factory: withTrailer(nil, keyed), Scenarios: mooncakekit.Scenarios(), KnownFailures: mooncakekit.KnownFailures()})
 		})
 	}
 }
 
-// TestIntegrity: with a row key, a row another client stored with a valid
-// unkeyed trailer (Mooncake lets any peer write any key) is a FAULT.
-func TestIntegrity(t *testing.T) {
-	conformance.RunIntegrity(t, withTrailer(nil, true), func(d driver.Driver, key string, payload []byte) error {
-		mctest.Master(d).Plant(key, trailer.Encode(key, payload))
-		return nil
-	}, conformance.Suite{})
-}
+// integrity is TestConformance's integrity check, over drivers with the
+// keyed trailer: a row another client stored with a valid unkeyed trailer
+// (Mooncake lets any peer write any key) is a FAULT.
+var integrity = &conformance.Integrity{Factory: withTrailer(nil, true), Plant: func(d driver.Driver, key string, payload []byte) error {
+	mooncakekit.Master(d).Plant(key, trailer.Encode(key, payload))
+	return nil
+}}
 
 // TestACorruptOrCopiedObjectIsAFault: with the trailer, a bit flipped in a
 // stored object, and tenant A's object copied to tenant B's key, read as
@@ -99,7 +98,7 @@ func TestACorruptOrCopiedObjectIsAFault(t *testing.T) {
 				m := fakesdk.NewMaster(0)
 				var d driver.Driver
 				if mode == "none" {
-					d = mctest.Factory(m)(t)
+					d = mooncakekit.Factory(m)(t)
 				} else {
 					d = withTrailer(m, mode == "keyed")(t)
 				}

@@ -13,57 +13,14 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	gen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/internal/mooncakekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
-	"github.com/kvblob/kvblob/stores/mooncake/mctest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// suite is the conformance suite over the fake SDK: every scenario it
-// stages, spec/mooncake-0.3.13.yaml's generated cases and the checks the
-// driver is known to fail.
-func suite() conformance.Suite {
-	return conformance.Suite{Scenarios: mctest.Scenarios(), Cases: gen.Cases, Stage: mctest.Stage, KnownFailures: mctest.KnownFailures()}
-}
-
-func TestConformance(t *testing.T) {
-	t.Run("own-master", func(t *testing.T) { conformance.Run(t, mctest.Factory(nil), suite()) })
-	t.Run("shared-master", func(t *testing.T) { conformance.Run(t, mctest.Factory(fakesdk.NewMaster(0)), suite()) })
-}
-
-// TestStageableCases runs only the cases a real master can stage, as the
-// real-pool test does, and checks that the selection is the spec's.
-func TestStageableCases(t *testing.T) {
-	stageable := 0
-	for _, c := range gen.Cases {
-		if c.Stageable {
-			stageable++
-		}
-	}
-	require.Greater(t, stageable, 0)
-	require.Less(t, stageable, len(gen.Cases))
-	outs, err := conformance.CheckAll(mctest.Factory(nil), conformance.Suite{
-		Only: conformance.SpecCases, Cases: gen.Cases, Stage: mctest.Stage, StageableOnly: true,
-	})
-	require.NoError(t, err)
-	passed, skipped := 0, 0
-	for _, o := range outs {
-		switch {
-		case o.Passed:
-			passed++
-		case o.Skipped:
-			skipped++
-			assert.Contains(t, o.Reason, "a real server cannot stage this case")
-		default:
-			t.Errorf("%s: %s", o.Check, o.Reason)
-		}
-	}
-	assert.Equal(t, stageable, passed)
-	assert.Equal(t, len(gen.Cases)-stageable, skipped)
-}
 
 const slot = 4096
 
@@ -77,7 +34,7 @@ type fx struct {
 func newFx(t *testing.T) *fx {
 	t.Helper()
 	m := fakesdk.NewMaster(0)
-	d, err := mooncake.New(fakesdk.NewClient(m, mctest.Version))
+	d, err := mooncake.New(fakesdk.NewClient(m, mooncakekit.Version))
 	require.NoError(t, err)
 	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: slot, Slots: 8})
 	require.NoError(t, err)
@@ -383,7 +340,7 @@ func TestDrainClosesAfterTheRealSDKsLeftovers(t *testing.T) {
 		done := f.m.Go(put(f, 0))
 		<-h.Entered
 		f.m.Advance(fakesdk.DefaultDiscard + time.Second)
-		b := fakesdk.NewClient(f.m, mctest.Version)
+		b := fakesdk.NewClient(f.m, mooncakekit.Version)
 		codes, err := b.BatchPutSessionStart([]string{"k"}, []int64{slot})
 		require.NoError(t, err)
 		require.Equal(t, []int64{int64(gen.OK)}, codes)

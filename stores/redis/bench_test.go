@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/memory"
-	"github.com/kvblob/kvblob/stores/redis/redistest"
 )
 
 // BenchmarkRoundTrip publishes and fetches 32 rows through the backend over
@@ -31,7 +31,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 				hold, _ := lender.Hold()
 				var d driver.Driver = memory.New(memory.Options{})
 				if store == "redis" {
-					d = redistest.Factory(standalone())(b)
+					d = rediskit.Factory(standalone())(b)
 				}
 				bind, err := backend.Bind(context.Background(), hold.Regions(), d, hold)
 				if err != nil {

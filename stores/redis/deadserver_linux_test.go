@@ -18,11 +18,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/redis"
-	"github.com/kvblob/kvblob/stores/redis/redistest"
 )
 
 // dialCounter counts the dials that reach the network.
@@ -69,7 +69,7 @@ func captureStderr(t *testing.T) func() string {
 // publish took.
 func deadPublish(t *testing.T, rows int, downFor time.Duration) (dials int64, logged string, took time.Duration) {
 	t.Helper()
-	own, err := redistest.Start()
+	own, err := rediskit.Start()
 	require.NoError(t, err)
 	defer own.Stop()
 	var logs bytes.Buffer

@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/redis"
-	"github.com/kvblob/kvblob/stores/redis/redistest"
 )
 
 // The real-server fault tests: a backend over the driver over a
@@ -38,8 +38,8 @@ const (
 )
 
 type faultFx struct {
-	srv    *redistest.Server
-	faults *redistest.Faults
+	srv    *rediskit.Server
+	faults *rediskit.Faults
 	d      *redis.Driver
 	lender *hostmem.Lender
 	be     *backend.Backend
@@ -51,12 +51,12 @@ func faultKey(i int) string { return fmt.Sprintf("%s/v1/%x", prefix, []byte{byte
 // newFaultFx starts a server of build b with extra arguments and a
 // backend over it. ReadTimeout is short: only it ends a call to a frozen
 // server.
-func newFaultFx(t *testing.T, b *redistest.Build, extra ...string) *faultFx {
+func newFaultFx(t *testing.T, b *rediskit.Build, extra ...string) *faultFx {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	srv, err := redistest.StartWith(redistest.Config{Build: b, Extra: extra})
+	srv, err := rediskit.StartWith(rediskit.Config{Build: b, Extra: extra})
 	require.NoError(t, err)
-	f := &faultFx{srv: srv, faults: redistest.NewFaults()}
+	f := &faultFx{srv: srv, faults: rediskit.NewFaults()}
 	f.d, err = redis.Open(context.Background(), redis.Options{Addrs: []string{srv.Addr}, Hooks: []goredis.Hook{f.faults},
 		DialTimeout: time.Second, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond, DownFor: -1})
 	require.NoError(t, err)
@@ -178,9 +178,9 @@ func statuses(out backend.Outcome) map[driver.Status]int {
 // Valkey 8.1 the publish's store step is SET IFEQ, on Redis 7 WATCH and
 // MULTI/EXEC.
 func TestRealServerFaults(t *testing.T) {
-	for _, b := range redistest.Builds {
+	for _, b := range rediskit.Builds {
 		t.Run(b.Name, func(t *testing.T) {
-			if b == redistest.Valkey81 {
+			if b == rediskit.Valkey81 {
 				needValkey(t)
 			} else {
 				needServer(t)
@@ -190,7 +190,7 @@ func TestRealServerFaults(t *testing.T) {
 	}
 }
 
-func realServerFaults(t *testing.T, b *redistest.Build) {
+func realServerFaults(t *testing.T, b *rediskit.Build) {
 	t.Run("frozen mid-publish", func(t *testing.T) {
 		f := newFaultFx(t, b)
 		f.faults.BeforeAny(faultKey(9), func() { require.NoError(t, f.srv.Freeze()) })

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/stores/redis/redistest"
+	"github.com/kvblob/kvblob/internal/rediskit"
 )
 
 // TestStartedServersListenOnLoopbackOnly checks every socket each server
@@ -16,7 +16,7 @@ import (
 // 0.0.0.0, :: or another interface.
 func TestStartedServersListenOnLoopbackOnly(t *testing.T) {
 	needServer(t)
-	check := func(t *testing.T, servers ...*redistest.Server) {
+	check := func(t *testing.T, servers ...*rediskit.Server) {
 		for _, s := range servers {
 			addrs, err := s.Listening()
 			require.NoError(t, err)
@@ -28,12 +28,12 @@ func TestStartedServersListenOnLoopbackOnly(t *testing.T) {
 		}
 	}
 	t.Run("standalone", func(t *testing.T) { check(t, server) })
-	t.Run("cluster", func(t *testing.T) { check(t, cluster.Nodes...) })
-	t.Run("tls-standalone", func(t *testing.T) { check(t, startSecure(t, redistest.Redis7, false).servers...) })
-	t.Run("tls-cluster", func(t *testing.T) { check(t, startSecure(t, redistest.Redis7, true).servers...) })
+	t.Run("cluster", func(t *testing.T) { check(t, clusterOf(t, rediskit.Redis7).Nodes...) })
+	t.Run("tls-standalone", func(t *testing.T) { check(t, startSecure(t, rediskit.Redis7, false).servers...) })
+	t.Run("tls-cluster", func(t *testing.T) { check(t, startSecure(t, rediskit.Redis7, true).servers...) })
 	// Valkey 8.1 runs through a wrapper that execs it: the process checked
 	// is the server itself.
 	t.Run("valkey-standalone", func(t *testing.T) { needValkey(t); check(t, valkey) })
-	t.Run("valkey-cluster", func(t *testing.T) { needValkey(t); check(t, valkeyCluster.Nodes...) })
-	t.Run("valkey-tls-cluster", func(t *testing.T) { check(t, startSecure(t, redistest.Valkey81, true).servers...) })
+	t.Run("valkey-cluster", func(t *testing.T) { needValkey(t); check(t, clusterOf(t, rediskit.Valkey81).Nodes...) })
+	t.Run("valkey-tls-cluster", func(t *testing.T) { check(t, startSecure(t, rediskit.Valkey81, true).servers...) })
 }

@@ -5,75 +5,90 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/storekit"
+	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/redis"
-	"github.com/kvblob/kvblob/stores/redis/redistest"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
 var (
-	server  *redistest.Server
-	cluster *redistest.Cluster
-	absent  string // why no server could be started
+	server *rediskit.Server
+	absent string // why no server could be started
 
-	// valkey and valkeyCluster are Valkey 8.1's (spec/redis-valkey-8.1.yaml),
-	// or nil and valkeyAbsent says why.
-	valkey        *redistest.Server
-	valkeyCluster *redistest.Cluster
-	valkeyAbsent  string
+	// valkey is Valkey 8.1's (spec/redis-valkey-8.1.yaml), or nil and
+	// valkeyAbsent says why.
+	valkey       *rediskit.Server
+	valkeyAbsent string
 )
 
-// TestMain starts one server and one three-node Cluster on loopback for the
-// package, of Redis 7 and of Valkey 8.1. Without a server the tests of its
-// build skip, except under CI=true, where a missing server is a failure
-// (make deps, which .ci/run runs, installs redis-server and fetches Valkey
-// 8.1).
+// TestMain starts one server on loopback for the package, of Redis 7 and
+// of Valkey 8.1; a test that needs a Cluster starts it (clusterOf). Without
+// a server the tests of its build skip, except under CI=true, where a
+// missing server is a failure (make deps, which .ci/run runs, installs
+// redis-server and fetches Valkey 8.1).
 func TestMain(m *testing.M) {
-	code := func() int {
-		start := func(b *redistest.Build, s **redistest.Server, c **redistest.Cluster, absent *string) (stop func(), err error) {
+	storekit.Main(m, func() (func(), error) {
+		start := func(b *rediskit.Build, s **rediskit.Server, absent *string) (err error) {
 			if ok, why := b.Available(); !ok {
 				*absent = why
-				return func() {}, nil
+				return nil
 			}
-			if *s, err = redistest.StartWith(redistest.Config{Build: b}); err != nil {
-				return nil, err
+			*s, err = rediskit.StartWith(rediskit.Config{Build: b})
+			return err
+		}
+		if err := start(rediskit.Redis7, &server, &absent); err != nil {
+			return nil, err
+		}
+		if err := start(rediskit.Valkey81, &valkey, &valkeyAbsent); err != nil {
+			server.Stop()
+			return nil, err
+		}
+		return func() {
+			for _, s := range []*rediskit.Server{server, valkey} {
+				if s != nil {
+					s.Stop()
+				}
 			}
-			if *c, err = redistest.StartClusterWith(3, redistest.Config{Build: b}); err != nil {
-				(*s).Stop()
-				return nil, err
+			for _, c := range clusters {
+				if c.c != nil {
+					c.c.Stop()
+				}
 			}
-			return func() { (*c).Stop(); (*s).Stop() }, nil
-		}
-		stop, err := start(redistest.Redis7, &server, &cluster, &absent)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer stop()
-		stopValkey, err := start(redistest.Valkey81, &valkey, &valkeyCluster, &valkeyAbsent)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer stopValkey()
-		return m.Run()
-	}()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
+		}, nil
+	})
+}
+
+// clusters are each build's three-node Cluster, started by the first test
+// that needs it (most tests, and the gate's run, need none); TestMain
+// stops them.
+var clusters = map[*rediskit.Build]*lazyCluster{rediskit.Redis7: {}, rediskit.Valkey81: {}}
+
+type lazyCluster struct {
+	once sync.Once
+	c    *rediskit.Cluster
+	err  error
+}
+
+// clusterOf returns build b's Cluster, started at the first call; it fails
+// t when the Cluster cannot start. Call needServer or needValkey first.
+func clusterOf(t testing.TB, b *rediskit.Build) *rediskit.Cluster {
+	t.Helper()
+	l := clusters[b]
+	l.once.Do(func() { l.c, l.err = rediskit.StartClusterWith(3, rediskit.Config{Build: b}) })
+	if l.err != nil {
+		t.Fatalf("starting a %s Cluster: %v", b.Name, l.err)
 	}
-	os.Exit(code)
+	return l.c
 }
 
 func needServer(t *testing.T) {
@@ -97,94 +112,12 @@ func need(t *testing.T, have bool, why string) {
 	t.Skip(why)
 }
 
-func standalone() redistest.Deployment {
-	return redistest.Deployment{Addrs: []string{server.Addr}}
+func standalone() rediskit.Deployment {
+	return rediskit.Deployment{Addrs: []string{server.Addr}}
 }
 
-func clustered() redistest.Deployment {
-	return redistest.Deployment{Addrs: cluster.Addrs(), Cluster: true}
-}
-
-// suite is the conformance suite over a real server of build b: the
-// scenarios it stages with the fault hook's help, b's spec's generated
-// cases and the checks the driver is known to fail.
-func suite(b *redistest.Build) conformance.Suite {
-	return conformance.Suite{Scenarios: redistest.Scenarios(), Cases: b.Cases, Stage: redistest.Stage, KnownFailures: redistest.KnownFailures()}
-}
-
-// TestIntegrity runs the integrity check over drivers with a row key: a row
-// another writer stored with a valid unkeyed trailer is a FAULT.
-func TestIntegrity(t *testing.T) {
-	needServer(t)
-	in, err := trailer.NewIntegrity(bytes.Repeat([]byte{0x42}, 32), nil)
-	require.NoError(t, err)
-	for _, dep := range []struct {
-		name string
-		dep  redistest.Deployment
-	}{{"standalone", standalone()}, {"cluster", clustered()}} {
-		t.Run(dep.name, func(t *testing.T) {
-			dep.dep.Integrity = in
-			conformance.RunIntegrity(t, redistest.Factory(dep.dep), redistest.Foreign, conformance.Suite{})
-		})
-	}
-}
-
-func TestConformance(t *testing.T) {
-	needServer(t)
-	t.Run("standalone", func(t *testing.T) { conformance.Run(t, redistest.Factory(standalone()), suite(redistest.Redis7)) })
-	t.Run("cluster", func(t *testing.T) { conformance.Run(t, redistest.Factory(clustered()), suite(redistest.Redis7)) })
-}
-
-// TestValkey81 runs the conformance suite with spec/redis-valkey-8.1.yaml's
-// generated cases over Valkey 8.1, standalone and Cluster: the driver
-// picks that spec, and stores with SET IFEQ.
-func TestValkey81(t *testing.T) {
-	needValkey(t)
-	for _, dep := range []struct {
-		name string
-		dep  redistest.Deployment
-	}{{"standalone", redistest.Deployment{Addrs: []string{valkey.Addr}}}, {"cluster", redistest.Deployment{Addrs: valkeyCluster.Addrs(), Cluster: true}}} {
-		t.Run(dep.name, func(t *testing.T) {
-			d, err := redis.Open(context.Background(), redis.Options{Addrs: dep.dep.Addrs, Cluster: dep.dep.Cluster})
-			require.NoError(t, err)
-			assert.Equal(t, redistest.Valkey81.Spec, d.Spec(), "the driver picked %s", d.Spec())
-			assert.Regexp(t, `^valkey-server 8\.1\.`, d.ServerVersion())
-			require.True(t, d.Drain(conformance.Within(time.Second)))
-			require.NoError(t, d.Close())
-			conformance.Run(t, redistest.Factory(dep.dep), suite(redistest.Valkey81))
-		})
-	}
-}
-
-// TestSDKChecks asks each build's live server for what its spec relies on,
-// as the gate does.
-func TestSDKChecks(t *testing.T) {
-	for _, b := range []struct {
-		build *redistest.Build
-		need  func(*testing.T)
-		addr  func() string
-	}{
-		{redistest.Redis7, needServer, func() string { return server.Addr }},
-		{redistest.Valkey81, needValkey, func() string { return valkey.Addr }},
-	} {
-		t.Run(b.build.Name, func(t *testing.T) {
-			b.need(t)
-			for _, c := range redistest.SDKChecks(b.build) {
-				t.Run(c.Name, func(t *testing.T) {
-					check := conformance.Check{Name: c.Name, Run: func(h *conformance.Harness, _ conformance.Scenarios) { c.Run(h) }}
-					v := conformance.RunRecorded(check, redistest.Factory(redistest.Deployment{Addrs: []string{b.addr()}}), conformance.Suite{})
-					switch {
-					case v.Skipped && os.Getenv("CI") == "true":
-						t.Fatalf("CI=true but the SDK check skipped: %s", v.Reason)
-					case v.Skipped:
-						t.Skip(v.Reason)
-					case !v.Passed:
-						t.Error(v.Reason)
-					}
-				})
-			}
-		})
-	}
+func clustered(t testing.TB) rediskit.Deployment {
+	return rediskit.Deployment{Addrs: clusterOf(t, rediskit.Redis7).Addrs(), Cluster: true}
 }
 
 type fx struct {
@@ -193,7 +126,7 @@ type fx struct {
 	reg driver.Registration
 }
 
-func newFx(t *testing.T, addr string, hooks ...*redistest.Faults) *fx {
+func newFx(t *testing.T, addr string, hooks ...*rediskit.Faults) *fx {
 	t.Helper()
 	opt := redis.Options{Addrs: []string{addr}}
 	for _, h := range hooks {
@@ -219,10 +152,10 @@ func newFx(t *testing.T, addr string, hooks ...*redistest.Faults) *fx {
 // destination byte changed.
 func TestAServerKilledMidFetchIsAFault(t *testing.T) {
 	needServer(t)
-	own, err := redistest.Start()
+	own, err := rediskit.Start()
 	require.NoError(t, err)
 	defer own.Stop()
-	faults := redistest.NewFaults()
+	faults := rediskit.NewFaults()
 	f := newFx(t, own.Addr, faults)
 	var rows, dst []driver.Row
 	for i := 0; i < 8; i++ {
@@ -263,7 +196,7 @@ func TestOpenChecksTheServer(t *testing.T) {
 	d, err := redis.Open(context.Background(), redis.Options{Addrs: []string{server.Addr}})
 	require.NoError(t, err)
 	assert.Regexp(t, `^redis-server 7\.`, d.ServerVersion())
-	assert.Equal(t, redistest.Redis7.Spec, d.Spec())
+	assert.Equal(t, rediskit.Redis7.Spec, d.Spec())
 	require.True(t, d.Drain(conformance.Within(time.Second)))
 	require.NoError(t, d.Close())
 
@@ -275,7 +208,7 @@ func TestOpenChecksTheServer(t *testing.T) {
 }
 
 func freeClosedPort() (string, error) {
-	s, err := redistest.Start()
+	s, err := rediskit.Start()
 	if err != nil {
 		return "", err
 	}
@@ -295,15 +228,15 @@ func TestGetOfAnObjectLargerThanTheRow(t *testing.T) {
 	for _, b := range []struct {
 		name string
 		need func(*testing.T)
-		dep  func() redistest.Deployment
+		dep  func(testing.TB) rediskit.Deployment
 	}{
-		{"redis7", needServer, standalone},
+		{"redis7", needServer, func(testing.TB) rediskit.Deployment { return standalone() }},
 		{"redis7-cluster", needServer, clustered},
-		{"valkey81", needValkey, func() redistest.Deployment { return redistest.Deployment{Addrs: []string{valkey.Addr}} }},
+		{"valkey81", needValkey, func(testing.TB) rediskit.Deployment { return rediskit.Deployment{Addrs: []string{valkey.Addr}} }},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			b.need(t)
-			dep := b.dep()
+			dep := b.dep(t)
 			ctx := context.Background()
 			d, err := redis.Open(ctx, redis.Options{Addrs: dep.Addrs, Cluster: dep.Cluster})
 			require.NoError(t, err)

@@ -18,11 +18,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/redis"
-	"github.com/kvblob/kvblob/stores/redis/redistest"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
@@ -59,7 +59,7 @@ func (c *capture) String() string {
 // a malformed key. It captures every output and looks for the password and
 // the row keys in every encoding: none may appear.
 func TestSecretsStayOutOfEveryOutput(t *testing.T) {
-	s := startSecure(t, redistest.Redis7, false)
+	s := startSecure(t, rediskit.Redis7, false)
 	out := &capture{}
 	goredis.SetLogger(out)
 	t.Cleanup(func() { goredis.SetLogger(discard{}) })

@@ -11,11 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/redis"
+	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/redis"
-	"github.com/kvblob/kvblob/stores/redis/redistest"
 )
 
 // Two tenants, each an ACL user limited to its own key prefix.
@@ -28,35 +29,35 @@ const (
 type secure struct {
 	addrs   []string
 	cluster bool
-	certs   *redistest.Certs
-	servers []*redistest.Server
+	certs   *storekit.Certs
+	servers []*rediskit.Server
 }
 
 // startSecure starts a TLS-only server of build b (or a three-node
 // Cluster) with certificates made in t.TempDir() and the two tenants.
-func startSecure(t *testing.T, b *redistest.Build, cluster bool) *secure {
+func startSecure(t *testing.T, b *rediskit.Build, cluster bool) *secure {
 	t.Helper()
-	if b == redistest.Valkey81 {
+	if b == rediskit.Valkey81 {
 		needValkey(t)
 	} else {
 		needServer(t)
 	}
-	certs, err := redistest.NewCerts(t.TempDir())
+	certs, err := storekit.NewCerts(t.TempDir())
 	require.NoError(t, err)
-	cfg := redistest.Config{Build: b, TLS: certs, Users: [][]string{
-		redistest.TenantUser(tenantA, passA, tenantA), redistest.TenantUser(tenantB, passB, tenantB),
+	cfg := rediskit.Config{Build: b, TLS: certs, Users: [][]string{
+		rediskit.TenantUser(tenantA, passA, tenantA), rediskit.TenantUser(tenantB, passB, tenantB),
 	}}
 	s := &secure{cluster: cluster, certs: certs}
 	if cluster {
-		c, err := redistest.StartClusterWith(3, cfg)
+		c, err := rediskit.StartClusterWith(3, cfg)
 		require.NoError(t, err)
 		t.Cleanup(c.Stop)
 		s.addrs, s.servers = c.Addrs(), c.Nodes
 	} else {
-		srv, err := redistest.StartWith(cfg)
+		srv, err := rediskit.StartWith(cfg)
 		require.NoError(t, err)
 		t.Cleanup(srv.Stop)
-		s.addrs, s.servers = []string{srv.Addr}, []*redistest.Server{srv}
+		s.addrs, s.servers = []string{srv.Addr}, []*rediskit.Server{srv}
 	}
 	return s
 }
@@ -65,12 +66,12 @@ func startSecure(t *testing.T, b *redistest.Build, cluster bool) *secure {
 // and the certificate's DNS name.
 func (s *secure) options(user, pass string) redis.Options {
 	return redis.Options{Addrs: s.addrs, Cluster: s.cluster, Username: user, Password: pass, DialTimeout: 5 * time.Second,
-		TLS: &redis.TLS{CAFile: s.certs.CAFile, CertFile: s.certs.ClientCertFile, KeyFile: s.certs.ClientKey, ServerName: redistest.ServerName}}
+		TLS: &redis.TLS{CAFile: s.certs.CAFile, CertFile: s.certs.ClientCertFile, KeyFile: s.certs.ClientKey, ServerName: storekit.ServerName}}
 }
 
 // deployments runs fn over a secure server and Cluster of each build.
 func deployments(t *testing.T, fn func(t *testing.T, s *secure)) {
-	for _, b := range redistest.Builds {
+	for _, b := range rediskit.Builds {
 		for _, cluster := range []bool{false, true} {
 			name := b.Name + "/" + map[bool]string{false: "standalone", true: "cluster"}[cluster]
 			t.Run(name, func(t *testing.T) { fn(t, startSecure(t, b, cluster)) })

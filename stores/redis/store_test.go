@@ -8,10 +8,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/redis"
-	"github.com/kvblob/kvblob/stores/redis/redistest"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
@@ -37,7 +37,7 @@ func TestAnAbortedTransactionFallsBackToTheScript(t *testing.T) {
 		}, driver.Fault},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := redistest.NewFaults()
+			f := rediskit.NewFaults()
 			d, err := redis.Open(ctx, redis.Options{Addrs: []string{server.Addr}, Hooks: []goredis.Hook{f}})
 			require.NoError(t, err)
 			c := d.Client()
@@ -92,7 +92,7 @@ func TestAnAbortedTransactionFallsBackToTheScript(t *testing.T) {
 func TestAClaimedKeyWhoseGETNoLongerAnswersTheMarkerIsLost(t *testing.T) {
 	needServer(t)
 	ctx := context.Background()
-	f := redistest.NewFaults()
+	f := rediskit.NewFaults()
 	fx := newFx(t, server.Addr, f)
 	c := fx.d.Client()
 	copy(fx.r.Slot(0).Bytes(), "payload")

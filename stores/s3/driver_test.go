@@ -5,11 +5,8 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
-
-	"github.com/kvblob/kvblob/conformance"
-	gen "github.com/kvblob/kvblob/generated/s3"
-	"github.com/kvblob/kvblob/stores/s3/s3kit"
+	"github.com/kvblob/kvblob/conformance/storekit"
+	"github.com/kvblob/kvblob/internal/s3kit"
 )
 
 // env is the package's versitygw; nil when it is not installed (skip names
@@ -22,30 +19,21 @@ var (
 // TestMain starts versitygw on loopback for the package, and checks no
 // goroutine outlives the tests.
 func TestMain(m *testing.M) {
-	code := func() int {
+	storekit.Main(m, func() (func(), error) {
 		if ok, why := s3kit.Available(); !ok {
 			skip = why
-			return m.Run()
+			return nil, nil
 		}
 		var err error
 		if env, err = s3kit.Setup(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return nil, err
 		}
-		defer func() {
+		return func() {
 			if err := env.Close(); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 			}
-		}()
-		return m.Run()
-	}()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+		}, nil
+	})
 }
 
 // need skips t when versitygw is not installed, and fails it under CI.
@@ -56,32 +44,5 @@ func need(t testing.TB) {
 			t.Fatal(skip)
 		}
 		t.Skip(skip)
-	}
-}
-
-// TestConformance runs the whole suite and every case generated from
-// spec/s3-v1.109.yaml, each on a bucket of its own.
-func TestConformance(t *testing.T) {
-	need(t)
-	conformance.Run(t, s3kit.Factory(env), conformance.Suite{
-		Scenarios: s3kit.Scenarios(), Cases: gen.Cases, Stage: s3kit.Stage,
-	})
-}
-
-// TestSDKChecks asks versitygw for what the spec relies on, as the gate
-// does.
-func TestSDKChecks(t *testing.T) {
-	need(t)
-	for _, c := range s3kit.SDKChecks() {
-		t.Run(c.Name, func(t *testing.T) {
-			check := conformance.Check{Name: c.Name, Run: func(h *conformance.Harness, _ conformance.Scenarios) { c.Run(h) }}
-			v := conformance.RunRecorded(check, s3kit.Factory(env), conformance.Suite{})
-			switch {
-			case v.Skipped:
-				t.Skip(v.Reason)
-			case !v.Passed:
-				t.Error(v.Reason)
-			}
-		})
 	}
 }

@@ -17,13 +17,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/blockingfx"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	gen "github.com/kvblob/kvblob/generated/s3"
+	"github.com/kvblob/kvblob/internal/blockingfx"
+	"github.com/kvblob/kvblob/internal/s3kit"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/s3"
-	"github.com/kvblob/kvblob/stores/s3/s3kit"
 )
 
 func key(t *testing.T, name string) string {
@@ -157,7 +158,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestTheServerKilledFrozenAndRestarted runs a gateway of its own through
-// serverproc: frozen (SIGSTOP), a put and a get are FAULTs once the request
+// storekit: frozen (SIGSTOP), a put and a get are FAULTs once the request
 // deadline passes and the destination is untouched; killed (also while a
 // get is held in flight), the same; restarted on the same port and
 // directory, every row that was READY before reads back whole and equal,
@@ -234,7 +235,7 @@ func TestAFullDiskDeclinesAndFreeingItAdmits(t *testing.T) {
 	f := blockingfx.New(t, k, 10*time.Second)
 	old := f.Row(key(t, "old"), 0, 1)
 	require.Equal(t, driver.Ready, f.Put(old)[0].Status)
-	filler, err := s3kit.FillFS(env.Root)
+	filler, err := storekit.FillFS(env.Root)
 	require.NoError(t, err)
 	kk := key(t, "new")
 	res := f.Put(f.Row(kk, 1, 2))

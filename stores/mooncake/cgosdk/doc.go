@@ -9,10 +9,11 @@
 // batch_put_session_start/_end/_revoke, batch_put_from_multi_buffer_ranges
 // with explicit destination offsets, batch_get_into, batchIsExist,
 // tearDownAll, the build's version strings, and batch_put_from, the raw put
-// the benchmark compares with), cgosdk.go (the mooncake.SDK over the shim),
-// realkit (a real mooncake_master on loopback and what a real pool can
-// stage, for the real test and 'gate --sdk real') and real_test.go (the
-// conformance suite over realkit, run only with MOONCAKE_REAL=1).
+// the benchmark compares with), cgosdk.go (the mooncake.SDK over the shim)
+// and conformance_test.go (the conformance suite over
+// internal/mooncakekit/realkit, a real mooncake_master on loopback and what
+// a real pool can stage; run only with MOONCAKE_REAL=1, and by 'gate --sdk
+// real').
 //
 // # Version
 //

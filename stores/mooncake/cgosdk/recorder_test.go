@@ -35,12 +35,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvblob/kvblob/conformance/serverproc"
+	"github.com/kvblob/kvblob/conformance/storekit"
+	"github.com/kvblob/kvblob/internal/mcscenario"
+	"github.com/kvblob/kvblob/internal/mooncakekit/realkit"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
-	"github.com/kvblob/kvblob/stores/mooncake/cgosdk/realkit"
-	"github.com/kvblob/kvblob/stores/mooncake/mcscenario"
 )
 
 var record = flag.Bool("record", false, "write the recordings to stores/mooncake/testdata/mcscenario")
@@ -150,7 +150,7 @@ func TestRecordScenario(t *testing.T) {
 type realEnv struct {
 	t      *testing.T
 	cfg    mcscenario.Config
-	master *serverproc.Server
+	master *storekit.Server
 	a      *cgosdk.Client
 	peer   *peer
 	t0     time.Time
@@ -163,7 +163,7 @@ func secs(d time.Duration) string { return strconv.FormatInt(int64((d+time.Secon
 
 func (e *realEnv) Open(cfg mcscenario.Config) ([]mooncake.SDK, error) {
 	e.cfg = cfg
-	m, err := serverproc.Start(realkit.MasterSpec(
+	m, err := storekit.Start(realkit.MasterSpec(
 		"--default_kv_lease_ttl="+strconv.FormatInt(cfg.Lease.Milliseconds(), 10),
 		"--client_ttl="+secs(cfg.ClientTTL),
 		"--put_start_discard_timeout_sec="+secs(cfg.Discard)))

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kvblob/kvblob/internal/suitelog"
+)
+
+// event is one line of go test -json (go doc test2json).
+type event struct {
+	Action  string
+	Package string
+	Test    string
+	Elapsed float64
+	Output  string
+}
+
+// The test every store's package runs; its subtests are the stores, and
+// theirs the checks: TestConformance/<store>/<check>.
+const conformanceTest = "TestConformance"
+
+// collector turns go test -json's events into the stores' rows, and
+// prints progress on stderr as checks finish.
+type collector struct {
+	stderr       io.Writer
+	verbose, tty bool
+
+	stores map[string]*storeRow // by test name, TestConformance/<store>
+	order  []*storeRow
+	checks map[string]*checkRow // by test name
+	// names are every store a package's TestConformance announced, run
+	// or filtered out by -run.
+	names map[string]bool
+	pkgs  map[string]*pkgRun
+}
+
+// storeRow is a store's row as it is read, with what the table does not
+// print but the gate needs.
+type storeRow struct {
+	storeResult
+	pkg              string
+	codeEnum, spec   string // suitelog.CodeEnum and SpecFile
+	setup            string // why set-up failed
+	total            int
+	finished, failed bool
+	output           []string // the store's own lines that are no fact
+}
+
+type checkRow struct {
+	store  *storeRow
+	result checkResult
+	lines  []string // what the check logged, fact lines left out
+}
+
+// pkgRun is what a package printed outside any store, for a package that
+// failed before or beside its stores (a build, a TestMain's set-up).
+type pkgRun struct {
+	output []string
+	failed bool
+}
+
+func newCollector(stderr io.Writer, verbose bool) *collector {
+	return &collector{stderr: stderr, verbose: verbose, tty: isTerminal(stderr),
+		stores: map[string]*storeRow{}, checks: map[string]*checkRow{}, names: map[string]bool{}, pkgs: map[string]*pkgRun{}}
+}
+
+// read consumes a go test -json stream to its end. A line that is not an
+// event (go's own messages, when a package does not build) is kept as the
+// output of the package "".
+func (c *collector) read(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Action == "" {
+			c.pkg("").output = append(c.pkg("").output, sc.Text())
+			continue
+		}
+		c.add(e)
+	}
+	return sc.Err()
+}
+
+func (c *collector) pkg(name string) *pkgRun {
+	p := c.pkgs[name]
+	if p == nil {
+		p = &pkgRun{}
+		c.pkgs[name] = p
+	}
+	return p
+}
+
+// add takes one event.
+func (c *collector) add(e event) {
+	top, rest, _ := strings.Cut(e.Test, "/")
+	storeName, checkName, isCheck := strings.Cut(rest, "/")
+	switch {
+	case e.Test == "":
+		c.addPackage(e)
+	case top != conformanceTest:
+		// Another test the -run pattern let through: not the gate's.
+	case rest == "":
+		if k, v, ok := suitelog.Parse(e.Output); ok && k == suitelog.Store {
+			c.names[v] = true
+		} else if e.Action == "output" && !isFrame(e.Output) {
+			c.pkg(e.Package).output = append(c.pkg(e.Package).output, strings.TrimRight(e.Output, "\n"))
+		}
+	case !isCheck:
+		c.addStore(e, storeName)
+	default:
+		c.addCheck(e, checkName)
+	}
+}
+
+func (c *collector) addPackage(e event) {
+	p := c.pkg(e.Package)
+	switch e.Action {
+	case "output", "build-output":
+		p.output = append(p.output, strings.TrimRight(e.Output, "\n"))
+	case "fail", "build-fail":
+		p.failed = true
+	}
+}
+
+func (c *collector) addStore(e event, name string) {
+	s := c.stores[e.Test]
+	if s == nil {
+		s = &storeRow{storeResult: storeResult{Store: name}, pkg: e.Package}
+		c.stores[e.Test] = s
+		c.order = append(c.order, s)
+	}
+	switch e.Action {
+	case "output":
+		switch k, v := fact(e, &s.output); k {
+		case suitelog.SDK:
+			s.SDK = v
+		case suitelog.Checks:
+			s.total, _ = strconv.Atoi(v)
+		case suitelog.CodeEnum:
+			s.codeEnum = v
+		case suitelog.SpecFile:
+			s.spec = v
+		case suitelog.Setup:
+			s.setup = v
+		case suitelog.Skip:
+			s.SkipReason = v
+		}
+	case "pass", "fail", "skip":
+		s.finished, s.failed = true, e.Action == "fail"
+		s.Seconds = e.Elapsed
+		c.finishStore(s)
+	}
+}
+
+// finishStore closes a store's row: a failure that is no check's is a
+// set-up error (the suite's Setup, or a Suite the suite refused), and a
+// store skipped for want of its server names why.
+func (c *collector) finishStore(s *storeRow) {
+	if s.failed && s.Failed == 0 && s.Errors == 0 {
+		msg := s.setup
+		if msg == "" {
+			msg = strings.Join(messages(s.output), "\n")
+		}
+		s.add(checkResult{Name: "setup", Kind: kindSetup, Status: statusError, Message: msg})
+		if s.SkipReason == "" {
+			s.SkipReason = "set-up failed: " + firstLine(msg)
+		}
+	}
+	if c.tty && !c.verbose {
+		fmt.Fprintln(c.stderr)
+	}
+	if s.SkipReason != "" && s.setup == "" && s.Errors == 0 {
+		fmt.Fprintf(c.stderr, "gate: %s skipped: %s\n", s.Store, s.SkipReason)
+	}
+	took := time.Duration(s.Seconds * float64(time.Second)).Round(time.Millisecond)
+	fmt.Fprintf(c.stderr, "gate: %s done in %v: %d passed, %d failed, %d skipped\n", s.Store, took, s.Passed, s.Failed+s.Errors, s.Skipped)
+}
+
+func (c *collector) addCheck(e event, name string) {
+	s := c.stores[conformanceTest+"/"+strings.SplitN(e.Test, "/", 3)[1]]
+	if s == nil {
+		return // a check of a store that never started: not the suite's
+	}
+	k := c.checks[e.Test]
+	if k == nil {
+		k = &checkRow{store: s, result: checkResult{Name: name, Kind: kindCheck}}
+		c.checks[e.Test] = k
+	}
+	switch e.Action {
+	case "output":
+		switch key, v := fact(e, &k.lines); key {
+		case suitelog.Kind:
+			k.result.Kind = v
+		case suitelog.Spec:
+			k.result.Spec = v
+		case suitelog.RoundTrip:
+			s.RoundTrip = v
+		}
+	case "pass", "fail", "skip":
+		k.result.Seconds = e.Elapsed
+		k.result.Status = map[string]string{"pass": statusPassed, "fail": statusFailed, "skip": statusSkipped}[e.Action]
+		msgs := messages(k.lines)
+		if k.result.Status == statusSkipped && len(msgs) > 0 {
+			msgs = msgs[len(msgs)-1:] // the skip's reason; what the check logged before it is no part of it
+		}
+		k.result.Message = strings.Join(msgs, "\n")
+		s.add(k.result)
+		c.progress(s, k.result)
+	}
+}
+
+func (c *collector) progress(s *storeRow, r checkResult) {
+	n := len(s.Checks)
+	switch {
+	case c.verbose || r.Status == statusFailed || r.Status == statusError:
+		if c.tty && !c.verbose {
+			fmt.Fprintln(c.stderr)
+		}
+		fmt.Fprintf(c.stderr, "gate: %-8s %4d/%d %-4s %s\n", s.Store, n, s.total, strings.ToUpper(r.Status), r.Name)
+	case c.tty:
+		fmt.Fprintf(c.stderr, "\rgate: %-8s %4d/%d", s.Store, n, s.total)
+	}
+}
+
+// rows returns the stores' rows sorted by name, and the packages that
+// failed outside any check: one that did not build, or whose TestMain
+// failed before its stores ran.
+func (c *collector) rows() (rows []*storeRow, broken map[string][]string) {
+	rows = append(rows, c.order...)
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Store < rows[j].Store })
+	broken = map[string][]string{}
+	for name, p := range c.pkgs {
+		storeFailed := false
+		for _, s := range c.order {
+			storeFailed = storeFailed || s.pkg == name && s.failed
+		}
+		if p.failed && !storeFailed || name == "" && len(p.output) > 0 {
+			broken[name] = p.output
+		}
+	}
+	return rows, broken
+}
+
+// fact returns the fact an output event holds (suitelog), or "" after
+// keeping its line in lines, unless it is go test's own framing.
+func fact(e event, lines *[]string) (key, value string) {
+	key, value, ok := suitelog.Parse(e.Output)
+	if !ok && !isFrame(e.Output) {
+		*lines = append(*lines, strings.TrimRight(e.Output, "\n"))
+	}
+	return key, value
+}
+
+// logged is the start of a t.Log line in go test's output: the file and
+// line of the call.
+var logged = regexp.MustCompile(`^ *[\w.-]+\.go:\d+: `)
+
+// messages returns what a test logged, one entry per Log, Error, Fatal or
+// Skip call (their continuation lines joined to them), without go test's
+// file:line prefixes.
+func messages(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if loc := logged.FindStringIndex(l); loc != nil {
+			out = append(out, l[loc[1]:])
+		} else if len(out) > 0 {
+			out[len(out)-1] += "\n" + strings.TrimLeft(l, " ")
+		} else if t := strings.TrimSpace(l); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// isFrame reports whether an output line is go test's own framing of a
+// test (=== RUN, --- PASS, a package's closing ok or FAIL line).
+func isFrame(line string) bool {
+	t := strings.TrimLeft(line, " ")
+	for _, p := range []string{"=== ", "--- PASS", "--- FAIL", "--- SKIP", "PASS\n", "FAIL\n", "ok  \t", "FAIL\t"} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return t == "PASS" || t == "FAIL"
+}
+
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
+}

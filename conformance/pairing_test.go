@@ -1,0 +1,54 @@
+package conformance_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/internal/broken"
+	"github.com/kvblob/kvblob/internal/memorykit"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/stores/memory"
+)
+
+// suite is what the pairing runs: every scenario the memory store stages,
+// and a short deadline, since some broken twins fail by timing out.
+func suite() conformance.Suite {
+	return conformance.Suite{Scenarios: memorykit.Scenarios(), Deadline: 2 * time.Second}
+}
+
+func sound(conformance.T) driver.Driver { return memory.New(memory.Options{}) }
+
+// TestPairing runs every conformance check against the sound memory driver,
+// which must pass, and against its broken twin, which must fail. A check
+// with no twin is a defect.
+func TestPairing(t *testing.T) {
+	s := suite()
+	names := map[string]bool{}
+	for _, c := range conformance.Checks() {
+		names[c.Name] = true
+		twin, ok := broken.Twin(c.Name)
+		t.Run(c.Name+"/sound", func(t *testing.T) {
+			o := conformance.RunRecorded(c, sound, s)
+			if !o.Passed {
+				t.Errorf("the sound driver did not pass: skipped=%v %s", o.Skipped, o.Reason)
+			}
+		})
+		t.Run(c.Name+"/broken", func(t *testing.T) {
+			if !ok {
+				t.Fatalf("check %q has no broken twin in internal/broken", c.Name)
+			}
+			o := conformance.RunRecorded(c, func(t conformance.T) driver.Driver { return twin(sound(t)) }, s)
+			if o.Passed || o.Skipped {
+				t.Errorf("the broken twin was not caught (passed=%v skipped=%v %s)", o.Passed, o.Skipped, o.Reason)
+			} else {
+				t.Logf("caught: %s", o.Reason)
+			}
+		})
+	}
+	for _, name := range broken.Names() {
+		if !names[name] {
+			t.Errorf("broken twin %q matches no check", name)
+		}
+	}
+}

@@ -1,0 +1,12 @@
+// Package storekit is what a store's test kit is built from, so that no
+// kit copies another's: a real server started on a free loopback port with
+// proof it listens on loopback only, frozen, thawed, killed and restarted
+// (Spec, Start, Server); programs found where go install puts them
+// (FindBinary); a full filesystem (Mount, FillFS); test certificates
+// (NewCerts); a row key for the integrity check (RowKey); the spec position of a generated case (SpecPos); the kit's
+// driver behind whatever wraps it (Unwrap); and a TestMain that sets up,
+// runs the tests and fails on a goroutine they leaked (Main).
+//
+// A store's conformance test then calls conformance.Run once per server
+// build; docs/writing-a-store.md walks through a kit.
+package storekit

@@ -1,0 +1,25 @@
+package fs_test
+
+import (
+	"testing"
+
+	"github.com/kvblob/kvblob/conformance"
+	gen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/internal/fskit"
+)
+
+// TestConformance runs the whole suite, every case generated from
+// spec/fs-posix.yaml and the checks of the filesystem itself, each on a
+// directory of its own in the package's Env (a tmpfs when run as root, so
+// that a full filesystem is real).
+func TestConformance(t *testing.T) {
+	where := "tmpfs"
+	if !env.Tmpfs {
+		where = "temp dir; " + fskit.NoMount
+	}
+	conformance.Run(t, conformance.Suite{
+		Name: "fs", SDK: gen.SDKName + " file I/O, " + gen.SDKVersions[0] + " (" + where + ")",
+		Factory: fskit.Factory(env), Scenarios: fskit.Scenarios(), SkipReasons: fskit.SkipReasons,
+		Cases: gen.Cases, Stage: fskit.Stage, SDKChecks: fskit.SDKChecks(), Integrity: integrity,
+	})
+}

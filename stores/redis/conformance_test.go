@@ -1,0 +1,69 @@
+package redis_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/internal/rediskit"
+	"github.com/kvblob/kvblob/stores/redis"
+)
+
+// builds are the server builds TestMain started, each with why it could
+// not, when it could not.
+func builds() []struct {
+	build  *rediskit.Build
+	server *rediskit.Server
+	absent string
+} {
+	return []struct {
+		build  *rediskit.Build
+		server *rediskit.Server
+		absent string
+	}{{rediskit.Redis7, server, absent}, {rediskit.Valkey81, valkey, valkeyAbsent}}
+}
+
+// TestConformance runs the suite over one server of each build, with its
+// own spec's generated cases and SDK checks: "redis" on redis-server 7 and
+// "redis-valkey-8.1" on Valkey 8.1, the Redis rows of the gate's table.
+func TestConformance(t *testing.T) {
+	for _, b := range builds() {
+		dep := func() rediskit.Deployment { return rediskit.Deployment{Addrs: []string{b.server.Addr}} }
+		conformance.Run(t, b.build.Suite(b.build.Store, dep, b.server != nil, b.absent))
+	}
+}
+
+// TestConformanceOverACluster runs it over a three-node Cluster of each
+// build (its SDK checks ask one server, so they run in TestConformance
+// alone).
+func TestConformanceOverACluster(t *testing.T) {
+	for _, b := range builds() {
+		var c *rediskit.Cluster
+		if b.server != nil {
+			c = clusterOf(t, b.build)
+		}
+		dep := func() rediskit.Deployment { return rediskit.Deployment{Addrs: c.Addrs(), Cluster: true} }
+		s := b.build.Suite(b.build.Store+"-cluster", dep, c != nil, b.absent)
+		s.SDKChecks = nil
+		conformance.Run(t, s)
+	}
+}
+
+// TestValkey81IsPickedByTheServer: over Valkey 8.1, standalone and
+// Cluster, the driver picks spec/redis-valkey-8.1.yaml, which stores with
+// SET IFEQ.
+func TestValkey81IsPickedByTheServer(t *testing.T) {
+	needValkey(t)
+	for _, dep := range [][]string{{valkey.Addr}, clusterOf(t, rediskit.Valkey81).Addrs()} {
+		d, err := redis.Open(context.Background(), redis.Options{Addrs: dep, Cluster: len(dep) > 1})
+		require.NoError(t, err)
+		assert.Equal(t, rediskit.Valkey81.Spec, d.Spec(), "the driver picked %s", d.Spec())
+		assert.Regexp(t, `^valkey-server 8\.1\.`, d.ServerVersion())
+		require.True(t, d.Drain(conformance.Within(time.Second)))
+		require.NoError(t, d.Close())
+	}
+}
