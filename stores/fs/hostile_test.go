@@ -17,13 +17,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/internal/blockingfx"
 	gen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/internal/blockingfx"
+	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/fs"
-	"github.com/kvblob/kvblob/internal/fskit"
 )
 
 // The attacks of a neighbour who can write the root: a second writer

@@ -10,11 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/internal/blockingfx"
 	gen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/internal/blockingfx"
+	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/fs"
-	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
