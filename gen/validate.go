@@ -81,6 +81,7 @@ func (d *decoder) validate(s *Spec) {
 		}
 		callsRead = callsRead && !d.bad[c.Pos]
 	}
+	d.validateReadyEvidence(s, at)
 	for _, op := range []string{"put", "get"} {
 		if callsRead && !ops[op] {
 			at(top, "no call with op %q touches memory; a store needs one to move rows", op)
@@ -294,4 +295,66 @@ func (d *decoder) validateContinue(c, last *Call, at func(Pos, string, ...any)) 
 		check(&c.Codes[i].Meaning, "code "+c.Codes[i].Code)
 	}
 	check(c.Otherwise, "otherwise")
+}
+
+// notStored are the row results that say the row's bytes are not stored or
+// not delivered: absent (MISS), held by another writer (NOT_READY), refused
+// by a full store (DECLINED).
+var notStored = map[string]string{
+	"MISS":      "the key holds no object",
+	"NOT_READY": "another writer holds the key",
+	"DECLINED":  "the store refused the row",
+}
+
+// validateReadyEvidence refuses every rule that can promise READY for bytes
+// not stored or not delivered. READY needs evidence of the row's bytes: a
+// put's answer that stored them, a get's answer that delivered them. The
+// spec's own rules say which answers are not that evidence:
+//
+//   - a code that any call maps to MISS, NOT_READY or DECLINED means the row
+//     is absent, held by another writer or refused, whichever call answers
+//     it: no call may map it to READY;
+//   - a get that answers sizes delivers the row only by its whole answer:
+//     its codes are failures (negative), and none of them may be READY.
+//
+// A cleanup call (cases: false) is neither: its READY says the cleanup is
+// done (a revoke of an absent session, say), never that a row is stored.
+func (d *decoder) validateReadyEvidence(s *Spec, at func(Pos, string, ...any)) {
+	type meaning struct {
+		result, call string
+		pos          Pos
+	}
+	says := map[string]meaning{} // code -> the first rule saying it is not stored
+	for _, c := range s.Calls {
+		if d.bad[c.Pos] || c.NoCases {
+			continue
+		}
+		for _, r := range c.Codes {
+			if _, ok := notStored[r.Result]; ok && !d.bad[r.Meaning.Pos] {
+				if _, seen := says[r.Code]; !seen {
+					says[r.Code] = meaning{r.Result, c.Name, r.Meaning.Pos}
+				}
+			}
+		}
+	}
+	for _, c := range s.Calls {
+		if d.bad[c.Pos] || c.NoCases {
+			continue
+		}
+		for _, r := range c.Codes {
+			if r.Result != "READY" || d.bad[r.Meaning.Pos] {
+				continue
+			}
+			if m, ok := says[r.Code]; ok {
+				at(r.Meaning.Pos, "code %s of call %s is READY, but call %s maps %s to %s (%s): %s, so the code is no evidence that the row's bytes are %s; want the result that says so (%s), or FAULT",
+					r.Code, c.Name, m.call, r.Code, m.result, m.pos, notStored[m.result], map[string]string{"put": "stored", "get": "delivered"}[c.Op], m.result)
+				continue
+			}
+			// A code >= 0 of a sized call reads as a size, and validateCall
+			// said so already.
+			if code, ok := s.CodeByName(r.Code); ok && c.Op == "get" && c.Answers == "size" && code.Value < 0 {
+				at(r.Meaning.Pos, "code %s of get call %s is READY, but %s answers sizes: a code is a failure, and only its whole answer delivers the row's bytes; want MISS, NOT_READY or FAULT", r.Code, c.Name, c.Name)
+			}
+		}
+	}
 }

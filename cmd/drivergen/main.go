@@ -142,6 +142,10 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "drivergen generate: %v\n", err)
 		return 1
 	}
+	if err := insideModule(*specDir, *outDir); err != nil {
+		fmt.Fprintf(stderr, "drivergen generate: %v\n", err)
+		return 1
+	}
 	differ, stale, err := gen.Drift(*outDir, files)
 	if err != nil {
 		fmt.Fprintln(stderr, err)

@@ -25,10 +25,14 @@ func runCLI(args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-// copyTree copies the repository's spec/ and generated/ into a temp dir.
+// copyTree copies the repository's spec/ and generated/ into a folder of a
+// temporary module (generate writes only inside the module of its specs).
 func copyTree(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
+	mod := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module example.com/copy\n"), 0o644))
+	dir := filepath.Join(mod, "tree")
+	require.NoError(t, os.Mkdir(dir, 0o755))
 	for _, sub := range []string{"spec", "generated"} {
 		cmd := exec.Command("cp", "-r", filepath.Join("..", "..", sub), filepath.Join(dir, sub))
 		out, err := cmd.CombinedOutput()

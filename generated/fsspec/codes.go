@@ -30,13 +30,31 @@
 // directory. Keys with a "." or ".." prefix segment are refused before
 // anything is recorded: they would leave the root. A row is one file: its
 // payload followed by the shared object trailer (stores/trailer: magic TLBK,
-// version, name digest, length, CRC32).
+// version, name digest, length, CRC32), and, with a row key, the keyed
+// integrity tag between them (HMAC-SHA256 over the payload and the trailer:
+// the key's name digest, the length and the CRC32), so a row another writer
+// stored, or copied from another key, is CORRUPT.
+//
+// The driver never leaves its root. Every path is resolved from a
+// descriptor of the root it holds open: by openat2(RESOLVE_BENEATH |
+// RESOLVE_NO_SYMLINKS) where the kernel has it (Linux 5.6), and one
+// component at a time with O_NOFOLLOW otherwise. A symbolic link anywhere
+// under the root (a directory of the key's path, the object, the marker) is
+// never followed: the call that meets it answers ELOOP, a FAULT, with
+// nothing read or written through it. Files are created O_EXCL|O_NOFOLLOW,
+// renamed with renameat(2) and removed with unlinkat(2), which act on a
+// link itself, never on its target. Files are 0600 and directories 0700 by
+// default (private to the OS user); a root shared among OS users takes a
+// group mode the driver sets exactly (docs/store-fs.md).
 //
 // Publishing is atomic by rename, and another writer is seen by a marker:
 //  1. claim: create <file>.pending with O_CREAT|O_EXCL (exclusive on NFSv3+,
 //     Lustre, CephFS). A marker already there whose mtime + TTL has passed
 //     (by the driver's clock) belongs to a dead writer: it is renamed aside,
-//     removed, and the create is tried once more.
+//     removed, and the create is tried once more. A marker whose mtime is
+//     more than MaxClockSkew (default 10 s) ahead of the driver's clock is
+//     expired at once: no sane clock dated it, and it must not hold its key
+//     for as long as it says. A link at the marker's path is ELOOP.
 //  2. write: create <file>.tmp-<random> in the same directory, write the
 //     row's span straight from the caller's slot, then the trailer, fsync
 //     the file and close it. write(2) copies out of the slot before it
@@ -52,8 +70,16 @@
 // than the TTL may take a live writer's marker, which costs a duplicate write,
 // never a torn object.
 //
-// A get opens <file> (O_NONBLOCK, so a FIFO planted there cannot block it),
-// refuses anything but a regular file, reads the whole object with pread into
+// A writer killed between its create and its rename leaves its temporary
+// file. Open sweeps, within a budget of directory entries, every temporary
+// file (and marker moved aside) whose mtime is older than TTL + MaxClockSkew
+// or dated more than MaxClockSkew ahead: a live writer finishes within its
+// TTL, so its file is never swept.
+//
+// A get opens <file> (O_NONBLOCK, so a FIFO planted there cannot block it;
+// O_NOFOLLOW), refuses anything but a regular file, refuses by fstat's size,
+// before allocating a byte for it, a file longer than the row with its tag
+// and trailer (a sparse file of 64 GiB costs one fstat), reads the object with pread into
 // a buffer of its own, checks it through stores/trailer, and only then copies
 // the payload into the row's slot: reads are copied, once, and every failure
 // leaves the destination untouched. An absent object is NOT_READY while a
@@ -109,6 +135,8 @@ const (
 	Eexist Code = -17
 	// Enotdir (ENOTDIR): a component of the key's path is a file, not a directory
 	Enotdir Code = -20
+	// Eloop (ELOOP): a symbolic link sits on the key's path under the root (a directory, the object or the marker): the driver follows none (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or O_NOFOLLOW on every component)
+	Eloop Code = -40
 	// Eisdir (EISDIR): a directory sits at the object's path
 	Eisdir Code = -21
 	// Efbig (EFBIG): the object is larger than the file system (or RLIMIT_FSIZE) allows
@@ -125,7 +153,7 @@ const (
 	Edquot Code = -122
 	// Pending (PENDING): the object is absent and another writer's marker is live
 	Pending Code = -1001
-	// Corrupt (CORRUPT): the file is not a whole object for the key: shorter than a trailer, or its trailer's magic, version, name, length or CRC32 does not match
+	// Corrupt (CORRUPT): the file is not a whole object for the key: shorter than a trailer or longer than the row with its tag and trailer, its trailer's magic, version, name, length or CRC32 does not match, or (with a row key) its tag does not verify
 	Corrupt Code = -1002
 	// Err (ERR): any other error (an errno the table does not name, or none)
 	Err Code = -1003
@@ -146,6 +174,8 @@ func (c Code) String() string {
 		return "EEXIST"
 	case Enotdir:
 		return "ENOTDIR"
+	case Eloop:
+		return "ELOOP"
 	case Eisdir:
 		return "EISDIR"
 	case Efbig:
@@ -172,5 +202,5 @@ func (c Code) String() string {
 
 // Codes returns every code in the order of the spec's table.
 func Codes() []Code {
-	return []Code{OK, Enoent, Eio, Eacces, Eexist, Enotdir, Eisdir, Efbig, Enospc, Erofs, Enametoolong, Estale, Edquot, Pending, Corrupt, Err}
+	return []Code{OK, Enoent, Eio, Eacces, Eexist, Enotdir, Eloop, Eisdir, Efbig, Enospc, Erofs, Enametoolong, Estale, Edquot, Pending, Corrupt, Err}
 }

@@ -34,6 +34,7 @@ var spec = &rules.Spec{
 		"EFBIG":        int64(Efbig),
 		"EIO":          int64(Eio),
 		"EISDIR":       int64(Eisdir),
+		"ELOOP":        int64(Eloop),
 		"ENAMETOOLONG": int64(Enametoolong),
 		"ENOENT":       int64(Enoent),
 		"ENOSPC":       int64(Enospc),

@@ -38,6 +38,20 @@
 // A client that must not trust the other writers turns on kvblob's keyed row
 // integrity (docs/security.md). The spec schema has no field for this, so it
 // is said here and in docs/security.md.
+//
+// The object trailer (the driver's Options.Trailer, keyed with
+// Options.Integrity; off by default). With it every object is the row's
+// payload followed by stores/trailer's tag and trailer: the put's session is
+// the row plus that overhead and its scatter the row's span plus the
+// driver's own registered buffer holding the tag and trailer; a get reads
+// each object into the driver's own registered staging memory (the row plus
+// at most a tag and trailer), checks the trailer (and tag), and only then
+// copies the payload into the row's slot. Sizes below are then the
+// payload's, the overhead taken off. A whole read whose trailer or tag does
+// not verify is a FAULT with the slot untouched; the SDK's code table
+// (checked against its header) has no code for it, so the driver answers it
+// with code 0 and says why. Staging memory that a TRANSFER_FAIL may still
+// write is never used again.
 package mooncakespec
 
 import (

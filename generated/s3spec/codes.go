@@ -22,7 +22,10 @@
 // Layout. A key prefix/v1/hex(name) is the object key itself, in one bucket
 // the driver is given. A row is one object: its payload followed by the
 // shared object trailer (stores/trailer: magic TLBK, version, name digest,
-// length, CRC32).
+// length, CRC32), and, with a row key, the keyed integrity tag between them
+// (HMAC-SHA256 over the payload and the trailer: the key's name digest, the
+// length and the CRC32): a row another writer stored with a valid unkeyed
+// trailer, or copied from another key, is then CORRUPT.
 //
 // Publishing is one conditional PutObject (If-None-Match: *). S3 makes an
 // object visible whole or not at all, so no marker is needed for atomicity.
@@ -32,8 +35,14 @@
 // checked when a PUT completes, so of two writers the first to finish gets
 // 200 and the other 412 PreconditionFailed. A 412 therefore says "an object
 // is there now": the driver GETs it and answers READY only when it is this
-// row's whole object (trailer and bytes equal), FAULT when it is something
-// else, NOT_READY when it vanished in between. AWS S3 may instead answer 409
+// row's whole object (trailer, tag and bytes equal), FAULT when it is another
+// row (a whole object of another length or bytes), NOT_READY when it
+// vanished in between. An object that is no row for the key at all (it fails
+// the trailer check or, with a row key, its tag: a poisoned or torn object)
+// is replaced: a PutObject with If-Match on the ETag the GET read (replace),
+// so the row's own writer repairs it, and an object another writer stored
+// since is never overwritten. An object longer than the row with its tag and
+// trailer is not read, and stays a FAULT. AWS S3 may instead answer 409
 // ConditionalRequestConflict while another conditional write of the key is
 // in flight: NOT_READY. S3 has no marker a reader could see, so a get never
 // answers NOT_READY for an unfinished writer: it is a MISS until the object
@@ -102,7 +111,7 @@ const (
 	QuotaExceeded Code = -1001
 	// NoSuchBucket (NO_SUCH_BUCKET): 404 NoSuchBucket: the driver's bucket is gone; never an absent row
 	NoSuchBucket Code = -1002
-	// Corrupt (CORRUPT): the object is not a whole object for the key: shorter than a trailer, or its trailer's magic, version, name, length or CRC32 does not match
+	// Corrupt (CORRUPT): the object is not a whole object for the key: shorter than a trailer or longer than the row with its tag and trailer, its trailer's magic, version, name, length or CRC32 does not match, or (with a row key) its tag does not verify
 	Corrupt Code = -1003
 	// Conn (CONN): no HTTP answer: the connection was refused, reset or closed, or the request's deadline passed; the request may or may not have run
 	Conn Code = -1004

@@ -24,7 +24,7 @@ func MapPut(answer int64) rules.Mapping {
 // access ended (rules.AccessRule.Ended).
 const PutAccess = rules.AccessOnReturn
 
-// putRule is what spec/s3-v1.109.yaml:71:3 says about put's answers and its
+// putRule is what spec/s3-v1.109.yaml:80:3 says about put's answers and its
 // access (on_return).
 var putRule = newPutRule()
 
@@ -34,14 +34,14 @@ func newPutRule() *rules.CallRule {
 		Call:   "put",
 		Access: PutAccess,
 		Codes: map[int64]rules.Meaning{
-			// spec/s3-v1.109.yaml:78:7
+			// spec/s3-v1.109.yaml:87:7
 			int64(OK): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Ready},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:79:7
+			// spec/s3-v1.109.yaml:88:7
 			int64(PreconditionFailed): {
 				Mapping: rules.Mapping{
 					Result:   driver.Result{Status: driver.Fault},
@@ -52,35 +52,35 @@ func newPutRule() *rules.CallRule {
 					IfOther:  driver.Fault,
 				},
 			},
-			// spec/s3-v1.109.yaml:86:7
+			// spec/s3-v1.109.yaml:95:7
 			int64(ConditionalConflict): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.NotReady},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:87:7
+			// spec/s3-v1.109.yaml:96:7
 			int64(SlowDown): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:88:7
+			// spec/s3-v1.109.yaml:97:7
 			int64(InsufficientStorage): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:89:7
+			// spec/s3-v1.109.yaml:98:7
 			int64(QuotaExceeded): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:90:7
+			// spec/s3-v1.109.yaml:99:7
 			int64(AccessDenied): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -88,7 +88,7 @@ func newPutRule() *rules.CallRule {
 				},
 				Text: "the credentials may not write this key",
 			},
-			// spec/s3-v1.109.yaml:91:7
+			// spec/s3-v1.109.yaml:100:7
 			int64(NoSuchBucket): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -97,7 +97,98 @@ func newPutRule() *rules.CallRule {
 				Text: "the bucket does not exist",
 			},
 		},
-		// spec/s3-v1.109.yaml:92:16
+		// spec/s3-v1.109.yaml:101:16
+		Otherwise: rules.Meaning{
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: rules.WrittenNo,
+			},
+		},
+		CodeName: codeName,
+	}
+}
+
+// MapReplace maps replace's answer code for one row.
+// The call after put's 412, when the object found is no row for the key (it fails the trailer check or its tag): PutObject with If-Match: <the ETag the GET read>, signed, the body as put's; it replaces that object only, never one another writer stored since.
+func MapReplace(answer int64) rules.Mapping {
+	return replaceRule.Map(answer, 0)
+}
+
+// ReplaceAccess says when replace's access to the caller's memory
+// ends (access_end: on_return): a driver asks it whether a call proved its
+// access ended (rules.AccessRule.Ended).
+const ReplaceAccess = rules.AccessOnReturn
+
+// replaceRule is what spec/s3-v1.109.yaml:103:3 says about replace's answers and its
+// access (on_return).
+var replaceRule = newReplaceRule()
+
+// newReplaceRule builds replaceRule; Spec's value holds one of its own.
+func newReplaceRule() *rules.CallRule {
+	return &rules.CallRule{
+		Call:   "replace",
+		Access: ReplaceAccess,
+		Codes: map[int64]rules.Meaning{
+			// spec/s3-v1.109.yaml:110:7
+			int64(OK): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Ready},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:112:7
+			// Another writer's object replaced it since the GET, or it is gone.
+			int64(PreconditionFailed): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.NotReady},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:113:7
+			int64(NoSuchKey): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.NotReady},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:114:7
+			int64(ConditionalConflict): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.NotReady},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:115:7
+			int64(SlowDown): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Declined},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:116:7
+			int64(InsufficientStorage): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Declined},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:117:7
+			int64(QuotaExceeded): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Declined},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:118:7
+			int64(AccessDenied): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Fault},
+					Written: rules.WrittenNo,
+				},
+				Text: "the credentials may not write this key",
+			},
+		},
+		// spec/s3-v1.109.yaml:119:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -120,7 +211,7 @@ func MapGet(answer, rowBytes int64) rules.Mapping {
 // access ended (rules.AccessRule.Ended).
 const GetAccess = rules.AccessOnReturn
 
-// getRule is what spec/s3-v1.109.yaml:94:3 says about get's answers and its
+// getRule is what spec/s3-v1.109.yaml:121:3 says about get's answers and its
 // access (on_return).
 var getRule = newGetRule()
 
@@ -130,14 +221,14 @@ func newGetRule() *rules.CallRule {
 		Call:   "get",
 		Access: GetAccess,
 		Sized:  true,
-		// spec/s3-v1.109.yaml:100:12
+		// spec/s3-v1.109.yaml:127:12
 		Whole: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenYes,
 			},
 		},
-		// spec/s3-v1.109.yaml:102:7
+		// spec/s3-v1.109.yaml:129:7
 		Short: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -146,21 +237,21 @@ func newGetRule() *rules.CallRule {
 			Text: "the object's payload length differs from the row; the destination is untouched",
 		},
 		Codes: map[int64]rules.Meaning{
-			// spec/s3-v1.109.yaml:107:7
+			// spec/s3-v1.109.yaml:134:7
 			int64(NoSuchKey): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Miss},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:108:7
+			// spec/s3-v1.109.yaml:135:7
 			int64(Corrupt): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:109:7
+			// spec/s3-v1.109.yaml:136:7
 			int64(NoSuchBucket): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -168,7 +259,7 @@ func newGetRule() *rules.CallRule {
 				},
 				Text: "the bucket does not exist; not an absent row",
 			},
-			// spec/s3-v1.109.yaml:110:7
+			// spec/s3-v1.109.yaml:137:7
 			int64(AccessDenied): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -176,7 +267,7 @@ func newGetRule() *rules.CallRule {
 				},
 				Text: "the credentials may not read this key",
 			},
-			// spec/s3-v1.109.yaml:111:7
+			// spec/s3-v1.109.yaml:138:7
 			int64(SlowDown): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -184,7 +275,7 @@ func newGetRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/s3-v1.109.yaml:112:16
+		// spec/s3-v1.109.yaml:139:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},

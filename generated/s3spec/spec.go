@@ -19,8 +19,9 @@ func Spec() *rules.Spec {
 var spec = &rules.Spec{
 	Admission: admission,
 	Calls: map[string]*rules.CallRule{
-		"get": newGetRule(),
-		"put": newPutRule(),
+		"get":     newGetRule(),
+		"put":     newPutRule(),
+		"replace": newReplaceRule(),
 	},
 	Capabilities: Capabilities(),
 	Codes: map[string]int64{

@@ -118,6 +118,53 @@ func (k *Driver) DirAtObject(key string) error {
 	return os.MkdirAll(file, 0o755)
 }
 
+// LinkDirOut replaces key's directory with a symbolic link to a new
+// directory outside the root (a neighbour's attack), and returns that
+// directory: a driver that followed the link would write there.
+func (k *Driver) LinkDirOut(key string) (string, error) {
+	file, _, err := k.Paths(key)
+	if err != nil {
+		return "", err
+	}
+	out, err := os.MkdirTemp(filepath.Dir(k.Root()), "outside-")
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Dir(file)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	return out, os.Symlink(out, dir)
+}
+
+// LinkObjectOut puts obj in a file outside the root and a symbolic link to
+// it at key's object: a driver that followed the link would read it.
+func (k *Driver) LinkObjectOut(key string, obj []byte) error {
+	file, _, err := k.Paths(key)
+	if err != nil {
+		return err
+	}
+	out, err := os.CreateTemp(filepath.Dir(k.Root()), "outside-")
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(obj)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	_ = os.Remove(file)
+	return os.Symlink(out.Name(), file)
+}
+
 // Scenarios are what a filesystem stages for real. Unprovable and HoldAccess
 // are not among them: every call ends its access on return. Full fills the
 // Env's tmpfs, so it is there only when the kit Mounts.
@@ -194,6 +241,11 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 			return fmt.Errorf("%s", NoMount)
 		}
 		return k.full()
+	case c.Call == "claim" && code == fsspec.Eloop:
+		_, err := k.LinkDirOut(key)
+		return err
+	case c.Call == "read" && code == fsspec.Eloop:
+		return k.LinkObjectOut(key, Object(key, payload))
 	case (c.Call == "publish" || c.Call == "read") && code == fsspec.Eisdir:
 		return k.DirAtObject(key)
 	case c.Call == "read" && code == fsspec.Enoent:

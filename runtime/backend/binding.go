@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
+	"unsafe"
 
 	"github.com/kvblob/kvblob/runtime/driver"
 )
@@ -45,6 +47,11 @@ type RegionBinding struct {
 //
 //   - With no region the driver can access, it releases the hold and
 //     returns ErrConstructionRejected.
+//   - Two regions whose memory overlaps (two Region values over the same
+//     bytes, or the same region twice) are refused before the driver is
+//     called: rows fetched into both would land in one slot, and both
+//     answer READY for bytes only one of them holds. Bind releases the hold
+//     and returns ErrConstructionRejected, naming the two.
 //   - A registration refused with a RejectedError escaped nothing: Bind
 //     unregisters what it registered, releases the hold and returns
 //     ErrConstructionRejected; if a rollback fails, the hold is kept
@@ -81,6 +88,12 @@ func Bind(ctx context.Context, regions []*driver.Region, d driver.Driver, hold H
 		}
 		return nil, fmt.Errorf("%w: no region has slots in memory the driver can access", ErrConstructionRejected)
 	}
+	if err := overlapping(served); err != nil {
+		if rerr := hold.Release(); rerr != nil {
+			return nil, fmt.Errorf("%w: %w, and releasing the hold failed: %w", ErrHoldKept, err, rerr)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrConstructionRejected, err)
+	}
 	for _, r := range served {
 		if err := ctx.Err(); err != nil {
 			if rbErr := b.unregisterAll(); rbErr != nil {
@@ -110,6 +123,37 @@ func Bind(ctx context.Context, regions []*driver.Region, d driver.Driver, hold H
 		return nil, fmt.Errorf("%w: registering region %q: %w", ErrConstructionRejected, r.Name, err)
 	}
 	return b, nil
+}
+
+// overlapping refuses regions whose slots share memory: host regions by
+// their bytes, device regions by their addresses (a host and a device
+// address are never compared).
+func overlapping(regions []*driver.Region) error {
+	type span struct {
+		r          *driver.Region
+		start, end uintptr
+	}
+	spans := make([]span, 0, len(regions))
+	for _, r := range regions {
+		start := r.Addr
+		if r.Kind == driver.Host && len(r.Mem) > 0 {
+			start = uintptr(unsafe.Pointer(unsafe.SliceData(r.Mem)))
+		}
+		spans = append(spans, span{r, start, start + uintptr(r.Layout.Bytes())})
+	}
+	sort.Slice(spans, func(i, j int) bool {
+		if spans[i].r.Kind != spans[j].r.Kind {
+			return spans[i].r.Kind < spans[j].r.Kind
+		}
+		return spans[i].start < spans[j].start
+	})
+	for i := 1; i < len(spans); i++ {
+		a, b := spans[i-1], spans[i]
+		if a.r.Kind == b.r.Kind && b.start < a.end {
+			return fmt.Errorf("regions %q and %q share memory (%d bytes); each slot must be one region's alone, or two rows fetched into one slot would both answer READY", a.r.Name, b.r.Name, min(a.end, b.end)-b.start)
+		}
+	}
+	return nil
 }
 
 // Driver returns the bound driver.

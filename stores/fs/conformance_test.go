@@ -21,6 +21,6 @@ func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Suite{
 		Name: "fs", SDK: fsspec.SDKName + " file I/O, " + fsspec.SDKVersions()[0] + " (" + where + ")",
 		Factory: fskit.Factory(env), Scenarios: fskit.Scenarios(), SkipReasons: fskit.SkipReasons,
-		Cases: fscases.All(), Stage: fskit.Stage, SDKChecks: fskit.SDKChecks(),
+		Cases: fscases.All(), Stage: fskit.Stage, SDKChecks: fskit.SDKChecks(), Integrity: integrity,
 	})
 }

@@ -15,15 +15,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kvblob/kvblob/generated/fsspec"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -34,18 +33,39 @@ import (
 
 // Options configure a Driver.
 type Options struct {
-	// Root is the directory objects live under (it must exist).
+	// Root is the directory objects live under (it must exist). The driver
+	// follows no symbolic link under it (the root itself may be one).
 	Root string
 	// MarkerTTL is how long a writer's marker keeps other writers out and
 	// makes readers answer NOT_READY; past it, a dead writer's marker is
 	// taken over (default 60 s). It must exceed the slowest write of one
 	// row plus the clock skew between hosts.
 	MarkerTTL time.Duration
+	// MaxClockSkew is how far ahead of this host's clock a file's mtime may
+	// be and still be believed (default DefaultMaxClockSkew). A marker
+	// dated further ahead (another host's clock running fast, or a planted
+	// file) is expired at once, so it cannot hold its key for as long as it
+	// says; a temporary file dated further ahead is swept.
+	MaxClockSkew time.Duration
 	// Now is the clock markers expire by (default time.Now).
 	Now func() time.Time
-	// FileMode and DirMode are the permissions of objects and the
-	// directories made for them (defaults 0644 and 0755, less the umask).
+	// FileMode and DirMode are the permissions of the files and of the
+	// directories the driver makes (defaults 0600 and 0700: private to the
+	// OS user the driver runs as). To share a root among OS users of one
+	// group, give the root that group and the setgid bit (chgrp G root;
+	// chmod 2770 root: new directories inherit both) and set FileMode 0o660
+	// and DirMode 0o770|os.ModeSetgid; a mode other than the private default
+	// is set exactly (chmod after create), whatever the umask.
 	FileMode, DirMode os.FileMode
+	// SweepBudget bounds the sweep Open runs: how many directory entries
+	// it looks at (default DefaultSweepBudget; negative: no sweep at Open).
+	// See Sweep.
+	SweepBudget int
+	// Integrity, when set, tags every object the driver writes with the
+	// current row key and refuses (CORRUPT) every object whose tag does not
+	// verify under the current or previous key, one another writer stored
+	// with a valid unkeyed trailer included (see trailer.Integrity).
+	Integrity *trailer.Integrity
 	// Seam, when set, is entered before each spec call (claim, write,
 	// publish, read) on a key: a held call waits in it, a raise is answered
 	// as if the call's system call had failed with that error (a
@@ -55,17 +75,31 @@ type Options struct {
 	Seam *driverkit.Seam
 }
 
+// DefaultMaxClockSkew is Options.MaxClockSkew's default.
+const DefaultMaxClockSkew = 10 * time.Second
+
+// DefaultSweepBudget is Options.SweepBudget's default: directory entries
+// Open's sweep looks at.
+const DefaultSweepBudget = 1 << 16
+
 // Driver is a driver.Driver over one directory tree.
 type Driver struct {
 	opt  Options
+	tree *tree
 	life driverkit.Lifecycle
 	bufs sync.Pool // *[]byte: read buffers
+	// fileMode and dirMode are the modes as open(2) and mkdir(2) take them;
+	// exact says a file's mode is set by fchmod after create.
+	fileMode, dirMode uint32
+	exact             bool
 }
 
 var _ driver.Driver = (*Driver)(nil)
 
 // Open checks that the spec holds for this operating system and that root
-// is a directory, and returns the driver.
+// is a directory, opens it (the descriptor every path is resolved from,
+// held until Close), sweeps the temporary files of dead writers within
+// Options.SweepBudget, and returns the driver.
 func Open(opt Options) (*Driver, error) {
 	if !fsspec.SupportsVersion(runtime.GOOS) {
 		return nil, fmt.Errorf("fs: %s has no spec; kvblob holds specs for %v (spec/fs-*.yaml)", runtime.GOOS, fsspec.SDKVersions())
@@ -77,25 +111,35 @@ func Open(opt Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fs: root %q: %w", opt.Root, err)
 	}
-	if fi, err := os.Stat(root); err != nil {
-		return nil, fmt.Errorf("fs: root: %w", err)
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("fs: root %q is not a directory", root)
-	}
 	opt.Root = root
 	if opt.MarkerTTL <= 0 {
 		opt.MarkerTTL = 60 * time.Second
+	}
+	if opt.MaxClockSkew <= 0 {
+		opt.MaxClockSkew = DefaultMaxClockSkew
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
 	if opt.FileMode == 0 {
-		opt.FileMode = 0o644
+		opt.FileMode = 0o600
 	}
 	if opt.DirMode == 0 {
-		opt.DirMode = 0o755
+		opt.DirMode = 0o700
 	}
-	return &Driver{opt: opt}, nil
+	if opt.SweepBudget == 0 {
+		opt.SweepBudget = DefaultSweepBudget
+	}
+	t, err := openTree(root)
+	if err != nil {
+		return nil, fmt.Errorf("fs: root: %w", err)
+	}
+	d := &Driver{opt: opt, tree: t, fileMode: unixMode(opt.FileMode), dirMode: unixMode(opt.DirMode)}
+	d.exact = d.fileMode != 0o600
+	if opt.SweepBudget > 0 {
+		_, _ = d.Sweep(opt.SweepBudget) // best effort: what it cannot reach, a later sweep may
+	}
+	return d, nil
 }
 
 // Root is the directory the driver stores under.
@@ -116,9 +160,9 @@ func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unreg
 // return, so no operation is ever unprovable.
 func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil) }
 
-// Close closes the driver once a drain returned true and every region is
-// unregistered; it holds no descriptor between calls.
-func (d *Driver) Close() error { return d.life.Close(nil) }
+// Close closes the driver, and its descriptor of the root, once a drain
+// returned true and every region is unregistered.
+func (d *Driver) Close() error { return d.life.Close(d.tree.root.Close) }
 
 // Put publishes each row: claim, write, publish, release.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
@@ -135,8 +179,12 @@ func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (
 	}, func(r driver.Row) driver.Result { return d.get(r) })
 }
 
-// paths are a key's files.
+// paths are a key's files: where they are under the root (rel, the
+// directory's components; name, the object's file in it) and, for messages
+// and tests, their paths.
 type paths struct {
+	rel               []string
+	name, markerName  string
 	dir, file, marker string
 }
 
@@ -158,20 +206,26 @@ func pathOf(root, key string) (paths, error) {
 	if _, err := driver.KeyStem(prefix); err != nil {
 		return paths{}, err
 	}
-	segs := strings.Split(prefix, "/")
 	if h == "" || strings.Trim(h, "0123456789abcdef") != "" {
 		return paths{}, fmt.Errorf("key %q name is not lower-case hex", key)
 	}
 	digest := trailer.NameDigest(key)
-	parts := append([]string{root}, segs...)
-	parts = append(parts, driver.KeyVersion, hex.EncodeToString(digest[:1])+"+")
+	rel := append(strings.Split(prefix, "/"), driver.KeyVersion, hex.EncodeToString(digest[:1])+"+")
 	for len(h) > maxChunk {
-		parts, h = append(parts, h[:maxChunk]+"+"), h[maxChunk:]
+		rel, h = append(rel, h[:maxChunk]+"+"), h[maxChunk:]
 	}
-	dir := filepath.Join(parts...)
+	dir := filepath.Join(append([]string{root}, rel...)...)
 	file := filepath.Join(dir, h)
-	return paths{dir: dir, file: file, marker: file + ".pending"}, nil
+	return paths{rel: rel, name: h, markerName: h + markerSuffix, dir: dir, file: file, marker: file + markerSuffix}, nil
 }
+
+// The suffixes of a key's other files: its writer's marker, a write in
+// progress, and a dead writer's marker moved aside to be removed.
+const (
+	markerSuffix = ".pending"
+	tempInfix    = ".tmp-"
+	asideInfix   = ".expired-"
+)
 
 // maxChunk bounds one path component of a long hex name (NAME_MAX is 255).
 const maxChunk = 200
@@ -197,16 +251,17 @@ func (d *Driver) put(row driver.Row) driver.Result {
 	if err != nil { // admission refused it already
 		return driver.FaultResult(int64(fsspec.Err), "fs: %v", err)
 	}
-	code, mine, err := d.claim(p, row.Key)
+	dir, code, mine, err := d.claim(p, row.Key)
 	if m := fsspec.MapClaim(int64(code)); !m.Continue {
 		return m.WithCause(err)
 	}
-	defer d.release(p, mine)
-	tmp, code, err := d.write(p, row.Key, row.Spans[0].Bytes())
+	defer unix.Close(dir)
+	defer d.release(dir, p, mine)
+	tmp, code, err := d.write(dir, p, row.Key, row.Spans[0].Bytes())
 	if m := fsspec.MapWrite(int64(code)); !m.Continue {
 		return m.WithCause(err)
 	}
-	code, err = d.publish(p, tmp, row.Key)
+	code, err = d.publish(dir, p, tmp, row.Key)
 	return fsspec.MapPublish(int64(code)).WithCause(err)
 }
 
@@ -216,74 +271,112 @@ func token() string {
 	return hex.EncodeToString(b[:])
 }
 
-// claim creates the key's marker exclusively, taking over one whose TTL has
-// passed. It returns the marker it created, so release removes only its own.
-func (d *Driver) claim(p paths, key string) (fsspec.Code, iofs.FileInfo, error) {
+// expired reports whether a file of mtime, a marker, is past its TTL by
+// now; one dated more than MaxClockSkew ahead of now is expired at once
+// (no sane clock wrote it, and believed it would hold its key for as long
+// as it says).
+func (d *Driver) expired(mtime, now time.Time) bool {
+	return mtime.After(now.Add(d.opt.MaxClockSkew)) || !now.Before(mtime.Add(d.opt.MarkerTTL))
+}
+
+// claim opens the key's directory beneath the root (making it), then
+// creates the key's marker exclusively, taking over one whose TTL has
+// passed. It returns the directory (to close once the put is done) and the
+// marker it created, so release removes only its own.
+func (d *Driver) claim(p paths, key string) (int, fsspec.Code, fileStat, error) {
 	if code, staged, err := d.seam("claim", key); staged {
-		return code, nil, err
+		return -1, code, fileStat{}, err
 	}
-	if err := os.MkdirAll(p.dir, d.opt.DirMode); err != nil {
-		return classify(err), nil, err
+	dir, err := d.tree.openDir(p.rel, true, d.dirMode)
+	if err != nil {
+		return -1, classify(err), fileStat{}, err
 	}
+	code, mine, err := d.createMarker(dir, p)
+	if code != fsspec.OK {
+		_ = unix.Close(dir)
+		return -1, code, fileStat{}, err
+	}
+	return dir, fsspec.OK, mine, nil
+}
+
+func (d *Driver) createMarker(dir int, p paths) (fsspec.Code, fileStat, error) {
 	for attempt := 0; ; attempt++ {
-		f, err := os.OpenFile(p.marker, os.O_WRONLY|os.O_CREATE|os.O_EXCL, d.opt.FileMode)
+		fd, err := d.create(dir, p.markerName)
 		if err == nil {
-			fi, serr := f.Stat()
-			_ = f.Close()
+			st, serr := fstat(fd)
+			_ = unix.Close(fd)
 			if serr != nil {
-				return classify(serr), nil, serr
+				return classify(serr), fileStat{}, &os.PathError{Op: "fstat", Path: p.marker, Err: serr}
 			}
-			return fsspec.OK, fi, nil
+			return fsspec.OK, st, nil
 		}
-		if !errors.Is(err, iofs.ErrExist) || attempt > 0 {
-			return classify(err), nil, err
+		if !errors.Is(err, unix.EEXIST) || attempt > 0 {
+			return classify(err), fileStat{}, &os.PathError{Op: "create", Path: p.marker, Err: err}
 		}
-		old, serr := os.Lstat(p.marker)
+		old, serr := lstatAt(dir, p.markerName)
 		switch {
-		case errors.Is(serr, iofs.ErrNotExist): // released meanwhile: try once more
+		case errors.Is(serr, unix.ENOENT): // released meanwhile: try once more
 			continue
 		case serr != nil:
-			return classify(serr), nil, serr
-		case d.opt.Now().Before(old.ModTime().Add(d.opt.MarkerTTL)):
-			return fsspec.Eexist, nil, fmt.Errorf("marker %s is live until %v", p.marker, old.ModTime().Add(d.opt.MarkerTTL))
+			return classify(serr), fileStat{}, &os.PathError{Op: "lstat", Path: p.marker, Err: serr}
+		case old.mode == unix.S_IFLNK:
+			return fsspec.Eloop, fileStat{}, fmt.Errorf("%s is a symbolic link, not a marker; the driver follows none under its root: %w", p.marker, unix.ELOOP)
+		case !old.regular():
+			return fsspec.Err, fileStat{}, fmt.Errorf("%s is not a regular file, so not a marker (mode %o)", p.marker, old.mode)
+		case !d.expired(old.mtime, d.opt.Now()):
+			return fsspec.Eexist, fileStat{}, fmt.Errorf("marker %s is live until %v", p.marker, old.mtime.Add(d.opt.MarkerTTL))
 		}
 		// A dead writer's marker: move it aside, and put it back if what
 		// moved was a fresh marker another writer made in between.
-		aside := p.marker + ".expired-" + token()
-		if err := os.Rename(p.marker, aside); err != nil {
+		aside := p.markerName + asideInfix + token()
+		if err := unix.Renameat(dir, p.markerName, dir, aside); err != nil {
 			continue // another writer took it over first
 		}
-		if moved, err := os.Lstat(aside); err == nil && !os.SameFile(moved, old) {
-			_ = os.Link(aside, p.marker)
-			_ = os.Remove(aside)
-			return fsspec.Eexist, nil, fmt.Errorf("marker %s was taken over by another writer", p.marker)
+		if moved, err := lstatAt(dir, aside); err == nil && !moved.same(old) {
+			_ = unix.Linkat(dir, aside, dir, p.markerName, 0)
+			_ = unix.Unlinkat(dir, aside, 0)
+			return fsspec.Eexist, fileStat{}, fmt.Errorf("marker %s was taken over by another writer", p.marker)
 		}
-		_ = os.Remove(aside)
+		_ = unix.Unlinkat(dir, aside, 0)
 	}
+}
+
+// create makes name in dir exclusively (O_EXCL: never through a link), with
+// the driver's file mode, set exactly when it is not the private default.
+func (d *Driver) create(dir int, name string) (int, error) {
+	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, d.fileMode)
+	if err == nil && d.exact {
+		if err = unix.Fchmod(fd, d.fileMode); err != nil {
+			_ = unix.Close(fd)
+			_ = unix.Unlinkat(dir, name, 0)
+		}
+	}
+	return fd, err
 }
 
 // release removes the marker this writer created (not one that replaced it
 // after its TTL ran out). A marker it cannot remove expires.
-func (d *Driver) release(p paths, mine iofs.FileInfo) {
-	if fi, err := os.Lstat(p.marker); err == nil && os.SameFile(fi, mine) {
-		_ = os.Remove(p.marker)
+func (d *Driver) release(dir int, p paths, mine fileStat) {
+	if st, err := lstatAt(dir, p.markerName); err == nil && st.same(mine) {
+		_ = unix.Unlinkat(dir, p.markerName, 0)
 	}
 }
 
 // write writes payload and its trailer to a new temporary file beside the
 // object and fsyncs it; on any failure the temporary file is removed.
-func (d *Driver) write(p paths, key string, payload []byte) (string, fsspec.Code, error) {
+func (d *Driver) write(dir int, p paths, key string, payload []byte) (string, fsspec.Code, error) {
 	if code, staged, err := d.seam("write", key); staged {
 		return "", code, err
 	}
-	tmp := p.file + ".tmp-" + token()
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, d.opt.FileMode)
+	tmp := p.name + tempInfix + token()
+	fd, err := d.create(dir, tmp)
 	if err != nil {
-		return "", classify(err), err
+		return "", classify(err), &os.PathError{Op: "create", Path: filepath.Join(p.dir, tmp), Err: err}
 	}
+	f := os.NewFile(uintptr(fd), filepath.Join(p.dir, tmp))
 	_, err = f.Write(payload)
 	if err == nil {
-		_, err = f.Write(trailer.Append(nil, key, payload))
+		_, err = f.Write(d.opt.Integrity.Append(nil, key, payload))
 	}
 	if err == nil {
 		err = f.Sync()
@@ -292,7 +385,7 @@ func (d *Driver) write(p paths, key string, payload []byte) (string, fsspec.Code
 		err = cerr
 	}
 	if err != nil {
-		_ = os.Remove(tmp)
+		_ = unix.Unlinkat(dir, tmp, 0)
 		return "", classify(err), err
 	}
 	return tmp, fsspec.OK, nil
@@ -301,28 +394,19 @@ func (d *Driver) write(p paths, key string, payload []byte) (string, fsspec.Code
 // publish renames tmp over the object and fsyncs the directory. A failed
 // rename removes tmp; a failed directory fsync leaves a whole object
 // behind that may not survive a crash of the file server.
-func (d *Driver) publish(p paths, tmp, key string) (fsspec.Code, error) {
+func (d *Driver) publish(dir int, p paths, tmp, key string) (fsspec.Code, error) {
 	if code, staged, err := d.seam("publish", key); staged {
-		_ = os.Remove(tmp)
+		_ = unix.Unlinkat(dir, tmp, 0)
 		return code, err
 	}
-	// rename(2) itself: os.Rename first lstats the target (one more round
-	// trip on NFS) and answers EEXIST for a directory there, where the
-	// kernel answers EISDIR.
-	if err := syscall.Rename(tmp, p.file); err != nil {
-		_ = os.Remove(tmp)
-		return classify(err), &os.LinkError{Op: "rename", Old: tmp, New: p.file, Err: err}
+	// renameat(2) replaces whatever is at the object's name, a link
+	// included, and follows none.
+	if err := unix.Renameat(dir, tmp, dir, p.name); err != nil {
+		_ = unix.Unlinkat(dir, tmp, 0)
+		return classify(err), &os.LinkError{Op: "rename", Old: filepath.Join(p.dir, tmp), New: p.file, Err: err}
 	}
-	dir, err := os.Open(p.dir)
-	if err != nil {
-		return classify(err), err
-	}
-	err = dir.Sync()
-	if cerr := dir.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return classify(err), fmt.Errorf("the object is in place but its directory's fsync failed: %w", err)
+	if err := unix.Fsync(dir); err != nil {
+		return classify(err), fmt.Errorf("the object is in place but the fsync of %s failed: %w", p.dir, err)
 	}
 	return fsspec.OK, nil
 }
@@ -335,7 +419,7 @@ func (d *Driver) get(row driver.Row) driver.Result {
 	span := row.Spans[0]
 	buf := d.buffer()
 	defer d.bufs.Put(buf)
-	payload, answer, err := d.read(p, row.Key, buf)
+	payload, answer, err := d.read(p, row.Key, span.Length, buf)
 	m := fsspec.MapRead(answer, span.Length)
 	if m.Written == rules.WrittenYes {
 		copy(span.Bytes(), payload)
@@ -350,48 +434,81 @@ func (d *Driver) buffer() *[]byte {
 	return new([]byte)
 }
 
-// read opens the object, reads it whole with pread into *buf and checks its
-// trailer. It answers the payload and its length, or a negative code.
-func (d *Driver) read(p paths, key string, buf *[]byte) ([]byte, int64, error) {
+// read opens the object beneath the root, checks by fstat that it is a
+// regular file no longer than a row of rowBytes with its tag and trailer,
+// and only then reads it whole with pread into *buf and checks its trailer
+// (and tag, with Integrity). It answers the payload and its length, or a
+// negative code. A file of any other size is refused by its length, before
+// a byte is allocated for it.
+func (d *Driver) read(p paths, key string, rowBytes int64, buf *[]byte) ([]byte, int64, error) {
 	if code, staged, err := d.seam("read", key); staged {
 		return nil, int64(code), err
 	}
-	f, err := os.OpenFile(p.file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, iofs.ErrNotExist) && d.markerLive(p) {
-		return nil, int64(fsspec.Pending), fmt.Errorf("the object is absent and %s is live", p.marker)
-	}
+	dir, err := d.tree.openDir(p.rel, false, 0)
 	if err != nil {
 		return nil, int64(classify(err)), err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
+	defer unix.Close(dir)
+	fd, err := unix.Openat(dir, p.name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, unix.ENOENT) && d.markerLive(dir, p):
+		return nil, int64(fsspec.Pending), fmt.Errorf("the object is absent and %s is live", p.marker)
+	case errors.Is(err, unix.ELOOP):
+		return nil, int64(fsspec.Eloop), fmt.Errorf("%s is a symbolic link; the driver follows none under its root: %w", p.file, err)
+	case err != nil:
+		return nil, int64(classify(err)), &os.PathError{Op: "open", Path: p.file, Err: err}
+	}
+	defer unix.Close(fd)
+	st, err := fstat(fd)
+	limit := rowBytes + trailer.TagSize + trailer.Size
 	switch {
 	case err != nil:
-		return nil, int64(classify(err)), err
-	case fi.IsDir():
+		return nil, int64(classify(err)), &os.PathError{Op: "fstat", Path: p.file, Err: err}
+	case st.mode == unix.S_IFDIR:
 		return nil, int64(fsspec.Eisdir), fmt.Errorf("%s is a directory", p.file)
-	case !fi.Mode().IsRegular():
-		return nil, int64(fsspec.Corrupt), fmt.Errorf("%s is not a regular file (%v)", p.file, fi.Mode().Type())
-	case fi.Size() < trailer.Size:
-		return nil, int64(fsspec.Corrupt), fmt.Errorf("%s holds %d bytes, less than a trailer", p.file, fi.Size())
+	case !st.regular():
+		return nil, int64(fsspec.Corrupt), fmt.Errorf("%s is not a regular file (mode %o)", p.file, st.mode)
+	case st.size < trailer.Size:
+		return nil, int64(fsspec.Corrupt), fmt.Errorf("%s holds %d bytes, less than a trailer", p.file, st.size)
+	case st.size > limit:
+		return nil, int64(fsspec.Corrupt), fmt.Errorf("%s holds %d bytes, more than the row's %d with its tag and trailer; not read", p.file, st.size, rowBytes)
 	}
-	if int64(cap(*buf)) < fi.Size() {
-		*buf = make([]byte, fi.Size())
+	if int64(cap(*buf)) < st.size {
+		*buf = make([]byte, st.size)
 	}
-	obj := (*buf)[:fi.Size()]
-	n, err := f.ReadAt(obj, 0)
-	if err != nil && !errors.Is(err, io.EOF) { // EOF: the file shrank; the trailer check refuses it
-		return nil, int64(classify(err)), err
+	obj := (*buf)[:st.size]
+	n, err := preadFull(fd, obj)
+	if err != nil { // a short read (the file shrank) is n < len: the trailer check refuses it
+		return nil, int64(classify(err)), &os.PathError{Op: "pread", Path: p.file, Err: err}
 	}
-	payload, err := trailer.Check(obj[:n], key)
+	payload, err := d.opt.Integrity.Check(obj[:n], key)
 	if err != nil {
 		return nil, int64(fsspec.Corrupt), err
 	}
 	return payload, int64(len(payload)), nil
 }
 
-// markerLive reports whether another writer's marker for p is live.
-func (d *Driver) markerLive(p paths) bool {
-	fi, err := os.Lstat(p.marker)
-	return err == nil && d.opt.Now().Before(fi.ModTime().Add(d.opt.MarkerTTL))
+// preadFull reads b from fd at offset 0 until b is full or the file ends.
+func preadFull(fd int, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := unix.Pread(fd, b[n:], int64(n))
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return n, err
+		case m == 0:
+			return n, nil
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// markerLive reports whether another writer's marker for p is live: a
+// regular file (a link there is no marker) whose TTL has not passed.
+func (d *Driver) markerLive(dir int, p paths) bool {
+	st, err := lstatAt(dir, p.markerName)
+	return err == nil && st.regular() && !d.expired(st.mtime, d.opt.Now())
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+	"github.com/kvblob/kvblob/stores/trailer"
 )
 
 // BenchmarkRoundTrip publishes and fetches views of 16 rows through the
@@ -95,5 +96,78 @@ func BenchmarkRoundTrip(b *testing.B) {
 				_ = lender.Close()
 			})
 		})
+	}
+}
+
+// BenchmarkTrailerCost publishes and fetches 16 rows through the driver
+// (Put, then Get into other slots) over the fake SDK, with the object
+// trailer off (zero-copy both ways), on unkeyed (CRC32) and on keyed
+// (HMAC-SHA256): what the trailer costs a row. Compare the medians:
+//
+//	go test ./stores/mooncake -run '^$' -bench TrailerCost -count 7
+func BenchmarkTrailerCost(b *testing.B) {
+	in, err := trailer.NewIntegrity(rowKey, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, rowBytes := range []int64{4 << 10, 1 << 20} {
+		for _, mode := range []struct {
+			name string
+			opt  mooncake.Options
+		}{{"off", mooncake.Options{}}, {"crc32", mooncake.Options{Trailer: true}}, {"keyed", mooncake.Options{Integrity: in}}} {
+			b.Run(fmt.Sprintf("%dKiB/%s", rowBytes>>10, mode.name), func(b *testing.B) {
+				const rows = 16
+				m := fakesdk.NewMaster(0)
+				d, err := mooncake.NewWith(fakesdk.NewClient(m, "0.3.13"), mode.opt)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := hostmem.NewRegion("bench", driver.Layout{SlotBytes: rowBytes, Slots: 2 * rows})
+				if err != nil {
+					b.Fatal(err)
+				}
+				reg, err := d.Register(r.Region)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range r.Mem {
+					r.Mem[i] = byte(i * 7)
+				}
+				stem, _ := driver.KeyStem("bench")
+				src, dst := make([]driver.Row, rows), make([]driver.Row, rows)
+				for k := range src {
+					key, _ := stem.Key([]byte(fmt.Sprint("row-", k)))
+					src[k] = driver.Row{Key: key, Spans: []driver.Span{r.Slot(k)}}
+					dst[k] = driver.Row{Key: key, Spans: []driver.Span{r.Slot(rows + k)}}
+				}
+				ready := func(op driver.Operation, err error) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					res, _ := op.Poll()
+					for _, x := range res {
+						if x.Status != driver.Ready {
+							b.Fatalf("%v", x)
+						}
+					}
+				}
+				b.SetBytes(2 * rows * rowBytes)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					ready(d.Put(context.Background(), src))
+					ready(d.Get(context.Background(), dst, driver.Hint{}))
+					b.StopTimer()
+					for _, row := range src {
+						m.Delete(row.Key)
+					}
+					b.StartTimer()
+				}
+				b.StopTimer()
+				if !d.Drain(context.Background()) || d.Unregister(reg) != nil || d.Close() != nil {
+					b.Fatal("the driver did not close")
+				}
+				_ = r.Close()
+			})
+		}
 	}
 }

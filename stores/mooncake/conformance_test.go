@@ -21,6 +21,7 @@ func suite(name string, master *fakesdk.Master) conformance.Suite {
 		Name: name, SDK: mooncakespec.SDKName + " " + mooncakekit.Version + " (fake)", CodeEnum: "ErrorCode",
 		Factory: mooncakekit.Factory(master), Scenarios: mooncakekit.Scenarios(),
 		Cases: mooncakecases.All(), Stage: mooncakekit.Stage, KnownFailures: mooncakekit.KnownFailures(),
+		Integrity: integrity,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/kvblob/kvblob/internal/reuse"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
+	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/runtime/rules"
 )
 
@@ -30,6 +31,7 @@ const (
 // an SDK call.
 type Driver struct {
 	sdk SDK
+	opt Options
 
 	life driverkit.Lifecycle // registration handles: the registered Buffer
 
@@ -43,11 +45,25 @@ var _ driver.Driver = (*Driver)(nil)
 // New returns a driver over sdk. It refuses an SDK version the repository
 // has no spec for, since the code mapping and access-end rules were read
 // from those versions alone.
-func New(sdk SDK) (*Driver, error) {
+func New(sdk SDK) (*Driver, error) { return NewWith(sdk, Options{}) }
+
+// NewWith is New with options. The object trailer is off by default:
+// Mooncake has no authentication, so any peer that reaches it can write any
+// key whatever the driver checks, and a get moves the row zero-copy into
+// its slot. With Options.Trailer (or Integrity) every object carries the
+// trailer (and tag), and a get reads it into memory of the driver's own,
+// checks it, and only then copies the payload into the slot: a flipped bit,
+// a torn object, another key's object or (keyed) a peer's row without the
+// key is a FAULT with the slot untouched, at a cost per row stated in
+// docs/security.md.
+func NewWith(sdk SDK, opt Options) (*Driver, error) {
 	if v := sdk.Version(); !mooncakespec.SupportsVersion(v) {
 		return nil, fmt.Errorf("mooncake: SDK version %q has no spec; kvblob holds specs for %v (spec/mooncake-*.yaml). Install a supported build, or add a spec for %s and run 'make generate'", v, mooncakespec.SDKVersions(), v)
 	}
-	return &Driver{sdk: sdk, held: map[string]hold{}}, nil
+	if opt.Integrity.On() {
+		opt.Trailer = true
+	}
+	return &Driver{sdk: sdk, opt: opt, held: map[string]hold{}}, nil
 }
 
 // SDK returns the client the driver calls.
@@ -157,7 +173,23 @@ func afterRevoke(code int64) (h hold, released bool) {
 
 // Close closes the SDK client once a drain returned true and every region
 // is unregistered.
-func (d *Driver) Close() error { return d.life.Close(d.sdk.Close) }
+func (d *Driver) Close() error {
+	return d.life.Close(func() error {
+		err := d.sdk.Close()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		for d.spare.Len() > 0 {
+			sc := d.spare.Get()
+			// The client is closed: no transfer can reach its buffers.
+			for _, st := range []*stage{sc.tailStage, sc.getStage} {
+				if st != nil {
+					_ = hostmem.Free(st.mem)
+				}
+			}
+		}
+		return err
+	})
+}
 
 // Held reports why the driver holds key ("" when it does not): for tests
 // and diagnostics.

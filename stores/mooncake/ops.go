@@ -21,6 +21,9 @@ type scratch struct {
 	flat                                                  []Buffer   // a scatter's buffers, back to back
 	bufs                                                  [][]Buffer // a scatter's buffers, per row
 	into                                                  []Buffer   // a get's buffers
+	// With the object trailer on: the tags and trailers a put scatters,
+	// and the memory a get reads objects into (see stage).
+	tailStage, getStage *stage
 }
 
 // takeScratch takes a spare scratch, or a new one.
@@ -131,8 +134,9 @@ func (p *put) startSessions(start []int) []int {
 	rows, o := p.rows, p.o
 	sizes := reuse.Resize(p.sc.sizes, len(start))
 	p.sc.sizes = sizes
+	ov := p.d.overhead()
 	for k, i := range start {
-		sizes[k] = rows[i].Bytes()
+		sizes[k] = rows[i].Bytes() + ov
 	}
 	codes, err := p.d.sdk.BatchPutSessionStart(p.sc.keysOf(rows, start), sizes)
 	if err != nil || len(codes) != len(start) {
@@ -171,7 +175,18 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 		return nil, nil
 	}
 	rows, o := p.rows, p.o
-	n := 0
+	var tails []Buffer // each row's tag and trailer, with the trailer on
+	if p.d.opt.Trailer {
+		var err error
+		if tails, err = p.d.tails(p.sc, rows, idx); err != nil {
+			for _, i := range idx {
+				o.results[i] = driver.FaultResult(0, "mooncake: no memory for the rows' trailers: %v", err)
+			}
+			p.revoke(idx)
+			return nil, nil
+		}
+	}
+	n := len(tails)
 	for _, i := range idx {
 		n += len(rows[i].Spans)
 	}
@@ -181,6 +196,9 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 		at := len(flat)
 		for _, s := range rows[i].Spans {
 			flat = append(flat, spanBuffer(s))
+		}
+		if tails != nil {
+			flat = append(flat, tails[k])
 		}
 		bufs[k] = flat[at:len(flat):len(flat)]
 	}
@@ -194,13 +212,14 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 			// space a stale transfer then lands in).
 			p.set(i, heldKeep)
 		}
+		p.sc.tailStage = nil // the scatter may still read it: never reused
 		o.ended, o.unprovable = false, true
 		return nil, nil
 	}
 	kept := false
 	toEnd, toRevoke = p.sc.toEnd[:0], p.sc.toRevoke[:0]
 	for k, i := range idx {
-		m := mooncakespec.MapBatchPutFromMultiBufferRanges(answers[k], rows[i].Bytes())
+		m := mooncakespec.MapBatchPutFromMultiBufferRanges(answers[k], rows[i].Bytes()+p.d.overhead())
 		kept = kept || m.KeepsAccess
 		switch {
 		case m.Continue:
@@ -214,6 +233,9 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 		}
 	}
 	p.sc.toEnd, p.sc.toRevoke = toEnd, toRevoke
+	if kept {
+		p.sc.tailStage = nil // a transfer may still read it: never reused
+	}
 	if !mooncakespec.BatchPutFromMultiBufferRangesAccess.Ended(kept) {
 		o.ended, o.unprovable = false, true
 	}
@@ -337,15 +359,46 @@ func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (dr
 func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc *scratch) (kept, ok bool, reread []int) {
 	bufs := reuse.Resize(sc.into, len(idx))
 	sc.into = bufs
+	var offs []int64 // with the trailer on: where each row's object is staged
+	if d.opt.Trailer {
+		offs = make([]int64, len(idx)+1)
+		for k, i := range idx {
+			offs[k+1] = offs[k] + rows[i].Bytes() + stageMax
+		}
+		if err := d.room(&sc.getStage, offs[len(idx)]); err != nil {
+			for _, i := range idx {
+				o.results[i] = driver.FaultResult(0, "mooncake: no memory to stage the rows' objects in: %v", err)
+			}
+			return false, true, nil
+		}
+	}
 	for k, i := range idx {
-		bufs[k] = spanBuffer(rows[i].Spans[0])
+		if offs != nil {
+			bufs[k] = sc.getStage.at(offs[k], offs[k+1]-offs[k])
+		} else {
+			bufs[k] = spanBuffer(rows[i].Spans[0])
+		}
 	}
 	answers, err := d.sdk.BatchGetInto(sc.keysOf(rows, idx), bufs)
 	if err != nil || len(answers) != len(idx) {
 		for _, i := range idx {
 			o.results[i] = raised("batch_get_into", err, len(answers), len(idx))
 		}
+		sc.getStage = nil // the SDK may still write it: never reused
 		return false, false, nil
+	}
+	var unverified map[int]error // rows whose object failed its trailer check
+	if offs != nil {
+		for k, i := range idx {
+			a, err := d.unstage(rows[i], answers[k], sc.getStage.mem[offs[k]:offs[k+1]])
+			answers[k] = a
+			if err != nil {
+				if unverified == nil {
+					unverified = map[int]error{}
+				}
+				unverified[i] = err
+			}
+		}
 	}
 	if !rereading && allWhole(answers, rows, idx) { // the common case, batch-wise
 		for _, i := range idx {
@@ -363,12 +416,19 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 		}
 		kept = kept || m.KeepsAccess
 		o.results[i] = m.Result
+		if err, bad := unverified[i]; bad {
+			o.results[i] = driver.FaultResult(0, "mooncake: the object under the key is no whole row for it (%v); the slot is untouched", err)
+			continue
+		}
 		if !rereading && m.FollowUp == rules.FollowRereadOnce {
 			reread = append(reread, i)
 		}
 	}
 	if !rereading {
 		sc.reread = reread
+	}
+	if kept {
+		sc.getStage = nil // a transfer may still write it: never reused
 	}
 	return kept, true, reread
 }

@@ -24,5 +24,6 @@ func TestConformance(t *testing.T) {
 		Setup:     func(conformance.T) (string, error) { return skip, nil },
 		Factory:   func(t conformance.T) driver.Driver { return s3kit.Open(t, env) },
 		Scenarios: s3kit.Scenarios(), Cases: s3cases.All(), Stage: s3kit.Stage, SDKChecks: s3kit.SDKChecks(),
+		Integrity: integrity,
 	})
 }

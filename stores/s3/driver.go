@@ -52,8 +52,14 @@ type Options struct {
 	// MaxAttempts is the client's attempts per request (default 3, the
 	// SDK's; 1 turns retries off).
 	MaxAttempts int
-	// Seam, when set, is entered before each spec call (put, get) on a
-	// key: a held call waits in it, a raise is answered as if the request
+	// Integrity, when set, tags every object the driver writes with the
+	// current row key and refuses (CORRUPT) every object whose tag does not
+	// verify under the current or previous key, one another writer stored
+	// with a valid unkeyed trailer included (see trailer.Integrity); a put
+	// that finds such an object under its key replaces it.
+	Integrity *trailer.Integrity
+	// Seam, when set, is entered before each spec call (put, replace, get)
+	// on a key: a held call waits in it, a raise is answered as if the request
 	// had failed with that error (classified), and a staged negative code
 	// is the call's answer without a request. Production leaves it nil.
 	Seam *driverkit.Seam
@@ -208,58 +214,67 @@ func (d *Driver) seam(call, key string) (code s3spec.Code, staged bool, err erro
 
 func (d *Driver) put(ctx context.Context, row driver.Row) driver.Result {
 	slot := row.Spans[0].Bytes()
-	code, err := d.putObject(ctx, row.Key, slot)
+	tail := d.opt.Integrity.Append(nil, row.Key, slot)
+	code, err := d.putObject(ctx, "put", row.Key, slot, tail, "")
 	m := s3spec.MapPut(int64(code))
 	if m.FollowUp != rules.FollowAskExistence {
 		return m.WithCause(err)
 	}
 	// 412: an object is under the key now. It is this row's only if it is
 	// the row's whole object.
-	obj, code, err := d.getObject(ctx, row.Key, int64(len(slot)), nil)
+	obj, etag, code, err := d.getObject(ctx, row.Key, int64(len(slot)), nil)
 	switch {
 	case code == s3spec.NoSuchKey:
 		return driver.Result{Status: m.IfAbsent}
 	case code != s3spec.OK:
 		return m.WithCause(fmt.Errorf("asking what the key holds: %w", err))
 	}
-	payload, err := trailer.Check(obj, row.Key)
+	payload, err := d.opt.Integrity.Check(obj, row.Key)
 	switch {
 	case err != nil:
-		return m.Other(fmt.Sprintf("key %q holds %d bytes that fail the trailer check (%v)", row.Key, len(obj), err))
+		// No row for the key at all (torn, poisoned, or unverified under
+		// the row key): replace exactly that object, so the row's writer
+		// repairs it and no object stored since is overwritten.
+		code, rerr := d.putObject(ctx, "replace", row.Key, slot, tail, etag)
+		return s3spec.MapReplace(int64(code)).WithCause(fmt.Errorf("key %q held %d bytes that are no row for it (%v); replacing them: %w", row.Key, len(obj), err, rerr))
 	case !bytes.Equal(payload, slot):
 		return m.Other(fmt.Sprintf("key %q holds a %d-byte object that is not this row's %d bytes", row.Key, len(payload), len(slot)))
 	}
 	return driver.Result{Status: m.IfExists}
 }
 
-// putObject sends slot and its trailer with If-None-Match: *, and seals the
-// body before it returns.
-func (d *Driver) putObject(ctx context.Context, key string, slot []byte) (s3spec.Code, error) {
-	if code, staged, err := d.seam("put", key); staged {
+// putObject sends slot and tail (its tag and trailer) as spec call call:
+// with If-None-Match: * (put), or If-Match: ifMatch (replace: only over the
+// object that ETag names). It seals the body before it returns.
+func (d *Driver) putObject(ctx context.Context, call, key string, slot, tail []byte, ifMatch string) (s3spec.Code, error) {
+	if code, staged, err := d.seam(call, key); staged {
 		return code, err
 	}
-	b := newBody(slot, trailer.Append(nil, key, slot))
+	b := newBody(slot, tail)
 	defer b.seal() // the proof that the call's access to slot ended
 	if d.onBody != nil {
 		d.onBody(b)
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.opt.Timeout)
 	defer cancel()
-	_, err := d.c.PutObject(ctx, &s3.PutObjectInput{
-		Bucket: d.bucket, Key: aws.String(key), Body: b,
-		ContentLength: aws.Int64(b.size()), IfNoneMatch: aws.String("*"),
-	})
+	in := &s3.PutObjectInput{Bucket: d.bucket, Key: aws.String(key), Body: b, ContentLength: aws.Int64(b.size())}
+	if ifMatch != "" {
+		in.IfMatch = aws.String(ifMatch)
+	} else {
+		in.IfNoneMatch = aws.String("*")
+	}
+	_, err := d.c.PutObject(ctx, in)
 	return classify(err), err
 }
 
 func (d *Driver) get(ctx context.Context, row driver.Row, buf []byte) (driver.Result, []byte) {
 	span := row.Spans[0]
 	answer := int64(0)
-	obj, code, err := d.getObject(ctx, row.Key, span.Length, buf)
+	obj, _, code, err := d.getObject(ctx, row.Key, span.Length, buf)
 	var payload []byte
 	if code == s3spec.OK {
 		buf = obj
-		if payload, err = trailer.Check(obj, row.Key); err != nil {
+		if payload, err = d.opt.Integrity.Check(obj, row.Key); err != nil {
 			code = s3spec.Corrupt
 		}
 	}
@@ -275,24 +290,26 @@ func (d *Driver) get(ctx context.Context, row driver.Row, buf []byte) (driver.Re
 	return m.WithCause(err), buf
 }
 
-// getObject reads key's whole object into buf (grown as needed). An object
-// longer than a row of rowBytes and its trailer is CORRUPT without being
-// read: it cannot be this row's.
-func (d *Driver) getObject(ctx context.Context, key string, rowBytes int64, buf []byte) ([]byte, s3spec.Code, error) {
+// getObject reads key's whole object into buf (grown as needed) and
+// returns it with its ETag. An object longer than a row of rowBytes with
+// its tag and trailer is CORRUPT without being read: it cannot be this
+// row's.
+func (d *Driver) getObject(ctx context.Context, key string, rowBytes int64, buf []byte) ([]byte, string, s3spec.Code, error) {
 	if code, staged, err := d.seam("get", key); staged {
-		return nil, code, err
+		return nil, "", code, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.opt.Timeout)
 	defer cancel()
 	out, err := d.c.GetObject(ctx, &s3.GetObjectInput{Bucket: d.bucket, Key: aws.String(key)})
 	if err != nil {
-		return nil, classify(err), err
+		return nil, "", classify(err), err
 	}
 	defer out.Body.Close()
-	limit := rowBytes + trailer.Size
+	etag := aws.ToString(out.ETag)
+	limit := rowBytes + trailer.TagSize + trailer.Size
 	n := aws.ToInt64(out.ContentLength)
 	if n > limit {
-		return nil, s3spec.Corrupt, fmt.Errorf("the object holds %d bytes, more than the row's %d and a trailer", n, rowBytes)
+		return nil, etag, s3spec.Corrupt, fmt.Errorf("the object holds %d bytes, more than the row's %d with its tag and trailer", n, rowBytes)
 	}
 	if n < 0 || out.ContentLength == nil {
 		n = limit + 1
@@ -304,13 +321,13 @@ func (d *Driver) getObject(ctx context.Context, key string, rowBytes int64, buf 
 	got, err := io.ReadFull(out.Body, buf)
 	switch {
 	case out.ContentLength == nil && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)):
-		return buf[:got], s3spec.OK, nil
+		return buf[:got], etag, s3spec.OK, nil
 	case out.ContentLength == nil && err == nil:
-		return nil, s3spec.Corrupt, fmt.Errorf("the object is longer than the row's %d bytes and a trailer", rowBytes)
+		return nil, etag, s3spec.Corrupt, fmt.Errorf("the object is longer than the row's %d bytes with its tag and trailer", rowBytes)
 	case err != nil:
-		return nil, classify(err), fmt.Errorf("reading the object's body: %w", err)
+		return nil, etag, classify(err), fmt.Errorf("reading the object's body: %w", err)
 	}
-	return buf, s3spec.OK, nil
+	return buf, etag, s3spec.OK, nil
 }
 
 // Format prints o with its secret key redacted, whatever the verb: a
@@ -320,6 +337,6 @@ func (o Options) Format(f fmt.State, _ rune) {
 	if o.SecretKey != "" {
 		secret = "[redacted]"
 	}
-	fmt.Fprintf(f, "s3.Options{Endpoint: %q, Region: %q, Bucket: %q, AccessKey: %q, SecretKey: %s, Timeout: %v, MaxAttempts: %d}",
-		o.Endpoint, o.Region, o.Bucket, o.AccessKey, secret, o.Timeout, o.MaxAttempts)
+	fmt.Fprintf(f, "s3.Options{Endpoint: %q, Region: %q, Bucket: %q, AccessKey: %q, SecretKey: %s, Timeout: %v, MaxAttempts: %d, Integrity: %s}",
+		o.Endpoint, o.Region, o.Bucket, o.AccessKey, secret, o.Timeout, o.MaxAttempts, o.Integrity.String())
 }

@@ -19,7 +19,7 @@ import (
 func All() []speccase.Case {
 	return []speccase.Case{{
 		ID:          "claim/OK",
-		Pos:         "spec/fs-posix.yaml:94:11",
+		Pos:         "spec/fs-posix.yaml:121:11",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -29,7 +29,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/EEXIST",
-		Pos:         "spec/fs-posix.yaml:95:15",
+		Pos:         "spec/fs-posix.yaml:122:15",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: -17, CodeName: "EEXIST"},
@@ -39,7 +39,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/ENOSPC",
-		Pos:         "spec/fs-posix.yaml:96:15",
+		Pos:         "spec/fs-posix.yaml:123:15",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: -28, CodeName: "ENOSPC"},
@@ -48,7 +48,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "claim/EDQUOT",
-		Pos:         "spec/fs-posix.yaml:97:15",
+		Pos:         "spec/fs-posix.yaml:124:15",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: -122, CodeName: "EDQUOT"},
@@ -56,8 +56,19 @@ func All() []speccase.Case {
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
 	}, {
+		ID:          "claim/ELOOP",
+		Pos:         "spec/fs-posix.yaml:126:9",
+		Op:          speccase.OpPut,
+		Call:        "claim",
+		Answer:      speccase.Answer{Code: -40, CodeName: "ELOOP"},
+		Want:        driver.Fault,
+		WantCode:    -40,
+		Written:     rules.WrittenNo,
+		AccessEnded: true,
+		Stageable:   true,
+	}, {
 		ID:          "claim/otherwise-ENOTDIR",
-		Pos:         "spec/fs-posix.yaml:98:16",
+		Pos:         "spec/fs-posix.yaml:129:16",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: -20, CodeName: "ENOTDIR"},
@@ -67,7 +78,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "write/OK",
-		Pos:         "spec/fs-posix.yaml:108:11",
+		Pos:         "spec/fs-posix.yaml:139:11",
 		Op:          speccase.OpPut,
 		Call:        "write",
 		Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -77,7 +88,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "write/ENOSPC",
-		Pos:         "spec/fs-posix.yaml:109:15",
+		Pos:         "spec/fs-posix.yaml:140:15",
 		Op:          speccase.OpPut,
 		Call:        "write",
 		Answer:      speccase.Answer{Code: -28, CodeName: "ENOSPC"},
@@ -87,7 +98,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "write/EDQUOT",
-		Pos:         "spec/fs-posix.yaml:110:15",
+		Pos:         "spec/fs-posix.yaml:141:15",
 		Op:          speccase.OpPut,
 		Call:        "write",
 		Answer:      speccase.Answer{Code: -122, CodeName: "EDQUOT"},
@@ -96,7 +107,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "write/otherwise-EIO",
-		Pos:         "spec/fs-posix.yaml:111:16",
+		Pos:         "spec/fs-posix.yaml:142:16",
 		Op:          speccase.OpPut,
 		Call:        "write",
 		Answer:      speccase.Answer{Code: -5, CodeName: "EIO"},
@@ -106,7 +117,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "publish/OK",
-		Pos:         "spec/fs-posix.yaml:119:11",
+		Pos:         "spec/fs-posix.yaml:150:11",
 		Op:          speccase.OpPut,
 		Call:        "publish",
 		Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -116,7 +127,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "publish/ENOSPC",
-		Pos:         "spec/fs-posix.yaml:120:15",
+		Pos:         "spec/fs-posix.yaml:151:15",
 		Op:          speccase.OpPut,
 		Call:        "publish",
 		Answer:      speccase.Answer{Code: -28, CodeName: "ENOSPC"},
@@ -125,7 +136,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "publish/EDQUOT",
-		Pos:         "spec/fs-posix.yaml:121:15",
+		Pos:         "spec/fs-posix.yaml:152:15",
 		Op:          speccase.OpPut,
 		Call:        "publish",
 		Answer:      speccase.Answer{Code: -122, CodeName: "EDQUOT"},
@@ -134,7 +145,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "publish/EISDIR",
-		Pos:         "spec/fs-posix.yaml:123:9",
+		Pos:         "spec/fs-posix.yaml:154:9",
 		Op:          speccase.OpPut,
 		Call:        "publish",
 		Answer:      speccase.Answer{Code: -21, CodeName: "EISDIR"},
@@ -145,7 +156,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "publish/otherwise-EIO",
-		Pos:         "spec/fs-posix.yaml:126:16",
+		Pos:         "spec/fs-posix.yaml:157:16",
 		Op:          speccase.OpPut,
 		Call:        "publish",
 		Answer:      speccase.Answer{Code: -5, CodeName: "EIO"},
@@ -155,7 +166,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "read/whole",
-		Pos:         "spec/fs-posix.yaml:144:12",
+		Pos:         "spec/fs-posix.yaml:175:12",
 		Op:          speccase.OpGet,
 		Call:        "read",
 		Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -165,7 +176,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/short",
-		Pos:         "spec/fs-posix.yaml:146:7",
+		Pos:         "spec/fs-posix.yaml:177:7",
 		Op:          speccase.OpGet,
 		Call:        "read",
 		Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -175,7 +186,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/ENOENT",
-		Pos:         "spec/fs-posix.yaml:151:15",
+		Pos:         "spec/fs-posix.yaml:182:15",
 		Op:          speccase.OpGet,
 		Call:        "read",
 		Answer:      speccase.Answer{Code: -2, CodeName: "ENOENT"},
@@ -185,7 +196,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/PENDING",
-		Pos:         "spec/fs-posix.yaml:152:16",
+		Pos:         "spec/fs-posix.yaml:183:16",
 		Op:          speccase.OpGet,
 		Call:        "read",
 		Answer:      speccase.Answer{Code: -1001, CodeName: "PENDING"},
@@ -195,7 +206,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/CORRUPT",
-		Pos:         "spec/fs-posix.yaml:153:16",
+		Pos:         "spec/fs-posix.yaml:184:16",
 		Op:          speccase.OpGet,
 		Call:        "read",
 		Answer:      speccase.Answer{Code: -1002, CodeName: "CORRUPT"},
@@ -206,7 +217,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/EISDIR",
-		Pos:         "spec/fs-posix.yaml:154:15",
+		Pos:         "spec/fs-posix.yaml:185:15",
 		Op:          speccase.OpGet,
 		Call:        "read",
 		Answer:      speccase.Answer{Code: -21, CodeName: "EISDIR"},
@@ -216,8 +227,19 @@ func All() []speccase.Case {
 		AccessEnded: true,
 		Stageable:   true,
 	}, {
+		ID:          "read/ELOOP",
+		Pos:         "spec/fs-posix.yaml:187:9",
+		Op:          speccase.OpGet,
+		Call:        "read",
+		Answer:      speccase.Answer{Code: -40, CodeName: "ELOOP"},
+		Want:        driver.Fault,
+		WantCode:    -40,
+		Written:     rules.WrittenNo,
+		AccessEnded: true,
+		Stageable:   true,
+	}, {
 		ID:          "read/EIO",
-		Pos:         "spec/fs-posix.yaml:155:12",
+		Pos:         "spec/fs-posix.yaml:191:12",
 		Op:          speccase.OpGet,
 		Call:        "read",
 		Answer:      speccase.Answer{Code: -5, CodeName: "EIO"},
@@ -227,7 +249,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "read/otherwise-ESTALE",
-		Pos:         "spec/fs-posix.yaml:156:16",
+		Pos:         "spec/fs-posix.yaml:192:16",
 		Op:          speccase.OpGet,
 		Call:        "read",
 		Answer:      speccase.Answer{Code: -116, CodeName: "ESTALE"},
@@ -237,14 +259,14 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:        "keys/dot-segment",
-		Pos:       "spec/fs-posix.yaml:66:16",
+		Pos:       "spec/fs-posix.yaml:92:16",
 		Op:        speccase.OpPut,
 		Stageable: true,
 		Key:       speccase.KeyDotSegment,
 		Rejected:  driver.RuleKeyFormat,
 	}, {
 		ID:        "keys/dotdot-segment",
-		Pos:       "spec/fs-posix.yaml:66:16",
+		Pos:       "spec/fs-posix.yaml:92:16",
 		Op:        speccase.OpPut,
 		Stageable: true,
 		Key:       speccase.KeyDotDotSegment,

@@ -1,0 +1,167 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The driver never leaves its root: every path it uses is resolved from a
+// descriptor of the root, one directory at a time or by openat2, and no
+// symbolic link is followed anywhere under the root. A neighbour who can
+// write the root can plant a link where a key's directory, object or
+// marker goes; the call that meets it answers ELOOP (a FAULT), and nothing
+// is read or written through it. The last component of every file the
+// driver opens is opened O_NOFOLLOW (and created O_EXCL), renamed with
+// renameat(2) and removed with unlinkat(2), which act on a link itself,
+// never on its target.
+
+// dirFlags open a directory to resolve names in.
+const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC
+
+// tree is the root directory, held open for the driver's life.
+type tree struct {
+	root *os.File
+	// walk forces the component-by-component resolution (a kernel without
+	// openat2, or a test of that path); set once openat2 answered ENOSYS.
+	walk atomic.Bool
+}
+
+// openTree opens root (which the operator named, links and all) as the
+// descriptor every later path is resolved from.
+func openTree(root string) (*tree, error) {
+	fd, err := unix.Open(root, dirFlags, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOTDIR) {
+			return nil, &os.PathError{Op: "open", Path: root, Err: errors.New("is not a directory")}
+		}
+		return nil, &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	return &tree{root: os.NewFile(uintptr(fd), root)}, nil
+}
+
+func (t *tree) rootFD() int { return int(t.root.Fd()) }
+
+// openDir opens the directory rel (components under the root, none "." or
+// ".."), following no link. With create, missing directories are made with
+// mode (and chmod'ed to it exactly when mode is not private, so a group
+// mode survives the umask).
+func (t *tree) openDir(rel []string, create bool, mode uint32) (int, error) {
+	if !t.walk.Load() {
+		fd, err := openat2(t.rootFD(), strings.Join(rel, "/"), dirFlags, resolveBeneath)
+		switch {
+		case err == nil:
+			return fd, nil
+		case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EPERM):
+			// No openat2 in this kernel (before 5.6), or a seccomp filter
+			// that refuses it: walk from now on.
+			t.walk.Store(true)
+		case errors.Is(err, unix.ENOENT) && create:
+			// Walk, making what is missing.
+		default:
+			return -1, t.pathErr(rel, err)
+		}
+	}
+	return t.walkDir(rel, create, mode)
+}
+
+// walkDir opens rel one component at a time with O_NOFOLLOW: the kernel
+// follows no link, and one planted at any component answers ELOOP.
+func (t *tree) walkDir(rel []string, create bool, mode uint32) (int, error) {
+	fd, err := unix.Openat(t.rootFD(), ".", dirFlags, 0)
+	if err != nil {
+		return -1, t.pathErr(nil, err)
+	}
+	for i, c := range rel {
+		next, err := unix.Openat(fd, c, dirFlags|unix.O_NOFOLLOW, 0)
+		if errors.Is(err, unix.ENOENT) && create {
+			err = unix.Mkdirat(fd, c, mode)
+			if err == nil && mode&^0o700 != 0 {
+				err = unix.Fchmodat(fd, c, mode, 0)
+			}
+			if err == nil || errors.Is(err, unix.EEXIST) { // EEXIST: another writer made it
+				next, err = unix.Openat(fd, c, dirFlags|unix.O_NOFOLLOW, 0)
+			}
+		}
+		if errors.Is(err, unix.ENOTDIR) && isLink(fd, c) {
+			// O_DIRECTORY|O_NOFOLLOW answers ENOTDIR for a link.
+			err = unix.ELOOP
+		}
+		_ = unix.Close(fd)
+		if err != nil {
+			return -1, t.pathErr(rel[:i+1], err)
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// isLink reports whether name in dir is a symbolic link.
+func isLink(dir int, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
+}
+
+// pathErr names the path under the root that failed, and says that a link
+// is refused when the kernel answered ELOOP.
+func (t *tree) pathErr(rel []string, err error) error {
+	p := filepath.Join(append([]string{t.root.Name()}, rel...)...)
+	if errors.Is(err, unix.ELOOP) {
+		return fmt.Errorf("%s: a symbolic link on the key's path; the driver follows none under its root: %w", p, err)
+	}
+	return &os.PathError{Op: "open", Path: p, Err: err}
+}
+
+// fileStat is what the driver reads of a file: its type, identity, size and
+// mtime, without following a link.
+type fileStat struct {
+	mode     uint32 // S_IFMT bits
+	dev, ino uint64
+	size     int64
+	mtime    time.Time
+}
+
+func statOf(st *unix.Stat_t) fileStat {
+	return fileStat{
+		mode: uint32(st.Mode) & unix.S_IFMT, dev: uint64(st.Dev), ino: uint64(st.Ino), size: st.Size,
+		mtime: time.Unix(st.Mtim.Unix()),
+	}
+}
+
+// lstatAt is fstatat(dir, name, AT_SYMLINK_NOFOLLOW).
+func lstatAt(dir int, name string) (fileStat, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fileStat{}, err
+	}
+	return statOf(&st), nil
+}
+
+func fstat(fd int) (fileStat, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fileStat{}, err
+	}
+	return statOf(&st), nil
+}
+
+func (s fileStat) regular() bool { return s.mode == unix.S_IFREG }
+func (s fileStat) same(o fileStat) bool {
+	return s.dev == o.dev && s.ino == o.ino
+}
+
+// unixMode is m's permission and setgid bits as open(2) and mkdir(2) take
+// them.
+func unixMode(m os.FileMode) uint32 {
+	u := uint32(m.Perm())
+	if m&os.ModeSetgid != 0 {
+		u |= unix.S_ISGID
+	}
+	return u
+}

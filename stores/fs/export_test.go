@@ -1,0 +1,8 @@
+package fs
+
+// ForceWalk makes d resolve every path one component at a time with
+// O_NOFOLLOW, as on a kernel without openat2.
+func ForceWalk(d *Driver) { d.tree.walk.Store(true) }
+
+// Walks reports whether d resolves paths by walking.
+func Walks(d *Driver) bool { return d.tree.walk.Load() }

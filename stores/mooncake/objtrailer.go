@@ -1,0 +1,125 @@
+package mooncake
+
+import (
+	"fmt"
+
+	"github.com/kvblob/kvblob/generated/mooncakespec"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/trailer"
+)
+
+// Options configure a Driver (NewWith).
+type Options struct {
+	// Trailer appends the object trailer of stores/trailer (name digest,
+	// length, CRC32) to every object the driver writes, and checks it on
+	// every get: a flipped bit, a torn object or another key's object is a
+	// FAULT instead of READY. Off by default (see NewWith). Every client of
+	// one Mooncake deployment must agree on it: an object written without
+	// a trailer reads as a FAULT with it, and the reverse.
+	Trailer bool
+	// Integrity, when set, turns the trailer on keyed: the writer tags every
+	// object with the current row key, and a get refuses an object whose tag
+	// does not verify under the current or previous key (see
+	// trailer.Integrity). It guards against a peer without the key, which
+	// Mooncake, with no authentication, lets write any key.
+	Integrity *trailer.Integrity
+}
+
+// stageMax is the most an object carries past its row: a tag and a trailer.
+const stageMax = trailer.TagSize + trailer.Size
+
+// overhead is how many bytes the driver's trailer adds to each object it
+// writes: none with the trailer off.
+func (d *Driver) overhead() int64 {
+	switch {
+	case d.opt.Integrity.On():
+		return trailer.TagSize + trailer.Size
+	case d.opt.Trailer:
+		return trailer.Size
+	}
+	return 0
+}
+
+// stage is memory of the driver's own, off the Go heap and registered with
+// the SDK: a put's tags and trailers, a get's staging. A stage some SDK
+// answer may still write (TRANSFER_FAIL) is never used again, nor freed.
+type stage struct {
+	mem []byte
+	buf Buffer
+}
+
+// room makes *s at least n bytes: a new stage registered with the SDK,
+// the old one (no call of this driver uses it: it is a scratch's own)
+// unregistered and freed.
+func (d *Driver) room(s **stage, n int64) error {
+	if *s != nil && int64(len((*s).mem)) >= n {
+		return nil
+	}
+	n = max(n, 64<<10)
+	if *s != nil {
+		d.dropStage(*s)
+		*s = nil
+	}
+	mem, err := hostmem.Alloc(int(n))
+	if err != nil {
+		return err
+	}
+	buf := BufferOf(mem)
+	code, err := d.sdk.RegisterBuffer(buf)
+	if err != nil {
+		return fmt.Errorf("register_buffer of %d bytes of the driver's own raised; it may be registered, so it is kept: %w", n, err)
+	}
+	if mooncakespec.Code(code) != mooncakespec.OK {
+		_ = hostmem.Free(mem)
+		return fmt.Errorf("register_buffer of %d bytes of the driver's own answered %s", n, mooncakespec.Code(code))
+	}
+	*s = &stage{mem: mem, buf: buf}
+	return nil
+}
+
+// dropStage unregisters and frees s; a stage the SDK would not unregister
+// is kept registered, its memory never freed.
+func (d *Driver) dropStage(s *stage) {
+	if code, err := d.sdk.UnregisterBuffer(s.buf); err == nil && mooncakespec.Code(code) == mooncakespec.OK {
+		_ = hostmem.Free(s.mem)
+	}
+}
+
+// at is the Buffer over s's bytes [off, off+n).
+func (s *stage) at(off, n int64) Buffer { return Buffer{Addr: s.buf.Addr + uintptr(off), Len: n} }
+
+// tails writes each scattered row's tag and trailer into sc's tail stage
+// and returns the Buffer of row k's, or an error with nothing written.
+func (d *Driver) tails(sc *scratch, rows []driver.Row, idx []int) ([]Buffer, error) {
+	ov := d.overhead()
+	if err := d.room(&sc.tailStage, ov*int64(len(idx))); err != nil {
+		return nil, err
+	}
+	out := make([]Buffer, len(idx))
+	for k, i := range idx {
+		off := ov * int64(k)
+		d.opt.Integrity.Append(sc.tailStage.mem[off:off:off+ov], rows[i].Key, rows[i].Spans[0].Bytes())
+		out[k] = sc.tailStage.at(off, ov)
+	}
+	return out, nil
+}
+
+// unstage checks row's object, read into staged (n bytes of it, or a
+// negative code), and copies its payload into the row's span when it
+// verifies. It returns the answer as the spec maps it for the row (the
+// payload's length, or the code), and the error of an object that failed
+// its trailer or tag check (the span untouched).
+func (d *Driver) unstage(row driver.Row, n int64, staged []byte) (int64, error) {
+	if n < 0 {
+		return n, nil
+	}
+	payload, err := d.opt.Integrity.Check(staged[:min(n, int64(len(staged)))], row.Key)
+	if err != nil {
+		return 0, err
+	}
+	if int64(len(payload)) == row.Bytes() {
+		copy(row.Spans[0].Bytes(), payload)
+	}
+	return int64(len(payload)), nil
+}

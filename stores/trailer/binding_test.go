@@ -1,0 +1,91 @@
+package trailer
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The keyed tag binds the key's name, the payload's length and the payload:
+// a neighbour who can write the store recomputes every unkeyed field (name
+// digest, length, CRC32) and still cannot make a row read under a key, a
+// length or with bytes its writer did not tag. Each test below fails if its
+// part is dropped from what the tag covers (tried by hand: a tag over the
+// payload alone fails the name test; one without the name digest fails the
+// name test; one without the payload fails the payload test; one without
+// the length fails the length test).
+
+func TestTheTagBindsTheKeysName(t *testing.T) {
+	in := integrity(t, keyA, nil)
+	payload := []byte("tenant A's KV row")
+	a := in.Encode("tenantA/v1/aa", payload)
+	copied := Retarget(a, "tenantB/v1/aa")
+	got, err := Check(copied, "tenantB/v1/aa")
+	require.NoError(t, err, "the copy's unkeyed trailer is whole for B: only the tag can refuse it")
+	require.Equal(t, payload, got)
+	_, err = in.Check(copied, "tenantB/v1/aa")
+	require.Error(t, err, "tenant A's row copied to tenant B's key read as B's")
+	assert.True(t, errors.Is(err, ErrUnverified), "%v", err)
+}
+
+// crcForce returns b with its last 4 bytes replaced so that its CRC32
+// (IEEE) is want: CRC32 is linear, so anyone can keep a checksum while
+// changing the bytes.
+func crcForce(b []byte, want uint32) []byte {
+	out := bytes.Clone(b)
+	n := len(out) - 4
+	var rev [256]byte // the table entry whose top byte is i
+	for j := 0; j < 256; j++ {
+		rev[crc32.IEEETable[j]>>24] = byte(j)
+	}
+	s := ^crc32.ChecksumIEEE(out[:n]) // the register after the prefix
+	w := ^want                        // the register wanted after the patch
+	for i := 0; i < 4; i++ {          // step the register back over 4 bytes
+		j := rev[w>>24]
+		w = (w^crc32.IEEETable[j])<<8 | uint32(j)
+	}
+	binary.LittleEndian.PutUint32(out[n:], w^s)
+	return out
+}
+
+func TestTheTagBindsThePayload(t *testing.T) {
+	in := integrity(t, keyA, nil)
+	payload := []byte("a KV row of some length")
+	good := in.Encode("k", payload)
+	evil := crcForce([]byte("an evil row of the same"), crc32.ChecksumIEEE(payload))
+	require.Len(t, evil, len(payload))
+	require.Equal(t, crc32.ChecksumIEEE(payload), crc32.ChecksumIEEE(evil), "the forged payload keeps the CRC32")
+	forged := bytes.Clone(good)
+	copy(forged, evil) // same length, same CRC32: the trailer is byte for byte the same
+	require.Equal(t, good[len(good)-Size:], forged[len(forged)-Size:])
+	_, err := Check(forged, "k")
+	require.NoError(t, err, "the trailer alone is whole: only the tag can refuse it")
+	_, err = in.Check(forged, "k")
+	require.Error(t, err, "a payload with the same length and CRC32 read under the tag of another")
+	assert.True(t, errors.Is(err, ErrUnverified), "%v", err)
+}
+
+// TestTheTagBindsTheLength: the tag over a payload depends on the length
+// its trailer states. Through Check the length is also implied (the HMAC
+// runs over every payload byte, and the trailer's length must equal the
+// payload's), so this asks the tag itself: a tag whose input left the
+// length out would let a reader that takes the length from the trailer (a
+// streamed or ranged read) accept a row cut or padded to another length.
+func TestTheTagBindsTheLength(t *testing.T) {
+	in := integrity(t, keyA, nil)
+	payload := []byte("a KV row")
+	t1 := header(VersionKeyed, "k", payload)
+	t2 := t1
+	binary.LittleEndian.PutUint64(t2[24:32], uint64(len(payload)+1))
+	assert.NotEqual(t, tag(in.current, payload, t1[:]), tag(in.current, payload, t2[:]),
+		"the tag is the same for two lengths of one payload")
+	t3 := t1
+	copy(t3[8:24], bytes.Repeat([]byte{0xff}, 16))
+	assert.NotEqual(t, tag(in.current, payload, t1[:]), tag(in.current, payload, t3[:]),
+		"the tag is the same for two names of one payload")
+}
