@@ -148,6 +148,20 @@ func TestNewFromRewritesABlockList(t *testing.T) {
 	assert.Equal(t, "store: s\npackage: s2\nsdk:\n  name: n\n  versions: [\"2\"]\ncodes: {}\n", string(got))
 }
 
+// TestNewFromEmptiesVerified: a new release was verified on no commit, so
+// the copy's sdk.verified is empty, whether the origin wrote it as a flow
+// or a block list.
+func TestNewFromEmptiesVerified(t *testing.T) {
+	for in, want := range map[string]string{
+		"store: s\npackage: s\nsdk:\n  name: n\n  versions: [\"1\"]\n  verified: [\"3b5a59413\"] # main\ncodes: {}\n":       "store: s\npackage: s2\nsdk:\n  name: n\n  versions: [\"2\"]\n  verified: [] # main\ncodes: {}\n",
+		"store: s\npackage: s\nsdk:\n  name: n\n  versions: [\"1\"]\n  verified:\n    - 3b5a59413\n    - 0123abcd\ncodes: {}\n": "store: s\npackage: s2\nsdk:\n  name: n\n  versions: [\"2\"]\n  verified: []\ncodes: {}\n",
+	} {
+		got, err := respec([]byte(in), "2", "s2")
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got))
+	}
+}
+
 // TestValidateHeader: -header checks each spec's codes against the enum;
 // a renumbered code is an error at the spec's position naming the
 // header's line.
