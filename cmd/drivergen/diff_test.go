@@ -153,7 +153,7 @@ func TestNewFromRewritesABlockList(t *testing.T) {
 // or a block list.
 func TestNewFromEmptiesVerified(t *testing.T) {
 	for in, want := range map[string]string{
-		"store: s\npackage: s\nsdk:\n  name: n\n  versions: [\"1\"]\n  verified: [\"3b5a59413\"] # main\ncodes: {}\n":       "store: s\npackage: s2\nsdk:\n  name: n\n  versions: [\"2\"]\n  verified: [] # main\ncodes: {}\n",
+		"store: s\npackage: s\nsdk:\n  name: n\n  versions: [\"1\"]\n  verified: [\"3b5a59413\"] # main\ncodes: {}\n":           "store: s\npackage: s2\nsdk:\n  name: n\n  versions: [\"2\"]\n  verified: [] # main\ncodes: {}\n",
 		"store: s\npackage: s\nsdk:\n  name: n\n  versions: [\"1\"]\n  verified:\n    - 3b5a59413\n    - 0123abcd\ncodes: {}\n": "store: s\npackage: s2\nsdk:\n  name: n\n  versions: [\"2\"]\n  verified: []\ncodes: {}\n",
 	} {
 		got, err := respec([]byte(in), "2", "s2")
