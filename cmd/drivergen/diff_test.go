@@ -169,10 +169,11 @@ func TestValidateHeader(t *testing.T) {
 	spec := "../../gen/testdata/header/spec.yaml"
 	code, out, stderr := runCLI("validate", "-header", "../../gen/testdata/header/ok", "-enum", "ErrorCode", spec)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, out, spec+": codes match ErrorCode in ../../gen/testdata/header/ok/sdk.h (6 codes)")
+	assert.Equal(t, spec+": ok, codes match ErrorCode in ../../gen/testdata/header/ok/sdk.h (6 codes)\n", out)
 
-	code, _, stderr = runCLI("validate", "-header", "../../gen/testdata/header/renumbered/sdk.h", "-enum", "ErrorCode", spec)
+	code, out, stderr = runCLI("validate", "-header", "../../gen/testdata/header/renumbered/sdk.h", "-enum", "ErrorCode", spec)
 	assert.Equal(t, 1, code)
+	assert.Empty(t, out, "no ok before (or beside) a mismatch")
 	assert.Equal(t, spec+":13:3: code LEASE_EXPIRED is -707 here, but ../../gen/testdata/header/renumbered/sdk.h:8 declares LEASE_EXPIRED = -708\n", stderr)
 
 	code, _, stderr = runCLI("validate", "-header", "../../gen/testdata/header/ok", spec)

@@ -7,8 +7,9 @@ import (
 	"github.com/kvblob/kvblob/gen"
 )
 
-// runValidateCmd is 'drivergen validate': runValidate, and with -header,
-// each spec's code table checked against the enum an SDK header declares.
+// runValidateCmd is 'drivergen validate': each spec loaded and validated
+// (validateFiles), and with -header, each spec's code table checked
+// against the enum an SDK header declares.
 func runValidateCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("validate", "validate [-header FILE|DIR -enum NAME] FILE...", stderr)
 	header := fs.String("header", "", "check each spec's codes against the enum the header `FILE` (or the headers under a folder) declares")
@@ -21,7 +22,11 @@ func runValidateCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "drivergen validate: -enum needs -header")
 			return 2
 		}
-		return runValidate(fs.Args(), stdout, stderr)
+		if fs.NArg() == 0 {
+			fs.Usage()
+			return 2
+		}
+		return validateFiles(fs.Args(), stdout, stderr, nil)
 	}
 	if *enum == "" {
 		fmt.Fprintln(stderr, "drivergen validate: -header needs -enum NAME, the enum that declares the SDK's codes")
@@ -36,22 +41,7 @@ func runValidateCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "drivergen validate: %v\n", err)
 		return 2
 	}
-	code := runValidate(fs.Args(), stdout, stderr)
-	for _, name := range fs.Args() {
-		data, err := gen.ReadSpec(name)
-		if err != nil {
-			continue // runValidate named it
-		}
-		s, err := gen.Load(name, data)
-		if err != nil {
-			continue
-		}
-		if errs := gen.CheckHeader(s, codes, *enum); len(errs) > 0 {
-			fmt.Fprintln(stderr, errs)
-			code = 1
-			continue
-		}
-		fmt.Fprintf(stdout, "%s: codes match %s in %s (%d codes)\n", name, *enum, codes[0].File, len(codes))
-	}
-	return code
+	return validateFiles(fs.Args(), stdout, stderr, func(s *gen.Spec) (string, gen.ErrorList) {
+		return fmt.Sprintf(", codes match %s in %s (%d codes)", *enum, codes[0].File, len(codes)), gen.CheckHeader(s, codes, *enum)
+	})
 }
