@@ -109,6 +109,12 @@ func TestUsage(t *testing.T) {
 		{[]string{"--sdk", "other"}, 2, `--sdk "other"; want fake or real`},
 		{[]string{"extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"--junit", filepath.Join("no", "such", "dir", "gate.xml")}, 2, "gate: writing the report: cannot write no/such/dir/gate.xml: no folder no/such/dir"},
+		{[]string{"--json", t.TempDir()}, 2, "gate: writing the report: cannot write " + os.TempDir()},
+		{[]string{"--junit", "/proc/gate.xml"}, 2, "gate: writing the report: cannot write /proc/gate.xml: folder /proc takes no new file"},
+		{[]string{"--json", "/dev/null/gate.json"}, 2, "cannot write /dev/null/gate.json: no folder /dev/null"},
+		{[]string{"-spec", "no-such-spec"}, 2, "gate: -spec no-such-spec is no folder; run the gate from the root of a kvblob checkout"},
+		{append(base[:2:2], "-out", "no-such-out"), 2, "gate: -out no-such-out is no folder"},
+		{append(base, "--store", "nosuch"), 2, `gate: unknown store "nosuch"; want one of fs, memory, mooncake, redis, redis-valkey-8.1, s3`},
 	}
 	for _, c := range cases {
 		never := func(string, []string, []string, io.Writer) error {
@@ -118,6 +124,29 @@ func TestUsage(t *testing.T) {
 		code, _, stderr := runWith(never, c.args...)
 		assert.Equal(t, c.code, code, "%v", c.args)
 		assert.Contains(t, stderr, c.want, "%v", c.args)
+	}
+}
+
+// TestOutsideTheCheckoutIsASetUpError: run outside kvblob's module (in
+// no module, or in another), the gate exits 2 before it runs anything.
+func TestOutsideTheCheckoutIsASetUpError(t *testing.T) {
+	never := func(string, []string, []string, io.Writer) error {
+		t.Error("go test ran outside the checkout")
+		return nil
+	}
+	other := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(other, "go.mod"), []byte("module example.com/other\n\ngo 1.24\n"), 0o644))
+	for dir, want := range map[string]string{
+		t.TempDir(): "the gate runs inside kvblob's module (no go.mod above",
+		other:       `is module "example.com/other"; run it from a kvblob checkout`,
+	} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			t.Chdir(dir)
+			code, _, stderr := runWith(never, "--junit", filepath.Join(dir, "gate.xml"))
+			assert.Equal(t, 2, code)
+			assert.Contains(t, stderr, want)
+			assert.NoFileExists(t, filepath.Join(dir, "gate.xml"))
+		})
 	}
 }
 
