@@ -62,11 +62,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 type gate struct{ goTest goTester }
 
 func (g gate) run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "cgoflags" {
+		return runCgoflags(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: gate [--store NAME]... [--sdk fake|real] [-spec DIR] [-out DIR] [-v]")
 		fmt.Fprintln(stderr, "            [--junit FILE] [--json FILE] [--sdk-include DIR [--sdk-enum NAME]] [--packages PKG]...")
+		fmt.Fprintln(stderr, "       gate cgoflags [-format sh|github] BUILD_DIR   (the cgo flags of a Mooncake build tree)")
 		fmt.Fprintln(stderr, "\nChecks generated/ against spec/, then runs every store's TestConformance through")
 		fmt.Fprintln(stderr, "go test: the conformance suite, every case generated from the store's spec, a backend")
 		fmt.Fprintln(stderr, "round trip and the store's SDK checks.")
