@@ -183,3 +183,34 @@ func TestValidateHeader(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "no header")
 }
+
+// TestValidateOnlyTheSpecOfTheBuild: with -sdk-version, a CI job's glob of
+// every version's spec checks only the spec that holds for its build (by
+// release, whatever its commit), says which it left out, and a build no
+// spec holds for is an error giving the command that starts its spec.
+func TestValidateOnlyTheSpecOfTheBuild(t *testing.T) {
+	dir := t.TempDir()
+	one := filepath.Join(dir, "hdr-1.yaml")
+	src, err := os.ReadFile("../../gen/testdata/header/spec.yaml")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(one, src, 0o644))
+	code, _, stderr := runCLI("new", "--from", one, "--version", "2")
+	require.Equal(t, 0, code, stderr)
+	two := filepath.Join(dir, "hdr-2.yaml")
+
+	// The header renumbers a code of both: only the build's spec is named.
+	code, out, stderr := runCLI("validate", "-sdk-version", "2 (git: 3b5a59413)", "-header", "../../gen/testdata/header/renumbered/sdk.h", "-enum", "ErrorCode", one, two)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, one+`: left out: it holds for hdr-sdk 1, not "2 (git: 3b5a59413)"`+"\n", out)
+	assert.Contains(t, stderr, two+":")
+	assert.NotContains(t, stderr, one+":")
+
+	code, out, stderr = runCLI("validate", "-sdk-version", "1", one, two)
+	assert.Equal(t, 0, code, stderr)
+	assert.Equal(t, two+": left out: it holds for hdr-sdk 2, not \"1\"\n"+one+": ok\n", out)
+
+	code, _, stderr = runCLI("validate", "-sdk-version", "3", one, two)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "the SDK 3 has no spec; kvblob holds specs for hdr-sdk 1 ("+one+"); hdr-sdk 2 ("+two+")")
+	assert.Contains(t, stderr, "'drivergen new --from "+two+" --version 3'")
+}
