@@ -179,6 +179,13 @@ func (g gate) run(args []string, stdout, stderr io.Writer) int {
 func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, stdout, stderr io.Writer) int {
 	real := o.sdk == "real"
 	pkgs, realPkgs := []string(o.packages), map[string]bool{}
+	for i, p := range pkgs {
+		// A path from the module root ("stores/mooncake"), which go test
+		// would take for a standard library package.
+		if !strings.HasPrefix(p, ".") && !filepath.IsAbs(p) && !strings.HasPrefix(p, kvblobModule) {
+			pkgs[i] = "./" + p
+		}
+	}
 	if len(pkgs) == 0 {
 		var err error
 		if pkgs, err = storePackages(root, ""); err != nil {

@@ -162,6 +162,11 @@ func TestGoTestArgs(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, []string{"-count=1", "-json", "-run", "^TestConformance$/^(memory)$", "./stores/memory"}, s.args)
 	assert.Empty(t, s.env)
+
+	// A path from the module root is one, not a standard library package.
+	code, _, stderr = runWith(s.goTest, append(base, "--store", "memory", "--packages", "stores/memory")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "./stores/memory", s.args[len(s.args)-1])
 }
 
 // TestTheStreamBecomesTheTable feeds the gate go test streams written by
