@@ -7,7 +7,7 @@
 package memoryversionscases
 
 import (
-	speccase "github.com/kvblob/kvblob/conformance/speccase"
+	conformance "github.com/kvblob/kvblob/conformance"
 	memoryspec "github.com/kvblob/kvblob/generated/memoryspec"
 	memorycases "github.com/kvblob/kvblob/generated/memoryspec/memorycases"
 	rules "github.com/kvblob/kvblob/runtime/rules"
@@ -18,7 +18,7 @@ type Version struct {
 	// Name is the version's name in the gate's table (gen.VersionName).
 	Name  string
 	Spec  *rules.Spec
-	Cases []speccase.Case
+	Cases []conformance.Case
 }
 
 // All returns every version of store "memory", in the order of their spec files.

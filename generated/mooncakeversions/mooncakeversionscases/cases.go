@@ -7,7 +7,7 @@
 package mooncakeversionscases
 
 import (
-	speccase "github.com/kvblob/kvblob/conformance/speccase"
+	conformance "github.com/kvblob/kvblob/conformance"
 	mooncakespec "github.com/kvblob/kvblob/generated/mooncakespec"
 	mooncakecases "github.com/kvblob/kvblob/generated/mooncakespec/mooncakecases"
 	rules "github.com/kvblob/kvblob/runtime/rules"
@@ -18,7 +18,7 @@ type Version struct {
 	// Name is the version's name in the gate's table (gen.VersionName).
 	Name  string
 	Spec  *rules.Spec
-	Cases []speccase.Case
+	Cases []conformance.Case
 }
 
 // All returns every version of store "mooncake", in the order of their spec files.

@@ -7,7 +7,7 @@
 package redisversionscases
 
 import (
-	speccase "github.com/kvblob/kvblob/conformance/speccase"
+	conformance "github.com/kvblob/kvblob/conformance"
 	redisspec "github.com/kvblob/kvblob/generated/redisspec"
 	rediscases "github.com/kvblob/kvblob/generated/redisspec/rediscases"
 	valkey81spec "github.com/kvblob/kvblob/generated/valkey81spec"
@@ -20,7 +20,7 @@ type Version struct {
 	// Name is the version's name in the gate's table (gen.VersionName).
 	Name  string
 	Spec  *rules.Spec
-	Cases []speccase.Case
+	Cases []conformance.Case
 }
 
 // All returns every version of store "redis", in the order of their spec files.

@@ -7,7 +7,7 @@
 package s3versionscases
 
 import (
-	speccase "github.com/kvblob/kvblob/conformance/speccase"
+	conformance "github.com/kvblob/kvblob/conformance"
 	s3spec "github.com/kvblob/kvblob/generated/s3spec"
 	s3cases "github.com/kvblob/kvblob/generated/s3spec/s3cases"
 	rules "github.com/kvblob/kvblob/runtime/rules"
@@ -18,7 +18,7 @@ type Version struct {
 	// Name is the version's name in the gate's table (gen.VersionName).
 	Name  string
 	Spec  *rules.Spec
-	Cases []speccase.Case
+	Cases []conformance.Case
 }
 
 // All returns every version of store "s3", in the order of their spec files.

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/generated/mooncakeversions/mooncakeversionscases"
 	"github.com/kvblob/kvblob/internal/mooncakekit"
@@ -75,7 +74,7 @@ func TestConformance(t *testing.T) {
 		SkipReasons:         realkit.SkipReasons,
 		Cases:               v.Cases,
 		StageableOnly:       true,
-		Stage: func(h *conformance.Harness, c speccase.Case, key string) error {
+		Stage: func(h *conformance.Harness, c conformance.Case, key string) error {
 			return pool.Stage(h, c, key)
 		},
 		Deadline:      realkit.Deadline,
