@@ -15,8 +15,9 @@
 //
 // Redis 7 through github.com/redis/go-redis/v9, standalone or Cluster.
 // (Valkey 8.1 has its own spec, spec/redis-valkey-8.1.yaml: it stores with
-// SET IFEQ. A Valkey reports redis_version 7.2.4, but this spec does not
-// hold for it: the driver names a server by server_name and its version.)
+// SET IFEQ. A Valkey reports redis_version 7.2.4 in INFO, but this spec
+// does not hold for it: the driver names a server by HELLO's server and
+// version fields.)
 //
 // A row is one Redis string: its payload followed by the memory store's
 // trailer (magic TLBK, version, name digest, length, CRC32); integrity is the
@@ -28,8 +29,8 @@
 // RENAME: a writer first claims the key with SET key <marker> NX PX <ttl>,
 // then replaces its own marker with the object in one compare-and-set: on a
 // standalone server WATCH and GET, then MULTI/SET/EXEC, which runs only if
-// the key did not change; on a Cluster (or when a transaction cannot
-// decide) a Lua script. Either way one SET writes the object, so a reader
+// the key did not change (no script: a tenant need not be allowed EVAL);
+// on a Cluster (or for a user who may not transact) a Lua script. Either way one SET writes the object, so a reader
 // sees the marker or the whole object, never part of it. A reader that finds a marker answers NOT_READY, which a
 // temporary key could not tell from an absent one (it would read MISS), and
 // a writer that dies leaves a marker that expires after its TTL instead of a

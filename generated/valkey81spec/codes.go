@@ -33,9 +33,10 @@
 // store rule maps NIL.
 //
 // Identity: Valkey answers INFO server with redis_version:7.2.4 (for
-// clients that parse it) beside server_name:valkey and valkey_version. The
-// driver reads the latter, so a Valkey is never taken for a Redis 7: Valkey
-// 8.0 (which has no IFEQ) has no spec and is refused.
+// clients that parse it) beside server_name:valkey and valkey_version, and
+// HELLO with server valkey and its own version. The driver reads HELLO, so
+// a Valkey is never taken for a Redis 7: Valkey 8.0 (which has no IFEQ) has
+// no spec and is refused.
 package valkey81spec
 
 import (

@@ -142,6 +142,10 @@ var codeError = map[redisspec.Code]error{
 // storeCmd's.
 var cmdOf = map[string]string{"claim": "set", "get": "get"}
 
+// StoreHook is storeHook, for tests that act between a put's claim and
+// its store step.
+func StoreHook(r *redis.Driver) string { return storeHook(r) }
+
 // storeCmd is the command whose error is a store's for a key: on Redis 7,
 // the WATCH on a standalone server (it goes out with the claim, and an
 // error of it fails the store step) and the compare-and-set EVAL on a

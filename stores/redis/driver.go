@@ -6,9 +6,10 @@
 // connection may authenticate as an ACL user and run over TLS (Options).
 // A put claims each key with a pending marker
 // (SET NX PX), then replaces its own marker with the object: on a
-// standalone server with WATCH, GET and MULTI/SET/EXEC, pipelined across
-// keys; on a Cluster (or when a transaction aborts) with a compare-and-set
-// script; on Valkey 8.1 with one SET IFEQ per key. A get checks the trailer
+// standalone Redis 7 with WATCH, GET and MULTI/SET/EXEC, pipelined across
+// keys, and no script; on a Redis 7 Cluster (or for a user who may not
+// transact) with a compare-and-set script; on Valkey 8.1 with one SET IFEQ
+// per key. A get checks the trailer
 // before any byte reaches the caller's slots.
 //
 // Each server build has its own spec (spec/redis-7.yaml,
@@ -82,7 +83,7 @@ const (
 var _ driver.Driver = (*Driver)(nil)
 
 // Open connects, picks the spec that holds for the server it reached (its
-// name and version, from INFO server), refusing a server no spec holds
+// name and version, from HELLO), refusing a server no spec holds
 // for, and returns the driver.
 func Open(ctx context.Context, opt Options) (*Driver, error) {
 	if len(opt.Addrs) == 0 {
@@ -118,12 +119,12 @@ func Open(ctx context.Context, opt Options) (*Driver, error) {
 	for _, h := range opt.Hooks {
 		c.AddHook(h)
 	}
-	infos, err := serverInfos(ctx, c)
+	hellos, err := serverHellos(ctx, c)
 	if err != nil {
 		_ = c.Close()
 		return nil, openError(opt, err)
 	}
-	b, calls, ver, err := pickBuildOf(infos)
+	b, calls, ver, err := pickBuildOf(hellos)
 	if err != nil {
 		_ = c.Close()
 		return nil, err
@@ -131,24 +132,24 @@ func Open(ctx context.Context, opt Options) (*Driver, error) {
 	return &Driver{c: c, opt: opt, ver: ver, build: b, calls: calls}, nil
 }
 
-// serverInfos asks each server the driver writes to for INFO server: the
-// one server, or every master of a Cluster, by address.
-func serverInfos(ctx context.Context, c goredis.UniversalClient) (map[string]string, error) {
+// serverHellos asks each server the driver writes to for HELLO: the one
+// server, or every master of a Cluster, by address.
+func serverHellos(ctx context.Context, c goredis.UniversalClient) (map[string]map[string]string, error) {
 	cc, ok := c.(*goredis.ClusterClient)
 	if !ok {
-		info, err := c.Info(ctx, "server").Result()
-		return map[string]string{"": info}, err
+		hello, err := Hello(ctx, c)
+		return map[string]map[string]string{"": hello}, err
 	}
 	var mu sync.Mutex
-	infos := map[string]string{}
+	hellos := map[string]map[string]string{}
 	err := cc.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error {
-		info, err := n.Info(ctx, "server").Result()
+		hello, err := Hello(ctx, n)
 		mu.Lock()
 		defer mu.Unlock()
-		infos[n.Options().Addr] = info
+		hellos[n.Options().Addr] = hello
 		return err
 	})
-	return infos, err
+	return hellos, err
 }
 
 // String names the server and the options, Password redacted.
@@ -156,7 +157,7 @@ func (d *Driver) String() string {
 	return "redis driver (server " + d.ver + ", " + d.opt.String() + ")"
 }
 
-// ServerVersion is the server and version INFO reported at Open
+// ServerVersion is the server and version HELLO reported at Open
 // ("redis-server 7.0.15", "valkey-server 8.1.1").
 func (d *Driver) ServerVersion() string { return d.ver }
 
@@ -335,8 +336,9 @@ func (d *Driver) stored(ctx context.Context, rows []driver.Row, idx []int, marke
 // round trip, as the claim and the existence GET were before.
 //
 // The second stores the rows still ours in one MULTI/SET/EXEC (transact);
-// the rows it could not settle go to the compare-and-set script
-// (storeObjects).
+// the rows it could not settle (another watched key changed) are stored
+// one key per transaction (storeWatchedOne), and only rows whose WATCH the
+// ACL refused go to the compare-and-set script (storeObjects).
 func (d *Driver) putWatched(ctx context.Context, c *goredis.Client, rows []driver.Row, marker string, results []driver.Result) {
 	objs := make([][]byte, len(rows))
 	// go-redis has written every object to its connection once the store
@@ -350,7 +352,7 @@ func (d *Driver) putWatched(ctx context.Context, c *goredis.Client, rows []drive
 	}()
 	codes := make([]redisspec.Code, len(rows))
 	errs := make([]error, len(rows))
-	var store, undecided []int
+	var store, undecided, aborted []int
 	_ = c.Watch(ctx, func(tx *goredis.Tx) error {
 		claims := make([]*goredis.BoolCmd, len(rows))
 		watches := make([]*goredis.StatusCmd, len(rows))
@@ -387,11 +389,65 @@ func (d *Driver) putWatched(ctx context.Context, c *goredis.Client, rows []drive
 				undecided = append(undecided, i)
 			}
 		}
-		undecided = append(undecided, d.transact(ctx, tx, rows, ours, objs, codes, errs)...)
+		aborted = d.transact(ctx, tx, rows, ours, objs, codes, errs)
 		return nil
 	})
+	for _, i := range aborted {
+		codes[i], errs[i] = d.storeWatchedOne(ctx, c, rows[i].Key, objs[i], marker)
+	}
 	d.storeObjects(ctx, rows, undecided, objs, marker, codes, errs)
 	d.stored(ctx, rows, store, marker, codes, errs, results)
+}
+
+// watchAttempts bounds the transactions storeWatchedOne runs for one key.
+const watchAttempts = 3
+
+// storeWatchedOne stores obj under key, a key this writer claimed whose
+// row a put's transaction could not settle (another watched key changed),
+// in a transaction of its own: WATCH key and GET it; if it still holds
+// marker, MULTI/SET/EXEC; LOST once it does not. No script: a tenant who
+// may not EVAL stores all the same (docs/security.md). A transaction that
+// aborts again (the key itself changed, but still holds the marker: it was
+// rewritten with the same bytes) is tried again, at most watchAttempts
+// times; then the row faults with ERR, saying so.
+func (d *Driver) storeWatchedOne(ctx context.Context, c *goredis.Client, key string, obj []byte, marker string) (redisspec.Code, error) {
+	for range watchAttempts {
+		var code redisspec.Code
+		var cerr error
+		err := c.Watch(ctx, func(tx *goredis.Tx) error {
+			var get *goredis.StringCmd
+			_, _ = tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
+				_ = p.Process(ctx, goredis.NewStatusCmd(ctx, "watch", key))
+				get = p.Get(ctx, key)
+				return nil
+			})
+			v, err := get.Result()
+			switch {
+			case err == goredis.Nil || err == nil && v != marker:
+				code = redisspec.Lost
+				return tx.Unwatch(ctx).Err()
+			case err != nil:
+				code, cerr = classify(err)
+				return tx.Unwatch(ctx).Err()
+			}
+			var set *goredis.StatusCmd
+			_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+				set = p.Set(ctx, key, obj, 0)
+				return nil
+			})
+			if err == nil || !errors.Is(err, goredis.TxFailedErr) {
+				code, cerr = classify(set.Err())
+			}
+			return err
+		})
+		switch {
+		case err != nil && code == redisspec.OK: // no reply decided the row
+			return classify(err)
+		case !errors.Is(err, goredis.TxFailedErr):
+			return code, cerr
+		}
+	}
+	return redisspec.Err, fmt.Errorf("the key changed under each of %d transactions while it held this writer's marker", watchAttempts)
 }
 
 // storeObjects is a Redis 7 store for rows already claimed: it replaces
@@ -402,10 +458,11 @@ func (d *Driver) putWatched(ctx context.Context, c *goredis.Client, rows []drive
 // it does not.
 //
 // A standalone server whose user may transact never gets here: Put takes
-// putWatched, whose transaction stores without the script (the script
+// putWatched, whose transactions store without the script (the script
 // copies the object into a Lua string and again into the key; a plain SET
-// does not, which is the point of issue 18), and falls back to the script
-// only for the rows the transaction could not settle. On a Cluster, WATCH
+// does not, which is the point of issue 18; and a tenant who may not EVAL
+// cannot stall every other tenant with an endless script, issue 29),
+// except a row whose WATCH the ACL refused. On a Cluster, WATCH
 // and MULTI need every key of a transaction in one slot, and a request's
 // keys spread over all of them: a transaction per key would cost three
 // round trips each where the script costs one, so a Cluster keeps the
@@ -554,9 +611,18 @@ func (d *Driver) object(row driver.Row) []byte {
 
 // release deletes this writer's markers from rows whose store failed, so a
 // later put need not wait out the TTL; a marker that cannot be deleted
-// expires.
+// expires. On a standalone server whose user may transact it runs no
+// script (releaseWatched); on a Cluster, or when the server refused the
+// transaction (a full Redis 7 refuses every command queued in MULTI, DEL
+// too), a script deletes each key only if it holds the marker, and a
+// tenant without +eval leaves the marker to expire. (Valkey 8.1's SET IFEQ
+// could release a marker with PX 1, but a full server refuses a SET, and a
+// full server is when stores fail most.)
 func (d *Driver) release(ctx context.Context, rows []driver.Row, idx []int, marker string) {
 	if len(idx) == 0 {
+		return
+	}
+	if c, ok := d.c.(*goredis.Client); ok && d.mayTransact(ctx, c) && d.releaseWatched(ctx, c, rows, idx, marker) {
 		return
 	}
 	pipe := d.c.Pipeline()
@@ -564,6 +630,39 @@ func (d *Driver) release(ctx context.Context, rows []driver.Row, idx []int, mark
 		pipe.Eval(ctx, delScript, []string{rows[i].Key}, marker)
 	}
 	_, _ = pipe.Exec(ctx)
+}
+
+// releaseWatched is release in two round trips and no script: WATCH and
+// GET each key, then MULTI, DEL of each key that held this writer's
+// marker, EXEC. If another writer changed a watched key in between, the
+// transaction aborts and the markers expire after their TTL. It reports
+// false when a command failed otherwise, and the release is not done.
+func (d *Driver) releaseWatched(ctx context.Context, c *goredis.Client, rows []driver.Row, idx []int, marker string) bool {
+	err := c.Watch(ctx, func(tx *goredis.Tx) error {
+		gets := make([]*goredis.StringCmd, len(idx))
+		_, _ = tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for k, i := range idx {
+				_ = p.Process(ctx, goredis.NewStatusCmd(ctx, "watch", rows[i].Key))
+				gets[k] = p.Get(ctx, rows[i].Key)
+			}
+			return nil
+		})
+		var ours []string
+		for k, i := range idx {
+			if v, err := gets[k].Result(); err == nil && v == marker {
+				ours = append(ours, rows[i].Key)
+			}
+		}
+		if len(ours) == 0 {
+			return tx.Unwatch(ctx).Err()
+		}
+		_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			p.Del(ctx, ours...)
+			return nil
+		})
+		return err
+	})
+	return err == nil || errors.Is(err, goredis.TxFailedErr)
 }
 
 // holdsRow reports whether v is row's whole object: it passes the trailer

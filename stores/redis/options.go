@@ -124,9 +124,9 @@ func openError(opt Options, err error) error {
 	case strings.HasPrefix(msg, "NOAUTH"):
 		return fmt.Errorf("redis: the server at %v requires authentication: set Options.Username and Options.Password: %w", opt.Addrs, err)
 	case strings.HasPrefix(msg, "NOPERM"):
-		return fmt.Errorf("redis: user %q may not run what Open needs at %v (its ACL needs at least +info, and +cluster|slots on a Cluster; see docs/security.md): %w", user(opt), opt.Addrs, err)
+		return fmt.Errorf("redis: user %q may not run what Open needs at %v (its ACL needs at least +hello, and +cluster|slots on a Cluster; see docs/security.md): %w", user(opt), opt.Addrs, err)
 	}
-	return fmt.Errorf("redis: INFO server at %v: %w", opt.Addrs, err)
+	return fmt.Errorf("redis: HELLO at %v: %w", opt.Addrs, err)
 }
 
 func user(opt Options) string {

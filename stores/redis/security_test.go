@@ -45,7 +45,7 @@ func startSecure(t *testing.T, b *rediskit.Build, cluster bool) *secure {
 	certs, err := storekit.NewCerts(t.TempDir())
 	require.NoError(t, err)
 	cfg := rediskit.Config{Build: b, TLS: certs, Users: [][]string{
-		rediskit.TenantUser(tenantA, passA, tenantA), rediskit.TenantUser(tenantB, passB, tenantB),
+		rediskit.TenantUser(tenantA, passA, tenantA, cluster), rediskit.TenantUser(tenantB, passB, tenantB, cluster),
 	}}
 	s := &secure{cluster: cluster, certs: certs}
 	if cluster {
@@ -169,7 +169,7 @@ func TestOpenRefusesABadCredentialOrCertificate(t *testing.T) {
 			{"wrong server name", func(o *redis.Options) { o.TLS.ServerName = "wrong.example" }, []string{"does not verify", "not wrong.example"}},
 			{"no client certificate", func(o *redis.Options) { o.TLS.CertFile, o.TLS.KeyFile = "", "" }, []string{"client certificate", "Options.TLS.CertFile"}},
 			{"half a client certificate", func(o *redis.Options) { o.TLS.KeyFile = "" }, []string{"both CertFile and KeyFile"}},
-			{"plain TCP to a TLS port", func(o *redis.Options) { o.TLS = nil; o.ReadTimeout = time.Second }, []string{"INFO server"}},
+			{"plain TCP to a TLS port", func(o *redis.Options) { o.TLS = nil; o.ReadTimeout = time.Second }, []string{"HELLO at"}},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,147 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/internal/rediskit"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/stores/redis"
+)
+
+// docACL are the ACL SETUSER lines of docs/security.md, in order: every
+// tenant's, what a Cluster adds for its topology, what it adds for scripts.
+func docACL(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../docs/security.md")
+	require.NoError(t, err)
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "ACL SETUSER ") {
+			lines = append(lines, l)
+		}
+	}
+	require.Len(t, lines, 3, "docs/security.md's ACL SETUSER lines: every tenant's, a Cluster's two")
+	return lines
+}
+
+// TestTheDocumentedTenantACL creates the tenant docs/security.md
+// prescribes, from the doc's own lines, on a server and a Cluster of each
+// build, and puts and gets rows as it: with no +info, and on a standalone
+// server with no script command. On a standalone Redis 7 a put whose
+// transaction aborts is still stored (in a transaction of its own, not by
+// a script), and on every deployment the marker of a store that failed is
+// released, so the key does not stay NOT_READY for the marker's TTL. The doc's lines are also
+// held equal to rediskit's lists, which every other tenant test uses.
+func TestTheDocumentedTenantACL(t *testing.T) {
+	lines := docACL(t)
+	assert.Equal(t, "ACL SETUSER tenantA on >PASSWORD ~tenantA/* resetchannels "+strings.Join(rediskit.TenantCommands, " "), lines[0])
+	assert.Equal(t, "ACL SETUSER tenantA "+strings.Join(rediskit.ClusterCommands, " "), lines[1])
+	assert.Equal(t, "ACL SETUSER tenantA "+strings.Join(rediskit.ClusterScriptCommands, " "), lines[2])
+	for i, line := range lines {
+		assert.NotContains(t, line, "+info", "INFO shows every tenant's key count")
+		for _, script := range []string{"+eval", "+evalsha", "+fcall", "+@scripting", "allcommands", "+@all"} {
+			if i < 2 {
+				assert.NotContains(t, line, script, "a tenant who may run a script can run one forever")
+			}
+		}
+	}
+
+	const pass = "pw-doc-4e1f0c"
+	for _, b := range builds() {
+		for _, cluster := range []bool{false, true} {
+			name := b.build.Name + "/" + map[bool]string{false: "standalone", true: "cluster"}[cluster]
+			t.Run(name, func(t *testing.T) {
+				need(t, b.server != nil, b.absent)
+				addrs := []string{b.server.Addr}
+				apply := lines[:1]
+				if cluster {
+					addrs, apply = clusterOf(t, b.build).Addrs(), lines
+				}
+				ctx := context.Background()
+				var admins []*goredis.Client
+				for _, addr := range addrs {
+					admin := goredis.NewClient(&goredis.Options{Addr: addr})
+					admins = append(admins, admin)
+					for _, line := range apply {
+						var args []any
+						for _, f := range strings.Fields(strings.ReplaceAll(line, "PASSWORD", pass)) {
+							args = append(args, f)
+						}
+						require.NoError(t, admin.Do(ctx, args...).Err(), "%s on %s", line, addr)
+					}
+					t.Cleanup(func() {
+						_ = admin.Do(ctx, "acl", "deluser", "tenantA").Err()
+						_ = admin.Close()
+					})
+				}
+				f := rediskit.NewFaults()
+				opt := redis.Options{Addrs: addrs, Cluster: cluster, Username: "tenantA", Password: pass, Hooks: []goredis.Hook{f}}
+				a := openTenant(t, opt)
+				c := a.d.Client()
+				key := func(i int) string { return fmt.Sprintf("tenantA/v1/doc-%d-%02x", time.Now().UnixNano(), i) }
+
+				// Rows put and got as the tenant.
+				var src, dst []driver.Row
+				for i := 0; i < 3; i++ {
+					a.fill(i, byte(20*i+3))
+					k := key(i)
+					src, dst = append(src, a.row(k, i)), append(dst, a.row(k, 4+i))
+				}
+				aborts := b.build == rediskit.Redis7 && !cluster
+				if aborts {
+					// The put's transaction aborts: row 0's marker is
+					// rewritten with the same bytes just before MULTI.
+					f.Before("multi", src[0].Key, func() {
+						aborts = false
+						v := c.Get(ctx, src[0].Key).Val()
+						_ = c.Set(ctx, src[0].Key, v, time.Minute).Err()
+					})
+				}
+				for i, r := range a.put(t, src...) {
+					require.Equal(t, driver.Ready, r.Status, "put %d: %v", i, r)
+				}
+				require.False(t, aborts, "the put's transaction never ran")
+				for i, r := range a.get(t, dst...) {
+					require.Equal(t, driver.Ready, r.Status, "get %d: %v", i, r)
+					assert.Equal(t, a.r.Slot(i).Bytes(), a.r.Slot(4+i).Bytes())
+				}
+
+				// A store that fails (the server filled up after the claim)
+				// releases its marker.
+				k := key(7)
+				memory := func(limit string) {
+					for _, admin := range admins {
+						require.NoError(t, admin.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
+						require.NoError(t, admin.ConfigSet(ctx, "maxmemory", limit).Err())
+					}
+				}
+				t.Cleanup(func() { memory("0") })
+				want := driver.Declined
+				if b.build == rediskit.Redis7 && !cluster {
+					// A full Redis 7 refuses the DEL a transaction holds
+					// (a MULTI queues nothing on a full server), and a
+					// tenant may not run the script: this store fails
+					// with an error instead.
+					f.Error("watch", k, rediskit.RedisError("ERR injected by the test"))
+					want = driver.Fault
+				} else {
+					f.Before(rediskit.StoreHook(a.d), k, func() { memory("1") })
+				}
+				res := a.put(t, a.row(k, 7))
+				require.Equal(t, want, res[0].Status, "%v", res[0])
+				// (GET, not EXISTS: the tenant may not run EXISTS.)
+				v, err := c.Get(ctx, k).Result()
+				assert.Equal(t, goredis.Nil, err, "the failed store's marker was not released: the key holds %q", v)
+			})
+		}
+	}
+}
