@@ -207,4 +207,3 @@ func (d *Driver) storeIfEq(ctx context.Context, rows []driver.Row, idx []int, ob
 		codes[i], errs[i] = classify(sets[k].Err())
 	}
 }
-
