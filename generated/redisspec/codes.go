@@ -73,7 +73,7 @@ type Code int64
 const (
 	// OK (OK): the reply was what the call asks for
 	OK Code = 0
-	// Nil (NIL): a nil reply: the key is absent (GET), or SET NX found it present
+	// Nil (NIL): a nil reply: the key is absent (GETRANGE's empty reply: no object or marker is empty), or SET NX found it present
 	Nil Code = -1
 	// Pending (PENDING): the key holds another writer's pending marker
 	Pending Code = -2

@@ -186,7 +186,12 @@ func newReleaseRule() *rules.CallRule {
 
 // MapGet maps get's answer for one row of rowBytes bytes: a byte
 // count, or a negative code.
-// The call GET key; the trailer is checked before any byte reaches the caller's slots.
+// The call GETRANGE key 0 <the row's longest object>; the trailer is checked before any byte reaches the caller's slots.
+//
+// A value longer than any object of the row (another writer's, up to
+// 512 MiB) is refused by its length: the read is bounded, so at most
+// one byte more than the row's longest object crosses the network, and
+// the answer is that length, which the short rule maps.
 func MapGet(answer, rowBytes int64) rules.Mapping {
 	return getRule.Map(answer, rowBytes)
 }
@@ -206,14 +211,14 @@ func newGetRule() *rules.CallRule {
 		Call:   "get",
 		Access: GetAccess,
 		Sized:  true,
-		// spec/redis-valkey-8.1.yaml:120:12
+		// spec/redis-valkey-8.1.yaml:124:12
 		Whole: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenYes,
 			},
 		},
-		// spec/redis-valkey-8.1.yaml:122:7
+		// spec/redis-valkey-8.1.yaml:126:7
 		Short: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -222,28 +227,28 @@ func newGetRule() *rules.CallRule {
 			Text: "the object's payload length differs from the row; the destination is untouched",
 		},
 		Codes: map[int64]rules.Meaning{
-			// spec/redis-valkey-8.1.yaml:127:7
+			// spec/redis-valkey-8.1.yaml:131:7
 			int64(Nil): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Miss},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/redis-valkey-8.1.yaml:128:7
+			// spec/redis-valkey-8.1.yaml:132:7
 			int64(Pending): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.NotReady},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/redis-valkey-8.1.yaml:129:7
+			// spec/redis-valkey-8.1.yaml:133:7
 			int64(Corrupt): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/redis-valkey-8.1.yaml:130:7
+			// spec/redis-valkey-8.1.yaml:134:7
 			int64(Noperm): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -252,7 +257,7 @@ func newGetRule() *rules.CallRule {
 				Text: "the ACL user may not read this key: it is outside the user's key pattern; the destination is untouched",
 			},
 		},
-		// spec/redis-valkey-8.1.yaml:131:16
+		// spec/redis-valkey-8.1.yaml:135:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},

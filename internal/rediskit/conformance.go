@@ -93,7 +93,7 @@ func Scenarios() conformance.Scenarios {
 	return conformance.Scenarios{
 		HoldGet: func(d driver.Driver, key string) (<-chan struct{}, func()) {
 			_, f := parts(d)
-			h := f.Hold("get", key)
+			h := f.Hold("getrange", key)
 			return h.Entered, h.Release
 		},
 		Writing: func(d driver.Driver, key string) func() {
@@ -138,9 +138,9 @@ var codeError = map[redisspec.Code]error{
 	redisspec.Noperm:  RedisError("NOPERM No permissions to access a key"),
 }
 
-// cmdOf is the command each spec call sends first for a key; a store is
-// storeCmd's.
-var cmdOf = map[string]string{"claim": "set", "get": "get"}
+// cmdOf is the command each spec call sends first for a key (a get reads
+// with GETRANGE, bounded by the row's length); a store is storeCmd's.
+var cmdOf = map[string]string{"claim": "set", "get": "getrange"}
 
 // StoreHook is storeHook, for tests that act between a put's claim and
 // its store step.

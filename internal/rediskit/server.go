@@ -61,7 +61,8 @@ func TenantUser(name, password, prefix string, cluster bool) []string {
 }
 
 // TenantCommands are the ACL command rules every tenant needs: the
-// driver's data commands (GET, SET, DEL, and the transactions that replace
+// driver's data commands (GETRANGE, its only read, bounded by the row's
+// length; SET, DEL, and the transactions that replace
 // a marker with an object and delete a marker, WATCH, MULTI, EXEC, DISCARD,
 // UNWATCH) and what connecting sends (HELLO, AUTH). No +eval: a tenant who
 // may run a script can run one forever, and every other tenant's rows then
@@ -70,7 +71,7 @@ func TenantUser(name, password, prefix string, cluster bool) []string {
 // ACL SETUSER line each (TestTheDocumentedTenantACL holds the two alike).
 // (go-redis's CLIENT SETINFO is refused, harmlessly: Redis 7.0 has no such
 // command to allow.)
-var TenantCommands = []string{"-@all", "+get", "+set", "+del", "+watch", "+multi", "+exec", "+discard", "+unwatch",
+var TenantCommands = []string{"-@all", "+getrange", "+set", "+del", "+watch", "+multi", "+exec", "+discard", "+unwatch",
 	"+ping", "+hello", "+auth"}
 
 // ClusterCommands are what a tenant adds on a Cluster: the Cluster
@@ -78,11 +79,12 @@ var TenantCommands = []string{"-@all", "+get", "+set", "+del", "+watch", "+multi
 var ClusterCommands = []string{"+cluster|slots", "+cluster|shards", "+cluster|nodes", "+cluster|info", "+readonly"}
 
 // ClusterScriptCommands are what a tenant adds on a Cluster for the
-// compare-and-set scripts: a transaction there needs every key in one
+// compare-and-set scripts (EVAL, and the GET they call; the ACL holds a
+// script's commands too): a transaction there needs every key in one
 // slot. Redis 7 stores with the script; Valkey 8.1 stores with SET IFEQ and
 // only deletes a failed store's marker with a script (without +eval that
 // marker expires after Options.PendingTTL instead).
-var ClusterScriptCommands = []string{"+eval"}
+var ClusterScriptCommands = []string{"+eval", "+get"}
 
 // TenantRules are the command rules of a tenant, standalone or on a
 // Cluster.

@@ -264,7 +264,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 		pipe = d.c.Pipeline()
 		gets := make([]*goredis.StringCmd, len(exists))
 		for k, i := range exists {
-			gets[k] = pipe.Get(ctx, rows[i].Key)
+			gets[k] = pipe.GetRange(ctx, rows[i].Key, 0, d.readMax(rows[i]))
 		}
 		_, _ = pipe.Exec(ctx)
 		for k, i := range exists {
@@ -285,23 +285,43 @@ func (d *Driver) claimed(ok bool, err error) (rules.Mapping, error) {
 }
 
 // present answers the existence question of a row whose key the claim
-// found present, from a GET of the key (m is the claim's mapping): READY
-// if it holds this row's whole object, NOT_READY if it holds another
-// writer's marker (or vanished), and what the spec's if_other says if it
-// holds anything else.
+// found present, from a bounded read of the key (GETRANGE key 0
+// readMax(row); m is the claim's mapping): READY if it holds this row's
+// whole object, NOT_READY if it holds another writer's marker (or
+// vanished), and what the spec's if_other says if it holds anything else,
+// a value longer than any object of the row included, of which no more
+// than readMax+1 bytes crossed the network.
 func (d *Driver) present(m rules.Mapping, get *goredis.StringCmd, row driver.Row) driver.Result {
 	v, err := get.Bytes()
 	switch {
 	case err != nil && err != goredis.Nil:
 		return m.WithCause(err)
-	case err != nil || bytes.HasPrefix(v, []byte(markerPrefix)):
+	case err != nil || len(v) == 0 || bytes.HasPrefix(v, []byte(markerPrefix)):
 		return driver.Result{Status: m.IfAbsent}
+	case int64(len(v)) > d.readMax(row):
+		return m.Other(fmt.Sprintf("key %q holds more than %d bytes, longer than any object of this %d-byte row; the driver read no further", row.Key, d.readMax(row), row.Bytes()))
 	case d.holdsRow(v, row):
 		return driver.Result{Status: m.IfExists}
 	default:
 		return m.Other(fmt.Sprintf("key %q holds %d bytes that are not this row's %d-byte object", row.Key, len(v), row.Bytes()))
 	}
 }
+
+// readMax is the longest value under row's key the driver reads whole: the
+// row's object with a keyed trailer (the longer format), or a marker. Every
+// read of a key is GETRANGE key 0 readMax, so at most readMax+1 bytes of a
+// value cross the network, however long another writer made it; a reply
+// of readMax+1 bytes is a value no object of this row can be. (GETRANGE
+// answers an empty string for an absent key as for an empty value; no
+// object and no marker is empty, and an empty value left by another
+// writer is read as the absent key it might as well be: deleting it is no
+// more than that writer could do.)
+func (d *Driver) readMax(row driver.Row) int64 {
+	return max(row.Bytes()+trailer.TagSize+trailer.Size, markerLen)
+}
+
+// markerLen is the length of every marker (newMarker).
+const markerLen = int64(len(markerPrefix) + 24)
 
 // stored maps the store step's code of each row of idx into its result,
 // and releases the rows that were not stored.
@@ -362,7 +382,7 @@ func (d *Driver) putWatched(ctx context.Context, c *goredis.Client, rows []drive
 				claims[i] = p.SetNX(ctx, r.Key, marker, d.opt.PendingTTL)
 				watches[i] = goredis.NewStatusCmd(ctx, "watch", r.Key)
 				_ = p.Process(ctx, watches[i])
-				gets[i] = p.Get(ctx, r.Key)
+				gets[i] = p.GetRange(ctx, r.Key, 0, d.readMax(r))
 			}
 			return nil
 		})
@@ -404,7 +424,7 @@ const watchAttempts = 3
 
 // storeWatchedOne stores obj under key, a key this writer claimed whose
 // row a put's transaction could not settle (another watched key changed),
-// in a transaction of its own: WATCH key and GET it; if it still holds
+// in a transaction of its own: WATCH key and read it; if it still holds
 // marker, MULTI/SET/EXEC; LOST once it does not. No script: a tenant who
 // may not EVAL stores all the same (docs/security.md). A transaction that
 // aborts again (the key itself changed, but still holds the marker: it was
@@ -418,7 +438,7 @@ func (d *Driver) storeWatchedOne(ctx context.Context, c *goredis.Client, key str
 			var get *goredis.StringCmd
 			_, _ = tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
 				_ = p.Process(ctx, goredis.NewStatusCmd(ctx, "watch", key))
-				get = p.Get(ctx, key)
+				get = p.GetRange(ctx, key, 0, markerLen)
 				return nil
 			})
 			v, err := get.Result()
@@ -643,7 +663,7 @@ func (d *Driver) releaseWatched(ctx context.Context, c *goredis.Client, rows []d
 		_, _ = tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			for k, i := range idx {
 				_ = p.Process(ctx, goredis.NewStatusCmd(ctx, "watch", rows[i].Key))
-				gets[k] = p.Get(ctx, rows[i].Key)
+				gets[k] = p.GetRange(ctx, rows[i].Key, 0, markerLen)
 			}
 			return nil
 		})
@@ -691,14 +711,13 @@ func newMarker() string {
 // payload into the row's spans.
 //
 // Each object is read straight from the connection into a buffer of d.bufs
-// (GET with go-redis's GetToBuffer), sized for the row's object in either
-// trailer format plus the reply's CRLF: a 4 MiB call then neither
-// allocates nor zeroes 4 MiB of replies, whose garbage made the collector
-// run about ten times per 64 MiB fetch. A key holding an object too big
-// for that buffer (another writer's row of another size) fails the read
-// of its reply and of every reply after it on that connection; those rows
-// are read again with plain GETs (getLarge), so they answer exactly as
-// before.
+// (GETRANGE key 0 readMax, with go-redis's zero-copy reply), sized for the
+// row's object in either trailer format plus one byte and the reply's CRLF:
+// a 4 MiB call then neither allocates nor zeroes 4 MiB of replies, whose
+// garbage made the collector run about ten times per 64 MiB fetch. A key
+// holding a value longer than any object of its row (another writer's, of
+// any length up to 512 MiB) fills the buffer and is refused by that length:
+// readMax+1 bytes of it crossed the network, never the rest (issue 29).
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return d.build.spec.Admission.Get(rows, hint, live) })
 	if err != nil {
@@ -715,57 +734,35 @@ func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (
 		}
 	}()
 	for i, r := range rows {
-		// A marker is shorter than any object but that of an empty row.
-		n := max(r.Bytes()+trailer.TagSize+trailer.Size, int64(len(markerPrefix))+24) + 2
+		n := d.readMax(r) + 1 + 2
 		into[i] = d.bufs.get(n)[:n]
-		gets[i] = pipe.GetToBuffer(ctx, r.Key, into[i])
+		gets[i] = goredis.NewZeroCopyStringCmd(ctx, into[i], "getrange", r.Key, 0, d.readMax(r))
+		_ = pipe.Process(ctx, gets[i])
 	}
 	_, _ = pipe.Exec(ctx)
-	var large []int
 	for i, cmd := range gets {
-		err := cmd.Err()
-		if err != nil && isBufferTooSmall(err) {
-			large = append(large, i)
-			continue
-		}
-		results[i] = d.got(rows[i], cmd.Bytes(), err)
+		results[i] = d.got(rows[i], cmd.Bytes(), cmd.Err())
 	}
-	d.getLarge(ctx, rows, large, results)
 	return driverkit.Finished(results), nil
 }
 
-// isBufferTooSmall reports whether err is GetToBuffer's refusal of an
-// object longer than its buffer (go-redis words it so and gives it no
-// type), or the same error go-redis then sets on the replies it left
-// unread after it. TestGetOfAnObjectLargerThanTheRow holds the wording.
-func isBufferTooSmall(err error) bool {
-	return strings.Contains(err.Error(), "buffer too small")
-}
-
-// getLarge reads the rows of idx with plain GETs, for objects too long for
-// Get's buffers, and sets their results.
-func (d *Driver) getLarge(ctx context.Context, rows []driver.Row, idx []int, results []driver.Result) {
-	if len(idx) == 0 {
-		return
-	}
-	pipe := d.c.Pipeline()
-	gets := make([]*goredis.StringCmd, len(idx))
-	for k, i := range idx {
-		gets[k] = pipe.Get(ctx, rows[i].Key)
-	}
-	_, _ = pipe.Exec(ctx)
-	for k, i := range idx {
-		v, err := gets[k].Bytes()
-		results[i] = d.got(rows[i], v, err)
-	}
-}
-
-// got is the result of a GET of row's key that answered v or err: the
-// trailer is checked before any byte of v reaches the row's spans.
+// got is the result of a read of row's key (GETRANGE key 0 readMax) that
+// answered v or err: an empty v is an absent key, a v longer than readMax
+// a value no object of the row can be, refused by its length; the trailer
+// is checked before any byte of v reaches the row's spans.
 func (d *Driver) got(row driver.Row, v []byte, err error) driver.Result {
+	if err == nil && len(v) == 0 {
+		err = goredis.Nil
+	}
 	if err != nil {
 		code, cerr := classify(err)
 		return d.calls.get.Map(int64(code), row.Bytes()).WithCause(cerr)
+	}
+	if long := d.readMax(row); int64(len(v)) > long {
+		// The size rule (payload length differs), with the length the
+		// driver knows: more than long bytes.
+		return d.calls.get.Map(int64(len(v)), row.Bytes()).WithCause(
+			fmt.Errorf("the key holds more than %d bytes, longer than any object of this row; the driver read no further", long))
 	}
 	if bytes.HasPrefix(v, []byte(markerPrefix)) {
 		return d.calls.get.Map(int64(redisspec.Pending), row.Bytes()).Result

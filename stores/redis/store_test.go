@@ -101,7 +101,7 @@ func TestAClaimedKeyWhoseGETNoLongerAnswersTheMarkerIsLost(t *testing.T) {
 	const key = "kv/v1/lost-at-get"
 	require.NoError(t, c.Del(ctx, key).Err())
 	t.Cleanup(func() { _ = c.Del(ctx, key).Err() })
-	f.Error("get", key, goredis.Nil)
+	f.Error("getrange", key, goredis.Nil)
 
 	op, err := fx.d.Put(ctx, []driver.Row{{Key: key, Spans: []driver.Span{fx.r.Slot(0)}}})
 	require.NoError(t, err)

@@ -142,7 +142,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "get/whole",
-		Pos:         "spec/redis-7.yaml:115:12",
+		Pos:         "spec/redis-7.yaml:119:12",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -152,7 +152,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/short",
-		Pos:         "spec/redis-7.yaml:117:7",
+		Pos:         "spec/redis-7.yaml:121:7",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -162,7 +162,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/NIL",
-		Pos:         "spec/redis-7.yaml:122:12",
+		Pos:         "spec/redis-7.yaml:126:12",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -172,7 +172,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/PENDING",
-		Pos:         "spec/redis-7.yaml:123:16",
+		Pos:         "spec/redis-7.yaml:127:16",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Code: -2, CodeName: "PENDING"},
@@ -182,7 +182,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/CORRUPT",
-		Pos:         "spec/redis-7.yaml:124:16",
+		Pos:         "spec/redis-7.yaml:128:16",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Code: -5, CodeName: "CORRUPT"},
@@ -193,7 +193,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/NOPERM",
-		Pos:         "spec/redis-7.yaml:125:15",
+		Pos:         "spec/redis-7.yaml:129:15",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -203,7 +203,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "get/otherwise-TIMEOUT",
-		Pos:         "spec/redis-7.yaml:126:16",
+		Pos:         "spec/redis-7.yaml:130:16",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Code: -7, CodeName: "TIMEOUT"},
