@@ -89,11 +89,14 @@ const (
 	Timeout Code = -7
 	// Err (ERR): any other error reply (WRONGTYPE, CLUSTERDOWN, ...)
 	Err Code = -8
-	// Noperm (NOPERM): a NOPERM reply: the connection's ACL user may not run the command on this key (another tenant's key pattern)
+	// Noperm (NOPERM): a NOPERM reply: the connection's ACL user may not run the command (its ACL does not grant it), or not on this key (another tenant's key pattern); the reply says which
 	//
 	// An ACL user limited to its own key pattern (~tenantA/*) gets NOPERM for
 	// any other tenant's key: a refusal of this connection, not an absent key,
 	// so it is never a MISS.
+	// A user whose ACL does not grant a command the driver sends gets NOPERM
+	// too; the reply names the command, and the driver's text says to grant
+	// it (classify.go), so the two are never confused.
 	Noperm Code = -9
 )
 

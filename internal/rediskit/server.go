@@ -61,18 +61,16 @@ func TenantUser(name, password, prefix string, cluster bool) []string {
 }
 
 // TenantCommands are the ACL command rules every tenant needs: the
-// driver's data commands (GETRANGE, its only read, bounded by the row's
-// length; SET, DEL, and the transactions that replace
-// a marker with an object and delete a marker, WATCH, MULTI, EXEC, DISCARD,
-// UNWATCH) and what connecting sends (HELLO, AUTH). No +eval: a tenant who
-// may run a script can run one forever, and every other tenant's rows then
-// FAULT with BUSY. No +info: INFO shows every tenant's key count (Open
-// names the server from HELLO). docs/security.md quotes these lists, one
-// ACL SETUSER line each (TestTheDocumentedTenantACL holds the two alike).
-// (go-redis's CLIENT SETINFO is refused, harmlessly: Redis 7.0 has no such
-// command to allow.)
-var TenantCommands = []string{"-@all", "+getrange", "+set", "+del", "+watch", "+multi", "+exec", "+discard", "+unwatch",
-	"+ping", "+hello", "+auth"}
+// driver's data commands, GETRANGE (its only read, bounded by the row's
+// length), SET, DEL, and the transactions that replace a marker with an
+// object and delete a marker (WATCH, MULTI, EXEC, DISCARD, UNWATCH). What
+// connecting sends, HELLO and AUTH, every user may run. No +eval: a tenant
+// who may run a script can run one forever, and every other tenant's rows
+// then FAULT with BUSY. No +info: INFO shows every tenant's key count
+// (Open names the server from HELLO). docs/security.md quotes these
+// lists, one ACL SETUSER line each (TestTheDocumentedTenantACL holds the
+// two alike). (go-redis's CLIENT SETINFO is refused, harmlessly.)
+var TenantCommands = []string{"-@all", "+getrange", "+set", "+del", "+watch", "+multi", "+exec", "+discard", "+unwatch"}
 
 // ClusterCommands are what a tenant adds on a Cluster: the Cluster
 // client's topology reads.

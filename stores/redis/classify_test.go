@@ -52,6 +52,24 @@ func TestClassifyTurnsRepliesIntoSpecCodes(t *testing.T) {
 	}
 }
 
+// TestNopermSaysWhatToGrant: a NOPERM reply that names a command (each
+// build's wording) says to grant it, and one about a key says the key is
+// outside the user's patterns; the server's reply is kept either way.
+func TestNopermSaysWhatToGrant(t *testing.T) {
+	for _, c := range []struct{ reply, want string }{
+		{"NOPERM this user has no permissions to run the 'eval' command", "does not grant the eval command the driver needs (add +eval;"},
+		{"NOPERM User tenantA has no permissions to run the 'getrange' command", "does not grant the getrange command the driver needs (add +getrange;"},
+		{"NOPERM this user has no permissions to run the 'cluster|slots' command", "(add +cluster|slots;"},
+		{"NOPERM this user has no permissions to access one of the keys used as arguments", "the key is outside the user's key patterns"},
+		{"NOPERM No permissions to access a key", "the key is outside the user's key patterns"},
+	} {
+		code, err := classify(replyErr(c.reply))
+		assert.Equal(t, redisspec.Noperm, code)
+		assert.Contains(t, err.Error(), c.want)
+		assert.Contains(t, err.Error(), c.reply)
+	}
+}
+
 // TestServerIdentity pins how the driver names a server from its HELLO
 // reply and which spec it picks: a Valkey is named by its server field and
 // version, a fork that calls itself redis by its own version field, and

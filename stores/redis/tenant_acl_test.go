@@ -149,3 +149,58 @@ func TestTheDocumentedTenantACL(t *testing.T) {
 		}
 	}
 }
+
+// TestAMissingCommandIsNamed: a tenant whose ACL lacks one command of the
+// documented recipe gets an error that names that command and says to
+// grant it, never that the key is outside its pattern (which its key is
+// not): a row FAULT for a put without +set and a get without +getrange.
+// (Open sends only HELLO on a standalone server, which every user may
+// run, as AUTH.)
+func TestAMissingCommandIsNamed(t *testing.T) {
+	recipe := docACL(t)[0]
+	const pass = "pw-missing-9b2c"
+	ctx := context.Background()
+	for _, b := range builds() {
+		t.Run(b.build.Name, func(t *testing.T) {
+			need(t, b.server != nil, b.absent)
+			admin := goredis.NewClient(&goredis.Options{Addr: b.server.Addr})
+			t.Cleanup(func() {
+				_ = admin.Do(ctx, "acl", "deluser", "tenantA").Err()
+				_ = admin.Close()
+			})
+			for _, c := range []struct {
+				drop string
+				call func(t *testing.T, a *tenant, key string) string // the error text
+			}{
+				{"+set", func(t *testing.T, a *tenant, key string) string {
+					r := a.put(t, a.row(key, 0))[0]
+					require.Equal(t, driver.Fault, r.Status, "%v", r)
+					return r.Text
+				}},
+				{"+getrange", func(t *testing.T, a *tenant, key string) string {
+					r := a.get(t, a.row(key, 1))[0]
+					require.Equal(t, driver.Fault, r.Status, "%v", r)
+					return r.Text
+				}},
+			} {
+				t.Run(c.drop, func(t *testing.T) {
+					line := strings.Replace(recipe, " "+c.drop+" ", " ", 1)
+					require.NotEqual(t, recipe, line)
+					require.NoError(t, admin.Do(ctx, "acl", "deluser", "tenantA").Err())
+					var args []any
+					for _, f := range strings.Fields(strings.ReplaceAll(line, "PASSWORD", pass)) {
+						args = append(args, f)
+					}
+					require.NoError(t, admin.Do(ctx, args...).Err())
+					opt := redis.Options{Addrs: []string{b.server.Addr}, Username: "tenantA", Password: pass}
+					text := c.call(t, openTenant(t, opt), fmt.Sprintf("tenantA/v1/missing-%x", time.Now().UnixNano()))
+					cmd := strings.TrimPrefix(c.drop, "+")
+					assert.Contains(t, text, "does not grant the "+cmd+" command")
+					assert.Contains(t, text, "add "+c.drop)
+					assert.NotContains(t, text, "outside the user's key pattern")
+					t.Logf("without %s: %s", c.drop, text)
+				})
+			}
+		})
+	}
+}

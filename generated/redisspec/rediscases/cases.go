@@ -19,7 +19,7 @@ import (
 func All() []speccase.Case {
 	return []speccase.Case{{
 		ID:          "claim/OK",
-		Pos:         "spec/redis-7.yaml:67:11",
+		Pos:         "spec/redis-7.yaml:70:11",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -29,7 +29,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/NIL/exists",
-		Pos:         "spec/redis-7.yaml:71:9",
+		Pos:         "spec/redis-7.yaml:74:9",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -40,7 +40,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/NIL/absent",
-		Pos:         "spec/redis-7.yaml:71:9",
+		Pos:         "spec/redis-7.yaml:74:9",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -50,7 +50,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/NIL/other",
-		Pos:         "spec/redis-7.yaml:71:9",
+		Pos:         "spec/redis-7.yaml:74:9",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -63,7 +63,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/OOM",
-		Pos:         "spec/redis-7.yaml:79:12",
+		Pos:         "spec/redis-7.yaml:82:12",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: -3, CodeName: "OOM"},
@@ -73,7 +73,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/NOPERM",
-		Pos:         "spec/redis-7.yaml:80:15",
+		Pos:         "spec/redis-7.yaml:83:15",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -83,7 +83,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "claim/otherwise-ERR",
-		Pos:         "spec/redis-7.yaml:81:16",
+		Pos:         "spec/redis-7.yaml:84:16",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: -8, CodeName: "ERR"},
@@ -93,7 +93,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "store/OK",
-		Pos:         "spec/redis-7.yaml:90:11",
+		Pos:         "spec/redis-7.yaml:93:11",
 		Op:          speccase.OpPut,
 		Call:        "store",
 		Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -103,7 +103,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "store/LOST",
-		Pos:         "spec/redis-7.yaml:91:13",
+		Pos:         "spec/redis-7.yaml:94:13",
 		Op:          speccase.OpPut,
 		Call:        "store",
 		Answer:      speccase.Answer{Code: -4, CodeName: "LOST"},
@@ -113,7 +113,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "store/NOPERM",
-		Pos:         "spec/redis-7.yaml:92:15",
+		Pos:         "spec/redis-7.yaml:95:15",
 		Op:          speccase.OpPut,
 		Call:        "store",
 		Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -123,7 +123,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "store/OOM",
-		Pos:         "spec/redis-7.yaml:95:12",
+		Pos:         "spec/redis-7.yaml:98:12",
 		Op:          speccase.OpPut,
 		Call:        "store",
 		Answer:      speccase.Answer{Code: -3, CodeName: "OOM"},
@@ -132,7 +132,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "store/otherwise-CONN",
-		Pos:         "spec/redis-7.yaml:96:16",
+		Pos:         "spec/redis-7.yaml:99:16",
 		Op:          speccase.OpPut,
 		Call:        "store",
 		Answer:      speccase.Answer{Code: -6, CodeName: "CONN"},
@@ -142,7 +142,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "get/whole",
-		Pos:         "spec/redis-7.yaml:119:12",
+		Pos:         "spec/redis-7.yaml:122:12",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -152,7 +152,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/short",
-		Pos:         "spec/redis-7.yaml:121:7",
+		Pos:         "spec/redis-7.yaml:124:7",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -162,7 +162,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/NIL",
-		Pos:         "spec/redis-7.yaml:126:12",
+		Pos:         "spec/redis-7.yaml:129:12",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -172,7 +172,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/PENDING",
-		Pos:         "spec/redis-7.yaml:127:16",
+		Pos:         "spec/redis-7.yaml:130:16",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Code: -2, CodeName: "PENDING"},
@@ -182,7 +182,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/CORRUPT",
-		Pos:         "spec/redis-7.yaml:128:16",
+		Pos:         "spec/redis-7.yaml:131:16",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Code: -5, CodeName: "CORRUPT"},
@@ -193,7 +193,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/NOPERM",
-		Pos:         "spec/redis-7.yaml:129:15",
+		Pos:         "spec/redis-7.yaml:132:15",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -203,7 +203,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "get/otherwise-TIMEOUT",
-		Pos:         "spec/redis-7.yaml:130:16",
+		Pos:         "spec/redis-7.yaml:133:16",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Code: -7, CodeName: "TIMEOUT"},

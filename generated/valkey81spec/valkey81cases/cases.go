@@ -19,7 +19,7 @@ import (
 func All() []speccase.Case {
 	return []speccase.Case{{
 		ID:          "claim/OK",
-		Pos:         "spec/redis-valkey-8.1.yaml:69:11",
+		Pos:         "spec/redis-valkey-8.1.yaml:72:11",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -29,7 +29,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/NIL/exists",
-		Pos:         "spec/redis-valkey-8.1.yaml:73:9",
+		Pos:         "spec/redis-valkey-8.1.yaml:76:9",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -40,7 +40,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/NIL/absent",
-		Pos:         "spec/redis-valkey-8.1.yaml:73:9",
+		Pos:         "spec/redis-valkey-8.1.yaml:76:9",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -50,7 +50,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/NIL/other",
-		Pos:         "spec/redis-valkey-8.1.yaml:73:9",
+		Pos:         "spec/redis-valkey-8.1.yaml:76:9",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -63,7 +63,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/OOM",
-		Pos:         "spec/redis-valkey-8.1.yaml:81:12",
+		Pos:         "spec/redis-valkey-8.1.yaml:84:12",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: -3, CodeName: "OOM"},
@@ -73,7 +73,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/NOPERM",
-		Pos:         "spec/redis-valkey-8.1.yaml:82:15",
+		Pos:         "spec/redis-valkey-8.1.yaml:85:15",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -83,7 +83,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "claim/otherwise-ERR",
-		Pos:         "spec/redis-valkey-8.1.yaml:83:16",
+		Pos:         "spec/redis-valkey-8.1.yaml:86:16",
 		Op:          speccase.OpPut,
 		Call:        "claim",
 		Answer:      speccase.Answer{Code: -8, CodeName: "ERR"},
@@ -93,7 +93,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "store/OK",
-		Pos:         "spec/redis-valkey-8.1.yaml:92:11",
+		Pos:         "spec/redis-valkey-8.1.yaml:95:11",
 		Op:          speccase.OpPut,
 		Call:        "store",
 		Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
@@ -103,7 +103,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "store/NIL",
-		Pos:         "spec/redis-valkey-8.1.yaml:96:12",
+		Pos:         "spec/redis-valkey-8.1.yaml:99:12",
 		Op:          speccase.OpPut,
 		Call:        "store",
 		Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -113,7 +113,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "store/NOPERM",
-		Pos:         "spec/redis-valkey-8.1.yaml:97:15",
+		Pos:         "spec/redis-valkey-8.1.yaml:100:15",
 		Op:          speccase.OpPut,
 		Call:        "store",
 		Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -123,7 +123,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "store/OOM",
-		Pos:         "spec/redis-valkey-8.1.yaml:100:12",
+		Pos:         "spec/redis-valkey-8.1.yaml:103:12",
 		Op:          speccase.OpPut,
 		Call:        "store",
 		Answer:      speccase.Answer{Code: -3, CodeName: "OOM"},
@@ -132,7 +132,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "store/otherwise-CONN",
-		Pos:         "spec/redis-valkey-8.1.yaml:101:16",
+		Pos:         "spec/redis-valkey-8.1.yaml:104:16",
 		Op:          speccase.OpPut,
 		Call:        "store",
 		Answer:      speccase.Answer{Code: -6, CodeName: "CONN"},
@@ -142,7 +142,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "get/whole",
-		Pos:         "spec/redis-valkey-8.1.yaml:124:12",
+		Pos:         "spec/redis-valkey-8.1.yaml:127:12",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -152,7 +152,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/short",
-		Pos:         "spec/redis-valkey-8.1.yaml:126:7",
+		Pos:         "spec/redis-valkey-8.1.yaml:129:7",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -162,7 +162,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/NIL",
-		Pos:         "spec/redis-valkey-8.1.yaml:131:12",
+		Pos:         "spec/redis-valkey-8.1.yaml:134:12",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
@@ -172,7 +172,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/PENDING",
-		Pos:         "spec/redis-valkey-8.1.yaml:132:16",
+		Pos:         "spec/redis-valkey-8.1.yaml:135:16",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Code: -2, CodeName: "PENDING"},
@@ -182,7 +182,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/CORRUPT",
-		Pos:         "spec/redis-valkey-8.1.yaml:133:16",
+		Pos:         "spec/redis-valkey-8.1.yaml:136:16",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Code: -5, CodeName: "CORRUPT"},
@@ -193,7 +193,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/NOPERM",
-		Pos:         "spec/redis-valkey-8.1.yaml:134:15",
+		Pos:         "spec/redis-valkey-8.1.yaml:137:15",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
@@ -203,7 +203,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "get/otherwise-TIMEOUT",
-		Pos:         "spec/redis-valkey-8.1.yaml:135:16",
+		Pos:         "spec/redis-valkey-8.1.yaml:138:16",
 		Op:          speccase.OpGet,
 		Call:        "get",
 		Answer:      speccase.Answer{Code: -7, CodeName: "TIMEOUT"},
