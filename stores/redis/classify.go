@@ -36,6 +36,9 @@ func classify(err error) (redisspec.Code, error) {
 		return redisspec.OOM, err
 	case errors.As(err, &redisErr) && strings.HasPrefix(err.Error(), "NOPERM"):
 		return redisspec.Noperm, explainNoperm(err)
+	case errors.As(err, &redisErr) && strings.HasPrefix(err.Error(), "BUSY "):
+		// A FAULT (the spec's otherwise) that says whose doing it is.
+		return redisspec.Err, fmt.Errorf("the server is running a script past its busy-reply-threshold, another client's (this driver's scripts end at once; docs/security.md): %w", err)
 	}
 	return redisspec.Err, err
 }

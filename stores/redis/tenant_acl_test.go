@@ -204,3 +204,48 @@ func TestAMissingCommandIsNamed(t *testing.T) {
 		})
 	}
 }
+
+// TestAScriptThatRunsForeverIsAFaultThatSaysBusy: where a tenant may EVAL
+// (a Redis 7 Cluster needs it), one that runs a script forever stalls the
+// server; past busy-reply-threshold every other client's command answers
+// BUSY, and the driver's rows are FAULTs that say so, at once (not after
+// a timeout), until an admin's SCRIPT KILL; then they read again.
+func TestAScriptThatRunsForeverIsAFaultThatSaysBusy(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range builds() {
+		t.Run(b.build.Name, func(t *testing.T) {
+			need(t, b.server != nil, b.absent)
+			s, err := rediskit.StartWith(rediskit.Config{Build: b.build, Extra: []string{"--busy-reply-threshold", "100"}})
+			require.NoError(t, err)
+			t.Cleanup(s.Stop)
+			a := openTenant(t, redis.Options{Addrs: []string{s.Addr}})
+			key := "busy/v1/00"
+			a.fill(0, 9)
+			require.Equal(t, driver.Ready, a.put(t, a.row(key, 0))[0].Status)
+
+			neighbour := goredis.NewClient(&goredis.Options{Addr: s.Addr, ReadTimeout: -1})
+			admin := goredis.NewClient(&goredis.Options{Addr: s.Addr})
+			t.Cleanup(func() { _ = neighbour.Close(); _ = admin.Close() })
+			ran := make(chan error, 1)
+			go func() { ran <- neighbour.Eval(ctx, "while true do end", nil).Err() }()
+			require.Eventually(t, func() bool {
+				err := admin.Ping(ctx).Err()
+				return err != nil && strings.HasPrefix(err.Error(), "BUSY")
+			}, 5*time.Second, 5*time.Millisecond, "the server never answered BUSY")
+
+			start := time.Now()
+			res := a.get(t, a.row(key, 1))[0]
+			took := time.Since(start)
+			assert.Equal(t, driver.Fault, res.Status, "%v", res)
+			assert.Contains(t, res.Text, "running a script past its busy-reply-threshold, another client's")
+			assert.Contains(t, res.Text, "BUSY")
+			assert.Less(t, took, time.Second, "the row waited %v", took)
+			t.Logf("during the script: %v (after %v)", res, took.Round(time.Millisecond))
+
+			require.NoError(t, admin.Do(ctx, "script", "kill").Err())
+			assert.Error(t, <-ran, "the killed script")
+			res = a.get(t, a.row(key, 1))[0]
+			assert.Equal(t, driver.Ready, res.Status, "%v", res)
+		})
+	}
+}
