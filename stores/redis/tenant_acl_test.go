@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/redis"
@@ -247,5 +248,55 @@ func TestAScriptThatRunsForeverIsAFaultThatSaysBusy(t *testing.T) {
 			res = a.get(t, a.row(key, 1))[0]
 			assert.Equal(t, driver.Ready, res.Status, "%v", res)
 		})
+	}
+}
+
+// TestConformanceAsTheDocumentedTenant runs the conformance suite, with
+// each build's generated cases, over a server and a Cluster of each build
+// as the tenant docs/security.md prescribes, created from the doc's own
+// lines with one change: the key patterns are the prefixes of the suite's
+// keys (~conformance/* ~round-trip/*). The suite sets the server up and plays the other
+// writer as the default user (rediskit.Deployment.Username); its SDK
+// checks, which ask the server itself, run in TestConformance.
+func TestConformanceAsTheDocumentedTenant(t *testing.T) {
+	lines := docACL(t)
+	const pass = "pw-suite-71d3aa"
+	for _, b := range builds() {
+		for _, cluster := range []bool{false, true} {
+			var addrs []string
+			if b.server != nil {
+				addrs = []string{b.server.Addr}
+				if cluster {
+					addrs = clusterOf(t, b.build).Addrs()
+				}
+				apply := lines[:1]
+				if cluster {
+					apply = lines
+				}
+				ctx := context.Background()
+				for _, addr := range addrs {
+					admin := goredis.NewClient(&goredis.Options{Addr: addr})
+					for _, line := range apply {
+						line = strings.ReplaceAll(strings.ReplaceAll(line, "PASSWORD", pass), "~tenantA/*", "~conformance/* ~round-trip/*")
+						var args []any
+						for _, f := range strings.Fields(line) {
+							args = append(args, f)
+						}
+						require.NoError(t, admin.Do(ctx, args...).Err(), "%s on %s", line, addr)
+					}
+					t.Cleanup(func() {
+						_ = admin.Do(ctx, "acl", "deluser", "tenantA").Err()
+						_ = admin.Close()
+					})
+				}
+			}
+			dep := func() rediskit.Deployment {
+				return rediskit.Deployment{Addrs: addrs, Cluster: cluster, Username: "tenantA", Password: pass}
+			}
+			name := b.build.Store + map[bool]string{false: "-tenant", true: "-cluster-tenant"}[cluster]
+			s := b.build.Suite(name, dep, b.server != nil, b.absent)
+			s.SDKChecks = nil
+			conformance.Run(t, s)
+		}
 	}
 }
