@@ -200,12 +200,35 @@ func testGraph(root string) (string, map[string][]string, error) {
 			}
 		}
 	}
+	// Those whose own or test files import the package come first (their
+	// tests aim at it), the commands (whole programs, slow to test) last.
+	out, err = goCmd(root, "list", "-e", "-f", "{{.ImportPath}}|{{join .Imports \" \"}} {{join .TestImports \" \"}} {{join .XTestImports \" \"}}", "./...")
+	if err != nil {
+		return "", nil, err
+	}
+	direct := map[[2]string]bool{} // {importer, imported}
+	for _, line := range strings.Split(string(out), "\n") {
+		name, imports, _ := strings.Cut(line, "|")
+		for _, im := range strings.Fields(imports) {
+			direct[[2]string{name, im}] = true
+		}
+	}
+	rank := func(p, t string) [2]bool {
+		return [2]bool{!direct[[2]string{t, p}], strings.HasPrefix(t, mod+"/cmd/")}
+	}
 	testers := map[string][]string{}
 	for p, ts := range seen {
 		for t := range ts {
 			testers[p] = append(testers[p], t)
 		}
-		sort.Strings(testers[p])
+		sort.Slice(testers[p], func(i, j int) bool {
+			a, b := testers[p][i], testers[p][j]
+			ra, rb := rank(p, a), rank(p, b)
+			if ra != rb {
+				return !ra[0] && rb[0] || ra[0] == rb[0] && !ra[1] && rb[1]
+			}
+			return a < b
+		})
 	}
 	return mod, testers, nil
 }
