@@ -451,6 +451,7 @@ type Report struct {
 	Survived int // every test passed
 	Hung     int // a test timed out (not counted as killed)
 	Unbuilt  int // the compiler refused the mutant (not counted)
+	Cut      int // passed the tests run before the budget ran out (not counted)
 	// Survivors and Hangs are "file:line:col: change: source line".
 	Survivors, Hangs []string
 	Took             time.Duration
@@ -476,8 +477,8 @@ func (r *Report) Print(w io.Writer) {
 	if r.Race {
 		how = "with -race"
 	}
-	fmt.Fprintf(w, "%s: score %.1f%% (%d killed, %d survived, %d hung; %d did not build); sampled %d of %d mutants (%.0f%%); tests of %d packages %s; %v\n",
-		r.Dir, r.Score(), r.Killed, r.Survived, r.Hung, r.Unbuilt, r.Tried, r.Total, share, r.Packages, how, r.Took.Round(time.Second))
+	fmt.Fprintf(w, "%s: score %.1f%% (%d killed, %d survived, %d hung; %d did not build, %d cut short by the budget); sampled %d of %d mutants (%.0f%%); tests of %d packages %s; %v\n",
+		r.Dir, r.Score(), r.Killed, r.Survived, r.Hung, r.Unbuilt, r.Cut, r.Tried, r.Total, share, r.Packages, how, r.Took.Round(time.Second))
 	sort.Strings(r.Survivors)
 	for _, s := range r.Survivors {
 		fmt.Fprintf(w, "  survived %s\n", s)
@@ -498,6 +499,7 @@ func Total(rs []*Report) *Report {
 		t.Survived += r.Survived
 		t.Hung += r.Hung
 		t.Unbuilt += r.Unbuilt
+		t.Cut += r.Cut
 		t.Took += r.Took
 		t.Packages = max(t.Packages, r.Packages)
 	}
@@ -518,7 +520,7 @@ func run(cfg Config, ms []Mutant, pkgs []string, race bool, budget time.Duration
 			defer wg.Done()
 			for k := range next {
 				m := ms[k]
-				out := test(cfg, m, pkgs, race, filepath.Join(tmp, strconv.Itoa(j)))
+				out := test(cfg, m, pkgs, race, deadline, filepath.Join(tmp, strconv.Itoa(j)))
 				pos := m.Pos
 				if rel, err := filepath.Rel(cfg.Root, m.Pos); err == nil {
 					pos = rel
@@ -534,6 +536,8 @@ func run(cfg Config, ms []Mutant, pkgs []string, race bool, budget time.Duration
 					r.Hangs = append(r.Hangs, line)
 				case unbuilt:
 					r.Unbuilt++
+				case cut:
+					r.Cut++
 				case survived:
 					r.Survived++
 					r.Survivors = append(r.Survivors, line)
@@ -561,11 +565,13 @@ const (
 	survived
 	unbuilt
 	hung
+	cut
 )
 
 // test runs the tests of pkgs against m, one package at a time, and
-// stops at the first that does not pass.
-func test(cfg Config, m Mutant, pkgs []string, race bool, work string) verdict {
+// stops at the first that does not pass. Past deadline it starts no
+// further package: the mutant is cut short, and not counted.
+func test(cfg Config, m Mutant, pkgs []string, race bool, deadline time.Time, work string) verdict {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		fatal(err)
 	}
@@ -579,7 +585,10 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, work string) verdict {
 	if err := os.WriteFile(ov, overlay, 0o644); err != nil {
 		fatal(err)
 	}
-	for _, p := range pkgs {
+	for i, p := range pkgs {
+		if i > 0 && time.Now().After(deadline) {
+			return cut // the budget ran out before every package's tests ran
+		}
 		if v := testPackage(cfg, ov, p, race); v != survived {
 			return v
 		}
