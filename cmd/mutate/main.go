@@ -160,7 +160,18 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 			}
 		}
 		share := (cfg.Budget - time.Since(start)) / time.Duration(len(dirs)-k)
-		r := run(cfg, ms, pkgs, race, share, tmp)
+		// The package's own tests, unmutated: a failure there would count
+		// every mutant killed, and their time bounds a mutant's (a hang
+		// then costs a few times a run, not cfg.Timeout).
+		t0 := time.Now()
+		if v := testPackage(cfg, "", importPath, race, cfg.Timeout); v != survived {
+			r := &Report{Dir: d, Race: race, Packages: len(pkgs), Total: len(ms), Baseline: fmt.Sprintf("its own tests do not pass unmutated (%s): no mutant tried", verdictNames[v])}
+			r.Print(w)
+			reports = append(reports, r)
+			continue
+		}
+		own := min(max(4*time.Since(t0), time.Minute), cfg.Timeout)
+		r := run(cfg, ms, pkgs, race, own, share-time.Since(t0), tmp)
 		r.Dir, r.Race, r.Packages = d, race, len(pkgs)
 		r.Print(w)
 		reports = append(reports, r)
@@ -452,6 +463,8 @@ type Report struct {
 	Hung     int // a test timed out (not counted as killed)
 	Unbuilt  int // the compiler refused the mutant (not counted)
 	Cut      int // passed the tests run before the budget ran out (not counted)
+	// Baseline, when set, says why no mutant was tried.
+	Baseline string
 	// Survivors and Hangs are "file:line:col: change: source line".
 	Survivors, Hangs []string
 	Took             time.Duration
@@ -472,6 +485,10 @@ func (r *Report) Print(w io.Writer) {
 	share := 0.0
 	if r.Total > 0 {
 		share = 100 * float64(r.Tried) / float64(r.Total)
+	}
+	if r.Baseline != "" {
+		fmt.Fprintf(w, "%s: %s\n", r.Dir, r.Baseline)
+		return
 	}
 	how := "without -race"
 	if r.Race {
@@ -507,7 +524,7 @@ func Total(rs []*Report) *Report {
 }
 
 // run tests mutants until they or the budget run out.
-func run(cfg Config, ms []Mutant, pkgs []string, race bool, budget time.Duration, tmp string) *Report {
+func run(cfg Config, ms []Mutant, pkgs []string, race bool, own, budget time.Duration, tmp string) *Report {
 	r := &Report{Total: len(ms)}
 	start := time.Now()
 	deadline := start.Add(budget)
@@ -520,7 +537,7 @@ func run(cfg Config, ms []Mutant, pkgs []string, race bool, budget time.Duration
 			defer wg.Done()
 			for k := range next {
 				m := ms[k]
-				out := test(cfg, m, pkgs, race, deadline, filepath.Join(tmp, strconv.Itoa(j)))
+				out := test(cfg, m, pkgs, race, own, deadline, filepath.Join(tmp, strconv.Itoa(j)))
 				pos := m.Pos
 				if rel, err := filepath.Rel(cfg.Root, m.Pos); err == nil {
 					pos = rel
@@ -568,10 +585,13 @@ const (
 	cut
 )
 
+var verdictNames = map[verdict]string{killed: "failed", survived: "passed", unbuilt: "did not build", hung: "timed out", cut: "cut short"}
+
 // test runs the tests of pkgs against m, one package at a time, and
 // stops at the first that does not pass. Past deadline it starts no
 // further package: the mutant is cut short, and not counted.
-func test(cfg Config, m Mutant, pkgs []string, race bool, deadline time.Time, work string) verdict {
+// The package's own tests get own as their -timeout.
+func test(cfg Config, m Mutant, pkgs []string, race bool, own time.Duration, deadline time.Time, work string) verdict {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		fatal(err)
 	}
@@ -589,20 +609,28 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, deadline time.Time, wo
 		if i > 0 && time.Now().After(deadline) {
 			return cut // the budget ran out before every package's tests ran
 		}
-		if v := testPackage(cfg, ov, p, race); v != survived {
+		timeout := cfg.Timeout
+		if i == 0 {
+			timeout = own
+		}
+		if v := testPackage(cfg, ov, p, race, timeout); v != survived {
 			return v
 		}
 	}
 	return survived
 }
 
-// testPackage runs one package's tests with the overlay.
-func testPackage(cfg Config, overlay, pkg string, race bool) verdict {
+// testPackage runs one package's tests with the overlay ("": none) and
+// -timeout timeout.
+func testPackage(cfg Config, overlay, pkg string, race bool, timeout time.Duration) verdict {
 	// The test binary panics at -timeout; the context is the backstop
 	// for a build or a binary that never gets that far.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.Timeout+2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout+2*time.Minute)
 	defer cancel()
-	args := []string{"test", "-overlay", overlay, "-count=1", "-failfast", "-timeout", cfg.Timeout.String()}
+	args := []string{"test", "-count=1", "-failfast", "-timeout", timeout.String()}
+	if overlay != "" {
+		args = append(args, "-overlay", overlay)
+	}
 	if race {
 		args = append(args, "-race")
 	}

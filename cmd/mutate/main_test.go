@@ -155,3 +155,18 @@ func TestTheTestGraphFindsImporters(t *testing.T) {
 	assert.Equal(t, []string{"example.com/mod/b"}, testers["example.com/mod/a"])
 	assert.Empty(t, testers["example.com/mod/b"])
 }
+
+// TestAPackageWhoseTestsFailIsNotMutated: were c's tests failing
+// unmutated counted, every mutant would look killed; c is reported and
+// skipped instead.
+func TestAPackageWhoseTestsFailIsNotMutated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	var out bytes.Buffer
+	rs, err := Run(Config{Root: mod, Budget: time.Minute, Timeout: time.Minute, Race: "never"}, []string{"c"}, &out)
+	require.NoError(t, err)
+	assert.Zero(t, rs[0].Tried)
+	assert.Zero(t, rs[0].Killed)
+	assert.Contains(t, out.String(), "c: its own tests do not pass unmutated (failed): no mutant tried")
+}
