@@ -211,7 +211,9 @@ func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 	switch {
 	case code == redisspec.OK:
 	case c.Call == "claim" && code == redisspec.Nil && c.Other:
-		return set(a, key, trailer.Encode(key, payload[:len(payload)/2]))
+		// The row's length, other bytes: only comparing the bytes tells
+		// it from the row's own object (stores/redis tests the lengths).
+		return set(a, key, trailer.Encode(key, payload))
 	case c.Call == "claim" && code == redisspec.Nil && c.Exists:
 		return set(a, key, trailer.Encode(key, conformance.Filled(conformance.RowBytes, conformance.CaseSeed)))
 	case c.Call == "claim" && code == redisspec.Nil:

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kvblob/kvblob/conformance/storekit"
@@ -49,6 +50,11 @@ type Config struct {
 	Users [][]string
 	// Extra are more redis-server arguments.
 	Extra []string
+
+	// clusterBus gives the server a cluster bus port of its own
+	// (--cluster-port, a free port), instead of the default client port +
+	// 10000, which may be taken, or past 65535.
+	clusterBus bool
 }
 
 // TenantUser is an ACL user limited to the keys under prefix (kvblob keys
@@ -101,6 +107,8 @@ func Start(extra ...string) (*Server, error) { return StartWith(Config{Extra: ex
 // StartWith starts a redis-server as cfg says, bound to 127.0.0.1 only,
 // and waits until it answers PING (at most 10 s).
 func StartWith(cfg Config) (*Server, error) {
+	var mu sync.Mutex
+	buses := map[string]int{} // dir -> bus port: a restart keeps it
 	args := func(host string, port int, dir string) []string {
 		// Loopback only: every port the server opens (client, TLS, cluster
 		// bus) binds the addresses of --bind.
@@ -112,6 +120,16 @@ func StartWith(cfg Config) (*Server, error) {
 				"--tls-cluster", "yes", "--tls-replication", "yes")
 		} else {
 			args = append(args, "--port", strconv.Itoa(port))
+		}
+		if cfg.clusterBus {
+			mu.Lock()
+			bus, ok := buses[dir]
+			if !ok {
+				bus, _ = storekit.FreePort() // 0 on failure: the server's default, and a log line if it fails
+				buses[dir] = bus
+			}
+			mu.Unlock()
+			args = append(args, "--cluster-port", strconv.Itoa(bus))
 		}
 		for _, u := range cfg.Users {
 			args = append(append(args, "--user"), u...)
@@ -205,6 +223,7 @@ func StartClusterWith(n int, cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{}
 	node := cfg
+	node.clusterBus = true
 	node.Extra = append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"}, cfg.Extra...)
 	for i := 0; i < n; i++ {
 		s, err := StartWith(node)
