@@ -47,7 +47,7 @@ func TestAnotherWritersMarkerIsNeverTakenAsOurs(t *testing.T) {
 	res, _ := op.Poll()
 	require.Equal(t, driver.Ready, res[0].Status, res[0].Text)
 
-	f.Reply("get", key, rediskit.Marker)
+	f.Reply("getrange", key, rediskit.Marker)
 	op, err = d.Put(ctx, []driver.Row{{Key: key, Spans: []driver.Span{r.Slot(0)}}})
 	require.NoError(t, err)
 	res, _ = op.Poll()
