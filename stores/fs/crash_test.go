@@ -17,9 +17,9 @@ import (
 )
 
 // crashModel replays Options.Trace as a file server that loses, at a
-// crash, every write not fsynced and every rename or removal whose
-// directory was not fsynced after it. Directories themselves survive (the
-// driver's mkdirs are outside the model).
+// crash, every write not fsynced and every rename, removal or mkdir whose
+// directory was not fsynced after it; a file survives only if every
+// directory above it does.
 type crashModel struct {
 	root   string
 	events []fs.Event
@@ -47,8 +47,11 @@ func (m *crashModel) record(e fs.Event) {
 // of them (torn).
 func (m *crashModel) crash(k int) map[string][]byte {
 	live, durable := map[string]*inode{}, map[string]*inode{}
+	liveDirs, durableDirs := map[string]bool{}, map[string]bool{}
 	for i, e := range m.events[:k] {
 		switch e.Op {
+		case fs.EventMkdir:
+			liveDirs[e.Path] = true
 		case fs.EventWrite:
 			live[e.Path] = &inode{bytes: m.bytes[i]}
 		case fs.EventSync:
@@ -69,10 +72,22 @@ func (m *crashModel) crash(k int) map[string][]byte {
 					durable[p] = n
 				}
 			}
+			for p := range liveDirs {
+				if filepath.Dir(p) == e.Path {
+					durableDirs[p] = true
+				}
+			}
 		}
 	}
 	out := map[string][]byte{}
 	for p, n := range durable {
+		lost := false
+		for dir := filepath.Dir(p); dir != "."; dir = filepath.Dir(dir) {
+			lost = lost || !durableDirs[dir]
+		}
+		if lost {
+			continue
+		}
 		if n.synced {
 			out[p] = n.bytes
 		} else {
@@ -82,14 +97,16 @@ func (m *crashModel) crash(k int) map[string][]byte {
 	return out
 }
 
-// TestACrashLeavesAReadyRowWholeOrAbsent puts two versions of a row
+// TestACrashLeavesAReadyRowWholeOrAbsent puts, into a fresh root (so the
+// key's directories are made too), two versions of a row
 // (another length, other bytes) under one key, tracing the calls, and then
 // models a crash of the file server after every prefix of the trace: a
 // read through a fresh driver over what the crash left is READY only with
 // one version's whole bytes, never torn, and after the whole trace (both
 // puts answered READY) it is READY with the second version. Leaving out
-// the file's fsync (the object survives torn: a FAULT) or the directory's
-// (the rename is lost: a MISS) fails the last.
+// the file's fsync (the object survives torn: a FAULT), the directory's
+// (the rename is lost: a MISS) or a new directory's parent's (the
+// directory is lost: a MISS) fails the last.
 func TestACrashLeavesAReadyRowWholeOrAbsent(t *testing.T) {
 	m := &crashModel{root: t.TempDir(), bytes: map[int][]byte{}}
 	d, err := fs.Open(fs.Options{Root: m.root, Trace: m.record})

@@ -77,7 +77,8 @@ type Options struct {
 	// the file server leaves, once it succeeded and in the order made: a
 	// temporary file written whole (EventWrite), the file fsynced
 	// (EventSync), renamed over the object (EventRename), removed
-	// (EventRemove), and the key's directory fsynced (EventSyncDir). The
+	// (EventRemove), a directory made (EventMkdir), and a directory
+	// fsynced (EventSyncDir: the key's, or a new one's parent). The
 	// driver issues the fsyncs through the same helpers that report them,
 	// so a fsync left out is missing from the trace too. Tests replay it
 	// to model a crash; production leaves it nil.
@@ -100,7 +101,8 @@ const (
 	EventSync    EventOp = "fsync"    // Path: a file, fsynced
 	EventRename  EventOp = "rename"   // Path renamed to To
 	EventRemove  EventOp = "remove"   // Path removed
-	EventSyncDir EventOp = "fsyncdir" // Path: a directory, fsynced
+	EventSyncDir EventOp = "fsyncdir" // Path: a directory, fsynced ("." is the root)
+	EventMkdir   EventOp = "mkdir"    // Path: a directory, made
 )
 
 // DefaultMaxClockSkew is Options.MaxClockSkew's default.
@@ -162,6 +164,7 @@ func Open(opt Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fs: root: %w", err)
 	}
+	t.trace = opt.Trace
 	d := &Driver{opt: opt, tree: t, fileMode: unixMode(opt.FileMode), dirMode: unixMode(opt.DirMode)}
 	d.exact = d.fileMode != 0o600
 	if opt.SweepBudget > 0 {
