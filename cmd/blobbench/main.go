@@ -4,33 +4,39 @@
 //
 //   - publish and fetch of views of many driver calls (-view-bytes, cut at
 //     -bytes-per-call) at 256 KiB, 1 MiB and 4 MiB rows with 1, 2 and 4
-//     workers, beside a memcpy and an allocate-then-copy of the same bytes;
+//     workers, beside a memcpy and an allocate-then-copy of the same bytes
+//     on as many goroutines as there are workers (the machine's limit for
+//     that many workers), and, for a store with a client of its own, that
+//     client doing the same work at the concurrency the driver reaches;
 //   - fetch latency of one 1 MiB row, idle and next to two publish streams,
 //     -latency-samples samples per phase;
 //   - row-ops per second end to end through Publish and Fetch over the
 //     memory store at 4 KiB rows: each rep is 8 round trips of a view of
 //     4,096 rows (tens of milliseconds, so a rep is steady state, not a
-//     few wake-ups), beside a memcpy of the same bytes 4 KiB at a time;
+//     few wake-ups), beside a memcpy of the same bytes 4 KiB at a time on
+//     as many goroutines as the backend has workers;
 //   - the backend's cost per row-op as its work grows (package
 //     internal/scalebench): with 16, 256 and 4,096 one-row fetches
 //     outstanding, and over views of 1, 16, 256 and 1,024 one-row
 //     batches, each size in every rep; a flat cost keeps each rep's
 //     largest over smallest near 1.
 //
-// Every figure is the median over -reps reps, with its range; a ratio is
-// taken inside each rep, side by side, then its median reported. It
-// prints a table, writes blobbench.json and bandwidth.svg into -out, and
-// ends with one ratios line per store at 1 MiB rows and 2 workers:
+// Every baseline starts from the same state whatever ran before it (see
+// measureBandwidth). Every figure is the median over -reps reps, with its
+// range; a ratio is taken inside each rep, side by side, then its median
+// reported. It prints a table, writes blobbench.json and bandwidth.svg
+// into -out, and ends with one ratios line per store, at 2 workers, with
+// every ratio at every row size (name@size):
 //
-//	ratios[memory]: publish_vs_memcpy=X (min–max) fetch_vs_memcpy=Y (min–max) fetch_p99_loaded_vs_idle=Z (min–max) row_ops_per_s=N (min–max) row_op_cost_max_vs_min_over_attempts=A (min–max) over_batches_per_view=B (min–max)
+//	ratios[memory]: workers=2 publish_vs_memcpy@256KiB=X (min–max) fetch_vs_memcpy@256KiB=Y (min–max) ... fetch_p99_loaded_vs_idle=Z (min–max) row_ops_per_s=N (min–max) row_ops_vs_memcpy=R (min–max) row_op_cost_max_vs_min_over_attempts=A (min–max) over_batches_per_view=B (min–max)
 //
 // With -redis host:port (or -redis-cluster host:port,...) it benches a
 // Redis deployment you run instead of starting one: it refuses a store
 // that holds any key under -prefix/ unless -force is given, and deletes
 // every key it wrote, at the end, on failure and on Ctrl-C. The redis
-// ratios line adds publish_vs_pipeline and fetch_vs_pipeline: a plain
-// go-redis pipelined SET and GET of the same bytes over the publish's and
-// fetch's times.
+// ratios line adds publish_vs_pipeline and fetch_vs_pipeline at each size:
+// a plain go-redis pipelined SET and GET of the same bytes over the
+// publish's and fetch's times.
 //
 // Built with -tags mooncake (against an installed SDK: see
 // stores/mooncake/cgosdk/doc.go), it also measures "mooncake-real", the
@@ -254,31 +260,48 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(*out, "blobbench.json"), filepath.Join(*out, "bandwidth.svg"))
 	for _, r := range rep.Ratios {
-		fmt.Fprintf(stdout, "ratios[%s]: publish_vs_memcpy=%s fetch_vs_memcpy=%s fetch_p99_loaded_vs_idle=%s", r.Store,
-			r.PublishVsMemcpy, r.FetchVsMemcpy, r.FetchP99LoadedVsIdle)
-		if r.PublishVsPipeline != nil {
-			fmt.Fprintf(stdout, " publish_vs_%s=%s fetch_vs_%s=%s", r.PlainName, r.PublishVsPipeline, r.PlainName, r.FetchVsPipeline)
-		}
-		if r.RowOpsPerSecond != nil {
-			s := r.RowOpsPerSecond
-			fmt.Fprintf(stdout, " row_ops_per_s=%.0f (%.0f–%.0f)", s.Median, s.Min, s.Max)
-		}
-		if r.AttemptsMaxVsMin != nil {
-			fmt.Fprintf(stdout, " row_op_cost_max_vs_min_over_attempts=%s over_batches_per_view=%s", r.AttemptsMaxVsMin, r.BatchesMaxVsMin)
-		}
-		fmt.Fprintln(stdout)
+		printRatios(stdout, r)
 	}
 	return 0
 }
 
+// printRatios prints a store's ratios line: every ratio at every row size
+// (name@size), then the figures measured once per store.
+func printRatios(w io.Writer, r ratios) {
+	fmt.Fprintf(w, "ratios[%s]: workers=%d", r.Store, r.Workers)
+	for _, z := range r.Sizes {
+		at := strings.ReplaceAll(size(z.RowBytes), " ", "")
+		fmt.Fprintf(w, " publish_vs_memcpy@%s=%s fetch_vs_memcpy@%s=%s", at, z.PublishVsMemcpy, at, z.FetchVsMemcpy)
+		if z.PublishVsPlain != nil {
+			fmt.Fprintf(w, " publish_vs_%s@%s=%s fetch_vs_%s@%s=%s", r.PlainName, at, z.PublishVsPlain, r.PlainName, at, z.FetchVsPlain)
+		}
+	}
+	fmt.Fprintf(w, " fetch_p99_loaded_vs_idle=%s", r.FetchP99LoadedVsIdle)
+	if r.RowOpsPerSecond != nil {
+		s := r.RowOpsPerSecond
+		fmt.Fprintf(w, " row_ops_per_s=%.0f (%.0f–%.0f) row_ops_vs_memcpy=%s", s.Median, s.Min, s.Max, r.RowOpsVsMemcpy)
+	}
+	if r.AttemptsMaxVsMin != nil {
+		fmt.Fprintf(w, " row_op_cost_max_vs_min_over_attempts=%s over_batches_per_view=%s", r.AttemptsMaxVsMin, r.BatchesMaxVsMin)
+	}
+	fmt.Fprintln(w)
+}
+
 func printTable(w io.Writer, rep *report) {
-	fmt.Fprintf(w, "GOMAXPROCS=%d, %d reps (median, range), views of %s cut at %s or %d rows per call\n\n",
-		rep.Plan.GOMAXPROCS, rep.Plan.Reps, size(rep.Plan.ViewBytes), size(rep.Plan.BytesPerCall), rep.Plan.RowsPerCall)
+	fmt.Fprintf(w, "GOMAXPROCS=%d, load average %s at the start, %d reps (median, range), views of %s cut at %s or %d rows per call\n",
+		rep.Plan.GOMAXPROCS, rep.Plan.LoadAvg, rep.Plan.Reps, size(rep.Plan.ViewBytes), size(rep.Plan.BytesPerCall), rep.Plan.RowsPerCall)
+	fmt.Fprintln(w, "memcpy and alloc+copy run on as many goroutines as the backend has workers; alloc+copy starts from a heap returned to the system;")
+	fmt.Fprintln(w, "own client: the store's client doing the same work at the same concurrency (workers x rows in flight per call), same objects")
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "store\trow\tworkers\tcalls/view\tpublish GB/s\tfetch GB/s\tmemcpy GB/s\talloc+copy GB/s\tpublish/memcpy\tfetch/memcpy\t")
+	fmt.Fprintln(tw, "store\trow\tworkers\tin flight\tcalls/view\tpublish GB/s\tfetch GB/s\tmemcpy GB/s\talloc+copy GB/s\tpublish/memcpy\tfetch/memcpy\tpublish/own client\tfetch/own client\t")
 	for _, r := range rep.Bandwidth {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t\n", r.Store, size(r.RowBytes), r.Workers, r.BatchesPerView,
-			r.PublishGBs, r.FetchGBs, r.MemcpyGBs, r.AllocCopyGBs, r.PublishVsMemcpy, r.FetchVsMemcpy)
+		pp, fp := "-", "-"
+		if r.PublishVsPipeline != nil {
+			pp, fp = r.PublishVsPipeline.String(), r.FetchVsPipeline.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t\n", r.Store, size(r.RowBytes), r.Workers, r.Concurrency, r.BatchesPerView,
+			r.PublishGBs, r.FetchGBs, r.MemcpyGBs, r.AllocCopyGBs, r.PublishVsMemcpy, r.FetchVsMemcpy, pp, fp)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -292,8 +315,8 @@ func printTable(w io.Writer, rep *report) {
 	ro := rep.RowOps
 	fmt.Fprintf(w, "row-ops end to end (%s, %s rows, views of %d rows, %d round trips per rep of %.1f ms, %d workers): %.0f/s (%.0f–%.0f)\n",
 		ro.Store, size(ro.RowBytes), ro.Rows, ro.ViewsPer, 1000*ro.RepSeconds, ro.Workers, ro.PerSecond.Median, ro.PerSecond.Min, ro.PerSecond.Max)
-	fmt.Fprintf(w, "  memcpy of the same bytes, 4 KiB at a time, one goroutine: %.0f/s (%.0f–%.0f); row-ops vs memcpy %s\n",
-		ro.MemcpyPerSecond.Median, ro.MemcpyPerSecond.Min, ro.MemcpyPerSecond.Max, ro.VsMemcpy)
+	fmt.Fprintf(w, "  memcpy of the same bytes, 4 KiB at a time, %d goroutines: %.0f/s (%.0f–%.0f); row-ops vs memcpy %s\n",
+		ro.Workers, ro.MemcpyPerSecond.Median, ro.MemcpyPerSecond.Min, ro.MemcpyPerSecond.Max, ro.VsMemcpy)
 	sc := rep.Scaling
 	fmt.Fprintf(w, "cost per row-op as work grows (%s, %s rows, %d workers, %d row-ops per size per rep), ns:\n", sc.Store, size(sc.RowBytes), sc.Workers, sc.OpsPerRep)
 	for _, line := range []struct {

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,11 +32,22 @@ func TestQuickRunWritesEveryOutput(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.Equal(t, 0, run([]string{"-quick", "-no-redis", "-out", dir}, &out, &errb), errb.String())
 	f := `\d+\.\d+ \(\d+\.\d+–\d+\.\d+\)`
-	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[memory\]: publish_vs_memcpy=`+f+` fetch_vs_memcpy=`+f+` fetch_p99_loaded_vs_idle=`+f+` row_ops_per_s=\d+ \(\d+–\d+\)`+
+	// Every ratio at every row size, one line per store.
+	sizes := func(extra string) string {
+		var b strings.Builder
+		for _, at := range []string{"64KiB", "1MiB"} {
+			fmt.Fprintf(&b, ` publish_vs_memcpy@%s=%s fetch_vs_memcpy@%s=%s`, at, f, at, f)
+			if extra != "" {
+				fmt.Fprintf(&b, ` publish_vs_%s@%s=%s fetch_vs_%s@%s=%s`, extra, at, f, extra, at, f)
+			}
+		}
+		return b.String()
+	}
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[memory\]: workers=2`+sizes("")+` fetch_p99_loaded_vs_idle=`+f+` row_ops_per_s=\d+ \(\d+–\d+\) row_ops_vs_memcpy=`+f+
 		` row_op_cost_max_vs_min_over_attempts=`+f+` over_batches_per_view=`+f+`$`), out.String())
 	assert.Contains(t, out.String(), "cost per row-op as work grows", "the table prints the sizes")
 	assert.Contains(t, out.String(), "two goroutine hand-offs alone", "and the floor under one batch")
-	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[mooncake-fake\]: publish_vs_memcpy=`+f+` fetch_vs_memcpy=`+f+` fetch_p99_loaded_vs_idle=`+f+`$`), out.String())
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[mooncake-fake\]: workers=2`+sizes("")+` fetch_p99_loaded_vs_idle=`+f+`$`), out.String())
 	assert.Contains(t, errb.String(), "blobbench: memory", "progress goes to stderr")
 	b, err := os.ReadFile(filepath.Join(dir, "blobbench.json"))
 	require.NoError(t, err)

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +56,19 @@ type planJSON struct {
 	BytesPerCall int64 `json:"bytes_per_call"`
 	RowsPerCall  int   `json:"rows_per_call"`
 	GOMAXPROCS   int   `json:"gomaxprocs"`
+	// LoadAvg is /proc/loadavg's first three figures when the run began:
+	// the machine is shared, and a reader should know how busy it was.
+	LoadAvg string `json:"load_average"`
+}
+
+// loadAvg is /proc/loadavg's 1, 5 and 15 minute averages ("?" where the
+// system has none).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
 
 // spread is the median of a figure over the reps, with its range.
@@ -72,9 +87,13 @@ func spreadOf(xs []float64) spread {
 func (s spread) String() string { return fmt.Sprintf("%.3f (%.3f–%.3f)", s.Median, s.Min, s.Max) }
 
 type bandwidth struct {
-	Store           string  `json:"store"`
-	RowBytes        int64   `json:"row_bytes"`
-	Workers         int     `json:"workers"`
+	Store    string `json:"store"`
+	RowBytes int64  `json:"row_bytes"`
+	Workers  int    `json:"workers"`
+	// Concurrency is the store calls in flight at once: Workers times the
+	// rows a driver call sends at once (Options of fs and S3); the store's
+	// own client runs at it.
+	Concurrency     int     `json:"concurrency"`
 	BatchesPerView  int     `json:"batches_per_view"`
 	PublishGBs      float64 `json:"publish_gb_s"`
 	FetchGBs        float64 `json:"fetch_gb_s"`
@@ -112,9 +131,10 @@ type rowOps struct {
 	PerSecond spread `json:"row_ops_per_s"`
 	// RepSeconds is the median time of a rep: the round trips it timed.
 	RepSeconds float64 `json:"rep_seconds"`
-	// MemcpyPerSecond is the same bytes copied 4 KiB at a time on one
-	// goroutine, src slots into a buffer of the view's size and back into
-	// the dst slots, in the same rep: the ceiling the copies alone set.
+	// MemcpyPerSecond is the same bytes copied 4 KiB at a time on as many
+	// goroutines as the backend has workers, src slots into a buffer of the
+	// view's size and back into the dst slots, in the same rep: the
+	// ceiling the copies alone set at the same parallelism.
 	MemcpyPerSecond spread `json:"memcpy_row_ops_per_s"`
 	VsMemcpy        spread `json:"row_ops_vs_memcpy"`
 }
@@ -142,17 +162,46 @@ type scalingPoint struct {
 	NsPerOp spread `json:"ns_per_row_op"`
 }
 
+// ratios are a store's ratios line: every ratio at every row size, at the
+// ratio workers (2, or the nearest count measured below it), then the
+// store's latency and, for the memory store, its row-ops and cost figures.
 type ratios struct {
-	Store                string  `json:"store"`
-	PlainName            string  `json:"plain_name,omitempty"`
-	PublishVsMemcpy      spread  `json:"publish_vs_memcpy"`
-	FetchVsMemcpy        spread  `json:"fetch_vs_memcpy"`
-	FetchP99LoadedVsIdle spread  `json:"fetch_p99_loaded_vs_idle"`
-	RowOpsPerSecond      *spread `json:"row_ops_per_s,omitempty"`
-	AttemptsMaxVsMin     *spread `json:"outstanding_attempts_cost_max_vs_min,omitempty"`
-	BatchesMaxVsMin      *spread `json:"batches_per_view_cost_max_vs_min,omitempty"`
-	PublishVsPipeline    *spread `json:"publish_vs_pipeline,omitempty"`
-	FetchVsPipeline      *spread `json:"fetch_vs_pipeline,omitempty"`
+	Store                string       `json:"store"`
+	PlainName            string       `json:"plain_name,omitempty"`
+	Workers              int          `json:"workers"`
+	Sizes                []sizeRatios `json:"sizes"`
+	FetchP99LoadedVsIdle spread       `json:"fetch_p99_loaded_vs_idle"`
+	RowOpsPerSecond      *spread      `json:"row_ops_per_s,omitempty"`
+	RowOpsVsMemcpy       *spread      `json:"row_ops_vs_memcpy,omitempty"`
+	AttemptsMaxVsMin     *spread      `json:"outstanding_attempts_cost_max_vs_min,omitempty"`
+	BatchesMaxVsMin      *spread      `json:"batches_per_view_cost_max_vs_min,omitempty"`
+}
+
+// sizeRatios are a store's ratios at one row size.
+type sizeRatios struct {
+	RowBytes        int64  `json:"row_bytes"`
+	PublishVsMemcpy spread `json:"publish_vs_memcpy"`
+	FetchVsMemcpy   spread `json:"fetch_vs_memcpy"`
+	// The store's own client doing the same work at the same concurrency,
+	// over the publish's and fetch's times (stores that have one).
+	PublishVsPlain *spread `json:"publish_vs_plain,omitempty"`
+	FetchVsPlain   *spread `json:"fetch_vs_plain,omitempty"`
+}
+
+// ratioWorkers is the worker count the ratios lines are at: 2 (the
+// machine the figures are quoted from has two cores), or the largest
+// count measured below it, or the smallest measured.
+func ratioWorkers(ws []int) int {
+	best := 0
+	for _, w := range ws {
+		if w <= 2 && w > best {
+			best = w
+		}
+	}
+	if best == 0 && len(ws) > 0 {
+		best = slices.Min(ws)
+	}
+	return best
 }
 
 // extraStores are stores a build adds (the real Mooncake SDK, with
@@ -179,6 +228,9 @@ type store struct {
 	// batch_get_into).
 	plain     func(d driver.Driver, keys []string, objs [][]byte, perCall, workers int) (put, get time.Duration, err error)
 	plainName string
+	// rowsInFlight is how many rows one driver call sends at once (1: one
+	// after another); the store's client runs at workers times it.
+	rowsInFlight int
 }
 
 func memoryStore() store {
@@ -338,7 +390,7 @@ func medianDur(ds []time.Duration) time.Duration { return percentile(ds, 0.5) }
 func gbs(bytes int64, d time.Duration) float64 { return float64(bytes) / d.Seconds() / 1e9 }
 
 func measure(p plan, log io.Writer) (*report, error) {
-	rep := &report{Plan: planJSON{Reps: p.reps, ViewBytes: p.viewBytes, BytesPerCall: p.bytesPerCall, RowsPerCall: p.rowsPerCall, GOMAXPROCS: runtime.GOMAXPROCS(0)}}
+	rep := &report{Plan: planJSON{Reps: p.reps, ViewBytes: p.viewBytes, BytesPerCall: p.bytesPerCall, RowsPerCall: p.rowsPerCall, GOMAXPROCS: runtime.GOMAXPROCS(0), LoadAvg: loadAvg()}}
 	ss := []store{memoryStore(), mooncakeStore()}
 	for _, open := range extraStores {
 		if p.stores != nil && !slices.Contains(p.stores, open.name) {
@@ -422,12 +474,13 @@ func measure(p plan, log io.Writer) (*report, error) {
 		return nil, fmt.Errorf("scaling: %w", err)
 	}
 	rep.Scaling = sc
+	rw := ratioWorkers(p.workers)
 	for _, s := range ss {
-		rt := ratios{Store: s.name, PlainName: s.plainName}
+		rt := ratios{Store: s.name, PlainName: s.plainName, Workers: rw}
 		for _, b := range rep.Bandwidth {
-			if b.Store == s.name && b.RowBytes == 1<<20 && b.Workers == 2 {
-				rt.PublishVsMemcpy, rt.FetchVsMemcpy = b.PublishVsMemcpy, b.FetchVsMemcpy
-				rt.PublishVsPipeline, rt.FetchVsPipeline = b.PublishVsPipeline, b.FetchVsPipeline
+			if b.Store == s.name && b.Workers == rw {
+				rt.Sizes = append(rt.Sizes, sizeRatios{RowBytes: b.RowBytes, PublishVsMemcpy: b.PublishVsMemcpy, FetchVsMemcpy: b.FetchVsMemcpy,
+					PublishVsPlain: b.PublishVsPipeline, FetchVsPlain: b.FetchVsPipeline})
 			}
 		}
 		for _, l := range rep.Latency {
@@ -436,7 +489,7 @@ func measure(p plan, log io.Writer) (*report, error) {
 			}
 		}
 		if s.name == ro.Store {
-			rt.RowOpsPerSecond = &ro.PerSecond
+			rt.RowOpsPerSecond, rt.RowOpsVsMemcpy = &ro.PerSecond, &ro.VsMemcpy
 		}
 		if s.name == sc.Store {
 			rt.AttemptsMaxVsMin, rt.BatchesMaxVsMin = &sc.AttemptsMaxMin, &sc.BatchesMaxMin
@@ -448,7 +501,17 @@ func measure(p plan, log io.Writer) (*report, error) {
 
 // measureBandwidth publishes and fetches a view of many batches, and in
 // the same rep copies the same bytes with memcpy and with a fresh heap
-// allocation per row; each rep's ratio is taken side by side.
+// allocation per row, both on as many goroutines as the backend has
+// workers, and (when the store has one) moves them through its own client
+// at the concurrency the driver reaches; each rep's ratio is taken side by
+// side.
+//
+// Every baseline starts from the same state whatever ran before it: the
+// memcpy copies between slots the rig faulted in (src filled, dst written
+// by the fetch just before), the allocate-then-copy starts from a heap
+// whose free pages went back to the system (coldHeap), and the store's
+// client runs after a collection, on objects and buffers written before
+// its clock starts.
 func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandwidth, error) {
 	r, err := newRig(s, p, rowBytes, rows, workers)
 	if err != nil {
@@ -461,6 +524,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	srcMem := r.slots.Mem[:total]
 	dstMem := r.slots.Mem[total : 2*total]
 	batches := 0
+	conc := workers * max(1, s.rowsInFlight)
 	for i := 0; i <= p.reps; i++ { // rep 0 warms the store up and is not counted
 		src, dst := r.views(0, rows)
 		before := r.be.Stats().BatchesQueued
@@ -472,16 +536,14 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		if err := r.finish(r.be.Fetch(context.Background(), dst, driver.Hint{})); err != nil {
 			return bandwidth{}, err
 		}
-		t2 := time.Now()
-		copy(dstMem, srcMem)
-		t3 := time.Now()
-		objs := make([][]byte, rows)
-		for k := range objs {
-			objs[k] = make([]byte, rowBytes)
-			copy(objs[k], srcMem[int64(k)*rowBytes:])
-		}
-		t4 := time.Now()
-		objs = nil
+		pub, get := t1.Sub(t0), time.Since(t1)
+		t0 = time.Now()
+		parallelCopy(dstMem, srcMem, rowBytes, workers)
+		cp := time.Since(t0)
+		coldHeap()
+		t0 = time.Now()
+		_ = allocCopy(srcMem, rowBytes, workers)
+		alloc := time.Since(t0)
 		batches = (r.be.Stats().BatchesQueued - before) / 2
 		r.forget(src)
 		var plainPut, plainGet time.Duration
@@ -500,7 +562,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			// runtime.GC below ends each rep): so does the baseline, not
 			// amid the collection of the copies above.
 			runtime.GC()
-			if plainPut, plainGet, err = s.plain(r.d, keys, objs, perCall, workers); err != nil {
+			if plainPut, plainGet, err = s.plain(r.d, keys, objs, perCall, conc); err != nil {
 				return bandwidth{}, fmt.Errorf("plain %s: %w", s.plainName, err)
 			}
 			r.forget(pv)
@@ -509,8 +571,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		if i == 0 {
 			continue
 		}
-		pub, get, cp := t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)
-		pubs, gets, cps, allocs = append(pubs, pub), append(gets, get), append(cps, cp), append(allocs, t4.Sub(t3))
+		pubs, gets, cps, allocs = append(pubs, pub), append(gets, get), append(cps, cp), append(allocs, alloc)
 		pubR, getR = append(pubR, float64(cp)/float64(pub)), append(getR, float64(cp)/float64(get))
 		if s.plain != nil {
 			pubP, getP = append(pubP, float64(plainPut)/float64(pub)), append(getP, float64(plainGet)/float64(get))
@@ -519,7 +580,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	if err := r.close(); err != nil {
 		return bandwidth{}, err
 	}
-	b := bandwidth{Store: s.name, RowBytes: rowBytes, Workers: workers, BatchesPerView: batches,
+	b := bandwidth{Store: s.name, RowBytes: rowBytes, Workers: workers, Concurrency: conc, BatchesPerView: batches,
 		PublishGBs: gbs(total, medianDur(pubs)), FetchGBs: gbs(total, medianDur(gets)),
 		MemcpyGBs: gbs(total, medianDur(cps)), AllocCopyGBs: gbs(total, medianDur(allocs)),
 		PublishVsMemcpy: spreadOf(pubR), FetchVsMemcpy: spreadOf(getR)}
@@ -650,6 +711,7 @@ func measureRowOps(s store, p plan) (rowOps, error) {
 	n := int64(p.rowOpsRows) * rowBytes
 	srcMem, dstMem := r.slots.Mem[:n], r.slots.Mem[n:2*n]
 	scratch := make([]byte, n)
+	clear(scratch) // faulted in now, not in rep 1's copy
 	for i := 0; i <= p.reps; i++ {
 		var el time.Duration
 		for k := 0; k < p.rowOpsViews; k++ {
@@ -666,12 +728,8 @@ func measureRowOps(s store, p plan) (rowOps, error) {
 		}
 		t0 := time.Now()
 		for k := 0; k < p.rowOpsViews; k++ {
-			for off := int64(0); off < n; off += rowBytes {
-				copy(scratch[off:off+rowBytes], srcMem[off:off+rowBytes])
-			}
-			for off := int64(0); off < n; off += rowBytes {
-				copy(dstMem[off:off+rowBytes], scratch[off:off+rowBytes])
-			}
+			parallelRowCopy(scratch, srcMem, rowBytes, workers)
+			parallelRowCopy(dstMem, scratch, rowBytes, workers)
 		}
 		cp := time.Since(t0)
 		runtime.GC()
