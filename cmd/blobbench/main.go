@@ -161,7 +161,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *only != "" {
 		p.stores = strings.Split(*only, ",")
-		known := []string{"memory", "mooncake-fake"}
+		known := []string{"memory", "mooncake-fake", "fs", "s3"}
 		for _, b := range rediskit.Builds {
 			known = append(known, b.Store)
 		}

@@ -392,6 +392,24 @@ func gbs(bytes int64, d time.Duration) float64 { return float64(bytes) / d.Secon
 func measure(p plan, log io.Writer) (*report, error) {
 	rep := &report{Plan: planJSON{Reps: p.reps, ViewBytes: p.viewBytes, BytesPerCall: p.bytesPerCall, RowsPerCall: p.rowsPerCall, GOMAXPROCS: runtime.GOMAXPROCS(0), LoadAvg: loadAvg()}}
 	ss := []store{memoryStore(), mooncakeStore()}
+	// The stores on files: the shared filesystem always (a directory on
+	// this machine's disk), S3 when versitygw is installed.
+	for _, open := range []struct {
+		name string
+		open func() (store, error)
+	}{{"fs", fsStore}, {"s3", s3Store}} {
+		if p.stores != nil && !slices.Contains(p.stores, open.name) || p.stores == nil && p.target != nil {
+			continue
+		}
+		s, err := open.open()
+		if err != nil {
+			fmt.Fprintf(log, "blobbench: %s skipped: %v\n", open.name, err)
+			rep.Skipped = append(rep.Skipped, open.name+": "+err.Error())
+			continue
+		}
+		defer s.stop()
+		ss = append(ss, s)
+	}
 	for _, open := range extraStores {
 		if p.stores != nil && !slices.Contains(p.stores, open.name) {
 			continue
