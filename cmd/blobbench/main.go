@@ -306,11 +306,21 @@ func printTable(w io.Writer, rep *report) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "store\tsamples/phase\tfetch p50 idle\tp99 idle\tp50 loaded\tp99 loaded\tp99 loaded/idle\tcollections idle/loaded\t")
+	fmt.Fprintln(tw, "store\tsamples/phase\tfetch p50 idle\tp99 idle\tp50 loaded\tp99 loaded\tp99 loaded/idle\tcollections idle/loaded\twake-up p50/p99 idle\tloaded\t")
 	for _, l := range rep.Latency {
-		fmt.Fprintf(tw, "%s\t%d\t%v\t%v\t%v\t%v\t%s\t%d/%d\t\n", l.Store, l.Samples, l.IdleP50, l.IdleP99, l.LoadedP50, l.LoadedP99, l.P99LoadedVsIdle, l.IdleGCs, l.LoadedGCs)
+		fmt.Fprintf(tw, "%s\t%d\t%v\t%v\t%v\t%v\t%s\t%d/%d\t%v/%v\t%v/%v\t\n", l.Store, l.Samples, l.IdleP50, l.IdleP99, l.LoadedP50, l.LoadedP99, l.P99LoadedVsIdle, l.IdleGCs, l.LoadedGCs,
+			l.IdleWakeP50, l.IdleWakeP99, l.LoadedWakeP50, l.LoadedWakeP99)
 	}
 	tw.Flush()
+	for _, l := range rep.Latency {
+		// Slower by more than a tenth: the noise of two phases of the
+		// same work on a shared machine.
+		if float64(l.IdleP50) > 1.1*float64(l.LoadedP50) || float64(l.IdleP99) > 1.1*float64(l.LoadedP99) {
+			fmt.Fprintf(w, "%s: the idle phase was slower than the loaded one (p50 %v vs %v, p99 %v vs %v); a thread's wake-up took p50 %v, p99 %v idle against %v, %v loaded: "+
+				"idle, the process's threads sleep between fetches and the machine (shared, a VM) takes longer to run them again\n",
+				l.Store, l.IdleP50, l.LoadedP50, l.IdleP99, l.LoadedP99, l.IdleWakeP50, l.IdleWakeP99, l.LoadedWakeP50, l.LoadedWakeP99)
+		}
+	}
 	fmt.Fprintln(w)
 	ro := rep.RowOps
 	fmt.Fprintf(w, "row-ops end to end (%s, %s rows, views of %d rows, %d round trips per rep of %.1f ms, %d workers): %.0f/s (%.0f–%.0f)\n",

@@ -120,6 +120,15 @@ type latency struct {
 	// phase it falls in has a slower tail, and the reader should know.
 	IdleGCs   uint32 `json:"idle_gcs"`
 	LoadedGCs uint32 `json:"loaded_gcs"`
+	// The wake-up of a parked goroutine (a channel round trip), timed
+	// after each fetch in each phase: the floor under a fetch's two
+	// hand-offs. Idle, the process sleeps between fetches and the machine
+	// may take longer to run it again than while it is busy, which makes
+	// an idle phase slower than a loaded one; these show it when it does.
+	IdleWakeP50   time.Duration `json:"idle_wake_p50_ns"`
+	IdleWakeP99   time.Duration `json:"idle_wake_p99_ns"`
+	LoadedWakeP50 time.Duration `json:"loaded_wake_p50_ns"`
+	LoadedWakeP99 time.Duration `json:"loaded_wake_p99_ns"`
 }
 
 type rowOps struct {
@@ -625,17 +634,40 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 	if err := r.finish(r.be.Publish(context.Background(), src)); err != nil {
 		return latency{}, err
 	}
+	// After each fetch, a wake-up of a parked goroutine is timed: the
+	// floor every fetch pays twice (the caller's to a worker and back).
+	// When the idle phase is the slower one, this shows why: with nothing
+	// else to run, the process's threads sleep between fetches and the
+	// machine (shared, and a VM) takes its time to run them again.
+	ping, pong := make(chan struct{}), make(chan struct{})
+	defer close(ping)
+	go func() {
+		// On a thread of its own, so that each ping wakes a thread, as a
+		// fetch wakes a worker's, not a goroutine on the caller's.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for range ping {
+			pong <- struct{}{}
+		}
+	}()
+	var wakes []time.Duration
 	fetches := func() ([]time.Duration, error) {
 		ds := make([]time.Duration, 0, p.latencyFetches)
+		wakes = make([]time.Duration, 0, p.latencyFetches)
 		for i := 0; i < p.latencyFetches; i++ {
 			t0 := time.Now()
 			if err := r.finish(r.be.Fetch(context.Background(), dst, driver.Hint{})); err != nil {
 				return nil, err
 			}
-			ds = append(ds, time.Since(t0))
+			t1 := time.Now()
+			ds = append(ds, t1.Sub(t0))
+			ping <- struct{}{}
+			<-pong
+			wakes = append(wakes, time.Since(t1))
 		}
 		return ds, nil
 	}
+	var idleWakes, loadedWakes []time.Duration
 	var allIdle, allLoaded []time.Duration
 	var rs []float64
 	var idleGCs, loadedGCs uint32
@@ -647,6 +679,7 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 			return latency{}, err
 		}
 		idleGCs += numGC() - gc0
+		idleWakes = append(idleWakes, wakes...)
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
@@ -680,6 +713,7 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 		gc0 = numGC()
 		loaded, err := fetches()
 		loadedGCs += numGC() - gc0
+		loadedWakes = append(loadedWakes, wakes...)
 		close(stop)
 		wg.Wait()
 		if err != nil {
@@ -700,7 +734,8 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 	}
 	return latency{Store: s.name, Samples: p.latencyFetches, IdleP50: percentile(allIdle, 0.5), IdleP99: percentile(allIdle, 0.99),
 		LoadedP50: percentile(allLoaded, 0.5), LoadedP99: percentile(allLoaded, 0.99), P99LoadedVsIdle: spreadOf(rs),
-		IdleGCs: idleGCs, LoadedGCs: loadedGCs}, nil
+		IdleGCs: idleGCs, LoadedGCs: loadedGCs, IdleWakeP50: percentile(idleWakes, 0.5), LoadedWakeP50: percentile(loadedWakes, 0.5),
+		IdleWakeP99: percentile(idleWakes, 0.99), LoadedWakeP99: percentile(loadedWakes, 0.99)}, nil
 }
 
 // numGC is the number of collections completed so far.
