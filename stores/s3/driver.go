@@ -18,7 +18,6 @@ import (
 	"io"
 	"net/http"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -83,7 +82,11 @@ const DefaultRowsInFlight = 8
 // Driver is a driver.Driver over one bucket.
 type Driver struct {
 	opt    Options
-	bufs   sync.Pool // *[]byte: objects read by get
+	// bufs are the buffers gets read objects into, kept between calls
+	// (up to 2 x RowsInFlight): a sync.Pool drops them at every second
+	// collection, and the SDK's garbage brings one every few requests, so
+	// a 4 MiB row faulted a fresh buffer in on most gets.
+	bufs chan *[]byte
 	c      *s3.Client
 	idle   func() // closes the idle connections of a client the driver made
 	life   driverkit.Lifecycle
@@ -137,7 +140,7 @@ func Open(opt Options) (*Driver, error) {
 	if opt.RowsInFlight <= 0 {
 		opt.RowsInFlight = DefaultRowsInFlight
 	}
-	d := &Driver{opt: opt, bucket: aws.String(opt.Bucket)}
+	d := &Driver{opt: opt, bucket: aws.String(opt.Bucket), bufs: make(chan *[]byte, 2*opt.RowsInFlight)}
 	hc := opt.HTTPClient
 	if hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -210,13 +213,18 @@ func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (
 	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
 		return s3spec.AdmitGet(rows, hint, live)
 	}, func(r driver.Row) driver.Result {
-		buf, _ := d.bufs.Get().(*[]byte)
-		if buf == nil {
+		var buf *[]byte
+		select {
+		case buf = <-d.bufs:
+		default:
 			buf = new([]byte)
 		}
 		var res driver.Result
 		res, *buf = d.get(ctx, r, *buf)
-		d.bufs.Put(buf)
+		select {
+		case d.bufs <- buf:
+		default: // enough kept
+		}
 		return res
 	})
 }
