@@ -81,12 +81,12 @@ const DefaultRowsInFlight = 8
 
 // Driver is a driver.Driver over one bucket.
 type Driver struct {
-	opt    Options
+	opt Options
 	// bufs are the buffers gets read objects into, kept between calls
 	// (up to 2 x RowsInFlight): a sync.Pool drops them at every second
 	// collection, and the SDK's garbage brings one every few requests, so
 	// a 4 MiB row faulted a fresh buffer in on most gets.
-	bufs chan *[]byte
+	bufs   chan *[]byte
 	c      *s3.Client
 	idle   func() // closes the idle connections of a client the driver made
 	life   driverkit.Lifecycle
