@@ -118,6 +118,10 @@ type redisTarget struct {
 	stop   func() // stops a server blobbench started
 }
 
+// redisSharedConns is -redis-shared-conns: the Redis servers the run starts
+// are benched with redis.Options.FetchesShareConns.
+var redisSharedConns bool
+
 // redisStore starts a server of build b on loopback for the run.
 func redisStore(b *rediskit.Build, prefix string, log io.Writer) (store, error) {
 	if ok, why := b.Available(); !ok {
@@ -127,7 +131,7 @@ func redisStore(b *rediskit.Build, prefix string, log io.Writer) (store, error) 
 	if err != nil {
 		return store{}, err
 	}
-	s, err := openRedis(redisTarget{opt: redis.Options{Addrs: []string{srv.Addr}}, name: b.Store, prefix: prefix, stop: srv.Stop}, log)
+	s, err := openRedis(redisTarget{opt: redis.Options{Addrs: []string{srv.Addr}, FetchesShareConns: redisSharedConns}, name: b.Store, prefix: prefix, stop: srv.Stop}, log)
 	if err != nil {
 		srv.Stop()
 	}

@@ -137,6 +137,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	redisUser := fs.String("redis-user", "", "ACL user for -redis or -redis-cluster")
 	prefix := fs.String("prefix", "blobbench", "key prefix in a store you run: it must hold no key under prefix/ (unless -force); every key the run writes is deleted")
 	force := fs.Bool("force", false, "bench a store that holds keys under -prefix; only the keys the run wrote are deleted")
+	redisShared := fs.Bool("redis-shared-conns", false, "Redis: gets on the publishes' connections, no yielding (redis.Options.FetchesShareConns), to compare with the default")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	if err := refuseRenamed(args); err != nil {
 		fmt.Fprintln(stderr, err)
@@ -155,10 +156,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	p := plan{reps: *reps, viewBytes: *viewBytes, bytesPerCall: *bytesPerCall, rowsPerCall: 256,
 		rowSizes: []int64{256 << 10, 1 << 20, 4 << 20}, workers: []int{1, 2, 4},
 		latencyFetches: *samples, latencyRows: 1, rowOpsRows: 4096, rowOpsViews: 8, scalingOps: 50000, redis: !*noRedis}
+	defer func() { redisSharedConns = false }()
 	if *quick {
 		p = plan{reps: 1, viewBytes: 4 << 20, bytesPerCall: 1 << 20, rowsPerCall: 256, rowSizes: []int64{64 << 10, 1 << 20}, workers: []int{1, 2},
 			latencyFetches: 20, latencyRows: 1, rowOpsRows: 256, rowOpsViews: 1, scalingOps: 8192, redis: !*noRedis}
 	}
+	redisSharedConns = *redisShared
 	if *only != "" {
 		p.stores = strings.Split(*only, ",")
 		known := []string{"memory", "mooncake-fake", "fs", "s3"}
@@ -207,7 +210,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *redisAddr != "" || *redisCluster != "" {
-		t := &redisTarget{opt: redis.Options{Addrs: []string{*redisAddr}, Username: *redisUser, Password: os.Getenv("BLOBBENCH_REDIS_PASSWORD")},
+		t := &redisTarget{opt: redis.Options{Addrs: []string{*redisAddr}, Username: *redisUser, Password: os.Getenv("BLOBBENCH_REDIS_PASSWORD"), FetchesShareConns: *redisShared},
 			prefix: *prefix, force: *force}
 		if *redisCluster != "" {
 			t.opt.Addrs, t.opt.Cluster = strings.Split(*redisCluster, ","), true
@@ -306,10 +309,10 @@ func printTable(w io.Writer, rep *report) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "store\tsamples/phase\tfetch p50 idle\tp99 idle\tp50 loaded\tp99 loaded\tp99 loaded/idle\tcollections idle/loaded\twake-up p50/p99 idle\tloaded\t")
+	fmt.Fprintln(tw, "store\tsamples/phase\tfetch p50 idle\tp99 idle\tp50 loaded\tp99 loaded\tp99 loaded/idle\tcollections idle/loaded\twake-up p50/p99 idle\tloaded\tpublish GB/s per stream, loaded\t")
 	for _, l := range rep.Latency {
-		fmt.Fprintf(tw, "%s\t%d\t%v\t%v\t%v\t%v\t%s\t%d/%d\t%v/%v\t%v/%v\t\n", l.Store, l.Samples, l.IdleP50, l.IdleP99, l.LoadedP50, l.LoadedP99, l.P99LoadedVsIdle, l.IdleGCs, l.LoadedGCs,
-			l.IdleWakeP50, l.IdleWakeP99, l.LoadedWakeP50, l.LoadedWakeP99)
+		fmt.Fprintf(tw, "%s\t%d\t%v\t%v\t%v\t%v\t%s\t%d/%d\t%v/%v\t%v/%v\t%s\t\n", l.Store, l.Samples, l.IdleP50, l.IdleP99, l.LoadedP50, l.LoadedP99, l.P99LoadedVsIdle, l.IdleGCs, l.LoadedGCs,
+			l.IdleWakeP50, l.IdleWakeP99, l.LoadedWakeP50, l.LoadedWakeP99, l.StreamPublishGBs)
 	}
 	tw.Flush()
 	for _, l := range rep.Latency {

@@ -79,6 +79,9 @@ type spread struct {
 }
 
 func spreadOf(xs []float64) spread {
+	if len(xs) == 0 {
+		return spread{}
+	}
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
 	return spread{Median: s[len(s)/2], Min: s[0], Max: s[len(s)-1]}
@@ -125,10 +128,14 @@ type latency struct {
 	// hand-offs. Idle, the process sleeps between fetches and the machine
 	// may take longer to run it again than while it is busy, which makes
 	// an idle phase slower than a loaded one; these show it when it does.
-	IdleWakeP50   time.Duration `json:"idle_wake_p50_ns"`
-	IdleWakeP99   time.Duration `json:"idle_wake_p99_ns"`
-	LoadedWakeP50 time.Duration `json:"loaded_wake_p50_ns"`
-	LoadedWakeP99 time.Duration `json:"loaded_wake_p99_ns"`
+	// StreamPublishGBs is each publish stream's bandwidth while the
+	// loaded phase's fetches ran (a publish's bytes over its time), over
+	// streams and reps: what the fetches cost the publishes.
+	StreamPublishGBs spread        `json:"stream_publish_gb_s"`
+	IdleWakeP50      time.Duration `json:"idle_wake_p50_ns"`
+	IdleWakeP99      time.Duration `json:"idle_wake_p99_ns"`
+	LoadedWakeP50    time.Duration `json:"loaded_wake_p50_ns"`
+	LoadedWakeP99    time.Duration `json:"loaded_wake_p99_ns"`
 }
 
 type rowOps struct {
@@ -668,6 +675,7 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 		return ds, nil
 	}
 	var idleWakes, loadedWakes []time.Duration
+	var pubGBs []float64 // each stream's publish bandwidth, per rep
 	var allIdle, allLoaded []time.Duration
 	var rs []float64
 	var idleGCs, loadedGCs uint32
@@ -683,6 +691,8 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
+		var pubTime [2]time.Duration
+		var pubBytes [2]int64
 		for k := 0; k < 2; k++ {
 			first := p.latencyRows + k*streamRows
 			// One view per stream, its objects deleted after each
@@ -701,10 +711,13 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 						return
 					default:
 					}
+					t0 := time.Now()
 					if err := r.finish(r.be.Publish(context.Background(), v)); err != nil {
 						errs[k] = err
 						return
 					}
+					pubTime[k] += time.Since(t0)
+					pubBytes[k] += int64(streamRows) * rowBytes
 					r.s.forget(r.d, keys)
 				}
 			}()
@@ -724,6 +737,11 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 				return latency{}, e
 			}
 		}
+		for k := range pubTime {
+			if pubTime[k] > 0 {
+				pubGBs = append(pubGBs, gbs(pubBytes[k], pubTime[k]))
+			}
+		}
 		ratio := float64(percentile(loaded, 0.99)) / float64(percentile(idle, 0.99))
 		fmt.Fprintf(log, "blobbench: %s latency rep %d: p99 idle %v loaded %v (%.2fx)\n", s.name, rep+1, percentile(idle, 0.99), percentile(loaded, 0.99), ratio)
 		rs = append(rs, ratio)
@@ -735,7 +753,7 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 	return latency{Store: s.name, Samples: p.latencyFetches, IdleP50: percentile(allIdle, 0.5), IdleP99: percentile(allIdle, 0.99),
 		LoadedP50: percentile(allLoaded, 0.5), LoadedP99: percentile(allLoaded, 0.99), P99LoadedVsIdle: spreadOf(rs),
 		IdleGCs: idleGCs, LoadedGCs: loadedGCs, IdleWakeP50: percentile(idleWakes, 0.5), LoadedWakeP50: percentile(loadedWakes, 0.5),
-		IdleWakeP99: percentile(idleWakes, 0.99), LoadedWakeP99: percentile(loadedWakes, 0.99)}, nil
+		IdleWakeP99: percentile(idleWakes, 0.99), LoadedWakeP99: percentile(loadedWakes, 0.99), StreamPublishGBs: spreadOf(pubGBs)}, nil
 }
 
 // numGC is the number of collections completed so far.
