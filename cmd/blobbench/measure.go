@@ -93,6 +93,10 @@ type bandwidth struct {
 	Store    string `json:"store"`
 	RowBytes int64  `json:"row_bytes"`
 	Workers  int    `json:"workers"`
+	// PublishWorkers are the workers that may publish at once
+	// (backend.PublishWorkers): the publish's memcpy runs on as many
+	// goroutines, the fetch's on Workers.
+	PublishWorkers int `json:"publish_workers"`
 	// Concurrency is the store calls in flight at once: Workers times the
 	// rows a driver call sends at once (Options of fs and S3); the store's
 	// own client runs at it.
@@ -536,7 +540,8 @@ func measure(p plan, log io.Writer) (*report, error) {
 // measureBandwidth publishes and fetches a view of many batches, and in
 // the same rep copies the same bytes with memcpy and with a fresh heap
 // allocation per row, both on as many goroutines as the backend has
-// workers, and (when the store has one) moves them through its own client
+// workers (the publish's memcpy on as many as may publish at once,
+// backend.PublishWorkers), and (when the store has one) moves them through its own client
 // at the concurrency the driver reaches; each rep's ratio is taken side by
 // side.
 //
@@ -574,6 +579,14 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		t0 = time.Now()
 		parallelCopy(dstMem, srcMem, rowBytes, workers)
 		cp := time.Since(t0)
+		// A publish runs on at most PublishWorkers of the workers (one
+		// is kept for fetches): its memcpy runs on as many goroutines.
+		cpPub := cp
+		if pw := backend.PublishWorkers(workers); pw != workers {
+			t0 = time.Now()
+			parallelCopy(dstMem, srcMem, rowBytes, pw)
+			cpPub = time.Since(t0)
+		}
 		coldHeap()
 		t0 = time.Now()
 		_ = allocCopy(srcMem, rowBytes, workers)
@@ -606,7 +619,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			continue
 		}
 		pubs, gets, cps, allocs = append(pubs, pub), append(gets, get), append(cps, cp), append(allocs, alloc)
-		pubR, getR = append(pubR, float64(cp)/float64(pub)), append(getR, float64(cp)/float64(get))
+		pubR, getR = append(pubR, float64(cpPub)/float64(pub)), append(getR, float64(cp)/float64(get))
 		if s.plain != nil {
 			pubP, getP = append(pubP, float64(plainPut)/float64(pub)), append(getP, float64(plainGet)/float64(get))
 		}
@@ -614,7 +627,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	if err := r.close(); err != nil {
 		return bandwidth{}, err
 	}
-	b := bandwidth{Store: s.name, RowBytes: rowBytes, Workers: workers, Concurrency: conc, BatchesPerView: batches,
+	b := bandwidth{Store: s.name, RowBytes: rowBytes, Workers: workers, PublishWorkers: backend.PublishWorkers(workers), Concurrency: conc, BatchesPerView: batches,
 		PublishGBs: gbs(total, medianDur(pubs)), FetchGBs: gbs(total, medianDur(gets)),
 		MemcpyGBs: gbs(total, medianDur(cps)), AllocCopyGBs: gbs(total, medianDur(allocs)),
 		PublishVsMemcpy: spreadOf(pubR), FetchVsMemcpy: spreadOf(getR)}
