@@ -1,6 +1,11 @@
 // Command blobbench measures kvblob against a memcpy of the same bytes in
-// the same run, over the memory store, the fake Mooncake 0.3.13 SDK and
-// Redis (when redis-server is installed; it starts one on loopback):
+// the same run, over the memory store, the fake Mooncake 0.3.13 SDK, the
+// shared-filesystem store (a directory on this machine's disk), S3 (when
+// versitygw is installed; it starts one on loopback, HTTPS) and Redis 7 and
+// Valkey 8.1 (when installed; it starts each on loopback), each store with
+// a client of its own also against that client doing the same work at the
+// same concurrency: a durable write and a pread (fs), PutObject and
+// GetObject (S3), pipelined SET and GET (Redis):
 //
 //   - publish and fetch of views of many driver calls (-view-bytes, cut at
 //     -bytes-per-call) at 256 KiB, 1 MiB and 4 MiB rows with 1, 2 and 4
@@ -9,7 +14,8 @@
 //     that many workers), and, for a store with a client of its own, that
 //     client doing the same work at the concurrency the driver reaches;
 //   - fetch latency of one 1 MiB row, idle and next to two publish streams,
-//     -latency-samples samples per phase;
+//     -latency-samples samples per phase (fewer, but at least 100, once a
+//     phase took -latency-budget);
 //   - row-ops per second end to end through Publish and Fetch over the
 //     memory store at 4 KiB rows: each rep is 8 round trips of a view of
 //     4,096 rows (tens of milliseconds, so a rep is steady state, not a
@@ -127,6 +133,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	viewBytes := fs.Int64("view-bytes", 64<<20, "bytes moved per round trip")
 	bytesPerCall := fs.Int64("bytes-per-call", 4<<20, "the backend's BytesPerBatch: a view is many calls")
 	samples := fs.Int("latency-samples", 2000, "fetches per latency phase")
+	budget := fs.Duration("latency-budget", 10*time.Second, "a latency phase stops at this time once it has 100 samples (a slow store's phases would take minutes)")
 	noRedis := fs.Bool("no-redis", false, "skip Redis even when redis-server is installed")
 	quick := fs.Bool("quick", false, "tiny sizes, for a smoke test")
 	only := fs.String("stores", "", "comma-separated stores to measure (default: all)")
@@ -155,11 +162,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	p := plan{reps: *reps, viewBytes: *viewBytes, bytesPerCall: *bytesPerCall, rowsPerCall: 256,
 		rowSizes: []int64{256 << 10, 1 << 20, 4 << 20}, workers: []int{1, 2, 4},
-		latencyFetches: *samples, latencyRows: 1, rowOpsRows: 4096, rowOpsViews: 8, scalingOps: 50000, redis: !*noRedis}
+		latencyFetches: *samples, latencyBudget: *budget, latencyRows: 1, rowOpsRows: 4096, rowOpsViews: 8, scalingOps: 50000, redis: !*noRedis}
 	defer func() { redisSharedConns = false }()
 	if *quick {
 		p = plan{reps: 1, viewBytes: 4 << 20, bytesPerCall: 1 << 20, rowsPerCall: 256, rowSizes: []int64{64 << 10, 1 << 20}, workers: []int{1, 2},
-			latencyFetches: 20, latencyRows: 1, rowOpsRows: 256, rowOpsViews: 1, scalingOps: 8192, redis: !*noRedis}
+			latencyFetches: 20, latencyBudget: *budget, latencyRows: 1, rowOpsRows: 256, rowOpsViews: 1, scalingOps: 8192, redis: !*noRedis}
 	}
 	redisSharedConns = *redisShared
 	if *only != "" {

@@ -30,7 +30,8 @@ type plan struct {
 	rowsPerCall    int
 	rowSizes       []int64
 	workers        []int
-	latencyFetches int // samples per latency phase
+	latencyFetches int           // samples per latency phase
+	latencyBudget  time.Duration // a phase's time, past minLatencySamples
 	latencyRows    int
 	rowOpsRows     int // rows of a view in the end-to-end row-ops measurement
 	rowOpsViews    int // round trips of such a view per rep, so a rep lasts long enough to be steady
@@ -116,7 +117,7 @@ type bandwidth struct {
 
 type latency struct {
 	Store           string        `json:"store"`
-	Samples         int           `json:"samples_per_phase"`
+	Samples         int           `json:"samples_per_phase"` // the fewest a phase took (see plan.latencyBudget)
 	IdleP50         time.Duration `json:"idle_p50_ns"`
 	IdleP99         time.Duration `json:"idle_p99_ns"`
 	LoadedP50       time.Duration `json:"loaded_p50_ns"`
@@ -674,7 +675,14 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 	fetches := func() ([]time.Duration, error) {
 		ds := make([]time.Duration, 0, p.latencyFetches)
 		wakes = make([]time.Duration, 0, p.latencyFetches)
+		start := time.Now()
 		for i := 0; i < p.latencyFetches; i++ {
+			// A slow store (S3 next to two publish streams: ~150 ms a
+			// fetch) stops at the phase's time budget, past a floor of
+			// samples that still has a p99.
+			if i >= minLatencySamples && time.Since(start) > p.latencyBudget {
+				break
+			}
 			t0 := time.Now()
 			if err := r.finish(r.be.Fetch(context.Background(), dst, driver.Hint{})); err != nil {
 				return nil, err
@@ -689,6 +697,7 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 	}
 	var idleWakes, loadedWakes []time.Duration
 	var pubGBs []float64 // each stream's publish bandwidth, per rep
+	samples := p.latencyFetches
 	var allIdle, allLoaded []time.Duration
 	var rs []float64
 	var idleGCs, loadedGCs uint32
@@ -755,6 +764,7 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 				pubGBs = append(pubGBs, gbs(pubBytes[k], pubTime[k]))
 			}
 		}
+		samples = min(samples, len(idle), len(loaded))
 		ratio := float64(percentile(loaded, 0.99)) / float64(percentile(idle, 0.99))
 		fmt.Fprintf(log, "blobbench: %s latency rep %d: p99 idle %v loaded %v (%.2fx)\n", s.name, rep+1, percentile(idle, 0.99), percentile(loaded, 0.99), ratio)
 		rs = append(rs, ratio)
@@ -763,11 +773,15 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 	if err := r.close(); err != nil {
 		return latency{}, err
 	}
-	return latency{Store: s.name, Samples: p.latencyFetches, IdleP50: percentile(allIdle, 0.5), IdleP99: percentile(allIdle, 0.99),
+	return latency{Store: s.name, Samples: samples, IdleP50: percentile(allIdle, 0.5), IdleP99: percentile(allIdle, 0.99),
 		LoadedP50: percentile(allLoaded, 0.5), LoadedP99: percentile(allLoaded, 0.99), P99LoadedVsIdle: spreadOf(rs),
 		IdleGCs: idleGCs, LoadedGCs: loadedGCs, IdleWakeP50: percentile(idleWakes, 0.5), LoadedWakeP50: percentile(loadedWakes, 0.5),
 		IdleWakeP99: percentile(idleWakes, 0.99), LoadedWakeP99: percentile(loadedWakes, 0.99), StreamPublishGBs: spreadOf(pubGBs)}, nil
 }
+
+// minLatencySamples is the fewest fetches a latency phase times, whatever
+// its time budget.
+const minLatencySamples = 100
 
 // numGC is the number of collections completed so far.
 func numGC() uint32 {
