@@ -84,9 +84,10 @@ type Options struct {
 // DefaultMaxClockSkew is Options.MaxClockSkew's default.
 const DefaultMaxClockSkew = 10 * time.Second
 
-// DefaultRowsInFlight is Options.RowsInFlight's default: on the bench's
-// disk (two cores) the driver reaches the raw durable write's throughput
-// at this many rows per call (docs/operating.md, "Scale").
+// DefaultRowsInFlight is Options.RowsInFlight's default: a few fsyncs at
+// once per call, so a 2-worker backend keeps 8 going; not tuned against a
+// shared filesystem, whose round trips may want more (docs/operating.md,
+// "Scale").
 const DefaultRowsInFlight = 4
 
 // DefaultSweepBudget is Options.SweepBudget's default: directory entries
