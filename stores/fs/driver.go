@@ -79,7 +79,35 @@ type Options struct {
 	// the call's answer without touching the filesystem. Tests stage what a
 	// real filesystem cannot do on cue through it; production leaves it nil.
 	Seam *driverkit.Seam
+	// Trace, when set, is told of each call that decides what a crash of
+	// the file server leaves, once it succeeded and in the order made: a
+	// temporary file written whole (EventWrite), the file fsynced
+	// (EventSync), renamed over the object (EventRename), removed
+	// (EventRemove), and the key's directory fsynced (EventSyncDir). The
+	// driver issues the fsyncs through the same helpers that report them,
+	// so a fsync left out is missing from the trace too. Tests replay it
+	// to model a crash; production leaves it nil.
+	Trace func(Event)
 }
+
+// Event is one call Options.Trace is told of. Path (and To, for a rename)
+// are relative to the root.
+type Event struct {
+	Op       EventOp
+	Path, To string
+}
+
+// EventOp is what an Event did.
+type EventOp string
+
+// The calls Options.Trace is told of.
+const (
+	EventWrite   EventOp = "write"    // Path: a temporary file, written whole
+	EventSync    EventOp = "fsync"    // Path: a file, fsynced
+	EventRename  EventOp = "rename"   // Path renamed to To
+	EventRemove  EventOp = "remove"   // Path removed
+	EventSyncDir EventOp = "fsyncdir" // Path: a directory, fsynced
+)
 
 // DefaultMaxClockSkew is Options.MaxClockSkew's default.
 const DefaultMaxClockSkew = 10 * time.Second
@@ -385,16 +413,49 @@ func (d *Driver) write(dir int, p paths, key string, payload []byte) (string, fs
 		_, err = f.Write(d.opt.Integrity.Append(nil, key, payload))
 	}
 	if err == nil {
-		err = f.Sync()
+		d.trace(EventWrite, p, tmp, "")
+		err = d.fsync(fd, EventSync, p, tmp)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		_ = unix.Unlinkat(dir, tmp, 0)
+		d.remove(dir, p, tmp)
 		return "", classify(err), err
 	}
 	return tmp, fsspec.OK, nil
+}
+
+// fsync fsyncs fd, p's file name (or p's directory, for EventSyncDir), and
+// tells Options.Trace once it succeeded.
+func (d *Driver) fsync(fd int, op EventOp, p paths, name string) error {
+	err := unix.Fsync(fd)
+	if err == nil {
+		d.trace(op, p, name, "")
+	}
+	return err
+}
+
+// remove unlinks name in p's directory (dir), best effort, and tells
+// Options.Trace once it is gone.
+func (d *Driver) remove(dir int, p paths, name string) {
+	if unix.Unlinkat(dir, name, 0) == nil {
+		d.trace(EventRemove, p, name, "")
+	}
+}
+
+// trace tells Options.Trace of op on name (and to) in p's directory; name
+// "" is the directory itself.
+func (d *Driver) trace(op EventOp, p paths, name, to string) {
+	if d.opt.Trace == nil {
+		return
+	}
+	rel := filepath.Join(p.rel...)
+	e := Event{Op: op, Path: filepath.Join(rel, name)}
+	if to != "" {
+		e.To = filepath.Join(rel, to)
+	}
+	d.opt.Trace(e)
 }
 
 // publish renames tmp over the object and fsyncs the directory. A failed
@@ -402,16 +463,17 @@ func (d *Driver) write(dir int, p paths, key string, payload []byte) (string, fs
 // behind that may not survive a crash of the file server.
 func (d *Driver) publish(dir int, p paths, tmp, key string) (fsspec.Code, error) {
 	if code, staged, err := d.seam("publish", key); staged {
-		_ = unix.Unlinkat(dir, tmp, 0)
+		d.remove(dir, p, tmp)
 		return code, err
 	}
 	// renameat(2) replaces whatever is at the object's name, a link
 	// included, and follows none.
 	if err := unix.Renameat(dir, tmp, dir, p.name); err != nil {
-		_ = unix.Unlinkat(dir, tmp, 0)
+		d.remove(dir, p, tmp)
 		return classify(err), &os.LinkError{Op: "rename", Old: filepath.Join(p.dir, tmp), New: p.file, Err: err}
 	}
-	if err := unix.Fsync(dir); err != nil {
+	d.trace(EventRename, p, tmp, p.name)
+	if err := d.fsync(dir, EventSyncDir, p, ""); err != nil {
 		return classify(err), fmt.Errorf("the object is in place but the fsync of %s failed: %w", p.dir, err)
 	}
 	return fsspec.OK, nil

@@ -27,7 +27,7 @@ func TestBackendRoundTripBetweenTwoClients(t *testing.T) {
 		require.NoError(t, err)
 		hold, err := lender.Hold()
 		require.NoError(t, err)
-		d, err := mooncake.New(fakesdk.NewClient(master, "0.3.13"))
+		d, err := mooncake.New(fakesdk.NewClient(master, fakesdk.Version))
 		require.NoError(t, err)
 		bind, err := backend.Bind(t.Context(), hold.Regions(), d, hold)
 		require.NoError(t, err)

@@ -3,7 +3,6 @@ package mooncake
 import (
 	"context"
 
-	"github.com/kvblob/kvblob/generated/mooncakespec"
 	"github.com/kvblob/kvblob/internal/reuse"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -68,7 +67,7 @@ type put struct {
 // complete, NOT_READY otherwise. It never starts a session for a key it
 // holds.
 func (d *Driver) Put(_ context.Context, rows []driver.Row) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return mooncakespec.AdmitPut(rows, live) })
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return d.rules.admission.Put(rows, live) })
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +151,7 @@ func (p *put) startSessions(start []int) []int {
 	}
 	scatter := p.sc.scatter[:0]
 	for k, i := range start {
-		m := mooncakespec.MapBatchPutSessionStart(codes[k])
+		m := p.d.rules.start.Map(codes[k], 0)
 		switch {
 		case m.Continue:
 			scatter = append(scatter, i)
@@ -219,7 +218,7 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 	kept := false
 	toEnd, toRevoke = p.sc.toEnd[:0], p.sc.toRevoke[:0]
 	for k, i := range idx {
-		m := mooncakespec.MapBatchPutFromMultiBufferRanges(answers[k], rows[i].Bytes()+p.d.overhead())
+		m := p.d.rules.scatter.Map(answers[k], rows[i].Bytes()+p.d.overhead())
 		kept = kept || m.KeepsAccess
 		switch {
 		case m.Continue:
@@ -236,7 +235,7 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 	if kept {
 		p.sc.tailStage = nil // a transfer may still read it: never reused
 	}
-	if !mooncakespec.BatchPutFromMultiBufferRangesAccess.Ended(kept) {
+	if !p.d.rules.scatter.Access.Ended(kept) {
 		o.ended, o.unprovable = false, true
 	}
 	return toEnd, toRevoke
@@ -259,7 +258,7 @@ func (p *put) endSessions(idx []int) (toRevoke []int) {
 	}
 	toRevoke = p.sc.endRevoke[:0]
 	for k, i := range idx {
-		m := mooncakespec.MapBatchPutSessionEnd(codes[k])
+		m := p.d.rules.end.Map(codes[k], 0)
 		o.results[i] = m.Result
 		switch {
 		case m.Result.Status == driver.Ready:
@@ -286,7 +285,7 @@ func (p *put) revoke(idx []int) {
 		if err != nil || len(codes) != len(idx) {
 			p.set(i, heldOpen)
 		} else {
-			h, _ := afterRevoke(codes[k])
+			h, _ := p.d.afterRevoke(codes[k])
 			p.set(i, h)
 		}
 	}
@@ -326,7 +325,7 @@ func (p *put) askExistence() {
 // rereads once the rows whose read lease expired. Access ends only when no
 // row's answer keeps it (TRANSFER_FAIL).
 func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return mooncakespec.AdmitGet(rows, hint, live) })
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return d.rules.admission.Get(rows, hint, live) })
 	if err != nil {
 		return nil, err
 	}
@@ -345,7 +344,7 @@ func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (dr
 		k, ok, _ = d.getInto(rows, reread, o, true, sc)
 		kept = kept || k
 	}
-	if ok && mooncakespec.BatchGetIntoAccess.Ended(kept) {
+	if ok && d.rules.get.Access.Ended(kept) {
 		o.ended = true
 	} else {
 		o.unprovable = true
@@ -410,7 +409,7 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 		reread = sc.reread[:0] // idx is sc.reread when rereading
 	}
 	for k, i := range idx {
-		m := mooncakespec.MapBatchGetInto(answers[k], rows[i].Bytes())
+		m := d.rules.get.Map(answers[k], rows[i].Bytes())
 		if rereading {
 			m = rules.AfterReread(m)
 		}

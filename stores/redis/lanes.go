@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"crypto/tls"
 	"net"
 	"sync"
 	"time"
@@ -112,10 +111,9 @@ func (c *yieldingConn) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// dialer is go-redis's own dial (TLS included), its connections yielding
-// to gate's gets when gate is set.
-func dialer(opt Options, tlsConfig *tls.Config, gate *fetchGate) func(context.Context, string, string) (net.Conn, error) {
-	base := goredis.NewDialer(&goredis.Options{DialTimeout: opt.DialTimeout, TLSConfig: tlsConfig})
+// yielding is base, its connections yielding to gate's gets when gate is
+// set.
+func yielding(base func(context.Context, string, string) (net.Conn, error), gate *fetchGate) func(context.Context, string, string) (net.Conn, error) {
 	if gate == nil {
 		return base
 	}
@@ -129,16 +127,16 @@ func dialer(opt Options, tlsConfig *tls.Config, gate *fetchGate) func(context.Co
 }
 
 // newClient is a client of the deployment opt names, dialling with dial.
-func newClient(opt Options, tlsConfig *tls.Config, dial func(context.Context, string, string) (net.Conn, error)) goredis.UniversalClient {
+func newClient(opt Options, dial func(context.Context, string, string) (net.Conn, error)) goredis.UniversalClient {
 	if opt.Cluster {
 		return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: opt.Addrs, Username: opt.Username, Password: opt.Password,
-			TLSConfig: tlsConfig, Dialer: dial, DialTimeout: opt.DialTimeout, DialerRetries: 1,
+			Dialer: dial, DialTimeout: opt.DialTimeout, DialerRetries: 1,
 			ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout, MaxRetries: -1, MaxRedirects: 8})
 	}
 	// No retries: a retried compare-and-set whose first reply was lost
 	// would answer LOST for an object it stored.
 	return goredis.NewClient(&goredis.Options{Addr: opt.Addrs[0], Username: opt.Username, Password: opt.Password,
-		TLSConfig: tlsConfig, Dialer: dial, DialTimeout: opt.DialTimeout, DialerRetries: 1,
+		Dialer: dial, DialTimeout: opt.DialTimeout, DialerRetries: 1,
 		ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout, MaxRetries: -1})
 }
 

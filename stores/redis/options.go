@@ -131,9 +131,16 @@ func openError(opt Options, err error) error {
 	case strings.HasPrefix(msg, "NOAUTH"):
 		return fmt.Errorf("redis: the server at %v requires authentication: set Options.Username and Options.Password: %w", opt.Addrs, err)
 	case strings.HasPrefix(msg, "NOPERM"):
-		return fmt.Errorf("redis: user %q may not run what Open needs at %v (its ACL needs at least +info, and +cluster|slots on a Cluster; see docs/security.md): %w", user(opt), opt.Addrs, err)
+		return fmt.Errorf("redis: user %q may not run what Open needs at %v: %w", user(opt), opt.Addrs, explainNoperm(err))
+	case errors.Is(err, errPlainPort):
+		return fmt.Errorf("redis: the server at %v answers plain TCP on this port, not TLS: unset Options.TLS, or connect to its tls-port: %w", opt.Addrs, err)
+	case opt.TLS == nil && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF)):
+		// A TLS-only port takes the first command for a bad TLS record
+		// and closes the connection (a plain server would have answered,
+		// even if only with an error).
+		return fmt.Errorf("redis: the server at %v closed the connection at the first command, as a TLS-only port does to a client without TLS: if it serves TLS, set Options.TLS: %w", opt.Addrs, err)
 	}
-	return fmt.Errorf("redis: INFO server at %v: %w", opt.Addrs, err)
+	return fmt.Errorf("redis: HELLO at %v: %w", opt.Addrs, err)
 }
 
 func user(opt Options) string {

@@ -4,7 +4,10 @@ package fakesdk
 // and the metadata calls.
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/kvblob/kvblob/internal/reuse"
@@ -26,7 +29,12 @@ type Client struct {
 
 var _ mooncake.SDK = (*Client)(nil)
 
-// NewClient returns a client of m reporting version (use "0.3.13").
+// Version is the build the fake reports by default: the fake models
+// Mooncake's main at 3b5a594, the build spec/mooncake-0.3.13.yaml was
+// verified on, and reports it as that build does.
+const Version = "0.3.12.post1 (git: 3b5a59413)"
+
+// NewClient returns a client of m reporting version (use Version).
 func NewClient(m *Master, version string) *Client {
 	m.mu.Lock()
 	m.nextID++
@@ -50,10 +58,19 @@ func (c *Client) HoldsSession(key string) bool {
 }
 
 // RegisterBuffer refuses a buffer that overlaps one already registered,
-// the same one included.
+// the same one included. A fault staged for CallRegister under AnyBuffer
+// answers its code without effect, raises without effect, or registers and
+// then raises.
 func (c *Client) RegisterBuffer(b mooncake.Buffer) (int64, error) {
+	f, staged := c.m.bufferFault(CallRegister)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	switch {
+	case staged && f.raise:
+		return 0, errBufferRaised(CallRegister)
+	case staged && !f.raiseAfter:
+		return int64(f.code), nil
+	}
 	if b.Addr == 0 || b.Len <= 0 {
 		return codeInvalidParams, nil
 	}
@@ -63,17 +80,64 @@ func (c *Client) RegisterBuffer(b mooncake.Buffer) (int64, error) {
 		}
 	}
 	c.buffers[b.Addr] = b.Len
+	if staged {
+		return 0, errBufferRaised(CallRegister)
+	}
 	return codeOK, nil
 }
 
+// UnregisterBuffer refuses a buffer that is not registered. A fault staged
+// for CallUnregister under AnyBuffer answers its code without effect (the
+// buffer stays registered), raises without effect, or unregisters and then
+// raises.
 func (c *Client) UnregisterBuffer(b mooncake.Buffer) (int64, error) {
+	f, staged := c.m.bufferFault(CallUnregister)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	switch {
+	case staged && f.raise:
+		return 0, errBufferRaised(CallUnregister)
+	case staged && !f.raiseAfter:
+		return int64(f.code), nil
+	}
 	if _, ok := c.buffers[b.Addr]; !ok {
 		return codeInvalidParams, nil
 	}
 	delete(c.buffers, b.Addr)
+	if staged {
+		return 0, errBufferRaised(CallUnregister)
+	}
 	return codeOK, nil
+}
+
+// Registered returns the buffers the client holds registered, by address.
+func (c *Client) Registered() []mooncake.Buffer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]mooncake.Buffer, 0, len(c.buffers))
+	for base, n := range c.buffers {
+		out = append(out, mooncake.Buffer{Addr: base, Len: n})
+	}
+	slices.SortFunc(out, func(a, b mooncake.Buffer) int { return cmp.Compare(a.Addr, b.Addr) })
+	return out
+}
+
+func errBufferRaised(call string) error {
+	return fmt.Errorf("fakesdk: %s raised (staged under AnyBuffer)", call)
+}
+
+// bufferFault pops the fault staged for a buffer call.
+func (m *Master) bufferFault(call string) (fault, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls[call]++
+	fk := faultKey{call, AnyBuffer}
+	fs := m.faults[fk]
+	if len(fs) == 0 {
+		return fault{}, false
+	}
+	m.faults[fk] = fs[1:]
+	return fs[0], true
 }
 
 var errClosed = errors.New("fakesdk: client closed")

@@ -16,7 +16,7 @@ import (
 // with, although its caller reused its slices once the call returned.
 func TestAThawAppliesTheKeysAsSent(t *testing.T) {
 	m := fakesdk.NewMaster(4 << 10)
-	c := fakesdk.NewClient(m, "0.3.13")
+	c := fakesdk.NewClient(m, fakesdk.Version)
 	m.FreezeMaster()
 	keys, sizes := []string{"a"}, []int64{1 << 10}
 	var codes []int64
@@ -34,7 +34,7 @@ func TestAThawAppliesTheKeysAsSent(t *testing.T) {
 // slice names by then.
 func TestALookupAppliedAtThawTakesItsLease(t *testing.T) {
 	m := fakesdk.NewMaster(3)
-	c := fakesdk.NewClient(m, "0.3.13")
+	c := fakesdk.NewClient(m, fakesdk.Version)
 	m.Plant("old", []byte{1})
 	m.Advance(time.Second)
 	m.Plant("new", []byte{2})
