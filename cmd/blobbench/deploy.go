@@ -90,11 +90,15 @@ var cleanups struct {
 	fns []func()
 }
 
-func atCleanup(fn func()) {
+// atCleanup registers fn and returns it, to be run once: at the end of the
+// run, when it is interrupted, or when the caller calls it first.
+func atCleanup(fn func()) func() {
 	var once sync.Once
+	f := func() { once.Do(fn) }
 	cleanups.mu.Lock()
 	defer cleanups.mu.Unlock()
-	cleanups.fns = append(cleanups.fns, func() { once.Do(fn) })
+	cleanups.fns = append(cleanups.fns, f)
+	return f
 }
 
 // cleanupAll runs every registered cleanup, newest first.

@@ -115,7 +115,8 @@ func fsStore() (store, error) {
 			})
 			return put, get, err
 		},
-		stop: func() { _ = os.RemoveAll(dir) }}, nil
+		// Removed on Ctrl-C too, not only when measure returns.
+		stop: atCleanup(func() { _ = os.RemoveAll(dir) })}, nil
 }
 
 // durableWrite writes obj to file as a program that wants it to survive a
@@ -170,10 +171,11 @@ func s3Store() (store, error) {
 	tr.MaxIdleConnsPerHost, tr.MaxConnsPerHost = 256, 0
 	opt := s3.Options{Endpoint: e.Endpoint, Bucket: "blobbench", AccessKey: e.AccessKey, SecretKey: e.SecretKey,
 		HTTPClient: &http.Client{Transport: tr}, MaxAttempts: 1, RowsInFlight: s3.DefaultRowsInFlight}
-	stop := func() {
+	// Stopped, its tmpfs unmounted, on Ctrl-C too.
+	stop := atCleanup(func() {
 		tr.CloseIdleConnections()
 		_ = e.Close()
-	}
+	})
 	d, err := s3.Open(opt)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
