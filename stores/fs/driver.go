@@ -61,6 +61,12 @@ type Options struct {
 	// it looks at (default DefaultSweepBudget; negative: no sweep at Open).
 	// See Sweep.
 	SweepBudget int
+	// RowsInFlight is how many of a call's rows are written or read at
+	// once (default DefaultRowsInFlight; 1: one after another). A put's
+	// row waits on two fsyncs, a get's on a file's open and read: a shared
+	// filesystem serves many such at once, so a call of many rows keeps
+	// several going. The backend's workers multiply it.
+	RowsInFlight int
 	// Integrity, when set, tags every object the driver writes with the
 	// current row key and refuses (CORRUPT) every object whose tag does not
 	// verify under the current or previous key, one another writer stored
@@ -107,6 +113,12 @@ const (
 
 // DefaultMaxClockSkew is Options.MaxClockSkew's default.
 const DefaultMaxClockSkew = 10 * time.Second
+
+// DefaultRowsInFlight is Options.RowsInFlight's default: a few fsyncs at
+// once per call, so a 2-worker backend keeps 8 going; not tuned against a
+// shared filesystem, whose round trips may want more (docs/operating.md,
+// "Scale").
+const DefaultRowsInFlight = 4
 
 // DefaultSweepBudget is Options.SweepBudget's default: directory entries
 // Open's sweep looks at.
@@ -157,6 +169,9 @@ func Open(opt Options) (*Driver, error) {
 	if opt.DirMode == 0 {
 		opt.DirMode = 0o700
 	}
+	if opt.RowsInFlight <= 0 {
+		opt.RowsInFlight = DefaultRowsInFlight
+	}
 	if opt.SweepBudget == 0 {
 		opt.SweepBudget = DefaultSweepBudget
 	}
@@ -195,17 +210,18 @@ func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil)
 // returned true and every region is unregistered.
 func (d *Driver) Close() error { return d.life.Close(d.tree.root.Close) }
 
-// Put publishes each row: claim, write, publish, release.
+// Put publishes each row: claim, write, publish, release; up to
+// Options.RowsInFlight rows at once.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
-	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
+	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
 		return fsspec.AdmitPut(rows, live)
 	}, func(r driver.Row) driver.Result { return d.put(r) })
 }
 
 // Get reads each row's object, checks its trailer and only then copies its
-// payload into the row's span.
+// payload into the row's span; up to Options.RowsInFlight rows at once.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
+	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
 		return fsspec.AdmitGet(rows, hint, live)
 	}, func(r driver.Row) driver.Result { return d.get(r) })
 }

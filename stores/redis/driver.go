@@ -27,7 +27,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,9 +55,14 @@ const delScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.ca
 
 // Driver is a driver.Driver over one Redis deployment.
 type Driver struct {
-	c   goredis.UniversalClient
-	opt Options
-	ver string
+	c goredis.UniversalClient
+	// g is the client gets go out on: c itself with
+	// Options.FetchesShareConns, else a client of its own, and gate the
+	// gets in flight c's connections yield to (lanes.go).
+	g    goredis.UniversalClient
+	gate *fetchGate
+	opt  Options
+	ver  string
 
 	// build is the server build the driver talks to, and calls the rules
 	// of its spec for each call the driver makes.
@@ -102,41 +106,51 @@ func Open(ctx context.Context, opt Options) (*Driver, error) {
 	}
 	// Over TLS the driver dials itself (tlsDialer), so a plain port fails
 	// the dial at once, saying so, instead of at DialTimeout.
-	var dialer func(context.Context, string, string) (net.Conn, error)
-	if tlsConfig != nil {
-		dialer = tlsDialer(tlsConfig, opt.DialTimeout)
+	dialTimeout := opt.DialTimeout
+	if dialTimeout <= 0 {
+		dialTimeout = 5 * time.Second // go-redis's default, which its own dialer applies
 	}
-	var c goredis.UniversalClient
-	if opt.Cluster {
-		c = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: opt.Addrs, Username: opt.Username, Password: opt.Password,
-			Dialer: dialer, DialTimeout: opt.DialTimeout, DialerRetries: 1,
-			ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout, MaxRetries: -1, MaxRedirects: 8})
-	} else {
-		// No retries: a retried compare-and-set whose first reply was lost
-		// would answer LOST for an object it stored.
-		c = goredis.NewClient(&goredis.Options{Addr: opt.Addrs[0], Username: opt.Username, Password: opt.Password,
-			Dialer: dialer, DialTimeout: opt.DialTimeout, DialerRetries: 1,
-			ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout, MaxRetries: -1})
+	base := goredis.NewDialer(&goredis.Options{DialTimeout: dialTimeout})
+	if tlsConfig != nil {
+		base = tlsDialer(tlsConfig, opt.DialTimeout)
+	}
+	// Gets on a client of their own, publishes yielding to them (lanes.go).
+	var gate *fetchGate
+	if !opt.FetchesShareConns {
+		gate = &fetchGate{}
+	}
+	c := newClient(opt, yielding(base, gate))
+	g := c
+	if gate != nil {
+		g = newClient(opt, base)
 	}
 	// One dial per attempt (DialerRetries: 1): go-redis's default of five
 	// with 100 ms back-off cost 0.4 s per call to a server that is down.
 	// The guard goes first: it routes the client's log lines to
 	// Options.Logger and fails dials at once for DownFor after one failed.
-	c.AddHook(newGuard(opt))
-	for _, h := range opt.Hooks {
-		c.AddHook(h)
+	guard := newGuard(opt)
+	for _, cl := range unique(c, g) {
+		cl.AddHook(guard)
+		for _, h := range opt.Hooks {
+			cl.AddHook(h)
+		}
+	}
+	closeAll := func() {
+		for _, cl := range unique(c, g) {
+			_ = cl.Close()
+		}
 	}
 	hellos, err := serverHellos(ctx, c)
 	if err != nil {
-		_ = c.Close()
+		closeAll()
 		return nil, openError(opt, err)
 	}
 	b, calls, ver, err := pickBuildOf(hellos)
 	if err != nil {
-		_ = c.Close()
+		closeAll()
 		return nil, err
 	}
-	return &Driver{c: c, opt: opt, ver: ver, build: b, calls: calls}, nil
+	return &Driver{c: c, g: g, gate: gate, opt: opt, ver: ver, build: b, calls: calls}, nil
 }
 
 // serverHellos asks each server the driver writes to for HELLO: the one
@@ -194,7 +208,11 @@ func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil)
 func (d *Driver) Close() error {
 	return d.life.Close(func() error {
 		d.bufs.drop()
-		return d.c.Close()
+		var err error
+		if d.g != d.c {
+			err = d.g.Close()
+		}
+		return errors.Join(d.c.Close(), err)
 	})
 }
 
@@ -732,7 +750,11 @@ func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (
 	}
 	defer call.End()
 	results := make([]driver.Result, len(rows))
-	pipe := d.c.Pipeline()
+	if d.gate != nil {
+		d.gate.enter()
+		defer d.gate.leave()
+	}
+	pipe := d.g.Pipeline()
 	gets := make([]*goredis.ZeroCopyStringCmd, len(rows))
 	into := make([][]byte, len(rows))
 	defer func() {

@@ -41,6 +41,13 @@ type Options struct {
 	// tag does not verify under the current or previous key, an unkeyed
 	// row another writer stored included (see trailer.Integrity).
 	Integrity *trailer.Integrity
+	// FetchesShareConns sends gets on the publishes' connections, with no
+	// yielding (the driver before issue 35). By default gets go on
+	// connections of their own and a publish's connection writes in
+	// slices, each after this driver's gets in flight are done, so that a
+	// single-threaded server does not read megabytes of publish pipelines
+	// while a get waits (lanes.go; docs/operating.md, "Scale").
+	FetchesShareConns bool
 	// PendingTTL bounds how long a claimed key stays pending if its writer
 	// dies (default 30 s).
 	PendingTTL time.Duration
