@@ -281,12 +281,15 @@ func newBatchPutSessionRevokeRule() *rules.CallRule {
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:242:7
+			// spec/mooncake-0.3.13.yaml:245:7
 			// Another client took the key over after put_start_discard_timeout_sec
 			// (real, g1: end and revoke answer -601 forever; the space was
-			// discarded). The client keeps its local session forever, so a new
-			// start of the key would be refused locally: keep the key held (a later
-			// put asks batch_is_exist), never revoke it again.
+			// discarded). The client keeps its local session until it is torn
+			// down (turn 3: its own later start of the key answers -600), so this
+			// client can never write the key again: keep the key held, never
+			// revoke it again; a later put of it is READY when batch_is_exist
+			// finds the taker's object, and otherwise a FAULT with this code that
+			// says the key is lost to this client until it is reopened.
 			int64(IllegalClient): {
 				Mapping: rules.Mapping{
 					Result:   driver.Result{Status: driver.Fault},
@@ -294,19 +297,19 @@ func newBatchPutSessionRevokeRule() *rules.CallRule {
 					FollowUp: rules.FollowKeepOpen,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:246:7
+			// spec/mooncake-0.3.13.yaml:249:7
 			// An end whose answer was lost was applied late and completed the
-			// object (real, h11-15: revoke answers -700 forever; a second end 0).
-			// As for ILLEGAL_CLIENT, the local session stays: keep the key held.
+			// object (real, h11-15: revoke answers -700 forever; a second end 0,
+			// and the client drops its local session on that OK): end it again.
 			int64(InvalidWrite): {
 				Mapping: rules.Mapping{
 					Result:   driver.Result{Status: driver.Fault},
 					Written:  rules.WrittenNo,
-					FollowUp: rules.FollowKeepOpen,
+					FollowUp: rules.FollowEndAgain,
 				},
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:249:16
+		// spec/mooncake-0.3.13.yaml:252:16
 		// A revoke that failed otherwise (the master down or frozen: RPC_FAIL,
 		// RPC_TIMEOUT) stays held, and each drain tries again.
 		Otherwise: rules.Meaning{
@@ -332,7 +335,7 @@ func MapBatchGetInto(answer, rowBytes int64) rules.Mapping {
 // access ended (rules.AccessRule.Ended).
 const BatchGetIntoAccess = rules.AccessUnlessKept
 
-// batchGetIntoRule is what spec/mooncake-0.3.13.yaml:251:3 says about batch_get_into's answers and its
+// batchGetIntoRule is what spec/mooncake-0.3.13.yaml:254:3 says about batch_get_into's answers and its
 // access (unless_kept).
 var batchGetIntoRule = newBatchGetIntoRule()
 
@@ -342,14 +345,14 @@ func newBatchGetIntoRule() *rules.CallRule {
 		Call:   "batch_get_into",
 		Access: BatchGetIntoAccess,
 		Sized:  true,
-		// spec/mooncake-0.3.13.yaml:257:12
+		// spec/mooncake-0.3.13.yaml:260:12
 		Whole: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenYes,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:260:7
+		// spec/mooncake-0.3.13.yaml:263:7
 		// A shorter object lands in the slot's head before the size is answered.
 		Short: rules.Meaning{
 			Mapping: rules.Mapping{
@@ -359,21 +362,21 @@ func newBatchGetIntoRule() *rules.CallRule {
 			Text: "a shorter object landed in the slot's head",
 		},
 		Codes: map[int64]rules.Meaning{
-			// spec/mooncake-0.3.13.yaml:265:7
+			// spec/mooncake-0.3.13.yaml:268:7
 			int64(ObjectNotFound): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Miss},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:266:7
+			// spec/mooncake-0.3.13.yaml:269:7
 			int64(ReplicaIsNotReady): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.NotReady},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:268:7
+			// spec/mooncake-0.3.13.yaml:271:7
 			// The bytes were written but the lease ran out: read once more.
 			int64(LeaseExpired): {
 				Mapping: rules.Mapping{
@@ -382,7 +385,7 @@ func newBatchGetIntoRule() *rules.CallRule {
 					FollowUp: rules.FollowRereadOnce,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:270:7
+			// spec/mooncake-0.3.13.yaml:273:7
 			// The future gave up while the transfer may still run: access unproven.
 			int64(TransferFail): {
 				Mapping: rules.Mapping{
@@ -391,7 +394,7 @@ func newBatchGetIntoRule() *rules.CallRule {
 					KeepsAccess: true,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:272:7
+			// spec/mooncake-0.3.13.yaml:275:7
 			// An object longer than its buffer is refused without a transfer.
 			int64(InvalidParams): {
 				Mapping: rules.Mapping{
@@ -400,7 +403,7 @@ func newBatchGetIntoRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:273:16
+		// spec/mooncake-0.3.13.yaml:276:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},

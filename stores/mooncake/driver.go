@@ -19,8 +19,17 @@ type hold uint8
 const (
 	heldPut  hold = iota + 1 // one of this driver's puts is writing it
 	heldOpen                 // its session was left open; drain revokes it
-	heldKeep                 // never revoke it: its scatter answered TRANSFER_FAIL (the space may still be written), or its revoke answered that the client's session outlives any revoke
+	heldKeep                 // never revoke or end it: its scatter answered TRANSFER_FAIL (the space may still be written), or another client took it over (ILLEGAL_CLIENT); the client keeps its session until it is torn down
 )
+
+// holding is how the driver holds a key, and for heldKeep the answer that
+// made it keep the key: a later put of the key that finds no object says
+// it, so the caller learns the key is lost to this client, not that
+// another writer is still at work.
+type holding struct {
+	how  hold
+	code int64
+}
 
 // Driver is a driver.Driver over a Mooncake 0.3.13 SDK client.
 //
@@ -36,7 +45,7 @@ type Driver struct {
 	life driverkit.Lifecycle // registration handles: the registered Buffer
 
 	mu    sync.Mutex
-	held  map[string]hold
+	held  map[string]holding
 	spare reuse.Stack[scratch] // Put's and Get's working space, while no call uses it
 }
 
@@ -63,7 +72,7 @@ func NewWith(sdk SDK, opt Options) (*Driver, error) {
 	if opt.Integrity.On() {
 		opt.Trailer = true
 	}
-	return &Driver{sdk: sdk, opt: opt, held: map[string]hold{}}, nil
+	return &Driver{sdk: sdk, opt: opt, held: map[string]holding{}}, nil
 }
 
 // SDK returns the client the driver calls.
@@ -134,7 +143,7 @@ func (d *Driver) revokeLeftOpen(context.Context) bool {
 	d.mu.Lock()
 	var open []string
 	for k, h := range d.held {
-		if h == heldOpen {
+		if h.how == heldOpen {
 			open = append(open, k)
 		}
 	}
@@ -143,32 +152,76 @@ func (d *Driver) revokeLeftOpen(context.Context) bool {
 		return true
 	}
 	codes, err := d.sdk.BatchPutSessionRevoke(open)
+	if err != nil || len(codes) != len(open) {
+		return true // still held open: the next drain tries again
+	}
+	holds := make([]holding, len(open))
+	for i := range open {
+		holds[i] = afterRevoke(codes[i])
+	}
+	d.endAgain(open, holds)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err == nil && len(codes) == len(open) {
-		for i, k := range open {
-			if h, ok := afterRevoke(codes[i]); !ok {
-				d.held[k] = h
-			} else {
-				delete(d.held, k)
-			}
-		}
+	for i, k := range open {
+		d.holdLocked(k, holds[i])
 	}
 	return true
 }
 
+// holdLocked records how the driver holds key (not at all for the zero
+// holding).
+func (d *Driver) holdLocked(key string, h holding) {
+	if h.how == 0 {
+		delete(d.held, key)
+	} else {
+		d.held[key] = h
+	}
+}
+
+// heldEnd marks, between a revoke and endAgain, a key whose revoke said to
+// end its session again; it is never stored.
+const heldEnd hold = 255
+
 // afterRevoke is how the driver holds a key after its revoke answered code:
-// not at all (ok), never to be revoked again (heldKeep), or still to be
-// revoked (heldOpen).
-func afterRevoke(code int64) (h hold, released bool) {
+// not at all (the zero holding), never to be revoked again (heldKeep, with
+// the code), still to be revoked (heldOpen), or to be ended again at once
+// (heldEnd, which endAgain settles).
+func afterRevoke(code int64) holding {
 	m := mooncakespec.MapBatchPutSessionRevoke(code)
 	switch {
 	case m.Result.Status == driver.Ready:
-		return 0, true
+		return holding{}
 	case m.FollowUp == rules.FollowKeepOpen:
-		return heldKeep, false
+		return holding{heldKeep, code}
+	case m.FollowUp == rules.FollowEndAgain:
+		return holding{heldEnd, code}
 	}
-	return heldOpen, false
+	return holding{how: heldOpen}
+}
+
+// endAgain ends once more the sessions whose revoke said an end had been
+// applied late (heldEnd): the object is complete, and the client drops its
+// session only when an end answers OK. An end that answers otherwise leaves
+// the key kept, under the revoke's code.
+func (d *Driver) endAgain(keys []string, holds []holding) {
+	var again []string
+	var at []int
+	for i, h := range holds {
+		if h.how == heldEnd {
+			again, at = append(again, keys[i]), append(at, i)
+		}
+	}
+	if len(again) == 0 {
+		return
+	}
+	codes, err := d.sdk.BatchPutSessionEnd(again)
+	for j, i := range at {
+		if err == nil && len(codes) == len(again) && mooncakespec.MapBatchPutSessionEnd(codes[j]).Result.Status == driver.Ready {
+			holds[i] = holding{}
+		} else {
+			holds[i].how = heldKeep
+		}
+	}
 }
 
 // Close closes the SDK client once a drain returned true and every region
@@ -196,7 +249,7 @@ func (d *Driver) Close() error {
 func (d *Driver) Held(key string) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	switch d.held[key] {
+	switch d.held[key].how {
 	case heldPut:
 		return "put"
 	case heldOpen:

@@ -164,6 +164,45 @@ func TestSessionBookkeeping(t *testing.T) {
 	}
 }
 
+// TestAKeptKeyIsRefusedWithTheAnswerThatKeptIt: a key whose session the
+// client keeps for good (nothing may end or revoke it) can never be written
+// by this client again, so a later put of it, with no object stored, is a
+// FAULT naming why, never NOT_READY ("another writer has not finished"),
+// which a caller would retry for ever.
+func TestAKeptKeyIsRefusedWithTheAnswerThatKeptIt(t *testing.T) {
+	cases := []struct {
+		name  string
+		stage func(m *fakesdk.Master)
+		code  int64
+		text  string
+	}{
+		{"a scatter that answered TRANSFER_FAIL", func(m *fakesdk.Master) { m.Answer(fakesdk.CallScatter, "k", mooncakespec.TransferFail) }, int64(mooncakespec.TransferFail), "TRANSFER_FAIL"},
+		{"a scatter that raised", func(m *fakesdk.Master) { m.Raise(fakesdk.CallScatter, "k") }, 0, "raised"},
+		{"a session taken over (end and revoke -601)", func(m *fakesdk.Master) {
+			m.Answer(fakesdk.CallEnd, "k", mooncakespec.IllegalClient)
+			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.IllegalClient)
+		}, int64(mooncakespec.IllegalClient), "ILLEGAL_CLIENT"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFx(t)
+			c.stage(f.m)
+			f.put(t, f.row("k", 0))
+			require.Equal(t, "keep", f.d.Held("k"))
+			starts := f.m.Calls(fakesdk.CallStart)
+			_, res := f.put(t, f.row("k", 1))
+			assert.Equal(t, driver.Fault, res[0].Status)
+			assert.Equal(t, c.code, res[0].Code)
+			assert.Contains(t, res[0].Text, c.text)
+			assert.Contains(t, res[0].Text, "reopen the driver")
+			assert.Equal(t, starts, f.m.Calls(fakesdk.CallStart), "no start: the client would refuse it")
+			f.m.Plant("k", make([]byte, slot)) // another writer's object
+			_, res = f.put(t, f.row("k", 1))
+			assert.Equal(t, driver.Ready, res[0].Status)
+		})
+	}
+}
+
 func TestAKeyWhoseSessionWasLeftOpenIsReadyOnlyOnceItExists(t *testing.T) {
 	f := newFx(t)
 	f.m.Answer(fakesdk.CallEnd, "k", mooncakespec.RPCFail) // the end may still land
@@ -269,10 +308,10 @@ func TestDrainClosesWhenOnlyMetadataIsLeft(t *testing.T) {
 			m.Raise(fakesdk.CallStart, "k")
 			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.InvalidParams)
 		}, ""},
-		{"revoke after a late-applied end (h11-15: -700 forever)", func(m *fakesdk.Master) {
+		{"revoke after a late-applied end (h11-15: -700 forever; a second end 0)", func(m *fakesdk.Master) {
 			m.Answer(fakesdk.CallEnd, "k", mooncakespec.RPCTimeout)
 			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.InvalidWrite)
-		}, "keep"},
+		}, ""},
 		{"a session taken over by another client (g1: -601 forever)", func(m *fakesdk.Master) {
 			m.Answer(fakesdk.CallEnd, "k", mooncakespec.IllegalClient)
 			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.IllegalClient)
@@ -330,9 +369,15 @@ func TestDrainClosesAfterTheRealSDKsLeftovers(t *testing.T) {
 		require.Equal(t, "open", f.d.Held("k"))
 		f.m.ThawMaster() // and the master applies it
 		assert.True(t, f.d.Drain(conformance.Within(time.Second)))
-		assert.Equal(t, "keep", f.d.Held("k"), "the client's session outlives any revoke")
+		assert.Equal(t, "", f.d.Held("k"), "the revoke's -700 is answered by a second end, which the master answers OK")
+		assert.False(t, f.d.SDK().(*fakesdk.Client).HoldsSession("k"), "the client dropped its session on that OK")
 		_, res := f.put(t, f.row("k", 1))
 		assert.Equal(t, driver.Ready, res[0].Status, "the late end completed the object")
+		f.m.Delete("k") // evicted, say: the key is this client's to write again
+		starts := f.m.Calls(fakesdk.CallStart)
+		_, res = f.put(t, f.row("k", 1))
+		assert.Equal(t, driver.Ready, res[0].Status, res[0].Text)
+		assert.Equal(t, starts+1, f.m.Calls(fakesdk.CallStart), "written by a session of its own")
 	})
 	t.Run("another client took the session over: end and revoke -601", func(t *testing.T) {
 		f := newFx(t)
@@ -349,6 +394,17 @@ func TestDrainClosesAfterTheRealSDKsLeftovers(t *testing.T) {
 		assert.Equal(t, "keep", f.d.Held("k"))
 		assert.True(t, f.d.Drain(conformance.Within(time.Second)))
 		assert.True(t, f.m.SessionOpen("k"), "B's session is B's")
+		_, res := f.put(t, f.row("k", 1))
+		assert.Equal(t, driver.Fault, res[0].Status, "B has not finished, but this client can never write the key: not NOT_READY")
+		assert.Equal(t, int64(mooncakespec.IllegalClient), res[0].Code)
+		assert.Contains(t, res[0].Text, "lost to this client")
+		codes, err = b.BatchPutSessionRevoke([]string{"k"})
+		require.NoError(t, err)
+		require.Equal(t, []int64{int64(mooncakespec.OK)}, codes)
+		_, res = f.put(t, f.row("k", 1))
+		assert.Equal(t, driver.Fault, res[0].Status, "the taker's object is gone: still refused, with the reason")
+		assert.Equal(t, int64(mooncakespec.IllegalClient), res[0].Code)
+		require.NoError(t, b.Close())
 	})
 	t.Run("a start timed out and applied late: an orphan nothing can revoke", func(t *testing.T) {
 		f := newFx(t)

@@ -14,13 +14,14 @@ import (
 // no call uses it, so a call allocates what it returns (the operation) and
 // little else. The SDK keeps none of it past its call (SDK).
 type scratch struct {
-	start, held, scatter, toEnd, toRevoke, endRevoke, ask []int // a put's rows, by stage
-	all, reread                                           []int // a get's
-	keys                                                  []string
-	sizes                                                 []int64
-	flat                                                  []Buffer   // a scatter's buffers, back to back
-	bufs                                                  [][]Buffer // a scatter's buffers, per row
-	into                                                  []Buffer   // a get's buffers
+	start, held, kept, scatter, toEnd, toRevoke, endRevoke, ask []int     // a put's rows, by stage
+	holds                                                       []holding // a put's revoked rows' holdings
+	all, reread                                                 []int     // a get's
+	keys                                                        []string
+	sizes                                                       []int64
+	flat                                                        []Buffer   // a scatter's buffers, back to back
+	bufs                                                        [][]Buffer // a scatter's buffers, per row
+	into                                                        []Buffer   // a get's buffers
 	// With the object trailer on: the tags and trailers a put scatters,
 	// and the memory a get reads objects into (see stage).
 	tailStage, getStage *stage
@@ -77,25 +78,40 @@ func (d *Driver) Put(_ context.Context, rows []driver.Row) (driver.Operation, er
 	p := put{d: d, rows: rows, o: o, sc: d.takeScratch()}
 	defer d.release(p.sc)
 
-	start, askHeld := p.sc.start[:0], p.sc.held[:0]
+	start, askHeld, askKept := p.sc.start[:0], p.sc.held[:0], p.sc.kept[:0]
+	var keptCode []int64 // the code each kept key was kept under, by askKept's order
 	d.mu.Lock()
 	for i, r := range rows {
-		switch d.held[r.Key] {
+		switch h := d.held[r.Key]; h.how {
 		case heldPut:
 			o.results[i] = driver.Result{Status: driver.NotReady}
-		case heldOpen, heldKeep:
+		case heldOpen:
 			askHeld = append(askHeld, i)
+		case heldKeep:
+			askKept, keptCode = append(askKept, i), append(keptCode, h.code)
 		default:
-			d.held[r.Key] = heldPut
+			d.held[r.Key] = holding{how: heldPut}
 			start = append(start, i)
 		}
 	}
 	d.mu.Unlock()
-	p.sc.start, p.sc.held = start, askHeld
+	p.sc.start, p.sc.held, p.sc.kept = start, askHeld, askKept
 
 	for _, i := range askHeld {
 		p.waitExistence(i, rules.Mapping{Result: driver.FaultResult(0, "batch_is_exist failed for a key whose session this driver left open"),
 			FollowUp: rules.FollowAskExistence, IfExists: driver.Ready, IfAbsent: driver.NotReady})
+	}
+	for k, i := range askKept {
+		// The client keeps a session for the key that nothing may end or
+		// revoke, and refuses a new start of it until it is torn down: a
+		// stored object (another writer's) is READY; otherwise the key is
+		// lost to this client, which is no writer still at work.
+		why := "after " + mooncakespec.Code(keptCode[k]).String()
+		if keptCode[k] == 0 {
+			why = "after a scatter that raised"
+		}
+		lost := driver.FaultResult(keptCode[k], "the key is lost to this client: its SDK client keeps a session for it that nothing may end or revoke (%s), and refuses to start it again until the client is torn down; reopen the driver over a new client to write it", why)
+		p.waitExistence(i, rules.Mapping{Result: lost, FollowUp: rules.FollowAskExistence, IfExists: driver.Ready, IfAbsent: driver.Fault})
 	}
 
 	scatter := p.startSessions(start)
@@ -116,13 +132,14 @@ func (p *put) waitExistence(i int, m rules.Mapping) {
 }
 
 // set settles how the driver holds row i's key.
-func (p *put) set(i int, h hold) {
+func (p *put) set(i int, h hold) { p.setHolding(i, holding{how: h}) }
+
+// keep holds row i's key for good, kept under code.
+func (p *put) keep(i int, code int64) { p.setHolding(i, holding{heldKeep, code}) }
+
+func (p *put) setHolding(i int, h holding) {
 	p.d.mu.Lock()
-	if h == 0 {
-		delete(p.d.held, p.rows[i].Key)
-	} else {
-		p.d.held[p.rows[i].Key] = h
-	}
+	p.d.holdLocked(p.rows[i].Key, h)
 	p.d.mu.Unlock()
 }
 
@@ -210,7 +227,7 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 			// The scatter may still be writing, as after TRANSFER_FAIL: never
 			// revoke (a drain's sweep could run beside this call and free
 			// space a stale transfer then lands in).
-			p.set(i, heldKeep)
+			p.keep(i, 0)
 		}
 		p.sc.tailStage = nil // the scatter may still read it: never reused
 		o.ended, o.unprovable = false, true
@@ -226,7 +243,7 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 			toEnd = append(toEnd, i)
 		case m.FollowUp == rules.FollowKeepOpen:
 			o.results[i] = m.Result
-			p.set(i, heldKeep)
+			p.keep(i, answers[k])
 		default:
 			o.results[i] = m.Result
 			toRevoke = append(toRevoke, i)
@@ -281,14 +298,26 @@ func (p *put) revoke(idx []int) {
 	if len(idx) == 0 {
 		return
 	}
-	codes, err := p.d.sdk.BatchPutSessionRevoke(p.sc.keysOf(p.rows, idx))
-	for k, i := range idx {
-		if err != nil || len(codes) != len(idx) {
+	keys := p.sc.keysOf(p.rows, idx)
+	codes, err := p.d.sdk.BatchPutSessionRevoke(keys)
+	if err != nil || len(codes) != len(idx) {
+		for _, i := range idx {
 			p.set(i, heldOpen)
-		} else {
-			h, _ := afterRevoke(codes[k])
-			p.set(i, h)
 		}
+		return
+	}
+	holds := reuse.Resize(p.sc.holds, len(idx))
+	p.sc.holds = holds
+	again := false
+	for k := range idx {
+		holds[k] = afterRevoke(codes[k])
+		again = again || holds[k].how == heldEnd
+	}
+	if again {
+		p.d.endAgain(keys, holds)
+	}
+	for k, i := range idx {
+		p.setHolding(i, holds[k])
 	}
 }
 
@@ -312,14 +341,23 @@ func (p *put) askExistence() {
 		case err != nil || len(answers) != len(idx) || answers[k] < 0:
 			o.results[i] = m.Result
 		case answers[k] == 1:
-			o.results[i] = driver.Result{Status: m.IfExists}
+			o.results[i] = existence(m, m.IfExists)
 		default:
-			o.results[i] = driver.Result{Status: m.IfAbsent}
+			o.results[i] = existence(m, m.IfAbsent)
 		}
 		if o.results[i].Status == driver.Fault && o.results[i].Text == "" {
 			o.results[i] = driver.FaultResult(0, "batch_is_exist could not confirm the key")
 		}
 	}
+}
+
+// existence is a row's result once batch_is_exist answered: status, or,
+// when that is FAULT, the mapping's own fault (its code and reason).
+func existence(m rules.Mapping, status driver.Status) driver.Result {
+	if status == driver.Fault {
+		return m.Result
+	}
+	return driver.Result{Status: status}
 }
 
 // Get reads each row's object into its span with one batch_get_into, and

@@ -190,7 +190,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_get_into/whole",
-		Pos:         "spec/mooncake-0.3.13.yaml:257:12",
+		Pos:         "spec/mooncake-0.3.13.yaml:260:12",
 		Op:          speccase.OpGet,
 		Call:        "batch_get_into",
 		Answer:      speccase.Answer{Size: speccase.SizeWhole},
@@ -200,7 +200,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_get_into/short",
-		Pos:         "spec/mooncake-0.3.13.yaml:260:7",
+		Pos:         "spec/mooncake-0.3.13.yaml:263:7",
 		Op:          speccase.OpGet,
 		Call:        "batch_get_into",
 		Answer:      speccase.Answer{Size: speccase.SizeShort},
@@ -210,7 +210,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_get_into/OBJECT_NOT_FOUND",
-		Pos:         "spec/mooncake-0.3.13.yaml:265:25",
+		Pos:         "spec/mooncake-0.3.13.yaml:268:25",
 		Op:          speccase.OpGet,
 		Call:        "batch_get_into",
 		Answer:      speccase.Answer{Code: -704, CodeName: "OBJECT_NOT_FOUND"},
@@ -220,7 +220,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_get_into/REPLICA_IS_NOT_READY",
-		Pos:         "spec/mooncake-0.3.13.yaml:266:29",
+		Pos:         "spec/mooncake-0.3.13.yaml:269:29",
 		Op:          speccase.OpGet,
 		Call:        "batch_get_into",
 		Answer:      speccase.Answer{Code: -703, CodeName: "REPLICA_IS_NOT_READY"},
@@ -230,7 +230,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_get_into/LEASE_EXPIRED/reread-whole",
-		Pos:         "spec/mooncake-0.3.13.yaml:268:22",
+		Pos:         "spec/mooncake-0.3.13.yaml:271:22",
 		Op:          speccase.OpGet,
 		Call:        "batch_get_into",
 		Answer:      speccase.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
@@ -240,7 +240,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_get_into/LEASE_EXPIRED/reread-again",
-		Pos:         "spec/mooncake-0.3.13.yaml:268:22",
+		Pos:         "spec/mooncake-0.3.13.yaml:271:22",
 		Op:          speccase.OpGet,
 		Call:        "batch_get_into",
 		Answer:      speccase.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
@@ -251,7 +251,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_get_into/TRANSFER_FAIL",
-		Pos:         "spec/mooncake-0.3.13.yaml:270:22",
+		Pos:         "spec/mooncake-0.3.13.yaml:273:22",
 		Op:          speccase.OpGet,
 		Call:        "batch_get_into",
 		Answer:      speccase.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
@@ -261,7 +261,7 @@ func All() []speccase.Case {
 		AccessEnded: false,
 	}, {
 		ID:          "batch_get_into/INVALID_PARAMS",
-		Pos:         "spec/mooncake-0.3.13.yaml:272:23",
+		Pos:         "spec/mooncake-0.3.13.yaml:275:23",
 		Op:          speccase.OpGet,
 		Call:        "batch_get_into",
 		Answer:      speccase.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
@@ -272,7 +272,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_get_into/otherwise-INTERNAL_ERROR",
-		Pos:         "spec/mooncake-0.3.13.yaml:273:16",
+		Pos:         "spec/mooncake-0.3.13.yaml:276:16",
 		Op:          speccase.OpGet,
 		Call:        "batch_get_into",
 		Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
