@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,15 +151,28 @@ func (s *Server) launch() error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The server dies with the test that started it, however the test
 	// ends (a timeout's panic, Ctrl-C, a crash): no server outlives its
-	// run. (Linux sends the signal when the thread that started the
-	// process exits; the Go runtime keeps its threads for the process's
-	// life unless a goroutine locked to one exits, which nothing here does.)
+	// run. Linux sends the parent-death signal when the thread that forked
+	// the process exits, not the process, and the Go runtime ends a thread
+	// whenever a goroutine locked to it exits (in a test, in a cgo SDK,
+	// anywhere in the process). So the process is started and waited for
+	// by one goroutine locked to its thread for the process's whole life:
+	// that thread ends only after the process exited.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	started := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		close(done)
+	}()
+	if err := <-started; err != nil {
 		return fmt.Errorf("storekit: starting %s: %w", s.spec.Binary, err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
 	s.mu.Lock()
 	s.cmd, s.done = cmd, done
 	s.mu.Unlock()
