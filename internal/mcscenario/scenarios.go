@@ -312,6 +312,29 @@ func All() []Scenario {
 				"and a dead client's segment answering TRANSFER_FAIL until client_ttl needs one segment per client",
 		},
 		{
+			Name: "p1-get-peer-frozen-teardown",
+			About: "issue 31: a get from a frozen peer, MC_TCP_STATUS_TIMEOUT_SEC=120, answers TRANSFER_FAIL at the 60 s transfer wait " +
+				"with its transfer still running (s3: it lands after thaw); client A is then torn down (Close: tearDownAll and " +
+				"destroy) and the peer thawed: the bytes must not land, so the teardown ended the get's access",
+			Config: Config{Clients: 2, PoolOn: B, StatusTimeout: 120 * time.Second},
+			Bufs:   []Buf{src, dst},
+			Steps: steps(put("", A, "k", Row, "src"), envStep(OpFreezePeer), async(get("get-frozen", A, "k", ref("dst"))),
+				advance("transfer-wait", 60*time.Second), wait("wait-get", "get-frozen"), look("look-at-return", ref("dst")),
+				Step{Name: "close-a", Client: A, Op: OpClose}, envStep(OpThawPeer),
+				advance("after-thaw", 3*time.Second), look("look-after-thaw", ref("dst"))),
+		},
+		{
+			Name: "p2-get-peer-killed-teardown",
+			About: "issue 31: the peer holding the only replica is killed: a get answers TRANSFER_FAIL at once (nothing can " +
+				"write any more: the process is gone); client A's teardown returns and the destination stays untouched",
+			Config: Config{Clients: 2, PoolOn: B},
+			Bufs:   []Buf{src, dst},
+			Steps: steps(put("", A, "k", Row, "src"), get("get-warm", A, "k", ref("dst")), fill("refill", ref("dst"), ""),
+				envStep(OpKillPeer), get("get-dead", A, "k", ref("dst")), Step{Name: "close-a", Client: A, Op: OpClose},
+				look("look-after-close", ref("dst"))),
+			FakeCannot: "fakesdk runs every client in the test's process: it cannot kill one",
+		},
+		{
 			Name:   "x-get-answers",
 			About:  "agreeing: absent key, another client's open session, a shorter object, a longer object",
 			Config: Config{Clients: 2},

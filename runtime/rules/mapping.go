@@ -178,7 +178,9 @@ func AfterReread(m Mapping) Mapping {
 		m.Result = driver.FaultResult(0, "reread after an expired lease answered %s; the first read already wrote the slot", m.Result.Status)
 		m.Written = WrittenYes
 	}
-	m.FollowUp = FollowNone
+	if m.FollowUp == FollowRereadOnce {
+		m.FollowUp = FollowNone // a reread is never reread again; any other follow-up stands
+	}
 	return m
 }
 

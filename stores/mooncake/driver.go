@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kvblob/kvblob/generated/mooncakespec"
 	"github.com/kvblob/kvblob/internal/reuse"
@@ -44,9 +45,11 @@ type Driver struct {
 
 	life driverkit.Lifecycle // registration handles: the registered Buffer
 
-	mu    sync.Mutex
-	held  map[string]holding
-	spare reuse.Stack[scratch] // Put's and Get's working space, while no call uses it
+	mu         sync.Mutex
+	sdkClosed  bool  // the SDK client was closed (by a drain's teardown, or Close)
+	atTeardown []*op // gets whose access ends when the SDK client is closed
+	held       map[string]holding
+	spare      reuse.Stack[scratch] // Put's and Get's working space, while no call uses it
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -135,7 +138,47 @@ func (d *Driver) Unregister(reg driver.Registration) error {
 // (the master down or frozen) stays held, and the next drain tries again;
 // the master discards it after put_start_discard_timeout_sec. The SDK's
 // calls take no deadline: ctx bounds only the wait for calls in progress.
-func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, d.revokeLeftOpen) }
+//
+// A get whose transfer failed (TRANSFER_FAIL) keeps access that only the
+// client's teardown ends (the spec's ends_at_teardown): Drain does not wait
+// for it, and once such gets are all that is left it revokes what it must,
+// then tears the SDK client down (Close), which ends their access. The
+// driver takes no call after that (RuleClosed): Unregister answers without
+// asking the SDK, whose registrations went with its client, and Close
+// finishes.
+func (d *Driver) Drain(ctx context.Context) bool {
+	return d.life.DrainTearingDown(ctx, d.revokeLeftOpen, d.teardown)
+}
+
+// teardown closes the SDK client to end the access of the gets that wait
+// on it, and then says so on their operations.
+func (d *Driver) teardown() error {
+	if err := d.closeSDK(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	ops := d.atTeardown
+	d.atTeardown = nil
+	d.mu.Unlock()
+	for _, o := range ops {
+		o.ended.Store(true)
+	}
+	return nil
+}
+
+// closeSDK closes the SDK client once.
+func (d *Driver) closeSDK() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.sdkClosed {
+		return nil
+	}
+	if err := d.sdk.Close(); err != nil {
+		return err
+	}
+	d.sdkClosed = true
+	return nil
+}
 
 // revokeLeftOpen revokes the sessions this driver left open. It reports
 // true: what is left is metadata only.
@@ -228,7 +271,7 @@ func (d *Driver) endAgain(keys []string, holds []holding) {
 // is unregistered.
 func (d *Driver) Close() error {
 	return d.life.Close(func() error {
-		err := d.sdk.Close()
+		err := d.closeSDK()
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		for d.spare.Len() > 0 {
@@ -264,14 +307,16 @@ func (d *Driver) Held(key string) string {
 // calls returned.
 type op struct {
 	results    []driver.Result
-	ended      bool
+	ended      atomic.Bool // set later only by a drain's teardown (atTeardown)
 	unprovable bool
+	atTeardown bool             // its access ends when the SDK client is closed
 	one        [1]driver.Result // a one-row call's result, in the same allocation
 }
 
 // newOp returns an operation with room for the results of n rows.
 func newOp(n int, ended bool) *op {
-	o := &op{ended: ended}
+	o := &op{}
+	o.ended.Store(ended)
 	if n == 1 {
 		o.results = o.one[:]
 	} else {
@@ -284,7 +329,7 @@ func newOp(n int, ended bool) *op {
 // once Put or Get returned, and the caller never writes them
 // (driver.Operation).
 func (o *op) Poll() ([]driver.Result, bool) { return o.results, true }
-func (o *op) AccessEnded() bool             { return o.ended }
+func (o *op) AccessEnded() bool             { return o.ended.Load() }
 func (o *op) AccessUnprovable() bool        { return o.unprovable }
 
 // Cancel does nothing: every row started before Put or Get returned.
@@ -301,9 +346,12 @@ func raised(call string, err error, got, want int) driver.Result {
 // settle ends the call of a finished operation: its access ended on return,
 // or it never will.
 func (o *op) settle(call *driverkit.Call) {
-	if o.unprovable {
+	switch {
+	case o.unprovable:
 		call.Unprovable()
-		return
+	case o.atTeardown:
+		call.EndsAtTeardown()
+	default:
+		call.End()
 	}
-	call.End()
 }

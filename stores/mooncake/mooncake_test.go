@@ -242,10 +242,7 @@ func TestGetAnswers(t *testing.T) {
 			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakespec.LeaseExpired)
 			m.Answer(fakesdk.CallGet, "k", mooncakespec.ObjectNotFound)
 		}, driver.Fault, 0, false, false, 2},
-		{"TRANSFER_FAIL leaves access unproven", func(m *fakesdk.Master) {
-			m.Plant("k", obj)
-			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakespec.TransferFail)
-		}, driver.Fault, mooncakespec.TransferFail, false, true, 1},
+
 		{"a longer object is refused without a transfer", func(m *fakesdk.Master) { m.Plant("k", append(obj, 1)) }, driver.Fault, mooncakespec.InvalidParams, true, false, 1},
 		{"a shorter object lands in the head and is a fault", func(m *fakesdk.Master) { m.Plant("k", obj[:10]) }, driver.Fault, 0, false, false, 1},
 		{"a raise leaves access unproven", func(m *fakesdk.Master) { m.Raise(fakesdk.CallGet, "k") }, driver.Fault, 0, true, true, 1},
@@ -276,6 +273,96 @@ func TestGetAnswers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// frozenPeer is a driver over client A of a pool whose every replica lives
+// on client B's segment, B frozen: a get waits for the fixed 60 s transfer
+// wait (the status timeout set past it), answers TRANSFER_FAIL, and its
+// bytes land when B thaws, after the call returned (real: s3).
+func frozenPeer(t *testing.T) (*fx, *fakesdk.Client) {
+	f := newFx(t)
+	b := fakesdk.NewClient(f.m, mooncakekit.Version)
+	f.m.SetOwner(b)
+	k := fakesdk.DefaultKnobs()
+	k.StatusTimeout = 120 * time.Second
+	f.m.SetKnobs(k)
+	f.m.Plant("k", bytes.Repeat([]byte{9}, slot))
+	f.m.FreezePeer()
+	return f, b
+}
+
+// getFrozen gets "k" into slot 0 through the frozen peer, on the fake's
+// clock.
+func (f *fx) getFrozen(t *testing.T) (driver.Operation, []driver.Result) {
+	t.Helper()
+	var op driver.Operation
+	var res []driver.Result
+	require.NoError(t, f.m.Await(f.m.Go(func() { op, res = f.get(t, f.row("k", 0)) })))
+	return op, res
+}
+
+// TestAGetWhoseTransferFailedEndsAtTeardown: a get whose transfer wait gave
+// up keeps access (its bytes may land later), but not for ever: tearing the
+// client down ends it (the spec's ends_at_teardown), so a drain whose only
+// leftovers are such gets closes the client, ends their access, and the
+// driver unregisters and closes; nothing lands after that.
+func TestAGetWhoseTransferFailedEndsAtTeardown(t *testing.T) {
+	f, b := frozenPeer(t)
+	defer func() { _ = b.Close() }()
+	dst := f.r.Slot(0).Bytes()
+	for i := range dst {
+		dst[i] = 0xEE
+	}
+	op, res := f.getFrozen(t)
+	require.Equal(t, driver.Fault, res[0].Status)
+	require.Equal(t, int64(mooncakespec.TransferFail), res[0].Code)
+	assert.False(t, op.AccessEnded(), "the transfer goes on")
+	assert.False(t, op.AccessUnprovable(), "a teardown ends it")
+	assert.True(t, driver.IsRejected(f.d.Unregister(f.reg)), "unregister while the transfer may land")
+
+	assert.True(t, f.d.Drain(conformance.Within(time.Second)), "the drain tears the client down")
+	assert.True(t, op.AccessEnded(), "the teardown ended the get's access")
+	_, err := f.d.Get(context.Background(), []driver.Row{f.row("k", 1)}, driver.Hint{})
+	assert.True(t, driver.IsRejected(err), "no call after the teardown")
+	require.NoError(t, f.d.Unregister(f.reg), "the registration went with the client")
+	require.NoError(t, f.d.Close())
+	f.m.ThawPeer()
+	assert.Equal(t, bytes.Repeat([]byte{0xEE}, slot), dst, "nothing landed after the teardown")
+}
+
+// TestATransferThatOutlivesItsGetLandsWithoutTeardown is the hazard the
+// teardown ends: the same get, the client left up, lands its bytes at the
+// thaw, after it answered.
+func TestATransferThatOutlivesItsGetLandsWithoutTeardown(t *testing.T) {
+	f, b := frozenPeer(t)
+	defer func() { _ = b.Close() }()
+	_, res := f.getFrozen(t)
+	require.Equal(t, int64(mooncakespec.TransferFail), res[0].Code)
+	f.m.ThawPeer()
+	assert.Equal(t, bytes.Repeat([]byte{9}, slot), f.r.Slot(0).Bytes(), "landed after the call returned")
+	assert.True(t, f.d.Drain(conformance.Within(time.Second)))
+}
+
+// TestATeardownWaitsForEveryOtherLeftover: the drain tears the client down
+// only when gets that a teardown ends are all that is left: an unprovable
+// put keeps the client up (its access is not one a teardown is known to
+// end).
+func TestATeardownWaitsForEveryOtherLeftover(t *testing.T) {
+	f, b := frozenPeer(t)
+	defer func() { _ = b.Close() }()
+	f.m.ThawPeer()
+	f.m.Raise(fakesdk.CallScatter, "p")
+	op, _ := f.put(t, f.row("p", 2))
+	require.True(t, op.AccessUnprovable())
+	f.m.Plant("k2", bytes.Repeat([]byte{9}, slot))
+	f.m.FreezePeer()
+	var get driver.Operation
+	require.NoError(t, f.m.Await(f.m.Go(func() { get, _ = f.get(t, f.row("k2", 0)) })))
+	assert.False(t, f.d.Drain(conformance.Within(time.Second)))
+	assert.False(t, get.AccessEnded(), "no teardown beside an unprovable put")
+	_, err := f.d.Get(context.Background(), []driver.Row{f.row("k", 1)}, driver.Hint{})
+	assert.NoError(t, err, "the client is up")
+	f.m.ThawPeer()
 }
 
 func TestAdmissionComesFromTheSpec(t *testing.T) {

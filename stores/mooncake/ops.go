@@ -230,7 +230,8 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 			p.keep(i, 0)
 		}
 		p.sc.tailStage = nil // the scatter may still read it: never reused
-		o.ended, o.unprovable = false, true
+		o.ended.Store(false)
+		o.unprovable = true
 		return nil, nil
 	}
 	kept := false
@@ -254,7 +255,8 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 		p.sc.tailStage = nil // a transfer may still read it: never reused
 	}
 	if !mooncakespec.BatchPutFromMultiBufferRangesAccess.Ended(kept) {
-		o.ended, o.unprovable = false, true
+		o.ended.Store(false)
+		o.unprovable = true
 	}
 	return toEnd, toRevoke
 }
@@ -379,22 +381,49 @@ func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (dr
 	}
 	kept, ok, reread := d.getInto(rows, all, o, false, sc)
 	if ok && len(reread) > 0 {
-		var k bool
+		var k keeps
 		k, ok, _ = d.getInto(rows, reread, o, true, sc)
-		kept = kept || k
+		kept = kept.or(k)
 	}
-	if ok && mooncakespec.BatchGetIntoAccess.Ended(kept) {
-		o.ended = true
-	} else {
+	switch {
+	case ok && mooncakespec.BatchGetIntoAccess.Ended(kept.any()):
+		o.ended.Store(true)
+	case ok && !kept.untilOther:
+		// Every kept transfer ends when the client is torn down: a drain
+		// whose only leftovers are such gets does so (Drain).
+		o.atTeardown = true
+		d.mu.Lock()
+		d.atTeardown = append(d.atTeardown, o)
+		d.mu.Unlock()
+	default:
 		o.unprovable = true
 	}
 	return o, nil
 }
 
+// keeps is what a get's answers say about its access: some answer keeps it
+// until the client is torn down (ends_at_teardown), or until nothing the
+// driver can do (any other kept access).
+type keeps struct{ untilTeardown, untilOther bool }
+
+func (k keeps) any() bool { return k.untilTeardown || k.untilOther }
+func (k keeps) or(o keeps) keeps {
+	return keeps{k.untilTeardown || o.untilTeardown, k.untilOther || o.untilOther}
+}
+func (k *keeps) add(m rules.Mapping) {
+	switch {
+	case !m.KeepsAccess:
+	case m.FollowUp == rules.FollowEndsAtTeardown:
+		k.untilTeardown = true
+	default:
+		k.untilOther = true
+	}
+}
+
 // getInto runs one batch_get_into over rows idx and maps the answers. It
 // reports whether an answer kept access, whether the call answered at all
 // (no raise, right count), and, unless rereading, the rows to reread.
-func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc *scratch) (kept, ok bool, reread []int) {
+func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc *scratch) (kept keeps, ok bool, reread []int) {
 	bufs := reuse.Resize(sc.into, len(idx))
 	sc.into = bufs
 	var offs []int64 // with the trailer on: where each row's object is staged
@@ -407,7 +436,7 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 			for _, i := range idx {
 				o.results[i] = driver.FaultResult(0, "mooncake: no memory to stage the rows' objects in: %v", err)
 			}
-			return false, true, nil
+			return keeps{}, true, nil
 		}
 	}
 	for k, i := range idx {
@@ -423,7 +452,7 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 			o.results[i] = raised("batch_get_into", err, len(answers), len(idx))
 		}
 		sc.getStage = nil // the SDK may still write it: never reused
-		return false, false, nil
+		return keeps{}, false, nil
 	}
 	var unverified map[int]error // rows whose object failed its trailer check
 	if offs != nil {
@@ -442,7 +471,7 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 		for _, i := range idx {
 			o.results[i] = driver.Result{Status: driver.Ready}
 		}
-		return false, true, nil
+		return keeps{}, true, nil
 	}
 	if !rereading {
 		reread = sc.reread[:0] // idx is sc.reread when rereading
@@ -452,7 +481,7 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 		if rereading {
 			m = rules.AfterReread(m)
 		}
-		kept = kept || m.KeepsAccess
+		kept.add(m)
 		o.results[i] = m.Result
 		if err, bad := unverified[i]; bad {
 			o.results[i] = driver.FaultResult(0, "mooncake: the object under the key is no whole row for it (%v); the slot is untouched", err)
@@ -465,7 +494,7 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 	if !rereading {
 		sc.reread = reread
 	}
-	if kept {
+	if kept.any() {
 		sc.getStage = nil // a transfer may still write it: never reused
 	}
 	return kept, true, reread

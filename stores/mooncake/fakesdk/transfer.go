@@ -207,9 +207,12 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 			for _, r := range reads {
 				out[r.i] = codeTransferFail
 				if m.knobs.StatusTimeout > m.knobs.TransferWait {
-					// the wait gave up; the transfer goes on
+					// the wait gave up; the transfer goes on, until the
+					// client is torn down
 					m.atPeer = append(m.atPeer, func() {
-						m.landLocked(r)
+						if !c.closed.Load() {
+							m.landLocked(r)
+						}
 						m.unreadLocked(r.obj)
 					})
 					continue
