@@ -28,8 +28,8 @@ func get(name string, c int, key string, into Ref) Step {
 	return Step{Name: name, Client: c, Op: OpGet, Keys: []string{key}, Into: []Ref{into}}
 }
 
-func exist(name string, c int, key string) Step {
-	return Step{Name: name, Client: c, Op: OpExist, Keys: []string{key}}
+func exist(name string, c int, keys ...string) Step {
+	return Step{Name: name, Client: c, Op: OpExist, Keys: keys}
 }
 
 func async(s Step) Step { s.Async = true; return s }
@@ -82,6 +82,10 @@ func All() []Scenario {
 	for i := 0; i < 16; i++ {
 		fill16 = append(fill16, put("", A, fmt.Sprintf("f%02d", i), 1<<20, "mib")...)
 	}
+	var keys16 []string
+	for i := 0; i < 16; i++ {
+		keys16 = append(keys16, fmt.Sprintf("f%02d", i))
+	}
 	var open16 []Step
 	for i := 0; i < 16; i++ {
 		open16 = append(open16, start(fmt.Sprintf("start-f%02d", i), A, fmt.Sprintf("f%02d", i), 1<<20))
@@ -95,11 +99,16 @@ func All() []Scenario {
 				revoke("revoke", A, "k")),
 		},
 		{
-			Name:   "b4e-pool-full-evicts",
-			About:  "probe b4e: a segment full of complete objects; a new start evicts one",
+			Name: "b4e-pool-full-of-objects",
+			About: "probe b4e: a 16 MiB segment full of 16 complete 1 MiB objects (master defaults: eviction_high_watermark_ratio " +
+				"0.90, eviction_ratio 0.05, default_kv_lease_ttl 10 s): a 17th start at once, after 2 s and after every lease " +
+				"ran out (12 s), and which of the 16 objects are still there",
 			Config: Config{Segment: 16 << 20},
 			Bufs:   []Buf{{Name: "mib", Client: A, Len: 1 << 20, Fill: "m"}},
-			Steps:  steps(fill16, start("start-when-full", A, "new", 1<<20), revoke("revoke-new", A, "new")),
+			Steps: steps(fill16, start("start-when-full", A, "new", 1<<20), advance("wait-2s", 2*time.Second),
+				start("start-after-2s", A, "new2", 1<<20), advance("past-lease", 10*time.Second),
+				start("start-after-lease", A, "new12", 1<<20), exist("exist-all", A, keys16...),
+				revoke("revoke-new", A, "new"), revoke("revoke-new2", A, "new2"), revoke("revoke-new12", A, "new12")),
 		},
 		{
 			Name:  "b6-empty-key",

@@ -25,7 +25,7 @@ func (m *Master) bytesLocked(s span) []byte {
 
 // allocLocked places size bytes first-fit. It never evicts: a start into a
 // segment full of complete objects answers NO_AVAILABLE_HANDLE at once
-// (b4e-pool-full-evicts, recorded: the start right after the 16th 1 MiB
+// (b4e-pool-full-of-objects, recorded: the start right after the 16th 1 MiB
 // put into a 16 MiB segment answered -200). The master evicts in the
 // background (its eviction thread), modelled as time passing (evictLocked).
 func (m *Master) allocLocked(size int64) (span, bool) {
