@@ -385,16 +385,17 @@ func newBatchGetIntoRule() *rules.CallRule {
 					FollowUp: rules.FollowRereadOnce,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:281:7
+			// spec/mooncake-0.3.13.yaml:282:7
 			// The future gave up while the transfer may still run: access is kept
 			// (real, mooncake-real.md Stalls: with the owner frozen past the 60 s
 			// wait, the whole object landed within 1-3 s of the thaw, after the
 			// call returned). It ends once the client is torn down: tearDownAll
 			// destroys the transfer engine, which closes its TCP connections and
 			// joins the threads that land a read's bytes, so nothing reaches the
-			// buffer after it returned (real, testdata/mcscenario/
-			// p-peer-frozen-teardown.json: nothing landed after a thaw that came
-			// after teardown; p-peer-killed.json: a killed owner answers at once).
+			// buffer after it returned (real, stores/mooncake/testdata/mcscenario/
+			// p1-get-peer-frozen-teardown.json: nothing landed after a thaw that
+			// came after the teardown; p2-get-peer-killed-teardown.json: a killed
+			// owner answers at once, and nothing can write any more).
 			int64(TransferFail): {
 				Mapping: rules.Mapping{
 					Result:      driver.Result{Status: driver.Fault},
@@ -403,7 +404,7 @@ func newBatchGetIntoRule() *rules.CallRule {
 					KeepsAccess: true,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:283:7
+			// spec/mooncake-0.3.13.yaml:284:7
 			// An object longer than its buffer is refused without a transfer.
 			int64(InvalidParams): {
 				Mapping: rules.Mapping{
@@ -412,7 +413,7 @@ func newBatchGetIntoRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:284:16
+		// spec/mooncake-0.3.13.yaml:285:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},

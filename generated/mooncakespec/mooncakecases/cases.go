@@ -251,7 +251,7 @@ func All() []speccase.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_get_into/TRANSFER_FAIL",
-		Pos:         "spec/mooncake-0.3.13.yaml:281:22",
+		Pos:         "spec/mooncake-0.3.13.yaml:282:22",
 		Op:          speccase.OpGet,
 		Call:        "batch_get_into",
 		Answer:      speccase.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
@@ -261,7 +261,7 @@ func All() []speccase.Case {
 		AccessEnded: false,
 	}, {
 		ID:          "batch_get_into/INVALID_PARAMS",
-		Pos:         "spec/mooncake-0.3.13.yaml:283:23",
+		Pos:         "spec/mooncake-0.3.13.yaml:284:23",
 		Op:          speccase.OpGet,
 		Call:        "batch_get_into",
 		Answer:      speccase.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
@@ -272,7 +272,7 @@ func All() []speccase.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_get_into/otherwise-INTERNAL_ERROR",
-		Pos:         "spec/mooncake-0.3.13.yaml:284:16",
+		Pos:         "spec/mooncake-0.3.13.yaml:285:16",
 		Op:          speccase.OpGet,
 		Call:        "batch_get_into",
 		Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
