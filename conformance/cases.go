@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/internal/suitelog"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -14,7 +13,7 @@ import (
 // Stager makes the store behind h.D answer case c for key: it plants
 // objects and programs the SDK's answers. It returns an error, and the case
 // is skipped with it, when the store cannot stage the case.
-type Stager func(h *Harness, c speccase.Case, key string) error
+type Stager func(h *Harness, c Case, key string) error
 
 // caseChecks turns s.Cases into checks: the stager makes the SDK answer the
 // case's call, and the driver's operation must end with the wanted result,
@@ -27,9 +26,9 @@ func (s Suite) caseChecks() []Check {
 	return out
 }
 
-func runCase(h *Harness, c speccase.Case, stage Stager, stageableOnly bool) {
+func runCase(h *Harness, c Case, stage Stager, stageableOnly bool) {
 	t := h.T
-	if c.Key != speccase.KeyNone {
+	if c.Key != KeyNone {
 		runKeyCase(h, c)
 		return
 	}
@@ -49,7 +48,7 @@ func runCase(h *Harness, c speccase.Case, stage Stager, stageableOnly bool) {
 	var before []byte
 	dst := h.Row(key, 1)
 	what := c.Op.String() + " of " + h.RowName(key)
-	if c.Op == speccase.OpPut {
+	if c.Op == OpPut {
 		src := h.Row(key, 0)
 		Fill(src.Spans[0], CaseSeed)
 		res, op = h.Put(src)
@@ -70,7 +69,7 @@ func runCase(h *Harness, c speccase.Case, stage Stager, stageableOnly bool) {
 	if c.WantCode != 0 && got.Code != c.WantCode {
 		t.Errorf("%s (%s): %s: got code %d (%s), want %d", c.ID, c.Pos, what, got.Code, got.Text, c.WantCode)
 	}
-	if c.Op == speccase.OpGet && c.Written == rules.WrittenNo {
+	if c.Op == OpGet && c.Written == rules.WrittenNo {
 		if d := differs(before, Snapshot(dst)); d != "" {
 			t.Errorf("%s (%s): %s wrote its destination (%s); the spec says this answer leaves it untouched", c.ID, c.Pos, what, d)
 		}
@@ -88,7 +87,7 @@ func runCase(h *Harness, c speccase.Case, stage Stager, stageableOnly bool) {
 // staged. A key the rule refuses must be refused by both Put and Get with a
 // RejectedError naming the rule; a key at the length limit must be admitted
 // by Get (any row result will do: only admission is under test).
-func runKeyCase(h *Harness, c speccase.Case) {
+func runKeyCase(h *Harness, c Case) {
 	t := h.T
 	key, err := caseKey(c)
 	if err != nil {
@@ -130,10 +129,10 @@ func runKeyCase(h *Harness, c speccase.Case) {
 // limit shapes), or a key of at most 9 bytes with the shape's one flaw in
 // its prefix, short enough that no spec's max_bytes (at least 9) refuses it
 // first.
-func caseKey(c speccase.Case) (string, error) {
+func caseKey(c Case) (string, error) {
 	const name = "00"
 	switch c.Key {
-	case speccase.KeyAtLimit, speccase.KeyOverLimit:
+	case KeyAtLimit, KeyOverLimit:
 		prefix := "conformance/keys"
 		if c.KeyBytes < 24 {
 			prefix = "k"
@@ -146,15 +145,15 @@ func caseKey(c speccase.Case) (string, error) {
 			return "", fmt.Errorf("a key of %d bytes is too short for the prefix %q", c.KeyBytes, prefix)
 		}
 		return prefix + "/v1/" + strings.Repeat("ab", pad/2), nil
-	case speccase.KeyWithSpace:
+	case KeyWithSpace:
 		return "a b/v1/" + name, nil
-	case speccase.KeyWithControl:
+	case KeyWithControl:
 		return "a\tb/v1/" + name, nil
-	case speccase.KeyWithNonASCII:
+	case KeyWithNonASCII:
 		return "a\u00fc/v1/" + name, nil
-	case speccase.KeyDotSegment:
+	case KeyDotSegment:
 		return "./v1/" + name, nil
-	case speccase.KeyDotDotSegment:
+	case KeyDotDotSegment:
 		return "../v1/" + name, nil
 	}
 	return "", fmt.Errorf("unknown key shape %v", c.Key)

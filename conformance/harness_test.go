@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
@@ -87,8 +86,8 @@ func TestCheckNamesAreUnique(t *testing.T) {
 // TestSuiteSelects: Only picks groups, Cases add one check each, and a
 // suite that would silently run less than it says is refused.
 func TestSuiteSelects(t *testing.T) {
-	cases := []speccase.Case{{ID: "put/OK", Op: speccase.OpPut}}
-	stage := func(*Harness, speccase.Case, string) error { return nil }
+	cases := []Case{{ID: "put/OK", Op: OpPut}}
+	stage := func(*Harness, Case, string) error { return nil }
 	all := Suite{Cases: cases, Stage: stage}.Checks()
 	assert.Len(t, all, len(Checks())+2, "the hand-written checks, the case and the round trip")
 	assert.Equal(t, roundTripCheckName, all[len(all)-1].Name)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
 	"github.com/kvblob/kvblob/stores/memory"
@@ -17,14 +16,14 @@ import (
 var keyRule = rules.KeyRule{MaxBytes: 9, Refuse: rules.KeySpace | rules.KeyControl | rules.KeyNonASCII, WellFormed: true}
 
 // keyCases are the admission cases gen derives from such a keys block.
-var keyCases = []speccase.Case{
-	{ID: "keys/at-limit", Key: speccase.KeyAtLimit, KeyBytes: 9, Stageable: true},
-	{ID: "keys/over-limit", Key: speccase.KeyOverLimit, KeyBytes: 10, Rejected: driver.RuleKeyTooLong, Stageable: true},
-	{ID: "keys/space", Key: speccase.KeyWithSpace, Rejected: driver.RuleKeyBytes, Stageable: true},
-	{ID: "keys/control", Key: speccase.KeyWithControl, Rejected: driver.RuleKeyBytes, Stageable: true},
-	{ID: "keys/non-ascii", Key: speccase.KeyWithNonASCII, Rejected: driver.RuleKeyBytes, Stageable: true},
-	{ID: "keys/dot-segment", Key: speccase.KeyDotSegment, Rejected: driver.RuleKeyFormat, Stageable: true},
-	{ID: "keys/dotdot-segment", Key: speccase.KeyDotDotSegment, Rejected: driver.RuleKeyFormat, Stageable: true},
+var keyCases = []conformance.Case{
+	{ID: "keys/at-limit", Key: conformance.KeyAtLimit, KeyBytes: 9, Stageable: true},
+	{ID: "keys/over-limit", Key: conformance.KeyOverLimit, KeyBytes: 10, Rejected: driver.RuleKeyTooLong, Stageable: true},
+	{ID: "keys/space", Key: conformance.KeyWithSpace, Rejected: driver.RuleKeyBytes, Stageable: true},
+	{ID: "keys/control", Key: conformance.KeyWithControl, Rejected: driver.RuleKeyBytes, Stageable: true},
+	{ID: "keys/non-ascii", Key: conformance.KeyWithNonASCII, Rejected: driver.RuleKeyBytes, Stageable: true},
+	{ID: "keys/dot-segment", Key: conformance.KeyDotSegment, Rejected: driver.RuleKeyFormat, Stageable: true},
+	{ID: "keys/dotdot-segment", Key: conformance.KeyDotDotSegment, Rejected: driver.RuleKeyFormat, Stageable: true},
 }
 
 // admitting wraps the memory driver with a key rule run before it, as a
@@ -56,7 +55,7 @@ func (d keyed) Get(ctx context.Context, rows []driver.Row, h driver.Hint) (drive
 // case; one that enforces none, one whose limit is off by one either way,
 // and one that names another rule each fail the case they break.
 func TestKeyCases(t *testing.T) {
-	s := conformance.Suite{Cases: keyCases, Stage: func(*conformance.Harness, speccase.Case, string) error {
+	s := conformance.Suite{Cases: keyCases, Stage: func(*conformance.Harness, conformance.Case, string) error {
 		t.Error("an admission case asked the stager to stage a call")
 		return nil
 	}}

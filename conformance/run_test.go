@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
 )
@@ -27,9 +26,9 @@ func byName(cs []conformance.Checked) map[string]conformance.Checked {
 // and its spec file; each check's kind and spec position; the round
 // trip's figure.
 func TestRunLogsWhatTheGateReads(t *testing.T) {
-	c := speccase.Case{ID: "put/FULL", Pos: "spec/seamed.yaml:9:7", Op: speccase.OpPut, Call: "put", Answer: speccase.Answer{Code: -1, CodeName: "FULL"}, Want: driver.Declined, Written: rules.WrittenNo, AccessEnded: true}
+	c := conformance.Case{ID: "put/FULL", Pos: "spec/seamed.yaml:9:7", Op: conformance.OpPut, Call: "put", Answer: conformance.Answer{Code: -1, CodeName: "FULL"}, Want: driver.Declined, Written: rules.WrittenNo, AccessEnded: true}
 	s := conformance.Suite{Name: "seamed", SDK: "seamed 1 (a map)", Factory: newSeamed, CodeEnum: "SeamedCode",
-		Scenarios: conformance.SeamScenarios(seamOf, "put", "get"), Cases: []speccase.Case{c}, Stage: conformance.SeamStager(seamOf),
+		Scenarios: conformance.SeamScenarios(seamOf, "put", "get"), Cases: []conformance.Case{c}, Stage: conformance.SeamStager(seamOf),
 		SDKChecks: []conformance.SDKCheck{{Name: "sdk_holds", Spec: "spec/seamed.yaml:2:1", Run: func(*conformance.Harness) {}}}}
 	store, facts, checks := conformance.RunOnRecorders(s)
 	require.True(t, store.Passed, store.Reason)
@@ -101,10 +100,10 @@ func TestSetupDecidesWhetherTheStoreRuns(t *testing.T) {
 // the spec marks stageable runs, and any other is skipped saying a real
 // server cannot stage it.
 func TestStageableOnlyRunsWhatARealServerStages(t *testing.T) {
-	ok := speccase.Case{ID: "put/OK", Pos: "spec/seamed.yaml:3:3", Op: speccase.OpPut, Call: "put", Answer: speccase.Answer{Code: 0, CodeName: "OK"}, Want: driver.Ready, Written: rules.WrittenNo, AccessEnded: true, Stageable: true}
-	full := speccase.Case{ID: "put/FULL", Pos: "spec/seamed.yaml:4:3", Op: speccase.OpPut, Call: "put", Answer: speccase.Answer{Code: -1, CodeName: "FULL"}, Want: driver.Declined, Written: rules.WrittenNo, AccessEnded: true}
-	real := func(*conformance.Harness, speccase.Case, string) error { return nil } // an OK needs no staging
-	s := conformance.Suite{Name: "seamed", Factory: newSeamed, Only: conformance.SpecCases, Cases: []speccase.Case{ok, full}, Stage: real, StageableOnly: true}
+	ok := conformance.Case{ID: "put/OK", Pos: "spec/seamed.yaml:3:3", Op: conformance.OpPut, Call: "put", Answer: conformance.Answer{Code: 0, CodeName: "OK"}, Want: driver.Ready, Written: rules.WrittenNo, AccessEnded: true, Stageable: true}
+	full := conformance.Case{ID: "put/FULL", Pos: "spec/seamed.yaml:4:3", Op: conformance.OpPut, Call: "put", Answer: conformance.Answer{Code: -1, CodeName: "FULL"}, Want: driver.Declined, Written: rules.WrittenNo, AccessEnded: true}
+	real := func(*conformance.Harness, conformance.Case, string) error { return nil } // an OK needs no staging
+	s := conformance.Suite{Name: "seamed", Factory: newSeamed, Only: conformance.SpecCases, Cases: []conformance.Case{ok, full}, Stage: real, StageableOnly: true}
 	_, _, checks := conformance.RunOnRecorders(s)
 	got := byName(checks)
 	assert.True(t, got["put/OK"].Passed, got["put/OK"].Reason)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 )
@@ -34,7 +33,7 @@ func SeamScenarios(seam SeamOf, putCall, getCall string) Scenarios {
 // staged through the seam (Harness.StagedThrough), so a case the spec
 // marks stageable fails: stage those for real.
 func SeamStager(seam SeamOf) Stager {
-	return func(h *Harness, c speccase.Case, key string) error {
+	return func(h *Harness, c Case, key string) error {
 		s := seam(h.D)
 		if s == nil {
 			return errors.New("the driver routes no call through a driverkit.Seam")
@@ -52,11 +51,11 @@ func SeamStager(seam SeamOf) Stager {
 }
 
 // seamAnswer is the value a call answers for a harness row.
-func seamAnswer(a speccase.Answer) int64 {
+func seamAnswer(a Answer) int64 {
 	switch a.Size {
-	case speccase.SizeWhole:
+	case SizeWhole:
 		return RowBytes
-	case speccase.SizeShort:
+	case SizeShort:
 		return RowBytes / 2
 	}
 	return a.Code
@@ -67,7 +66,7 @@ func seamAnswer(a speccase.Answer) int64 {
 // (Harness.StagedThrough). It refuses a case the spec marks stageable
 // (stage those for real) and a nil err (no error the kit raises classifies
 // as the case's answer).
-func SeamRaise(h *Harness, seam *driverkit.Seam, c speccase.Case, key string, err error) error {
+func SeamRaise(h *Harness, seam *driverkit.Seam, c Case, key string, err error) error {
 	if c.Stageable {
 		return fmt.Errorf("the kit stages no %s answer to %s for real", c.Answer, c.Call)
 	}

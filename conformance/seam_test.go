@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
@@ -112,14 +111,16 @@ func seamOf(d driver.Driver) *driverkit.Seam { return &storekit.Unwrap[*seamed](
 // an adapter whose only test kit is its seam: the scenarios and the cases
 // are staged by call name, with no knowledge of the store.
 func TestASeamStagesScenariosAndCasesForAnyAdapter(t *testing.T) {
-	ans := func(code int64, name string) speccase.Answer { return speccase.Answer{Code: code, CodeName: name} }
-	cases := []speccase.Case{
-		{ID: "put/OK", Op: speccase.OpPut, Call: "put", Answer: ans(0, "OK"), Want: driver.Ready, Written: rules.WrittenNo, AccessEnded: true},
-		{ID: "put/FULL", Op: speccase.OpPut, Call: "put", Answer: ans(-1, "FULL"), Want: driver.Declined, Written: rules.WrittenNo, AccessEnded: true},
-		{ID: "put/otherwise", Op: speccase.OpPut, Call: "put", Answer: ans(-9, "X"), Want: driver.Fault, WantCode: -9, Written: rules.WrittenNo, AccessEnded: true},
-		{ID: "get/whole", Op: speccase.OpGet, Call: "get", Answer: speccase.Answer{Size: speccase.SizeWhole}, Want: driver.Ready, Written: rules.WrittenYes, AccessEnded: true},
-		{ID: "get/short", Op: speccase.OpGet, Call: "get", Answer: speccase.Answer{Size: speccase.SizeShort}, Want: driver.Fault, Written: rules.WrittenYes, AccessEnded: true},
-		{ID: "get/NOT_FOUND", Op: speccase.OpGet, Call: "get", Answer: ans(notFound, "NOT_FOUND"), Want: driver.Miss, Written: rules.WrittenNo, AccessEnded: true},
+	ans := func(code int64, name string) conformance.Answer {
+		return conformance.Answer{Code: code, CodeName: name}
+	}
+	cases := []conformance.Case{
+		{ID: "put/OK", Op: conformance.OpPut, Call: "put", Answer: ans(0, "OK"), Want: driver.Ready, Written: rules.WrittenNo, AccessEnded: true},
+		{ID: "put/FULL", Op: conformance.OpPut, Call: "put", Answer: ans(-1, "FULL"), Want: driver.Declined, Written: rules.WrittenNo, AccessEnded: true},
+		{ID: "put/otherwise", Op: conformance.OpPut, Call: "put", Answer: ans(-9, "X"), Want: driver.Fault, WantCode: -9, Written: rules.WrittenNo, AccessEnded: true},
+		{ID: "get/whole", Op: conformance.OpGet, Call: "get", Answer: conformance.Answer{Size: conformance.SizeWhole}, Want: driver.Ready, Written: rules.WrittenYes, AccessEnded: true},
+		{ID: "get/short", Op: conformance.OpGet, Call: "get", Answer: conformance.Answer{Size: conformance.SizeShort}, Want: driver.Fault, Written: rules.WrittenYes, AccessEnded: true},
+		{ID: "get/NOT_FOUND", Op: conformance.OpGet, Call: "get", Answer: ans(notFound, "NOT_FOUND"), Want: driver.Miss, Written: rules.WrittenNo, AccessEnded: true},
 	}
 	conformance.Run(t, conformance.Suite{
 		Name: "seamed", Factory: newSeamed,
@@ -133,9 +134,9 @@ func TestASeamStagesScenariosAndCasesForAnyAdapter(t *testing.T) {
 // stageable must be staged the way a real server answers, and the suite
 // fails one its stager staged through the seam; unmarked, it passes.
 func TestAStageableCaseStagedThroughTheSeamFails(t *testing.T) {
-	c := speccase.Case{ID: "put/FULL", Op: speccase.OpPut, Call: "put", Answer: speccase.Answer{Code: -1, CodeName: "FULL"}, Want: driver.Declined, Written: rules.WrittenNo, AccessEnded: true}
-	run := func(c speccase.Case) conformance.Verdict {
-		s := conformance.Suite{Name: "seamed", Factory: newSeamed, Only: conformance.SpecCases, Cases: []speccase.Case{c}, Stage: conformance.SeamStager(seamOf)}
+	c := conformance.Case{ID: "put/FULL", Op: conformance.OpPut, Call: "put", Answer: conformance.Answer{Code: -1, CodeName: "FULL"}, Want: driver.Declined, Written: rules.WrittenNo, AccessEnded: true}
+	run := func(c conformance.Case) conformance.Verdict {
+		s := conformance.Suite{Name: "seamed", Factory: newSeamed, Only: conformance.SpecCases, Cases: []conformance.Case{c}, Stage: conformance.SeamStager(seamOf)}
 		_, _, vs := conformance.RunOnRecorders(s)
 		return vs[0].Verdict
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/internal/suitelog"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
@@ -51,7 +50,7 @@ type Suite struct {
 	// Cases are the conformance cases generated from the store's spec
 	// (generated/<pkg>spec/<pkg>cases.All()). They run through Stage, which must be set
 	// when Cases is not empty.
-	Cases []speccase.Case
+	Cases []Case
 	// Stage makes the store answer a case.
 	Stage Stager
 	// StageableOnly runs only the cases a real server can stage (the

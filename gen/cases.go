@@ -122,7 +122,7 @@ func (s *Spec) cases() []specCase {
 	return append(out, s.keyCases()...)
 }
 
-// keyShapes name the speccase.KeyShape of each key case, and keyRules the
+// keyShapes name the conformance.KeyShape of each key case, and keyRules the
 // driver rule each refusal names.
 var (
 	keyShapes = map[string]string{
@@ -223,7 +223,7 @@ func (e *emitter) cases(f *jen.File) {
 				g.Add(values(nil, d))
 				continue
 			}
-			// The fields in the order of speccase.Case.
+			// The fields in the order of conformance.Case.
 			d := []litField{
 				named("ID", jen.Lit(k.id)),
 				named("Pos", jen.Lit(k.pos)),

@@ -25,16 +25,16 @@ var DefaultOptions = Options{ImportRoot: "github.com/kvblob/kvblob/generated"}
 // The packages generated code imports: the driver contract, the rule
 // engine that applies a spec's rules, and the data of conformance cases.
 const (
-	driverPath   = "github.com/kvblob/kvblob/runtime/driver"
-	rulesPath    = "github.com/kvblob/kvblob/runtime/rules"
-	speccasePath = "github.com/kvblob/kvblob/conformance/speccase"
+	driverPath      = "github.com/kvblob/kvblob/runtime/driver"
+	rulesPath       = "github.com/kvblob/kvblob/runtime/rules"
+	conformancePath = "github.com/kvblob/kvblob/conformance"
 )
 
-// speccaseNames are the identifiers of package speccase generated code uses;
+// conformanceNames are the identifiers of package conformance generated code uses;
 // contractNames those of package driver. Every other identifier is the rule
 // engine's.
 var (
-	speccaseNames = map[string]bool{"Case": true, "Answer": true, "OpPut": true, "OpGet": true, "SizeWhole": true, "SizeShort": true,
+	conformanceNames = map[string]bool{"Case": true, "Answer": true, "OpPut": true, "OpGet": true, "SizeWhole": true, "SizeShort": true,
 		"KeyAtLimit": true, "KeyOverLimit": true, "KeyWithSpace": true, "KeyWithControl": true, "KeyWithNonASCII": true, "KeyDotSegment": true, "KeyDotDotSegment": true}
 	contractNames = map[string]bool{"Capabilities": true, "Hint": true, "Region": true, "Result": true, "Row": true,
 		"RuleKeyTooLong": true, "RuleKeyBytes": true, "RuleKeyFormat": true}
@@ -107,8 +107,8 @@ type emitter struct {
 
 func qual(name string) *jen.Statement {
 	switch {
-	case speccaseNames[name]:
-		return jen.Qual(speccasePath, name)
+	case conformanceNames[name]:
+		return jen.Qual(conformancePath, name)
 	case contractNames[name] || isStatusIdent(name):
 		return jen.Qual(driverPath, name)
 	}

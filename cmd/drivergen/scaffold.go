@@ -215,12 +215,8 @@ func (d *Driver) get(ctx context.Context, r driver.Row) driver.Result {
 // the row is the spec's rule for that code (a FAULT carrying the error,
 // through rules.Mapping.WithCause).
 func (d *Driver) call(call, key string, sdk func() (int64, error)) (int64, error) {
-	p := d.opt.Seam.Enter(call, key)
-	if err := p.Err(); err != nil {
-		return int64(classify(err)), err
-	}
-	if answer, staged := p.Answer(0); staged {
-		return answer, nil
+	if code, staged, err := driverkit.Stage(d.opt.Seam, call, key, classify); staged {
+		return int64(code), err
 	}
 	answer, err := sdk()
 	if err != nil {

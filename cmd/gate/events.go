@@ -74,19 +74,31 @@ func newCollector(stderr io.Writer, verbose bool) *collector {
 
 // read consumes a go test -json stream to its end. A line that is not an
 // event (go's own messages, when a package does not build) is kept as the
-// output of the package "".
+// output of the package "", which the gate reports as a set-up error;
+// go's download progress, which a first run on a fresh machine prints, is
+// passed on to stderr instead.
 func (c *collector) read(r io.Reader) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
 		var e event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Action == "" {
+			if isGoProgress(sc.Text()) {
+				fmt.Fprintln(c.stderr, sc.Text())
+				continue
+			}
 			c.pkg("").output = append(c.pkg("").output, sc.Text())
 			continue
 		}
 		c.add(e)
 	}
 	return sc.Err()
+}
+
+// isGoProgress reports whether line is the go command saying what it
+// fetches ("go: downloading example.com/m v1.2.3"), which is not an error.
+func isGoProgress(line string) bool {
+	return strings.HasPrefix(line, "go: downloading ") || strings.HasPrefix(line, "go: extracting ") || strings.HasPrefix(line, "go: finding ")
 }
 
 func (c *collector) pkg(name string) *pkgRun {

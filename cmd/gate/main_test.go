@@ -40,12 +40,16 @@ func runWith(goTest goTester, args ...string) (int, string, string) {
 // stream is a go test -json stream the tests write by hand, event by
 // event, and the go test that answers with it (recording how it was run).
 type stream struct {
+	raw       []string // lines go itself prints before the events
 	events    []event
 	args, env []string
 }
 
 func (s *stream) goTest(_ string, args, env []string, out io.Writer) error {
 	s.args, s.env = args, env
+	for _, l := range s.raw {
+		fmt.Fprintln(out, l)
+	}
 	for _, e := range s.events {
 		b, _ := json.Marshal(e)
 		fmt.Fprintf(out, "%s\n", b)
@@ -156,6 +160,14 @@ func TestTheStreamBecomesTheTable(t *testing.T) {
 		code:   0,
 		out:    []string{"memory  kvblob-memory 1  3       0       0        250ms  16 x 256 KiB in 9.2ms", "gate: ok"},
 		stderr: []string{"gate: memory done in 250ms: 3 passed, 0 failed, 0 skipped"},
+	}, {
+		name: "go's download progress on a fresh machine is not a set-up error",
+		stream: (&stream{raw: []string{"go: downloading go.uber.org/goleak v1.3.0"}}).store("memory", suitelog.SDK, "kvblob-memory 1").
+			check("memory", "round_trip_is_byte_for_byte", "pass", kind("check")).
+			end("memory", "pass"),
+		code:   0,
+		out:    []string{"gate: ok"},
+		stderr: []string{"go: downloading go.uber.org/goleak v1.3.0", "gate: memory done in 250ms: 1 passed"},
 	}, {
 		name: "skips grouped by reason, the skip's reason alone",
 		stream: (&stream{}).store("fs", suitelog.SDK, "posix").

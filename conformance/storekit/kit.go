@@ -9,7 +9,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
@@ -18,7 +17,7 @@ import (
 // id among cases, for an SDK check or a failure to name the rule it pins.
 // It panics when no case has that id: the spec no longer holds the rule
 // the caller names, which only an edit of the caller mends.
-func SpecPos(cases []speccase.Case, id string) string {
+func SpecPos(cases []conformance.Case, id string) string {
 	for _, c := range cases {
 		if c.ID == id {
 			return c.Pos
@@ -33,17 +32,17 @@ func SpecPos(cases []speccase.Case, id string) string {
 // the object that gives it (whole, or short: half the payload). It returns
 // the payload, for the stager's own objects, and done when the case needs
 // nothing more.
-func PlantCase(c speccase.Case, key string, plant func(key string, obj []byte) error) (payload []byte, done bool, err error) {
+func PlantCase(c conformance.Case, key string, plant func(key string, obj []byte) error) (payload []byte, done bool, err error) {
 	payload = conformance.Filled(conformance.RowBytes, 5) // not the case row's bytes (CaseSeed)
-	if c.Op == speccase.OpGet {
+	if c.Op == conformance.OpGet {
 		if err := plant(key, trailer.Encode(key, payload)); err != nil {
 			return nil, true, err
 		}
 	}
 	switch c.Answer.Size {
-	case speccase.SizeWhole:
+	case conformance.SizeWhole:
 		return payload, true, nil
-	case speccase.SizeShort:
+	case conformance.SizeShort:
 		return payload, true, plant(key, trailer.Encode(key, payload[:len(payload)/2]))
 	}
 	return payload, false, nil

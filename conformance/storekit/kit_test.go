@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/conformance/speccase"
+	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/memory"
 )
@@ -33,7 +33,7 @@ func TestFindBinaryLooksWhereGoInstallPuts(t *testing.T) {
 }
 
 func TestSpecPos(t *testing.T) {
-	cases := []speccase.Case{{ID: "get/NIL", Pos: "spec/x.yaml:3:5"}}
+	cases := []conformance.Case{{ID: "get/NIL", Pos: "spec/x.yaml:3:5"}}
 	assert.Equal(t, "spec/x.yaml:3:5", SpecPos(cases, "get/NIL"))
 	assert.PanicsWithValue(t, `storekit: no generated case "get/OK"; the spec no longer holds the rule its caller names`, func() { SpecPos(cases, "get/OK") })
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/generated/fsspec"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -217,7 +216,7 @@ var injected = map[fsspec.Code]syscall.Errno{
 // directory in the way, a full tmpfs) or skipped with the reason; the
 // others are raised through the driver's driverkit.Seam, keyed by the
 // case's call.
-func Stage(h *conformance.Harness, c speccase.Case, key string) error {
+func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 	k := Parts(h.D)
 	payload, done, err := storekit.PlantCase(c, key, k.PlantObject)
 	if done || err != nil {

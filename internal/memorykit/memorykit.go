@@ -4,7 +4,6 @@
 package memorykit
 
 import (
-	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/stores/trailer"
 
@@ -53,7 +52,7 @@ func Factory(opt memory.Options) conformance.Factory {
 }
 
 // Stage makes the memory store answer case c for key.
-func Stage(h *conformance.Harness, c speccase.Case, key string) error {
+func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 	st := Memory(h.D).Store()
 	payload, done, _ := storekit.PlantCase(c, key, func(key string, obj []byte) error { st.SetObject(key, obj); return nil })
 	if done {
@@ -65,7 +64,7 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 		st.BeginExternal(key)
 		st.SetObject(key, nil)
 		st.Delete(key)
-	case memoryspec.Code(c.Answer.Code) == memoryspec.NotFound && c.Op == speccase.OpGet:
+	case memoryspec.Code(c.Answer.Code) == memoryspec.NotFound && c.Op == conformance.OpGet:
 		st.Delete(key)
 	case memoryspec.Code(c.Answer.Code) == memoryspec.Corrupt:
 		obj := trailer.Encode(key, payload)
@@ -73,7 +72,7 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 		st.SetObject(key, obj)
 	default:
 		call := memory.CallPut
-		if c.Op == speccase.OpGet {
+		if c.Op == conformance.OpGet {
 			call = memory.CallGet
 		}
 		st.Inject(call, key, memoryspec.Code(c.Answer.Code))

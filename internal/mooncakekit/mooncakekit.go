@@ -7,7 +7,6 @@ import (
 	"errors"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/generated/mooncakespec"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -73,22 +72,22 @@ func KnownFailures() map[string]string {
 }
 
 // Stage makes the fake SDK answer case c for key.
-func Stage(h *conformance.Harness, c speccase.Case, key string) error {
+func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 	m := Master(h.D)
 	row := make([]byte, conformance.RowBytes)
 	for i := range row {
 		row[i] = byte(i * 3)
 	}
 	code := mooncakespec.Code(c.Answer.Code)
-	if c.Op == speccase.OpGet {
+	if c.Op == conformance.OpGet {
 		m.Plant(key, row)
 	}
 	switch {
-	case c.Call == fakesdk.CallScatter && c.Answer.Size == speccase.SizeShort:
+	case c.Call == fakesdk.CallScatter && c.Answer.Size == conformance.SizeShort:
 		m.Short(key)
-	case c.Call == fakesdk.CallGet && c.Answer.Size == speccase.SizeShort:
+	case c.Call == fakesdk.CallGet && c.Answer.Size == conformance.SizeShort:
 		m.Plant(key, row[:len(row)/2])
-	case c.Answer.Size == speccase.SizeWhole, c.Answer.Size == speccase.SizeNone && code == mooncakespec.OK:
+	case c.Answer.Size == conformance.SizeWhole, c.Answer.Size == conformance.SizeNone && code == mooncakespec.OK:
 	case c.Call == fakesdk.CallStart && code == mooncakespec.ObjectAlreadyExists:
 		if c.Exists {
 			m.Plant(key, row) // a complete object
@@ -104,12 +103,12 @@ func Stage(h *conformance.Harness, c speccase.Case, key string) error {
 		m.Plant(key, append(row, 1, 2, 3)) // longer than its row: refused before any transfer
 	case c.Call == fakesdk.CallGet && (code == mooncakespec.LeaseExpired || code == mooncakespec.TransferFail):
 		m.AnswerAfterWriting(fakesdk.CallGet, key, code) // the bytes landed anyway
-	case c.Answer.Size == speccase.SizeNone:
+	case c.Answer.Size == conformance.SizeNone:
 		m.Answer(c.Call, key, code)
 	default:
 		return errors.New("no staging for this answer")
 	}
-	if c.Reread != nil && c.Reread.Size == speccase.SizeNone {
+	if c.Reread != nil && c.Reread.Size == conformance.SizeNone {
 		m.AnswerAfterWriting(fakesdk.CallGet, key, mooncakespec.Code(c.Reread.Code))
 	}
 	return nil

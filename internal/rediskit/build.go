@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kvblob/kvblob/conformance/speccase"
+	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/generated/redisspec"
 	"github.com/kvblob/kvblob/generated/redisspec/rediscases"
@@ -31,7 +31,7 @@ type Build struct {
 	Name, Store string
 	// Spec and Cases are the build's generated package's.
 	Spec  *rules.Spec
-	Cases []speccase.Case
+	Cases []conformance.Case
 	// Server and CLI find the server program and its client (the client
 	// creates Clusters); each returns the program, or "" and why it is
 	// missing and how to get it.

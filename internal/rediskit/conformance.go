@@ -9,7 +9,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/generated/redisspec"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -169,7 +168,7 @@ func storeHook(r *redis.Driver) string {
 
 // Stage makes the server (or, for answers a server cannot give on cue, the
 // fault hook) answer case c for key.
-func Stage(h *conformance.Harness, c speccase.Case, key string) error {
+func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 	r, f := parts(h.D)
 	payload, done, err := storekit.PlantCase(c, key, func(key string, obj []byte) error { return set(r, key, obj) })
 	if done || err != nil {

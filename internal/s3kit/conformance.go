@@ -15,7 +15,6 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/generated/s3spec"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -200,7 +199,7 @@ var replaceErrors = map[s3spec.Code]string{
 // stageable is staged for real (an object planted, damaged or deleted, the
 // bucket dropped, the disk filled) or fails naming why; the others are
 // raised through the driver's driverkit.Seam, keyed by the case's call.
-func Stage(h *conformance.Harness, c speccase.Case, key string) error {
+func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 	k := Parts(h.D)
 	payload, done, err := storekit.PlantCase(c, key, k.Plant)
 	if done || err != nil {

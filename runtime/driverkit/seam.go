@@ -2,6 +2,7 @@ package driverkit
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -142,4 +143,29 @@ func (p *Pass) Answer(i int) (int64, bool) {
 	}
 	code, ok := p.answers[i]
 	return code, ok
+}
+
+// Stage enters s for one store call on key and says whether a test staged
+// its answer, so that the adapter skips the store: a raised error, turned
+// into a code by the adapter's classify (the same function that classifies
+// the store's own errors, so the spec's rule for that code decides what the
+// row becomes), or a staged code with an error that says it was staged. A
+// staged code of zero or more is refused, as classify(err) of an error that
+// says so: a size or an OK would promise bytes no call read or wrote. On a
+// nil Seam, or with nothing armed, staged is false and the adapter calls
+// the store.
+func Stage[C ~int64](s *Seam, call, key string, classify func(error) C) (code C, staged bool, err error) {
+	p := s.Enter(call, key)
+	if err := p.Err(); err != nil {
+		return classify(err), true, err
+	}
+	c, ok := p.Answer(0)
+	switch {
+	case !ok:
+		return 0, false, nil
+	case c >= 0:
+		err := fmt.Errorf("%s: the seam staged %d; only negative codes can be staged", call, c)
+		return classify(err), true, err
+	}
+	return C(c), true, fmt.Errorf("%s: staged through the seam", call)
 }

@@ -57,3 +57,58 @@ func TestSeamHoldsACallUntilReleased(t *testing.T) {
 	release() // twice is harmless
 	require.NotNil(t, <-done)
 }
+
+// code stands for a store's generated Code type.
+type code int64
+
+const (
+	codeErr     code = -1
+	codeTimeout code = -2
+)
+
+var errTimeout = errors.New("i/o timeout")
+
+func classifyForTest(err error) code {
+	if errors.Is(err, errTimeout) {
+		return codeTimeout
+	}
+	return codeErr
+}
+
+func TestStageAnswersForTheStoreOnlyWhatATestStaged(t *testing.T) {
+	cases := []struct {
+		name       string
+		arm        func(*Seam)
+		wantStaged bool
+		wantCode   code
+		wantErr    string
+	}{
+		{name: "nothing armed: the store is called", arm: func(*Seam) {}},
+		{name: "a raise is classified like the store's own errors", arm: func(s *Seam) { s.Raise("get", "k", errTimeout) },
+			wantStaged: true, wantCode: codeTimeout, wantErr: "i/o timeout"},
+		{name: "a negative code is answered, with an error that says it was staged", arm: func(s *Seam) { s.Answer("get", "k", -704) },
+			wantStaged: true, wantCode: -704, wantErr: "get: staged through the seam"},
+		{name: "a size would promise bytes nobody moved", arm: func(s *Seam) { s.Answer("get", "k", 4096) },
+			wantStaged: true, wantCode: codeErr, wantErr: "only negative codes can be staged"},
+		{name: "OK likewise", arm: func(s *Seam) { s.Answer("get", "k", 0) },
+			wantStaged: true, wantCode: codeErr, wantErr: "only negative codes can be staged"},
+		{name: "another key's fault is not this call's", arm: func(s *Seam) { s.Raise("get", "other", nil) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var s Seam
+			c.arm(&s)
+			got, staged, err := Stage(&s, "get", "k", classifyForTest)
+			assert.Equal(t, c.wantStaged, staged)
+			assert.Equal(t, c.wantCode, got)
+			if c.wantErr == "" {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorContains(t, err, c.wantErr)
+			}
+		})
+	}
+	_, staged, err := Stage[code](nil, "get", "k", classifyForTest)
+	assert.False(t, staged, "a nil Seam (production) stages nothing")
+	assert.NoError(t, err)
+}

@@ -8,7 +8,7 @@
 // refusals read alike.
 //
 // Generated packages import this package, package driver (the contract)
-// and package speccase (their conformance cases), and nothing else. Driver
+// and package conformance (their conformance cases), and nothing else. Driver
 // authors call the generated Map<Call> and Admit* wrappers, rarely this
 // package directly; a driver that serves several versions of its SDK, one
 // spec and package each, holds each package's Spec and calls Pick with the

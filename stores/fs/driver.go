@@ -230,20 +230,10 @@ const (
 // maxChunk bounds one path component of a long hex name (NAME_MAX is 255).
 const maxChunk = 200
 
-// seam enters the seam for call on key: staged reports that it answered
-// for the filesystem, with the code and the error to answer.
+// seam enters the seam for call on key (driverkit.Stage): staged reports
+// that a test answered for the store, with the code and the error to answer.
 func (d *Driver) seam(call, key string) (code fsspec.Code, staged bool, err error) {
-	p := d.opt.Seam.Enter(call, key)
-	if err := p.Err(); err != nil {
-		return classify(err), true, err
-	}
-	if c, ok := p.Answer(0); ok {
-		if c >= 0 { // a size or OK would need bytes no call read or wrote
-			return fsspec.Err, true, fmt.Errorf("%s: the seam staged %d; only negative codes can be staged", call, c)
-		}
-		return fsspec.Code(c), true, fmt.Errorf("%s: staged through the seam", call)
-	}
-	return fsspec.OK, false, nil
+	return driverkit.Stage(d.opt.Seam, call, key, classify)
 }
 
 func (d *Driver) put(row driver.Row) driver.Result {

@@ -196,20 +196,10 @@ func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (
 	})
 }
 
-// seam enters the seam for call on key: staged reports that it answered
-// for the server, with the code and the error to answer.
+// seam enters the seam for call on key (driverkit.Stage): staged reports
+// that a test answered for the store, with the code and the error to answer.
 func (d *Driver) seam(call, key string) (code s3spec.Code, staged bool, err error) {
-	p := d.opt.Seam.Enter(call, key)
-	if err := p.Err(); err != nil {
-		return classify(err), true, err
-	}
-	if c, ok := p.Answer(0); ok {
-		if c >= 0 {
-			return s3spec.Err, true, fmt.Errorf("%s: the seam staged %d; only negative codes can be staged", call, c)
-		}
-		return s3spec.Code(c), true, fmt.Errorf("%s: staged through the seam", call)
-	}
-	return s3spec.OK, false, nil
+	return driverkit.Stage(d.opt.Seam, call, key, classify)
 }
 
 func (d *Driver) put(ctx context.Context, row driver.Row) driver.Result {

@@ -7,7 +7,7 @@
 package fscases
 
 import (
-	speccase "github.com/kvblob/kvblob/conformance/speccase"
+	conformance "github.com/kvblob/kvblob/conformance"
 	driver "github.com/kvblob/kvblob/runtime/driver"
 	rules "github.com/kvblob/kvblob/runtime/rules"
 )
@@ -16,13 +16,13 @@ import (
 // call: the SDK answers a call for one row, and the driver must report
 // the wanted result and access state. Package conformance runs them
 // through a store's stager.
-func All() []speccase.Case {
-	return []speccase.Case{{
+func All() []conformance.Case {
+	return []conformance.Case{{
 		ID:          "claim/OK",
 		Pos:         "spec/fs-posix.yaml:121:11",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "claim",
-		Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
+		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
 		Want:        driver.Ready,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -30,9 +30,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "claim/EEXIST",
 		Pos:         "spec/fs-posix.yaml:122:15",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "claim",
-		Answer:      speccase.Answer{Code: -17, CodeName: "EEXIST"},
+		Answer:      conformance.Answer{Code: -17, CodeName: "EEXIST"},
 		Want:        driver.NotReady,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -40,27 +40,27 @@ func All() []speccase.Case {
 	}, {
 		ID:          "claim/ENOSPC",
 		Pos:         "spec/fs-posix.yaml:123:15",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "claim",
-		Answer:      speccase.Answer{Code: -28, CodeName: "ENOSPC"},
+		Answer:      conformance.Answer{Code: -28, CodeName: "ENOSPC"},
 		Want:        driver.Declined,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
 	}, {
 		ID:          "claim/EDQUOT",
 		Pos:         "spec/fs-posix.yaml:124:15",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "claim",
-		Answer:      speccase.Answer{Code: -122, CodeName: "EDQUOT"},
+		Answer:      conformance.Answer{Code: -122, CodeName: "EDQUOT"},
 		Want:        driver.Declined,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
 	}, {
 		ID:          "claim/ELOOP",
 		Pos:         "spec/fs-posix.yaml:126:9",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "claim",
-		Answer:      speccase.Answer{Code: -40, CodeName: "ELOOP"},
+		Answer:      conformance.Answer{Code: -40, CodeName: "ELOOP"},
 		Want:        driver.Fault,
 		WantCode:    -40,
 		Written:     rules.WrittenNo,
@@ -69,9 +69,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "claim/otherwise-ENOTDIR",
 		Pos:         "spec/fs-posix.yaml:129:16",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "claim",
-		Answer:      speccase.Answer{Code: -20, CodeName: "ENOTDIR"},
+		Answer:      conformance.Answer{Code: -20, CodeName: "ENOTDIR"},
 		Want:        driver.Fault,
 		WantCode:    -20,
 		Written:     rules.WrittenNo,
@@ -79,9 +79,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "write/OK",
 		Pos:         "spec/fs-posix.yaml:139:11",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "write",
-		Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
+		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
 		Want:        driver.Ready,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -89,9 +89,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "write/ENOSPC",
 		Pos:         "spec/fs-posix.yaml:140:15",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "write",
-		Answer:      speccase.Answer{Code: -28, CodeName: "ENOSPC"},
+		Answer:      conformance.Answer{Code: -28, CodeName: "ENOSPC"},
 		Want:        driver.Declined,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -99,18 +99,18 @@ func All() []speccase.Case {
 	}, {
 		ID:          "write/EDQUOT",
 		Pos:         "spec/fs-posix.yaml:141:15",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "write",
-		Answer:      speccase.Answer{Code: -122, CodeName: "EDQUOT"},
+		Answer:      conformance.Answer{Code: -122, CodeName: "EDQUOT"},
 		Want:        driver.Declined,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
 	}, {
 		ID:          "write/otherwise-EIO",
 		Pos:         "spec/fs-posix.yaml:142:16",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "write",
-		Answer:      speccase.Answer{Code: -5, CodeName: "EIO"},
+		Answer:      conformance.Answer{Code: -5, CodeName: "EIO"},
 		Want:        driver.Fault,
 		WantCode:    -5,
 		Written:     rules.WrittenNo,
@@ -118,9 +118,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "publish/OK",
 		Pos:         "spec/fs-posix.yaml:150:11",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "publish",
-		Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
+		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
 		Want:        driver.Ready,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -128,27 +128,27 @@ func All() []speccase.Case {
 	}, {
 		ID:          "publish/ENOSPC",
 		Pos:         "spec/fs-posix.yaml:151:15",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "publish",
-		Answer:      speccase.Answer{Code: -28, CodeName: "ENOSPC"},
+		Answer:      conformance.Answer{Code: -28, CodeName: "ENOSPC"},
 		Want:        driver.Declined,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
 	}, {
 		ID:          "publish/EDQUOT",
 		Pos:         "spec/fs-posix.yaml:152:15",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "publish",
-		Answer:      speccase.Answer{Code: -122, CodeName: "EDQUOT"},
+		Answer:      conformance.Answer{Code: -122, CodeName: "EDQUOT"},
 		Want:        driver.Declined,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
 	}, {
 		ID:          "publish/EISDIR",
 		Pos:         "spec/fs-posix.yaml:154:9",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "publish",
-		Answer:      speccase.Answer{Code: -21, CodeName: "EISDIR"},
+		Answer:      conformance.Answer{Code: -21, CodeName: "EISDIR"},
 		Want:        driver.Fault,
 		WantCode:    -21,
 		Written:     rules.WrittenNo,
@@ -157,9 +157,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "publish/otherwise-EIO",
 		Pos:         "spec/fs-posix.yaml:157:16",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "publish",
-		Answer:      speccase.Answer{Code: -5, CodeName: "EIO"},
+		Answer:      conformance.Answer{Code: -5, CodeName: "EIO"},
 		Want:        driver.Fault,
 		WantCode:    -5,
 		Written:     rules.WrittenNo,
@@ -167,9 +167,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "read/whole",
 		Pos:         "spec/fs-posix.yaml:175:12",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "read",
-		Answer:      speccase.Answer{Size: speccase.SizeWhole},
+		Answer:      conformance.Answer{Size: conformance.SizeWhole},
 		Want:        driver.Ready,
 		Written:     rules.WrittenYes,
 		AccessEnded: true,
@@ -177,9 +177,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "read/short",
 		Pos:         "spec/fs-posix.yaml:177:7",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "read",
-		Answer:      speccase.Answer{Size: speccase.SizeShort},
+		Answer:      conformance.Answer{Size: conformance.SizeShort},
 		Want:        driver.Fault,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -187,9 +187,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "read/ENOENT",
 		Pos:         "spec/fs-posix.yaml:182:15",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "read",
-		Answer:      speccase.Answer{Code: -2, CodeName: "ENOENT"},
+		Answer:      conformance.Answer{Code: -2, CodeName: "ENOENT"},
 		Want:        driver.Miss,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -197,9 +197,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "read/PENDING",
 		Pos:         "spec/fs-posix.yaml:183:16",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "read",
-		Answer:      speccase.Answer{Code: -1001, CodeName: "PENDING"},
+		Answer:      conformance.Answer{Code: -1001, CodeName: "PENDING"},
 		Want:        driver.NotReady,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -207,9 +207,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "read/CORRUPT",
 		Pos:         "spec/fs-posix.yaml:184:16",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "read",
-		Answer:      speccase.Answer{Code: -1002, CodeName: "CORRUPT"},
+		Answer:      conformance.Answer{Code: -1002, CodeName: "CORRUPT"},
 		Want:        driver.Fault,
 		WantCode:    -1002,
 		Written:     rules.WrittenNo,
@@ -218,9 +218,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "read/EISDIR",
 		Pos:         "spec/fs-posix.yaml:185:15",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "read",
-		Answer:      speccase.Answer{Code: -21, CodeName: "EISDIR"},
+		Answer:      conformance.Answer{Code: -21, CodeName: "EISDIR"},
 		Want:        driver.Fault,
 		WantCode:    -21,
 		Written:     rules.WrittenNo,
@@ -229,9 +229,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "read/ELOOP",
 		Pos:         "spec/fs-posix.yaml:187:9",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "read",
-		Answer:      speccase.Answer{Code: -40, CodeName: "ELOOP"},
+		Answer:      conformance.Answer{Code: -40, CodeName: "ELOOP"},
 		Want:        driver.Fault,
 		WantCode:    -40,
 		Written:     rules.WrittenNo,
@@ -240,9 +240,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "read/EIO",
 		Pos:         "spec/fs-posix.yaml:191:12",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "read",
-		Answer:      speccase.Answer{Code: -5, CodeName: "EIO"},
+		Answer:      conformance.Answer{Code: -5, CodeName: "EIO"},
 		Want:        driver.Fault,
 		WantCode:    -5,
 		Written:     rules.WrittenNo,
@@ -250,9 +250,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "read/otherwise-ESTALE",
 		Pos:         "spec/fs-posix.yaml:192:16",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "read",
-		Answer:      speccase.Answer{Code: -116, CodeName: "ESTALE"},
+		Answer:      conformance.Answer{Code: -116, CodeName: "ESTALE"},
 		Want:        driver.Fault,
 		WantCode:    -116,
 		Written:     rules.WrittenNo,
@@ -260,16 +260,16 @@ func All() []speccase.Case {
 	}, {
 		ID:        "keys/dot-segment",
 		Pos:       "spec/fs-posix.yaml:92:16",
-		Op:        speccase.OpPut,
+		Op:        conformance.OpPut,
 		Stageable: true,
-		Key:       speccase.KeyDotSegment,
+		Key:       conformance.KeyDotSegment,
 		Rejected:  driver.RuleKeyFormat,
 	}, {
 		ID:        "keys/dotdot-segment",
 		Pos:       "spec/fs-posix.yaml:92:16",
-		Op:        speccase.OpPut,
+		Op:        conformance.OpPut,
 		Stageable: true,
-		Key:       speccase.KeyDotDotSegment,
+		Key:       conformance.KeyDotDotSegment,
 		Rejected:  driver.RuleKeyFormat,
 	}}
 }

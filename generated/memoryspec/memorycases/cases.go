@@ -7,7 +7,7 @@
 package memorycases
 
 import (
-	speccase "github.com/kvblob/kvblob/conformance/speccase"
+	conformance "github.com/kvblob/kvblob/conformance"
 	driver "github.com/kvblob/kvblob/runtime/driver"
 	rules "github.com/kvblob/kvblob/runtime/rules"
 )
@@ -16,13 +16,13 @@ import (
 // call: the SDK answers a call for one row, and the driver must report
 // the wanted result and access state. Package conformance runs them
 // through a store's stager.
-func All() []speccase.Case {
-	return []speccase.Case{{
+func All() []conformance.Case {
+	return []conformance.Case{{
 		ID:          "store_put/OK",
 		Pos:         "spec/memory.yaml:34:11",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "store_put",
-		Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
+		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
 		Want:        driver.Ready,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -30,9 +30,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "store_put/PENDING",
 		Pos:         "spec/memory.yaml:35:16",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "store_put",
-		Answer:      speccase.Answer{Code: -2, CodeName: "PENDING"},
+		Answer:      conformance.Answer{Code: -2, CodeName: "PENDING"},
 		Want:        driver.NotReady,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -40,9 +40,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "store_put/FULL",
 		Pos:         "spec/memory.yaml:36:13",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "store_put",
-		Answer:      speccase.Answer{Code: -3, CodeName: "FULL"},
+		Answer:      conformance.Answer{Code: -3, CodeName: "FULL"},
 		Want:        driver.Declined,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -50,9 +50,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "store_put/otherwise-NOT_FOUND",
 		Pos:         "spec/memory.yaml:37:16",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "store_put",
-		Answer:      speccase.Answer{Code: -1, CodeName: "NOT_FOUND"},
+		Answer:      conformance.Answer{Code: -1, CodeName: "NOT_FOUND"},
 		Want:        driver.Fault,
 		WantCode:    -1,
 		Written:     rules.WrittenNo,
@@ -60,9 +60,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "store_get/whole",
 		Pos:         "spec/memory.yaml:44:12",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "store_get",
-		Answer:      speccase.Answer{Size: speccase.SizeWhole},
+		Answer:      conformance.Answer{Size: conformance.SizeWhole},
 		Want:        driver.Ready,
 		Written:     rules.WrittenYes,
 		AccessEnded: true,
@@ -70,9 +70,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "store_get/short",
 		Pos:         "spec/memory.yaml:46:7",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "store_get",
-		Answer:      speccase.Answer{Size: speccase.SizeShort},
+		Answer:      conformance.Answer{Size: conformance.SizeShort},
 		Want:        driver.Fault,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -80,9 +80,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "store_get/NOT_FOUND",
 		Pos:         "spec/memory.yaml:51:18",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "store_get",
-		Answer:      speccase.Answer{Code: -1, CodeName: "NOT_FOUND"},
+		Answer:      conformance.Answer{Code: -1, CodeName: "NOT_FOUND"},
 		Want:        driver.Miss,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -90,9 +90,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "store_get/PENDING",
 		Pos:         "spec/memory.yaml:52:16",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "store_get",
-		Answer:      speccase.Answer{Code: -2, CodeName: "PENDING"},
+		Answer:      conformance.Answer{Code: -2, CodeName: "PENDING"},
 		Want:        driver.NotReady,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -100,9 +100,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "store_get/CORRUPT",
 		Pos:         "spec/memory.yaml:53:16",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "store_get",
-		Answer:      speccase.Answer{Code: -4, CodeName: "CORRUPT"},
+		Answer:      conformance.Answer{Code: -4, CodeName: "CORRUPT"},
 		Want:        driver.Fault,
 		WantCode:    -4,
 		Written:     rules.WrittenNo,
@@ -111,9 +111,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "store_get/otherwise-FULL",
 		Pos:         "spec/memory.yaml:54:16",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "store_get",
-		Answer:      speccase.Answer{Code: -3, CodeName: "FULL"},
+		Answer:      conformance.Answer{Code: -3, CodeName: "FULL"},
 		Want:        driver.Fault,
 		WantCode:    -3,
 		Written:     rules.WrittenNo,

@@ -7,7 +7,7 @@
 package mooncakecases
 
 import (
-	speccase "github.com/kvblob/kvblob/conformance/speccase"
+	conformance "github.com/kvblob/kvblob/conformance"
 	driver "github.com/kvblob/kvblob/runtime/driver"
 	rules "github.com/kvblob/kvblob/runtime/rules"
 )
@@ -16,13 +16,13 @@ import (
 // call: the SDK answers a call for one row, and the driver must report
 // the wanted result and access state. Package conformance runs them
 // through a store's stager.
-func All() []speccase.Case {
-	return []speccase.Case{{
+func All() []conformance.Case {
+	return []conformance.Case{{
 		ID:          "batch_put_session_start/OK",
 		Pos:         "spec/mooncake-0.3.13.yaml:150:11",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_session_start",
-		Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
+		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
 		Want:        driver.Ready,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -30,9 +30,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_put_session_start/OBJECT_ALREADY_EXISTS/exists",
 		Pos:         "spec/mooncake-0.3.13.yaml:155:9",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_session_start",
-		Answer:      speccase.Answer{Code: -705, CodeName: "OBJECT_ALREADY_EXISTS"},
+		Answer:      conformance.Answer{Code: -705, CodeName: "OBJECT_ALREADY_EXISTS"},
 		Exists:      true,
 		Want:        driver.Ready,
 		Written:     rules.WrittenNo,
@@ -41,9 +41,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_put_session_start/OBJECT_ALREADY_EXISTS/absent",
 		Pos:         "spec/mooncake-0.3.13.yaml:155:9",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_session_start",
-		Answer:      speccase.Answer{Code: -705, CodeName: "OBJECT_ALREADY_EXISTS"},
+		Answer:      conformance.Answer{Code: -705, CodeName: "OBJECT_ALREADY_EXISTS"},
 		Want:        driver.NotReady,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -51,9 +51,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_put_session_start/NO_AVAILABLE_HANDLE",
 		Pos:         "spec/mooncake-0.3.13.yaml:161:28",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_session_start",
-		Answer:      speccase.Answer{Code: -200, CodeName: "NO_AVAILABLE_HANDLE"},
+		Answer:      conformance.Answer{Code: -200, CodeName: "NO_AVAILABLE_HANDLE"},
 		Want:        driver.Declined,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -61,9 +61,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_put_session_start/INVALID_PARAMS",
 		Pos:         "spec/mooncake-0.3.13.yaml:167:23",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_session_start",
-		Answer:      speccase.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
+		Answer:      conformance.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
 		Want:        driver.Fault,
 		WantCode:    -600,
 		Written:     rules.WrittenNo,
@@ -71,9 +71,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_put_session_start/RPC_FAIL",
 		Pos:         "spec/mooncake-0.3.13.yaml:177:17",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_session_start",
-		Answer:      speccase.Answer{Code: -900, CodeName: "RPC_FAIL"},
+		Answer:      conformance.Answer{Code: -900, CodeName: "RPC_FAIL"},
 		Want:        driver.Fault,
 		WantCode:    -900,
 		Written:     rules.WrittenNo,
@@ -82,9 +82,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_put_session_start/RPC_TIMEOUT",
 		Pos:         "spec/mooncake-0.3.13.yaml:178:20",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_session_start",
-		Answer:      speccase.Answer{Code: -901, CodeName: "RPC_TIMEOUT"},
+		Answer:      conformance.Answer{Code: -901, CodeName: "RPC_TIMEOUT"},
 		Want:        driver.Fault,
 		WantCode:    -901,
 		Written:     rules.WrittenNo,
@@ -92,9 +92,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_put_session_start/otherwise-INTERNAL_ERROR",
 		Pos:         "spec/mooncake-0.3.13.yaml:179:16",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_session_start",
-		Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
+		Answer:      conformance.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
 		Want:        driver.Fault,
 		WantCode:    -1,
 		Written:     rules.WrittenNo,
@@ -102,9 +102,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_put_from_multi_buffer_ranges/whole",
 		Pos:         "spec/mooncake-0.3.13.yaml:188:12",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_from_multi_buffer_ranges",
-		Answer:      speccase.Answer{Size: speccase.SizeWhole},
+		Answer:      conformance.Answer{Size: conformance.SizeWhole},
 		Want:        driver.Ready,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -112,18 +112,18 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_put_from_multi_buffer_ranges/short",
 		Pos:         "spec/mooncake-0.3.13.yaml:190:7",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_from_multi_buffer_ranges",
-		Answer:      speccase.Answer{Size: speccase.SizeShort},
+		Answer:      conformance.Answer{Size: conformance.SizeShort},
 		Want:        driver.Fault,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
 	}, {
 		ID:          "batch_put_from_multi_buffer_ranges/TRANSFER_FAIL",
 		Pos:         "spec/mooncake-0.3.13.yaml:195:22",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_from_multi_buffer_ranges",
-		Answer:      speccase.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
+		Answer:      conformance.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
 		Want:        driver.Fault,
 		WantCode:    -800,
 		Written:     rules.WrittenNo,
@@ -131,9 +131,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_put_from_multi_buffer_ranges/otherwise-INTERNAL_ERROR",
 		Pos:         "spec/mooncake-0.3.13.yaml:196:16",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_from_multi_buffer_ranges",
-		Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
+		Answer:      conformance.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
 		Want:        driver.Fault,
 		WantCode:    -1,
 		Written:     rules.WrittenNo,
@@ -141,9 +141,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_put_session_end/OK",
 		Pos:         "spec/mooncake-0.3.13.yaml:204:11",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_session_end",
-		Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
+		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
 		Want:        driver.Ready,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -151,9 +151,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_put_session_end/RPC_FAIL",
 		Pos:         "spec/mooncake-0.3.13.yaml:207:17",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_session_end",
-		Answer:      speccase.Answer{Code: -900, CodeName: "RPC_FAIL"},
+		Answer:      conformance.Answer{Code: -900, CodeName: "RPC_FAIL"},
 		Want:        driver.Fault,
 		WantCode:    -900,
 		Written:     rules.WrittenNo,
@@ -161,9 +161,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_put_session_end/RPC_TIMEOUT",
 		Pos:         "spec/mooncake-0.3.13.yaml:208:20",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_session_end",
-		Answer:      speccase.Answer{Code: -901, CodeName: "RPC_TIMEOUT"},
+		Answer:      conformance.Answer{Code: -901, CodeName: "RPC_TIMEOUT"},
 		Want:        driver.Fault,
 		WantCode:    -901,
 		Written:     rules.WrittenNo,
@@ -171,9 +171,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_put_session_end/ILLEGAL_CLIENT",
 		Pos:         "spec/mooncake-0.3.13.yaml:212:23",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_session_end",
-		Answer:      speccase.Answer{Code: -601, CodeName: "ILLEGAL_CLIENT"},
+		Answer:      conformance.Answer{Code: -601, CodeName: "ILLEGAL_CLIENT"},
 		Want:        driver.Fault,
 		WantCode:    -601,
 		Written:     rules.WrittenNo,
@@ -181,9 +181,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_put_session_end/otherwise-INTERNAL_ERROR",
 		Pos:         "spec/mooncake-0.3.13.yaml:213:16",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "batch_put_session_end",
-		Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
+		Answer:      conformance.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
 		Want:        driver.Fault,
 		WantCode:    -1,
 		Written:     rules.WrittenNo,
@@ -191,9 +191,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_get_into/whole",
 		Pos:         "spec/mooncake-0.3.13.yaml:260:12",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
-		Answer:      speccase.Answer{Size: speccase.SizeWhole},
+		Answer:      conformance.Answer{Size: conformance.SizeWhole},
 		Want:        driver.Ready,
 		Written:     rules.WrittenYes,
 		AccessEnded: true,
@@ -201,9 +201,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_get_into/short",
 		Pos:         "spec/mooncake-0.3.13.yaml:263:7",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
-		Answer:      speccase.Answer{Size: speccase.SizeShort},
+		Answer:      conformance.Answer{Size: conformance.SizeShort},
 		Want:        driver.Fault,
 		Written:     rules.WrittenYes,
 		AccessEnded: true,
@@ -211,9 +211,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_get_into/OBJECT_NOT_FOUND",
 		Pos:         "spec/mooncake-0.3.13.yaml:268:25",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
-		Answer:      speccase.Answer{Code: -704, CodeName: "OBJECT_NOT_FOUND"},
+		Answer:      conformance.Answer{Code: -704, CodeName: "OBJECT_NOT_FOUND"},
 		Want:        driver.Miss,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -221,9 +221,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_get_into/REPLICA_IS_NOT_READY",
 		Pos:         "spec/mooncake-0.3.13.yaml:269:29",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
-		Answer:      speccase.Answer{Code: -703, CodeName: "REPLICA_IS_NOT_READY"},
+		Answer:      conformance.Answer{Code: -703, CodeName: "REPLICA_IS_NOT_READY"},
 		Want:        driver.NotReady,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -231,20 +231,20 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_get_into/LEASE_EXPIRED/reread-whole",
 		Pos:         "spec/mooncake-0.3.13.yaml:271:22",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
-		Answer:      speccase.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
-		Reread:      &speccase.Answer{Size: speccase.SizeWhole},
+		Answer:      conformance.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
+		Reread:      &conformance.Answer{Size: conformance.SizeWhole},
 		Want:        driver.Ready,
 		Written:     rules.WrittenYes,
 		AccessEnded: true,
 	}, {
 		ID:          "batch_get_into/LEASE_EXPIRED/reread-again",
 		Pos:         "spec/mooncake-0.3.13.yaml:271:22",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
-		Answer:      speccase.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
-		Reread:      &speccase.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
+		Answer:      conformance.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
+		Reread:      &conformance.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
 		Want:        driver.Fault,
 		WantCode:    -707,
 		Written:     rules.WrittenYes,
@@ -252,9 +252,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_get_into/TRANSFER_FAIL",
 		Pos:         "spec/mooncake-0.3.13.yaml:282:22",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
-		Answer:      speccase.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
+		Answer:      conformance.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
 		Want:        driver.Fault,
 		WantCode:    -800,
 		Written:     rules.WrittenMaybe,
@@ -262,9 +262,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_get_into/INVALID_PARAMS",
 		Pos:         "spec/mooncake-0.3.13.yaml:284:23",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
-		Answer:      speccase.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
+		Answer:      conformance.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
 		Want:        driver.Fault,
 		WantCode:    -600,
 		Written:     rules.WrittenNo,
@@ -273,9 +273,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "batch_get_into/otherwise-INTERNAL_ERROR",
 		Pos:         "spec/mooncake-0.3.13.yaml:285:16",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
-		Answer:      speccase.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
+		Answer:      conformance.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
 		Want:        driver.Fault,
 		WantCode:    -1,
 		Written:     rules.WrittenMaybe,

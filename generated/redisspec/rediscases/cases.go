@@ -7,7 +7,7 @@
 package rediscases
 
 import (
-	speccase "github.com/kvblob/kvblob/conformance/speccase"
+	conformance "github.com/kvblob/kvblob/conformance"
 	driver "github.com/kvblob/kvblob/runtime/driver"
 	rules "github.com/kvblob/kvblob/runtime/rules"
 )
@@ -16,13 +16,13 @@ import (
 // call: the SDK answers a call for one row, and the driver must report
 // the wanted result and access state. Package conformance runs them
 // through a store's stager.
-func All() []speccase.Case {
-	return []speccase.Case{{
+func All() []conformance.Case {
+	return []conformance.Case{{
 		ID:          "claim/OK",
 		Pos:         "spec/redis-7.yaml:66:11",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "claim",
-		Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
+		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
 		Want:        driver.Ready,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -30,9 +30,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "claim/NIL/exists",
 		Pos:         "spec/redis-7.yaml:70:9",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "claim",
-		Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
+		Answer:      conformance.Answer{Code: -1, CodeName: "NIL"},
 		Exists:      true,
 		Want:        driver.Ready,
 		Written:     rules.WrittenNo,
@@ -41,9 +41,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "claim/NIL/absent",
 		Pos:         "spec/redis-7.yaml:70:9",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "claim",
-		Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
+		Answer:      conformance.Answer{Code: -1, CodeName: "NIL"},
 		Want:        driver.NotReady,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -51,9 +51,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "claim/NIL/other",
 		Pos:         "spec/redis-7.yaml:70:9",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "claim",
-		Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
+		Answer:      conformance.Answer{Code: -1, CodeName: "NIL"},
 		Exists:      true,
 		Other:       true,
 		Want:        driver.Fault,
@@ -64,9 +64,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "claim/OOM",
 		Pos:         "spec/redis-7.yaml:78:12",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "claim",
-		Answer:      speccase.Answer{Code: -3, CodeName: "OOM"},
+		Answer:      conformance.Answer{Code: -3, CodeName: "OOM"},
 		Want:        driver.Declined,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -74,9 +74,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "claim/NOPERM",
 		Pos:         "spec/redis-7.yaml:79:15",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "claim",
-		Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
+		Answer:      conformance.Answer{Code: -9, CodeName: "NOPERM"},
 		Want:        driver.Fault,
 		WantCode:    -9,
 		Written:     rules.WrittenNo,
@@ -84,9 +84,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "claim/otherwise-ERR",
 		Pos:         "spec/redis-7.yaml:80:16",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "claim",
-		Answer:      speccase.Answer{Code: -8, CodeName: "ERR"},
+		Answer:      conformance.Answer{Code: -8, CodeName: "ERR"},
 		Want:        driver.Fault,
 		WantCode:    -8,
 		Written:     rules.WrittenNo,
@@ -94,9 +94,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "store/OK",
 		Pos:         "spec/redis-7.yaml:89:11",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "store",
-		Answer:      speccase.Answer{Code: 0, CodeName: "OK"},
+		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
 		Want:        driver.Ready,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -104,9 +104,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "store/LOST",
 		Pos:         "spec/redis-7.yaml:90:13",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "store",
-		Answer:      speccase.Answer{Code: -4, CodeName: "LOST"},
+		Answer:      conformance.Answer{Code: -4, CodeName: "LOST"},
 		Want:        driver.Fault,
 		WantCode:    -4,
 		Written:     rules.WrittenNo,
@@ -114,9 +114,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "store/NOPERM",
 		Pos:         "spec/redis-7.yaml:91:15",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "store",
-		Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
+		Answer:      conformance.Answer{Code: -9, CodeName: "NOPERM"},
 		Want:        driver.Fault,
 		WantCode:    -9,
 		Written:     rules.WrittenNo,
@@ -124,18 +124,18 @@ func All() []speccase.Case {
 	}, {
 		ID:          "store/OOM",
 		Pos:         "spec/redis-7.yaml:94:12",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "store",
-		Answer:      speccase.Answer{Code: -3, CodeName: "OOM"},
+		Answer:      conformance.Answer{Code: -3, CodeName: "OOM"},
 		Want:        driver.Declined,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
 	}, {
 		ID:          "store/otherwise-CONN",
 		Pos:         "spec/redis-7.yaml:95:16",
-		Op:          speccase.OpPut,
+		Op:          conformance.OpPut,
 		Call:        "store",
-		Answer:      speccase.Answer{Code: -6, CodeName: "CONN"},
+		Answer:      conformance.Answer{Code: -6, CodeName: "CONN"},
 		Want:        driver.Fault,
 		WantCode:    -6,
 		Written:     rules.WrittenNo,
@@ -143,9 +143,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "get/whole",
 		Pos:         "spec/redis-7.yaml:114:12",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "get",
-		Answer:      speccase.Answer{Size: speccase.SizeWhole},
+		Answer:      conformance.Answer{Size: conformance.SizeWhole},
 		Want:        driver.Ready,
 		Written:     rules.WrittenYes,
 		AccessEnded: true,
@@ -153,9 +153,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "get/short",
 		Pos:         "spec/redis-7.yaml:116:7",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "get",
-		Answer:      speccase.Answer{Size: speccase.SizeShort},
+		Answer:      conformance.Answer{Size: conformance.SizeShort},
 		Want:        driver.Fault,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -163,9 +163,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "get/NIL",
 		Pos:         "spec/redis-7.yaml:121:12",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "get",
-		Answer:      speccase.Answer{Code: -1, CodeName: "NIL"},
+		Answer:      conformance.Answer{Code: -1, CodeName: "NIL"},
 		Want:        driver.Miss,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -173,9 +173,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "get/PENDING",
 		Pos:         "spec/redis-7.yaml:122:16",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "get",
-		Answer:      speccase.Answer{Code: -2, CodeName: "PENDING"},
+		Answer:      conformance.Answer{Code: -2, CodeName: "PENDING"},
 		Want:        driver.NotReady,
 		Written:     rules.WrittenNo,
 		AccessEnded: true,
@@ -183,9 +183,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "get/CORRUPT",
 		Pos:         "spec/redis-7.yaml:123:16",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "get",
-		Answer:      speccase.Answer{Code: -5, CodeName: "CORRUPT"},
+		Answer:      conformance.Answer{Code: -5, CodeName: "CORRUPT"},
 		Want:        driver.Fault,
 		WantCode:    -5,
 		Written:     rules.WrittenNo,
@@ -194,9 +194,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "get/NOPERM",
 		Pos:         "spec/redis-7.yaml:124:15",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "get",
-		Answer:      speccase.Answer{Code: -9, CodeName: "NOPERM"},
+		Answer:      conformance.Answer{Code: -9, CodeName: "NOPERM"},
 		Want:        driver.Fault,
 		WantCode:    -9,
 		Written:     rules.WrittenNo,
@@ -204,9 +204,9 @@ func All() []speccase.Case {
 	}, {
 		ID:          "get/otherwise-TIMEOUT",
 		Pos:         "spec/redis-7.yaml:125:16",
-		Op:          speccase.OpGet,
+		Op:          conformance.OpGet,
 		Call:        "get",
-		Answer:      speccase.Answer{Code: -7, CodeName: "TIMEOUT"},
+		Answer:      conformance.Answer{Code: -7, CodeName: "TIMEOUT"},
 		Want:        driver.Fault,
 		WantCode:    -7,
 		Written:     rules.WrittenNo,

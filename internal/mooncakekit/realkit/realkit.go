@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/generated/mooncakespec"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -348,13 +347,13 @@ func (p *Pool) Scenarios() conformance.Scenarios {
 // key, an object the helper planted (whole, shorter or longer than the
 // row), a helper session on the key, a full pool, the master killed. It refuses every other
 // case, saying so: a real pool gives no other answer on cue.
-func (p *Pool) Stage(h *conformance.Harness, c speccase.Case, key string) error {
+func (p *Pool) Stage(h *conformance.Harness, c conformance.Case, key string) error {
 	code := mooncakespec.Code(c.Answer.Code)
 	get := c.Call == "batch_get_into"
 	switch {
-	case get && c.Answer.Size == speccase.SizeWhole:
+	case get && c.Answer.Size == conformance.SizeWhole:
 		return p.plant(key, conformance.RowBytes)
-	case get && c.Answer.Size == speccase.SizeShort:
+	case get && c.Answer.Size == conformance.SizeShort:
 		return p.plant(key, conformance.RowBytes/2)
 	case get && code == mooncakespec.InvalidParams:
 		return p.plant(key, conformance.RowBytes+3) // longer than its row
@@ -363,7 +362,7 @@ func (p *Pool) Stage(h *conformance.Harness, c speccase.Case, key string) error 
 	case get && code == mooncakespec.ReplicaIsNotReady:
 		return p.start(h.D, key, conformance.RowBytes)
 	case c.Call == "batch_put_session_start" && code == mooncakespec.OK,
-		c.Call == "batch_put_from_multi_buffer_ranges" && c.Answer.Size == speccase.SizeWhole,
+		c.Call == "batch_put_from_multi_buffer_ranges" && c.Answer.Size == conformance.SizeWhole,
 		c.Call == "batch_put_session_end" && code == mooncakespec.OK:
 		return nil // a put of an absent key answers these
 	case c.Call == "batch_put_session_start" && code == mooncakespec.ObjectAlreadyExists && c.Exists:

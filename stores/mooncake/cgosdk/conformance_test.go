@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/conformance/speccase"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/generated/mooncakespec"
 	"github.com/kvblob/kvblob/generated/mooncakespec/mooncakecases"
@@ -66,7 +65,7 @@ func TestConformance(t *testing.T) {
 		SkipReasons:         realkit.SkipReasons,
 		Cases:               mooncakecases.All(),
 		StageableOnly:       true,
-		Stage: func(h *conformance.Harness, c speccase.Case, key string) error {
+		Stage: func(h *conformance.Harness, c conformance.Case, key string) error {
 			return pool.Stage(h, c, key)
 		},
 		Deadline:      realkit.Deadline,

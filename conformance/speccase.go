@@ -1,4 +1,4 @@
-package speccase
+package conformance
 
 import (
 	"fmt"
