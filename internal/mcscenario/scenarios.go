@@ -101,14 +101,15 @@ func All() []Scenario {
 		{
 			Name: "b4e-pool-full-of-objects",
 			About: "probe b4e: a 16 MiB segment full of 16 complete 1 MiB objects (master defaults: eviction_high_watermark_ratio " +
-				"0.90, eviction_ratio 0.05, default_kv_lease_ttl 10 s): a 17th start at once, after 2 s and after every lease " +
-				"ran out (12 s), and which of the 16 objects are still there",
+				"0.90, eviction_ratio 0.05, default_kv_lease_ttl 10 s): a 17th start at once, after 1, 4 and 14 s (every lease " +
+				"ran out), and which of the 16 objects are still there",
 			Config: Config{Segment: 16 << 20},
 			Bufs:   []Buf{{Name: "mib", Client: A, Len: 1 << 20, Fill: "m"}},
-			Steps: steps(fill16, start("start-when-full", A, "new", 1<<20), advance("wait-2s", 2*time.Second),
-				start("start-after-2s", A, "new2", 1<<20), advance("past-lease", 10*time.Second),
-				start("start-after-lease", A, "new12", 1<<20), exist("exist-all", A, keys16...),
-				revoke("revoke-new", A, "new"), revoke("revoke-new2", A, "new2"), revoke("revoke-new12", A, "new12")),
+			Steps: steps(fill16, start("start-when-full", A, "new", 1<<20), advance("to-1s", time.Second),
+				start("start-at-1s", A, "new1", 1<<20), advance("to-4s", 3*time.Second),
+				start("start-at-4s", A, "new4", 1<<20), advance("to-14s", 10*time.Second),
+				start("start-at-14s", A, "new14", 1<<20), exist("exist-all", A, keys16...),
+				revoke("revoke-new", A, "new")),
 		},
 		{
 			Name:  "b6-empty-key",
