@@ -184,6 +184,10 @@ func (d *Driver) closeSDK() error {
 // true: what is left is metadata only.
 func (d *Driver) revokeLeftOpen(context.Context) bool {
 	d.mu.Lock()
+	if d.sdkClosed {
+		d.mu.Unlock()
+		return true // the sessions went with the client
+	}
 	var open []string
 	for k, h := range d.held {
 		if h.how == heldOpen {
