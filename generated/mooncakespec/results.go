@@ -385,17 +385,22 @@ func newBatchGetIntoRule() *rules.CallRule {
 					FollowUp: rules.FollowRereadOnce,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:289:7
+			// spec/mooncake-0.3.13.yaml:294:7
 			// The future gave up while the transfer may still run: access is kept
 			// (real, mooncake-real.md Stalls: with the owner frozen past the 60 s
 			// wait, the whole object landed within 1-3 s of the thaw, after the
-			// call returned). It ends once the client is torn down: tearDownAll
-			// destroys the transfer engine, which closes its TCP connections and
-			// joins the threads that land a read's bytes, so nothing reaches the
-			// buffer after it returned (real, stores/mooncake/testdata/mcscenario/
-			// p1-get-peer-frozen-teardown.json: nothing landed after a thaw that
-			// came after the teardown; p2-get-peer-killed-teardown.json: a killed
-			// owner answers at once, and nothing can write any more).
+			// call returned). It ends once the client is torn down: the driver's
+			// Close is tearDownAll then the client's destruction, which drops the
+			// Client and with it the TransferEngine (client_service.cpp,
+			// Client::~Client); TcpTransport::~TcpTransport runs
+			// shutdownConnectionLanes (tcp_transport_lane_impl.h: every lane
+			// CLOSING, its operation epoch bumped so a late completion is dropped,
+			// its sessions and sockets closed on their executor) and deletes the
+			// io_context that lands a read's bytes. Read from main at 3b5a594;
+			// the scenarios that check it on a real build,
+			// p1-get-peer-frozen-teardown (frozen owner, teardown, thaw: nothing
+			// may land) and p2-get-peer-killed-teardown (a killed owner), are not
+			// recorded yet (internal/mcscenario's unrecorded list says why).
 			int64(TransferFail): {
 				Mapping: rules.Mapping{
 					Result:      driver.Result{Status: driver.Fault},
@@ -404,7 +409,7 @@ func newBatchGetIntoRule() *rules.CallRule {
 					KeepsAccess: true,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:291:7
+			// spec/mooncake-0.3.13.yaml:296:7
 			// An object longer than its buffer is refused without a transfer.
 			int64(InvalidParams): {
 				Mapping: rules.Mapping{
@@ -413,7 +418,7 @@ func newBatchGetIntoRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:292:16
+		// spec/mooncake-0.3.13.yaml:297:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},

@@ -262,7 +262,7 @@ func (c *Client) BatchIsExist(keys []string) ([]int64, error) {
 
 // Close tears the client down. Its transfer engine goes with it: a get
 // whose wait gave up (TRANSFER_FAIL) while its transfer went on never lands
-// after Close returned (real: p1-get-peer-frozen-teardown). It takes the master's
+// after Close returned (spec/mooncake-0.3.13.yaml says why; scenario p1-get-peer-frozen-teardown checks it on a real build). It takes the master's
 // lock, so a landing under way finishes first.
 func (c *Client) Close() error {
 	c.m.mu.Lock()
