@@ -342,7 +342,6 @@ func All() []Scenario {
 			Steps: steps(put("", A, "k", Row, "src"), get("get-warm", A, "k", ref("dst")), fill("refill", ref("dst"), ""),
 				envStep(OpKillPeer), get("get-dead", A, "k", ref("dst")), Step{Name: "close-a", Client: A, Op: OpClose},
 				look("look-after-close", ref("dst"))),
-			FakeCannot: "fakesdk runs every client in the test's process: it cannot kill one",
 		},
 		{
 			Name:   "x-get-answers",

@@ -330,6 +330,31 @@ func TestAGetWhoseTransferFailedEndsAtTeardown(t *testing.T) {
 	assert.Equal(t, bytes.Repeat([]byte{0xEE}, slot), dst, "nothing landed after the teardown")
 }
 
+// TestAGetFromAKilledPeerEndsAtTeardown: the process holding the only
+// replica was killed; a get answers TRANSFER_FAIL at once (turn 3: 1-4 ms,
+// until the master expires the dead client), which the spec cannot tell
+// from a frozen peer's, so its access too ends at the teardown: the drain
+// tears the client down and the driver closes.
+func TestAGetFromAKilledPeerEndsAtTeardown(t *testing.T) {
+	f := newFx(t)
+	b := fakesdk.NewClient(f.m, mooncakekit.Version)
+	f.m.SetOwner(b)
+	f.m.Plant("k", bytes.Repeat([]byte{9}, slot))
+	f.m.KillPeer()
+	op, res := f.get(t, f.row("k", 0))
+	require.Equal(t, int64(mooncakespec.TransferFail), res[0].Code, res[0].Text)
+	assert.False(t, op.AccessEnded())
+	assert.False(t, op.AccessUnprovable())
+	assert.True(t, f.d.Drain(conformance.Within(time.Second)))
+	assert.True(t, op.AccessEnded())
+	require.NoError(t, f.d.Unregister(f.reg))
+	require.NoError(t, f.d.Close())
+	f.m.Advance(11 * time.Second) // the master expires the dead owner
+	exist, err := fakesdk.NewClient(f.m, mooncakekit.Version).BatchIsExist([]string{"k"})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{0}, exist, "its objects went with its segment")
+}
+
 // TestATransferThatOutlivesItsGetLandsWithoutTeardown is the hazard the
 // teardown ends: the same get, the client left up, lands its bytes at the
 // thaw, after it answered.

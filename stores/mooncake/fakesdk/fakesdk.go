@@ -162,6 +162,8 @@ type Master struct {
 	owner     int       // the client whose segment holds the pool (0: none that can freeze)
 	peerFroze bool
 	frozeAt   time.Time
+	peerDead  bool // the owner was killed (KillPeer)
+	diedAt    time.Time
 	unmounted bool     // the owner was expired (client_ttl)
 	atPeer    []func() // transfers a frozen owner applies when it thaws
 
