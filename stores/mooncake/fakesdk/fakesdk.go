@@ -35,7 +35,10 @@
 //     answer NO_AVAILABLE_HANDLE until the segment is remounted) or frozen (calls answer RPC_TIMEOUT
 //     after MC_RPC_TIMEOUT_MS and take effect when it thaws); the segment's
 //     owner frozen (transfers stall; the TCP status timeout, the fixed 60 s
-//     transfer wait, the lease, and the master's client_ttl act on them).
+//     transfer wait, the lease, and the master's client_ttl act on them)
+//     or killed (its gets answer TRANSFER_FAIL at once until client_ttl
+//     unmounts its segment). A client's Close ends its transfers: a get
+//     whose wait gave up never lands after it.
 //
 // Time is the master's clock: a call that takes time in a real build waits
 // on it, and Advance, Await and Settle move and observe it, so no test sleeps.
