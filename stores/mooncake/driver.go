@@ -45,8 +45,10 @@ type Driver struct {
 
 	life driverkit.Lifecycle // registration handles: the registered Buffer
 
+	closing   sync.Mutex  // serialises closing the SDK client (held across that call; never with mu)
+	sdkClosed atomic.Bool // the SDK client was closed (by a drain's teardown, or Close)
+
 	mu         sync.Mutex
-	sdkClosed  bool  // the SDK client was closed (by a drain's teardown, or Close)
 	atTeardown []*op // gets whose access ends when the SDK client is closed
 	held       map[string]holding
 	spare      reuse.Stack[scratch] // Put's and Get's working space, while no call uses it
@@ -168,26 +170,25 @@ func (d *Driver) teardown() error {
 
 // closeSDK closes the SDK client once.
 func (d *Driver) closeSDK() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.sdkClosed {
+	d.closing.Lock()
+	defer d.closing.Unlock()
+	if d.sdkClosed.Load() {
 		return nil
 	}
 	if err := d.sdk.Close(); err != nil {
 		return err
 	}
-	d.sdkClosed = true
+	d.sdkClosed.Store(true)
 	return nil
 }
 
 // revokeLeftOpen revokes the sessions this driver left open. It reports
 // true: what is left is metadata only.
 func (d *Driver) revokeLeftOpen(context.Context) bool {
-	d.mu.Lock()
-	if d.sdkClosed {
-		d.mu.Unlock()
+	if d.sdkClosed.Load() {
 		return true // the sessions went with the client
 	}
+	d.mu.Lock()
 	var open []string
 	for k, h := range d.held {
 		if h.how == heldOpen {
