@@ -106,6 +106,15 @@ func (d *SpecDiff) Empty() bool {
 		len(d.Cases.Added)+len(d.Cases.Removed)+len(d.Cases.Changed) == 0
 }
 
+// verifiedText is sdk.verified as a diff prints it: "-" when the spec
+// gives none (every build of its releases is verified).
+func verifiedText(s SDK) string {
+	if !s.HasVerified {
+		return "-"
+	}
+	return fmt.Sprint(s.Verified)
+}
+
 // Diff compares two specs of one store (a's facts, then b's). It is pure:
 // callers load the specs.
 func Diff(a, b *Spec) *SpecDiff {
@@ -120,6 +129,7 @@ func Diff(a, b *Spec) *SpecDiff {
 	field(&d.Identity, "package", a.Package, b.Package, a.PackagePos, b.PackagePos)
 	field(&d.Identity, "sdk.name", a.SDK.Name, b.SDK.Name, Pos{}, Pos{})
 	field(&d.Identity, "sdk.versions", fmt.Sprint(a.SDK.Versions), fmt.Sprint(b.SDK.Versions), Pos{}, Pos{})
+	field(&d.Identity, "sdk.verified", verifiedText(a.SDK), verifiedText(b.SDK), Pos{}, Pos{})
 
 	d.Codes = CodeDiff{Added: []CodeEntry{}, Removed: []CodeEntry{}, Renumbered: []CodeChange{}}
 	for _, c := range b.Codes {

@@ -89,3 +89,16 @@ func TestDiffSeesEachKindOfChange(t *testing.T) {
 	assert.Equal(t, []string{"get_call/LEASE_EXPIRED/reread-whole", "get_call/LEASE_EXPIRED/reread-again"}, added)
 	assert.Equal(t, []string{"put_call/OK"}, removed)
 }
+
+// TestDiffNamesTheVerifiedCommits: sdk.verified is identity: a spec whose
+// verified commits changed (or that gives them where the other did not)
+// differs.
+func TestDiffNamesTheVerifiedCommits(t *testing.T) {
+	a := loadFile(t, "testdata/diff/old.yaml")
+	b := loadFile(t, "testdata/diff/old.yaml")
+	assert.True(t, Diff(a, b).Empty())
+	b.SDK.HasVerified, b.SDK.Verified = true, []string{"3b5a59413"}
+	assert.Equal(t, []FieldChange{{Field: "sdk.verified", Old: "-", New: "[3b5a59413]"}}, Diff(a, b).Identity)
+	a.SDK.HasVerified = true
+	assert.Equal(t, []FieldChange{{Field: "sdk.verified", Old: "[]", New: "[3b5a59413]"}}, Diff(a, b).Identity)
+}

@@ -60,7 +60,145 @@ func Generate(specs []*Spec, opt Options) (map[string][]byte, error) {
 			out[path.Join(s.SpecPackage(), name)] = b
 		}
 	}
+	versions, err := GenerateVersions(specs, opt)
+	if err != nil {
+		return nil, err
+	}
+	for name, b := range versions {
+		out[name] = b
+	}
 	return out, nil
+}
+
+// VersionsPackage is the name (and folder under generated/) of the
+// package that lists every spec of store: "mooncakeversions".
+func VersionsPackage(store string) string { return store + "versions" }
+
+// VersionName is the name a spec's version of its store goes by in the
+// gate's table: the store's name for its first spec (in file order), and
+// the spec file's name without ".yaml" for every other ("redis" and
+// "redis-valkey-8.1"; "mooncake" and "mooncake-0.3.14").
+func VersionName(specs []*Spec, s *Spec) string {
+	for _, o := range specs {
+		if o.Store == s.Store {
+			if o == s {
+				return s.Store
+			}
+			break
+		}
+	}
+	return strings.TrimSuffix(path.Base(s.File), ".yaml")
+}
+
+// GenerateVersions renders, per store, the list of its spec versions, so
+// that a driver picks among every spec its store has and a new version is
+// a spec file plus 'make generate', with no edit of the driver: the
+// package <store>versions (versions.go: Specs, the Spec of each) and, in
+// a folder of its own inside it, <store>versionscases (cases.go: All,
+// each version's name, Spec and conformance cases) for tests and kits.
+// Stores and their specs come in the order of specs.
+func GenerateVersions(specs []*Spec, opt Options) (map[string][]byte, error) {
+	var stores []string
+	byStore := map[string][]*Spec{}
+	for _, s := range specs {
+		if byStore[s.Store] == nil {
+			stores = append(stores, s.Store)
+		}
+		byStore[s.Store] = append(byStore[s.Store], s)
+	}
+	out := map[string][]byte{}
+	for _, store := range stores {
+		vs := byStore[store]
+		pkg := VersionsPackage(store)
+		cases := pkg + "cases"
+		var sources []string
+		for _, s := range vs {
+			sources = append(sources, s.File)
+		}
+		for _, em := range []struct {
+			name, importPath, pkg string
+			fn                    func(*jen.File)
+		}{
+			{pkg + "/versions.go", opt.ImportRoot + "/" + pkg, pkg, func(f *jen.File) { emitVersions(f, opt, store, vs) }},
+			{pkg + "/" + cases + "/cases.go", opt.ImportRoot + "/" + pkg + "/" + cases, cases, func(f *jen.File) { emitVersionCases(f, opt, store, specs, vs) }},
+		} {
+			f := jen.NewFilePathName(em.importPath, em.pkg)
+			f.HeaderComment(Header)
+			f.HeaderComment("// source: " + strings.Join(sources, ", "))
+			em.fn(f)
+			var buf bytes.Buffer
+			if err := f.Render(&buf); err != nil {
+				return nil, fmt.Errorf("%s: rendering %s: %v", vs[0].File, em.name, err)
+			}
+			out[em.name] = buf.Bytes()
+		}
+	}
+	return out, nil
+}
+
+/*
+	func Specs() []*rules.Spec {
+		return []*rules.Spec{mooncakespec.Spec(), mooncake0314spec.Spec()}
+	}
+*/
+func emitVersions(f *jen.File, opt Options, store string, vs []*Spec) {
+	pkg := VersionsPackage(store)
+	f.PackageComment(fmt.Sprintf("Package %s lists every spec of store %q, one per SDK version,", pkg, store))
+	f.PackageComment("so that its driver picks among all of them by the version its SDK")
+	f.PackageComment("reports (rules.Pick): a new version is a spec file and 'make generate',")
+	f.PackageComment("never an edit of the driver. Its conformance cases, per version, are")
+	f.PackageComment(fmt.Sprintf("in %s/%scases, which tests and kits import and a driver does not.", pkg, pkg))
+	f.Commentf("Specs returns the Spec of each version of store %q, in the order of", store)
+	f.Comment("their spec files:")
+	f.Comment("")
+	for _, s := range vs {
+		f.Commentf("  - %s %s (%s)", s.SDK.Name, strings.Join(s.SDK.Versions, ", "), s.File)
+	}
+	f.Func().Id("Specs").Params().Index().Op("*").Add(qual("Spec")).Block(
+		jen.Return(jen.Index().Op("*").Add(qual("Spec")).ValuesFunc(func(g *jen.Group) {
+			for _, s := range vs {
+				g.Qual(opt.ImportRoot+"/"+s.SpecPackage(), "Spec").Call()
+			}
+		})),
+	)
+}
+
+/*
+	type Version struct {
+		Name  string
+		Spec  *rules.Spec
+		Cases []conformance.Case
+	}
+
+	func All() []Version {
+		return []Version{{Name: "mooncake", Spec: mooncakespec.Spec(), Cases: mooncakecases.All()}}
+	}
+*/
+func emitVersionCases(f *jen.File, opt Options, store string, specs, vs []*Spec) {
+	f.PackageComment(fmt.Sprintf("Package %scases holds, per version of store %q, its spec and", VersionsPackage(store), store))
+	f.PackageComment("its conformance cases: a store's conformance test runs one suite per")
+	f.PackageComment("version, so a new spec joins the gate with no edit of the test.")
+	f.Comment("Version is one spec of the store and the cases generated from it.")
+	f.Type().Id("Version").Struct(
+		jen.Comment("Name is the version's name in the gate's table (gen.VersionName)."),
+		jen.Id("Name").String(),
+		jen.Id("Spec").Op("*").Add(qual("Spec")),
+		jen.Id("Cases").Index().Add(qual("Case")),
+	)
+	f.Line()
+	f.Commentf("All returns every version of store %q, in the order of their spec files.", store)
+	f.Func().Id("All").Params().Index().Id("Version").Block(
+		jen.Return(jen.Index().Id("Version").ValuesFunc(func(g *jen.Group) {
+			for _, s := range vs {
+				base := opt.ImportRoot + "/" + s.SpecPackage()
+				g.Values(jen.Dict{
+					jen.Id("Name"):  jen.Lit(VersionName(specs, s)),
+					jen.Id("Spec"):  jen.Qual(base, "Spec").Call(),
+					jen.Id("Cases"): jen.Qual(base+"/"+s.CasesPackage(), "All").Call(),
+				})
+			}
+		})),
+	)
 }
 
 // GenerateOne renders one spec's two packages, keyed by their path under
@@ -119,7 +257,7 @@ func qual(name string) *jen.Statement {
 // declares, beside a constant per code and, per call, Map<Call> (and
 // <Call>Access for a call that touches memory). Validate refuses a code
 // whose Go name is one of them.
-var packageNames = []string{"Store", "SDKName", "SDKVersions", "SupportsVersion", "Code", "Codes",
+var packageNames = []string{"Store", "SDKName", "SDKVersions", "SDKVerified", "SupportsVersion", "Code", "Codes",
 	"Capabilities", "MaxRowBytes", "AdmissionAtOpen", "MaxKeyBytes", "DefaultWorkers", "DefaultRowsPerBatch",
 	"DefaultBytesPerBatch", "AdmitPut", "AdmitGet", "AdmitRegister", "CheckEnvironment", "Spec"}
 
@@ -223,8 +361,22 @@ func (e *emitter) codes(f *jen.File) {
 		})),
 	)
 	f.Line()
+	if s.SDK.HasVerified {
+		f.Comment("SDKVerified returns the commits the spec was verified on (sdk.verified):")
+		f.Comment("a build of another commit holds (SupportsVersion) but is unverified,")
+		f.Comment("and a driver runs it only when its operator opts in (rules.Spec.Verified).")
+		f.Func().Id("SDKVerified").Params().Index().String().Block(
+			jen.Return(jen.Index().String().ValuesFunc(func(g *jen.Group) {
+				for _, v := range s.SDK.Verified {
+					g.Lit(v)
+				}
+			})),
+		)
+		f.Line()
+	}
 	f.Comment("SupportsVersion reports whether the spec holds for SDK version v: v is")
-	f.Comment("one of SDKVersions, or a release of one that is a line (\"7.x\"; rules.VersionHolds).")
+	f.Comment("a build of one of SDKVersions, or of a release in one that is a line")
+	f.Comment("(\"7.x\"), whatever its commit (rules.VersionHolds).")
 	f.Func().Id("SupportsVersion").Params(jen.Id("v").String()).Bool().Block(
 		jen.Return(qual("VersionHolds").Call(jen.Id("SDKVersions").Call(), jen.Id("v"))),
 	)
@@ -286,6 +438,10 @@ func (e *emitter) spec(f *jen.File) {
 		d[jen.Id("Source")] = jen.Lit(s.File)
 		d[jen.Id("SDKName")] = jen.Id("SDKName")
 		d[jen.Id("SDKVersions")] = jen.Id("SDKVersions").Call()
+		if s.SDK.HasVerified {
+			d[jen.Id("VerifiesCommits")] = jen.True()
+			d[jen.Id("SDKVerified")] = jen.Id("SDKVerified").Call()
+		}
 		d[jen.Id("Capabilities")] = jen.Id("Capabilities").Call()
 		d[jen.Id("Admission")] = jen.Id("admission")
 		d[jen.Id("Environment")] = jen.Id("environment").Call()

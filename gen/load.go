@@ -318,6 +318,34 @@ func (d *decoder) versions(dst *[]string) func(*yaml.Node) {
 	}
 }
 
+// verified reads sdk.verified: the commits the spec was verified on, each
+// an abbreviated git hash (rules.CheckCommit), none twice, each refused at
+// its own position.
+func (d *decoder) verified(sdk *SDK) func(*yaml.Node) {
+	return func(n *yaml.Node) {
+		sdk.HasVerified = true
+		d.strings(&sdk.Verified, "sdk.verified")(n)
+		if n.Kind != yaml.SequenceNode || len(sdk.Verified) != len(n.Content) {
+			return
+		}
+		for i, c := range sdk.Verified {
+			if n.Content[i].Kind != yaml.ScalarNode || n.Content[i].Tag != "!!str" {
+				continue // refused as no string
+			}
+			if why := rules.CheckCommit(c); why != "" {
+				d.errorf(n.Content[i], "sdk.verified entry %q %s", c, why)
+				continue
+			}
+			for j, prev := range sdk.Verified[:i] {
+				if rules.SameCommit(prev, c) {
+					d.errorf(n.Content[i], "sdk.verified entry %q names the commit of entry %q (%s); list each commit once", c, prev, d.pos(n.Content[j]))
+					break
+				}
+			}
+		}
+	}
+}
+
 // minKeyBytes is the least keys.max_bytes: the keys the generated
 // admission cases submit have up to 9 bytes ("a b/v1/00"), and the shortest
 // key of all, a/v1/00, has 7.
@@ -344,7 +372,8 @@ func (d *decoder) spec(n *yaml.Node, s *Spec) {
 		field{"sdk", true, key("sdk", func(n *yaml.Node) {
 			d.fields(n, "sdk",
 				field{"name", true, d.str(&s.SDK.Name, "sdk.name")},
-				field{"versions", true, d.versions(&s.SDK.Versions)})
+				field{"versions", true, d.versions(&s.SDK.Versions)},
+				field{"verified", false, d.verified(&s.SDK)})
 		})},
 		field{"capabilities", true, key("capabilities", func(n *yaml.Node) { d.capabilities(n, &s.Capabilities) })},
 		field{"limits", false, key("limits", func(n *yaml.Node) {

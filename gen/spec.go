@@ -98,10 +98,15 @@ type Keys struct {
 	WellFormedPos Pos
 }
 
-// SDK names the SDK a spec was read from and the versions it holds for.
+// SDK names the SDK a spec was read from, the releases it holds for and,
+// when given (sdk.verified), the commits it was verified on.
 type SDK struct {
 	Name     string
 	Versions []string
+	// HasVerified: the spec gives sdk.verified (even empty), so only a
+	// build of one of Verified is verified (rules.Spec.Verified).
+	HasVerified bool
+	Verified    []string
 }
 
 // Capabilities mirror driver.Capabilities.

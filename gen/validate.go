@@ -19,8 +19,11 @@ func (d *decoder) validate(s *Spec) {
 	if d.ok["package"] && (!packageRE.MatchString(s.Package) || token.IsKeyword(s.Package)) {
 		at(s.PackagePos, "package %q is not a Go package name; want lower-case letters and digits", s.Package)
 	}
-	if d.ok["store"] && s.Store == "" {
+	switch {
+	case d.ok["store"] && s.Store == "":
 		at(s.StorePos, "store is empty; want the store's name, e.g. \"mooncake\"")
+	case d.ok["store"] && (!packageRE.MatchString(s.Store) || token.IsKeyword(s.Store)):
+		at(s.StorePos, "store %q must be lower-case letters and digits: it names the package of the store's versions (generated/%sversions)", s.Store, s.Store)
 	}
 	if d.ok["sdk"] && len(s.SDK.Versions) == 0 {
 		at(top, "sdk.versions is empty; want the SDK version or versions this spec was read from")

@@ -194,7 +194,7 @@ func memoryStore() store {
 func mooncakeStore() store {
 	return store{name: "mooncake-fake",
 		make: func() (driver.Driver, error) {
-			return mooncake.New(fakesdk.NewClient(fakesdk.NewMaster(0), "0.3.13"))
+			return mooncake.New(fakesdk.NewClient(fakesdk.NewMaster(0), fakesdk.Version))
 		},
 		forget: func(d driver.Driver, keys []string) {
 			m := d.(*mooncake.Driver).SDK().(*fakesdk.Client).Master()

@@ -148,6 +148,20 @@ func TestNewFromRewritesABlockList(t *testing.T) {
 	assert.Equal(t, "store: s\npackage: s2\nsdk:\n  name: n\n  versions: [\"2\"]\ncodes: {}\n", string(got))
 }
 
+// TestNewFromEmptiesVerified: a new release was verified on no commit, so
+// the copy's sdk.verified is empty, whether the origin wrote it as a flow
+// or a block list.
+func TestNewFromEmptiesVerified(t *testing.T) {
+	for in, want := range map[string]string{
+		"store: s\npackage: s\nsdk:\n  name: n\n  versions: [\"1\"]\n  verified: [\"3b5a59413\"] # main\ncodes: {}\n":           "store: s\npackage: s2\nsdk:\n  name: n\n  versions: [\"2\"]\n  verified: [] # main\ncodes: {}\n",
+		"store: s\npackage: s\nsdk:\n  name: n\n  versions: [\"1\"]\n  verified:\n    - 3b5a59413\n    - 0123abcd\ncodes: {}\n": "store: s\npackage: s2\nsdk:\n  name: n\n  versions: [\"2\"]\n  verified: []\ncodes: {}\n",
+	} {
+		got, err := respec([]byte(in), "2", "s2")
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got))
+	}
+}
+
 // TestValidateHeader: -header checks each spec's codes against the enum;
 // a renumbered code is an error at the spec's position naming the
 // header's line.
@@ -155,10 +169,11 @@ func TestValidateHeader(t *testing.T) {
 	spec := "../../gen/testdata/header/spec.yaml"
 	code, out, stderr := runCLI("validate", "-header", "../../gen/testdata/header/ok", "-enum", "ErrorCode", spec)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, out, spec+": codes match ErrorCode in ../../gen/testdata/header/ok/sdk.h (6 codes)")
+	assert.Equal(t, spec+": ok, codes match ErrorCode in ../../gen/testdata/header/ok/sdk.h (6 codes)\n", out)
 
-	code, _, stderr = runCLI("validate", "-header", "../../gen/testdata/header/renumbered/sdk.h", "-enum", "ErrorCode", spec)
+	code, out, stderr = runCLI("validate", "-header", "../../gen/testdata/header/renumbered/sdk.h", "-enum", "ErrorCode", spec)
 	assert.Equal(t, 1, code)
+	assert.Empty(t, out, "no ok before (or beside) a mismatch")
 	assert.Equal(t, spec+":13:3: code LEASE_EXPIRED is -707 here, but ../../gen/testdata/header/renumbered/sdk.h:8 declares LEASE_EXPIRED = -708\n", stderr)
 
 	code, _, stderr = runCLI("validate", "-header", "../../gen/testdata/header/ok", spec)
@@ -167,4 +182,35 @@ func TestValidateHeader(t *testing.T) {
 	code, _, stderr = runCLI("validate", "-header", t.TempDir(), "-enum", "ErrorCode", spec)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "no header")
+}
+
+// TestValidateOnlyTheSpecOfTheBuild: with -sdk-version, a CI job's glob of
+// every version's spec checks only the spec that holds for its build (by
+// release, whatever its commit), says which it left out, and a build no
+// spec holds for is an error giving the command that starts its spec.
+func TestValidateOnlyTheSpecOfTheBuild(t *testing.T) {
+	dir := t.TempDir()
+	one := filepath.Join(dir, "hdr-1.yaml")
+	src, err := os.ReadFile("../../gen/testdata/header/spec.yaml")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(one, src, 0o644))
+	code, _, stderr := runCLI("new", "--from", one, "--version", "2")
+	require.Equal(t, 0, code, stderr)
+	two := filepath.Join(dir, "hdr-2.yaml")
+
+	// The header renumbers a code of both: only the build's spec is named.
+	code, out, stderr := runCLI("validate", "-sdk-version", "2 (git: 3b5a59413)", "-header", "../../gen/testdata/header/renumbered/sdk.h", "-enum", "ErrorCode", one, two)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, one+`: left out: it holds for hdr-sdk 1, not "2 (git: 3b5a59413)"`+"\n", out)
+	assert.Contains(t, stderr, two+":")
+	assert.NotContains(t, stderr, one+":")
+
+	code, out, stderr = runCLI("validate", "-sdk-version", "1", one, two)
+	assert.Equal(t, 0, code, stderr)
+	assert.Equal(t, two+": left out: it holds for hdr-sdk 2, not \"1\"\n"+one+": ok\n", out)
+
+	code, _, stderr = runCLI("validate", "-sdk-version", "3", one, two)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "the SDK 3 has no spec; kvblob holds specs for hdr-sdk 1 ("+one+"); hdr-sdk 2 ("+two+")")
+	assert.Contains(t, stderr, "'drivergen new --from "+two+" --version 3'")
 }

@@ -260,18 +260,17 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
-func runValidate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("validate", "validate FILE...", stderr)
-	if code := parse(fs, args); code >= 0 {
-		return code
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return 2
-	}
+// validateFiles loads each spec file, then checks each that loaded with
+// check (nil: none) and the set together (CheckSet). Every error goes to
+// stderr first; "FILE: ok" (with check's note) goes to stdout only for a
+// spec that passed everything, and only once the whole set did, so no
+// "ok" ever comes before a mismatch. It returns the exit code: 1 when
+// anything failed.
+func validateFiles(names []string, stdout, stderr io.Writer, check func(*gen.Spec) (note string, errs gen.ErrorList)) int {
 	bad := 0
 	var specs []*gen.Spec
-	for _, name := range fs.Args() {
+	var oks []string
+	for _, name := range names {
 		data, err := gen.ReadSpec(name)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
@@ -285,11 +284,23 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		specs = append(specs, s)
-		fmt.Fprintf(stdout, "%s: ok\n", name)
+		note := ""
+		if check != nil {
+			var errs gen.ErrorList
+			if note, errs = check(s); len(errs) > 0 {
+				fmt.Fprintln(stderr, errs)
+				bad++
+				continue
+			}
+		}
+		oks = append(oks, name+": ok"+note)
 	}
 	if errs := gen.CheckSet(specs); len(errs) > 0 {
 		fmt.Fprintln(stderr, errs)
 		bad++
+	}
+	for _, ok := range oks {
+		fmt.Fprintln(stdout, ok)
 	}
 	if bad > 0 {
 		return 1

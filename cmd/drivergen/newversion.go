@@ -111,8 +111,9 @@ func runNewVersion(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// respec returns data with sdk.versions set to [version] and package set
-// to pkg, every other byte (comments included) as it was.
+// respec returns data with sdk.versions set to [version], sdk.verified
+// (when given) set to [] and package set to pkg, every other byte
+// (comments included) as it was.
 func respec(data []byte, version, pkg string) ([]byte, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -162,6 +163,30 @@ func respec(data []byte, version, pkg string) ([]byte, error) {
 		kl := lines[vk.Line-1]
 		colon := strings.IndexByte(kl[vk.Column-1:], ':') + vk.Column
 		edits = append(edits, edit{vk.Line, colon, colon, " " + newVersions})
+	}
+	// A new release was verified on no commit yet: sdk.verified starts
+	// empty, so every build of it is unverified until the gate passed on
+	// it and its commit is added.
+	if vk2, vf := value(sdk, "verified"); vf != nil {
+		if vf.Kind != yaml.SequenceNode {
+			return nil, errors.New("sdk.verified is not a list")
+		}
+		if vf.Style&yaml.FlowStyle != 0 {
+			l := lines[vf.Line-1]
+			start := vf.Column - 1
+			end := strings.IndexByte(l[start:], ']')
+			if end < 0 {
+				return nil, fmt.Errorf("line %d: sdk.verified spans lines; write it on one line", vf.Line)
+			}
+			edits = append(edits, edit{vf.Line, start, start + end + 1, "[]"})
+		} else {
+			for l := vf.Content[len(vf.Content)-1].Line; l >= vf.Content[0].Line; l-- {
+				edits = append(edits, edit{l, 0, len(lines[l-1]), ""})
+			}
+			kl := lines[vk2.Line-1]
+			colon := strings.IndexByte(kl[vk2.Column-1:], ':') + vk2.Column
+			edits = append(edits, edit{vk2.Line, colon, colon, " []"})
+		}
 	}
 	pl := lines[pv.Line-1]
 	width := len(pv.Value)

@@ -159,7 +159,7 @@ func (c *collector) addStore(e event, name string) {
 		case suitelog.CodeEnum:
 			s.codeEnum = v
 		case suitelog.SpecFile:
-			s.spec = v
+			s.spec, s.SpecFile = v, v
 		case suitelog.Setup:
 			s.setup = v
 		case suitelog.Skip:

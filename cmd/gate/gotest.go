@@ -52,7 +52,27 @@ func moduleRoot() (string, error) {
 	if mod == "" || mod == os.DevNull {
 		return "", fmt.Errorf("the gate runs inside kvblob's module (no go.mod above %s)", mustGetwd())
 	}
+	b, err := os.ReadFile(mod)
+	if err != nil {
+		return "", err
+	}
+	if p := modulePath(b); p != kvblobModule {
+		return "", fmt.Errorf("the gate runs inside kvblob's module, and %s is module %q; run it from a kvblob checkout", mod, p)
+	}
 	return filepath.Dir(mod), nil
+}
+
+// kvblobModule is kvblob's module path.
+const kvblobModule = "github.com/kvblob/kvblob"
+
+// modulePath is the module path a go.mod declares.
+func modulePath(gomod []byte) string {
+	for _, l := range strings.Split(string(gomod), "\n") {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(l), "module "); ok {
+			return strings.Trim(strings.TrimSpace(p), `"`)
+		}
+	}
+	return ""
 }
 
 func mustGetwd() string {

@@ -13,8 +13,11 @@
 //
 // Exit codes: 0 when every check passed (or was skipped), 1 when a check
 // failed or generated/ is stale, 2 on bad usage or when the gate could not
-// set up or read what it needs (a store's server, a package that does not
-// build, a header, a report file).
+// set up or read what it needs. Set-up problems it can see before it runs
+// anything it checks first (flags, a run outside a kvblob checkout, -spec
+// or -out not a folder, a report file it cannot write, a --store no spec
+// names); the run finds the rest (a store's server, a package that does not
+// build, a header).
 // 'make run' runs it; docs/sdk-ci.md shows it in an SDK's CI.
 package main
 
@@ -59,11 +62,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 type gate struct{ goTest goTester }
 
 func (g gate) run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "cgoflags" {
+		return runCgoflags(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: gate [--store NAME]... [--sdk fake|real] [-spec DIR] [-out DIR] [-v]")
 		fmt.Fprintln(stderr, "            [--junit FILE] [--json FILE] [--sdk-include DIR [--sdk-enum NAME]] [--packages PKG]...")
+		fmt.Fprintln(stderr, "       gate cgoflags [-format sh|github] BUILD_DIR   (the cgo flags of a Mooncake build tree)")
 		fmt.Fprintln(stderr, "\nChecks generated/ against spec/, then runs every store's TestConformance through")
 		fmt.Fprintln(stderr, "go test: the conformance suite, every case generated from the store's spec, a backend")
 		fmt.Fprintln(stderr, "round trip and the store's SDK checks.")
@@ -103,17 +110,41 @@ func (g gate) run(args []string, stdout, stderr io.Writer) int {
 	case o.sdkEnum != "" && len(o.stores) != 1:
 		return usage("--sdk-enum names one store's enum; select that store with --store NAME")
 	}
+	// Every set-up problem is found here, before anything runs, and exits
+	// 2: a report file the gate could not write, a checkout it is not run
+	// from, a store no spec names.
 	for _, f := range []string{o.junit, o.json} {
 		if f == "" {
 			continue
 		}
-		if fi, err := os.Stat(filepath.Dir(f)); err != nil || !fi.IsDir() {
-			return usage("writing the report: cannot write %s: no folder %s", f, filepath.Dir(f))
+		if err := writable(f); err != nil {
+			return usage("writing the report: cannot write %s: %v", f, err)
 		}
 	}
 	root, err := moduleRoot()
 	if err != nil {
 		return usage("%v", err)
+	}
+	for _, d := range []struct{ flag, dir string }{{"-spec", o.specDir}, {"-out", o.outDir}} {
+		if fi, err := os.Stat(d.dir); err != nil || !fi.IsDir() {
+			return usage("%s %s is no folder; run the gate from the root of a kvblob checkout (%s), or pass %s DIR", d.flag, d.dir, root, d.flag)
+		}
+	}
+	if len(o.packages) == 0 && len(o.stores) > 0 {
+		// A store's row is its spec version's name (gen.VersionName); with
+		// --packages, rows come from packages the specs do not name, and
+		// an unknown store is found by the run.
+		if specs, err := gen.LoadDir(o.specDir); err == nil {
+			var names []string
+			for _, s := range specs {
+				names = append(names, gen.VersionName(specs, s))
+			}
+			for _, st := range o.stores {
+				if !slices.Contains(names, st) {
+					return usage("unknown store %q; want one of %s", st, strings.Join(names, ", "))
+				}
+			}
+		}
 	}
 
 	rep := &report{}
@@ -148,6 +179,13 @@ func (g gate) run(args []string, stdout, stderr io.Writer) int {
 func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, stdout, stderr io.Writer) int {
 	real := o.sdk == "real"
 	pkgs, realPkgs := []string(o.packages), map[string]bool{}
+	for i, p := range pkgs {
+		// A path from the module root ("stores/mooncake"), which go test
+		// would take for a standard library package.
+		if !strings.HasPrefix(p, ".") && !filepath.IsAbs(p) && !strings.HasPrefix(p, kvblobModule) {
+			pkgs[i] = "./" + p
+		}
+	}
 	if len(pkgs) == 0 {
 		var err error
 		if pkgs, err = storePackages(root, ""); err != nil {
@@ -231,6 +269,25 @@ func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, 
 	}
 	printTable(stdout, rep.Stores)
 	return 0
+}
+
+// writable says why the gate could not write a report to f, or nil: f
+// must not be a folder, and its folder must exist and take a new file
+// (the report is written beside it and renamed into place).
+func writable(f string) error {
+	dir := filepath.Dir(f)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("no folder %s", dir)
+	}
+	if fi, err := os.Stat(f); err == nil && fi.IsDir() {
+		return errors.New("it is a folder")
+	}
+	probe, err := os.CreateTemp(dir, "."+filepath.Base(f)+".probe-*")
+	if err != nil {
+		return fmt.Errorf("folder %s takes no new file: %w", dir, err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // realReplacesFake drops, for each store a package built with the real SDK

@@ -113,6 +113,12 @@ func TestUsage(t *testing.T) {
 		{[]string{"--sdk", "other"}, 2, `--sdk "other"; want fake or real`},
 		{[]string{"extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"--junit", filepath.Join("no", "such", "dir", "gate.xml")}, 2, "gate: writing the report: cannot write no/such/dir/gate.xml: no folder no/such/dir"},
+		{[]string{"--json", t.TempDir()}, 2, "gate: writing the report: cannot write " + os.TempDir()},
+		{[]string{"--junit", "/proc/gate.xml"}, 2, "gate: writing the report: cannot write /proc/gate.xml: folder /proc takes no new file"},
+		{[]string{"--json", "/dev/null/gate.json"}, 2, "cannot write /dev/null/gate.json: no folder /dev/null"},
+		{[]string{"-spec", "no-such-spec"}, 2, "gate: -spec no-such-spec is no folder; run the gate from the root of a kvblob checkout"},
+		{append(base[:2:2], "-out", "no-such-out"), 2, "gate: -out no-such-out is no folder"},
+		{append(base, "--store", "nosuch"), 2, `gate: unknown store "nosuch"; want one of fs, memory, mooncake, redis, redis-valkey-8.1, s3`},
 	}
 	for _, c := range cases {
 		never := func(string, []string, []string, io.Writer) error {
@@ -122,6 +128,29 @@ func TestUsage(t *testing.T) {
 		code, _, stderr := runWith(never, c.args...)
 		assert.Equal(t, c.code, code, "%v", c.args)
 		assert.Contains(t, stderr, c.want, "%v", c.args)
+	}
+}
+
+// TestOutsideTheCheckoutIsASetUpError: run outside kvblob's module (in
+// no module, or in another), the gate exits 2 before it runs anything.
+func TestOutsideTheCheckoutIsASetUpError(t *testing.T) {
+	never := func(string, []string, []string, io.Writer) error {
+		t.Error("go test ran outside the checkout")
+		return nil
+	}
+	other := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(other, "go.mod"), []byte("module example.com/other\n\ngo 1.24\n"), 0o644))
+	for dir, want := range map[string]string{
+		t.TempDir(): "the gate runs inside kvblob's module (no go.mod above",
+		other:       `is module "example.com/other"; run it from a kvblob checkout`,
+	} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			t.Chdir(dir)
+			code, _, stderr := runWith(never, "--junit", filepath.Join(dir, "gate.xml"))
+			assert.Equal(t, 2, code)
+			assert.Contains(t, stderr, want)
+			assert.NoFileExists(t, filepath.Join(dir, "gate.xml"))
+		})
 	}
 }
 
@@ -137,6 +166,11 @@ func TestGoTestArgs(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, []string{"-count=1", "-json", "-run", "^TestConformance$/^(memory)$", "./stores/memory"}, s.args)
 	assert.Empty(t, s.env)
+
+	// A path from the module root is one, not a standard library package.
+	code, _, stderr = runWith(s.goTest, append(base, "--store", "memory", "--packages", "stores/memory")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "./stores/memory", s.args[len(s.args)-1])
 }
 
 // TestTheStreamBecomesTheTable feeds the gate go test streams written by
@@ -305,8 +339,9 @@ func TestSDKHeadersAgainstTheSpec(t *testing.T) {
 // over testdata/brokenstore: the sound memory store and the broken one
 // beside it. The gate exits 1, the JUnit XML parses, each store's counts
 // are the table's, and the broken store's failing generated case is a
-// <failure> carrying its spec position (as a property and as file and
-// line); the JSON report holds the same facts.
+// <failure> carrying its spec position (in system-out and at the end of
+// the failure text, the suite naming the spec file); the report is valid
+// against junit-10.xsd; the JSON report holds the same facts.
 func TestTheGateFailsOnABrokenStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a store's test")
@@ -321,6 +356,7 @@ func TestTheGateFailsOnABrokenStore(t *testing.T) {
 
 	b, err := os.ReadFile(xmlFile)
 	require.NoError(t, err)
+	assertValidJUnit(t, b)
 	var got xmlSuites
 	require.NoError(t, xml.Unmarshal(b, &got))
 
@@ -356,11 +392,9 @@ func TestTheGateFailsOnABrokenStore(t *testing.T) {
 			require.NotNil(t, c.Failure, "the failing case is no <failure>")
 			assert.Equal(t, pos, c.property("spec"))
 			assert.Equal(t, "case", c.property("kind"))
-			file, line, _ := strings.Cut(pos, ":")
-			line, _, _ = strings.Cut(line, ":")
-			assert.Equal(t, file, c.File)
-			assert.Equal(t, line, strconv.Itoa(c.Line))
-			assert.Contains(t, c.Failure.Text, pos)
+			file, _, _ := strings.Cut(pos, ":")
+			assert.Equal(t, file, suites["broken"].File, "the suite names its spec file, as annotators read it")
+			assert.True(t, strings.HasSuffix(c.Failure.Text, "\nspec: "+pos), "the failure text ends with its rule's position: %q", c.Failure.Text)
 			assert.Contains(t, c.Failure.Text, "want MISS")
 			sawCase = true
 		}
@@ -374,7 +408,11 @@ func TestTheGateFailsOnABrokenStore(t *testing.T) {
 	require.NoError(t, json.Unmarshal(jb, &rep))
 	assert.Equal(t, 1, rep.ExitCode)
 	assert.Equal(t, got.Failures, rep.Failed)
-	assert.Equal(t, got.Skipped, rep.Skipped)
+	skipped := 0
+	for _, s := range got.Suites {
+		skipped += s.Skipped
+	}
+	assert.Equal(t, skipped, rep.Skipped)
 	for _, s := range rep.Stores {
 		assert.Equal(t, [3]int{s.Passed, s.Failed + s.Errors, s.Skipped}, table[s.Store], "JSON store %s against the table", s.Store)
 		assert.NotEmpty(t, s.RoundTrip, "store %s", s.Store)

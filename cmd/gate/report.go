@@ -44,16 +44,18 @@ type checkResult struct {
 
 // storeResult is one store's run: a row of the table.
 type storeResult struct {
-	Store      string        `json:"store"`
-	SDK        string        `json:"sdk"`
-	Passed     int           `json:"passed"`
-	Failed     int           `json:"failed"`
-	Errors     int           `json:"errors"`
-	Skipped    int           `json:"skipped"`
-	Seconds    float64       `json:"seconds"`
-	RoundTrip  string        `json:"round_trip,omitempty"`
-	SkipReason string        `json:"skip_reason,omitempty"`
-	Checks     []checkResult `json:"checks"`
+	Store      string  `json:"store"`
+	SDK        string  `json:"sdk"`
+	Passed     int     `json:"passed"`
+	Failed     int     `json:"failed"`
+	Errors     int     `json:"errors"`
+	Skipped    int     `json:"skipped"`
+	Seconds    float64 `json:"seconds"`
+	RoundTrip  string  `json:"round_trip,omitempty"`
+	SkipReason string  `json:"skip_reason,omitempty"`
+	// SpecFile is the spec of the store's version ("spec/redis-7.yaml").
+	SpecFile string        `json:"spec_file,omitempty"`
+	Checks   []checkResult `json:"checks"`
 }
 
 func (r *storeResult) add(c checkResult) {
@@ -138,14 +140,22 @@ func printTable(w io.Writer, rows []storeResult) {
 	}
 }
 
-// JUnit XML, as Jenkins, GitLab and GitHub's test reporters read it.
+// JUnit XML, as Jenkins, GitLab and GitHub's test reporters read it, and
+// valid against the strictest common schema, the Jenkins xUnit plugin's
+// junit-10.xsd (cmd/gate/testdata/junit/junit-10.xsd; junit_test.go
+// validates every report the tests write): the root <testsuites> carries
+// name, tests, failures, errors and time only; a <testsuite> carries its
+// counts (skipped among them), the spec file of its store's version (the
+// file attribute annotators read) and <properties>; a <testcase> carries
+// classname, name and time, and its extras (kind, spec position) go in
+// its <system-out>, since the schema gives a testcase no properties and
+// no file or line.
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
 	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
 	Time     string       `xml:"time,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
@@ -157,6 +167,7 @@ type junitSuite struct {
 	Errors     int              `xml:"errors,attr"`
 	Skipped    int              `xml:"skipped,attr"`
 	Time       string           `xml:"time,attr"`
+	File       string           `xml:"file,attr,omitempty"`
 	Properties *junitProperties `xml:"properties,omitempty"`
 	Cases      []junitCase      `xml:"testcase"`
 }
@@ -178,15 +189,13 @@ type junitProperty struct {
 }
 
 type junitCase struct {
-	Classname  string           `xml:"classname,attr"`
-	Name       string           `xml:"name,attr"`
-	Time       string           `xml:"time,attr"`
-	File       string           `xml:"file,attr,omitempty"`
-	Line       int              `xml:"line,attr,omitempty"`
-	Properties *junitProperties `xml:"properties,omitempty"`
-	Failure    *junitMessage    `xml:"failure,omitempty"`
-	Error      *junitMessage    `xml:"error,omitempty"`
-	Skipped    *junitMessage    `xml:"skipped,omitempty"`
+	Classname string        `xml:"classname,attr"`
+	Name      string        `xml:"name,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
 }
 
 type junitMessage struct {
@@ -197,21 +206,20 @@ type junitMessage struct {
 
 func seconds(s float64) string { return strconv.FormatFloat(s, 'f', 3, 64) }
 
+// junitCaseOf is check c as a testcase of suite classname. Its system-out
+// holds "kind: K" and, for a check that pins a spec rule, "spec: P"; a
+// failure's text ends with that "spec: P" line too, so an annotator that
+// finds a line by the suite's file in the failure text (action-junit-report
+// does) finds the rule's.
 func junitCaseOf(classname string, c checkResult) junitCase {
-	jc := junitCase{Classname: classname, Name: c.Name, Time: seconds(c.Seconds)}
-	ps := []junitProperty{{"kind", c.Kind}}
+	jc := junitCase{Classname: classname, Name: c.Name, Time: seconds(c.Seconds), SystemOut: "kind: " + c.Kind + "\n"}
+	text := c.Message
 	if c.Spec != "" {
-		ps = append(ps, junitProperty{"spec", c.Spec})
-		// file:line:col → the file and line annotators read.
-		if parts := strings.Split(c.Spec, ":"); len(parts) >= 2 {
-			if line, err := strconv.Atoi(parts[1]); err == nil {
-				jc.File, jc.Line = parts[0], line
-			}
-		}
+		jc.SystemOut += "spec: " + c.Spec + "\n"
+		text += "\nspec: " + c.Spec
 	}
-	jc.Properties = props(ps...)
 	first, _, _ := strings.Cut(c.Message, "\n")
-	msg := &junitMessage{Message: first, Type: c.Kind, Text: c.Message}
+	msg := &junitMessage{Message: first, Type: c.Kind, Text: text}
 	switch c.Status {
 	case statusFailed:
 		jc.Failure = msg
@@ -227,8 +235,8 @@ func junitCaseOf(classname string, c checkResult) junitCase {
 // generated/ check), a testcase per check and generated case.
 func junit(r *report) ([]byte, error) {
 	all := junitSuites{Name: "kvblob gate"}
-	addSuite := func(name string, ps []junitProperty, secs float64, checks []checkResult) {
-		s := junitSuite{Name: name, Time: seconds(secs), Properties: props(ps...)}
+	addSuite := func(name, file string, ps []junitProperty, secs float64, checks []checkResult) {
+		s := junitSuite{Name: name, File: file, Time: seconds(secs), Properties: props(ps...)}
 		for _, c := range checks {
 			s.Cases = append(s.Cases, junitCaseOf(name, c))
 			s.Tests++
@@ -245,19 +253,21 @@ func junit(r *report) ([]byte, error) {
 		all.Tests += s.Tests
 		all.Failures += s.Failures
 		all.Errors += s.Errors
-		all.Skipped += s.Skipped
 	}
 	total := r.Generated.Seconds
-	addSuite("generated", nil, r.Generated.Seconds, []checkResult{r.Generated})
+	addSuite("generated", "", nil, r.Generated.Seconds, []checkResult{r.Generated})
 	for _, s := range r.Stores {
 		ps := []junitProperty{{"sdk", s.SDK}}
+		if s.SpecFile != "" {
+			ps = append(ps, junitProperty{"spec_file", s.SpecFile})
+		}
 		if s.SkipReason != "" {
 			ps = append(ps, junitProperty{"skip_reason", s.SkipReason})
 		}
 		if s.RoundTrip != "" {
 			ps = append(ps, junitProperty{"round_trip", s.RoundTrip})
 		}
-		addSuite(s.Store, ps, s.Seconds, s.Checks)
+		addSuite(s.Store, s.SpecFile, ps, s.Seconds, s.Checks)
 		total += s.Seconds
 	}
 	all.Time = seconds(total)

@@ -18,12 +18,12 @@ type xmlSuites struct {
 	Tests    int        `xml:"tests,attr"`
 	Failures int        `xml:"failures,attr"`
 	Errors   int        `xml:"errors,attr"`
-	Skipped  int        `xml:"skipped,attr"`
 	Suites   []xmlSuite `xml:"testsuite"`
 }
 
 type xmlSuite struct {
 	Name     string    `xml:"name,attr"`
+	File     string    `xml:"file,attr"`
 	Tests    int       `xml:"tests,attr"`
 	Failures int       `xml:"failures,attr"`
 	Errors   int       `xml:"errors,attr"`
@@ -32,15 +32,10 @@ type xmlSuite struct {
 }
 
 type xmlCase struct {
-	Classname  string `xml:"classname,attr"`
-	Name       string `xml:"name,attr"`
-	File       string `xml:"file,attr"`
-	Line       int    `xml:"line,attr"`
-	Properties []struct {
-		Name  string `xml:"name,attr"`
-		Value string `xml:"value,attr"`
-	} `xml:"properties>property"`
-	Failure *struct {
+	Classname string `xml:"classname,attr"`
+	Name      string `xml:"name,attr"`
+	SystemOut string `xml:"system-out"`
+	Failure   *struct {
 		Message string `xml:"message,attr"`
 		Text    string `xml:",chardata"`
 	} `xml:"failure"`
@@ -49,10 +44,11 @@ type xmlCase struct {
 	} `xml:"skipped"`
 }
 
+// property reads "name: value" from the case's system-out.
 func (c xmlCase) property(name string) string {
-	for _, p := range c.Properties {
-		if p.Name == name {
-			return p.Value
+	for _, l := range strings.Split(c.SystemOut, "\n") {
+		if v, ok := strings.CutPrefix(l, name+": "); ok {
+			return v
 		}
 	}
 	return ""
@@ -96,6 +92,7 @@ func TestReportsOnAStaleTree(t *testing.T) {
 	assert.Equal(t, 1, code)
 	b, err := os.ReadFile(xmlFile)
 	require.NoError(t, err)
+	assertValidJUnit(t, b)
 	var got xmlSuites
 	require.NoError(t, xml.Unmarshal(b, &got))
 	assert.Equal(t, 1, got.Tests)

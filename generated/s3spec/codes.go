@@ -83,7 +83,8 @@ func SDKVersions() []string {
 }
 
 // SupportsVersion reports whether the spec holds for SDK version v: v is
-// one of SDKVersions, or a release of one that is a line ("7.x"; rules.VersionHolds).
+// a build of one of SDKVersions, or of a release in one that is a line
+// ("7.x"), whatever its commit (rules.VersionHolds).
 func SupportsVersion(v string) bool {
 	return rules.VersionHolds(SDKVersions(), v)
 }

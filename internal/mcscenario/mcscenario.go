@@ -31,6 +31,15 @@
 //	  ]
 //	}
 //
+// A step's "timing" is the set of timing classes the real SDK was seen to
+// take over the runs recorded: one class is written as a string, several
+// as a sorted list (["after_retries", "at_once"]), and a replay accepts any
+// member (Compare). A recorder runs each scenario at least MinRuns times
+// and merges the runs (Merge): the SDK's answers, raises and bytes must be
+// the same in every run, since a recording states what the SDK does every
+// time; only a timing may vary (m-master-killed's exist-down answered at
+// once in 3 of 5 real runs and after the connect retries in 2).
+//
 // A run of bytes is labelled "untouched" (the canary the runner filled),
 // "zero", a key's name (the bytes that key's source held at those offsets),
 // or "other". A recording need not name every step nor every field:
@@ -45,6 +54,8 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kvblob/kvblob/stores/mooncake"
@@ -270,7 +281,96 @@ type StepRecord struct {
 	Answers []int64     `json:"answers,omitempty"`
 	Error   string      `json:"error,omitempty"`
 	Bytes   [][]ByteRun `json:"bytes,omitempty"`
-	Timing  string      `json:"timing,omitempty"`
+	Timing  Timings     `json:"timing,omitempty"`
+}
+
+// Timings is the set of timing classes a step took: one for a single run
+// (Run's), every class seen for a recording of several (Merge). It is
+// sorted, without repeats, and reads and writes one class as a JSON
+// string, several as a list.
+type Timings []string
+
+// Has reports whether class is one of t.
+func (t Timings) Has(class string) bool { return slices.Contains(t, class) }
+
+// MarshalJSON writes one class as a string, several as a list.
+func (t Timings) MarshalJSON() ([]byte, error) {
+	if len(t) == 1 {
+		return json.Marshal(t[0])
+	}
+	return json.Marshal([]string(t))
+}
+
+// UnmarshalJSON reads a string or a list of strings.
+func (t *Timings) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*t = Timings{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return fmt.Errorf("timing: want a timing class or a list of them: %w", err)
+	}
+	*t = Timings(many)
+	return nil
+}
+
+// MinRuns is the fewest runs a recorder merges into a recording: one run
+// cannot tell a timing the SDK always takes from one it took once.
+const MinRuns = 3
+
+// Merge merges runs of one scenario into one recording: each step's
+// timing is the set of classes seen (and the note says how often each was
+// seen, when they differ), and its answers, raise and bytes must be the
+// same in every run; each difference is returned, and a recorder writes
+// nothing then. The first run's scenario, source, SDK and note are kept.
+func Merge(runs []Recording) (Recording, []string) {
+	if len(runs) == 0 {
+		return Recording{}, []string{"no runs"}
+	}
+	out := runs[0]
+	out.Steps = slices.Clone(runs[0].Steps)
+	var diffs, varied []string
+	for i := range out.Steps {
+		st := &out.Steps[i]
+		seen := map[string]int{}
+		for r, run := range runs {
+			if len(run.Steps) != len(out.Steps) || run.Steps[i].Step != st.Step {
+				diffs = append(diffs, fmt.Sprintf("run %d: its steps differ from run 1's at step %s", r+1, st.Step))
+				continue
+			}
+			o := run.Steps[i]
+			if fmt.Sprint(o.Answers, o.Error, o.Bytes) != fmt.Sprint(st.Answers, st.Error, st.Bytes) {
+				diffs = append(diffs, fmt.Sprintf("step %s: run %d answered %v%s bytes %v, run 1 %v%s bytes %v: the SDK does not answer alike every time",
+					st.Step, r+1, o.Answers, errText(o.Error), o.Bytes, st.Answers, errText(st.Error), st.Bytes))
+			}
+			for _, c := range o.Timing {
+				seen[c]++
+			}
+		}
+		st.Timing = nil
+		for c := range seen {
+			st.Timing = append(st.Timing, c)
+		}
+		slices.Sort(st.Timing)
+		if len(st.Timing) > 1 {
+			var counts []string
+			for _, c := range st.Timing {
+				counts = append(counts, fmt.Sprintf("%s %d of %d", c, seen[c], len(runs)))
+			}
+			varied = append(varied, st.Step+": "+strings.Join(counts, ", "))
+		}
+	}
+	note := fmt.Sprintf("%d runs", len(runs))
+	if len(varied) > 0 {
+		note += "; timings seen: " + strings.Join(varied, "; ")
+	}
+	if out.Note != "" {
+		note = out.Note + "; " + note
+	}
+	out.Note = note
+	return out, diffs
 }
 
 // Recording is what one scenario answered.
@@ -393,11 +493,34 @@ func Compare(want, got Recording) []string {
 		if w.Bytes != nil && fmt.Sprint(w.Bytes) != fmt.Sprint(g.Bytes) {
 			diffs = append(diffs, fmt.Sprintf("step %s: bytes: real %v, got %v", w.Step, w.Bytes, g.Bytes))
 		}
-		if w.Timing != "" && w.Timing != g.Timing {
-			diffs = append(diffs, fmt.Sprintf("step %s: timing: real %s, got %s", w.Step, w.Timing, g.Timing))
+		if len(w.Timing) > 0 && !allIn(g.Timing, w.Timing) {
+			diffs = append(diffs, fmt.Sprintf("step %s: timing: real %s, got %s", w.Step, timingText(w.Timing), timingText(g.Timing)))
 		}
 	}
 	return diffs
+}
+
+// allIn reports whether got names a timing and every class of it is one
+// of want's.
+func allIn(got, want Timings) bool {
+	for _, c := range got {
+		if !want.Has(c) {
+			return false
+		}
+	}
+	return len(got) > 0
+}
+
+// timingText is t as a diff names it: "at_once", "one of [after_retries
+// at_once]" or "none".
+func timingText(t Timings) string {
+	switch len(t) {
+	case 0:
+		return "none"
+	case 1:
+		return t[0]
+	}
+	return fmt.Sprintf("one of %v", []string(t))
 }
 
 func errText(e string) string {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/internal/mcscenario"
+	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -31,7 +32,7 @@ func TestReplay(t *testing.T) {
 			if s.FakeCannot != "" {
 				t.Skipf("the fake cannot model this honestly (%s); only a recorder runs it", s.FakeCannot)
 			}
-			got, err := mcscenario.Run(&mcscenario.FakeEnv{Version: "0.3.13"}, s)
+			got, err := mcscenario.Run(&mcscenario.FakeEnv{Version: fakesdk.Version}, s)
 			require.NoError(t, err)
 			if *dump {
 				b, _ := json.MarshalIndent(got, "", "  ")

@@ -263,7 +263,7 @@ func (r *runner) step(st Step) error {
 // finish sets the timing class of a returned call.
 func (r *runner) finish(p *pending) {
 	thawed := r.thawed && r.thawAt >= p.start && r.thawAt <= p.end
-	p.rec.Timing = Classify(r.cfg, p.op, p.end-p.start, thawed, p.end-r.thawAt)
+	p.rec.Timing = Timings{Classify(r.cfg, p.op, p.end-p.start, thawed, p.end-r.thawAt)}
 }
 
 var errNoCall = errors.New("not an SDK call")

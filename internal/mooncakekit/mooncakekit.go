@@ -5,32 +5,68 @@ package mooncakekit
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/generated/mooncakespec"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/rules"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
 )
 
-// Version is the SDK version the fake reports.
-const Version = "0.3.13"
+// Version is the SDK build the fake reports (a verified build of
+// spec/mooncake-0.3.13.yaml).
+const Version = fakesdk.Version
 
 // Factory returns drivers over fresh fake clients of master (nil: a fresh
-// master per driver).
-func Factory(master *fakesdk.Master) conformance.Factory {
+// master per driver), reporting Version.
+func Factory(master *fakesdk.Master) conformance.Factory { return FactoryOf(master, Version) }
+
+// FactoryOf is Factory with fake clients reporting build version (see
+// BuildOf). The driver picks its spec by it, as over a real client, and
+// opens it verified or not (Options.AllowUnverified: the gate runs an
+// unverified build and reports it).
+func FactoryOf(master *fakesdk.Master, version string) conformance.Factory {
 	return func(t conformance.T) driver.Driver {
 		m := master
 		if m == nil {
 			m = fakesdk.NewMaster(0)
 		}
-		d, err := mooncake.New(fakesdk.NewClient(m, Version))
+		d, err := mooncake.NewWith(fakesdk.NewClient(m, version), mooncake.Options{AllowUnverified: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
+}
+
+// BuildOf is the build a fake client reports to stand for spec: its first
+// release (a line's first release, "7.x" as "7.0") at the first commit it
+// was verified on, as a real build reports itself ("0.3.12.post1 (git:
+// 3b5a59413)"); a spec that lists no commit, or none yet, gets its
+// release alone.
+func BuildOf(spec *rules.Spec) string {
+	v := spec.SDKVersions[0]
+	if p, ok := strings.CutSuffix(v, ".x"); ok {
+		v = p + ".0"
+	}
+	if len(spec.SDKVerified) > 0 {
+		v += " (git: " + spec.SDKVerified[0] + ")"
+	}
+	return v
+}
+
+// Describe names the SDK a suite over spec's build runs on, and says when
+// the build is one spec was not verified on: "mooncake-store
+// 0.3.12.post1 (git: 3b5a59413) (fake)".
+func Describe(spec *rules.Spec, build, how string) string {
+	s := spec.SDKName + " " + build + " (" + how + ")"
+	if ok, why := spec.Verified(build); !ok {
+		s += "; UNVERIFIED: " + why
+	}
+	return s
 }
 
 // Master returns the fake master behind d.

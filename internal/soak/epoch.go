@@ -105,7 +105,7 @@ func newEpoch(store string, rng *rand.Rand, t *tally) (*epoch, error) {
 		if rng.Intn(4) == 0 {
 			e.master.SetCapacity(int64(8+rng.Intn(32)) * slotBytes) // a pool that fills up
 		}
-		md, err := mooncake.New(&chaosSDK{inner: fakesdk.NewClient(e.master, "0.3.13"), m: e.master, d: d, t: t})
+		md, err := mooncake.New(&chaosSDK{inner: fakesdk.NewClient(e.master, fakesdk.Version), m: e.master, d: d, t: t})
 		if err != nil {
 			return nil, err
 		}

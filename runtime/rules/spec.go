@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -17,10 +18,16 @@ type Spec struct {
 	// Store is the store the spec describes; Source is its file
 	// ("spec/redis-7.yaml").
 	Store, Source string
-	// SDKName and SDKVersions say which SDK, at which versions, the spec
+	// SDKName and SDKVersions say which SDK, at which releases, the spec
 	// holds for (see VersionHolds).
 	SDKName     string
 	SDKVersions []string
+	// VerifiesCommits: the spec lists the commits it was verified on
+	// (sdk.verified), and only a build of one of them is verified
+	// (Verified). Without it every build of a listed release is.
+	VerifiesCommits bool
+	// SDKVerified are those commits (abbreviated git hashes).
+	SDKVerified []string
 	// Capabilities, Admission and Environment are the spec's, as the
 	// generated package's Capabilities(), admission and environment hold
 	// them.
@@ -38,9 +45,94 @@ type Spec struct {
 	Codes map[string]int64
 }
 
-// Holds reports whether the spec holds for SDK sdk at version v.
+// Holds reports whether the spec holds for SDK sdk at version v: v is a
+// build of one of the spec's releases (see VersionHolds), verified on its
+// commit or not (see Verified).
 func (s *Spec) Holds(sdk, v string) bool {
 	return s.SDKName == sdk && VersionHolds(s.SDKVersions, v)
+}
+
+// Verified reports whether build v (which Holds) is one the spec was
+// verified on, and if not, why, in words a log or report can print. A spec
+// that lists no commits (VerifiesCommits false) verifies every build of
+// its releases: an SDK whose builds report no commit (a server's
+// release) is verified by release. One that lists them verifies only a
+// build whose reported commit is one of them: the same release built from
+// another commit may behave otherwise (Mooncake's main reports the last
+// tag's release for every commit after it), so its answers were never
+// read against the spec.
+func (s *Spec) Verified(v string) (bool, string) {
+	if !s.VerifiesCommits {
+		return true, ""
+	}
+	b := ParseBuild(v)
+	if b.Commit == "" {
+		return false, fmt.Sprintf("build %q reports no commit; %s was verified on commits %s only", v, s.Source, listOrNone(s.SDKVerified))
+	}
+	for _, c := range s.SDKVerified {
+		if SameCommit(c, b.Commit) {
+			return true, ""
+		}
+	}
+	return false, fmt.Sprintf("build %q is commit %s; %s was verified on commits %s only", v, b.Commit, s.Source, listOrNone(s.SDKVerified))
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
+}
+
+// Build is an SDK build as it reports itself: a release and, when it was
+// built from a git checkout, the commit. Mooncake reports
+// "0.3.12.post1 (git: 3b5a59413)" (version.h, MOONCAKE_DISPLAY_VERSION);
+// a server such as Redis reports its release alone ("7.0.15").
+type Build struct {
+	Release string
+	// Commit is the abbreviated hash, or "" when the build names none
+	// (no "(git: ...)" part, or "(git: unknown)").
+	Commit string
+}
+
+// ParseBuild reads a reported version as a Build: "R (git: H)" is release
+// R at commit H (H hexadecimal, else no commit); anything else is a
+// release alone.
+func ParseBuild(v string) Build {
+	rel, rest, ok := strings.Cut(v, " (git: ")
+	if !ok || !strings.HasSuffix(rest, ")") {
+		return Build{Release: v}
+	}
+	c := strings.TrimSuffix(rest, ")")
+	if CheckCommit(c) != "" {
+		c = ""
+	}
+	return Build{Release: rel, Commit: c}
+}
+
+// MinCommitChars is the shortest abbreviated hash a commit may be given
+// by: git's own default abbreviation.
+const MinCommitChars = 7
+
+// CheckCommit says what is wrong with a commit as sdk.verified lists it,
+// or "": 7 to 40 lower-case hexadecimal digits.
+func CheckCommit(c string) string {
+	if len(c) < MinCommitChars || len(c) > 40 {
+		return fmt.Sprintf("has %d characters; want an abbreviated git hash of %d to 40 hex digits", len(c), MinCommitChars)
+	}
+	if strings.Trim(c, "0123456789abcdef") != "" {
+		return "is not lower-case hexadecimal; want a git hash (\"3b5a59413\")"
+	}
+	return ""
+}
+
+// SameCommit reports whether two abbreviated hashes name one commit: one
+// is a prefix of the other (builds abbreviate to 9 digits, git log to 7).
+func SameCommit(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	return a != "" && strings.HasPrefix(b, a)
 }
 
 // Call returns the rule of the call the spec names name. A driver asks for
@@ -59,6 +151,17 @@ func (s *Spec) Call(name string) (*CallRule, error) {
 		s.Source, name, strings.Join(names, ", "), s.SDKName, strings.Join(s.SDKVersions, ", "))
 }
 
+// CodeName names code as the spec's code table does ("OBJECT_NOT_FOUND"),
+// or "Code(-9999)" for a value the table lacks.
+func (s *Spec) CodeName(code int64) string {
+	for name, v := range s.Codes {
+		if v == code {
+			return name
+		}
+	}
+	return "Code(" + strconv.FormatInt(code, 10) + ")"
+}
+
 // String names the spec by its SDK, versions and file:
 // "redis-server 7 (spec/redis-7.yaml)".
 func (s *Spec) String() string {
@@ -66,12 +169,16 @@ func (s *Spec) String() string {
 }
 
 // VersionHolds reports whether a spec naming versions holds for the version
-// v an SDK reports. A spec version is exact ("0.3.13", "v1.109.1",
-// "0.3.12.post1 (git: 3b5a59413)": that string only), or a release line
-// ending in ".x", which holds for every release that continues its prefix
-// with a dot and then only digits and dots: "7.x" holds for 7.0.15 and
-// 7.2.4, "8.1.x" for 8.1.1 but not 8.10.0, 8.1.1-rc1 or 8.1 itself.
+// v an SDK reports. A spec version is a release: exact ("0.3.12.post1",
+// "v1.109.1": that release only), or a release line ending in ".x", which
+// holds for every release that continues its prefix with a dot and then
+// only digits and dots: "7.x" holds for 7.0.15 and 7.2.4, "8.1.x" for
+// 8.1.1 but not 8.10.0, 8.1.1-rc1 or 8.1 itself. It is matched against
+// the release of the build v names (ParseBuild): "0.3.12.post1" holds for
+// "0.3.12.post1 (git: 3b5a59413)" and for every other build of that
+// release; which builds were verified is Spec.Verified's question.
 func VersionHolds(versions []string, v string) bool {
+	v = ParseBuild(v).Release
 	for _, w := range versions {
 		if v == w || lineHolds(w, v) {
 			return true
@@ -131,6 +238,8 @@ func CheckVersion(w string) string {
 		return "ends in a dot; a release line ends in \".x\" (\"8.1.x\")"
 	case strings.Contains(strings.TrimSuffix(w, ".x"), ".x.") || strings.HasSuffix(strings.TrimSuffix(w, ".x"), ".x"):
 		return "has \".x\" before its end; only the last part of a release line is x"
+	case ParseBuild(w).Release != w || strings.ContainsAny(w, " ()"):
+		return fmt.Sprintf("names a build, not a release; list the release (%q) here and the build's commit under sdk.verified", ParseBuild(w).Release)
 	}
 	return ""
 }
@@ -145,10 +254,14 @@ func Pick(store, sdk, v string, specs ...*Spec) (*Spec, error) {
 			return s, nil
 		}
 	}
-	return nil, fmt.Errorf("%s: %s %s has no spec; kvblob holds specs for %s. Run a version one of them holds for, "+
-		"or add a spec for this one: 'drivergen new --from <the nearest spec> --version <its release, or its line such as 8.0.x>' "+
-		"(then set sdk.name if the SDK is another's), read the SDK's changes into it, and run 'make generate'",
-		store, sdk, v, Describe(specs...))
+	from := "<the nearest spec>"
+	if len(specs) > 0 {
+		from = specs[len(specs)-1].Source
+	}
+	return nil, fmt.Errorf("%s: %s %s has no spec; kvblob holds specs for %s. Run a release one of them holds for, "+
+		"or start a spec for this one: 'drivergen new --from %s --version %s' "+
+		"(or its line, such as 8.0.x; then set sdk.name if the SDK is another's), read the SDK's changes into it, and run 'make generate'",
+		store, sdk, v, Describe(specs...), from, ParseBuild(v).Release)
 }
 
 // Describe names specs as Pick's error does: "redis-server 7.x

@@ -27,7 +27,7 @@ func TestBackendRoundTripBetweenTwoClients(t *testing.T) {
 		require.NoError(t, err)
 		hold, err := lender.Hold()
 		require.NoError(t, err)
-		d, err := mooncake.New(fakesdk.NewClient(master, "0.3.13"))
+		d, err := mooncake.New(fakesdk.NewClient(master, fakesdk.Version))
 		require.NoError(t, err)
 		bind, err := backend.Bind(t.Context(), hold.Regions(), d, hold)
 		require.NoError(t, err)
@@ -88,7 +88,7 @@ func TestBackendRoundTripBetweenTwoClients(t *testing.T) {
 // memory back, and the thawed peer lands nothing in it.
 func TestBackendShutsDownAfterAFetchWhoseTransferFailed(t *testing.T) {
 	master := fakesdk.NewMaster(0)
-	peer := fakesdk.NewClient(master, "0.3.13")
+	peer := fakesdk.NewClient(master, fakesdk.Version)
 	defer func() { _ = peer.Close() }()
 	master.SetOwner(peer)
 	k := fakesdk.DefaultKnobs()
@@ -98,7 +98,7 @@ func TestBackendShutsDownAfterAFetchWhoseTransferFailed(t *testing.T) {
 	require.NoError(t, err)
 	hold, err := lender.Hold()
 	require.NoError(t, err)
-	d, err := mooncake.New(fakesdk.NewClient(master, "0.3.13"))
+	d, err := mooncake.New(fakesdk.NewClient(master, fakesdk.Version))
 	require.NoError(t, err)
 	bind, err := backend.Bind(t.Context(), hold.Regions(), d, hold)
 	require.NoError(t, err)

@@ -29,7 +29,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			var seq atomic.Int64
 			b.SetBytes(2 * rows * rowBytes)
 			b.RunParallel(func(pb *testing.PB) {
-				d, err := mooncake.New(fakesdk.NewClient(m, "0.3.13"))
+				d, err := mooncake.New(fakesdk.NewClient(m, fakesdk.Version))
 				if err != nil {
 					b.Error(err)
 					return
@@ -118,7 +118,7 @@ func BenchmarkTrailerCost(b *testing.B) {
 			b.Run(fmt.Sprintf("%dKiB/%s", rowBytes>>10, mode.name), func(b *testing.B) {
 				const rows = 16
 				m := fakesdk.NewMaster(0)
-				d, err := mooncake.NewWith(fakesdk.NewClient(m, "0.3.13"), mode.opt)
+				d, err := mooncake.NewWith(fakesdk.NewClient(m, fakesdk.Version), mode.opt)
 				if err != nil {
 					b.Fatal(err)
 				}

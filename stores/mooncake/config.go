@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/kvblob/kvblob/generated/mooncakespec"
+	"github.com/kvblob/kvblob/runtime/rules"
 )
 
 // Config is a Mooncake store file: a backend section (the backend's batching) and a
@@ -141,14 +142,23 @@ func Open(path string, open Opener) (*Driver, BackendConfig, error) {
 
 // OpenConfig is Open over a parsed config and an environment.
 func OpenConfig(cfg Config, open Opener, getenv func(string) string) (*Driver, BackendConfig, error) {
-	if err := mooncakespec.CheckEnvironment(getenv); err != nil {
-		return nil, BackendConfig{}, fmt.Errorf("mooncake: %w", err)
+	return OpenConfigWith(cfg, open, getenv, Options{})
+}
+
+// OpenConfigWith is OpenConfig with the driver's options (NewWith).
+func OpenConfigWith(cfg Config, open Opener, getenv func(string) string, opt Options) (*Driver, BackendConfig, error) {
+	// The SDK reads these settings at setup, before its version picks a
+	// spec, so the driver refuses what any spec it holds refuses.
+	for _, s := range Specs() {
+		if err := rules.CheckEnvironment(s.Environment, getenv); err != nil {
+			return nil, BackendConfig{}, fmt.Errorf("mooncake: %w", err)
+		}
 	}
 	sdk, err := open(cfg.Mooncake)
 	if err != nil {
 		return nil, BackendConfig{}, fmt.Errorf("mooncake: opening the SDK: %w", err)
 	}
-	d, err := New(sdk)
+	d, err := NewWith(sdk, opt)
 	if err != nil {
 		_ = sdk.Close()
 		return nil, BackendConfig{}, err

@@ -47,7 +47,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 
 func TestOpenRefusesTheSettingsTheSpecRefuses(t *testing.T) {
 	open := func(mooncake.ClientConfig) (mooncake.SDK, error) {
-		return fakesdk.NewClient(fakesdk.NewMaster(0), "0.3.13"), nil
+		return fakesdk.NewClient(fakesdk.NewMaster(0), fakesdk.Version), nil
 	}
 	for _, env := range []string{"MC_STORE_LOCAL_HOT_CACHE_SIZE", "MC_TCP_PROTO", "MC_USE_TENT", "MC_USE_TEV1"} {
 		t.Run(env, func(t *testing.T) {

@@ -6,33 +6,42 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/generated/mooncakespec"
 	"github.com/kvblob/kvblob/generated/mooncakespec/mooncakecases"
+	"github.com/kvblob/kvblob/generated/mooncakeversions/mooncakeversionscases"
 	"github.com/kvblob/kvblob/internal/mooncakekit"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
 )
 
-// suite is the conformance suite over the fake SDK, named name, with
-// drivers over master (nil: a fresh master per driver): every scenario it
-// stages, spec/mooncake-0.3.13.yaml's generated cases and the checks the
-// driver is known to fail.
-func suite(name string, master *fakesdk.Master) conformance.Suite {
+// suite is the conformance suite over the fake SDK for version v, named
+// name, with drivers over master (nil: a fresh master per driver) whose
+// clients report a build of v's spec: every scenario it stages, the
+// version's generated cases and the checks the driver is known to fail.
+func suite(name string, v mooncakeversionscases.Version, master *fakesdk.Master) conformance.Suite {
+	build := mooncakekit.BuildOf(v.Spec)
 	return conformance.Suite{
-		Name: name, SDK: mooncakespec.SDKName + " " + mooncakekit.Version + " (fake)", CodeEnum: "ErrorCode",
-		Factory: mooncakekit.Factory(master), Scenarios: mooncakekit.Scenarios(),
-		Cases: mooncakecases.All(), Stage: mooncakekit.Stage, KnownFailures: mooncakekit.KnownFailures(),
+		Name: name, SDK: mooncakekit.Describe(v.Spec, build, "fake"), CodeEnum: "ErrorCode",
+		Factory: mooncakekit.FactoryOf(master, build), Scenarios: mooncakekit.Scenarios(),
+		Cases: v.Cases, Stage: mooncakekit.Stage, KnownFailures: mooncakekit.KnownFailures(),
 		Integrity: integrity,
 	}
 }
 
 // TestConformance runs the suite over drivers each on a fake master of
-// its own: the mooncake row of the gate's table.
-func TestConformance(t *testing.T) { conformance.Run(t, suite("mooncake", nil)) }
+// its own, once per Mooncake spec (generated/mooncakeversions): the
+// mooncake rows of the gate's table, one per version, so a new spec
+// joins the gate with no edit here.
+func TestConformance(t *testing.T) {
+	for _, v := range mooncakeversionscases.All() {
+		conformance.Run(t, suite(v.Name, v, nil))
+	}
+}
 
 // TestConformanceOverASharedMaster runs it over drivers that share one
 // fake master.
 func TestConformanceOverASharedMaster(t *testing.T) {
-	conformance.Run(t, suite("mooncake-shared-master", fakesdk.NewMaster(0)))
+	for _, v := range mooncakeversionscases.All() {
+		conformance.Run(t, suite(v.Name+"-shared-master", v, fakesdk.NewMaster(0)))
+	}
 }
 
 // TestSomeCasesAreStageable: the real pool's suite runs only the cases

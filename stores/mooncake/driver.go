@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/kvblob/kvblob/generated/mooncakespec"
+	"github.com/kvblob/kvblob/generated/mooncakeversions"
 	"github.com/kvblob/kvblob/internal/reuse"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
@@ -32,7 +32,8 @@ type holding struct {
 	code int64
 }
 
-// Driver is a driver.Driver over a Mooncake 0.3.13 SDK client.
+// Driver is a driver.Driver over a Mooncake SDK client, with the rules of
+// the spec that holds for the version the client reports.
 //
 // Put and Get return only after every SDK call they make has returned, so
 // an operation that did not prove its access ended by then never will: it
@@ -40,8 +41,13 @@ type holding struct {
 // answer false at once. Shared state sits behind one lock never held across
 // an SDK call.
 type Driver struct {
-	sdk SDK
-	opt Options
+	sdk   SDK
+	opt   Options
+	spec  *rules.Spec
+	rules callRules
+	// verified: the spec was verified on the client's build (see
+	// Options.AllowUnverified).
+	verified bool
 
 	life driverkit.Lifecycle // registration handles: the registered Buffer
 
@@ -54,11 +60,31 @@ type Driver struct {
 	spare      reuse.Stack[scratch] // Put's and Get's working space, while no call uses it
 }
 
+// callRules are the picked spec's rules, one per call the driver makes,
+// resolved once at open: a spec that lacks a call is refused there.
+type callRules struct {
+	start, scatter, end, revoke, get *rules.CallRule
+	admission                        rules.Admission
+	ok                               int64 // the code OK: register_buffer's success
+}
+
 var _ driver.Driver = (*Driver)(nil)
 
-// New returns a driver over sdk. It refuses an SDK version the repository
-// has no spec for, since the code mapping and access-end rules were read
-// from those versions alone.
+// SDKName is the SDK a Mooncake client is, as every Mooncake spec names it
+// (sdk.name).
+const SDKName = "mooncake-store"
+
+// Specs are the specs of every Mooncake version the driver serves
+// (spec/mooncake-*.yaml, generated/mooncakeversions), in the order it
+// tries them.
+func Specs() []*rules.Spec { return mooncakeversions.Specs() }
+
+// New returns a driver over sdk. It picks the spec that holds for the
+// release the SDK reports (rules.Pick) and refuses a release no spec
+// holds for, naming the command that starts its spec: the code mapping
+// and access-end rules were read from those releases alone. It refuses a
+// build whose commit its spec was not verified on (see
+// Options.AllowUnverified).
 func New(sdk SDK) (*Driver, error) { return NewWith(sdk, Options{}) }
 
 // NewWith is New with options. The object trailer is off by default:
@@ -71,21 +97,67 @@ func New(sdk SDK) (*Driver, error) { return NewWith(sdk, Options{}) }
 // key is a FAULT with the slot untouched, at a cost per row stated in
 // docs/security.md.
 func NewWith(sdk SDK, opt Options) (*Driver, error) {
-	if v := sdk.Version(); !mooncakespec.SupportsVersion(v) {
-		return nil, fmt.Errorf("mooncake: SDK version %q has no spec; kvblob holds specs for %v (spec/mooncake-*.yaml). Install a supported build, or add a spec for %s and run 'make generate'", v, mooncakespec.SDKVersions(), v)
+	v := sdk.Version()
+	spec, err := rules.Pick("mooncake", SDKName, v, Specs()...)
+	if err != nil {
+		return nil, err
+	}
+	verified, why := spec.Verified(v)
+	if !verified && !opt.AllowUnverified {
+		return nil, fmt.Errorf("mooncake: %s; refusing an unverified build. Run a verified build, or set Options.AllowUnverified to run it anyway (the gate does, and reports it), and once 'gate --sdk real' passes on it, add its commit to sdk.verified", why)
+	}
+	cr, err := resolve(spec)
+	if err != nil {
+		return nil, fmt.Errorf("mooncake: %w", err)
+	}
+	if !verified {
+		opt.Logger.Warn().Str("sdk", v).Str("spec", spec.Source).Msgf("mooncake: running an unverified SDK build because Options.AllowUnverified is set: %s", why)
 	}
 	if opt.Integrity.On() {
 		opt.Trailer = true
 	}
-	return &Driver{sdk: sdk, opt: opt, held: map[string]holding{}}, nil
+	return &Driver{sdk: sdk, opt: opt, spec: spec, rules: cr, verified: verified, held: map[string]holding{}}, nil
 }
+
+// resolve reads the rules of every call the driver makes from spec.
+func resolve(spec *rules.Spec) (callRules, error) {
+	cr := callRules{admission: spec.Admission}
+	for _, c := range []struct {
+		name string
+		to   **rules.CallRule
+	}{
+		{"batch_put_session_start", &cr.start}, {"batch_put_from_multi_buffer_ranges", &cr.scatter},
+		{"batch_put_session_end", &cr.end}, {"batch_put_session_revoke", &cr.revoke}, {"batch_get_into", &cr.get},
+	} {
+		r, err := spec.Call(c.name)
+		if err != nil {
+			return callRules{}, err
+		}
+		*c.to = r
+	}
+	ok, found := spec.Codes["OK"]
+	if !found {
+		return callRules{}, fmt.Errorf("%s has no code OK; the driver reads register_buffer's success as it", spec.Source)
+	}
+	cr.ok = ok
+	return cr, nil
+}
+
+// Spec returns the spec the driver picked for its SDK's version.
+func (d *Driver) Spec() *rules.Spec { return d.spec }
+
+// Verified reports whether the spec was verified on the SDK's build.
+func (d *Driver) Verified() bool { return d.verified }
+
+// codeName names code as the spec's code table does.
+func (d *Driver) codeName(code int64) string { return d.spec.CodeName(code) }
 
 // SDK returns the client the driver calls.
 func (d *Driver) SDK() SDK { return d.sdk }
 
-// Capabilities are spec/mooncake-0.3.13.yaml's: absent is MISS, host memory
-// only, one span per row.
-func (d *Driver) Capabilities() driver.Capabilities { return mooncakespec.Capabilities() }
+// Capabilities are the picked spec's (spec/mooncake-0.3.13.yaml: absent is
+// MISS, host memory only, one span per row).
+func (d *Driver) Capabilities() driver.Capabilities { return d.spec.Capabilities }
 
 func regionBuffer(r *driver.Region) Buffer { return Buffer{Addr: r.Addr, Len: r.Layout.Bytes()} }
 
@@ -98,7 +170,7 @@ func spanBuffer(s driver.Span) Buffer {
 // plain error: the registration may be live.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
 	admit := func(r *driver.Region) error {
-		if err := mooncakespec.AdmitRegister(r); err != nil {
+		if err := d.rules.admission.Register(r); err != nil {
 			return err
 		}
 		if r.Addr == 0 {
@@ -112,8 +184,8 @@ func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mooncake: register_buffer of region %q raised; the registration may be live: %w", r.Name, err)
 		}
-		if mooncakespec.Code(code) != mooncakespec.OK {
-			return nil, driver.Reject("register_buffer", "register_buffer of region %q answered %s", r.Name, mooncakespec.Code(code))
+		if code != d.rules.ok {
+			return nil, driver.Reject("register_buffer", "register_buffer of region %q answered %s", r.Name, d.codeName(code))
 		}
 		return buf, nil
 	})
@@ -125,8 +197,8 @@ func (d *Driver) Unregister(reg driver.Registration) error {
 	return d.life.Unregister(reg, func(handle any) error {
 		buf := handle.(Buffer)
 		code, err := d.sdk.UnregisterBuffer(buf)
-		if err != nil || mooncakespec.Code(code) != mooncakespec.OK {
-			return driver.Reject("unregister_buffer", "unregister_buffer of region %q answered %s (%v); it is still registered", reg.Region().Name, mooncakespec.Code(code), err)
+		if err != nil || code != d.rules.ok {
+			return driver.Reject("unregister_buffer", "unregister_buffer of region %q answered %s (%v); it is still registered", reg.Region().Name, d.codeName(code), err)
 		}
 		return nil
 	})
@@ -205,7 +277,7 @@ func (d *Driver) revokeLeftOpen(context.Context) bool {
 	}
 	holds := make([]holding, len(open))
 	for i := range open {
-		holds[i] = afterRevoke(codes[i])
+		holds[i] = d.afterRevoke(codes[i])
 	}
 	d.endAgain(open, holds)
 	d.mu.Lock()
@@ -234,8 +306,8 @@ const heldEnd hold = 255
 // not at all (the zero holding), never to be revoked again (heldKeep, with
 // the code), still to be revoked (heldOpen), or to be ended again at once
 // (heldEnd, which endAgain settles).
-func afterRevoke(code int64) holding {
-	m := mooncakespec.MapBatchPutSessionRevoke(code)
+func (d *Driver) afterRevoke(code int64) holding {
+	m := d.rules.revoke.Map(code, 0)
 	switch {
 	case m.Result.Status == driver.Ready:
 		return holding{}
@@ -264,7 +336,7 @@ func (d *Driver) endAgain(keys []string, holds []holding) {
 	}
 	codes, err := d.sdk.BatchPutSessionEnd(again)
 	for j, i := range at {
-		if err == nil && len(codes) == len(again) && mooncakespec.MapBatchPutSessionEnd(codes[j]).Result.Status == driver.Ready {
+		if err == nil && len(codes) == len(again) && d.rules.end.Map(codes[j], 0).Result.Status == driver.Ready {
 			holds[i] = holding{}
 		} else {
 			holds[i].how = heldKeep

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -71,12 +72,51 @@ func (f *fx) get(t *testing.T, rows ...driver.Row) (driver.Operation, []driver.R
 	return op, res
 }
 
-func TestOnlySDKVersionsWithASpecAreOpened(t *testing.T) {
-	_, err := mooncake.New(fakesdk.NewClient(fakesdk.NewMaster(0), "0.3.12"))
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `"0.3.12" has no spec`)
-	_, err = mooncake.New(fakesdk.NewClient(fakesdk.NewMaster(0), "0.3.13"))
-	assert.NoError(t, err)
+// TestOnlyVerifiedBuildsOfASpecsReleaseAreOpened: the driver opens a build
+// of a release a spec holds for when the spec was verified on its commit;
+// another build of that release only with Options.AllowUnverified, and
+// then it logs a warning saying so; a release no spec holds for never,
+// and the error gives the command that starts its spec.
+func TestOnlyVerifiedBuildsOfASpecsReleaseAreOpened(t *testing.T) {
+	open := func(v string, opt mooncake.Options) (*mooncake.Driver, error) {
+		d, err := mooncake.NewWith(fakesdk.NewClient(fakesdk.NewMaster(0), v), opt)
+		if err == nil {
+			t.Cleanup(func() { _ = d.Close() })
+		}
+		return d, err
+	}
+	for _, c := range []struct {
+		v       string
+		allow   bool
+		wantErr string
+		warns   bool
+	}{
+		{v: "0.3.12.post1 (git: 3b5a59413)"},
+		{v: "0.3.12.post1 (git: 3b5a594)"},
+		{v: "0.3.12.post1 (git: 6c1b1e0fa)", wantErr: `build "0.3.12.post1 (git: 6c1b1e0fa)" is commit 6c1b1e0fa; spec/mooncake-0.3.13.yaml was verified on commits 3b5a59413 only; refusing an unverified build`},
+		{v: "0.3.12.post1 (git: 6c1b1e0fa)", allow: true, warns: true},
+		{v: "0.3.13", wantErr: `build "0.3.13" reports no commit`},
+		{v: "0.3.13", allow: true, warns: true},
+		{v: "0.3.12", wantErr: `mooncake: mooncake-store 0.3.12 has no spec; kvblob holds specs for mooncake-store 0.3.12.post1, 0.3.13 (spec/mooncake-0.3.13.yaml). Run a release one of them holds for, or start a spec for this one: 'drivergen new --from spec/mooncake-0.3.13.yaml --version 0.3.12'`},
+		{v: "0.3.14 (git: 0123abcd)", allow: true, wantErr: `'drivergen new --from spec/mooncake-0.3.13.yaml --version 0.3.14'`},
+	} {
+		var log bytes.Buffer
+		d, err := open(c.v, mooncake.Options{AllowUnverified: c.allow, Logger: zerolog.New(&log)})
+		if c.wantErr != "" {
+			require.Error(t, err, c.v)
+			assert.Contains(t, err.Error(), c.wantErr, c.v)
+			continue
+		}
+		require.NoError(t, err, c.v)
+		assert.Equal(t, "spec/mooncake-0.3.13.yaml", d.Spec().Source)
+		assert.Equal(t, !c.warns, d.Verified(), c.v)
+		if c.warns {
+			assert.Contains(t, log.String(), `"level":"warn"`, c.v)
+			assert.Contains(t, log.String(), "running an unverified SDK build because Options.AllowUnverified is set", c.v)
+		} else {
+			assert.Empty(t, log.String(), c.v)
+		}
+	}
 }
 
 func TestRoundTripIsZeroCopyAndWhole(t *testing.T) {

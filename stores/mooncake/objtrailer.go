@@ -3,7 +3,8 @@ package mooncake
 import (
 	"fmt"
 
-	"github.com/kvblob/kvblob/generated/mooncakespec"
+	"github.com/rs/zerolog"
+
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/trailer"
@@ -24,6 +25,15 @@ type Options struct {
 	// trailer.Integrity). It guards against a peer without the key, which
 	// Mooncake, with no authentication, lets write any key.
 	Integrity *trailer.Integrity
+	// AllowUnverified opens a build of a release a spec holds for whose
+	// commit the spec was not verified on (rules.Spec.Verified): a build
+	// of another commit may answer otherwise than the spec says, so by
+	// default the driver refuses it. The gate sets it, to run such a build
+	// and report it; an operator who sets it is told so in Logger, at
+	// warning level, once per driver.
+	AllowUnverified bool
+	// Logger receives the driver's events (zero value: discarded).
+	Logger zerolog.Logger
 }
 
 // stageMax is the most an object carries past its row: a tag and a trailer.
@@ -70,9 +80,9 @@ func (d *Driver) room(s **stage, n int64) error {
 	if err != nil {
 		return fmt.Errorf("register_buffer of %d bytes of the driver's own raised; it may be registered, so it is kept: %w", n, err)
 	}
-	if mooncakespec.Code(code) != mooncakespec.OK {
+	if code != d.rules.ok {
 		_ = hostmem.Free(mem)
-		return fmt.Errorf("register_buffer of %d bytes of the driver's own answered %s", n, mooncakespec.Code(code))
+		return fmt.Errorf("register_buffer of %d bytes of the driver's own answered %s", n, d.codeName(code))
 	}
 	*s = &stage{mem: mem, buf: buf}
 	return nil
@@ -81,7 +91,7 @@ func (d *Driver) room(s **stage, n int64) error {
 // dropStage unregisters and frees s; a stage the SDK would not unregister
 // is kept registered, its memory never freed.
 func (d *Driver) dropStage(s *stage) {
-	if code, err := d.sdk.UnregisterBuffer(s.buf); err == nil && mooncakespec.Code(code) == mooncakespec.OK {
+	if code, err := d.sdk.UnregisterBuffer(s.buf); err == nil && code == d.rules.ok {
 		_ = hostmem.Free(s.mem)
 	}
 }

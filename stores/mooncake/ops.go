@@ -3,7 +3,6 @@ package mooncake
 import (
 	"context"
 
-	"github.com/kvblob/kvblob/generated/mooncakespec"
 	"github.com/kvblob/kvblob/internal/reuse"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -69,7 +68,7 @@ type put struct {
 // complete, NOT_READY otherwise. It never starts a session for a key it
 // holds.
 func (d *Driver) Put(_ context.Context, rows []driver.Row) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return mooncakespec.AdmitPut(rows, live) })
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return d.rules.admission.Put(rows, live) })
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +105,7 @@ func (d *Driver) Put(_ context.Context, rows []driver.Row) (driver.Operation, er
 		// revoke, and refuses a new start of it until it is torn down: a
 		// stored object (another writer's) is READY; otherwise the key is
 		// lost to this client, which is no writer still at work.
-		why := "after " + mooncakespec.Code(keptCode[k]).String()
+		why := "after " + d.codeName(keptCode[k])
 		if keptCode[k] == 0 {
 			why = "after a scatter that raised"
 		}
@@ -169,7 +168,7 @@ func (p *put) startSessions(start []int) []int {
 	}
 	scatter := p.sc.scatter[:0]
 	for k, i := range start {
-		m := mooncakespec.MapBatchPutSessionStart(codes[k])
+		m := p.d.rules.start.Map(codes[k], 0)
 		switch {
 		case m.Continue:
 			scatter = append(scatter, i)
@@ -237,7 +236,7 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 	kept := false
 	toEnd, toRevoke = p.sc.toEnd[:0], p.sc.toRevoke[:0]
 	for k, i := range idx {
-		m := mooncakespec.MapBatchPutFromMultiBufferRanges(answers[k], rows[i].Bytes()+p.d.overhead())
+		m := p.d.rules.scatter.Map(answers[k], rows[i].Bytes()+p.d.overhead())
 		kept = kept || m.KeepsAccess
 		switch {
 		case m.Continue:
@@ -254,7 +253,7 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 	if kept {
 		p.sc.tailStage = nil // a transfer may still read it: never reused
 	}
-	if !mooncakespec.BatchPutFromMultiBufferRangesAccess.Ended(kept) {
+	if !p.d.rules.scatter.Access.Ended(kept) {
 		o.ended.Store(false)
 		o.unprovable = true
 	}
@@ -278,7 +277,7 @@ func (p *put) endSessions(idx []int) (toRevoke []int) {
 	}
 	toRevoke = p.sc.endRevoke[:0]
 	for k, i := range idx {
-		m := mooncakespec.MapBatchPutSessionEnd(codes[k])
+		m := p.d.rules.end.Map(codes[k], 0)
 		o.results[i] = m.Result
 		switch {
 		case m.Result.Status == driver.Ready:
@@ -312,7 +311,7 @@ func (p *put) revoke(idx []int) {
 	p.sc.holds = holds
 	again := false
 	for k := range idx {
-		holds[k] = afterRevoke(codes[k])
+		holds[k] = p.d.afterRevoke(codes[k])
 		again = again || holds[k].how == heldEnd
 	}
 	if again {
@@ -366,7 +365,7 @@ func existence(m rules.Mapping, status driver.Status) driver.Result {
 // rereads once the rows whose read lease expired. Access ends only when no
 // row's answer keeps it (TRANSFER_FAIL).
 func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return mooncakespec.AdmitGet(rows, hint, live) })
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return d.rules.admission.Get(rows, hint, live) })
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +385,7 @@ func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (dr
 		kept = kept.or(k)
 	}
 	switch {
-	case ok && mooncakespec.BatchGetIntoAccess.Ended(kept.any()):
+	case ok && d.rules.get.Access.Ended(kept.any()):
 		o.ended.Store(true)
 	case ok && !kept.untilOther:
 		// Every kept transfer ends when the client is torn down: a drain
@@ -477,7 +476,7 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 		reread = sc.reread[:0] // idx is sc.reread when rereading
 	}
 	for k, i := range idx {
-		m := mooncakespec.MapBatchGetInto(answers[k], rows[i].Bytes())
+		m := d.rules.get.Map(answers[k], rows[i].Bytes())
 		if rereading {
 			m = rules.AfterReread(m)
 		}

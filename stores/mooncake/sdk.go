@@ -41,7 +41,8 @@ func BufferOf(b []byte) Buffer {
 // later (a request a frozen master applies when it thaws) it copies. The
 // driver keeps nothing of an answer past the call either.
 type SDK interface {
-	// Version is the SDK build's version, e.g. "0.3.13".
+	// Version is the SDK build as it reports itself, e.g.
+	// "0.3.12.post1 (git: 3b5a59413)" (rules.ParseBuild).
 	Version() string
 	RegisterBuffer(b Buffer) (code int64, err error)
 	UnregisterBuffer(b Buffer) (code int64, err error)

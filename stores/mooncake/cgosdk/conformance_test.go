@@ -4,15 +4,17 @@ package cgosdk_test
 
 import (
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/mooncakespec"
-	"github.com/kvblob/kvblob/generated/mooncakespec/mooncakecases"
+	"github.com/kvblob/kvblob/generated/mooncakeversions/mooncakeversionscases"
 	"github.com/kvblob/kvblob/internal/mooncakekit"
 	"github.com/kvblob/kvblob/internal/mooncakekit/realkit"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/rules"
+	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
 )
 
@@ -29,10 +31,17 @@ import (
 // and must still fail (reported as a skip).
 func TestConformance(t *testing.T) {
 	var pool *realkit.Pool
+	// The version whose spec holds for the build (generated/
+	// mooncakeversions): its name is the row's, its cases run, and a build
+	// its spec was not verified on runs and is reported unverified.
+	v, err := versionOf(cgosdk.SDKVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
 	known := mooncakekit.KnownFailures()
 	known["a_faulted_put_leaves_the_key_writable"] = "realkit stages a failed put by killing the master, which stays down until the check ends, so the retry the check makes fails too: the staging, not the driver, leaves the key unwritable"
 	conformance.Run(t, conformance.Suite{
-		Name: "mooncake", SDK: mooncakespec.SDKName + " " + cgosdk.SDKVersion + " (real SDK, loopback master)", CodeEnum: "ErrorCode",
+		Name: v.Name, SDK: mooncakekit.Describe(v.Spec, cgosdk.SDKVersion, "real SDK, loopback master"), CodeEnum: "ErrorCode",
 		Setup: func(t conformance.T) (string, error) {
 			if os.Getenv("MOONCAKE_REAL") != "1" {
 				return "set MOONCAKE_REAL=1 to run against a real mooncake_master", nil
@@ -63,7 +72,7 @@ func TestConformance(t *testing.T) {
 		Factory:             func(t conformance.T) driver.Driver { return pool.Factory()(t) },
 		ScenariosAfterSetup: func() conformance.Scenarios { return pool.Scenarios() },
 		SkipReasons:         realkit.SkipReasons,
-		Cases:               mooncakecases.All(),
+		Cases:               v.Cases,
 		StageableOnly:       true,
 		Stage: func(h *conformance.Harness, c conformance.Case, key string) error {
 			return pool.Stage(h, c, key)
@@ -71,6 +80,20 @@ func TestConformance(t *testing.T) {
 		Deadline:      realkit.Deadline,
 		KnownFailures: known,
 	})
+}
+
+// versionOf returns the Mooncake version whose spec holds for build.
+func versionOf(build string) (mooncakeversionscases.Version, error) {
+	all := mooncakeversionscases.All()
+	specs := make([]*rules.Spec, len(all))
+	for i, v := range all {
+		specs[i] = v.Spec
+	}
+	spec, err := rules.Pick("mooncake", mooncake.SDKName, build, specs...)
+	if err != nil {
+		return mooncakeversionscases.Version{}, err
+	}
+	return all[slices.IndexFunc(all, func(v mooncakeversionscases.Version) bool { return v.Spec == spec })], nil
 }
 
 func tail(s string, n int) string {

@@ -21,75 +21,32 @@
 // (MOONCAKE_DISPLAY_VERSION in the build's generated version.h, the string
 // mooncake_master --version prints), e.g. "0.3.12.post1 (git: 3b5a59413)"
 // for main at 3b5a594. It is read from the SDK when the package starts; no
-// link-time flag sets it. The driver opens only a version
-// spec/mooncake-*.yaml names.
+// link-time flag sets it. The driver opens a build of a release
+// spec/mooncake-*.yaml names, and one its spec was not verified on
+// (sdk.verified) only with Options.AllowUnverified.
 //
-// # What an installed SDK must provide
+// # Building against an SDK build
 //
-// An SDK installed with static libraries, the store and the transfer
-// engine, from the same tree as the mooncake_master the client talks to:
+// Mooncake installs neither its headers nor its static libraries, so a
+// cgo build reads them from the SDK's CMake build tree. shim.cpp must be
+// compiled with the flags of the SDK's own real_client.cpp: RealClient's
+// layout depends on its -D flags, so a shim compiled without them reads
+// the library's objects wrongly (shim.cpp refuses to compile without
+// -std=gnu++20 or without the flags every build defines). 'gate cgoflags'
+// (cmd/gate/cgoflags.go, the one list of what is linked) reads them from
+// the build's compile_commands.json, finds the libraries the build left
+// (static: the store, the transfer engine and their parts; shared:
+// libasio, found at run time through LD_LIBRARY_PATH) and the
+// mooncake_master, and prints the environment:
 //
-//   - headers: the include dirs real_client.cpp is compiled with, as listed
-//     for it in the build's compile_commands.json: <src>/mooncake-store/include,
-//     <src>/mooncake-store/include/cachelib_memory_allocator{,/include,/fake_include},
-//     <src>/mooncake-transfer-engine/include, <src>/mooncake-common/include,
-//     <build>/mooncake-store/include (the generated version.h),
-//     yalantinglibs' installed include dir, and /usr/include/jsoncpp;
-//   - static libraries from <build>: libmooncake_store.a,
-//     libcachelib_memory_allocator.a, libmooncake_local_ssd.a,
-//     libtransfer_engine.a, libbase.a, libmooncake_common.a; and the shared
-//     libasio.so (mooncake-common), found at run time (LD_LIBRARY_PATH);
-//   - the system libraries they use (Debian: libcurl, glog, gflags, jsoncpp,
-//     numa, ibverbs, zstd, yaml-cpp, xxhash, liburing).
-//
-// # Building against it
-//
-// shim.cpp must be compiled with the flags of the SDK's own real_client.cpp:
-// RealClient's layout depends on its -D flags, so a shim compiled without
-// them reads the library's objects wrongly. Take them from the
-// compile_commands.json entry of mooncake-store/src/real_client.cpp. For a
-// default build on Debian bookworm (main at 3b5a594) they are
-//
-//	-DASIO_DYN_LINK -DASIO_SEPARATE_COMPILATION -DCONFIG_ERDMA
-//	-DGFLAGS_IS_A_DLL=0 -DGLOG_CUSTOM_PREFIX_SUPPORT -DGLOG_USE_GLOG_EXPORT
-//	-DMOONCAKE_HAVE_NVME_URING_CMD=1 -DUSE_HTTP -DUSE_TCP -DUSE_URING
-//	-DWITH_METRICS -DYLT_ENABLE_DL -DYLT_ENABLE_IBV -DNDEBUG
-//
-// and -std=gnu++20 -fcoroutines. A build with other options (CUDA, etcd,
-// another transport) has other flags: copy that build's. shim.cpp refuses
-// to compile without -std=gnu++20 or without the flags every build defines.
-//
-// Nothing is hard-coded here; set, with SRC the SDK's source tree, BUILD its
-// build dir and YLT yalantinglibs' install prefix:
-//
-//	export CGO_ENABLED=1
-//	export CGO_CPPFLAGS="<the -D flags above> \
-//	  -I$SRC/mooncake-store/include \
-//	  -I$SRC/mooncake-store/include/cachelib_memory_allocator \
-//	  -I$SRC/mooncake-store/include/cachelib_memory_allocator/include \
-//	  -I$SRC/mooncake-store/include/cachelib_memory_allocator/fake_include \
-//	  -I$SRC/mooncake-transfer-engine/include -I$SRC/mooncake-common/include \
-//	  -I$BUILD/mooncake-store/include -isystem $YLT/include -isystem /usr/include/jsoncpp"
-//	export CGO_CXXFLAGS="-std=gnu++20 -fcoroutines -O2 -g"
-//	export CGO_LDFLAGS="-L$BUILD/mooncake-store/src \
-//	  -L$BUILD/mooncake-store/src/cachelib_memory_allocator \
-//	  -L$BUILD/mooncake-store/src/local_ssd -L$BUILD/mooncake-transfer-engine/src \
-//	  -L$BUILD/mooncake-transfer-engine/src/common/base \
-//	  -L$BUILD/mooncake-common -L$BUILD/mooncake-common/src \
-//	  -Wl,--start-group -lmooncake_store -lcachelib_memory_allocator \
-//	  -lmooncake_local_ssd -ltransfer_engine -lbase -lmooncake_common -Wl,--end-group \
-//	  -lasio -lcurl -lglog -lgflags -ljsoncpp -lnuma -libverbs -lzstd -lyaml-cpp \
-//	  -lxxhash -luring -ldl -lpthread -lstdc++ -lm"
-//	export LD_LIBRARY_PATH=$BUILD/mooncake-common   # libasio.so
-//
-// then
-//
+//	eval "$(go run ./cmd/gate cgoflags <the SDK's build dir>)"
 //	go vet -tags mooncake ./stores/mooncake/cgosdk/
-//	PATH=<dir of mooncake_master>:$PATH MOONCAKE_REAL=1 \
+//	PATH=$MOONCAKE_MASTER_DIR:$PATH MOONCAKE_REAL=1 \
 //	  go test -tags mooncake -count=1 -v ./stores/mooncake/cgosdk/
 //
-// The libraries may be copied elsewhere (one -L then); the headers must stay
-// those of the build the libraries came from.
+// The system libraries are Debian bookworm's (libcurl, glog, gflags,
+// jsoncpp, numa, ibverbs, zstd, yaml-cpp, xxhash, liburing). The headers
+// must be those of the build the libraries came from.
 //
 // # Behaviour worth knowing
 //

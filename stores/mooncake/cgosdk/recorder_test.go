@@ -6,11 +6,17 @@ package cgosdk_test
 // mooncake_master on loopback and two real clients, B in another process,
 // in the manner of go-cloud's drivertest record/replay. It runs only with
 // MOONCAKE_REAL=1, and writes stores/mooncake/testdata/mcscenario/*.json
-// only with -record:
+// only with -record. With the SDK's build in your environment (its
+// headers, libraries and mooncake_master: see doc.go), from this folder:
 //
-//	. /work/mooncake-build/env.sh   # or your own SDK build, see doc.go
-//	MOONCAKE_REAL=1 go test -tags mooncake -count=1 -timeout 30m -parallel 3 \
-//	    -run 'TestRecord$' . -args -record
+//	MOONCAKE_REAL=1 go test -tags mooncake -count=1 -timeout 90m -parallel 3 \
+//	    -run 'TestRecord$' . -args -record -runs 3
+//
+// Each scenario runs -runs times (at least mcscenario.MinRuns, 3), and the
+// runs are merged (mcscenario.Merge): a recording holds what the SDK did in
+// every run, each step's timing the set of classes seen, so a replay
+// accepts any of them; a scenario whose answers differ between runs is an
+// error, and nothing is written for it.
 //
 // Each scenario runs in a process of its own (this test binary, re-executed
 // with -test.run=TestRecordScenario), because the client reads
@@ -43,7 +49,10 @@ import (
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
 )
 
-var record = flag.Bool("record", false, "write the recordings to stores/mooncake/testdata/mcscenario")
+var (
+	record = flag.Bool("record", false, "write the recordings to stores/mooncake/testdata/mcscenario")
+	runs   = flag.Int("runs", mcscenario.MinRuns, "run each scenario this many times (at least mcscenario.MinRuns) and record what every run did")
+)
 
 const (
 	envScenario = "KVB_MCREC_SCENARIO" // the scenario a child process runs
@@ -58,14 +67,18 @@ var notRecordable = map[string]string{
 		"so the peer was frozen after the transfer); staging it needs a freeze triggered by the transfer's first byte",
 }
 
-// TestRecord runs every scenario against the real SDK, each in a child
-// process, and with -record writes what it answered.
+// TestRecord runs every scenario against the real SDK -runs times, each
+// run in a child process, merges the runs, and with -record writes what
+// every run answered.
 func TestRecord(t *testing.T) {
 	if os.Getenv("MOONCAKE_REAL") != "1" || os.Getenv(envScenario) != "" || os.Getenv(envPeer) != "" {
 		t.Skip("set MOONCAKE_REAL=1 to record against a real mooncake_master")
 	}
 	if _, err := exec.LookPath("mooncake_master"); err != nil {
 		t.Fatalf("MOONCAKE_REAL=1 but mooncake_master is not on PATH: %v", err)
+	}
+	if *runs < mcscenario.MinRuns {
+		t.Fatalf("-runs %d: a recording merges at least %d runs, or a timing the SDK took once is pinned as what it always does", *runs, mcscenario.MinRuns)
 	}
 	dir := filepath.Join("..", "testdata", "mcscenario")
 	for _, s := range mcscenario.All() {
@@ -74,32 +87,18 @@ func TestRecord(t *testing.T) {
 				t.Skipf("not recordable: %s", why)
 			}
 			t.Parallel()
-			out := filepath.Join(t.TempDir(), "rec.json")
-			cmd := exec.Command(os.Args[0], "-test.run=^TestRecordScenario$", "-test.v", "-test.timeout=20m")
-			cmd.Env = append(os.Environ(), envScenario+"="+s.Name, envOut+"="+out)
-			cmd.Env = append(cmd.Env, clientEnv(s.Config)...)
-			var combined strings.Builder
-			cmd.Stdout, cmd.Stderr = &combined, &combined
 			t0 := time.Now()
-			waited, err := storekit.StartTied(cmd) // it dies with the recorder, with its master and client B
-			if err == nil {
-				err = <-waited
+			var recs []mcscenario.Recording
+			for i := 0; i < *runs; i++ {
+				recs = append(recs, recordOnce(t, s))
 			}
-			b := []byte(combined.String())
-			if err != nil {
-				t.Fatalf("the scenario's process failed after %v: %v\n%s", time.Since(t0), err, tail(string(b), 6000))
-			}
-			data, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatalf("no recording: %v\n%s", err, tail(string(b), 6000))
-			}
-			var rec mcscenario.Recording
-			if err := json.Unmarshal(data, &rec); err != nil {
-				t.Fatal(err)
+			rec, diffs := mcscenario.Merge(recs)
+			if len(diffs) > 0 {
+				t.Fatalf("the real SDK did not answer alike in %d runs, so no recording states what it does:\n  %s", *runs, strings.Join(diffs, "\n  "))
 			}
 			rec.Source = "recorded from the real SDK by cgosdk's TestRecord"
 			rec.SDK = cgosdk.SDKVersion
-			rec.Note = fmt.Sprintf("took %v; %s", time.Since(t0).Round(time.Second), s.About)
+			rec.Note = fmt.Sprintf("took %v over %s; %s", time.Since(t0).Round(time.Second), rec.Note, s.About)
 			pretty, _ := json.MarshalIndent(rec, "", "  ")
 			t.Logf("%s", pretty)
 			if *record {
@@ -109,6 +108,36 @@ func TestRecord(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recordOnce runs scenario s once, in a process of its own, and returns
+// what it answered.
+func recordOnce(t *testing.T, s mcscenario.Scenario) mcscenario.Recording {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "rec.json")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRecordScenario$", "-test.v", "-test.timeout=20m")
+	cmd.Env = append(os.Environ(), envScenario+"="+s.Name, envOut+"="+out)
+	cmd.Env = append(cmd.Env, clientEnv(s.Config)...)
+	var combined strings.Builder
+	cmd.Stdout, cmd.Stderr = &combined, &combined
+	t0 := time.Now()
+	waited, err := storekit.StartTied(cmd) // it dies with the recorder, with its master and client B
+	if err == nil {
+		err = <-waited
+	}
+	b := []byte(combined.String())
+	if err != nil {
+		t.Fatalf("the scenario's process failed after %v: %v\n%s", time.Since(t0), err, tail(string(b), 6000))
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("no recording: %v\n%s", err, tail(string(b), 6000))
+	}
+	var rec mcscenario.Recording
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }
 
 // clientEnv is the client environment a scenario's Config asks for.

@@ -6,20 +6,28 @@ import (
 	"github.com/kvblob/kvblob/generated/mooncakespec"
 )
 
-// TestVersionIdentity pins which version strings the driver opens: the
-// build verified against a real master is named by the exact string it
-// reports, and the 0.3.12.post1 release, which has no put-session calls, is
-// refused, bare or as another build.
+// TestVersionIdentity pins which builds the driver opens: every build of a
+// release the spec holds for is held (what a real build reports is
+// "<release> (git: <commit>)"), and only the build verified against a real
+// master is verified; every other build of the release (among them the
+// tag v0.3.12.post1, which has no put-session calls) is opened only with
+// Options.AllowUnverified.
 func TestVersionIdentity(t *testing.T) {
-	for v, want := range map[string]bool{
-		"0.3.12.post1 (git: 3b5a59413)": true,  // main at 3b5a594, run with MOONCAKE_REAL=1
-		"0.3.12.post1":                  false, // the tag: no put sessions
-		"0.3.12.post1 (git: 6c1b1e0fa)": false, // another build of the same display base
-		"0.3.12.post1 (git: unknown)":   false, // built outside a git checkout
-		"unknown":                       false, // cgosdk without the tag
+	for v, want := range map[string]struct{ holds, verified bool }{
+		"0.3.12.post1 (git: 3b5a59413)": {true, true},   // main at 3b5a594, run with MOONCAKE_REAL=1
+		"0.3.12.post1 (git: 3b5a594)":   {true, true},   // the same commit, abbreviated as git log does
+		"0.3.12.post1":                  {true, false},  // no commit reported
+		"0.3.12.post1 (git: 6c1b1e0fa)": {true, false},  // another build of the same release
+		"0.3.12.post1 (git: unknown)":   {true, false},  // built outside a git checkout
+		"0.3.13":                        {true, false},  // the first release with sessions; no build verified yet
+		"0.3.12":                        {false, false}, // an older release: no spec
+		"unknown":                       {false, false}, // cgosdk without the tag
 	} {
-		if got := mooncakespec.SupportsVersion(v); got != want {
-			t.Errorf("SupportsVersion(%q) = %v, want %v", v, got, want)
+		if got := mooncakespec.SupportsVersion(v); got != want.holds {
+			t.Errorf("SupportsVersion(%q) = %v, want %v", v, got, want.holds)
+		}
+		if got, _ := mooncakespec.Spec().Verified(v); want.holds && got != want.verified {
+			t.Errorf("Verified(%q) = %v, want %v", v, got, want.verified)
 		}
 	}
 }

@@ -27,7 +27,12 @@ type Client struct {
 
 var _ mooncake.SDK = (*Client)(nil)
 
-// NewClient returns a client of m reporting version (use "0.3.13").
+// Version is the build the fake reports by default: the fake models
+// Mooncake's main at 3b5a594, the build spec/mooncake-0.3.13.yaml was
+// verified on, and reports it as that build does.
+const Version = "0.3.12.post1 (git: 3b5a59413)"
+
+// NewClient returns a client of m reporting version (use Version).
 func NewClient(m *Master, version string) *Client {
 	m.mu.Lock()
 	m.nextID++

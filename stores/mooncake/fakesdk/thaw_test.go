@@ -16,7 +16,7 @@ import (
 // with, although its caller reused its slices once the call returned.
 func TestAThawAppliesTheKeysAsSent(t *testing.T) {
 	m := fakesdk.NewMaster(4 << 10)
-	c := fakesdk.NewClient(m, "0.3.13")
+	c := fakesdk.NewClient(m, fakesdk.Version)
 	m.FreezeMaster()
 	keys, sizes := []string{"a"}, []int64{1 << 10}
 	var codes []int64
@@ -37,7 +37,7 @@ func TestALookupAppliedAtThawTakesItsLease(t *testing.T) {
 	k := fakesdk.DefaultKnobs()
 	k.Evicts = true
 	m.SetKnobs(k)
-	c := fakesdk.NewClient(m, "0.3.13")
+	c := fakesdk.NewClient(m, fakesdk.Version)
 	m.Plant("old", []byte{1})
 	m.Advance(time.Second)
 	m.Plant("new", []byte{2})

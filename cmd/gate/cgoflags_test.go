@@ -1,0 +1,115 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeBuild lays out a Mooncake build tree as CMake leaves it: the
+// compile_commands.json entry of real_client.cpp (written as command,
+// or as arguments), the libraries, the master and version.h. It returns
+// the tree and the source tree the entry names.
+func fakeBuild(t *testing.T, asArguments bool) (build, src string) {
+	t.Helper()
+	root := t.TempDir()
+	build, src = filepath.Join(root, "build"), filepath.Join(root, "src")
+	files := map[string]string{
+		"mooncake-store/src/libmooncake_store.a":                                      "",
+		"mooncake-store/src/CMakeFiles/x.dir/libmooncake_store.a":                     "", // CMake's own folder: never taken
+		"mooncake-store/src/cachelib_memory_allocator/libcachelib_memory_allocator.a": "",
+		"mooncake-store/src/local_ssd/libmooncake_local_ssd.a":                        "",
+		"mooncake-transfer-engine/src/libtransfer_engine.a":                           "",
+		"mooncake-transfer-engine/src/common/base/libbase.a":                          "",
+		"mooncake-common/src/libmooncake_common.a":                                    "",
+		"mooncake-common/libasio.so":                                                  "",
+		"mooncake-store/src/mooncake_master":                                          "",
+		"mooncake-store/include/version.h":                                            `constexpr const char* MOONCAKE_DISPLAY_VERSION = "0.3.12.post1 (git: 3b5a59413)";`,
+	}
+	for name, body := range files {
+		p := filepath.Join(build, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o755))
+	}
+	cmd := "/usr/bin/c++ -DASIO_DYN_LINK -DUSE_TCP '-DQUOTED=a b' -I" + src + "/mooncake-store/include -I" + build + "/mooncake-store/src/../include " +
+		"-I ../rel/include -isystem /opt/ylt/include -Wall -Wextra -fPIC -g -fcoroutines -O2 -DNDEBUG -std=gnu++20 " +
+		"-o mooncake-store/src/CMakeFiles/o.dir/real_client.cpp.o -c " + src + "/mooncake-store/src/real_client.cpp"
+	entry := map[string]any{"directory": build, "file": src + "/mooncake-store/src/real_client.cpp"}
+	if asArguments {
+		args, err := splitCommand(cmd)
+		require.NoError(t, err)
+		entry["arguments"] = args
+	} else {
+		entry["command"] = cmd
+	}
+	db, _ := json.Marshal([]any{map[string]any{"directory": build, "file": src + "/other.cpp", "command": "c++ -DOTHER -c other.cpp"}, entry})
+	require.NoError(t, os.WriteFile(filepath.Join(build, "compile_commands.json"), db, 0o644))
+	return build, src
+}
+
+// TestCgoflagsReadsTheBuildTree: the flags are real_client.cpp's own
+// (defines, include dirs made absolute, -std/-f/-O/-g; no warnings, no
+// -fPIC, nothing of another source), the libraries are found where the
+// build left them, and both output formats carry the same values.
+func TestCgoflagsReadsTheBuildTree(t *testing.T) {
+	for _, asArguments := range []bool{false, true} {
+		build, src := fakeBuild(t, asArguments)
+		code, out, stderr := runCLI("cgoflags", "-format", "github", build)
+		require.Equal(t, 0, code, stderr)
+		want := strings.Join([]string{
+			"CGO_ENABLED=1",
+			"CGO_CPPFLAGS=-DASIO_DYN_LINK -DUSE_TCP -DQUOTED=a b -I" + src + "/mooncake-store/include -I" + build + "/mooncake-store/include -I " +
+				filepath.Join(build, "../rel/include") + " -isystem /opt/ylt/include -DNDEBUG",
+			"CGO_CXXFLAGS=-g -fcoroutines -O2 -std=gnu++20",
+			"CGO_LDFLAGS=-L" + build + "/mooncake-store/src -L" + build + "/mooncake-store/src/cachelib_memory_allocator -L" + build + "/mooncake-store/src/local_ssd -L" +
+				build + "/mooncake-transfer-engine/src -L" + build + "/mooncake-transfer-engine/src/common/base -L" + build + "/mooncake-common/src -L" + build + "/mooncake-common " +
+				"-Wl,--start-group -lmooncake_store -lcachelib_memory_allocator -lmooncake_local_ssd -ltransfer_engine -lbase -lmooncake_common -Wl,--end-group " +
+				"-lasio -lcurl -lglog -lgflags -ljsoncpp -lnuma -libverbs -lzstd -lyaml-cpp -lxxhash -luring -ldl -lpthread -lstdc++ -lm",
+			"LD_LIBRARY_PATH=" + build + "/mooncake-common",
+			"MOONCAKE_MASTER_DIR=" + build + "/mooncake-store/src",
+			"MOONCAKE_VERSION=0.3.12.post1 (git: 3b5a59413)",
+		}, "\n") + "\n"
+		assert.Equal(t, want, out, "arguments: %v", asArguments)
+
+		code, sh, stderr := runCLI("cgoflags", build)
+		require.Equal(t, 0, code, stderr)
+		assert.Contains(t, sh, "export CGO_CPPFLAGS='-DASIO_DYN_LINK -DUSE_TCP -DQUOTED=a b ")
+		assert.Contains(t, sh, "export MOONCAKE_VERSION='0.3.12.post1 (git: 3b5a59413)'\n")
+	}
+}
+
+// TestCgoflagsRefusesAnIncompleteTree: what the tree lacks is named, and
+// the exit code is 2 (a set-up problem).
+func TestCgoflagsRefusesAnIncompleteTree(t *testing.T) {
+	for _, c := range []struct {
+		remove, want string
+	}{
+		{"compile_commands.json", "CMAKE_EXPORT_COMPILE_COMMANDS=ON"},
+		{"mooncake-transfer-engine/src/libtransfer_engine.a", "lacks transfer_engine: build the SDK's targets mooncake_store and mooncake_master there first"},
+		{"mooncake-store/src/mooncake_master", "lacks mooncake_master"},
+		{"mooncake-store/include/version.h", "the build's version header"},
+	} {
+		build, _ := fakeBuild(t, false)
+		require.NoError(t, os.Remove(filepath.Join(build, c.remove)))
+		code, out, stderr := runCLI("cgoflags", build)
+		assert.Equal(t, 2, code, c.remove)
+		assert.Empty(t, out)
+		assert.Contains(t, stderr, c.want, c.remove)
+	}
+	code, _, stderr := runCLI("cgoflags", "-format", "json", t.TempDir())
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "usage: gate cgoflags")
+}
+
+func TestSplitCommand(t *testing.T) {
+	got, err := splitCommand(`c++ -DA="x y" '-DB=it'\''s' -DC=a\ b  -c f.cpp`)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"c++", "-DA=x y", "-DB=it's", "-DC=a b", "-c", "f.cpp"}, got)
+	_, err = splitCommand(`c++ "-DA`)
+	assert.Error(t, err)
+}
