@@ -73,12 +73,19 @@ SOAK_DURATION ?= 60s
 soak: ## the randomized fault soak, bounded (SOAK_DURATION, default 60s)
 	$(GO) run ./cmd/soak -duration $(SOAK_DURATION)
 
-# The safety-critical packages; each gets an equal share of MUTATE_BUDGET,
-# and its mutants are sampled (seeded) when the share cannot cover them all.
-MUTATE_BUDGET ?= 10m
-MUTATE_PKGS ?= runtime/driver runtime/driverkit runtime/rules runtime/backend stores/memory stores/mooncake gen/validate.go
-mutate: ## mutation testing of the safety-critical packages, bounded (MUTATE_BUDGET): score per package, each survivor's file:line
-	$(GO) run ./cmd/mutate -budget $(MUTATE_BUDGET) -timeout 90s $(MUTATE_PKGS)
+# The safety-critical packages. Each mutant runs against the tests of its
+# package and then of every package whose tests link it, as CI runs them
+# (with -race where the package starts goroutines or uses sync); a hang is
+# reported apart from a kill. The budget is shared out package by package
+# (what one leaves goes to the next), and a package's mutants are sampled
+# (seeded: another MUTATE_SEED samples others) when its part cannot cover
+# them all: the report says the share.
+MUTATE_BUDGET ?= 30m
+MUTATE_JOBS ?= 1
+MUTATE_SEED ?= 1
+MUTATE_PKGS ?= runtime/driver runtime/driverkit runtime/rules runtime/backend stores/memory stores/mooncake stores/redis stores/fs stores/s3 stores/trailer gen/validate.go
+mutate: deps ## mutation testing of the safety-critical packages, bounded (MUTATE_BUDGET, default 30m): score and share sampled per package, each survivor's file:line, change and line
+	$(GO) run ./cmd/mutate -budget $(MUTATE_BUDGET) -j $(MUTATE_JOBS) -seed $(MUTATE_SEED) -timeout 3m $(MUTATE_PKGS)
 
 # Every fuzz target in the tree, found afresh each run: the packages whose
 # tests declare a func Fuzz..., then each target go test -list names there

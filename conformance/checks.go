@@ -318,6 +318,21 @@ func checks() []Check {
 			}
 			h.Reg = nil
 		}},
+		{Name: "unregister_is_refused_for_every_region_of_an_operation", Group: Lifecycle, Needs: HoldAccess, Run: func(h *Harness, s Scenarios) {
+			// One put over rows in two regions: the second row's region is
+			// as pinned as the first's (a driver that pins only the first
+			// row's region frees the other while the store may read it).
+			second, reg := h.secondRegion()
+			release := s.HoldAccess(h.D)
+			defer release()
+			a, b := h.Key("a"), h.Key("b")
+			rows := []driver.Row{h.Row(a, 0), {Key: b, Spans: []driver.Span{{Region: second, Offset: 0, Length: RowBytes}}}}
+			_, op := h.Put(rows...)
+			rejected(h.T, h.D.Unregister(reg), "", "Unregister of the second region while the put of "+h.Rows(rows)+" holds its access")
+			rejected(h.T, h.D.Unregister(h.Reg), "", "Unregister of the first region while the put of "+h.Rows(rows)+" holds its access")
+			release()
+			WaitAccess(op, h.Deadline)
+		}},
 		{Name: "unregister_is_refused_while_a_call_is_in_progress", Group: Lifecycle, Needs: HoldGet, Run: func(h *Harness, s Scenarios) {
 			key := h.Key("a")
 			h.stored(key, 0, 1)

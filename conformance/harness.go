@@ -139,6 +139,28 @@ func (h *Harness) cleanup() {
 	_ = h.Mem.Close()
 }
 
+// secondRegion maps and registers one more host region of one slot, for a
+// check whose call spans two regions. Cleanup (before the harness's own)
+// drains the driver, then unregisters and unmaps it only if both succeed.
+func (h *Harness) secondRegion() (*driver.Region, driver.Registration) {
+	h.T.Helper()
+	mem, err := hostmem.NewRegion("conformance-second", driver.Layout{SlotBytes: SlotBytes, Slots: 1})
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	reg, err := h.D.Register(mem.Region)
+	if err != nil {
+		_ = mem.Close()
+		h.T.Fatalf("Register of a second host region: %v", err)
+	}
+	h.T.Cleanup(func() {
+		if h.D.Drain(Within(h.Deadline)) && h.D.Unregister(reg) == nil {
+			_ = mem.Close()
+		}
+	})
+	return mem.Region, reg
+}
+
 // Key returns a key unique to this check and name. Failures name the row
 // by name, not by its key.
 func (h *Harness) Key(name string) string {

@@ -90,11 +90,15 @@ var cleanups struct {
 	fns []func()
 }
 
-func atCleanup(fn func()) {
+// atCleanup registers fn and returns it, to be run once: at the end of the
+// run, when it is interrupted, or when the caller calls it first.
+func atCleanup(fn func()) func() {
 	var once sync.Once
+	f := func() { once.Do(fn) }
 	cleanups.mu.Lock()
 	defer cleanups.mu.Unlock()
-	cleanups.fns = append(cleanups.fns, func() { once.Do(fn) })
+	cleanups.fns = append(cleanups.fns, f)
+	return f
 }
 
 // cleanupAll runs every registered cleanup, newest first.
@@ -118,6 +122,10 @@ type redisTarget struct {
 	stop   func() // stops a server blobbench started
 }
 
+// redisSharedConns is -redis-shared-conns: the Redis servers the run starts
+// are benched with redis.Options.FetchesShareConns.
+var redisSharedConns bool
+
 // redisStore starts a server of build b on loopback for the run.
 func redisStore(b *rediskit.Build, prefix string, log io.Writer) (store, error) {
 	if ok, why := b.Available(); !ok {
@@ -127,7 +135,7 @@ func redisStore(b *rediskit.Build, prefix string, log io.Writer) (store, error) 
 	if err != nil {
 		return store{}, err
 	}
-	s, err := openRedis(redisTarget{opt: redis.Options{Addrs: []string{srv.Addr}}, name: b.Store, prefix: prefix, stop: srv.Stop}, log)
+	s, err := openRedis(redisTarget{opt: redis.Options{Addrs: []string{srv.Addr}, FetchesShareConns: redisSharedConns}, name: b.Store, prefix: prefix, stop: srv.Stop}, log)
 	if err != nil {
 		srv.Stop()
 	}

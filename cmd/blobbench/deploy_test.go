@@ -54,8 +54,11 @@ func TestAgainstARedisYouRun(t *testing.T) {
 	errb.Reset()
 	require.Equal(t, 0, run([]string{"-quick", "-redis", srv.Addr, "-prefix", "bench", "-out", t.TempDir()}, &out, &errb), errb.String())
 	f := `\d+\.\d+ \(\d+\.\d+–\d+\.\d+\)`
-	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[redis\]: publish_vs_memcpy=`+f+` fetch_vs_memcpy=`+f+` fetch_p99_loaded_vs_idle=`+f+
-		` publish_vs_pipeline=`+f+` fetch_vs_pipeline=`+f+`$`), out.String())
+	at := func(size string) string {
+		return ` publish_vs_memcpy@` + size + `=` + f + ` fetch_vs_memcpy@` + size + `=` + f +
+			` publish_vs_pipeline@` + size + `=` + f + ` fetch_vs_pipeline@` + size + `=` + f
+	}
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[redis\]: workers=2`+at("64KiB")+at("1MiB")+` fetch_p99_loaded_vs_idle=`+f+`$`), out.String())
 	assert.NotContains(t, out.String(), "ratios[memory]", "only the store given is benched")
 	assert.Contains(t, errb.String(), "blobbench: redis", "progress goes to stderr")
 	assert.Equal(t, []string{"theirs/v1/00"}, keys(), "the run deletes every key it wrote")
@@ -83,7 +86,7 @@ func TestAgainstAValkeyYouRun(t *testing.T) {
 	defer srv.Stop()
 	var out, errb bytes.Buffer
 	require.Equal(t, 0, run([]string{"-quick", "-redis", srv.Addr, "-prefix", "bench", "-out", t.TempDir()}, &out, &errb), errb.String())
-	assert.Contains(t, out.String(), "ratios[redis-valkey-8.1]: publish_vs_memcpy=")
+	assert.Contains(t, out.String(), "ratios[redis-valkey-8.1]: workers=2 publish_vs_memcpy@64KiB=")
 	assert.NotContains(t, out.String(), "ratios[redis]:")
 }
 

@@ -1,36 +1,48 @@
 // Command blobbench measures kvblob against a memcpy of the same bytes in
-// the same run, over the memory store, the fake Mooncake 0.3.13 SDK and
-// Redis (when redis-server is installed; it starts one on loopback):
+// the same run, over the memory store, the fake Mooncake 0.3.13 SDK, the
+// shared-filesystem store (a directory on this machine's disk), S3 (when
+// versitygw is installed; it starts one on loopback, HTTPS) and Redis 7 and
+// Valkey 8.1 (when installed; it starts each on loopback), each store with
+// a client of its own also against that client doing the same work at the
+// same concurrency: a durable write and a pread (fs), PutObject and
+// GetObject (S3), pipelined SET and GET (Redis):
 //
 //   - publish and fetch of views of many driver calls (-view-bytes, cut at
 //     -bytes-per-call) at 256 KiB, 1 MiB and 4 MiB rows with 1, 2 and 4
-//     workers, beside a memcpy and an allocate-then-copy of the same bytes;
+//     workers, beside a memcpy and an allocate-then-copy of the same bytes
+//     on as many goroutines as there are workers (the machine's limit for
+//     that many workers), and, for a store with a client of its own, that
+//     client doing the same work at the concurrency the driver reaches;
 //   - fetch latency of one 1 MiB row, idle and next to two publish streams,
-//     -latency-samples samples per phase;
+//     -latency-samples samples per phase (fewer, but at least 100, once a
+//     phase took -latency-budget);
 //   - row-ops per second end to end through Publish and Fetch over the
 //     memory store at 4 KiB rows: each rep is 8 round trips of a view of
 //     4,096 rows (tens of milliseconds, so a rep is steady state, not a
-//     few wake-ups), beside a memcpy of the same bytes 4 KiB at a time;
+//     few wake-ups), beside a memcpy of the same bytes 4 KiB at a time on
+//     as many goroutines as the backend has workers;
 //   - the backend's cost per row-op as its work grows (package
 //     internal/scalebench): with 16, 256 and 4,096 one-row fetches
 //     outstanding, and over views of 1, 16, 256 and 1,024 one-row
 //     batches, each size in every rep; a flat cost keeps each rep's
 //     largest over smallest near 1.
 //
-// Every figure is the median over -reps reps, with its range; a ratio is
-// taken inside each rep, side by side, then its median reported. It
-// prints a table, writes blobbench.json and bandwidth.svg into -out, and
-// ends with one ratios line per store at 1 MiB rows and 2 workers:
+// Every baseline starts from the same state whatever ran before it (see
+// measureBandwidth). Every figure is the median over -reps reps, with its
+// range; a ratio is taken inside each rep, side by side, then its median
+// reported. It prints a table, writes blobbench.json and bandwidth.svg
+// into -out, and ends with one ratios line per store, at 2 workers, with
+// every ratio at every row size (name@size):
 //
-//	ratios[memory]: publish_vs_memcpy=X (min–max) fetch_vs_memcpy=Y (min–max) fetch_p99_loaded_vs_idle=Z (min–max) row_ops_per_s=N (min–max) row_op_cost_max_vs_min_over_attempts=A (min–max) over_batches_per_view=B (min–max)
+//	ratios[memory]: workers=2 publish_vs_memcpy@256KiB=X (min–max) fetch_vs_memcpy@256KiB=Y (min–max) ... fetch_p99_loaded_vs_idle=Z (min–max) row_ops_per_s=N (min–max) row_ops_vs_memcpy=R (min–max) row_op_cost_max_vs_min_over_attempts=A (min–max) over_batches_per_view=B (min–max)
 //
 // With -redis host:port (or -redis-cluster host:port,...) it benches a
 // Redis deployment you run instead of starting one: it refuses a store
 // that holds any key under -prefix/ unless -force is given, and deletes
 // every key it wrote, at the end, on failure and on Ctrl-C. The redis
-// ratios line adds publish_vs_pipeline and fetch_vs_pipeline: a plain
-// go-redis pipelined SET and GET of the same bytes over the publish's and
-// fetch's times.
+// ratios line adds publish_vs_pipeline and fetch_vs_pipeline at each size:
+// a plain go-redis pipelined SET and GET of the same bytes over the
+// publish's and fetch's times.
 //
 // Built with -tags mooncake (against an installed SDK: see
 // stores/mooncake/cgosdk/doc.go), it also measures "mooncake-real", the
@@ -121,6 +133,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	viewBytes := fs.Int64("view-bytes", 64<<20, "bytes moved per round trip")
 	bytesPerCall := fs.Int64("bytes-per-call", 4<<20, "the backend's BytesPerBatch: a view is many calls")
 	samples := fs.Int("latency-samples", 2000, "fetches per latency phase")
+	budget := fs.Duration("latency-budget", 10*time.Second, "a latency phase stops at this time once it has 100 samples (a slow store's phases would take minutes)")
 	noRedis := fs.Bool("no-redis", false, "skip Redis even when redis-server is installed")
 	quick := fs.Bool("quick", false, "tiny sizes, for a smoke test")
 	only := fs.String("stores", "", "comma-separated stores to measure (default: all)")
@@ -131,6 +144,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	redisUser := fs.String("redis-user", "", "ACL user for -redis or -redis-cluster")
 	prefix := fs.String("prefix", "blobbench", "key prefix in a store you run: it must hold no key under prefix/ (unless -force); every key the run writes is deleted")
 	force := fs.Bool("force", false, "bench a store that holds keys under -prefix; only the keys the run wrote are deleted")
+	redisShared := fs.Bool("redis-shared-conns", false, "Redis: gets on the publishes' connections, no yielding (redis.Options.FetchesShareConns), to compare with the default")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	if err := refuseRenamed(args); err != nil {
 		fmt.Fprintln(stderr, err)
@@ -148,14 +162,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	p := plan{reps: *reps, viewBytes: *viewBytes, bytesPerCall: *bytesPerCall, rowsPerCall: 256,
 		rowSizes: []int64{256 << 10, 1 << 20, 4 << 20}, workers: []int{1, 2, 4},
-		latencyFetches: *samples, latencyRows: 1, rowOpsRows: 4096, rowOpsViews: 8, scalingOps: 50000, redis: !*noRedis}
+		latencyFetches: *samples, latencyBudget: *budget, latencyRows: 1, rowOpsRows: 4096, rowOpsViews: 8, scalingOps: 50000, redis: !*noRedis}
+	defer func() { redisSharedConns = false }()
 	if *quick {
 		p = plan{reps: 1, viewBytes: 4 << 20, bytesPerCall: 1 << 20, rowsPerCall: 256, rowSizes: []int64{64 << 10, 1 << 20}, workers: []int{1, 2},
-			latencyFetches: 20, latencyRows: 1, rowOpsRows: 256, rowOpsViews: 1, scalingOps: 8192, redis: !*noRedis}
+			latencyFetches: 20, latencyBudget: *budget, latencyRows: 1, rowOpsRows: 256, rowOpsViews: 1, scalingOps: 8192, redis: !*noRedis}
 	}
+	redisSharedConns = *redisShared
 	if *only != "" {
 		p.stores = strings.Split(*only, ",")
-		known := []string{"memory", "mooncake-fake"}
+		known := []string{"memory", "mooncake-fake", "fs", "s3"}
 		for _, b := range rediskit.Builds {
 			known = append(known, b.Store)
 		}
@@ -201,7 +217,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *redisAddr != "" || *redisCluster != "" {
-		t := &redisTarget{opt: redis.Options{Addrs: []string{*redisAddr}, Username: *redisUser, Password: os.Getenv("BLOBBENCH_REDIS_PASSWORD")},
+		t := &redisTarget{opt: redis.Options{Addrs: []string{*redisAddr}, Username: *redisUser, Password: os.Getenv("BLOBBENCH_REDIS_PASSWORD"), FetchesShareConns: *redisShared},
 			prefix: *prefix, force: *force}
 		if *redisCluster != "" {
 			t.opt.Addrs, t.opt.Cluster = strings.Split(*redisCluster, ","), true
@@ -254,46 +270,73 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(*out, "blobbench.json"), filepath.Join(*out, "bandwidth.svg"))
 	for _, r := range rep.Ratios {
-		fmt.Fprintf(stdout, "ratios[%s]: publish_vs_memcpy=%s fetch_vs_memcpy=%s fetch_p99_loaded_vs_idle=%s", r.Store,
-			r.PublishVsMemcpy, r.FetchVsMemcpy, r.FetchP99LoadedVsIdle)
-		if r.PublishVsPipeline != nil {
-			fmt.Fprintf(stdout, " publish_vs_%s=%s fetch_vs_%s=%s", r.PlainName, r.PublishVsPipeline, r.PlainName, r.FetchVsPipeline)
-		}
-		if r.RowOpsPerSecond != nil {
-			s := r.RowOpsPerSecond
-			fmt.Fprintf(stdout, " row_ops_per_s=%.0f (%.0f–%.0f)", s.Median, s.Min, s.Max)
-		}
-		if r.AttemptsMaxVsMin != nil {
-			fmt.Fprintf(stdout, " row_op_cost_max_vs_min_over_attempts=%s over_batches_per_view=%s", r.AttemptsMaxVsMin, r.BatchesMaxVsMin)
-		}
-		fmt.Fprintln(stdout)
+		printRatios(stdout, r)
 	}
 	return 0
 }
 
+// printRatios prints a store's ratios line: every ratio at every row size
+// (name@size), then the figures measured once per store.
+func printRatios(w io.Writer, r ratios) {
+	fmt.Fprintf(w, "ratios[%s]: workers=%d", r.Store, r.Workers)
+	for _, z := range r.Sizes {
+		at := strings.ReplaceAll(size(z.RowBytes), " ", "")
+		fmt.Fprintf(w, " publish_vs_memcpy@%s=%s fetch_vs_memcpy@%s=%s", at, z.PublishVsMemcpy, at, z.FetchVsMemcpy)
+		if z.PublishVsPlain != nil {
+			fmt.Fprintf(w, " publish_vs_%s@%s=%s fetch_vs_%s@%s=%s", r.PlainName, at, z.PublishVsPlain, r.PlainName, at, z.FetchVsPlain)
+		}
+	}
+	fmt.Fprintf(w, " fetch_p99_loaded_vs_idle=%s", r.FetchP99LoadedVsIdle)
+	if r.RowOpsPerSecond != nil {
+		s := r.RowOpsPerSecond
+		fmt.Fprintf(w, " row_ops_per_s=%.0f (%.0f–%.0f) row_ops_vs_memcpy=%s", s.Median, s.Min, s.Max, r.RowOpsVsMemcpy)
+	}
+	if r.AttemptsMaxVsMin != nil {
+		fmt.Fprintf(w, " row_op_cost_max_vs_min_over_attempts=%s over_batches_per_view=%s", r.AttemptsMaxVsMin, r.BatchesMaxVsMin)
+	}
+	fmt.Fprintln(w)
+}
+
 func printTable(w io.Writer, rep *report) {
-	fmt.Fprintf(w, "GOMAXPROCS=%d, %d reps (median, range), views of %s cut at %s or %d rows per call\n\n",
-		rep.Plan.GOMAXPROCS, rep.Plan.Reps, size(rep.Plan.ViewBytes), size(rep.Plan.BytesPerCall), rep.Plan.RowsPerCall)
+	fmt.Fprintf(w, "GOMAXPROCS=%d, load average %s at the start, %d reps (median, range), views of %s cut at %s or %d rows per call\n",
+		rep.Plan.GOMAXPROCS, rep.Plan.LoadAvg, rep.Plan.Reps, size(rep.Plan.ViewBytes), size(rep.Plan.BytesPerCall), rep.Plan.RowsPerCall)
+	fmt.Fprintln(w, "memcpy and alloc+copy run on as many goroutines as the backend has workers (publish/memcpy: as many as may publish at once, the pub column); alloc+copy starts from a heap returned to the system;")
+	fmt.Fprintln(w, "own client: the store's client doing the same work at the same concurrency (workers x rows in flight per call), same objects")
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "store\trow\tworkers\tcalls/view\tpublish GB/s\tfetch GB/s\tmemcpy GB/s\talloc+copy GB/s\tpublish/memcpy\tfetch/memcpy\t")
+	fmt.Fprintln(tw, "store\trow\tworkers\tpub\tin flight\tcalls/view\tpublish GB/s\tfetch GB/s\tmemcpy GB/s\talloc+copy GB/s\tpublish/memcpy\tfetch/memcpy\tpublish/own client\tfetch/own client\t")
 	for _, r := range rep.Bandwidth {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t\n", r.Store, size(r.RowBytes), r.Workers, r.BatchesPerView,
-			r.PublishGBs, r.FetchGBs, r.MemcpyGBs, r.AllocCopyGBs, r.PublishVsMemcpy, r.FetchVsMemcpy)
+		pp, fp := "-", "-"
+		if r.PublishVsPipeline != nil {
+			pp, fp = r.PublishVsPipeline.String(), r.FetchVsPipeline.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t\n", r.Store, size(r.RowBytes), r.Workers, r.PublishWorkers, r.Concurrency, r.BatchesPerView,
+			r.PublishGBs, r.FetchGBs, r.MemcpyGBs, r.AllocCopyGBs, r.PublishVsMemcpy, r.FetchVsMemcpy, pp, fp)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "store\tsamples/phase\tfetch p50 idle\tp99 idle\tp50 loaded\tp99 loaded\tp99 loaded/idle\tcollections idle/loaded\t")
+	fmt.Fprintln(tw, "store\tsamples/phase\tfetch p50 idle\tp99 idle\tp50 loaded\tp99 loaded\tp99 loaded/idle\tcollections idle/loaded\twake-up p50/p99 idle\tloaded\tpublish GB/s per stream, loaded\t")
 	for _, l := range rep.Latency {
-		fmt.Fprintf(tw, "%s\t%d\t%v\t%v\t%v\t%v\t%s\t%d/%d\t\n", l.Store, l.Samples, l.IdleP50, l.IdleP99, l.LoadedP50, l.LoadedP99, l.P99LoadedVsIdle, l.IdleGCs, l.LoadedGCs)
+		fmt.Fprintf(tw, "%s\t%d\t%v\t%v\t%v\t%v\t%s\t%d/%d\t%v/%v\t%v/%v\t%s\t\n", l.Store, l.Samples, l.IdleP50, l.IdleP99, l.LoadedP50, l.LoadedP99, l.P99LoadedVsIdle, l.IdleGCs, l.LoadedGCs,
+			l.IdleWakeP50, l.IdleWakeP99, l.LoadedWakeP50, l.LoadedWakeP99, l.StreamPublishGBs)
 	}
 	tw.Flush()
+	for _, l := range rep.Latency {
+		// Slower by more than a tenth: the noise of two phases of the
+		// same work on a shared machine.
+		if float64(l.IdleP50) > 1.1*float64(l.LoadedP50) || float64(l.IdleP99) > 1.1*float64(l.LoadedP99) {
+			fmt.Fprintf(w, "%s: the idle phase was slower than the loaded one (p50 %v vs %v, p99 %v vs %v); a thread's wake-up took p50 %v, p99 %v idle against %v, %v loaded: "+
+				"idle, the process's threads sleep between fetches and the machine (shared, a VM) takes longer to run them again\n",
+				l.Store, l.IdleP50, l.LoadedP50, l.IdleP99, l.LoadedP99, l.IdleWakeP50, l.IdleWakeP99, l.LoadedWakeP50, l.LoadedWakeP99)
+		}
+	}
 	fmt.Fprintln(w)
 	ro := rep.RowOps
 	fmt.Fprintf(w, "row-ops end to end (%s, %s rows, views of %d rows, %d round trips per rep of %.1f ms, %d workers): %.0f/s (%.0f–%.0f)\n",
 		ro.Store, size(ro.RowBytes), ro.Rows, ro.ViewsPer, 1000*ro.RepSeconds, ro.Workers, ro.PerSecond.Median, ro.PerSecond.Min, ro.PerSecond.Max)
-	fmt.Fprintf(w, "  memcpy of the same bytes, 4 KiB at a time, one goroutine: %.0f/s (%.0f–%.0f); row-ops vs memcpy %s\n",
-		ro.MemcpyPerSecond.Median, ro.MemcpyPerSecond.Min, ro.MemcpyPerSecond.Max, ro.VsMemcpy)
+	fmt.Fprintf(w, "  memcpy of the same bytes, 4 KiB at a time, %d goroutines: %.0f/s (%.0f–%.0f); row-ops vs memcpy %s\n",
+		ro.Workers, ro.MemcpyPerSecond.Median, ro.MemcpyPerSecond.Min, ro.MemcpyPerSecond.Max, ro.VsMemcpy)
 	sc := rep.Scaling
 	fmt.Fprintf(w, "cost per row-op as work grows (%s, %s rows, %d workers, %d row-ops per size per rep), ns:\n", sc.Store, size(sc.RowBytes), sc.Workers, sc.OpsPerRep)
 	for _, line := range []struct {

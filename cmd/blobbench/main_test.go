@@ -3,14 +3,18 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/kvblob/kvblob/stores/fs"
 )
 
 // TestMain runs blobbench's main instead of the tests when
@@ -28,26 +32,44 @@ func TestMain(m *testing.M) {
 func TestQuickRunWritesEveryOutput(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
-	require.Equal(t, 0, run([]string{"-quick", "-no-redis", "-out", dir}, &out, &errb), errb.String())
+	require.Equal(t, 0, run([]string{"-quick", "-no-redis", "-stores", "memory,mooncake-fake,fs", "-out", dir}, &out, &errb), errb.String())
 	f := `\d+\.\d+ \(\d+\.\d+–\d+\.\d+\)`
-	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[memory\]: publish_vs_memcpy=`+f+` fetch_vs_memcpy=`+f+` fetch_p99_loaded_vs_idle=`+f+` row_ops_per_s=\d+ \(\d+–\d+\)`+
+	// Every ratio at every row size, one line per store.
+	sizes := func(extra string) string {
+		var b strings.Builder
+		for _, at := range []string{"64KiB", "1MiB"} {
+			fmt.Fprintf(&b, ` publish_vs_memcpy@%s=%s fetch_vs_memcpy@%s=%s`, at, f, at, f)
+			if extra != "" {
+				fmt.Fprintf(&b, ` publish_vs_%s@%s=%s fetch_vs_%s@%s=%s`, extra, at, f, extra, at, f)
+			}
+		}
+		return b.String()
+	}
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[memory\]: workers=2`+sizes("")+` fetch_p99_loaded_vs_idle=`+f+` row_ops_per_s=\d+ \(\d+–\d+\) row_ops_vs_memcpy=`+f+
 		` row_op_cost_max_vs_min_over_attempts=`+f+` over_batches_per_view=`+f+`$`), out.String())
 	assert.Contains(t, out.String(), "cost per row-op as work grows", "the table prints the sizes")
 	assert.Contains(t, out.String(), "two goroutine hand-offs alone", "and the floor under one batch")
-	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[mooncake-fake\]: publish_vs_memcpy=`+f+` fetch_vs_memcpy=`+f+` fetch_p99_loaded_vs_idle=`+f+`$`), out.String())
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[mooncake-fake\]: workers=2`+sizes("")+` fetch_p99_loaded_vs_idle=`+f+`$`), out.String())
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[fs\]: workers=2`+sizes("posix")+` fetch_p99_loaded_vs_idle=`+f+`$`), out.String(),
+		"fs against a durable write and a pread of its own")
 	assert.Contains(t, errb.String(), "blobbench: memory", "progress goes to stderr")
 	b, err := os.ReadFile(filepath.Join(dir, "blobbench.json"))
 	require.NoError(t, err)
 	var rep report
 	require.NoError(t, json.Unmarshal(b, &rep))
-	assert.Len(t, rep.Bandwidth, 2*2*2, "two stores x two row sizes x two worker counts")
-	assert.Len(t, rep.Latency, 2)
+	assert.Len(t, rep.Bandwidth, 3*2*2, "three stores x two row sizes x two worker counts")
+	assert.Len(t, rep.Latency, 3)
 	for _, b := range rep.Bandwidth {
 		if b.RowBytes == 64<<10 {
 			assert.Greater(t, b.BatchesPerView, 1, "a view is many driver calls")
 		}
 	}
-	assert.Len(t, rep.Ratios, 2)
+	assert.Len(t, rep.Ratios, 3)
+	for _, b := range rep.Bandwidth {
+		if b.Store == "fs" {
+			assert.Equal(t, b.Workers*fs.DefaultRowsInFlight, b.Concurrency, "fs's own client runs at the driver's concurrency")
+		}
+	}
 	assert.Len(t, rep.Scaling.Attempts, 3, "16, 256 and 4,096 attempts outstanding")
 	assert.Len(t, rep.Scaling.Batches, 4, "1, 16, 256 and 1,024 batches per view")
 	assert.Positive(t, rep.Scaling.HandoffNs.Median)
@@ -67,7 +89,7 @@ func TestBadFlags(t *testing.T) {
 	}{
 		{[]string{"-reps", "0"}, "must be positive"},
 		{[]string{"-nope"}, "flag provided but not defined"},
-		{[]string{"-stores", "memory,nosuch"}, `unknown store "nosuch"; want one of memory, mooncake-fake, redis`},
+		{[]string{"-stores", "memory,nosuch"}, `unknown store "nosuch"; want one of memory, mooncake-fake, fs, s3, redis`},
 		{[]string{"-row-kib", "x"}, `-row-kib: "x" is not a size in KiB`},
 		{[]string{"-rows", "1024"}, `-rows was renamed -row-kib (comma-separated row sizes in KiB`},
 		{[]string{"-quick", "--rows=256"}, `-rows was renamed -row-kib`},

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,7 +30,8 @@ type plan struct {
 	rowsPerCall    int
 	rowSizes       []int64
 	workers        []int
-	latencyFetches int // samples per latency phase
+	latencyFetches int           // samples per latency phase
+	latencyBudget  time.Duration // a phase's time, past minLatencySamples
 	latencyRows    int
 	rowOpsRows     int // rows of a view in the end-to-end row-ops measurement
 	rowOpsViews    int // round trips of such a view per rep, so a rep lasts long enough to be steady
@@ -54,6 +57,19 @@ type planJSON struct {
 	BytesPerCall int64 `json:"bytes_per_call"`
 	RowsPerCall  int   `json:"rows_per_call"`
 	GOMAXPROCS   int   `json:"gomaxprocs"`
+	// LoadAvg is /proc/loadavg's first three figures when the run began:
+	// the machine is shared, and a reader should know how busy it was.
+	LoadAvg string `json:"load_average"`
+}
+
+// loadAvg is /proc/loadavg's 1, 5 and 15 minute averages ("?" where the
+// system has none).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
 
 // spread is the median of a figure over the reps, with its range.
@@ -64,6 +80,9 @@ type spread struct {
 }
 
 func spreadOf(xs []float64) spread {
+	if len(xs) == 0 {
+		return spread{}
+	}
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
 	return spread{Median: s[len(s)/2], Min: s[0], Max: s[len(s)-1]}
@@ -72,9 +91,17 @@ func spreadOf(xs []float64) spread {
 func (s spread) String() string { return fmt.Sprintf("%.3f (%.3f–%.3f)", s.Median, s.Min, s.Max) }
 
 type bandwidth struct {
-	Store           string  `json:"store"`
-	RowBytes        int64   `json:"row_bytes"`
-	Workers         int     `json:"workers"`
+	Store    string `json:"store"`
+	RowBytes int64  `json:"row_bytes"`
+	Workers  int    `json:"workers"`
+	// PublishWorkers are the workers that may publish at once
+	// (backend.PublishWorkers): the publish's memcpy runs on as many
+	// goroutines, the fetch's on Workers.
+	PublishWorkers int `json:"publish_workers"`
+	// Concurrency is the store calls in flight at once: Workers times the
+	// rows a driver call sends at once (Options of fs and S3); the store's
+	// own client runs at it.
+	Concurrency     int     `json:"concurrency"`
 	BatchesPerView  int     `json:"batches_per_view"`
 	PublishGBs      float64 `json:"publish_gb_s"`
 	FetchGBs        float64 `json:"fetch_gb_s"`
@@ -90,7 +117,7 @@ type bandwidth struct {
 
 type latency struct {
 	Store           string        `json:"store"`
-	Samples         int           `json:"samples_per_phase"`
+	Samples         int           `json:"samples_per_phase"` // the fewest a phase took (see plan.latencyBudget)
 	IdleP50         time.Duration `json:"idle_p50_ns"`
 	IdleP99         time.Duration `json:"idle_p99_ns"`
 	LoadedP50       time.Duration `json:"loaded_p50_ns"`
@@ -101,6 +128,19 @@ type latency struct {
 	// phase it falls in has a slower tail, and the reader should know.
 	IdleGCs   uint32 `json:"idle_gcs"`
 	LoadedGCs uint32 `json:"loaded_gcs"`
+	// The wake-up of a parked goroutine (a channel round trip), timed
+	// after each fetch in each phase: the floor under a fetch's two
+	// hand-offs. Idle, the process sleeps between fetches and the machine
+	// may take longer to run it again than while it is busy, which makes
+	// an idle phase slower than a loaded one; these show it when it does.
+	// StreamPublishGBs is each publish stream's bandwidth while the
+	// loaded phase's fetches ran (a publish's bytes over its time), over
+	// streams and reps: what the fetches cost the publishes.
+	StreamPublishGBs spread        `json:"stream_publish_gb_s"`
+	IdleWakeP50      time.Duration `json:"idle_wake_p50_ns"`
+	IdleWakeP99      time.Duration `json:"idle_wake_p99_ns"`
+	LoadedWakeP50    time.Duration `json:"loaded_wake_p50_ns"`
+	LoadedWakeP99    time.Duration `json:"loaded_wake_p99_ns"`
 }
 
 type rowOps struct {
@@ -112,9 +152,10 @@ type rowOps struct {
 	PerSecond spread `json:"row_ops_per_s"`
 	// RepSeconds is the median time of a rep: the round trips it timed.
 	RepSeconds float64 `json:"rep_seconds"`
-	// MemcpyPerSecond is the same bytes copied 4 KiB at a time on one
-	// goroutine, src slots into a buffer of the view's size and back into
-	// the dst slots, in the same rep: the ceiling the copies alone set.
+	// MemcpyPerSecond is the same bytes copied 4 KiB at a time on as many
+	// goroutines as the backend has workers, src slots into a buffer of the
+	// view's size and back into the dst slots, in the same rep: the
+	// ceiling the copies alone set at the same parallelism.
 	MemcpyPerSecond spread `json:"memcpy_row_ops_per_s"`
 	VsMemcpy        spread `json:"row_ops_vs_memcpy"`
 }
@@ -142,17 +183,46 @@ type scalingPoint struct {
 	NsPerOp spread `json:"ns_per_row_op"`
 }
 
+// ratios are a store's ratios line: every ratio at every row size, at the
+// ratio workers (2, or the nearest count measured below it), then the
+// store's latency and, for the memory store, its row-ops and cost figures.
 type ratios struct {
-	Store                string  `json:"store"`
-	PlainName            string  `json:"plain_name,omitempty"`
-	PublishVsMemcpy      spread  `json:"publish_vs_memcpy"`
-	FetchVsMemcpy        spread  `json:"fetch_vs_memcpy"`
-	FetchP99LoadedVsIdle spread  `json:"fetch_p99_loaded_vs_idle"`
-	RowOpsPerSecond      *spread `json:"row_ops_per_s,omitempty"`
-	AttemptsMaxVsMin     *spread `json:"outstanding_attempts_cost_max_vs_min,omitempty"`
-	BatchesMaxVsMin      *spread `json:"batches_per_view_cost_max_vs_min,omitempty"`
-	PublishVsPipeline    *spread `json:"publish_vs_pipeline,omitempty"`
-	FetchVsPipeline      *spread `json:"fetch_vs_pipeline,omitempty"`
+	Store                string       `json:"store"`
+	PlainName            string       `json:"plain_name,omitempty"`
+	Workers              int          `json:"workers"`
+	Sizes                []sizeRatios `json:"sizes"`
+	FetchP99LoadedVsIdle spread       `json:"fetch_p99_loaded_vs_idle"`
+	RowOpsPerSecond      *spread      `json:"row_ops_per_s,omitempty"`
+	RowOpsVsMemcpy       *spread      `json:"row_ops_vs_memcpy,omitempty"`
+	AttemptsMaxVsMin     *spread      `json:"outstanding_attempts_cost_max_vs_min,omitempty"`
+	BatchesMaxVsMin      *spread      `json:"batches_per_view_cost_max_vs_min,omitempty"`
+}
+
+// sizeRatios are a store's ratios at one row size.
+type sizeRatios struct {
+	RowBytes        int64  `json:"row_bytes"`
+	PublishVsMemcpy spread `json:"publish_vs_memcpy"`
+	FetchVsMemcpy   spread `json:"fetch_vs_memcpy"`
+	// The store's own client doing the same work at the same concurrency,
+	// over the publish's and fetch's times (stores that have one).
+	PublishVsPlain *spread `json:"publish_vs_plain,omitempty"`
+	FetchVsPlain   *spread `json:"fetch_vs_plain,omitempty"`
+}
+
+// ratioWorkers is the worker count the ratios lines are at: 2 (the
+// machine the figures are quoted from has two cores), or the largest
+// count measured below it, or the smallest measured.
+func ratioWorkers(ws []int) int {
+	best := 0
+	for _, w := range ws {
+		if w <= 2 && w > best {
+			best = w
+		}
+	}
+	if best == 0 && len(ws) > 0 {
+		best = slices.Min(ws)
+	}
+	return best
 }
 
 // extraStores are stores a build adds (the real Mooncake SDK, with
@@ -179,6 +249,9 @@ type store struct {
 	// batch_get_into).
 	plain     func(d driver.Driver, keys []string, objs [][]byte, perCall, workers int) (put, get time.Duration, err error)
 	plainName string
+	// rowsInFlight is how many rows one driver call sends at once (1: one
+	// after another); the store's client runs at workers times it.
+	rowsInFlight int
 }
 
 func memoryStore() store {
@@ -338,8 +411,26 @@ func medianDur(ds []time.Duration) time.Duration { return percentile(ds, 0.5) }
 func gbs(bytes int64, d time.Duration) float64 { return float64(bytes) / d.Seconds() / 1e9 }
 
 func measure(p plan, log io.Writer) (*report, error) {
-	rep := &report{Plan: planJSON{Reps: p.reps, ViewBytes: p.viewBytes, BytesPerCall: p.bytesPerCall, RowsPerCall: p.rowsPerCall, GOMAXPROCS: runtime.GOMAXPROCS(0)}}
+	rep := &report{Plan: planJSON{Reps: p.reps, ViewBytes: p.viewBytes, BytesPerCall: p.bytesPerCall, RowsPerCall: p.rowsPerCall, GOMAXPROCS: runtime.GOMAXPROCS(0), LoadAvg: loadAvg()}}
 	ss := []store{memoryStore(), mooncakeStore()}
+	// The stores on files: the shared filesystem always (a directory on
+	// this machine's disk), S3 when versitygw is installed.
+	for _, open := range []struct {
+		name string
+		open func() (store, error)
+	}{{"fs", fsStore}, {"s3", s3Store}} {
+		if p.stores != nil && !slices.Contains(p.stores, open.name) || p.stores == nil && p.target != nil {
+			continue
+		}
+		s, err := open.open()
+		if err != nil {
+			fmt.Fprintf(log, "blobbench: %s skipped: %v\n", open.name, err)
+			rep.Skipped = append(rep.Skipped, open.name+": "+err.Error())
+			continue
+		}
+		defer s.stop()
+		ss = append(ss, s)
+	}
 	for _, open := range extraStores {
 		if p.stores != nil && !slices.Contains(p.stores, open.name) {
 			continue
@@ -422,12 +513,13 @@ func measure(p plan, log io.Writer) (*report, error) {
 		return nil, fmt.Errorf("scaling: %w", err)
 	}
 	rep.Scaling = sc
+	rw := ratioWorkers(p.workers)
 	for _, s := range ss {
-		rt := ratios{Store: s.name, PlainName: s.plainName}
+		rt := ratios{Store: s.name, PlainName: s.plainName, Workers: rw}
 		for _, b := range rep.Bandwidth {
-			if b.Store == s.name && b.RowBytes == 1<<20 && b.Workers == 2 {
-				rt.PublishVsMemcpy, rt.FetchVsMemcpy = b.PublishVsMemcpy, b.FetchVsMemcpy
-				rt.PublishVsPipeline, rt.FetchVsPipeline = b.PublishVsPipeline, b.FetchVsPipeline
+			if b.Store == s.name && b.Workers == rw {
+				rt.Sizes = append(rt.Sizes, sizeRatios{RowBytes: b.RowBytes, PublishVsMemcpy: b.PublishVsMemcpy, FetchVsMemcpy: b.FetchVsMemcpy,
+					PublishVsPlain: b.PublishVsPipeline, FetchVsPlain: b.FetchVsPipeline})
 			}
 		}
 		for _, l := range rep.Latency {
@@ -436,7 +528,7 @@ func measure(p plan, log io.Writer) (*report, error) {
 			}
 		}
 		if s.name == ro.Store {
-			rt.RowOpsPerSecond = &ro.PerSecond
+			rt.RowOpsPerSecond, rt.RowOpsVsMemcpy = &ro.PerSecond, &ro.VsMemcpy
 		}
 		if s.name == sc.Store {
 			rt.AttemptsMaxVsMin, rt.BatchesMaxVsMin = &sc.AttemptsMaxMin, &sc.BatchesMaxMin
@@ -448,7 +540,18 @@ func measure(p plan, log io.Writer) (*report, error) {
 
 // measureBandwidth publishes and fetches a view of many batches, and in
 // the same rep copies the same bytes with memcpy and with a fresh heap
-// allocation per row; each rep's ratio is taken side by side.
+// allocation per row, both on as many goroutines as the backend has
+// workers (the publish's memcpy on as many as may publish at once,
+// backend.PublishWorkers), and (when the store has one) moves them through its own client
+// at the concurrency the driver reaches; each rep's ratio is taken side by
+// side.
+//
+// Every baseline starts from the same state whatever ran before it: the
+// memcpy copies between slots the rig faulted in (src filled, dst written
+// by the fetch just before), the allocate-then-copy starts from a heap
+// whose free pages went back to the system (coldHeap), and the store's
+// client runs after a collection, on objects and buffers written before
+// its clock starts.
 func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandwidth, error) {
 	r, err := newRig(s, p, rowBytes, rows, workers)
 	if err != nil {
@@ -461,6 +564,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	srcMem := r.slots.Mem[:total]
 	dstMem := r.slots.Mem[total : 2*total]
 	batches := 0
+	conc := workers * max(1, s.rowsInFlight)
 	for i := 0; i <= p.reps; i++ { // rep 0 warms the store up and is not counted
 		src, dst := r.views(0, rows)
 		before := r.be.Stats().BatchesQueued
@@ -472,16 +576,22 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		if err := r.finish(r.be.Fetch(context.Background(), dst, driver.Hint{})); err != nil {
 			return bandwidth{}, err
 		}
-		t2 := time.Now()
-		copy(dstMem, srcMem)
-		t3 := time.Now()
-		objs := make([][]byte, rows)
-		for k := range objs {
-			objs[k] = make([]byte, rowBytes)
-			copy(objs[k], srcMem[int64(k)*rowBytes:])
+		pub, get := t1.Sub(t0), time.Since(t1)
+		t0 = time.Now()
+		parallelCopy(dstMem, srcMem, rowBytes, workers)
+		cp := time.Since(t0)
+		// A publish runs on at most PublishWorkers of the workers (one
+		// is kept for fetches): its memcpy runs on as many goroutines.
+		cpPub := cp
+		if pw := backend.PublishWorkers(workers); pw != workers {
+			t0 = time.Now()
+			parallelCopy(dstMem, srcMem, rowBytes, pw)
+			cpPub = time.Since(t0)
 		}
-		t4 := time.Now()
-		objs = nil
+		coldHeap()
+		t0 = time.Now()
+		_ = allocCopy(srcMem, rowBytes, workers)
+		alloc := time.Since(t0)
 		batches = (r.be.Stats().BatchesQueued - before) / 2
 		r.forget(src)
 		var plainPut, plainGet time.Duration
@@ -500,7 +610,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			// runtime.GC below ends each rep): so does the baseline, not
 			// amid the collection of the copies above.
 			runtime.GC()
-			if plainPut, plainGet, err = s.plain(r.d, keys, objs, perCall, workers); err != nil {
+			if plainPut, plainGet, err = s.plain(r.d, keys, objs, perCall, conc); err != nil {
 				return bandwidth{}, fmt.Errorf("plain %s: %w", s.plainName, err)
 			}
 			r.forget(pv)
@@ -509,9 +619,8 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		if i == 0 {
 			continue
 		}
-		pub, get, cp := t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)
-		pubs, gets, cps, allocs = append(pubs, pub), append(gets, get), append(cps, cp), append(allocs, t4.Sub(t3))
-		pubR, getR = append(pubR, float64(cp)/float64(pub)), append(getR, float64(cp)/float64(get))
+		pubs, gets, cps, allocs = append(pubs, pub), append(gets, get), append(cps, cp), append(allocs, alloc)
+		pubR, getR = append(pubR, float64(cpPub)/float64(pub)), append(getR, float64(cp)/float64(get))
 		if s.plain != nil {
 			pubP, getP = append(pubP, float64(plainPut)/float64(pub)), append(getP, float64(plainGet)/float64(get))
 		}
@@ -519,7 +628,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	if err := r.close(); err != nil {
 		return bandwidth{}, err
 	}
-	b := bandwidth{Store: s.name, RowBytes: rowBytes, Workers: workers, BatchesPerView: batches,
+	b := bandwidth{Store: s.name, RowBytes: rowBytes, Workers: workers, PublishWorkers: backend.PublishWorkers(workers), Concurrency: conc, BatchesPerView: batches,
 		PublishGBs: gbs(total, medianDur(pubs)), FetchGBs: gbs(total, medianDur(gets)),
 		MemcpyGBs: gbs(total, medianDur(cps)), AllocCopyGBs: gbs(total, medianDur(allocs)),
 		PublishVsMemcpy: spreadOf(pubR), FetchVsMemcpy: spreadOf(getR)}
@@ -546,17 +655,49 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 	if err := r.finish(r.be.Publish(context.Background(), src)); err != nil {
 		return latency{}, err
 	}
+	// After each fetch, a wake-up of a parked goroutine is timed: the
+	// floor every fetch pays twice (the caller's to a worker and back).
+	// When the idle phase is the slower one, this shows why: with nothing
+	// else to run, the process's threads sleep between fetches and the
+	// machine (shared, and a VM) takes its time to run them again.
+	ping, pong := make(chan struct{}), make(chan struct{})
+	defer close(ping)
+	go func() {
+		// On a thread of its own, so that each ping wakes a thread, as a
+		// fetch wakes a worker's, not a goroutine on the caller's.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for range ping {
+			pong <- struct{}{}
+		}
+	}()
+	var wakes []time.Duration
 	fetches := func() ([]time.Duration, error) {
 		ds := make([]time.Duration, 0, p.latencyFetches)
+		wakes = make([]time.Duration, 0, p.latencyFetches)
+		start := time.Now()
 		for i := 0; i < p.latencyFetches; i++ {
+			// A slow store (S3 next to two publish streams: ~150 ms a
+			// fetch) stops at the phase's time budget, past a floor of
+			// samples that still has a p99.
+			if i >= minLatencySamples && time.Since(start) > p.latencyBudget {
+				break
+			}
 			t0 := time.Now()
 			if err := r.finish(r.be.Fetch(context.Background(), dst, driver.Hint{})); err != nil {
 				return nil, err
 			}
-			ds = append(ds, time.Since(t0))
+			t1 := time.Now()
+			ds = append(ds, t1.Sub(t0))
+			ping <- struct{}{}
+			<-pong
+			wakes = append(wakes, time.Since(t1))
 		}
 		return ds, nil
 	}
+	var idleWakes, loadedWakes []time.Duration
+	var pubGBs []float64 // each stream's publish bandwidth, per rep
+	samples := p.latencyFetches
 	var allIdle, allLoaded []time.Duration
 	var rs []float64
 	var idleGCs, loadedGCs uint32
@@ -568,9 +709,12 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 			return latency{}, err
 		}
 		idleGCs += numGC() - gc0
+		idleWakes = append(idleWakes, wakes...)
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
+		var pubTime [2]time.Duration
+		var pubBytes [2]int64
 		for k := 0; k < 2; k++ {
 			first := p.latencyRows + k*streamRows
 			// One view per stream, its objects deleted after each
@@ -589,10 +733,13 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 						return
 					default:
 					}
+					t0 := time.Now()
 					if err := r.finish(r.be.Publish(context.Background(), v)); err != nil {
 						errs[k] = err
 						return
 					}
+					pubTime[k] += time.Since(t0)
+					pubBytes[k] += int64(streamRows) * rowBytes
 					r.s.forget(r.d, keys)
 				}
 			}()
@@ -601,6 +748,7 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 		gc0 = numGC()
 		loaded, err := fetches()
 		loadedGCs += numGC() - gc0
+		loadedWakes = append(loadedWakes, wakes...)
 		close(stop)
 		wg.Wait()
 		if err != nil {
@@ -611,6 +759,12 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 				return latency{}, e
 			}
 		}
+		for k := range pubTime {
+			if pubTime[k] > 0 {
+				pubGBs = append(pubGBs, gbs(pubBytes[k], pubTime[k]))
+			}
+		}
+		samples = min(samples, len(idle), len(loaded))
 		ratio := float64(percentile(loaded, 0.99)) / float64(percentile(idle, 0.99))
 		fmt.Fprintf(log, "blobbench: %s latency rep %d: p99 idle %v loaded %v (%.2fx)\n", s.name, rep+1, percentile(idle, 0.99), percentile(loaded, 0.99), ratio)
 		rs = append(rs, ratio)
@@ -619,10 +773,15 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 	if err := r.close(); err != nil {
 		return latency{}, err
 	}
-	return latency{Store: s.name, Samples: p.latencyFetches, IdleP50: percentile(allIdle, 0.5), IdleP99: percentile(allIdle, 0.99),
+	return latency{Store: s.name, Samples: samples, IdleP50: percentile(allIdle, 0.5), IdleP99: percentile(allIdle, 0.99),
 		LoadedP50: percentile(allLoaded, 0.5), LoadedP99: percentile(allLoaded, 0.99), P99LoadedVsIdle: spreadOf(rs),
-		IdleGCs: idleGCs, LoadedGCs: loadedGCs}, nil
+		IdleGCs: idleGCs, LoadedGCs: loadedGCs, IdleWakeP50: percentile(idleWakes, 0.5), LoadedWakeP50: percentile(loadedWakes, 0.5),
+		IdleWakeP99: percentile(idleWakes, 0.99), LoadedWakeP99: percentile(loadedWakes, 0.99), StreamPublishGBs: spreadOf(pubGBs)}, nil
 }
+
+// minLatencySamples is the fewest fetches a latency phase times, whatever
+// its time budget.
+const minLatencySamples = 100
 
 // numGC is the number of collections completed so far.
 func numGC() uint32 {
@@ -650,6 +809,7 @@ func measureRowOps(s store, p plan) (rowOps, error) {
 	n := int64(p.rowOpsRows) * rowBytes
 	srcMem, dstMem := r.slots.Mem[:n], r.slots.Mem[n:2*n]
 	scratch := make([]byte, n)
+	clear(scratch) // faulted in now, not in rep 1's copy
 	for i := 0; i <= p.reps; i++ {
 		var el time.Duration
 		for k := 0; k < p.rowOpsViews; k++ {
@@ -666,12 +826,8 @@ func measureRowOps(s store, p plan) (rowOps, error) {
 		}
 		t0 := time.Now()
 		for k := 0; k < p.rowOpsViews; k++ {
-			for off := int64(0); off < n; off += rowBytes {
-				copy(scratch[off:off+rowBytes], srcMem[off:off+rowBytes])
-			}
-			for off := int64(0); off < n; off += rowBytes {
-				copy(dstMem[off:off+rowBytes], scratch[off:off+rowBytes])
-			}
+			parallelRowCopy(scratch, srcMem, rowBytes, workers)
+			parallelRowCopy(dstMem, scratch, rowBytes, workers)
 		}
 		cp := time.Since(t0)
 		runtime.GC()

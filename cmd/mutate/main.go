@@ -1,18 +1,27 @@
-// Command mutate is a small mutation tester: it makes one change at a time
-// to a package's source (a flipped comparison, a negated condition, a
-// dropped statement, && swapped with ||, an integer constant off by one),
-// runs the package's tests against it through go test -overlay (the tree
-// is never written), and reports per package the share of mutants the
-// tests killed and each survivor's file:line and mutation.
+// Command mutate is a small mutation tester that measures what CI catches:
+// it makes one change at a time to a package's source (a flipped
+// comparison, a negated condition, a dropped statement, && swapped with
+// ||, an integer constant off by one) and runs, through go test -overlay
+// (the tree is never written), the tests of the package and then those of
+// every package in the module whose tests link it (its importers, direct
+// or not), one package at a time, stopping at the first that fails. A
+// package whose code starts goroutines or uses package sync is tested with
+// -race, as CI tests it. It reports per package the mutants tried out of
+// all (the share sampled), those the tests killed, those that hung (a test
+// timed out: reported apart, since a hang is not a failing assertion),
+// and each survivor's file:line, change and source line.
 //
-//	go run ./cmd/mutate -budget 10m runtime/backend runtime/rules
+//	go run ./cmd/mutate -budget 30m runtime/backend stores/fs
 //
-// A mutant the compiler refuses is not counted. When the budget cannot
-// cover every mutant, each package gets an equal share of the budget and
-// its mutants are tried in a seeded random order.
+// A mutant the compiler refuses is not counted. The budget is shared out
+// package by package, in order: each gets an equal part of what is left,
+// so time a small package does not use goes to the next ones, and when a
+// package's part cannot cover every mutant, they are tried in a seeded
+// random order.
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -23,6 +32,7 @@ import (
 	"go/parser"
 	"go/printer"
 	"go/token"
+	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -36,13 +46,15 @@ import (
 
 func main() {
 	budget := flag.Duration("budget", 5*time.Minute, "total time to spend (mutants are sampled to fit)")
-	timeout := flag.Duration("timeout", 2*time.Minute, "time one mutant's tests may take (longer: killed, as a hang)")
+	timeout := flag.Duration("timeout", 2*time.Minute, "go test -timeout for one package's tests against a mutant (exceeded: the mutant hung)")
 	seed := flag.Int64("seed", 1, "order in which mutants are tried")
 	jobs := flag.Int("j", 2, "mutants tested at once")
-	tests := flag.String("tests", "", "extra packages whose tests also run against each mutant (comma-separated)")
+	importers := flag.Bool("importers", true, "also run the tests of the packages whose tests link the mutated one")
+	race := flag.String("race", "auto", "-race: auto (where the package starts goroutines or uses sync), always or never")
 	list := flag.Bool("list", false, "list the mutants and exit")
 	strict := flag.Bool("strict", false, "exit 1 when a mutant survived")
 	only := flag.String("only", "", "test only the mutants whose file:line (or file:line:col) is in this comma-separated list")
+	dir := flag.String("C", ".", "the module's root directory; package directories are relative to it")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: mutate [flags] package-dir...")
 		flag.PrintDefaults()
@@ -52,56 +64,244 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	tmp, err := os.MkdirTemp("", "mutate-")
-	if err != nil {
-		fatal(err)
+	if *race != "auto" && *race != "always" && *race != "never" {
+		fatal(fmt.Errorf("-race %q: want auto, always or never", *race))
 	}
-	defer os.RemoveAll(tmp)
-	var extra []string
-	if *tests != "" {
-		for _, p := range strings.Split(*tests, ",") {
-			extra = append(extra, "./"+strings.TrimPrefix(p, "./"))
-		}
+	cfg := Config{Root: *dir, Budget: *budget, Timeout: *timeout, Seed: *seed, Jobs: *jobs, Importers: *importers, Race: *race}
+	if *only != "" {
+		cfg.Only = strings.Split(*only, ",")
 	}
-	share := *budget / time.Duration(flag.NArg())
-	exit := 0
-	for _, dir := range flag.Args() {
-		dir = strings.TrimPrefix(filepath.Clean(dir), "./")
-		ms, err := Mutants(dir)
-		if err != nil {
-			fatal(err)
-		}
-		if *list {
+	if *list {
+		for _, d := range flag.Args() {
+			ms, err := Mutants(filepath.Join(*dir, d))
+			if err != nil {
+				fatal(err)
+			}
 			for _, m := range ms {
 				fmt.Printf("%s: %s\n", m.Pos, m.Desc)
 			}
-			continue
 		}
-		if *only != "" {
-			ms = pick(ms, strings.Split(*only, ","))
-		}
-		rand.New(rand.NewSource(*seed)).Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
-		pkg := dir
-		if strings.HasSuffix(dir, ".go") {
-			pkg = filepath.Dir(dir)
-		}
-		r := run(pkg, ms, extra, share, *timeout, *jobs, tmp)
-		r.dir = dir
-		r.print(os.Stdout)
-		if r.survived > 0 && *strict {
+		return
+	}
+	reports, err := Run(cfg, flag.Args(), os.Stdout)
+	if err != nil {
+		fatal(err)
+	}
+	exit := 0
+	for _, r := range reports {
+		if r.Survived > 0 && *strict {
 			exit = 1
 		}
 	}
 	os.Exit(exit)
 }
 
+// Config is one run of the tool.
+type Config struct {
+	Root      string        // the module's root
+	Budget    time.Duration // shared out among the packages
+	Timeout   time.Duration // go test -timeout of one package's tests
+	Seed      int64
+	Jobs      int
+	Importers bool     // run the importers' tests too
+	Race      string   // auto, always or never
+	Only      []string // file:line[:col] positions to keep (nil: all)
+}
+
+// Run mutates each package directory (or single file) in dirs, relative to
+// cfg.Root, writes each package's report to w as it finishes, then the
+// total, and returns the reports.
+func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
+	if cfg.Jobs < 1 {
+		cfg.Jobs = 1
+	}
+	root, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Root = root
+	mod, testers, err := testGraph(root)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "mutate-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	start := time.Now()
+	var reports []*Report
+	for k, d := range dirs {
+		d = strings.TrimPrefix(filepath.Clean(d), "./")
+		ms, err := Mutants(filepath.Join(root, d))
+		if err != nil {
+			return reports, err
+		}
+		if cfg.Only != nil {
+			ms = pick(ms, root, cfg.Only)
+		}
+		rand.New(rand.NewSource(cfg.Seed)).Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
+		pkgDir := d
+		if strings.HasSuffix(d, ".go") {
+			pkgDir = filepath.Dir(d)
+		}
+		importPath := mod + "/" + filepath.ToSlash(pkgDir)
+		if pkgDir == "." {
+			importPath = mod
+		}
+		pkgs := []string{importPath}
+		if cfg.Importers {
+			pkgs = append(pkgs, testers[importPath]...)
+		}
+		race := cfg.Race == "always"
+		if cfg.Race == "auto" {
+			if race, err = concurrent(filepath.Join(root, pkgDir)); err != nil {
+				return reports, err
+			}
+		}
+		share := (cfg.Budget - time.Since(start)) / time.Duration(len(dirs)-k)
+		// The package's own tests, unmutated: a failure there would count
+		// every mutant killed, and their time bounds a mutant's (a hang
+		// then costs a few times a run, not cfg.Timeout).
+		t0 := time.Now()
+		if v := testPackage(cfg, "", importPath, race, cfg.Timeout); v != survived {
+			r := &Report{Dir: d, Race: race, Packages: len(pkgs), Total: len(ms), Baseline: fmt.Sprintf("its own tests do not pass unmutated (%s): no mutant tried", verdictNames[v])}
+			r.Print(w)
+			reports = append(reports, r)
+			continue
+		}
+		own := min(max(4*time.Since(t0), time.Minute), cfg.Timeout)
+		r := run(cfg, ms, pkgs, race, own, share-time.Since(t0), tmp)
+		r.Dir, r.Race, r.Packages = d, race, len(pkgs)
+		r.Print(w)
+		reports = append(reports, r)
+	}
+	Total(reports).Print(w)
+	return reports, nil
+}
+
+// testGraph returns the module's path and, for each of its packages, the
+// other packages of the module whose test binaries link it (sorted).
+func testGraph(root string) (string, map[string][]string, error) {
+	out, err := goCmd(root, "list", "-m")
+	if err != nil {
+		return "", nil, err
+	}
+	mod := strings.TrimSpace(string(out))
+	out, err = goCmd(root, "list", "-e", "-test", "-f", "{{.ImportPath}}|{{join .Deps \" \"}}", "./...")
+	if err != nil {
+		return "", nil, err
+	}
+	seen := map[string]map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		name, deps, _ := strings.Cut(sc.Text(), "|")
+		tester, ok := strings.CutSuffix(name, ".test")
+		if !ok {
+			continue
+		}
+		for _, dep := range strings.Fields(deps) {
+			dep, _, _ = strings.Cut(dep, " ") // "p [q.test]" is p as q's tests build it
+			if dep != tester && (dep == mod || strings.HasPrefix(dep, mod+"/")) {
+				if seen[dep] == nil {
+					seen[dep] = map[string]bool{}
+				}
+				seen[dep][tester] = true
+			}
+		}
+	}
+	// Those whose own or test files import the package come first (their
+	// tests aim at it), the commands (whole programs, slow to test) last.
+	out, err = goCmd(root, "list", "-e", "-f", "{{.ImportPath}}|{{join .Imports \" \"}} {{join .TestImports \" \"}} {{join .XTestImports \" \"}}", "./...")
+	if err != nil {
+		return "", nil, err
+	}
+	direct := map[[2]string]bool{} // {importer, imported}
+	for _, line := range strings.Split(string(out), "\n") {
+		name, imports, _ := strings.Cut(line, "|")
+		for _, im := range strings.Fields(imports) {
+			direct[[2]string{name, im}] = true
+		}
+	}
+	rank := func(p, t string) [2]bool {
+		return [2]bool{!direct[[2]string{t, p}], strings.HasPrefix(t, mod+"/cmd/")}
+	}
+	testers := map[string][]string{}
+	for p, ts := range seen {
+		for t := range ts {
+			testers[p] = append(testers[p], t)
+		}
+		sort.Slice(testers[p], func(i, j int) bool {
+			a, b := testers[p][i], testers[p][j]
+			ra, rb := rank(p, a), rank(p, b)
+			if ra != rb {
+				return !ra[0] && rb[0] || ra[0] == rb[0] && !ra[1] && rb[1]
+			}
+			return a < b
+		})
+	}
+	return mod, testers, nil
+}
+
+func goCmd(dir string, args ...string) ([]byte, error) {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out, nil
+}
+
+// concurrent reports whether the package in dir starts a goroutine or
+// imports sync or sync/atomic in its non-test files: its mutants are then
+// tested with -race.
+func concurrent(dir string) (bool, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return false, err
+	}
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return false, err
+		}
+		for _, im := range f.Imports {
+			if p, _ := strconv.Unquote(im.Path.Value); p == "sync" || p == "sync/atomic" {
+				return true, nil
+			}
+		}
+		found := false
+		ast.Inspect(f, func(n ast.Node) bool {
+			if _, ok := n.(*ast.GoStmt); ok {
+				found = true
+			}
+			return !found
+		})
+		if found {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // pick keeps the mutants at the positions given (file:line or
-// file:line:col).
-func pick(ms []Mutant, at []string) []Mutant {
+// file:line:col, the file relative to root).
+func pick(ms []Mutant, root string, at []string) []Mutant {
 	var out []Mutant
 	for _, m := range ms {
+		pos := m.Pos
+		if rel, err := filepath.Rel(root, m.Pos); err == nil {
+			pos = rel
+		}
 		for _, a := range at {
-			if m.Pos == a || strings.HasPrefix(m.Pos, a+":") {
+			if pos == a || strings.HasPrefix(pos, a+":") || m.Pos == a || strings.HasPrefix(m.Pos, a+":") {
 				out = append(out, m)
 				break
 			}
@@ -120,6 +320,7 @@ type Mutant struct {
 	File string // path of the file
 	Pos  string // file:line:col
 	Desc string // what changed
+	Line string // the source line changed, as it was
 	Src  []byte // the file, changed
 }
 
@@ -243,57 +444,120 @@ func mutate(file string, src []byte, n int) (*Mutant, bool, error) {
 		return nil, true, nil
 	}
 	p := fset.Position(at)
-	return &Mutant{File: file, Pos: fmt.Sprintf("%s:%d:%d", file, p.Line, p.Column), Desc: desc, Src: buf.Bytes()}, true, nil
-}
-
-type report struct {
-	dir                              string
-	total, tried                     int
-	killed, survived, unbuilt, hangs int
-	survivors                        []string
-	took                             time.Duration
-}
-
-func (r *report) print(w *os.File) {
-	score := 0.0
-	if r.killed+r.survived > 0 {
-		score = 100 * float64(r.killed) / float64(r.killed+r.survived)
+	line := ""
+	if lines := bytes.Split(src, []byte("\n")); p.Line-1 < len(lines) {
+		line = strings.TrimSpace(string(lines[p.Line-1]))
 	}
-	fmt.Fprintf(w, "%s: score %.1f%% (%d killed, %d survived; %d did not build; %d hung) of %d tried of %d mutants in %v\n",
-		r.dir, score, r.killed, r.survived, r.unbuilt, r.hangs, r.tried, r.total, r.took.Round(time.Second))
-	sort.Strings(r.survivors)
-	for _, s := range r.survivors {
+	return &Mutant{File: file, Pos: fmt.Sprintf("%s:%d:%d", file, p.Line, p.Column), Desc: desc, Line: line, Src: buf.Bytes()}, true, nil
+}
+
+// Report is what one package's mutants came to.
+type Report struct {
+	Dir      string
+	Race     bool // tested with -race
+	Packages int  // packages whose tests ran against each mutant
+	Total    int  // mutants of the package
+	Tried    int
+	Killed   int // a test failed
+	Survived int // every test passed
+	Hung     int // a test timed out (not counted as killed)
+	Unbuilt  int // the compiler refused the mutant (not counted)
+	Cut      int // passed the tests run before the budget ran out (not counted)
+	// Baseline, when set, says why no mutant was tried.
+	Baseline string
+	// Survivors and Hangs are "file:line:col: change: source line".
+	Survivors, Hangs []string
+	Took             time.Duration
+}
+
+// Score is the share of the mutants tried and built that a test killed,
+// a hang counted as not killed.
+func (r *Report) Score() float64 {
+	if n := r.Killed + r.Survived + r.Hung; n > 0 {
+		return 100 * float64(r.Killed) / float64(n)
+	}
+	return 0
+}
+
+// Print writes the report: the score, the counts, the share sampled, and
+// every survivor and hang.
+func (r *Report) Print(w io.Writer) {
+	share := 0.0
+	if r.Total > 0 {
+		share = 100 * float64(r.Tried) / float64(r.Total)
+	}
+	if r.Baseline != "" {
+		fmt.Fprintf(w, "%s: %s\n", r.Dir, r.Baseline)
+		return
+	}
+	how := "without -race"
+	if r.Race {
+		how = "with -race"
+	}
+	fmt.Fprintf(w, "%s: score %.1f%% (%d killed, %d survived, %d hung; %d did not build, %d cut short by the budget); sampled %d of %d mutants (%.0f%%); tests of %d packages %s; %v\n",
+		r.Dir, r.Score(), r.Killed, r.Survived, r.Hung, r.Unbuilt, r.Cut, r.Tried, r.Total, share, r.Packages, how, r.Took.Round(time.Second))
+	sort.Strings(r.Survivors)
+	for _, s := range r.Survivors {
 		fmt.Fprintf(w, "  survived %s\n", s)
 	}
+	sort.Strings(r.Hangs)
+	for _, s := range r.Hangs {
+		fmt.Fprintf(w, "  hung     %s\n", s)
+	}
 }
 
-// run tests mutants of dir until they or the budget run out.
-func run(dir string, ms []Mutant, extra []string, budget, timeout time.Duration, jobs int, tmp string) *report {
-	r := &report{dir: dir, total: len(ms)}
+// Total sums reports (without their lists).
+func Total(rs []*Report) *Report {
+	t := &Report{Dir: "total"}
+	for _, r := range rs {
+		t.Total += r.Total
+		t.Tried += r.Tried
+		t.Killed += r.Killed
+		t.Survived += r.Survived
+		t.Hung += r.Hung
+		t.Unbuilt += r.Unbuilt
+		t.Cut += r.Cut
+		t.Took += r.Took
+		t.Packages = max(t.Packages, r.Packages)
+	}
+	return t
+}
+
+// run tests mutants until they or the budget run out.
+func run(cfg Config, ms []Mutant, pkgs []string, race bool, own, budget time.Duration, tmp string) *Report {
+	r := &Report{Total: len(ms)}
 	start := time.Now()
 	deadline := start.Add(budget)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	next := make(chan int)
-	for j := 0; j < jobs; j++ {
+	for j := 0; j < cfg.Jobs; j++ {
 		wg.Add(1)
 		go func(j int) {
 			defer wg.Done()
 			for k := range next {
-				out := test(dir, ms[k], extra, timeout, filepath.Join(tmp, strconv.Itoa(j)))
+				m := ms[k]
+				out := test(cfg, m, pkgs, race, own, deadline, filepath.Join(tmp, strconv.Itoa(j)))
+				pos := m.Pos
+				if rel, err := filepath.Rel(cfg.Root, m.Pos); err == nil {
+					pos = rel
+				}
+				line := fmt.Sprintf("%s: %s: %s", pos, m.Desc, m.Line)
 				mu.Lock()
-				r.tried++
+				r.Tried++
 				switch out {
 				case killed:
-					r.killed++
+					r.Killed++
 				case hung:
-					r.killed++
-					r.hangs++
+					r.Hung++
+					r.Hangs = append(r.Hangs, line)
 				case unbuilt:
-					r.unbuilt++
+					r.Unbuilt++
+				case cut:
+					r.Cut++
 				case survived:
-					r.survived++
-					r.survivors = append(r.survivors, ms[k].Pos+": "+ms[k].Desc)
+					r.Survived++
+					r.Survivors = append(r.Survivors, line)
 				}
 				mu.Unlock()
 			}
@@ -307,7 +571,7 @@ func run(dir string, ms []Mutant, extra []string, budget, timeout time.Duration,
 	}
 	close(next)
 	wg.Wait()
-	r.took = time.Since(start)
+	r.Took = time.Since(start)
 	return r
 }
 
@@ -318,9 +582,16 @@ const (
 	survived
 	unbuilt
 	hung
+	cut
 )
 
-func test(dir string, m Mutant, extra []string, timeout time.Duration, work string) verdict {
+var verdictNames = map[verdict]string{killed: "failed", survived: "passed", unbuilt: "did not build", hung: "timed out", cut: "cut short"}
+
+// test runs the tests of pkgs against m, one package at a time, and
+// stops at the first that does not pass. Past deadline it starts no
+// further package: the mutant is cut short, and not counted.
+// The package's own tests get own as their -timeout.
+func test(cfg Config, m Mutant, pkgs []string, race bool, own time.Duration, deadline time.Time, work string) verdict {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		fatal(err)
 	}
@@ -334,13 +605,40 @@ func test(dir string, m Mutant, extra []string, timeout time.Duration, work stri
 	if err := os.WriteFile(ov, overlay, 0o644); err != nil {
 		fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	for i, p := range pkgs {
+		if i > 0 && time.Now().After(deadline) {
+			return cut // the budget ran out before every package's tests ran
+		}
+		timeout := cfg.Timeout
+		if i == 0 {
+			timeout = own
+		}
+		if v := testPackage(cfg, ov, p, race, timeout); v != survived {
+			return v
+		}
+	}
+	return survived
+}
+
+// testPackage runs one package's tests with the overlay ("": none) and
+// -timeout timeout.
+func testPackage(cfg Config, overlay, pkg string, race bool, timeout time.Duration) verdict {
+	// The test binary panics at -timeout; the context is the backstop
+	// for a build or a binary that never gets that far.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout+2*time.Minute)
 	defer cancel()
-	args := append([]string{"test", "-overlay", ov, "-count=1", "-failfast", "-timeout", timeout.String(), "./" + dir}, extra...)
-	cmd := exec.CommandContext(ctx, "go", args...)
+	args := []string{"test", "-count=1", "-failfast", "-timeout", timeout.String()}
+	if overlay != "" {
+		args = append(args, "-overlay", overlay)
+	}
+	if race {
+		args = append(args, "-race")
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
+	cmd.Dir = cfg.Root
 	out, err := cmd.CombinedOutput()
 	switch {
-	case ctx.Err() != nil || bytes.Contains(out, []byte("test timed out")):
+	case ctx.Err() != nil || bytes.Contains(out, []byte("panic: test timed out")):
 		return hung
 	case err == nil:
 		return survived

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -44,4 +47,126 @@ func g() {}
 		assert.Contains(t, all, want)
 	}
 	assert.NotContains(t, all, "3 -> 4", "constants are out of scope")
+}
+
+// mod is a tiny module: package a, whose tests check only Clamp's lower
+// bound and Sum, and package b, which imports a and checks the upper bound.
+const mod = "testdata/mod"
+
+// positions returns the report's lines without the ": source line" tail:
+// "file:line:col: change".
+func positions(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		parts := strings.SplitN(l, ": ", 3)
+		out = append(out, parts[0]+": "+parts[1])
+	}
+	return out
+}
+
+// TestImportersTestsKillWhatThePackagesOwnMiss: the mutants of Clamp's
+// upper bound survive a's own tests; with its importers' tests run too
+// (the default) b's test kills the one that changes behaviour, and only
+// the equivalent one (> to >=) survives.
+func TestImportersTestsKillWhatThePackagesOwnMiss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	cfg := Config{Root: mod, Budget: 5 * time.Minute, Timeout: time.Minute, Seed: 1, Jobs: 2, Race: "never", Only: []string{"a/a.go:9"}}
+	var out bytes.Buffer
+	own, err := Run(cfg, []string{"a"}, &out)
+	require.NoError(t, err, out.String())
+	cfg.Importers = true
+	all, err := Run(cfg, []string{"a"}, &out)
+	require.NoError(t, err, out.String())
+	t.Log(out.String())
+
+	require.Len(t, own, 1)
+	assert.Equal(t, 1, own[0].Packages)
+	assert.Equal(t, 3, own[0].Tried)
+	assert.ElementsMatch(t, []string{"a/a.go:9:2: negate if condition", "a/a.go:9:7: > -> <=", "a/a.go:9:7: > -> >="}, positions(own[0].Survivors))
+	assert.Equal(t, 2, all[0].Packages, "a's tests and b's")
+	assert.Equal(t, []string{"a/a.go:9:7: > -> >="}, positions(all[0].Survivors))
+	assert.Equal(t, 2, all[0].Killed)
+	assert.Contains(t, all[0].Survivors[0], "if v > hi {", "a survivor names its source line")
+}
+
+// TestAHangIsReportedApart: dropping Sum's i++ loops for ever; the test
+// binary's timeout ends it, and it is counted as hung, not killed. The
+// report prints the share sampled and every survivor and hang.
+func TestAHangIsReportedApart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	cfg := Config{Root: mod, Budget: 5 * time.Minute, Timeout: 3 * time.Second, Seed: 1, Jobs: 2, Race: "never", Only: []string{"a/a.go:21", "a/a.go:18"}}
+	var out bytes.Buffer
+	rs, err := Run(cfg, []string{"a"}, &out)
+	require.NoError(t, err, out.String())
+	r := rs[0]
+	assert.Equal(t, []string{"a/a.go:21:3: drop statement"}, positions(r.Hangs))
+	assert.Equal(t, []string{"a/a.go:18:7: 0 -> 1"}, positions(r.Survivors), "i := 0 -> 1 still sums 1+2+3")
+	assert.Equal(t, 0, r.Killed)
+	assert.Equal(t, 0.0, r.Score(), "a hang is not a kill")
+	assert.Contains(t, out.String(), "sampled 2 of 2 mutants (100%)")
+	assert.Contains(t, out.String(), "  hung     a/a.go:21:3: drop statement: i++")
+	assert.Contains(t, out.String(), "  survived a/a.go:18:7: 0 -> 1: i := 0")
+}
+
+// TestTheBudgetSamples: with no budget left, nothing is tried, and the
+// report says how few of the mutants were.
+func TestTheBudgetSamples(t *testing.T) {
+	var out bytes.Buffer
+	rs, err := Run(Config{Root: mod, Budget: -time.Second, Timeout: time.Second, Race: "never"}, []string{"a"}, &out)
+	require.NoError(t, err)
+	assert.Zero(t, rs[0].Tried)
+	assert.Greater(t, rs[0].Total, 10)
+	assert.Contains(t, out.String(), fmt.Sprintf("sampled 0 of %d mutants (0%%)", rs[0].Total))
+}
+
+// TestRaceIsOnWhereThePackageIsConcurrent: a package that starts a
+// goroutine or imports sync is tested with -race; one that does neither is
+// not.
+func TestRaceIsOnWhereThePackageIsConcurrent(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		want      bool
+	}{
+		{"plain", "package p\n\nfunc f() int { return 1 }\n", false},
+		{"goroutine", "package p\n\nfunc f() { go func() {}() }\n", true},
+		{"sync", "package p\n\nimport \"sync\"\n\nvar mu sync.Mutex\n", true},
+		{"atomic", "package p\n\nimport \"sync/atomic\"\n\nvar n atomic.Int64\n", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "p.go"), []byte(c.src), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "p_test.go"), []byte("package p\n\nimport \"sync\"\n\nvar _ sync.Mutex\n"), 0o644))
+			got, err := concurrent(dir)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+		})
+	}
+}
+
+// TestTheTestGraphFindsImporters: b's tests link a; a's do not link b.
+func TestTheTestGraphFindsImporters(t *testing.T) {
+	m, testers, err := testGraph(mod)
+	require.NoError(t, err)
+	assert.Equal(t, "example.com/mod", m)
+	assert.Equal(t, []string{"example.com/mod/b"}, testers["example.com/mod/a"])
+	assert.Empty(t, testers["example.com/mod/b"])
+}
+
+// TestAPackageWhoseTestsFailIsNotMutated: were c's tests failing
+// unmutated counted, every mutant would look killed; c is reported and
+// skipped instead.
+func TestAPackageWhoseTestsFailIsNotMutated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	var out bytes.Buffer
+	rs, err := Run(Config{Root: mod, Budget: time.Minute, Timeout: time.Minute, Race: "never"}, []string{"c"}, &out)
+	require.NoError(t, err)
+	assert.Zero(t, rs[0].Tried)
+	assert.Zero(t, rs[0].Killed)
+	assert.Contains(t, out.String(), "c: its own tests do not pass unmutated (failed): no mutant tried")
 }

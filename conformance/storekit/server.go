@@ -122,20 +122,39 @@ func Start(spec Spec) (*Server, error) {
 		return nil, errors.New("storekit: " + why)
 	}
 	spec.Binary = bin
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "kvblob-"+filepath.Base(spec.Binary)+"-")
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, Dir: dir, spec: spec}
-	if err := s.launch(); err != nil {
+	// A port FreePort named is free only until it returns: another process
+	// (another test binary, another user of the machine) may bind it before
+	// the server does. A server whose log says so is started again, on
+	// other ports (Args is called afresh).
+	for attempt := 1; ; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		dir, err := os.MkdirTemp("", "kvblob-"+filepath.Base(spec.Binary)+"-")
+		if err != nil {
+			return nil, err
+		}
+		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, Dir: dir, spec: spec}
+		err = s.launch()
+		if err == nil {
+			return s, nil
+		}
 		os.RemoveAll(dir)
-		return nil, err
+		if attempt == startAttempts || !AddrInUse(err) {
+			return nil, err
+		}
 	}
-	return s, nil
+}
+
+// startAttempts bounds how often Start tries new ports for a server that
+// found its address in use.
+const startAttempts = 5
+
+// AddrInUse reports whether err (a failed start, which holds the server's
+// log) says that an address the server was to bind was in use.
+func AddrInUse(err error) bool {
+	return err != nil && strings.Contains(strings.ToLower(err.Error()), "address already in use")
 }
 
 // launch starts the process and waits until it answers.

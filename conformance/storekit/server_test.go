@@ -270,3 +270,38 @@ func TestAServerOutlivesTheThreadThatStartedIt(t *testing.T) {
 	}
 	assert.NoError(t, ping(s.Addr), "the server still answers")
 }
+
+// TestStartTriesAnotherPortWhenItsAddressIsTaken: the port FreePort named
+// may be bound by another process before the server binds it. The first
+// start here is pointed at a port a listener holds; the server says its
+// address is in use, and Start starts it again on another port. A server
+// that fails for any other reason is not retried.
+func TestStartTriesAnotherPortWhenItsAddressIsTaken(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	spec := fake("127.0.0.1")
+	var ports []int
+	inner := spec.Args
+	spec.Args = func(host string, port int, dir string) []string {
+		if len(ports) == 0 {
+			port = busy.Addr().(*net.TCPAddr).Port
+		}
+		ports = append(ports, port)
+		return inner(host, port, dir)
+	}
+	s, err := Start(spec)
+	require.NoError(t, err)
+	defer s.Stop()
+	require.Len(t, ports, 2, "one start on the taken port, one on another")
+	assert.Equal(t, ports[1], s.Port)
+	assert.NoError(t, ping(s.Addr))
+
+	calls := 0
+	failing := fake("fail")
+	inner = failing.Args
+	failing.Args = func(host string, port int, dir string) []string { calls++; return inner(host, port, dir) }
+	_, err = Start(failing)
+	require.Error(t, err)
+	assert.Equal(t, 1, calls, "a start that failed for another reason is not retried")
+}

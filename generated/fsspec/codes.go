@@ -48,7 +48,9 @@
 // group mode the driver sets exactly (docs/store-fs.md).
 //
 // Publishing is atomic by rename, and another writer is seen by a marker:
-//  1. claim: create <file>.pending with O_CREAT|O_EXCL (exclusive on NFSv3+,
+//  1. claim: make the key's directories that are missing (fsyncing each new
+//     one's parent, so it survives a crash), then create <file>.pending
+//     with O_CREAT|O_EXCL (exclusive on NFSv3+,
 //     Lustre, CephFS). A marker already there whose mtime + TTL has passed
 //     (by the driver's clock) belongs to a dead writer: it is renamed aside,
 //     removed, and the create is tried once more. A marker whose mtime is

@@ -19,7 +19,7 @@ func MapClaim(answer int64) rules.Mapping {
 	return claimRule.Map(answer, 0)
 }
 
-// claimRule is what spec/fs-posix.yaml:114:3 says about claim's answers and its
+// claimRule is what spec/fs-posix.yaml:116:3 says about claim's answers and its
 // access (it touches no memory).
 var claimRule = newClaimRule()
 
@@ -29,7 +29,7 @@ func newClaimRule() *rules.CallRule {
 		Call:   "claim",
 		Access: rules.AccessNone,
 		Codes: map[int64]rules.Meaning{
-			// spec/fs-posix.yaml:121:7
+			// spec/fs-posix.yaml:123:7
 			// The marker is this writer's: go on to write.
 			int64(OK): {
 				Mapping: rules.Mapping{
@@ -37,28 +37,28 @@ func newClaimRule() *rules.CallRule {
 					Written:  rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:122:7
+			// spec/fs-posix.yaml:124:7
 			int64(Eexist): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.NotReady},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:123:7
+			// spec/fs-posix.yaml:125:7
 			int64(Enospc): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:124:7
+			// spec/fs-posix.yaml:126:7
 			int64(Edquot): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:125:7
+			// spec/fs-posix.yaml:127:7
 			int64(Eloop): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -67,7 +67,7 @@ func newClaimRule() *rules.CallRule {
 				Text: "a symbolic link sits on the key's path under the root; the driver follows none",
 			},
 		},
-		// spec/fs-posix.yaml:129:16
+		// spec/fs-posix.yaml:131:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -89,7 +89,7 @@ func MapWrite(answer int64) rules.Mapping {
 // access ended (rules.AccessRule.Ended).
 const WriteAccess = rules.AccessOnReturn
 
-// writeRule is what spec/fs-posix.yaml:131:3 says about write's answers and its
+// writeRule is what spec/fs-posix.yaml:133:3 says about write's answers and its
 // access (on_return).
 var writeRule = newWriteRule()
 
@@ -99,7 +99,7 @@ func newWriteRule() *rules.CallRule {
 		Call:   "write",
 		Access: WriteAccess,
 		Codes: map[int64]rules.Meaning{
-			// spec/fs-posix.yaml:139:7
+			// spec/fs-posix.yaml:141:7
 			// The temporary file holds the row: go on to publish it.
 			int64(OK): {
 				Mapping: rules.Mapping{
@@ -107,14 +107,14 @@ func newWriteRule() *rules.CallRule {
 					Written:  rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:140:7
+			// spec/fs-posix.yaml:142:7
 			int64(Enospc): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:141:7
+			// spec/fs-posix.yaml:143:7
 			int64(Edquot): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
@@ -122,7 +122,7 @@ func newWriteRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/fs-posix.yaml:142:16
+		// spec/fs-posix.yaml:144:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -139,7 +139,7 @@ func MapPublish(answer int64) rules.Mapping {
 	return publishRule.Map(answer, 0)
 }
 
-// publishRule is what spec/fs-posix.yaml:144:3 says about publish's answers and its
+// publishRule is what spec/fs-posix.yaml:146:3 says about publish's answers and its
 // access (it touches no memory).
 var publishRule = newPublishRule()
 
@@ -149,28 +149,28 @@ func newPublishRule() *rules.CallRule {
 		Call:   "publish",
 		Access: rules.AccessNone,
 		Codes: map[int64]rules.Meaning{
-			// spec/fs-posix.yaml:150:7
+			// spec/fs-posix.yaml:152:7
 			int64(OK): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Ready},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:151:7
+			// spec/fs-posix.yaml:153:7
 			int64(Enospc): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:152:7
+			// spec/fs-posix.yaml:154:7
 			int64(Edquot): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:153:7
+			// spec/fs-posix.yaml:155:7
 			int64(Eisdir): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -179,7 +179,7 @@ func newPublishRule() *rules.CallRule {
 				Text: "a directory sits at the object's path",
 			},
 		},
-		// spec/fs-posix.yaml:157:16
+		// spec/fs-posix.yaml:159:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -196,7 +196,7 @@ func MapRelease(answer int64) rules.Mapping {
 	return releaseRule.Map(answer, 0)
 }
 
-// releaseRule is what spec/fs-posix.yaml:159:3 says about release's answers and its
+// releaseRule is what spec/fs-posix.yaml:161:3 says about release's answers and its
 // access (it touches no memory).
 var releaseRule = newReleaseRule()
 
@@ -206,7 +206,7 @@ func newReleaseRule() *rules.CallRule {
 		Call:   "release",
 		Access: rules.AccessNone,
 		Codes: map[int64]rules.Meaning{
-			// spec/fs-posix.yaml:166:7
+			// spec/fs-posix.yaml:168:7
 			int64(OK): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Ready},
@@ -214,7 +214,7 @@ func newReleaseRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/fs-posix.yaml:167:16
+		// spec/fs-posix.yaml:169:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -237,7 +237,7 @@ func MapRead(answer, rowBytes int64) rules.Mapping {
 // access ended (rules.AccessRule.Ended).
 const ReadAccess = rules.AccessOnReturn
 
-// readRule is what spec/fs-posix.yaml:169:3 says about read's answers and its
+// readRule is what spec/fs-posix.yaml:171:3 says about read's answers and its
 // access (on_return).
 var readRule = newReadRule()
 
@@ -247,14 +247,14 @@ func newReadRule() *rules.CallRule {
 		Call:   "read",
 		Access: ReadAccess,
 		Sized:  true,
-		// spec/fs-posix.yaml:175:12
+		// spec/fs-posix.yaml:177:12
 		Whole: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenYes,
 			},
 		},
-		// spec/fs-posix.yaml:177:7
+		// spec/fs-posix.yaml:179:7
 		Short: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -263,35 +263,35 @@ func newReadRule() *rules.CallRule {
 			Text: "the object's payload length differs from the row; the destination is untouched",
 		},
 		Codes: map[int64]rules.Meaning{
-			// spec/fs-posix.yaml:182:7
+			// spec/fs-posix.yaml:184:7
 			int64(Enoent): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Miss},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:183:7
+			// spec/fs-posix.yaml:185:7
 			int64(Pending): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.NotReady},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:184:7
+			// spec/fs-posix.yaml:186:7
 			int64(Corrupt): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:185:7
+			// spec/fs-posix.yaml:187:7
 			int64(Eisdir): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:186:7
+			// spec/fs-posix.yaml:188:7
 			int64(Eloop): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -299,7 +299,7 @@ func newReadRule() *rules.CallRule {
 				},
 				Text: "a symbolic link sits on the key's path under the root; the driver follows none",
 			},
-			// spec/fs-posix.yaml:191:7
+			// spec/fs-posix.yaml:193:7
 			int64(Eio): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -307,7 +307,7 @@ func newReadRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/fs-posix.yaml:192:16
+		// spec/fs-posix.yaml:194:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},

@@ -15,8 +15,9 @@
 //
 // Redis 7 through github.com/redis/go-redis/v9, standalone or Cluster.
 // (Valkey 8.1 has its own spec, spec/redis-valkey-8.1.yaml: it stores with
-// SET IFEQ. A Valkey reports redis_version 7.2.4, but this spec does not
-// hold for it: the driver names a server by server_name and its version.)
+// SET IFEQ. A Valkey reports redis_version 7.2.4 in INFO, but this spec
+// does not hold for it: the driver names a server by HELLO's server and
+// version fields.)
 //
 // A row is one Redis string: its payload followed by the memory store's
 // trailer (magic TLBK, version, name digest, length, CRC32); integrity is the
@@ -28,8 +29,8 @@
 // RENAME: a writer first claims the key with SET key <marker> NX PX <ttl>,
 // then replaces its own marker with the object in one compare-and-set: on a
 // standalone server WATCH and GET, then MULTI/SET/EXEC, which runs only if
-// the key did not change; on a Cluster (or when a transaction cannot
-// decide) a Lua script. Either way one SET writes the object, so a reader
+// the key did not change (no script: a tenant need not be allowed EVAL);
+// on a Cluster (or for a user who may not transact) a Lua script. Either way one SET writes the object, so a reader
 // sees the marker or the whole object, never part of it. A reader that finds a marker answers NOT_READY, which a
 // temporary key could not tell from an absent one (it would read MISS), and
 // a writer that dies leaves a marker that expires after its TTL instead of a
@@ -73,7 +74,7 @@ type Code int64
 const (
 	// OK (OK): the reply was what the call asks for
 	OK Code = 0
-	// Nil (NIL): a nil reply: the key is absent (GET), or SET NX found it present
+	// Nil (NIL): a nil reply: the key is absent (GETRANGE's empty reply: no object or marker is empty), or SET NX found it present
 	Nil Code = -1
 	// Pending (PENDING): the key holds another writer's pending marker
 	Pending Code = -2
@@ -89,11 +90,14 @@ const (
 	Timeout Code = -7
 	// Err (ERR): any other error reply (WRONGTYPE, CLUSTERDOWN, ...)
 	Err Code = -8
-	// Noperm (NOPERM): a NOPERM reply: the connection's ACL user may not run the command on this key (another tenant's key pattern)
+	// Noperm (NOPERM): a NOPERM reply: the connection's ACL user may not run the command (its ACL does not grant it), or not on this key (another tenant's key pattern); the reply says which
 	//
 	// An ACL user limited to its own key pattern (~tenantA/*) gets NOPERM for
 	// any other tenant's key: a refusal of this connection, not an absent key,
 	// so it is never a MISS.
+	// A user whose ACL does not grant a command the driver sends gets NOPERM
+	// too; the reply names the command, and the driver's text says to grant
+	// it (classify.go), so the two are never confused.
 	Noperm Code = -9
 )
 

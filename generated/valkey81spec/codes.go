@@ -33,9 +33,10 @@
 // store rule maps NIL.
 //
 // Identity: Valkey answers INFO server with redis_version:7.2.4 (for
-// clients that parse it) beside server_name:valkey and valkey_version. The
-// driver reads the latter, so a Valkey is never taken for a Redis 7: Valkey
-// 8.0 (which has no IFEQ) has no spec and is refused.
+// clients that parse it) beside server_name:valkey and valkey_version, and
+// HELLO with server valkey and its own version. The driver reads HELLO, so
+// a Valkey is never taken for a Redis 7: Valkey 8.0 (which has no IFEQ) has
+// no spec and is refused.
 package valkey81spec
 
 import (
@@ -75,7 +76,7 @@ type Code int64
 const (
 	// OK (OK): the reply was what the call asks for
 	OK Code = 0
-	// Nil (NIL): a nil reply: the key is absent (GET), or SET NX found it present
+	// Nil (NIL): a nil reply: the key is absent (GETRANGE's empty reply: no object or marker is empty), or SET NX found it present
 	Nil Code = -1
 	// Pending (PENDING): the key holds another writer's pending marker
 	Pending Code = -2
@@ -89,11 +90,14 @@ const (
 	Timeout Code = -7
 	// Err (ERR): any other error reply (WRONGTYPE, CLUSTERDOWN, ...)
 	Err Code = -8
-	// Noperm (NOPERM): a NOPERM reply: the connection's ACL user may not run the command on this key (another tenant's key pattern)
+	// Noperm (NOPERM): a NOPERM reply: the connection's ACL user may not run the command (its ACL does not grant it), or not on this key (another tenant's key pattern); the reply says which
 	//
 	// An ACL user limited to its own key pattern (~tenantA/*) gets NOPERM for
 	// any other tenant's key: a refusal of this connection, not an absent key,
 	// so it is never a MISS.
+	// A user whose ACL does not grant a command the driver sends gets NOPERM
+	// too; the reply names the command, and the driver's text says to grant
+	// it (classify.go), so the two are never confused.
 	Noperm Code = -9
 )
 

@@ -19,7 +19,7 @@ func MapClaim(answer int64) rules.Mapping {
 	return claimRule.Map(answer, 0)
 }
 
-// claimRule is what spec/redis-valkey-8.1.yaml:61:3 says about claim's answers and its
+// claimRule is what spec/redis-valkey-8.1.yaml:65:3 says about claim's answers and its
 // access (it touches no memory).
 var claimRule = newClaimRule()
 
@@ -29,7 +29,7 @@ func newClaimRule() *rules.CallRule {
 		Call:   "claim",
 		Access: rules.AccessNone,
 		Codes: map[int64]rules.Meaning{
-			// spec/redis-valkey-8.1.yaml:68:7
+			// spec/redis-valkey-8.1.yaml:72:7
 			// The key is this writer's: go on to store the object.
 			int64(OK): {
 				Mapping: rules.Mapping{
@@ -37,7 +37,7 @@ func newClaimRule() *rules.CallRule {
 					Written:  rules.WrittenNo,
 				},
 			},
-			// spec/redis-valkey-8.1.yaml:71:7
+			// spec/redis-valkey-8.1.yaml:75:7
 			// The key exists: a complete object is READY; another writer's marker
 			// is NOT_READY.
 			//
@@ -53,23 +53,23 @@ func newClaimRule() *rules.CallRule {
 					IfOther:  driver.Fault,
 				},
 			},
-			// spec/redis-valkey-8.1.yaml:80:7
+			// spec/redis-valkey-8.1.yaml:84:7
 			int64(OOM): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/redis-valkey-8.1.yaml:81:7
+			// spec/redis-valkey-8.1.yaml:85:7
 			int64(Noperm): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
 					Written: rules.WrittenNo,
 				},
-				Text: "the ACL user may not write this key: it is outside the user's key pattern",
+				Text: "the ACL user was refused",
 			},
 		},
-		// spec/redis-valkey-8.1.yaml:82:16
+		// spec/redis-valkey-8.1.yaml:86:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -91,7 +91,7 @@ func MapStore(answer int64) rules.Mapping {
 // access ended (rules.AccessRule.Ended).
 const StoreAccess = rules.AccessOnReturn
 
-// storeRule is what spec/redis-valkey-8.1.yaml:84:3 says about store's answers and its
+// storeRule is what spec/redis-valkey-8.1.yaml:88:3 says about store's answers and its
 // access (on_return).
 var storeRule = newStoreRule()
 
@@ -101,14 +101,14 @@ func newStoreRule() *rules.CallRule {
 		Call:   "store",
 		Access: StoreAccess,
 		Codes: map[int64]rules.Meaning{
-			// spec/redis-valkey-8.1.yaml:91:7
+			// spec/redis-valkey-8.1.yaml:95:7
 			int64(OK): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Ready},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/redis-valkey-8.1.yaml:95:7
+			// spec/redis-valkey-8.1.yaml:99:7
 			// IFEQ found another value or no key: the marker expired before the
 			// object was stored. Nothing was written; another writer may hold the
 			// key, so the driver does not release it.
@@ -119,15 +119,15 @@ func newStoreRule() *rules.CallRule {
 				},
 				Text: "the key no longer held this writer's pending marker (its TTL ran out); nothing was stored",
 			},
-			// spec/redis-valkey-8.1.yaml:96:7
+			// spec/redis-valkey-8.1.yaml:100:7
 			int64(Noperm): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
 					Written: rules.WrittenNo,
 				},
-				Text: "the ACL user may not write this key: it is outside the user's key pattern",
+				Text: "the ACL user was refused",
 			},
-			// spec/redis-valkey-8.1.yaml:99:7
+			// spec/redis-valkey-8.1.yaml:103:7
 			// Not stageable: memory fills between claim and store only through a
 			// hook (claim's OOM, on a server already full, is).
 			int64(OOM): {
@@ -137,7 +137,7 @@ func newStoreRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/redis-valkey-8.1.yaml:100:16
+		// spec/redis-valkey-8.1.yaml:104:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -154,7 +154,7 @@ func MapRelease(answer int64) rules.Mapping {
 	return releaseRule.Map(answer, 0)
 }
 
-// releaseRule is what spec/redis-valkey-8.1.yaml:102:3 says about release's answers and its
+// releaseRule is what spec/redis-valkey-8.1.yaml:106:3 says about release's answers and its
 // access (it touches no memory).
 var releaseRule = newReleaseRule()
 
@@ -164,7 +164,7 @@ func newReleaseRule() *rules.CallRule {
 		Call:   "release",
 		Access: rules.AccessNone,
 		Codes: map[int64]rules.Meaning{
-			// spec/redis-valkey-8.1.yaml:109:7
+			// spec/redis-valkey-8.1.yaml:113:7
 			int64(OK): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Ready},
@@ -172,7 +172,7 @@ func newReleaseRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/redis-valkey-8.1.yaml:111:16
+		// spec/redis-valkey-8.1.yaml:115:16
 		// A marker that cannot be deleted expires after its TTL.
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
@@ -186,7 +186,12 @@ func newReleaseRule() *rules.CallRule {
 
 // MapGet maps get's answer for one row of rowBytes bytes: a byte
 // count, or a negative code.
-// The call GET key; the trailer is checked before any byte reaches the caller's slots.
+// The call GETRANGE key 0 <the row's longest object>; the trailer is checked before any byte reaches the caller's slots.
+//
+// A value longer than any object of the row (another writer's, up to
+// 512 MiB) is refused by its length: the read is bounded, so at most
+// one byte more than the row's longest object crosses the network, and
+// the answer is that length, which the short rule maps.
 func MapGet(answer, rowBytes int64) rules.Mapping {
 	return getRule.Map(answer, rowBytes)
 }
@@ -196,7 +201,7 @@ func MapGet(answer, rowBytes int64) rules.Mapping {
 // access ended (rules.AccessRule.Ended).
 const GetAccess = rules.AccessOnReturn
 
-// getRule is what spec/redis-valkey-8.1.yaml:113:3 says about get's answers and its
+// getRule is what spec/redis-valkey-8.1.yaml:117:3 says about get's answers and its
 // access (on_return).
 var getRule = newGetRule()
 
@@ -206,14 +211,14 @@ func newGetRule() *rules.CallRule {
 		Call:   "get",
 		Access: GetAccess,
 		Sized:  true,
-		// spec/redis-valkey-8.1.yaml:119:12
+		// spec/redis-valkey-8.1.yaml:127:12
 		Whole: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenYes,
 			},
 		},
-		// spec/redis-valkey-8.1.yaml:121:7
+		// spec/redis-valkey-8.1.yaml:129:7
 		Short: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -222,37 +227,37 @@ func newGetRule() *rules.CallRule {
 			Text: "the object's payload length differs from the row; the destination is untouched",
 		},
 		Codes: map[int64]rules.Meaning{
-			// spec/redis-valkey-8.1.yaml:126:7
+			// spec/redis-valkey-8.1.yaml:134:7
 			int64(Nil): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Miss},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/redis-valkey-8.1.yaml:127:7
+			// spec/redis-valkey-8.1.yaml:135:7
 			int64(Pending): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.NotReady},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/redis-valkey-8.1.yaml:128:7
+			// spec/redis-valkey-8.1.yaml:136:7
 			int64(Corrupt): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/redis-valkey-8.1.yaml:129:7
+			// spec/redis-valkey-8.1.yaml:137:7
 			int64(Noperm): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
 					Written: rules.WrittenNo,
 				},
-				Text: "the ACL user may not read this key: it is outside the user's key pattern; the destination is untouched",
+				Text: "the ACL user was refused; the destination is untouched",
 			},
 		},
-		// spec/redis-valkey-8.1.yaml:130:16
+		// spec/redis-valkey-8.1.yaml:138:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},

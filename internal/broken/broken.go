@@ -110,6 +110,19 @@ func (d *Driver) anyUnprovable() bool {
 	return false
 }
 
+// firstRegionOfAnOpenOp reports whether r is the region of the first span
+// of the first row of an operation whose access has not ended.
+func (d *Driver) firstRegionOfAnOpenOp(r *driver.Region) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, o := range d.ops {
+		if !o.Inner.AccessEnded() && len(o.Rows) > 0 && len(o.Rows[0].Spans) > 0 && o.Rows[0].Spans[0].Region == r {
+			return true
+		}
+	}
+	return false
+}
+
 // Op decorates an inner operation.
 type Op struct {
 	Inner driver.Operation

@@ -168,6 +168,17 @@ var twins = map[string]func(inner driver.Driver) driver.Driver{
 		d.unregister = unregisterLying(d, in, false)
 		return d
 	},
+	"unregister_is_refused_for_every_region_of_an_operation": func(in driver.Driver) driver.Driver {
+		d := &Driver{Inner: in}
+		d.unregister = func(reg driver.Registration) error { // pins only each operation's first row's region
+			err := in.Unregister(reg)
+			if err != nil && !d.firstRegionOfAnOpenOp(reg.Region()) {
+				return nil
+			}
+			return err
+		}
+		return d
+	},
 	"unregister_is_refused_while_a_call_is_in_progress": func(in driver.Driver) driver.Driver {
 		d := &Driver{Inner: in}
 		d.unregister = unregisterLying(d, in, false)

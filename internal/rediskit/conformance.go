@@ -22,12 +22,29 @@ type Deployment struct {
 	Cluster bool
 	// Integrity is the drivers' row keys (nil: integrity off).
 	Integrity *trailer.Integrity
+	// Username and Password, when set, are the ACL user the drivers
+	// connect as; the factory and the stagers then set the deployment up
+	// and play the other writer as the default user, on a client of their
+	// own, so the user needs only what the driver sends.
+	Username, Password string
 }
 
-// withFaults is a Redis driver and the fault hook on its client.
+// withFaults is a Redis driver, the fault hook on its client, and the
+// client that sets the deployment up (the driver's own, unless the driver
+// connects as an ACL user).
 type withFaults struct {
 	*redis.Driver
 	faults *Faults
+	admin  goredis.UniversalClient
+}
+
+// Close closes the driver, and then the set-up client if it is its own.
+func (w *withFaults) Close() error {
+	err := w.Driver.Close()
+	if err == nil && w.admin != w.Driver.Client() {
+		_ = w.admin.Close()
+	}
+	return err
 }
 
 func parts(d driver.Driver) (*redis.Driver, *Faults) {
@@ -35,16 +52,28 @@ func parts(d driver.Driver) (*redis.Driver, *Faults) {
 	return w.Driver, w.faults
 }
 
+// adminOf is d's set-up client.
+func adminOf(d driver.Driver) goredis.UniversalClient { return storekit.Unwrap[*withFaults](d).admin }
+
 // Factory returns drivers over dep, each with a fault hook. Each call first
 // empties the deployment and lifts any memory limit a previous check set.
 func Factory(dep Deployment) conformance.Factory {
 	return func(t conformance.T) driver.Driver {
 		f := NewFaults()
-		d, err := redis.Open(context.Background(), redis.Options{Addrs: dep.Addrs, Cluster: dep.Cluster, Integrity: dep.Integrity, Hooks: []goredis.Hook{f}})
+		d, err := redis.Open(context.Background(), redis.Options{Addrs: dep.Addrs, Cluster: dep.Cluster, Integrity: dep.Integrity, Hooks: []goredis.Hook{f},
+			Username: dep.Username, Password: dep.Password})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := eachMaster(d, func(c *goredis.Client) error {
+		admin := d.Client()
+		switch {
+		case dep.Username == "":
+		case dep.Cluster:
+			admin = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: dep.Addrs})
+		default:
+			admin = goredis.NewClient(&goredis.Options{Addr: dep.Addrs[0]})
+		}
+		if err := eachMaster(admin, func(c *goredis.Client) error {
 			if err := c.FlushAll(context.Background()).Err(); err != nil {
 				return err
 			}
@@ -52,13 +81,13 @@ func Factory(dep Deployment) conformance.Factory {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		return &withFaults{Driver: d, faults: f}
+		return &withFaults{Driver: d, faults: f, admin: admin}
 	}
 }
 
-func eachMaster(d *redis.Driver, fn func(*goredis.Client) error) error {
+func eachMaster(admin goredis.UniversalClient, fn func(*goredis.Client) error) error {
 	ctx := context.Background()
-	switch c := d.Client().(type) {
+	switch c := admin.(type) {
 	case *goredis.ClusterClient:
 		return c.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error { return fn(n) })
 	case *goredis.Client:
@@ -68,8 +97,8 @@ func eachMaster(d *redis.Driver, fn func(*goredis.Client) error) error {
 }
 
 // fillMemory makes every master refuse writes (maxmemory 1, noeviction).
-func fillMemory(d *redis.Driver) error {
-	return eachMaster(d, func(c *goredis.Client) error {
+func fillMemory(admin goredis.UniversalClient) error {
+	return eachMaster(admin, func(c *goredis.Client) error {
 		ctx := context.Background()
 		if err := c.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
 			return err
@@ -81,8 +110,8 @@ func fillMemory(d *redis.Driver) error {
 // Marker is what another writer's pending claim looks like.
 const Marker = "kvblob-pending:another-writer"
 
-func set(d *redis.Driver, key string, v any) error {
-	return d.Client().Set(context.Background(), key, v, 0).Err()
+func set(admin goredis.UniversalClient, key string, v any) error {
+	return admin.Set(context.Background(), key, v, 0).Err()
 }
 
 // Scenarios are what a real server stages with the fault hook's help.
@@ -92,17 +121,16 @@ func Scenarios() conformance.Scenarios {
 	return conformance.Scenarios{
 		HoldGet: func(d driver.Driver, key string) (<-chan struct{}, func()) {
 			_, f := parts(d)
-			h := f.Hold("get", key)
+			h := f.Hold("getrange", key)
 			return h.Entered, h.Release
 		},
 		Writing: func(d driver.Driver, key string) func() {
-			r, _ := parts(d)
-			_ = set(r, key, Marker)
-			return func() { _ = r.Client().Del(context.Background(), key).Err() }
+			a := adminOf(d)
+			_ = set(a, key, Marker)
+			return func() { _ = a.Del(context.Background(), key).Err() }
 		},
 		Full: func(d driver.Driver, key string) {
-			r, _ := parts(d)
-			_ = fillMemory(r)
+			_ = fillMemory(adminOf(d))
 		},
 		// An error reply to the store step, after the claim: the next put
 		// fails there, and only it (a key left holding something else
@@ -113,9 +141,9 @@ func Scenarios() conformance.Scenarios {
 			f.Error(storeCmd(r), key, codeError[redisspec.Err])
 		},
 		FailRead: func(d driver.Driver, key string) {
-			r, _ := parts(d)
-			_ = r.Client().Del(context.Background(), key).Err()
-			_ = r.Client().LPush(context.Background(), key, "not a string").Err()
+			a := adminOf(d)
+			_ = a.Del(context.Background(), key).Err()
+			_ = a.LPush(context.Background(), key, "not a string").Err()
 		},
 	}
 }
@@ -137,9 +165,13 @@ var codeError = map[redisspec.Code]error{
 	redisspec.Noperm:  RedisError("NOPERM No permissions to access a key"),
 }
 
-// cmdOf is the command each spec call sends first for a key; a store is
-// storeCmd's.
-var cmdOf = map[string]string{"claim": "set", "get": "get"}
+// cmdOf is the command each spec call sends first for a key (a get reads
+// with GETRANGE, bounded by the row's length); a store is storeCmd's.
+var cmdOf = map[string]string{"claim": "set", "get": "getrange"}
+
+// StoreHook is storeHook, for tests that act between a put's claim and
+// its store step.
+func StoreHook(r *redis.Driver) string { return storeHook(r) }
 
 // storeCmd is the command whose error is a store's for a key: on Redis 7,
 // the WATCH on a standalone server (it goes out with the claim, and an
@@ -170,7 +202,8 @@ func storeHook(r *redis.Driver) string {
 // fault hook) answer case c for key.
 func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 	r, f := parts(h.D)
-	payload, done, err := storekit.PlantCase(c, key, func(key string, obj []byte) error { return set(r, key, obj) })
+	a := adminOf(h.D)
+	payload, done, err := storekit.PlantCase(c, key, func(key string, obj []byte) error { return set(a, key, obj) })
 	if done || err != nil {
 		return err
 	}
@@ -178,29 +211,31 @@ func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 	switch {
 	case code == redisspec.OK:
 	case c.Call == "claim" && code == redisspec.Nil && c.Other:
-		return set(r, key, trailer.Encode(key, payload[:len(payload)/2]))
+		// The row's length, other bytes: only comparing the bytes tells
+		// it from the row's own object (stores/redis tests the lengths).
+		return set(a, key, trailer.Encode(key, payload))
 	case c.Call == "claim" && code == redisspec.Nil && c.Exists:
-		return set(r, key, trailer.Encode(key, conformance.Filled(conformance.RowBytes, conformance.CaseSeed)))
+		return set(a, key, trailer.Encode(key, conformance.Filled(conformance.RowBytes, conformance.CaseSeed)))
 	case c.Call == "claim" && code == redisspec.Nil:
-		return set(r, key, Marker)
+		return set(a, key, Marker)
 	case code == redisspec.OOM && c.Call != "get":
 		if c.Call == "store" {
-			f.Before(storeHook(r), key, func() { _ = fillMemory(r) })
+			f.Before(storeHook(r), key, func() { _ = fillMemory(a) })
 			h.StagedThrough("a hook that fills memory between claim and store")
 			return nil
 		}
-		return fillMemory(r)
+		return fillMemory(a)
 	case c.Call == "store" && (code == redisspec.Lost || code == redisspec.Nil):
-		f.Before(storeHook(r), key, func() { _ = r.Client().Del(context.Background(), key).Err() })
+		f.Before(storeHook(r), key, func() { _ = a.Del(context.Background(), key).Err() })
 		h.StagedThrough("a hook that deletes the marker between claim and store")
 	case c.Call == "get" && code == redisspec.Nil:
-		return r.Client().Del(context.Background(), key).Err()
+		return a.Del(context.Background(), key).Err()
 	case c.Call == "get" && code == redisspec.Pending:
-		return set(r, key, Marker)
+		return set(a, key, Marker)
 	case c.Call == "get" && code == redisspec.Corrupt:
 		obj := trailer.Encode(key, payload)
 		obj[0] ^= 0xff
-		return set(r, key, obj)
+		return set(a, key, obj)
 	default:
 		err, ok := codeError[code]
 		if !ok {
@@ -219,8 +254,7 @@ func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 // Foreign stores, under key, the row another writer without a row key
 // would: payload and a valid unkeyed trailer (conformance.Foreign).
 func Foreign(d driver.Driver, key string, payload []byte) error {
-	r, _ := parts(d)
-	return set(r, key, trailer.Encode(key, payload))
+	return set(adminOf(d), key, trailer.Encode(key, payload))
 }
 
 // Suite is the conformance suite over build b, named name, over the

@@ -16,7 +16,7 @@ import (
 type Faults struct {
 	mu      sync.Mutex
 	errs    map[cmdKey][]error
-	replies map[cmdKey][]any
+	replies map[cmdKey][]string
 	before  map[cmdKey][]func()
 	holds   map[cmdKey][]*Held
 }
@@ -35,7 +35,7 @@ func (h *Held) Release() { h.once.Do(func() { close(h.release) }) }
 
 // NewFaults returns an empty hook.
 func NewFaults() *Faults {
-	return &Faults{errs: map[cmdKey][]error{}, replies: map[cmdKey][]any{}, before: map[cmdKey][]func(){}, holds: map[cmdKey][]*Held{}}
+	return &Faults{errs: map[cmdKey][]error{}, replies: map[cmdKey][]string{}, before: map[cmdKey][]func(){}, holds: map[cmdKey][]*Held{}}
 }
 
 // Error makes the next cmd (get, set, set ifeq, eval) on key fail with err.
@@ -44,6 +44,16 @@ func (f *Faults) Error(cmd, key string, err error) {
 	defer f.mu.Unlock()
 	k := cmdKey{cmd, key}
 	f.errs[k] = append(f.errs[k], err)
+}
+
+// Reply makes the next cmd on key whose reply is a string (GET) read val,
+// whatever the server answered: what the server held an instant before or
+// after, when no hook can run between two commands of one pipeline.
+func (f *Faults) Reply(cmd, key, val string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := cmdKey{cmd, key}
+	f.replies[k] = append(f.replies[k], val)
 }
 
 // Before runs fn just before the next cmd on key is sent. Before("multi",
@@ -148,6 +158,13 @@ func (f *Faults) after(cmds []goredis.Cmder) {
 		if es := f.errs[k]; len(es) > 0 {
 			c.SetErr(es[0])
 			f.errs[k] = es[1:]
+		}
+		if rs := f.replies[k]; len(rs) > 0 {
+			if sc, ok := c.(*goredis.StringCmd); ok {
+				sc.SetVal(rs[0])
+				sc.SetErr(nil)
+				f.replies[k] = rs[1:]
+			}
 		}
 	}
 }

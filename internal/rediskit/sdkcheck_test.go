@@ -19,10 +19,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestSDKCheckRules: each rule the SDK checks apply to a live server's
 // replies refuses a reply the spec does not rely on.
 func TestSDKCheckRules(t *testing.T) {
-	assert.NoError(t, versionHeld("# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n", Redis7.Spec))
-	assert.ErrorContains(t, versionHeld("# Server\r\nredis_version:8.2.1\r\n", Redis7.Spec), "the server is redis-server 8.2.1; spec/redis-7.yaml holds for redis-server [7.x]")
-	assert.ErrorContains(t, versionHeld("# Server\r\n", Redis7.Spec), "the server is redis-server unknown")
-	valkey := "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.1.1\r\n"
+	assert.NoError(t, versionHeld(map[string]string{"server": "redis", "version": "7.0.15", "mode": "standalone"}, Redis7.Spec))
+	assert.ErrorContains(t, versionHeld(map[string]string{"server": "redis", "version": "8.2.1"}, Redis7.Spec), "the server is redis-server 8.2.1; spec/redis-7.yaml holds for redis-server [7.x]")
+	assert.ErrorContains(t, versionHeld(map[string]string{}, Redis7.Spec), "the server is redis-server unknown")
+	valkey := map[string]string{"server": "valkey", "version": "8.1.1"}
 	assert.NoError(t, versionHeld(valkey, Valkey81.Spec))
 	assert.ErrorContains(t, versionHeld(valkey, Redis7.Spec), "the server is valkey-server 8.1.1; spec/redis-7.yaml holds for")
 

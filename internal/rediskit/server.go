@@ -15,8 +15,10 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kvblob/kvblob/conformance/storekit"
@@ -48,23 +50,55 @@ type Config struct {
 	Users [][]string
 	// Extra are more redis-server arguments.
 	Extra []string
+
+	// clusterBus gives the server a cluster bus port of its own
+	// (--cluster-port, a free port), instead of the default client port +
+	// 10000, which may be taken, or past 65535.
+	clusterBus bool
 }
 
 // TenantUser is an ACL user limited to the keys under prefix (kvblob keys
-// are prefix/v1/hex) and to the commands the driver sends; its password is
-// given to the server as its SHA-256, so no process listing shows it.
-func TenantUser(name, password, prefix string) []string {
+// are prefix/v1/hex) and to the commands the driver sends, standalone or
+// on a Cluster (TenantRules); its password is given to the
+// server as its SHA-256, so no process listing shows it.
+func TenantUser(name, password, prefix string, cluster bool) []string {
 	sum := sha256.Sum256([]byte(password))
-	return append([]string{name, "on", "#" + hex.EncodeToString(sum[:]), "~" + prefix + "/*", "resetchannels"}, TenantCommands...)
+	return append([]string{name, "on", "#" + hex.EncodeToString(sum[:]), "~" + prefix + "/*", "resetchannels"}, TenantRules(cluster)...)
 }
 
-// TenantCommands are the ACL command rules a tenant needs: the driver's
-// data commands (GET, SET, EVAL of its scripts, which call GET, SET and
-// DEL), what Open sends (HELLO, AUTH, INFO), and the Cluster client's
-// topology reads. docs/security.md quotes them. (go-redis's CLIENT SETINFO
-// is refused, harmlessly: Redis 7.0 has no such command to allow.)
-var TenantCommands = []string{"-@all", "+get", "+set", "+del", "+eval", "+evalsha", "+info", "+ping", "+hello", "+auth",
-	"+cluster|slots", "+cluster|shards", "+cluster|nodes", "+cluster|info", "+readonly"}
+// TenantCommands are the ACL command rules every tenant needs: the
+// driver's data commands, GETRANGE (its only read, bounded by the row's
+// length), SET, DEL, and the transactions that replace a marker with an
+// object and delete a marker (WATCH, MULTI, EXEC, DISCARD, UNWATCH). What
+// connecting sends, HELLO and AUTH, every user may run. No +eval: a tenant
+// who may run a script can run one forever, and every other tenant's rows
+// then FAULT with BUSY. No +info: INFO shows every tenant's key count
+// (Open names the server from HELLO). docs/security.md quotes these
+// lists, one ACL SETUSER line each (TestTheDocumentedTenantACL holds the
+// two alike). (go-redis's CLIENT SETINFO is refused, harmlessly.)
+var TenantCommands = []string{"-@all", "+getrange", "+set", "+del", "+watch", "+multi", "+exec", "+discard", "+unwatch"}
+
+// ClusterCommands are what a tenant adds on a Cluster: the Cluster
+// client's topology reads.
+var ClusterCommands = []string{"+cluster|slots", "+cluster|shards", "+cluster|nodes", "+cluster|info", "+readonly"}
+
+// ClusterScriptCommands are what a tenant adds on a Cluster for the
+// compare-and-set scripts (EVAL, and the GET they call; the ACL holds a
+// script's commands too): a transaction there needs every key in one
+// slot. Redis 7 stores with the script; Valkey 8.1 stores with SET IFEQ and
+// only deletes a failed store's marker with a script (without +eval that
+// marker expires after Options.PendingTTL instead).
+var ClusterScriptCommands = []string{"+eval", "+get"}
+
+// TenantRules are the command rules of a tenant, standalone or on a
+// Cluster.
+func TenantRules(cluster bool) []string {
+	rules := slices.Clone(TenantCommands)
+	if cluster {
+		rules = append(append(rules, ClusterCommands...), ClusterScriptCommands...)
+	}
+	return rules
+}
 
 // Start starts a redis-server with extra arguments and waits until it
 // answers PING (at most 10 s).
@@ -73,6 +107,8 @@ func Start(extra ...string) (*Server, error) { return StartWith(Config{Extra: ex
 // StartWith starts a redis-server as cfg says, bound to 127.0.0.1 only,
 // and waits until it answers PING (at most 10 s).
 func StartWith(cfg Config) (*Server, error) {
+	var mu sync.Mutex
+	buses := map[string]int{} // dir -> bus port: a restart keeps it
 	args := func(host string, port int, dir string) []string {
 		// Loopback only: every port the server opens (client, TLS, cluster
 		// bus) binds the addresses of --bind.
@@ -84,6 +120,16 @@ func StartWith(cfg Config) (*Server, error) {
 				"--tls-cluster", "yes", "--tls-replication", "yes")
 		} else {
 			args = append(args, "--port", strconv.Itoa(port))
+		}
+		if cfg.clusterBus {
+			mu.Lock()
+			bus, ok := buses[dir]
+			if !ok {
+				bus, _ = storekit.FreePort() // 0 on failure: the server's default, and a log line if it fails
+				buses[dir] = bus
+			}
+			mu.Unlock()
+			args = append(args, "--cluster-port", strconv.Itoa(bus))
 		}
 		for _, u := range cfg.Users {
 			args = append(append(args, "--user"), u...)
@@ -177,6 +223,7 @@ func StartClusterWith(n int, cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{}
 	node := cfg
+	node.clusterBus = true
 	node.Extra = append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"}, cfg.Extra...)
 	for i := 0; i < n; i++ {
 		s, err := StartWith(node)

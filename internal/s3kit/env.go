@@ -67,8 +67,13 @@ func random(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// Setup starts versitygw over a fresh directory (a tmpfs when Mounts).
-func Setup() (*Env, error) {
+// Setup starts versitygw over a fresh directory (a tmpfs of TmpfsBytes
+// when Mounts).
+func Setup() (*Env, error) { return SetupSized(TmpfsBytes) }
+
+// SetupSized is Setup with a tmpfs of tmpfsBytes: blobbench's views need
+// room for hundreds of megabytes, the tests a full disk in milliseconds.
+func SetupSized(tmpfsBytes int64) (*Env, error) {
 	dir, err := os.MkdirTemp("", "kvblob-s3-")
 	if err != nil {
 		return nil, err
@@ -79,7 +84,7 @@ func Setup() (*Env, error) {
 		return fail(err)
 	}
 	if Mounts() {
-		if err := storekit.Mount(e.Root, TmpfsBytes); err != nil {
+		if err := storekit.Mount(e.Root, tmpfsBytes); err != nil {
 			return fail(fmt.Errorf("s3kit: %w", err))
 		}
 		e.Tmpfs = true

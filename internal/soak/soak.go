@@ -40,6 +40,13 @@ type Config struct {
 	// Duration bounds the run; Attempts, when positive, stops it sooner.
 	Duration time.Duration
 	Attempts int
+	// Until, when set, keeps the run going past Attempts (within Duration)
+	// until it reports true of the report so far, asked after each epoch:
+	// a test that asserts what the run covered (a fault of each kind, a
+	// READY row of an attempt that never quiesced) runs until it saw it,
+	// however the scheduler interleaved the goroutines that draw from the
+	// shared dice, instead of hoping a fixed count of attempts got there.
+	Until func(Report) bool
 	// Stores to soak, in turn: "mooncake", "memory" (default both).
 	Stores []string
 	// Progress receives a line about once a second (nil: none).
@@ -105,6 +112,18 @@ func (t *tally) fault(kind string) {
 	t.mu.Unlock()
 }
 
+// snapshot is rep with the faults and violations tallied so far.
+func (t *tally) snapshot(rep Report) Report {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rep.Faults = make(map[string]int, len(t.faults))
+	for k, n := range t.faults {
+		rep.Faults[k] = n
+	}
+	rep.Violations = append([]string(nil), t.violations...)
+	return rep
+}
+
 func (t *tally) violation(format string, args ...any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -125,7 +144,7 @@ func Run(cfg Config) Report {
 	rep := Report{Seed: cfg.Seed}
 	lastProgress := start
 	for e := 0; ; e++ {
-		if time.Now().After(deadline) || (cfg.Attempts > 0 && rep.Attempts >= cfg.Attempts) {
+		if time.Now().After(deadline) || (cfg.Attempts > 0 && rep.Attempts >= cfg.Attempts && (cfg.Until == nil || cfg.Until(t.snapshot(rep)))) {
 			break
 		}
 		store := cfg.Stores[e%len(cfg.Stores)]

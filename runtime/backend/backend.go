@@ -324,6 +324,11 @@ func New(binding *RegionBinding, cfg Config) (*Backend, error) {
 // take every CPU from a fetch; at least one.
 func publishCap(workers, procs int) int { return max(1, min(workers-1, procs-1)) }
 
+// PublishWorkers is how many of a backend's workers, of Config.Workers
+// workers, may publish at once on this machine (GOMAXPROCS as it is now):
+// the parallelism a publish's bandwidth is to be compared at.
+func PublishWorkers(workers int) int { return publishCap(workers, runtime.GOMAXPROCS(0)) }
+
 // BatchSize returns the rows and bytes of one driver call for rows of one
 // slot of region r, and false when neither the backend nor the driver
 // bounds a call. It is safe from any goroutine.

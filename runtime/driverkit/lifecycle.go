@@ -13,6 +13,7 @@ package driverkit
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kvblob/kvblob/runtime/driver"
 )
@@ -484,5 +485,49 @@ func (l *Lifecycle) EachRow(ctx context.Context, rows []driver.Row, admit func(l
 		}
 		results[i] = do(r)
 	}
+	return Finished(results), nil
+}
+
+// EachRowIn is EachRow with up to limit rows in flight at once: a store
+// whose rows are independent requests (a file each, an object each) is
+// bound by one request's latency, not by its bandwidth, when a call sends
+// its rows one after another. Each row's do runs on a goroutine of its own
+// (limit of them, taking the rows in order); EachRowIn returns only once
+// every do has returned, so the call's access still ends on its return.
+// A limit of 1 or less is EachRow. do must be safe for concurrent use.
+func (l *Lifecycle) EachRowIn(ctx context.Context, rows []driver.Row, limit int, admit func(live func(*driver.Region) bool) error, do func(driver.Row) driver.Result) (driver.Operation, error) {
+	if limit <= 1 || len(rows) <= 1 {
+		return l.EachRow(ctx, rows, admit, do)
+	}
+	call, err := l.Begin(rows, admit)
+	if err != nil {
+		return nil, err
+	}
+	defer call.End()
+	results := make([]driver.Result, len(rows))
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(rows) {
+				return
+			}
+			if ctx.Err() != nil {
+				results[i] = driver.Result{Status: driver.Cancelled}
+				continue
+			}
+			results[i] = do(rows[i])
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(limit, len(rows)) - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work()
+		}()
+	}
+	work()
+	wg.Wait()
 	return Finished(results), nil
 }

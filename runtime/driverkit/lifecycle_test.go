@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -364,4 +365,61 @@ func TestATeardownWaitsForCallsInProgressAndUnprovable(t *testing.T) {
 	assert.False(t, l.DrainTearingDown(context.Background(), nil, teardown), "an unprovable call")
 	assert.False(t, torn, "no teardown beside an unprovable call")
 	assert.False(t, l.TornDown())
+}
+
+// TestEachRowInKeepsLimitRowsInFlight: a call's rows run limit at a time
+// (never more), each result lands at its row's index, and the call returns
+// only once every row's do returned. Each row waits until limit rows are
+// in flight together, so a call that ran them one after another, or fewer
+// at once, fails here (on its timeout) instead of passing.
+func TestEachRowInKeepsLimitRowsInFlight(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		rows, limit int
+		want        int // rows in flight at most (and at least once)
+	}{
+		{"one at a time", 5, 1, 1},
+		{"three of five", 5, 3, 3},
+		{"more room than rows", 5, 8, 5},
+		{"no limit set", 4, 0, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var l Lifecycle
+			r := &driver.Region{Name: "r", Kind: driver.Host, Layout: driver.Layout{SlotBytes: 8, Slots: c.rows}, Mem: make([]byte, 8*c.rows)}
+			_, err := l.Register(r, admitAll, nil)
+			require.NoError(t, err)
+			rows := make([]driver.Row, c.rows)
+			for i := range rows {
+				rows[i] = driver.Row{Key: string(rune('a' + i)), Spans: []driver.Span{r.Slot(i)}}
+			}
+			var inFlight, most, finished atomic.Int32
+			full := make(chan struct{})
+			var once sync.Once
+			op, err := l.EachRowIn(context.Background(), rows, c.limit, admitLive(rows), func(row driver.Row) driver.Result {
+				n := inFlight.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				if int(n) == c.want {
+					once.Do(func() { close(full) })
+				}
+				select {
+				case <-full:
+				case <-time.After(5 * time.Second):
+					t.Errorf("row %s: %d rows in flight after 5 s, want %d together", row.Key, inFlight.Load(), c.want)
+				}
+				inFlight.Add(-1)
+				finished.Add(1)
+				return driver.Result{Status: driver.Ready, Code: int64(row.Key[0])}
+			})
+			require.NoError(t, err)
+			assert.Equal(t, int32(c.rows), finished.Load(), "returned before every row's do did")
+			assert.Equal(t, int32(c.want), most.Load(), "rows in flight at most")
+			res, done := op.Poll()
+			require.True(t, done)
+			for i, x := range res {
+				assert.Equal(t, int64('a'+i), x.Code, "row %d's result", i)
+			}
+			assert.True(t, l.Drain(context.Background(), nil), "the call ended")
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 )
 
 // BenchmarkVersusOS compares the store with what a user would write by
-// hand: os.WriteFile and os.ReadFile of the same bytes, one file per row.
+// hand: os.WriteFile and os.ReadFile of the same bytes, one file per row,
+// fs.DefaultRowsInFlight at once as the store does them.
 // Each iteration is one rep of 16 rows through each; the metrics are the
 // medians over the reps of the store's time over the hand-written one's:
 //
@@ -98,16 +100,14 @@ func benchVersusOS(b *testing.B, root string, rowBytes int64) {
 			must(b, err, op, driver.Ready)
 		})
 		raw := timed(func() {
-			for i, row := range src {
-				if err := os.WriteFile(filepath.Join(plain, fmt.Sprint(i)), row.Spans[0].Bytes(), 0o644); err != nil {
-					b.Fatal(err)
+			inFlight(len(src), func(i int) {
+				if err := os.WriteFile(filepath.Join(plain, fmt.Sprint(i)), src[i].Spans[0].Bytes(), 0o644); err != nil {
+					b.Error(err)
 				}
-			}
+			})
 		})
 		durable := timed(func() {
-			for i, row := range src {
-				durableWrite(b, plain, fmt.Sprint("d", i), row.Spans[0].Bytes())
-			}
+			inFlight(len(src), func(i int) { durableWrite(b, plain, fmt.Sprint("d", i), src[i].Spans[0].Bytes()) })
 		})
 		putRaw, putDurable = append(putRaw, ratio(store, raw)), append(putDurable, ratio(store, durable))
 		store = timed(func() {
@@ -115,11 +115,11 @@ func benchVersusOS(b *testing.B, root string, rowBytes int64) {
 			must(b, err, op, driver.Ready)
 		})
 		raw = timed(func() {
-			for i := range src {
+			inFlight(len(src), func(i int) {
 				if _, err := os.ReadFile(filepath.Join(plain, fmt.Sprint(i))); err != nil {
-					b.Fatal(err)
+					b.Error(err)
 				}
-			}
+			})
 		})
 		getRaw = append(getRaw, ratio(store, raw))
 	}
@@ -130,6 +130,27 @@ func benchVersusOS(b *testing.B, root string, rowBytes int64) {
 	if !d.Drain(context.Background()) || d.Unregister(reg) != nil || d.Close() != nil {
 		b.Fatal("the driver did not close")
 	}
+}
+
+// inFlight runs f for each index below n, fs.DefaultRowsInFlight at once:
+// the store's concurrency.
+func inFlight(n int, f func(i int)) {
+	next := make(chan int, n)
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(n, fs.DefaultRowsInFlight) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // durableWrite is what a careful user writes by hand: a temporary file,
@@ -157,7 +178,7 @@ func durableWrite(b *testing.B, dir, name string, data []byte) {
 		}
 	}
 	if err != nil {
-		b.Fatal(err)
+		b.Error(err) // on inFlight's goroutines: Fatal would not stop the test
 	}
 }
 

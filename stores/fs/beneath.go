@@ -31,6 +31,8 @@ type tree struct {
 	// walk forces the component-by-component resolution (a kernel without
 	// openat2, or a test of that path); set once openat2 answered ENOSYS.
 	walk atomic.Bool
+	// trace is Options.Trace (nil: none).
+	trace func(Event)
 }
 
 // openTree opens root (which the operator named, links and all) as the
@@ -82,8 +84,17 @@ func (t *tree) walkDir(rel []string, create bool, mode uint32) (int, error) {
 		next, err := unix.Openat(fd, c, dirFlags|unix.O_NOFOLLOW, 0)
 		if errors.Is(err, unix.ENOENT) && create {
 			err = unix.Mkdirat(fd, c, mode)
-			if err == nil && mode&^0o700 != 0 {
-				err = unix.Fchmodat(fd, c, mode, 0)
+			if err == nil {
+				t.traced(EventMkdir, rel[:i+1])
+				if mode&^0o700 != 0 {
+					err = unix.Fchmodat(fd, c, mode, 0)
+				}
+				// The new directory's entry survives a crash of the file
+				// server only once its parent is fsynced: until then an
+				// object renamed into it may vanish with it.
+				if err == nil {
+					err = t.syncDir(fd, rel[:i])
+				}
 			}
 			if err == nil || errors.Is(err, unix.EEXIST) { // EEXIST: another writer made it
 				next, err = unix.Openat(fd, c, dirFlags|unix.O_NOFOLLOW, 0)
@@ -106,6 +117,29 @@ func (t *tree) walkDir(rel []string, create bool, mode uint32) (int, error) {
 func isLink(dir int, name string) bool {
 	var st unix.Stat_t
 	return unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
+}
+
+// syncDir fsyncs the directory fd, rel, and tells Options.Trace once it
+// succeeded.
+func (t *tree) syncDir(fd int, rel []string) error {
+	err := unix.Fsync(fd)
+	if err == nil {
+		t.traced(EventSyncDir, rel)
+	}
+	return err
+}
+
+// traced tells Options.Trace of op on the directory rel ("." for the
+// root).
+func (t *tree) traced(op EventOp, rel []string) {
+	if t.trace == nil {
+		return
+	}
+	p := filepath.Join(rel...)
+	if p == "" {
+		p = "."
+	}
+	t.trace(Event{Op: op, Path: p})
 }
 
 // pathErr names the path under the root that failed, and says that a link

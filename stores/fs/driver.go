@@ -61,6 +61,12 @@ type Options struct {
 	// it looks at (default DefaultSweepBudget; negative: no sweep at Open).
 	// See Sweep.
 	SweepBudget int
+	// RowsInFlight is how many of a call's rows are written or read at
+	// once (default DefaultRowsInFlight; 1: one after another). A put's
+	// row waits on two fsyncs, a get's on a file's open and read: a shared
+	// filesystem serves many such at once, so a call of many rows keeps
+	// several going. The backend's workers multiply it.
+	RowsInFlight int
 	// Integrity, when set, tags every object the driver writes with the
 	// current row key and refuses (CORRUPT) every object whose tag does not
 	// verify under the current or previous key, one another writer stored
@@ -73,10 +79,46 @@ type Options struct {
 	// the call's answer without touching the filesystem. Tests stage what a
 	// real filesystem cannot do on cue through it; production leaves it nil.
 	Seam *driverkit.Seam
+	// Trace, when set, is told of each call that decides what a crash of
+	// the file server leaves, once it succeeded and in the order made: a
+	// temporary file written whole (EventWrite), the file fsynced
+	// (EventSync), renamed over the object (EventRename), removed
+	// (EventRemove), a directory made (EventMkdir), and a directory
+	// fsynced (EventSyncDir: the key's, or a new one's parent). The
+	// driver issues the fsyncs through the same helpers that report them,
+	// so a fsync left out is missing from the trace too. Tests replay it
+	// to model a crash; production leaves it nil.
+	Trace func(Event)
 }
+
+// Event is one call Options.Trace is told of. Path (and To, for a rename)
+// are relative to the root.
+type Event struct {
+	Op       EventOp
+	Path, To string
+}
+
+// EventOp is what an Event did.
+type EventOp string
+
+// The calls Options.Trace is told of.
+const (
+	EventWrite   EventOp = "write"    // Path: a temporary file, written whole
+	EventSync    EventOp = "fsync"    // Path: a file, fsynced
+	EventRename  EventOp = "rename"   // Path renamed to To
+	EventRemove  EventOp = "remove"   // Path removed
+	EventSyncDir EventOp = "fsyncdir" // Path: a directory, fsynced ("." is the root)
+	EventMkdir   EventOp = "mkdir"    // Path: a directory, made
+)
 
 // DefaultMaxClockSkew is Options.MaxClockSkew's default.
 const DefaultMaxClockSkew = 10 * time.Second
+
+// DefaultRowsInFlight is Options.RowsInFlight's default: a few fsyncs at
+// once per call, so a 2-worker backend keeps 8 going; not tuned against a
+// shared filesystem, whose round trips may want more (docs/operating.md,
+// "Scale").
+const DefaultRowsInFlight = 4
 
 // DefaultSweepBudget is Options.SweepBudget's default: directory entries
 // Open's sweep looks at.
@@ -127,6 +169,9 @@ func Open(opt Options) (*Driver, error) {
 	if opt.DirMode == 0 {
 		opt.DirMode = 0o700
 	}
+	if opt.RowsInFlight <= 0 {
+		opt.RowsInFlight = DefaultRowsInFlight
+	}
 	if opt.SweepBudget == 0 {
 		opt.SweepBudget = DefaultSweepBudget
 	}
@@ -134,6 +179,7 @@ func Open(opt Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fs: root: %w", err)
 	}
+	t.trace = opt.Trace
 	d := &Driver{opt: opt, tree: t, fileMode: unixMode(opt.FileMode), dirMode: unixMode(opt.DirMode)}
 	d.exact = d.fileMode != 0o600
 	if opt.SweepBudget > 0 {
@@ -164,17 +210,18 @@ func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil)
 // returned true and every region is unregistered.
 func (d *Driver) Close() error { return d.life.Close(d.tree.root.Close) }
 
-// Put publishes each row: claim, write, publish, release.
+// Put publishes each row: claim, write, publish, release; up to
+// Options.RowsInFlight rows at once.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
-	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
+	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
 		return fsspec.AdmitPut(rows, live)
 	}, func(r driver.Row) driver.Result { return d.put(r) })
 }
 
 // Get reads each row's object, checks its trailer and only then copies its
-// payload into the row's span.
+// payload into the row's span; up to Options.RowsInFlight rows at once.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
+	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
 		return fsspec.AdmitGet(rows, hint, live)
 	}, func(r driver.Row) driver.Result { return d.get(r) })
 }
@@ -369,16 +416,49 @@ func (d *Driver) write(dir int, p paths, key string, payload []byte) (string, fs
 		_, err = f.Write(d.opt.Integrity.Append(nil, key, payload))
 	}
 	if err == nil {
-		err = f.Sync()
+		d.trace(EventWrite, p, tmp, "")
+		err = d.fsync(fd, EventSync, p, tmp)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		_ = unix.Unlinkat(dir, tmp, 0)
+		d.remove(dir, p, tmp)
 		return "", classify(err), err
 	}
 	return tmp, fsspec.OK, nil
+}
+
+// fsync fsyncs fd, p's file name (or p's directory, for EventSyncDir), and
+// tells Options.Trace once it succeeded.
+func (d *Driver) fsync(fd int, op EventOp, p paths, name string) error {
+	err := unix.Fsync(fd)
+	if err == nil {
+		d.trace(op, p, name, "")
+	}
+	return err
+}
+
+// remove unlinks name in p's directory (dir), best effort, and tells
+// Options.Trace once it is gone.
+func (d *Driver) remove(dir int, p paths, name string) {
+	if unix.Unlinkat(dir, name, 0) == nil {
+		d.trace(EventRemove, p, name, "")
+	}
+}
+
+// trace tells Options.Trace of op on name (and to) in p's directory; name
+// "" is the directory itself.
+func (d *Driver) trace(op EventOp, p paths, name, to string) {
+	if d.opt.Trace == nil {
+		return
+	}
+	rel := filepath.Join(p.rel...)
+	e := Event{Op: op, Path: filepath.Join(rel, name)}
+	if to != "" {
+		e.To = filepath.Join(rel, to)
+	}
+	d.opt.Trace(e)
 }
 
 // publish renames tmp over the object and fsyncs the directory. A failed
@@ -386,16 +466,17 @@ func (d *Driver) write(dir int, p paths, key string, payload []byte) (string, fs
 // behind that may not survive a crash of the file server.
 func (d *Driver) publish(dir int, p paths, tmp, key string) (fsspec.Code, error) {
 	if code, staged, err := d.seam("publish", key); staged {
-		_ = unix.Unlinkat(dir, tmp, 0)
+		d.remove(dir, p, tmp)
 		return code, err
 	}
 	// renameat(2) replaces whatever is at the object's name, a link
 	// included, and follows none.
 	if err := unix.Renameat(dir, tmp, dir, p.name); err != nil {
-		_ = unix.Unlinkat(dir, tmp, 0)
+		d.remove(dir, p, tmp)
 		return classify(err), &os.LinkError{Op: "rename", Old: filepath.Join(p.dir, tmp), New: p.file, Err: err}
 	}
-	if err := unix.Fsync(dir); err != nil {
+	d.trace(EventRename, p, tmp, p.name)
+	if err := d.fsync(dir, EventSyncDir, p, ""); err != nil {
 		return classify(err), fmt.Errorf("the object is in place but the fsync of %s failed: %w", p.dir, err)
 	}
 	return fsspec.OK, nil

@@ -54,10 +54,10 @@ type calls struct {
 }
 
 // pickBuild returns the build whose spec holds for the server that answered
-// INFO server with info, its call rules, and the server and version it
-// reported ("valkey-server 8.1.1", returned with an error too).
-func pickBuild(info string) (build, calls, string, error) {
-	sdk, version := ServerIdentity(info)
+// HELLO with hello, its call rules, and the server and version it reported
+// ("valkey-server 8.1.1", returned with an error too).
+func pickBuild(hello map[string]string) (build, calls, string, error) {
+	sdk, version := ServerIdentity(hello)
 	server := sdk + " " + version
 	spec, err := rules.Pick("redis", sdk, version, Specs()...)
 	if err != nil {
@@ -76,16 +76,16 @@ func pickBuild(info string) (build, calls, string, error) {
 	return b, c, server, nil
 }
 
-// pickBuildOf picks the build for the servers that answered INFO server
-// with infos (by address): one server, or every master of a Cluster. A
+// pickBuildOf picks the build for the servers that answered HELLO with
+// hellos (by address): one server, or every master of a Cluster. A
 // Cluster's masters must all be servers one spec holds for: in a rolling
 // upgrade from one build to another, a spec picked from one master would
 // send commands another cannot run (SET IFEQ to a Valkey 8.0 or a Redis),
 // so the driver refuses the Cluster until its masters agree. It returns
 // the build, its rules, and the server and version ("valkey-server 8.1.1").
-func pickBuildOf(infos map[string]string) (build, calls, string, error) {
-	addrs := make([]string, 0, len(infos))
-	for a := range infos {
+func pickBuildOf(hellos map[string]map[string]string) (build, calls, string, error) {
+	addrs := make([]string, 0, len(hellos))
+	for a := range hellos {
 		addrs = append(addrs, a)
 	}
 	slices.Sort(addrs)
@@ -98,7 +98,7 @@ func pickBuildOf(infos map[string]string) (build, calls, string, error) {
 		mixed bool
 	)
 	for i, a := range addrs {
-		bi, ci, what, err := pickBuild(infos[a])
+		bi, ci, what, err := pickBuild(hellos[a])
 		switch {
 		case err != nil:
 			what += " (no spec)"
@@ -124,39 +124,64 @@ func pickBuildOf(infos map[string]string) (build, calls, string, error) {
 	return b, c, ver, nil
 }
 
-// ServerIdentity names the server that answered INFO server with info, as
-// the specs name it: "<server_name>-server" and that server's own version
-// ("valkey-server", valkey_version) when INFO names a server other than
-// Redis, or has a version field of another server (a fork that keeps
-// server_name out, as Dragonfly's dragonfly_version); ("redis-server",
-// redis_version) only when it is Redis. A fork reports a redis_version too
-// (Valkey 7.2.4, for clients that parse it); it is not a Redis of that
-// version, and is never taken for one: a server no spec names is refused.
-func ServerIdentity(info string) (sdk, version string) {
-	if name := infoField(info, "server_name"); name != "" && name != "redis" {
-		return name + "-server", orUnknown(infoField(info, name+"_version"))
+// ServerIdentity names the server that answered HELLO with hello (its
+// fields, as Hello returns them), as the specs name it: "<server>-server"
+// and the version HELLO reports ("valkey-server", "8.1.1") when HELLO names
+// a server other than Redis, or has a version field of another server (a
+// fork that answers server "redis", as Dragonfly's dragonfly_version);
+// ("redis-server", version) only when it is Redis. A server no spec names
+// is refused.
+//
+// HELLO, not INFO: HELLO is what every client sends to connect, so the
+// tenant's ACL needs no +info, which would show it every tenant's key
+// count (docs/security.md).
+func ServerIdentity(hello map[string]string) (sdk, version string) {
+	if name := hello["server"]; name != "" && name != "redis" {
+		return name + "-server", orUnknown(hello["version"])
 	}
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		name, isVersion := strings.CutSuffix(k, "_version")
-		if ok && isVersion && name != "redis" && !buildTools[name] {
-			return name + "-server", orUnknown(v)
+	forks := make([]string, 0, 1)
+	for k := range hello {
+		if name, ok := strings.CutSuffix(k, "_version"); ok && name != "redis" {
+			forks = append(forks, name)
 		}
 	}
-	return "redis-server", orUnknown(infoField(info, "redis_version"))
+	if len(forks) > 0 {
+		slices.Sort(forks)
+		return forks[0] + "-server", orUnknown(hello[forks[0]+"_version"])
+	}
+	return "redis-server", orUnknown(hello["version"])
 }
 
-// buildTools are the INFO server fields "<tool>_version" that name what
-// built the server, not a server.
-var buildTools = map[string]bool{"gcc": true}
-
-func infoField(info, name string) string {
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
-			return v
+// Hello asks c's server for HELLO without a protocol version (which
+// changes nothing on the connection) and returns the reply's fields that
+// are strings or numbers, by name ("server", "version", "mode", ...).
+func Hello(ctx context.Context, c interface {
+	Do(ctx context.Context, args ...any) *goredis.Cmd
+}) (map[string]string, error) {
+	v, err := c.Do(ctx, "hello").Result()
+	if err != nil {
+		return nil, err
+	}
+	fields := map[string]string{}
+	add := func(k, v any) {
+		switch v.(type) {
+		case string, int64:
+			fields[fmt.Sprint(k)] = fmt.Sprint(v)
 		}
 	}
-	return ""
+	switch r := v.(type) {
+	case map[any]any: // RESP3
+		for k, v := range r {
+			add(k, v)
+		}
+	case []any: // RESP2: name, value, name, value, ...
+		for i := 0; i+1 < len(r); i += 2 {
+			add(r[i], r[i+1])
+		}
+	default:
+		return nil, fmt.Errorf("redis: HELLO answered %T, not a map", v)
+	}
+	return fields, nil
 }
 
 func orUnknown(v string) string {

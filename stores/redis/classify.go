@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -34,7 +35,30 @@ func classify(err error) (redisspec.Code, error) {
 	case errors.As(err, &redisErr) && strings.HasPrefix(err.Error(), "OOM "):
 		return redisspec.OOM, err
 	case errors.As(err, &redisErr) && strings.HasPrefix(err.Error(), "NOPERM"):
-		return redisspec.Noperm, err
+		return redisspec.Noperm, explainNoperm(err)
+	case errors.As(err, &redisErr) && strings.HasPrefix(err.Error(), "BUSY "):
+		// A FAULT (the spec's otherwise) that says whose doing it is.
+		return redisspec.Err, fmt.Errorf("the server is running a script past its busy-reply-threshold, another client's (this driver's scripts end at once; docs/security.md): %w", err)
 	}
 	return redisspec.Err, err
+}
+
+// explainNoperm says what a NOPERM reply asks of whoever configures the
+// ACL user: the server refuses a command the user's ACL does not grant
+// (Redis 7.0: "NOPERM this user has no permissions to run the 'eval'
+// command"; Valkey 8.1: "NOPERM User tenantA has no permissions to run the
+// 'eval' command") as it refuses a key outside the user's patterns ("...
+// access one of the keys used as arguments", "No permissions to access a
+// key"), and the two need different fixes.
+func explainNoperm(err error) error {
+	msg := err.Error()
+	if _, rest, ok := strings.Cut(msg, "permissions to run the '"); ok {
+		if cmd, _, ok := strings.Cut(rest, "'"); ok {
+			return fmt.Errorf("the user's ACL does not grant the %s command the driver needs (add +%s; docs/security.md lists a tenant's commands): %w", cmd, cmd, err)
+		}
+	}
+	if strings.Contains(msg, "key") {
+		return fmt.Errorf("the key is outside the user's key patterns: %w", err)
+	}
+	return err
 }

@@ -52,29 +52,55 @@ func TestClassifyTurnsRepliesIntoSpecCodes(t *testing.T) {
 	}
 }
 
-// TestServerIdentity pins how the driver names a server and which spec it
-// picks: a Valkey is named by its valkey_version, never by the
-// redis_version it reports beside it, and any server no spec holds for is
-// refused with an error that names every spec.
-func TestServerIdentity(t *testing.T) {
-	for _, c := range []struct {
-		info, sdk, version, spec string
-	}{
-		{"# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n", "redis-server", "7.0.15", "spec/redis-7.yaml"},
-		{"# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.1.1\r\n", "valkey-server", "8.1.1", "spec/redis-valkey-8.1.yaml"},
-		{"# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\n", "valkey-server", "8.0.1", ""},
-		{"# Server\r\nredis_version:6.2.14\r\n", "redis-server", "6.2.14", ""},
-		{"# Server\r\nredis_version:8.0.2\r\n", "redis-server", "8.0.2", ""},
-		{"# Server\r\n", "redis-server", "unknown", ""},
-		{"# Server\r\nredis_version:7.0.15\r\ngcc_version:12.2.0\r\n", "redis-server", "7.0.15", "spec/redis-7.yaml"},
-		{"# Server\r\nredis_version:7.0.15\r\nserver_name:redis\r\n", "redis-server", "7.0.15", "spec/redis-7.yaml"},
-		// Forks that report a Redis 7 version beside their own.
-		{"# Server\r\nredis_version:7.4.0\r\ndragonfly_version:df-v1.25.0\r\n", "dragonfly-server", "df-v1.25.0", ""},
-		{"# Server\r\nredis_version:7.2.4\r\nserver_name:newfork\r\n", "newfork-server", "unknown", ""},
+// TestNopermSaysWhatToGrant: a NOPERM reply that names a command (each
+// build's wording) says to grant it, and one about a key says the key is
+// outside the user's patterns; the server's reply is kept either way.
+func TestNopermSaysWhatToGrant(t *testing.T) {
+	for _, c := range []struct{ reply, want string }{
+		{"NOPERM this user has no permissions to run the 'eval' command", "does not grant the eval command the driver needs (add +eval;"},
+		{"NOPERM User tenantA has no permissions to run the 'getrange' command", "does not grant the getrange command the driver needs (add +getrange;"},
+		{"NOPERM this user has no permissions to run the 'cluster|slots' command", "(add +cluster|slots;"},
+		{"NOPERM this user has no permissions to access one of the keys used as arguments", "the key is outside the user's key patterns"},
+		{"NOPERM No permissions to access a key", "the key is outside the user's key patterns"},
 	} {
-		sdk, v := ServerIdentity(c.info)
+		code, err := classify(replyErr(c.reply))
+		assert.Equal(t, redisspec.Noperm, code)
+		assert.Contains(t, err.Error(), c.want)
+		assert.Contains(t, err.Error(), c.reply)
+	}
+}
+
+// TestServerIdentity pins how the driver names a server from its HELLO
+// reply and which spec it picks: a Valkey is named by its server field and
+// version, a fork that calls itself redis by its own version field, and
+// any server no spec holds for is refused with an error that names every
+// spec.
+func TestServerIdentity(t *testing.T) {
+	hello := func(kv ...string) map[string]string {
+		m := map[string]string{"proto": "3", "id": "7", "mode": "standalone", "role": "master"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	for _, c := range []struct {
+		hello              map[string]string
+		sdk, version, spec string
+	}{
+		{hello("server", "redis", "version", "7.0.15"), "redis-server", "7.0.15", "spec/redis-7.yaml"},
+		{hello("server", "valkey", "version", "8.1.1"), "valkey-server", "8.1.1", "spec/redis-valkey-8.1.yaml"},
+		{hello("server", "valkey", "version", "8.0.1"), "valkey-server", "8.0.1", ""},
+		{hello("server", "redis", "version", "6.2.14"), "redis-server", "6.2.14", ""},
+		{hello("server", "redis", "version", "8.0.2"), "redis-server", "8.0.2", ""},
+		{hello(), "redis-server", "unknown", ""},
+		{hello("version", "7.0.15"), "redis-server", "7.0.15", "spec/redis-7.yaml"},
+		// Forks that call themselves redis, with a version of their own.
+		{hello("server", "redis", "version", "7.4.0", "dragonfly_version", "df-v1.25.0"), "dragonfly-server", "df-v1.25.0", ""},
+		{hello("server", "newfork", "version", "7.2.4"), "newfork-server", "7.2.4", ""},
+	} {
+		sdk, v := ServerIdentity(c.hello)
 		assert.Equal(t, c.sdk+" "+c.version, sdk+" "+v)
-		b, _, _, err := pickBuild(c.info)
+		b, _, _, err := pickBuild(c.hello)
 		if c.spec == "" {
 			assert.ErrorContains(t, err, "redis: "+c.sdk+" "+c.version+" has no spec; kvblob holds specs for redis-server 7.x (spec/redis-7.yaml); valkey-server 8.1.x (spec/redis-valkey-8.1.yaml)")
 			continue
@@ -90,21 +116,21 @@ func TestServerIdentity(t *testing.T) {
 // spec picked from one would send commands another cannot run; one whose
 // masters agree opens with their spec.
 func TestClusterMastersMustAgree(t *testing.T) {
-	redis7 := "# Server\r\nredis_version:7.0.15\r\n"
-	valkey81 := "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.1.1\r\n"
-	valkey80 := "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\n"
+	redis7 := map[string]string{"server": "redis", "version": "7.0.15"}
+	valkey81 := map[string]string{"server": "valkey", "version": "8.1.1"}
+	valkey80 := map[string]string{"server": "valkey", "version": "8.0.1"}
 
-	b, _, ver, err := pickBuildOf(map[string]string{"a:1": valkey81, "b:2": valkey81, "c:3": valkey81})
+	b, _, ver, err := pickBuildOf(map[string]map[string]string{"a:1": valkey81, "b:2": valkey81, "c:3": valkey81})
 	require.NoError(t, err)
 	assert.Equal(t, "spec/redis-valkey-8.1.yaml valkey-server 8.1.1", b.spec.Source+" "+ver)
 
-	_, _, _, err = pickBuildOf(map[string]string{"a:1": valkey81, "b:2": valkey80, "c:3": valkey81})
+	_, _, _, err = pickBuildOf(map[string]map[string]string{"a:1": valkey81, "b:2": valkey80, "c:3": valkey81})
 	assert.ErrorContains(t, err, "redis: the Cluster's masters are not all servers one spec holds for: a:1 is valkey-server 8.1.1 (spec/redis-valkey-8.1.yaml); b:2 is valkey-server 8.0.1 (no spec); c:3 is valkey-server 8.1.1 (spec/redis-valkey-8.1.yaml)")
 
-	_, _, _, err = pickBuildOf(map[string]string{"a:1": redis7, "b:2": valkey81})
+	_, _, _, err = pickBuildOf(map[string]map[string]string{"a:1": redis7, "b:2": valkey81})
 	assert.ErrorContains(t, err, "a:1 is redis-server 7.0.15 (spec/redis-7.yaml); b:2 is valkey-server 8.1.1 (spec/redis-valkey-8.1.yaml)")
 
-	_, _, _, err = pickBuildOf(map[string]string{"": valkey80})
+	_, _, _, err = pickBuildOf(map[string]map[string]string{"": valkey80})
 	assert.ErrorContains(t, err, "redis: valkey-server 8.0.1 has no spec")
 }
 

@@ -6,9 +6,10 @@
 // connection may authenticate as an ACL user and run over TLS (Options).
 // A put claims each key with a pending marker
 // (SET NX PX), then replaces its own marker with the object: on a
-// standalone server with WATCH, GET and MULTI/SET/EXEC, pipelined across
-// keys; on a Cluster (or when a transaction aborts) with a compare-and-set
-// script; on Valkey 8.1 with one SET IFEQ per key. A get checks the trailer
+// standalone Redis 7 with WATCH, GET and MULTI/SET/EXEC, pipelined across
+// keys, and no script; on a Redis 7 Cluster (or for a user who may not
+// transact) with a compare-and-set script; on Valkey 8.1 with one SET IFEQ
+// per key. A get checks the trailer
 // before any byte reaches the caller's slots.
 //
 // Each server build has its own spec (spec/redis-7.yaml,
@@ -54,9 +55,14 @@ const delScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.ca
 
 // Driver is a driver.Driver over one Redis deployment.
 type Driver struct {
-	c   goredis.UniversalClient
-	opt Options
-	ver string
+	c goredis.UniversalClient
+	// g is the client gets go out on: c itself with
+	// Options.FetchesShareConns, else a client of its own, and gate the
+	// gets in flight c's connections yield to (lanes.go).
+	g    goredis.UniversalClient
+	gate *fetchGate
+	opt  Options
+	ver  string
 
 	// build is the server build the driver talks to, and calls the rules
 	// of its spec for each call the driver makes.
@@ -82,7 +88,7 @@ const (
 var _ driver.Driver = (*Driver)(nil)
 
 // Open connects, picks the spec that holds for the server it reached (its
-// name and version, from INFO server), refusing a server no spec holds
+// name and version, from HELLO), refusing a server no spec holds
 // for, and returns the driver.
 func Open(ctx context.Context, opt Options) (*Driver, error) {
 	if len(opt.Addrs) == 0 {
@@ -98,57 +104,73 @@ func Open(ctx context.Context, opt Options) (*Driver, error) {
 			return nil, err
 		}
 	}
-	var c goredis.UniversalClient
-	if opt.Cluster {
-		c = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: opt.Addrs, Username: opt.Username, Password: opt.Password,
-			TLSConfig: tlsConfig, DialTimeout: opt.DialTimeout, DialerRetries: 1,
-			ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout, MaxRetries: -1, MaxRedirects: 8})
-	} else {
-		// No retries: a retried compare-and-set whose first reply was lost
-		// would answer LOST for an object it stored.
-		c = goredis.NewClient(&goredis.Options{Addr: opt.Addrs[0], Username: opt.Username, Password: opt.Password,
-			TLSConfig: tlsConfig, DialTimeout: opt.DialTimeout, DialerRetries: 1,
-			ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout, MaxRetries: -1})
+	// Over TLS the driver dials itself (tlsDialer), so a plain port fails
+	// the dial at once, saying so, instead of at DialTimeout.
+	dialTimeout := opt.DialTimeout
+	if dialTimeout <= 0 {
+		dialTimeout = 5 * time.Second // go-redis's default, which its own dialer applies
+	}
+	base := goredis.NewDialer(&goredis.Options{DialTimeout: dialTimeout})
+	if tlsConfig != nil {
+		base = tlsDialer(tlsConfig, opt.DialTimeout)
+	}
+	// Gets on a client of their own, publishes yielding to them (lanes.go).
+	var gate *fetchGate
+	if !opt.FetchesShareConns {
+		gate = &fetchGate{}
+	}
+	c := newClient(opt, yielding(base, gate))
+	g := c
+	if gate != nil {
+		g = newClient(opt, base)
 	}
 	// One dial per attempt (DialerRetries: 1): go-redis's default of five
 	// with 100 ms back-off cost 0.4 s per call to a server that is down.
 	// The guard goes first: it routes the client's log lines to
 	// Options.Logger and fails dials at once for DownFor after one failed.
-	c.AddHook(newGuard(opt))
-	for _, h := range opt.Hooks {
-		c.AddHook(h)
+	guard := newGuard(opt)
+	for _, cl := range unique(c, g) {
+		cl.AddHook(guard)
+		for _, h := range opt.Hooks {
+			cl.AddHook(h)
+		}
 	}
-	infos, err := serverInfos(ctx, c)
+	closeAll := func() {
+		for _, cl := range unique(c, g) {
+			_ = cl.Close()
+		}
+	}
+	hellos, err := serverHellos(ctx, c)
 	if err != nil {
-		_ = c.Close()
+		closeAll()
 		return nil, openError(opt, err)
 	}
-	b, calls, ver, err := pickBuildOf(infos)
+	b, calls, ver, err := pickBuildOf(hellos)
 	if err != nil {
-		_ = c.Close()
+		closeAll()
 		return nil, err
 	}
-	return &Driver{c: c, opt: opt, ver: ver, build: b, calls: calls}, nil
+	return &Driver{c: c, g: g, gate: gate, opt: opt, ver: ver, build: b, calls: calls}, nil
 }
 
-// serverInfos asks each server the driver writes to for INFO server: the
-// one server, or every master of a Cluster, by address.
-func serverInfos(ctx context.Context, c goredis.UniversalClient) (map[string]string, error) {
+// serverHellos asks each server the driver writes to for HELLO: the one
+// server, or every master of a Cluster, by address.
+func serverHellos(ctx context.Context, c goredis.UniversalClient) (map[string]map[string]string, error) {
 	cc, ok := c.(*goredis.ClusterClient)
 	if !ok {
-		info, err := c.Info(ctx, "server").Result()
-		return map[string]string{"": info}, err
+		hello, err := Hello(ctx, c)
+		return map[string]map[string]string{"": hello}, err
 	}
 	var mu sync.Mutex
-	infos := map[string]string{}
+	hellos := map[string]map[string]string{}
 	err := cc.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error {
-		info, err := n.Info(ctx, "server").Result()
+		hello, err := Hello(ctx, n)
 		mu.Lock()
 		defer mu.Unlock()
-		infos[n.Options().Addr] = info
+		hellos[n.Options().Addr] = hello
 		return err
 	})
-	return infos, err
+	return hellos, err
 }
 
 // String names the server and the options, Password redacted.
@@ -156,7 +178,7 @@ func (d *Driver) String() string {
 	return "redis driver (server " + d.ver + ", " + d.opt.String() + ")"
 }
 
-// ServerVersion is the server and version INFO reported at Open
+// ServerVersion is the server and version HELLO reported at Open
 // ("redis-server 7.0.15", "valkey-server 8.1.1").
 func (d *Driver) ServerVersion() string { return d.ver }
 
@@ -186,7 +208,11 @@ func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil)
 func (d *Driver) Close() error {
 	return d.life.Close(func() error {
 		d.bufs.drop()
-		return d.c.Close()
+		var err error
+		if d.g != d.c {
+			err = d.g.Close()
+		}
+		return errors.Join(d.c.Close(), err)
 	})
 }
 
@@ -263,7 +289,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 		pipe = d.c.Pipeline()
 		gets := make([]*goredis.StringCmd, len(exists))
 		for k, i := range exists {
-			gets[k] = pipe.Get(ctx, rows[i].Key)
+			gets[k] = pipe.GetRange(ctx, rows[i].Key, 0, d.readMax(rows[i]))
 		}
 		_, _ = pipe.Exec(ctx)
 		for k, i := range exists {
@@ -284,23 +310,43 @@ func (d *Driver) claimed(ok bool, err error) (rules.Mapping, error) {
 }
 
 // present answers the existence question of a row whose key the claim
-// found present, from a GET of the key (m is the claim's mapping): READY
-// if it holds this row's whole object, NOT_READY if it holds another
-// writer's marker (or vanished), and what the spec's if_other says if it
-// holds anything else.
+// found present, from a bounded read of the key (GETRANGE key 0
+// readMax(row); m is the claim's mapping): READY if it holds this row's
+// whole object, NOT_READY if it holds another writer's marker (or
+// vanished), and what the spec's if_other says if it holds anything else,
+// a value longer than any object of the row included, of which no more
+// than readMax+1 bytes crossed the network.
 func (d *Driver) present(m rules.Mapping, get *goredis.StringCmd, row driver.Row) driver.Result {
 	v, err := get.Bytes()
 	switch {
 	case err != nil && err != goredis.Nil:
 		return m.WithCause(err)
-	case err != nil || bytes.HasPrefix(v, []byte(markerPrefix)):
+	case err != nil || len(v) == 0 || bytes.HasPrefix(v, []byte(markerPrefix)):
 		return driver.Result{Status: m.IfAbsent}
+	case int64(len(v)) > d.readMax(row):
+		return m.Other(fmt.Sprintf("key %q holds more than %d bytes, longer than any object of this %d-byte row; the driver read no further", row.Key, d.readMax(row), row.Bytes()))
 	case d.holdsRow(v, row):
 		return driver.Result{Status: m.IfExists}
 	default:
 		return m.Other(fmt.Sprintf("key %q holds %d bytes that are not this row's %d-byte object", row.Key, len(v), row.Bytes()))
 	}
 }
+
+// readMax is the longest value under row's key the driver reads whole: the
+// row's object with a keyed trailer (the longer format), or a marker. Every
+// read of a key is GETRANGE key 0 readMax, so at most readMax+1 bytes of a
+// value cross the network, however long another writer made it; a reply
+// of readMax+1 bytes is a value no object of this row can be. (GETRANGE
+// answers an empty string for an absent key as for an empty value; no
+// object and no marker is empty, and an empty value left by another
+// writer is read as the absent key it might as well be: deleting it is no
+// more than that writer could do.)
+func (d *Driver) readMax(row driver.Row) int64 {
+	return max(row.Bytes()+trailer.TagSize+trailer.Size, markerLen)
+}
+
+// markerLen is the length of every marker (newMarker).
+const markerLen = int64(len(markerPrefix) + 24)
 
 // stored maps the store step's code of each row of idx into its result,
 // and releases the rows that were not stored.
@@ -335,8 +381,9 @@ func (d *Driver) stored(ctx context.Context, rows []driver.Row, idx []int, marke
 // round trip, as the claim and the existence GET were before.
 //
 // The second stores the rows still ours in one MULTI/SET/EXEC (transact);
-// the rows it could not settle go to the compare-and-set script
-// (storeObjects).
+// the rows it could not settle (another watched key changed) are stored
+// one key per transaction (storeWatchedOne), and only rows whose WATCH the
+// ACL refused go to the compare-and-set script (storeObjects).
 func (d *Driver) putWatched(ctx context.Context, c *goredis.Client, rows []driver.Row, marker string, results []driver.Result) {
 	objs := make([][]byte, len(rows))
 	// go-redis has written every object to its connection once the store
@@ -350,7 +397,7 @@ func (d *Driver) putWatched(ctx context.Context, c *goredis.Client, rows []drive
 	}()
 	codes := make([]redisspec.Code, len(rows))
 	errs := make([]error, len(rows))
-	var store, undecided []int
+	var store, undecided, aborted []int
 	_ = c.Watch(ctx, func(tx *goredis.Tx) error {
 		claims := make([]*goredis.BoolCmd, len(rows))
 		watches := make([]*goredis.StatusCmd, len(rows))
@@ -360,7 +407,7 @@ func (d *Driver) putWatched(ctx context.Context, c *goredis.Client, rows []drive
 				claims[i] = p.SetNX(ctx, r.Key, marker, d.opt.PendingTTL)
 				watches[i] = goredis.NewStatusCmd(ctx, "watch", r.Key)
 				_ = p.Process(ctx, watches[i])
-				gets[i] = p.Get(ctx, r.Key)
+				gets[i] = p.GetRange(ctx, r.Key, 0, d.readMax(r))
 			}
 			return nil
 		})
@@ -387,11 +434,65 @@ func (d *Driver) putWatched(ctx context.Context, c *goredis.Client, rows []drive
 				undecided = append(undecided, i)
 			}
 		}
-		undecided = append(undecided, d.transact(ctx, tx, rows, ours, objs, codes, errs)...)
+		aborted = d.transact(ctx, tx, rows, ours, objs, codes, errs)
 		return nil
 	})
+	for _, i := range aborted {
+		codes[i], errs[i] = d.storeWatchedOne(ctx, c, rows[i].Key, objs[i], marker)
+	}
 	d.storeObjects(ctx, rows, undecided, objs, marker, codes, errs)
 	d.stored(ctx, rows, store, marker, codes, errs, results)
+}
+
+// watchAttempts bounds the transactions storeWatchedOne runs for one key.
+const watchAttempts = 3
+
+// storeWatchedOne stores obj under key, a key this writer claimed whose
+// row a put's transaction could not settle (another watched key changed),
+// in a transaction of its own: WATCH key and read it; if it still holds
+// marker, MULTI/SET/EXEC; LOST once it does not. No script: a tenant who
+// may not EVAL stores all the same (docs/security.md). A transaction that
+// aborts again (the key itself changed, but still holds the marker: it was
+// rewritten with the same bytes) is tried again, at most watchAttempts
+// times; then the row faults with ERR, saying so.
+func (d *Driver) storeWatchedOne(ctx context.Context, c *goredis.Client, key string, obj []byte, marker string) (redisspec.Code, error) {
+	for range watchAttempts {
+		var code redisspec.Code
+		var cerr error
+		err := c.Watch(ctx, func(tx *goredis.Tx) error {
+			var get *goredis.StringCmd
+			_, _ = tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
+				_ = p.Process(ctx, goredis.NewStatusCmd(ctx, "watch", key))
+				get = p.GetRange(ctx, key, 0, markerLen)
+				return nil
+			})
+			v, err := get.Result()
+			switch {
+			case err == goredis.Nil || err == nil && v != marker:
+				code = redisspec.Lost
+				return tx.Unwatch(ctx).Err()
+			case err != nil:
+				code, cerr = classify(err)
+				return tx.Unwatch(ctx).Err()
+			}
+			var set *goredis.StatusCmd
+			_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+				set = p.Set(ctx, key, obj, 0)
+				return nil
+			})
+			if err == nil || !errors.Is(err, goredis.TxFailedErr) {
+				code, cerr = classify(set.Err())
+			}
+			return err
+		})
+		switch {
+		case err != nil && code == redisspec.OK: // no reply decided the row
+			return classify(err)
+		case !errors.Is(err, goredis.TxFailedErr):
+			return code, cerr
+		}
+	}
+	return redisspec.Err, fmt.Errorf("the key changed under each of %d transactions while it held this writer's marker", watchAttempts)
 }
 
 // storeObjects is a Redis 7 store for rows already claimed: it replaces
@@ -402,10 +503,11 @@ func (d *Driver) putWatched(ctx context.Context, c *goredis.Client, rows []drive
 // it does not.
 //
 // A standalone server whose user may transact never gets here: Put takes
-// putWatched, whose transaction stores without the script (the script
+// putWatched, whose transactions store without the script (the script
 // copies the object into a Lua string and again into the key; a plain SET
-// does not, which is the point of issue 18), and falls back to the script
-// only for the rows the transaction could not settle. On a Cluster, WATCH
+// does not, which is the point of issue 18; and a tenant who may not EVAL
+// cannot stall every other tenant with an endless script, issue 29),
+// except a row whose WATCH the ACL refused. On a Cluster, WATCH
 // and MULTI need every key of a transaction in one slot, and a request's
 // keys spread over all of them: a transaction per key would cost three
 // round trips each where the script costs one, so a Cluster keeps the
@@ -554,9 +656,18 @@ func (d *Driver) object(row driver.Row) []byte {
 
 // release deletes this writer's markers from rows whose store failed, so a
 // later put need not wait out the TTL; a marker that cannot be deleted
-// expires.
+// expires. On a standalone server whose user may transact it runs no
+// script (releaseWatched); on a Cluster, or when the server refused the
+// transaction (a full Redis 7 refuses every command queued in MULTI, DEL
+// too), a script deletes each key only if it holds the marker, and a
+// tenant without +eval leaves the marker to expire. (Valkey 8.1's SET IFEQ
+// could release a marker with PX 1, but a full server refuses a SET, and a
+// full server is when stores fail most.)
 func (d *Driver) release(ctx context.Context, rows []driver.Row, idx []int, marker string) {
 	if len(idx) == 0 {
+		return
+	}
+	if c, ok := d.c.(*goredis.Client); ok && d.mayTransact(ctx, c) && d.releaseWatched(ctx, c, rows, idx, marker) {
 		return
 	}
 	pipe := d.c.Pipeline()
@@ -564,6 +675,39 @@ func (d *Driver) release(ctx context.Context, rows []driver.Row, idx []int, mark
 		pipe.Eval(ctx, delScript, []string{rows[i].Key}, marker)
 	}
 	_, _ = pipe.Exec(ctx)
+}
+
+// releaseWatched is release in two round trips and no script: WATCH and
+// GET each key, then MULTI, DEL of each key that held this writer's
+// marker, EXEC. If another writer changed a watched key in between, the
+// transaction aborts and the markers expire after their TTL. It reports
+// false when a command failed otherwise, and the release is not done.
+func (d *Driver) releaseWatched(ctx context.Context, c *goredis.Client, rows []driver.Row, idx []int, marker string) bool {
+	err := c.Watch(ctx, func(tx *goredis.Tx) error {
+		gets := make([]*goredis.StringCmd, len(idx))
+		_, _ = tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for k, i := range idx {
+				_ = p.Process(ctx, goredis.NewStatusCmd(ctx, "watch", rows[i].Key))
+				gets[k] = p.GetRange(ctx, rows[i].Key, 0, markerLen)
+			}
+			return nil
+		})
+		var ours []string
+		for k, i := range idx {
+			if v, err := gets[k].Result(); err == nil && v == marker {
+				ours = append(ours, rows[i].Key)
+			}
+		}
+		if len(ours) == 0 {
+			return tx.Unwatch(ctx).Err()
+		}
+		_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			p.Del(ctx, ours...)
+			return nil
+		})
+		return err
+	})
+	return err == nil || errors.Is(err, goredis.TxFailedErr)
 }
 
 // holdsRow reports whether v is row's whole object: it passes the trailer
@@ -592,14 +736,13 @@ func newMarker() string {
 // payload into the row's spans.
 //
 // Each object is read straight from the connection into a buffer of d.bufs
-// (GET with go-redis's GetToBuffer), sized for the row's object in either
-// trailer format plus the reply's CRLF: a 4 MiB call then neither
-// allocates nor zeroes 4 MiB of replies, whose garbage made the collector
-// run about ten times per 64 MiB fetch. A key holding an object too big
-// for that buffer (another writer's row of another size) fails the read
-// of its reply and of every reply after it on that connection; those rows
-// are read again with plain GETs (getLarge), so they answer exactly as
-// before.
+// (GETRANGE key 0 readMax, with go-redis's zero-copy reply), sized for the
+// row's object in either trailer format plus one byte and the reply's CRLF:
+// a 4 MiB call then neither allocates nor zeroes 4 MiB of replies, whose
+// garbage made the collector run about ten times per 64 MiB fetch. A key
+// holding a value longer than any object of its row (another writer's, of
+// any length up to 512 MiB) fills the buffer and is refused by that length:
+// readMax+1 bytes of it crossed the network, never the rest (issue 29).
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return d.build.spec.Admission.Get(rows, hint, live) })
 	if err != nil {
@@ -607,7 +750,11 @@ func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (
 	}
 	defer call.End()
 	results := make([]driver.Result, len(rows))
-	pipe := d.c.Pipeline()
+	if d.gate != nil {
+		d.gate.enter()
+		defer d.gate.leave()
+	}
+	pipe := d.g.Pipeline()
 	gets := make([]*goredis.ZeroCopyStringCmd, len(rows))
 	into := make([][]byte, len(rows))
 	defer func() {
@@ -616,57 +763,35 @@ func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (
 		}
 	}()
 	for i, r := range rows {
-		// A marker is shorter than any object but that of an empty row.
-		n := max(r.Bytes()+trailer.TagSize+trailer.Size, int64(len(markerPrefix))+24) + 2
+		n := d.readMax(r) + 1 + 2
 		into[i] = d.bufs.get(n)[:n]
-		gets[i] = pipe.GetToBuffer(ctx, r.Key, into[i])
+		gets[i] = goredis.NewZeroCopyStringCmd(ctx, into[i], "getrange", r.Key, 0, d.readMax(r))
+		_ = pipe.Process(ctx, gets[i])
 	}
 	_, _ = pipe.Exec(ctx)
-	var large []int
 	for i, cmd := range gets {
-		err := cmd.Err()
-		if err != nil && isBufferTooSmall(err) {
-			large = append(large, i)
-			continue
-		}
-		results[i] = d.got(rows[i], cmd.Bytes(), err)
+		results[i] = d.got(rows[i], cmd.Bytes(), cmd.Err())
 	}
-	d.getLarge(ctx, rows, large, results)
 	return driverkit.Finished(results), nil
 }
 
-// isBufferTooSmall reports whether err is GetToBuffer's refusal of an
-// object longer than its buffer (go-redis words it so and gives it no
-// type), or the same error go-redis then sets on the replies it left
-// unread after it. TestGetOfAnObjectLargerThanTheRow holds the wording.
-func isBufferTooSmall(err error) bool {
-	return strings.Contains(err.Error(), "buffer too small")
-}
-
-// getLarge reads the rows of idx with plain GETs, for objects too long for
-// Get's buffers, and sets their results.
-func (d *Driver) getLarge(ctx context.Context, rows []driver.Row, idx []int, results []driver.Result) {
-	if len(idx) == 0 {
-		return
-	}
-	pipe := d.c.Pipeline()
-	gets := make([]*goredis.StringCmd, len(idx))
-	for k, i := range idx {
-		gets[k] = pipe.Get(ctx, rows[i].Key)
-	}
-	_, _ = pipe.Exec(ctx)
-	for k, i := range idx {
-		v, err := gets[k].Bytes()
-		results[i] = d.got(rows[i], v, err)
-	}
-}
-
-// got is the result of a GET of row's key that answered v or err: the
-// trailer is checked before any byte of v reaches the row's spans.
+// got is the result of a read of row's key (GETRANGE key 0 readMax) that
+// answered v or err: an empty v is an absent key, a v longer than readMax
+// a value no object of the row can be, refused by its length; the trailer
+// is checked before any byte of v reaches the row's spans.
 func (d *Driver) got(row driver.Row, v []byte, err error) driver.Result {
+	if err == nil && len(v) == 0 {
+		err = goredis.Nil
+	}
 	if err != nil {
 		code, cerr := classify(err)
 		return d.calls.get.Map(int64(code), row.Bytes()).WithCause(cerr)
+	}
+	if long := d.readMax(row); int64(len(v)) > long {
+		// The size rule (payload length differs), with the length the
+		// driver knows: more than long bytes.
+		return d.calls.get.Map(int64(len(v)), row.Bytes()).WithCause(
+			fmt.Errorf("the key holds more than %d bytes, longer than any object of this row; the driver read no further", long))
 	}
 	if bytes.HasPrefix(v, []byte(markerPrefix)) {
 		return d.calls.get.Map(int64(redisspec.Pending), row.Bytes()).Result

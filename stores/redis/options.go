@@ -41,6 +41,13 @@ type Options struct {
 	// tag does not verify under the current or previous key, an unkeyed
 	// row another writer stored included (see trailer.Integrity).
 	Integrity *trailer.Integrity
+	// FetchesShareConns sends gets on the publishes' connections, with no
+	// yielding (the driver before issue 35). By default gets go on
+	// connections of their own and a publish's connection writes in
+	// slices, each after this driver's gets in flight are done, so that a
+	// single-threaded server does not read megabytes of publish pipelines
+	// while a get waits (lanes.go; docs/operating.md, "Scale").
+	FetchesShareConns bool
 	// PendingTTL bounds how long a claimed key stays pending if its writer
 	// dies (default 30 s).
 	PendingTTL time.Duration
@@ -124,9 +131,16 @@ func openError(opt Options, err error) error {
 	case strings.HasPrefix(msg, "NOAUTH"):
 		return fmt.Errorf("redis: the server at %v requires authentication: set Options.Username and Options.Password: %w", opt.Addrs, err)
 	case strings.HasPrefix(msg, "NOPERM"):
-		return fmt.Errorf("redis: user %q may not run what Open needs at %v (its ACL needs at least +info, and +cluster|slots on a Cluster; see docs/security.md): %w", user(opt), opt.Addrs, err)
+		return fmt.Errorf("redis: user %q may not run what Open needs at %v: %w", user(opt), opt.Addrs, explainNoperm(err))
+	case errors.Is(err, errPlainPort):
+		return fmt.Errorf("redis: the server at %v answers plain TCP on this port, not TLS: unset Options.TLS, or connect to its tls-port: %w", opt.Addrs, err)
+	case opt.TLS == nil && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF)):
+		// A TLS-only port takes the first command for a bad TLS record
+		// and closes the connection (a plain server would have answered,
+		// even if only with an error).
+		return fmt.Errorf("redis: the server at %v closed the connection at the first command, as a TLS-only port does to a client without TLS: if it serves TLS, set Options.TLS: %w", opt.Addrs, err)
 	}
-	return fmt.Errorf("redis: INFO server at %v: %w", opt.Addrs, err)
+	return fmt.Errorf("redis: HELLO at %v: %w", opt.Addrs, err)
 }
 
 func user(opt Options) string {

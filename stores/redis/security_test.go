@@ -45,7 +45,7 @@ func startSecure(t *testing.T, b *rediskit.Build, cluster bool) *secure {
 	certs, err := storekit.NewCerts(t.TempDir())
 	require.NoError(t, err)
 	cfg := rediskit.Config{Build: b, TLS: certs, Users: [][]string{
-		rediskit.TenantUser(tenantA, passA, tenantA), rediskit.TenantUser(tenantB, passB, tenantB),
+		rediskit.TenantUser(tenantA, passA, tenantA, cluster), rediskit.TenantUser(tenantB, passB, tenantB, cluster),
 	}}
 	s := &secure{cluster: cluster, certs: certs}
 	if cluster {
@@ -169,7 +169,6 @@ func TestOpenRefusesABadCredentialOrCertificate(t *testing.T) {
 			{"wrong server name", func(o *redis.Options) { o.TLS.ServerName = "wrong.example" }, []string{"does not verify", "not wrong.example"}},
 			{"no client certificate", func(o *redis.Options) { o.TLS.CertFile, o.TLS.KeyFile = "", "" }, []string{"client certificate", "Options.TLS.CertFile"}},
 			{"half a client certificate", func(o *redis.Options) { o.TLS.KeyFile = "" }, []string{"both CertFile and KeyFile"}},
-			{"plain TCP to a TLS port", func(o *redis.Options) { o.TLS = nil; o.ReadTimeout = time.Second }, []string{"INFO server"}},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -229,4 +228,50 @@ func TestTenantsAreKeptApart(t *testing.T) {
 		require.Equal(t, driver.Ready, b.get(t, b.row(keyB, 1))[0].Status)
 		assert.Equal(t, b.r.Slot(0).Bytes(), b.r.Slot(1).Bytes(), "tenantB's row is as tenantB wrote it")
 	})
+}
+
+// TestATLSMismatchFailsFastAndSaysTLS: a TLS client of a plain port and a
+// plain client of a TLS port each fail Open within a fifth of the dial
+// timeout, with an error that says TLS and what to set. (A plain server
+// never answers a TLS handshake: the TLS client used to wait out its
+// DialTimeout and fail with an i/o timeout; the plain client failed at
+// once with an EOF that said nothing of TLS.)
+func TestATLSMismatchFailsFastAndSaysTLS(t *testing.T) {
+	for _, b := range builds() {
+		t.Run(b.build.Name, func(t *testing.T) {
+			need(t, b.server != nil, b.absent)
+			certs, err := storekit.NewCerts(t.TempDir())
+			require.NoError(t, err)
+			tlsServer, err := rediskit.StartWith(rediskit.Config{Build: b.build, TLS: certs})
+			require.NoError(t, err)
+			t.Cleanup(tlsServer.Stop)
+			const dial = 5 * time.Second
+			withTLS := &redis.TLS{CAFile: certs.CAFile, CertFile: certs.ClientCertFile, KeyFile: certs.ClientKey, ServerName: storekit.ServerName}
+			for _, c := range []struct {
+				name string
+				opt  redis.Options
+				want []string
+			}{
+				{"TLS client, plain port", redis.Options{Addrs: []string{b.server.Addr}, TLS: withTLS, DialTimeout: dial, ReadTimeout: dial},
+					[]string{"answers plain TCP on this port, not TLS", "unset Options.TLS"}},
+				{"plain client, TLS port", redis.Options{Addrs: []string{tlsServer.Addr}, DialTimeout: dial, ReadTimeout: dial},
+					[]string{"as a TLS-only port does", "set Options.TLS"}},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					start := time.Now()
+					d, err := redis.Open(context.Background(), c.opt)
+					took := time.Since(start)
+					if err == nil {
+						_ = d.Close()
+					}
+					require.Error(t, err)
+					for _, w := range c.want {
+						assert.Contains(t, err.Error(), w)
+					}
+					assert.Less(t, took, dial/5, "Open failed after %v: %v", took, err)
+					t.Logf("%s: after %v: %v", c.name, took.Round(time.Millisecond), err)
+				})
+			}
+		})
+	}
 }

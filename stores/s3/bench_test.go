@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,11 +16,13 @@ import (
 	"github.com/kvblob/kvblob/internal/s3kit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/s3"
 )
 
 // BenchmarkVersusClient compares the store with what a user would write by
 // hand with the same client: PutObject and GetObject (io.ReadAll) of the
-// same bytes, one object per row, over the kit's versitygw (HTTPS on
+// same bytes, one object per row, s3.DefaultRowsInFlight requests at once
+// as the store sends them, over the kit's versitygw (HTTPS on
 // loopback, over a tmpfs as root). Each iteration is one rep of 16 rows of
 // 256 KiB through each, on fresh keys; the metrics are the median of the
 // reps' ratios (store time over raw time) and their range:
@@ -68,11 +71,10 @@ func BenchmarkVersusClient(b *testing.B) {
 			must(b, err, op)
 		})
 		hand := timed(func() {
-			for i, row := range src {
-				if _, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: bucket, Key: aws.String(raw[i]), Body: bytes.NewReader(row.Spans[0].Bytes())}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			inFlight(b, rows, func(i int) error {
+				_, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: bucket, Key: aws.String(raw[i]), Body: bytes.NewReader(src[i].Spans[0].Bytes())})
+				return err
+			})
 		})
 		putR = append(putR, float64(store)/float64(hand))
 		store = timed(func() {
@@ -80,17 +82,15 @@ func BenchmarkVersusClient(b *testing.B) {
 			must(b, err, op)
 		})
 		hand = timed(func() {
-			for i := range src {
+			inFlight(b, rows, func(i int) error {
 				out, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: bucket, Key: aws.String(raw[i])})
 				if err != nil {
-					b.Fatal(err)
+					return err
 				}
 				_, err = io.ReadAll(out.Body)
 				_ = out.Body.Close()
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
+				return err
+			})
 		})
 		getR = append(getR, float64(store)/float64(hand))
 		b.StopTimer()
@@ -109,6 +109,34 @@ func BenchmarkVersusClient(b *testing.B) {
 	}
 	if !k.Drain(ctx) || k.Unregister(reg) != nil || k.Close() != nil {
 		b.Fatal("the driver did not close")
+	}
+}
+
+// inFlight runs f for each index below n, s3.DefaultRowsInFlight at once
+// (the store's concurrency), and fails b on the first error.
+func inFlight(b *testing.B, n int, f func(i int) error) {
+	next := make(chan int, n)
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range min(n, s3.DefaultRowsInFlight) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
 	}
 }
 

@@ -52,6 +52,14 @@ type Options struct {
 	// MaxAttempts is the client's attempts per request (default 3, the
 	// SDK's; 1 turns retries off).
 	MaxAttempts int
+	// RowsInFlight is how many of a call's rows are requests in flight at
+	// once (default DefaultRowsInFlight; 1 sends them one after another).
+	// A row is a request of its own, bound by its round trip rather than
+	// by bandwidth, so a call of many rows moves them in parallel; the
+	// backend's workers multiply it (a backend of W workers keeps up to
+	// W x RowsInFlight requests open, each a connection of the client's
+	// pool).
+	RowsInFlight int
 	// Integrity, when set, tags every object the driver writes with the
 	// current row key and refuses (CORRUPT) every object whose tag does not
 	// verify under the current or previous key, one another writer stored
@@ -65,9 +73,21 @@ type Options struct {
 	Seam *driverkit.Seam
 }
 
+// DefaultRowsInFlight is Options.RowsInFlight's default: a 2-worker
+// backend keeps 16 requests open, more than versitygw on two cores serves
+// at once (blobbench: the driver is at its raw client's speed at that
+// concurrency); not tuned against a real S3, whose tens of milliseconds a
+// request want more (docs/operating.md, "Scale").
+const DefaultRowsInFlight = 8
+
 // Driver is a driver.Driver over one bucket.
 type Driver struct {
-	opt    Options
+	opt Options
+	// bufs are the buffers gets read objects into, kept between calls
+	// (up to 2 x RowsInFlight): a sync.Pool drops them at every second
+	// collection, and the SDK's garbage brings one every few requests, so
+	// a 4 MiB row faulted a fresh buffer in on most gets.
+	bufs   chan *[]byte
 	c      *s3.Client
 	idle   func() // closes the idle connections of a client the driver made
 	life   driverkit.Lifecycle
@@ -118,7 +138,10 @@ func Open(opt Options) (*Driver, error) {
 	if opt.MaxAttempts <= 0 {
 		opt.MaxAttempts = 3
 	}
-	d := &Driver{opt: opt, bucket: aws.String(opt.Bucket)}
+	if opt.RowsInFlight <= 0 {
+		opt.RowsInFlight = DefaultRowsInFlight
+	}
+	d := &Driver{opt: opt, bucket: aws.String(opt.Bucket), bufs: make(chan *[]byte, 2*opt.RowsInFlight)}
 	hc := opt.HTTPClient
 	if hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -177,21 +200,32 @@ func (d *Driver) Close() error {
 	})
 }
 
-// Put publishes each row with a conditional PutObject.
+// Put publishes each row with a conditional PutObject, up to
+// Options.RowsInFlight rows at once.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
-	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
+	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
 		return s3spec.AdmitPut(rows, live)
 	}, func(r driver.Row) driver.Result { return d.put(ctx, r) })
 }
 
 // Get reads each row's object, checks its trailer and only then copies its
-// payload into the row's span.
+// payload into the row's span, up to Options.RowsInFlight rows at once.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	var buf []byte // reused from row to row
-	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
+	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
 		return s3spec.AdmitGet(rows, hint, live)
-	}, func(r driver.Row) (res driver.Result) {
-		res, buf = d.get(ctx, r, buf)
+	}, func(r driver.Row) driver.Result {
+		var buf *[]byte
+		select {
+		case buf = <-d.bufs:
+		default:
+			buf = new([]byte)
+		}
+		var res driver.Result
+		res, *buf = d.get(ctx, r, *buf)
+		select {
+		case d.bufs <- buf:
+		default: // enough kept
+		}
 		return res
 	})
 }
@@ -327,6 +361,6 @@ func (o Options) Format(f fmt.State, _ rune) {
 	if o.SecretKey != "" {
 		secret = "[redacted]"
 	}
-	fmt.Fprintf(f, "s3.Options{Endpoint: %q, Region: %q, Bucket: %q, AccessKey: %q, SecretKey: %s, Timeout: %v, MaxAttempts: %d, Integrity: %s}",
-		o.Endpoint, o.Region, o.Bucket, o.AccessKey, secret, o.Timeout, o.MaxAttempts, o.Integrity.String())
+	fmt.Fprintf(f, "s3.Options{Endpoint: %q, Region: %q, Bucket: %q, AccessKey: %q, SecretKey: %s, Timeout: %v, MaxAttempts: %d, RowsInFlight: %d, Integrity: %s}",
+		o.Endpoint, o.Region, o.Bucket, o.AccessKey, secret, o.Timeout, o.MaxAttempts, o.RowsInFlight, o.Integrity.String())
 }

@@ -19,7 +19,7 @@ import (
 func All() []conformance.Case {
 	return []conformance.Case{{
 		ID:          "claim/OK",
-		Pos:         "spec/fs-posix.yaml:121:11",
+		Pos:         "spec/fs-posix.yaml:123:11",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
@@ -29,7 +29,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/EEXIST",
-		Pos:         "spec/fs-posix.yaml:122:15",
+		Pos:         "spec/fs-posix.yaml:124:15",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -17, CodeName: "EEXIST"},
@@ -39,7 +39,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/ENOSPC",
-		Pos:         "spec/fs-posix.yaml:123:15",
+		Pos:         "spec/fs-posix.yaml:125:15",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -28, CodeName: "ENOSPC"},
@@ -48,7 +48,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "claim/EDQUOT",
-		Pos:         "spec/fs-posix.yaml:124:15",
+		Pos:         "spec/fs-posix.yaml:126:15",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -122, CodeName: "EDQUOT"},
@@ -57,7 +57,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "claim/ELOOP",
-		Pos:         "spec/fs-posix.yaml:126:9",
+		Pos:         "spec/fs-posix.yaml:128:9",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -40, CodeName: "ELOOP"},
@@ -68,7 +68,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/otherwise-ENOTDIR",
-		Pos:         "spec/fs-posix.yaml:129:16",
+		Pos:         "spec/fs-posix.yaml:131:16",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -20, CodeName: "ENOTDIR"},
@@ -78,7 +78,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "write/OK",
-		Pos:         "spec/fs-posix.yaml:139:11",
+		Pos:         "spec/fs-posix.yaml:141:11",
 		Op:          conformance.OpPut,
 		Call:        "write",
 		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
@@ -88,7 +88,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "write/ENOSPC",
-		Pos:         "spec/fs-posix.yaml:140:15",
+		Pos:         "spec/fs-posix.yaml:142:15",
 		Op:          conformance.OpPut,
 		Call:        "write",
 		Answer:      conformance.Answer{Code: -28, CodeName: "ENOSPC"},
@@ -98,7 +98,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "write/EDQUOT",
-		Pos:         "spec/fs-posix.yaml:141:15",
+		Pos:         "spec/fs-posix.yaml:143:15",
 		Op:          conformance.OpPut,
 		Call:        "write",
 		Answer:      conformance.Answer{Code: -122, CodeName: "EDQUOT"},
@@ -107,7 +107,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "write/otherwise-EIO",
-		Pos:         "spec/fs-posix.yaml:142:16",
+		Pos:         "spec/fs-posix.yaml:144:16",
 		Op:          conformance.OpPut,
 		Call:        "write",
 		Answer:      conformance.Answer{Code: -5, CodeName: "EIO"},
@@ -117,7 +117,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "publish/OK",
-		Pos:         "spec/fs-posix.yaml:150:11",
+		Pos:         "spec/fs-posix.yaml:152:11",
 		Op:          conformance.OpPut,
 		Call:        "publish",
 		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
@@ -127,7 +127,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "publish/ENOSPC",
-		Pos:         "spec/fs-posix.yaml:151:15",
+		Pos:         "spec/fs-posix.yaml:153:15",
 		Op:          conformance.OpPut,
 		Call:        "publish",
 		Answer:      conformance.Answer{Code: -28, CodeName: "ENOSPC"},
@@ -136,7 +136,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "publish/EDQUOT",
-		Pos:         "spec/fs-posix.yaml:152:15",
+		Pos:         "spec/fs-posix.yaml:154:15",
 		Op:          conformance.OpPut,
 		Call:        "publish",
 		Answer:      conformance.Answer{Code: -122, CodeName: "EDQUOT"},
@@ -145,7 +145,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "publish/EISDIR",
-		Pos:         "spec/fs-posix.yaml:154:9",
+		Pos:         "spec/fs-posix.yaml:156:9",
 		Op:          conformance.OpPut,
 		Call:        "publish",
 		Answer:      conformance.Answer{Code: -21, CodeName: "EISDIR"},
@@ -156,7 +156,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "publish/otherwise-EIO",
-		Pos:         "spec/fs-posix.yaml:157:16",
+		Pos:         "spec/fs-posix.yaml:159:16",
 		Op:          conformance.OpPut,
 		Call:        "publish",
 		Answer:      conformance.Answer{Code: -5, CodeName: "EIO"},
@@ -166,7 +166,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "read/whole",
-		Pos:         "spec/fs-posix.yaml:175:12",
+		Pos:         "spec/fs-posix.yaml:177:12",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Size: conformance.SizeWhole},
@@ -176,7 +176,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/short",
-		Pos:         "spec/fs-posix.yaml:177:7",
+		Pos:         "spec/fs-posix.yaml:179:7",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Size: conformance.SizeShort},
@@ -186,7 +186,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/ENOENT",
-		Pos:         "spec/fs-posix.yaml:182:15",
+		Pos:         "spec/fs-posix.yaml:184:15",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Code: -2, CodeName: "ENOENT"},
@@ -196,7 +196,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/PENDING",
-		Pos:         "spec/fs-posix.yaml:183:16",
+		Pos:         "spec/fs-posix.yaml:185:16",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Code: -1001, CodeName: "PENDING"},
@@ -206,7 +206,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/CORRUPT",
-		Pos:         "spec/fs-posix.yaml:184:16",
+		Pos:         "spec/fs-posix.yaml:186:16",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Code: -1002, CodeName: "CORRUPT"},
@@ -217,7 +217,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/EISDIR",
-		Pos:         "spec/fs-posix.yaml:185:15",
+		Pos:         "spec/fs-posix.yaml:187:15",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Code: -21, CodeName: "EISDIR"},
@@ -228,7 +228,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/ELOOP",
-		Pos:         "spec/fs-posix.yaml:187:9",
+		Pos:         "spec/fs-posix.yaml:189:9",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Code: -40, CodeName: "ELOOP"},
@@ -239,7 +239,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/EIO",
-		Pos:         "spec/fs-posix.yaml:191:12",
+		Pos:         "spec/fs-posix.yaml:193:12",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Code: -5, CodeName: "EIO"},
@@ -249,7 +249,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "read/otherwise-ESTALE",
-		Pos:         "spec/fs-posix.yaml:192:16",
+		Pos:         "spec/fs-posix.yaml:194:16",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Code: -116, CodeName: "ESTALE"},
@@ -259,14 +259,14 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:        "keys/dot-segment",
-		Pos:       "spec/fs-posix.yaml:92:16",
+		Pos:       "spec/fs-posix.yaml:94:16",
 		Op:        conformance.OpPut,
 		Stageable: true,
 		Key:       conformance.KeyDotSegment,
 		Rejected:  driver.RuleKeyFormat,
 	}, {
 		ID:        "keys/dotdot-segment",
-		Pos:       "spec/fs-posix.yaml:92:16",
+		Pos:       "spec/fs-posix.yaml:94:16",
 		Op:        conformance.OpPut,
 		Stageable: true,
 		Key:       conformance.KeyDotDotSegment,

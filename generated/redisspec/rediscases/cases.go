@@ -19,7 +19,7 @@ import (
 func All() []conformance.Case {
 	return []conformance.Case{{
 		ID:          "claim/OK",
-		Pos:         "spec/redis-7.yaml:66:11",
+		Pos:         "spec/redis-7.yaml:70:11",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
@@ -29,7 +29,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/NIL/exists",
-		Pos:         "spec/redis-7.yaml:70:9",
+		Pos:         "spec/redis-7.yaml:74:9",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -1, CodeName: "NIL"},
@@ -40,7 +40,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/NIL/absent",
-		Pos:         "spec/redis-7.yaml:70:9",
+		Pos:         "spec/redis-7.yaml:74:9",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -1, CodeName: "NIL"},
@@ -50,7 +50,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/NIL/other",
-		Pos:         "spec/redis-7.yaml:70:9",
+		Pos:         "spec/redis-7.yaml:74:9",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -1, CodeName: "NIL"},
@@ -63,7 +63,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/OOM",
-		Pos:         "spec/redis-7.yaml:78:12",
+		Pos:         "spec/redis-7.yaml:82:12",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -3, CodeName: "OOM"},
@@ -73,7 +73,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/NOPERM",
-		Pos:         "spec/redis-7.yaml:79:15",
+		Pos:         "spec/redis-7.yaml:83:15",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -9, CodeName: "NOPERM"},
@@ -83,7 +83,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "claim/otherwise-ERR",
-		Pos:         "spec/redis-7.yaml:80:16",
+		Pos:         "spec/redis-7.yaml:84:16",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -8, CodeName: "ERR"},
@@ -93,7 +93,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "store/OK",
-		Pos:         "spec/redis-7.yaml:89:11",
+		Pos:         "spec/redis-7.yaml:93:11",
 		Op:          conformance.OpPut,
 		Call:        "store",
 		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
@@ -103,7 +103,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "store/LOST",
-		Pos:         "spec/redis-7.yaml:90:13",
+		Pos:         "spec/redis-7.yaml:94:13",
 		Op:          conformance.OpPut,
 		Call:        "store",
 		Answer:      conformance.Answer{Code: -4, CodeName: "LOST"},
@@ -113,7 +113,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "store/NOPERM",
-		Pos:         "spec/redis-7.yaml:91:15",
+		Pos:         "spec/redis-7.yaml:95:15",
 		Op:          conformance.OpPut,
 		Call:        "store",
 		Answer:      conformance.Answer{Code: -9, CodeName: "NOPERM"},
@@ -123,7 +123,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "store/OOM",
-		Pos:         "spec/redis-7.yaml:94:12",
+		Pos:         "spec/redis-7.yaml:98:12",
 		Op:          conformance.OpPut,
 		Call:        "store",
 		Answer:      conformance.Answer{Code: -3, CodeName: "OOM"},
@@ -132,7 +132,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "store/otherwise-CONN",
-		Pos:         "spec/redis-7.yaml:95:16",
+		Pos:         "spec/redis-7.yaml:99:16",
 		Op:          conformance.OpPut,
 		Call:        "store",
 		Answer:      conformance.Answer{Code: -6, CodeName: "CONN"},
@@ -142,7 +142,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "get/whole",
-		Pos:         "spec/redis-7.yaml:114:12",
+		Pos:         "spec/redis-7.yaml:122:12",
 		Op:          conformance.OpGet,
 		Call:        "get",
 		Answer:      conformance.Answer{Size: conformance.SizeWhole},
@@ -152,7 +152,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/short",
-		Pos:         "spec/redis-7.yaml:116:7",
+		Pos:         "spec/redis-7.yaml:124:7",
 		Op:          conformance.OpGet,
 		Call:        "get",
 		Answer:      conformance.Answer{Size: conformance.SizeShort},
@@ -162,7 +162,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/NIL",
-		Pos:         "spec/redis-7.yaml:121:12",
+		Pos:         "spec/redis-7.yaml:129:12",
 		Op:          conformance.OpGet,
 		Call:        "get",
 		Answer:      conformance.Answer{Code: -1, CodeName: "NIL"},
@@ -172,7 +172,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/PENDING",
-		Pos:         "spec/redis-7.yaml:122:16",
+		Pos:         "spec/redis-7.yaml:130:16",
 		Op:          conformance.OpGet,
 		Call:        "get",
 		Answer:      conformance.Answer{Code: -2, CodeName: "PENDING"},
@@ -182,7 +182,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/CORRUPT",
-		Pos:         "spec/redis-7.yaml:123:16",
+		Pos:         "spec/redis-7.yaml:131:16",
 		Op:          conformance.OpGet,
 		Call:        "get",
 		Answer:      conformance.Answer{Code: -5, CodeName: "CORRUPT"},
@@ -193,7 +193,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/NOPERM",
-		Pos:         "spec/redis-7.yaml:124:15",
+		Pos:         "spec/redis-7.yaml:132:15",
 		Op:          conformance.OpGet,
 		Call:        "get",
 		Answer:      conformance.Answer{Code: -9, CodeName: "NOPERM"},
@@ -203,7 +203,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "get/otherwise-TIMEOUT",
-		Pos:         "spec/redis-7.yaml:125:16",
+		Pos:         "spec/redis-7.yaml:133:16",
 		Op:          conformance.OpGet,
 		Call:        "get",
 		Answer:      conformance.Answer{Code: -7, CodeName: "TIMEOUT"},

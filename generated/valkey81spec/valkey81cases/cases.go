@@ -19,7 +19,7 @@ import (
 func All() []conformance.Case {
 	return []conformance.Case{{
 		ID:          "claim/OK",
-		Pos:         "spec/redis-valkey-8.1.yaml:68:11",
+		Pos:         "spec/redis-valkey-8.1.yaml:72:11",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
@@ -29,7 +29,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/NIL/exists",
-		Pos:         "spec/redis-valkey-8.1.yaml:72:9",
+		Pos:         "spec/redis-valkey-8.1.yaml:76:9",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -1, CodeName: "NIL"},
@@ -40,7 +40,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/NIL/absent",
-		Pos:         "spec/redis-valkey-8.1.yaml:72:9",
+		Pos:         "spec/redis-valkey-8.1.yaml:76:9",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -1, CodeName: "NIL"},
@@ -50,7 +50,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/NIL/other",
-		Pos:         "spec/redis-valkey-8.1.yaml:72:9",
+		Pos:         "spec/redis-valkey-8.1.yaml:76:9",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -1, CodeName: "NIL"},
@@ -63,7 +63,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/OOM",
-		Pos:         "spec/redis-valkey-8.1.yaml:80:12",
+		Pos:         "spec/redis-valkey-8.1.yaml:84:12",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -3, CodeName: "OOM"},
@@ -73,7 +73,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/NOPERM",
-		Pos:         "spec/redis-valkey-8.1.yaml:81:15",
+		Pos:         "spec/redis-valkey-8.1.yaml:85:15",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -9, CodeName: "NOPERM"},
@@ -83,7 +83,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "claim/otherwise-ERR",
-		Pos:         "spec/redis-valkey-8.1.yaml:82:16",
+		Pos:         "spec/redis-valkey-8.1.yaml:86:16",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -8, CodeName: "ERR"},
@@ -93,7 +93,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "store/OK",
-		Pos:         "spec/redis-valkey-8.1.yaml:91:11",
+		Pos:         "spec/redis-valkey-8.1.yaml:95:11",
 		Op:          conformance.OpPut,
 		Call:        "store",
 		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
@@ -103,7 +103,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "store/NIL",
-		Pos:         "spec/redis-valkey-8.1.yaml:95:12",
+		Pos:         "spec/redis-valkey-8.1.yaml:99:12",
 		Op:          conformance.OpPut,
 		Call:        "store",
 		Answer:      conformance.Answer{Code: -1, CodeName: "NIL"},
@@ -113,7 +113,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "store/NOPERM",
-		Pos:         "spec/redis-valkey-8.1.yaml:96:15",
+		Pos:         "spec/redis-valkey-8.1.yaml:100:15",
 		Op:          conformance.OpPut,
 		Call:        "store",
 		Answer:      conformance.Answer{Code: -9, CodeName: "NOPERM"},
@@ -123,7 +123,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "store/OOM",
-		Pos:         "spec/redis-valkey-8.1.yaml:99:12",
+		Pos:         "spec/redis-valkey-8.1.yaml:103:12",
 		Op:          conformance.OpPut,
 		Call:        "store",
 		Answer:      conformance.Answer{Code: -3, CodeName: "OOM"},
@@ -132,7 +132,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "store/otherwise-CONN",
-		Pos:         "spec/redis-valkey-8.1.yaml:100:16",
+		Pos:         "spec/redis-valkey-8.1.yaml:104:16",
 		Op:          conformance.OpPut,
 		Call:        "store",
 		Answer:      conformance.Answer{Code: -6, CodeName: "CONN"},
@@ -142,7 +142,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "get/whole",
-		Pos:         "spec/redis-valkey-8.1.yaml:119:12",
+		Pos:         "spec/redis-valkey-8.1.yaml:127:12",
 		Op:          conformance.OpGet,
 		Call:        "get",
 		Answer:      conformance.Answer{Size: conformance.SizeWhole},
@@ -152,7 +152,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/short",
-		Pos:         "spec/redis-valkey-8.1.yaml:121:7",
+		Pos:         "spec/redis-valkey-8.1.yaml:129:7",
 		Op:          conformance.OpGet,
 		Call:        "get",
 		Answer:      conformance.Answer{Size: conformance.SizeShort},
@@ -162,7 +162,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/NIL",
-		Pos:         "spec/redis-valkey-8.1.yaml:126:12",
+		Pos:         "spec/redis-valkey-8.1.yaml:134:12",
 		Op:          conformance.OpGet,
 		Call:        "get",
 		Answer:      conformance.Answer{Code: -1, CodeName: "NIL"},
@@ -172,7 +172,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/PENDING",
-		Pos:         "spec/redis-valkey-8.1.yaml:127:16",
+		Pos:         "spec/redis-valkey-8.1.yaml:135:16",
 		Op:          conformance.OpGet,
 		Call:        "get",
 		Answer:      conformance.Answer{Code: -2, CodeName: "PENDING"},
@@ -182,7 +182,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/CORRUPT",
-		Pos:         "spec/redis-valkey-8.1.yaml:128:16",
+		Pos:         "spec/redis-valkey-8.1.yaml:136:16",
 		Op:          conformance.OpGet,
 		Call:        "get",
 		Answer:      conformance.Answer{Code: -5, CodeName: "CORRUPT"},
@@ -193,7 +193,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "get/NOPERM",
-		Pos:         "spec/redis-valkey-8.1.yaml:129:15",
+		Pos:         "spec/redis-valkey-8.1.yaml:137:15",
 		Op:          conformance.OpGet,
 		Call:        "get",
 		Answer:      conformance.Answer{Code: -9, CodeName: "NOPERM"},
@@ -203,7 +203,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "get/otherwise-TIMEOUT",
-		Pos:         "spec/redis-valkey-8.1.yaml:130:16",
+		Pos:         "spec/redis-valkey-8.1.yaml:138:16",
 		Op:          conformance.OpGet,
 		Call:        "get",
 		Answer:      conformance.Answer{Code: -7, CodeName: "TIMEOUT"},

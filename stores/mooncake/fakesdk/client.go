@@ -4,7 +4,10 @@ package fakesdk
 // and the metadata calls.
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -56,10 +59,19 @@ func (c *Client) HoldsSession(key string) bool {
 }
 
 // RegisterBuffer refuses a buffer that overlaps one already registered,
-// the same one included.
+// the same one included. A fault staged for CallRegister under AnyBuffer
+// answers its code without effect, raises without effect, or registers and
+// then raises.
 func (c *Client) RegisterBuffer(b mooncake.Buffer) (int64, error) {
+	f, staged := c.m.bufferFault(CallRegister)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	switch {
+	case staged && f.raise:
+		return 0, errBufferRaised(CallRegister)
+	case staged && !f.raiseAfter:
+		return int64(f.code), nil
+	}
 	if b.Addr == 0 || b.Len <= 0 {
 		return codeInvalidParams, nil
 	}
@@ -69,17 +81,64 @@ func (c *Client) RegisterBuffer(b mooncake.Buffer) (int64, error) {
 		}
 	}
 	c.buffers[b.Addr] = b.Len
+	if staged {
+		return 0, errBufferRaised(CallRegister)
+	}
 	return codeOK, nil
 }
 
+// UnregisterBuffer refuses a buffer that is not registered. A fault staged
+// for CallUnregister under AnyBuffer answers its code without effect (the
+// buffer stays registered), raises without effect, or unregisters and then
+// raises.
 func (c *Client) UnregisterBuffer(b mooncake.Buffer) (int64, error) {
+	f, staged := c.m.bufferFault(CallUnregister)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	switch {
+	case staged && f.raise:
+		return 0, errBufferRaised(CallUnregister)
+	case staged && !f.raiseAfter:
+		return int64(f.code), nil
+	}
 	if _, ok := c.buffers[b.Addr]; !ok {
 		return codeInvalidParams, nil
 	}
 	delete(c.buffers, b.Addr)
+	if staged {
+		return 0, errBufferRaised(CallUnregister)
+	}
 	return codeOK, nil
+}
+
+// Registered returns the buffers the client holds registered, by address.
+func (c *Client) Registered() []mooncake.Buffer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]mooncake.Buffer, 0, len(c.buffers))
+	for base, n := range c.buffers {
+		out = append(out, mooncake.Buffer{Addr: base, Len: n})
+	}
+	slices.SortFunc(out, func(a, b mooncake.Buffer) int { return cmp.Compare(a.Addr, b.Addr) })
+	return out
+}
+
+func errBufferRaised(call string) error {
+	return fmt.Errorf("fakesdk: %s raised (staged under AnyBuffer)", call)
+}
+
+// bufferFault pops the fault staged for a buffer call.
+func (m *Master) bufferFault(call string) (fault, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls[call]++
+	fk := faultKey{call, AnyBuffer}
+	fs := m.faults[fk]
+	if len(fs) == 0 {
+		return fault{}, false
+	}
+	m.faults[fk] = fs[1:]
+	return fs[0], true
 }
 
 var errClosed = errors.New("fakesdk: client closed")

@@ -205,7 +205,17 @@ const (
 	CallRevoke  = "batch_put_session_revoke"
 	CallGet     = "batch_get_into"
 	CallExist   = "batch_is_exist"
+
+	// register_buffer and unregister_buffer name no key: stage their
+	// answers, raises and raises-after-applying under AnyBuffer, and the
+	// next such call of any client of the master takes it.
+	CallRegister   = "register_buffer"
+	CallUnregister = "unregister_buffer"
 )
+
+// AnyBuffer is the key a fault for CallRegister or CallUnregister is staged
+// under.
+const AnyBuffer = ""
 
 // NewMaster returns an empty pool holding at most capacity bytes (0: no
 // bound), with DefaultKnobs.

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"golang.org/x/sys/unix"
+
+	"github.com/kvblob/kvblob/internal/s3kit"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/stores/fs"
+	"github.com/kvblob/kvblob/stores/s3"
+)
+
+// eachKey runs do(g, i) for every index below n on conc goroutines (g is
+// the goroutine's number, for its own buffers) and returns the time it
+// took and the first error.
+func eachKey(n, conc int, do func(g, i int) error) (time.Duration, error) {
+	var mu sync.Mutex
+	var first error
+	next := 0
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for g := 0; g < conc; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				stop := first != nil
+				mu.Unlock()
+				if i >= n || stop {
+					return
+				}
+				if err := do(g, i); err != nil {
+					mu.Lock()
+					first = cmpErr(first, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(t0), first
+}
+
+// buffers are one warmed (faulted-in) buffer of n bytes per goroutine:
+// the raw reads fill memory in the same state as the driver's slots.
+func buffers(conc, n int) [][]byte {
+	bufs := make([][]byte, conc)
+	for g := range bufs {
+		bufs[g] = bytes.Repeat([]byte{1}, n)
+	}
+	return bufs
+}
+
+// fsStore is the shared-filesystem driver over a fresh directory on the
+// machine's disk (not a tmpfs: its fsyncs are real), against the durable
+// write a program would do itself (a temporary file written and fsynced,
+// renamed over the object, the directory fsynced) and a pread of the
+// whole file, at the same concurrency.
+func fsStore() (store, error) {
+	dir, err := os.MkdirTemp("", "blobbench-fs-")
+	if err != nil {
+		return store{}, err
+	}
+	opt := fs.Options{Root: dir, RowsInFlight: fs.DefaultRowsInFlight}
+	paths := func(d driver.Driver, key string) string {
+		file, _, _ := d.(*fs.Driver).Paths(key)
+		return file
+	}
+	return store{name: "fs", plainName: "posix", rowsInFlight: opt.RowsInFlight,
+		make: func() (driver.Driver, error) { return fs.Open(opt) },
+		forget: func(d driver.Driver, keys []string) {
+			for _, k := range keys {
+				_ = os.Remove(paths(d, k))
+			}
+		},
+		plain: func(d driver.Driver, keys []string, objs [][]byte, _, conc int) (put, get time.Duration, err error) {
+			files := make([]string, len(keys))
+			for i, k := range keys {
+				files[i] = paths(d, k)
+				if err := os.MkdirAll(filepath.Dir(files[i]), 0o700); err != nil {
+					return 0, 0, err
+				}
+			}
+			put, err = eachKey(len(keys), conc, func(_, i int) error { return durableWrite(files[i], objs[i]) })
+			if err != nil {
+				return 0, 0, err
+			}
+			bufs := buffers(conc, len(objs[0]))
+			get, err = eachKey(len(keys), conc, func(g, i int) error {
+				f, err := os.Open(files[i])
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				n, err := f.ReadAt(bufs[g], 0)
+				if n != len(objs[i]) {
+					return fmt.Errorf("pread %s: %d of %d bytes: %w", files[i], n, len(objs[i]), err)
+				}
+				return nil
+			})
+			return put, get, err
+		},
+		// Removed on Ctrl-C too, not only when measure returns.
+		stop: atCleanup(func() { _ = os.RemoveAll(dir) })}, nil
+}
+
+// durableWrite writes obj to file as a program that wants it to survive a
+// crash does: a temporary file beside it, written and fsynced, renamed
+// over file, and the directory fsynced.
+func durableWrite(file string, obj []byte) error {
+	tmp := file + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(obj)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, file)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	dfd, err := unix.Open(filepath.Dir(file), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	return unix.Fsync(dfd)
+}
+
+// s3TmpfsBytes is the tmpfs under the bench's gateway: two views of the
+// largest default size, the raw client's copies and the gateway's
+// temporary files, with room to spare.
+const s3TmpfsBytes = 1 << 30
+
+// s3Store is the S3 driver over a versitygw it starts on loopback (HTTPS,
+// over a tmpfs when run as root), against the SDK's own PutObject and
+// GetObject of the same objects through the same client, at the same
+// concurrency.
+func s3Store() (store, error) {
+	if ok, why := s3kit.Available(); !ok {
+		return store{}, errors.New(why)
+	}
+	e, err := s3kit.SetupSized(s3TmpfsBytes)
+	if err != nil {
+		return store{}, err
+	}
+	tr := e.Transport()
+	tr.MaxIdleConnsPerHost, tr.MaxConnsPerHost = 256, 0
+	opt := s3.Options{Endpoint: e.Endpoint, Bucket: "blobbench", AccessKey: e.AccessKey, SecretKey: e.SecretKey,
+		HTTPClient: &http.Client{Transport: tr}, MaxAttempts: 1, RowsInFlight: s3.DefaultRowsInFlight}
+	// Stopped, its tmpfs unmounted, on Ctrl-C too.
+	stop := atCleanup(func() {
+		tr.CloseIdleConnections()
+		_ = e.Close()
+	})
+	d, err := s3.Open(opt)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err = d.Client().CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String(opt.Bucket)})
+		cancel()
+	}
+	if err != nil {
+		stop()
+		return store{}, fmt.Errorf("s3 over versitygw: %w", err)
+	}
+	client := func(d driver.Driver) *awss3.Client { return d.(*s3.Driver).Client() }
+	return store{name: "s3", plainName: "sdk", rowsInFlight: opt.RowsInFlight,
+		make: func() (driver.Driver, error) { return s3.Open(opt) },
+		forget: func(d driver.Driver, keys []string) {
+			_, _ = eachKey(len(keys), 8, func(_, i int) error {
+				_, err := client(d).DeleteObject(context.Background(), &awss3.DeleteObjectInput{Bucket: aws.String(opt.Bucket), Key: aws.String(keys[i])})
+				return err
+			})
+		},
+		plain: func(d driver.Driver, keys []string, objs [][]byte, _, conc int) (put, get time.Duration, err error) {
+			c, ctx := client(d), context.Background()
+			put, err = eachKey(len(keys), conc, func(_, i int) error {
+				_, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String(opt.Bucket), Key: aws.String(keys[i]),
+					Body: bytes.NewReader(objs[i]), ContentLength: aws.Int64(int64(len(objs[i])))})
+				return err
+			})
+			if err != nil {
+				return 0, 0, err
+			}
+			bufs := buffers(conc, len(objs[0]))
+			get, err = eachKey(len(keys), conc, func(g, i int) error {
+				out, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String(opt.Bucket), Key: aws.String(keys[i])})
+				if err != nil {
+					return err
+				}
+				defer out.Body.Close()
+				_, err = io.ReadFull(out.Body, bufs[g][:len(objs[i])])
+				return err
+			})
+			return put, get, err
+		},
+		stop: stop}, nil
+}

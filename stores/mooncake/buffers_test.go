@@ -1,0 +1,150 @@
+package mooncake_test
+
+import (
+	"context"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/kvblob/kvblob/generated/mooncakespec"
+	"github.com/kvblob/kvblob/internal/mooncakekit"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
+	"github.com/kvblob/kvblob/stores/mooncake"
+	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+)
+
+// bufferFaults are what register_buffer and unregister_buffer can do other
+// than succeed: answer a code, raise without effect, take effect and raise.
+var bufferFaults = []struct {
+	name  string
+	stage func(m *fakesdk.Master, call string)
+	took  bool // the call took effect
+}{
+	{"answers INVALID_PARAMS", func(m *fakesdk.Master, call string) {
+		m.Answer(call, fakesdk.AnyBuffer, mooncakespec.InvalidParams)
+	}, false},
+	{"answers INTERNAL_ERROR", func(m *fakesdk.Master, call string) {
+		m.Answer(call, fakesdk.AnyBuffer, mooncakespec.InternalError)
+	}, false},
+	{"raises", func(m *fakesdk.Master, call string) { m.Raise(call, fakesdk.AnyBuffer) }, false},
+	{"raises after applying", func(m *fakesdk.Master, call string) { m.RaiseAfterApplying(call, fakesdk.AnyBuffer) }, true},
+}
+
+// TestAnUnregisterTheSDKDidNotConfirmKeepsTheRegion: unless
+// unregister_buffer answered OK without raising, Unregister refuses
+// (DriverRejected), so the caller keeps the memory the SDK may still have
+// registered; the next, successful, unregister releases it.
+func TestAnUnregisterTheSDKDidNotConfirmKeepsTheRegion(t *testing.T) {
+	for _, tc := range bufferFaults {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFx(t)
+			c := f.d.SDK().(*fakesdk.Client)
+			tc.stage(f.m, fakesdk.CallUnregister)
+			err := f.d.Unregister(f.reg)
+			require.Error(t, err, "an unregister the SDK did not confirm must not free the region")
+			assert.True(t, driver.IsRejected(err), "the region is still registered: DriverRejected, got %v", err)
+			if !tc.took {
+				assert.Len(t, c.Registered(), 1, "the SDK still holds the region")
+			}
+		})
+	}
+}
+
+// TestARegisterThatRaisedIsNotARejection: a register_buffer that raised
+// may have registered the region, so Register's error is a plain one
+// (never DriverRejected, which would certify nothing is live); a code other
+// than OK registered nothing, so it is DriverRejected.
+func TestARegisterThatRaisedIsNotARejection(t *testing.T) {
+	for _, tc := range bufferFaults {
+		t.Run(tc.name, func(t *testing.T) {
+			m := fakesdk.NewMaster(0)
+			c := fakesdk.NewClient(m, mooncakekit.Version)
+			d, err := mooncake.New(c)
+			require.NoError(t, err)
+			r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: slot, Slots: 2})
+			require.NoError(t, err)
+			tc.stage(m, fakesdk.CallRegister)
+			_, err = d.Register(r.Region)
+			require.Error(t, err)
+			raised := tc.name != "answers INVALID_PARAMS" && tc.name != "answers INTERNAL_ERROR"
+			assert.Equal(t, !raised, driver.IsRejected(err), "DriverRejected only when the SDK answered a code: %v", err)
+			if !tc.took {
+				assert.Empty(t, c.Registered())
+			}
+			if !tc.took && !raised {
+				require.NoError(t, r.Close())
+			} // else the region may be registered: leaked, as the driver's caller would
+		})
+	}
+}
+
+// TestAStageTheSDKWouldNotUnregisterIsNeverFreed: with the trailer, a get
+// stages objects in the driver's own registered memory, and a get too large
+// for the stage replaces it. When unregister_buffer of the old stage does
+// not answer OK, its memory stays mapped (the SDK may still write it), and
+// the get still succeeds in a new stage.
+func TestAStageTheSDKWouldNotUnregisterIsNeverFreed(t *testing.T) {
+	for _, tc := range bufferFaults {
+		if tc.took {
+			continue // unregistered after all: freeing it is safe, keeping it too
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			m := fakesdk.NewMaster(0)
+			c := fakesdk.NewClient(m, mooncakekit.Version)
+			d, err := mooncake.NewWith(c, mooncake.Options{Trailer: true})
+			require.NoError(t, err)
+			const slots = 24 // 96 KiB: more than the first stage's 64 KiB
+			r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: slot, Slots: slots})
+			require.NoError(t, err)
+			reg, err := d.Register(r.Region)
+			require.NoError(t, err)
+			var rows []driver.Row
+			for i := range slots {
+				rows = append(rows, driver.Row{Key: "k" + string(rune('a'+i)), Spans: []driver.Span{r.Slot(i)}})
+			}
+			op, err := d.Put(context.Background(), rows)
+			require.NoError(t, err)
+			assertAll(t, op, driver.Ready)
+			op, err = d.Get(context.Background(), rows[:1], driver.Hint{})
+			require.NoError(t, err)
+			assertAll(t, op, driver.Ready)
+
+			tc.stage(m, fakesdk.CallUnregister)
+			op, err = d.Get(context.Background(), rows, driver.Hint{})
+			require.NoError(t, err)
+			assertAll(t, op, driver.Ready)
+			for _, b := range c.Registered() {
+				assert.True(t, mapped(b), "buffer %#x+%d is registered with the SDK but no longer mapped", b.Addr, b.Len)
+			}
+			// The kept stage is leaked on purpose; the rest closes.
+			require.NoError(t, d.Unregister(reg))
+			require.True(t, d.Drain(context.Background()))
+			require.NoError(t, d.Close())
+			require.NoError(t, r.Close())
+		})
+	}
+}
+
+func assertAll(t *testing.T, op driver.Operation, want driver.Status) {
+	t.Helper()
+	res, done := op.Poll()
+	require.True(t, done)
+	for i, r := range res {
+		assert.Equal(t, want, r.Status, "row %d: %v", i, r)
+	}
+}
+
+// mapped reports whether every page of b is mapped (mincore refuses
+// unmapped pages with ENOMEM).
+func mapped(b mooncake.Buffer) bool {
+	page := uintptr(unix.Getpagesize())
+	start := b.Addr &^ (page - 1)
+	n := (b.Addr + uintptr(b.Len) - start + page - 1) &^ (page - 1)
+	vec := make([]byte, n/page)
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, start, n, uintptr(unsafe.Pointer(&vec[0])))
+	return errno == 0
+}
