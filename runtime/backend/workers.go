@@ -408,6 +408,21 @@ func (b *Backend) progress() {
 			drainPause = min(2*drainPause, time.Second)
 			b.mu.Lock()
 		}
+		if b.closing && b.workers == 0 && len(b.open) > 0 && b.stats.BatchesUnprovable > 0 && b.onlyAccessLeftLocked() {
+			// A drain answers false while any call is unprovable
+			// (driver.Driver.Drain), so no teardown ever ends these
+			// batches' access, and nothing else will: they are as
+			// unprovable as the call that pins the driver. Counted so, they
+			// pin their attempts (their slots are kept, never reused) and
+			// the goroutine exits pinned below instead of waiting for ever.
+			for len(b.open) > 0 {
+				bt := b.open[len(b.open)-1]
+				bt.unprovableLocked()
+				b.stats.BatchesUnprovable++
+				b.settleLocked(bt)
+			}
+			b.notifyLocked()
+		}
 		if b.closing && b.workers == 0 && len(b.open) == 0 {
 			pinned := b.stats.BatchesUnprovable > 0
 			b.mu.Unlock()
