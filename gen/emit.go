@@ -306,6 +306,7 @@ var writtenIdents = map[string]string{"no": "WrittenNo", "maybe": "WrittenMaybe"
 var followIdents = map[string]string{
 	"none": "FollowNone", "reread_once": "FollowRereadOnce", "ask_existence": "FollowAskExistence",
 	"keep_open": "FollowKeepOpen", "revoke_in_drain": "FollowRevokeInDrain",
+	"end_again": "FollowEndAgain", "ends_at_teardown": "FollowEndsAtTeardown",
 }
 var accessIdents = map[string]string{
 	"": "AccessNone", "on_return": "AccessOnReturn", "unless_kept": "AccessUnlessKept", "never": "AccessNever",

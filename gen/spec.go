@@ -159,7 +159,7 @@ type Meaning struct {
 	Pos         Pos
 	Result      string // READY, MISS, NOT_READY, DECLINED, FAULT, CONTINUE
 	Written     string // no, maybe, yes
-	FollowUp    string // none, reread_once, ask_existence, keep_open, revoke_in_drain
+	FollowUp    string // none, reread_once, ask_existence, keep_open, revoke_in_drain, end_again, ends_at_teardown
 	KeepsAccess bool
 	Text        string
 	IfExists    string // for ask_existence
@@ -262,7 +262,7 @@ var (
 	// CONTINUE, a middle step of a multi-call operation that says "go on".
 	stepResults    = append(append([]string(nil), results...), "CONTINUE")
 	writtenValues  = []string{"no", "maybe", "yes"}
-	followUps      = []string{"none", "reread_once", "ask_existence", "keep_open", "revoke_in_drain"}
+	followUps      = []string{"none", "reread_once", "ask_existence", "keep_open", "revoke_in_drain", "end_again", "ends_at_teardown"}
 	accessEnds     = []string{"on_return", "unless_kept", "never"}
 	answerKinds    = []string{"code", "size"}
 	ops            = []string{"put", "get"}

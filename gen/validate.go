@@ -248,9 +248,13 @@ func (d *decoder) validateCall(s *Spec, c *Call, at func(Pos, string, ...any)) {
 			if c.Op != "get" {
 				at(o.Pos, "%s of call %s rereads, but only a get can reread", what, c.Name)
 			}
-		case "keep_open", "revoke_in_drain":
+		case "keep_open", "revoke_in_drain", "end_again":
 			if c.Op != "put" {
 				at(o.Pos, "%s of call %s keeps a write open, but only a put writes", what, c.Name)
+			}
+		case "ends_at_teardown":
+			if !o.KeepsAccess {
+				at(o.Pos, "%s of call %s says its kept access ends at teardown, but it keeps no access; ends_at_teardown needs keeps_access: true", what, c.Name)
 			}
 		}
 		if o.FollowUp != "ask_existence" && (o.IfExists != "" || o.IfAbsent != "" || o.IfOther != "") {

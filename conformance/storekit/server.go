@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -169,15 +170,13 @@ func (s *Server) launch() error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The server dies with the test that started it, however the test
 	// ends (a timeout's panic, Ctrl-C, a crash): no server outlives its
-	// run. (Linux sends the signal when the thread that started the
-	// process exits; the Go runtime keeps its threads for the process's
-	// life unless a goroutine locked to one exits, which nothing here does.)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// run (StartTied).
+	waited, err := StartTied(cmd)
+	if err != nil {
 		return fmt.Errorf("storekit: starting %s: %w", s.spec.Binary, err)
 	}
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	go func() { <-waited; close(done) }()
 	s.mu.Lock()
 	s.cmd, s.done = cmd, done
 	s.mu.Unlock()
@@ -186,6 +185,35 @@ func (s *Server) launch() error {
 		return fmt.Errorf("%w\n%s log:\n%s", err, s.spec.Binary, s.Log())
 	}
 	return nil
+}
+
+// StartTied starts cmd so that it dies with this process, however the
+// process ends, and waits for it: the returned channel yields Wait's error
+// once it exited. Linux sends the parent-death signal (SIGKILL here) when
+// the thread that forked the process exits, not the process, and the Go
+// runtime ends a thread whenever a goroutine locked to it exits (in a test,
+// in a cgo SDK, anywhere in the process). So cmd is started and waited for
+// by one goroutine locked to its thread for the child's whole life: that
+// thread ends only after the child exited. cmd's own SysProcAttr is
+// replaced. Give cmd an *os.File, not a pipe from StdoutPipe, for any
+// output read until the child exits, since Wait closes such pipes.
+func StartTied(cmd *exec.Cmd) (<-chan error, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	started := make(chan error, 1)
+	waited := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		waited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return waited, nil
 }
 
 func (s *Server) logPath() string { return filepath.Join(s.Dir, "server.log") }

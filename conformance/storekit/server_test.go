@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -215,6 +216,59 @@ func TestAServerDiesWithTheProcessThatStartedIt(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond) // paces a poll of the kernel's state
 	}
+}
+
+// The parent-death signal follows the thread that forked the server, not
+// the process: a server started from a goroutine locked to its thread (a
+// cgo SDK's, a test's) must not die when that goroutine ends and takes its
+// thread with it. Seen in a recorder run: a frozen master died mid-run.
+func TestAServerOutlivesTheThreadThatStartedIt(t *testing.T) {
+	var (
+		s   *Server
+		err error
+		tid int
+	)
+	for tid == 0 {
+		started := make(chan struct{})
+		go func() {
+			defer close(started)
+			runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+			if syscall.Gettid() == os.Getpid() {
+				// The main thread never ends (the runtime parks it
+				// instead): try again on another.
+				runtime.UnlockOSThread()
+				return
+			}
+			tid = syscall.Gettid()
+			s, err = Start(fake("127.0.0.1"))
+		}()
+		<-started
+	}
+	require.NoError(t, err)
+	defer s.Stop()
+	// The starting thread ends after its goroutine returned; the kernel
+	// sends the parent-death signal as it does.
+	task := fmt.Sprintf("/proc/self/task/%d", tid)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(task); err != nil {
+			break
+		}
+		require.False(t, time.Now().After(deadline), "thread %d never ended", tid)
+		time.Sleep(time.Millisecond) // paces a poll of the kernel's state
+	}
+	// A SIGKILL, had it been sent, is taken at the server's next schedule;
+	// its process state says so within this bound, a bound on a signal that
+	// must not come, not a synchronisation.
+	end := time.Now().Add(500 * time.Millisecond)
+	for time.Now().Before(end) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.PID()))
+		if err != nil || procState(b) == 'Z' {
+			t.Fatalf("the server died when the thread that started it ended")
+		}
+		time.Sleep(time.Millisecond) // paces a poll of the kernel's state
+	}
+	assert.NoError(t, ping(s.Addr), "the server still answers")
 }
 
 // TestStartTriesAnotherPortWhenItsAddressIsTaken: the port FreePort named

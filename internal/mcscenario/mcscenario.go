@@ -166,6 +166,7 @@ const (
 	OpRevoke     Op = "revoke"     // BatchPutSessionRevoke(Keys)
 	OpGet        Op = "get"        // BatchGetInto(Keys, Into)
 	OpExist      Op = "exist"      // BatchIsExist(Keys)
+	OpClose      Op = "close"      // Close(): the client torn down (answers [0], or the error)
 
 	// Runner steps.
 	OpWait Op = "wait" // collect the async step named Of (recorded under that name)

@@ -306,6 +306,13 @@ func (r *runner) call(st Step) (func() ([]int64, error), error) {
 		return func() ([]int64, error) { return c.BatchGetInto(st.Keys, bufs) }, nil
 	case OpExist:
 		return func() ([]int64, error) { return c.BatchIsExist(st.Keys) }, nil
+	case OpClose:
+		return func() ([]int64, error) {
+			if err := c.Close(); err != nil {
+				return nil, err
+			}
+			return []int64{0}, nil
+		}, nil
 	}
 	return nil, fmt.Errorf("%w: %q", errNoCall, st.Op)
 }

@@ -28,8 +28,8 @@ func get(name string, c int, key string, into Ref) Step {
 	return Step{Name: name, Client: c, Op: OpGet, Keys: []string{key}, Into: []Ref{into}}
 }
 
-func exist(name string, c int, key string) Step {
-	return Step{Name: name, Client: c, Op: OpExist, Keys: []string{key}}
+func exist(name string, c int, keys ...string) Step {
+	return Step{Name: name, Client: c, Op: OpExist, Keys: keys}
 }
 
 func async(s Step) Step { s.Async = true; return s }
@@ -82,6 +82,10 @@ func All() []Scenario {
 	for i := 0; i < 16; i++ {
 		fill16 = append(fill16, put("", A, fmt.Sprintf("f%02d", i), 1<<20, "mib")...)
 	}
+	var keys16 []string
+	for i := 0; i < 16; i++ {
+		keys16 = append(keys16, fmt.Sprintf("f%02d", i))
+	}
 	var open16 []Step
 	for i := 0; i < 16; i++ {
 		open16 = append(open16, start(fmt.Sprintf("start-f%02d", i), A, fmt.Sprintf("f%02d", i), 1<<20))
@@ -95,11 +99,17 @@ func All() []Scenario {
 				revoke("revoke", A, "k")),
 		},
 		{
-			Name:   "b4e-pool-full-evicts",
-			About:  "probe b4e: a segment full of complete objects; a new start evicts one",
+			Name: "b4e-pool-full-of-objects",
+			About: "probe b4e: a 16 MiB segment full of 16 complete 1 MiB objects (master defaults: eviction_high_watermark_ratio " +
+				"0.90, eviction_ratio 0.05, default_kv_lease_ttl 10 s): a 17th start at once, after 1, 4 and 14 s (every lease " +
+				"ran out), and which of the 16 objects are still there",
 			Config: Config{Segment: 16 << 20},
 			Bufs:   []Buf{{Name: "mib", Client: A, Len: 1 << 20, Fill: "m"}},
-			Steps:  steps(fill16, start("start-when-full", A, "new", 1<<20), revoke("revoke-new", A, "new")),
+			Steps: steps(fill16, start("start-when-full", A, "new", 1<<20), advance("to-1s", time.Second),
+				start("start-at-1s", A, "new1", 1<<20), advance("to-4s", 3*time.Second),
+				start("start-at-4s", A, "new4", 1<<20), advance("to-14s", 10*time.Second),
+				start("start-at-14s", A, "new14", 1<<20), exist("exist-all", A, keys16...),
+				revoke("revoke-new", A, "new")),
 		},
 		{
 			Name:  "b6-empty-key",
@@ -310,6 +320,28 @@ func All() []Scenario {
 				start("start-after-discard", A, "ko", Row), revoke("revoke", A, "ko")),
 			FakeCannot: "fakesdk runs every client in the test's process: a client cannot die with a call blocked in it, " +
 				"and a dead client's segment answering TRANSFER_FAIL until client_ttl needs one segment per client",
+		},
+		{
+			Name: "p1-get-peer-frozen-teardown",
+			About: "issue 31: a get from a frozen peer, MC_TCP_STATUS_TIMEOUT_SEC=120, answers TRANSFER_FAIL at the 60 s transfer wait " +
+				"with its transfer still running (s3: it lands after thaw); client A is then torn down (Close: tearDownAll and " +
+				"destroy) and the peer thawed: the bytes must not land, so the teardown ended the get's access",
+			Config: Config{Clients: 2, PoolOn: B, StatusTimeout: 120 * time.Second},
+			Bufs:   []Buf{src, dst},
+			Steps: steps(put("", A, "k", Row, "src"), envStep(OpFreezePeer), async(get("get-frozen", A, "k", ref("dst"))),
+				advance("transfer-wait", 60*time.Second), wait("wait-get", "get-frozen"), look("look-at-return", ref("dst")),
+				Step{Name: "close-a", Client: A, Op: OpClose}, envStep(OpThawPeer),
+				advance("after-thaw", 3*time.Second), look("look-after-thaw", ref("dst"))),
+		},
+		{
+			Name: "p2-get-peer-killed-teardown",
+			About: "issue 31: the peer holding the only replica is killed: a get answers TRANSFER_FAIL at once (nothing can " +
+				"write any more: the process is gone); client A's teardown returns and the destination stays untouched",
+			Config: Config{Clients: 2, PoolOn: B},
+			Bufs:   []Buf{src, dst},
+			Steps: steps(put("", A, "k", Row, "src"), get("get-warm", A, "k", ref("dst")), fill("refill", ref("dst"), ""),
+				envStep(OpKillPeer), get("get-dead", A, "k", ref("dst")), Step{Name: "close-a", Client: A, Op: OpClose},
+				look("look-after-close", ref("dst"))),
 		},
 		{
 			Name:   "x-get-answers",

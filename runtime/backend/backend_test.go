@@ -988,3 +988,57 @@ func TestTheBackendCopiesTheViewItWasGiven(t *testing.T) {
 	require.Len(t, calls, 2)
 	assert.Equal(t, []driver.Span{e.region.Slot(1)}, calls[1].rows[0].Spans, "the driver got the validated spans")
 }
+
+// atTeardownOp is an operation whose access only the store client's
+// teardown ends: it has its results, and reports its access neither ended
+// nor unprovable.
+type atTeardownOp struct{ n int }
+
+func (o atTeardownOp) Poll() ([]driver.Result, bool) {
+	return make([]driver.Result, o.n), true // every row MISS (the zero Status)
+}
+func (atTeardownOp) AccessEnded() bool      { return false }
+func (atTeardownOp) AccessUnprovable() bool { return false }
+func (atTeardownOp) Cancel()                {}
+
+// TestAShutdownPinnedLeavesCallsThatEndAtTeardown: a drain never answers
+// true beside an unprovable call, so no teardown ends the access of a call
+// that waits for one (driver.Driver.Drain). Once such calls are all that is
+// left open beside the pin, they count as unprovable (their attempts pinned,
+// their slots kept) and the progress goroutine exits pinned instead of
+// waiting for ever.
+func TestAShutdownPinnedLeavesCallsThatEndAtTeardown(t *testing.T) {
+	e := newEnv(t, memory.Options{}, backend.Config{})
+	e.d.LoseEvidenceNext()
+	wait(t, must(e.be.Publish(t.Context(), e.view("r", 0, 1))))
+	require.Equal(t, 1, e.be.Stats().BatchesUnprovable)
+	e.d.before = func(c call) (driver.Operation, error, bool) {
+		return atTeardownOp{n: len(c.rows)}, nil, true
+	}
+	a := must(e.be.Fetch(t.Context(), e.view("r", 4, 1), driver.Hint{}))
+	wait(t, a)
+	assert.False(t, closed(a.Quiesced()), "its access has not ended")
+	errc := make(chan error, 1)
+	go func() { errc <- e.be.Shutdown(context.Background()) }()
+	var err error
+	select {
+	case err = <-errc:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown waited for a teardown that cannot come beside an unprovable call")
+	}
+	var se *backend.ShutdownError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, 2, se.Pinned, "the unprovable put's attempt and the get's")
+	assert.Zero(t, se.Settling)
+	assert.Nil(t, se.Err, "it returned at once, not because a budget ran out")
+	assert.ElementsMatch(t, []driver.Span{e.region.Slot(0), e.region.Slot(4)}, se.Kept, "the get's slot too: the store may still write it")
+	assert.Equal(t, 2, e.be.Stats().BatchesUnprovable)
+	assert.False(t, e.hold.Released(), "the hold is kept while a store may touch the memory")
+	select {
+	case <-e.be.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the progress goroutine did not exit")
+	}
+	assert.ErrorAs(t, e.be.Shutdown(context.Background()), &se, "the answer never changes")
+	assert.ErrorIs(t, a.WaitQuiesced(t.Context()), backend.ErrPinned, "the get's slot is never reused")
+}

@@ -389,10 +389,39 @@ func (b *Backend) progress() {
 	timer := time.NewTimer(b.cfg.SlowCall)
 	defer timer.Stop()
 	nextSlow := time.Now().Add(b.cfg.SlowCall)
+	var nextDrain time.Time
+	drainPause := minPause
 	for {
 		b.mu.Lock()
 		if now := time.Now(); !now.Before(nextSlow) {
 			nextSlow = b.warnSlowLocked(now)
+		}
+		if b.closing && b.workers == 0 && len(b.open) > 0 && !time.Now().Before(nextDrain) && b.onlyAccessLeftLocked() {
+			// Every open batch has its results and waits only for its
+			// access to end. A driver whose store ends such access only by
+			// tearing its client down does so in Drain once they are all
+			// that is left (driver.Driver.Drain); the polls below then see
+			// their access ended. Any other driver's drain just waits.
+			b.mu.Unlock()
+			b.drain(drainTry)
+			nextDrain = time.Now().Add(drainPause)
+			drainPause = min(2*drainPause, time.Second)
+			b.mu.Lock()
+		}
+		if b.closing && b.workers == 0 && len(b.open) > 0 && b.stats.BatchesUnprovable > 0 && b.onlyAccessLeftLocked() {
+			// A drain answers false while any call is unprovable
+			// (driver.Driver.Drain), so no teardown ever ends these
+			// batches' access, and nothing else will: they are as
+			// unprovable as the call that pins the driver. Counted so, they
+			// pin their attempts (their slots are kept, never reused) and
+			// the goroutine exits pinned below instead of waiting for ever.
+			for len(b.open) > 0 {
+				bt := b.open[len(b.open)-1]
+				bt.unprovableLocked()
+				b.stats.BatchesUnprovable++
+				b.settleLocked(bt)
+			}
+			b.notifyLocked()
 		}
 		if b.closing && b.workers == 0 && len(b.open) == 0 {
 			pinned := b.stats.BatchesUnprovable > 0
@@ -470,6 +499,21 @@ func (b *Backend) warnSlowLocked(now time.Time) time.Time {
 		}
 	}
 	return next
+}
+
+// drainTry bounds a drain the progress goroutine tries while batches wait
+// only for their access to end.
+const drainTry = 100 * time.Millisecond
+
+// onlyAccessLeftLocked reports whether every open batch has its results
+// recorded and waits only for its access to end (none is unprovable).
+func (b *Backend) onlyAccessLeftLocked() bool {
+	for _, bt := range b.open {
+		if !bt.resultsRecorded || bt.accessEnded || bt.unprovable {
+			return false
+		}
+	}
+	return true
 }
 
 // drain asks the driver to drain, waiting at most timeout.

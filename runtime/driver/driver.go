@@ -195,7 +195,11 @@ type Driver interface {
 	Get(ctx context.Context, rows []Row, hint Hint) (Operation, error)
 	// Drain waits until no work is in progress, or ctx is done, and reports
 	// whether none is left. It answers false at once while an operation is
-	// unprovable.
+	// unprovable. A driver whose store ends some operations' access only
+	// when its client is torn down (they report neither AccessEnded nor
+	// AccessUnprovable until then) does not wait for them: once they are
+	// all that is left, it tears the client down, which ends their access,
+	// and takes no new call after that (RuleClosed).
 	Drain(ctx context.Context) bool
 	// Close releases the driver. It is refused unless a drain returned true
 	// and every region is unregistered.

@@ -33,6 +33,8 @@ type Lifecycle struct {
 	inProgress int                    // calls admitted and not yet ended
 	idle       chan struct{}          // closed when inProgress drops to 0
 	unprovable int                    // calls that lost the evidence of their access end
+	atTeardown []*Call                // calls whose access ends only when the store client is torn down
+	tornDown   bool                   // the store client was torn down (or is being): no call is admitted
 	drained    bool
 	closed     bool
 	// Begin's liveness answer for its admission: the first row's region,
@@ -56,6 +58,10 @@ func (g *Registration) Region() *driver.Region { return g.region }
 
 func closedError() error { return driver.Reject(driver.RuleClosed, "the driver is closed") }
 
+func tornDownError() error {
+	return driver.Reject(driver.RuleClosed, "the driver tore its store client down to end the access of calls that only a teardown ends; open a new driver")
+}
+
 // Register admits r with admit (the generated AdmitRegister), then calls
 // attach, which registers the memory with the store and returns the handle
 // Unregister will need. attach runs outside the lock, counted as a call in
@@ -70,6 +76,10 @@ func (l *Lifecycle) Register(r *driver.Region, admit func(*driver.Region) error,
 	if l.closed {
 		l.mu.Unlock()
 		return nil, closedError()
+	}
+	if l.tornDown {
+		l.mu.Unlock()
+		return nil, tornDownError()
 	}
 	l.inProgress++
 	l.mu.Unlock()
@@ -110,9 +120,10 @@ func (l *Lifecycle) Unregister(reg driver.Registration, detach func(handle any) 
 		return driver.Reject(driver.RuleAccessOpen, "a call that may touch region %q is in progress or never proved its access ended; drain first", g.region.Name)
 	}
 	g.detached = true
+	gone := l.tornDown // the store's registration went with its client
 	l.mu.Unlock()
 	var err error
-	if detach != nil {
+	if detach != nil && !gone {
 		err = detach(g.Handle)
 	}
 	l.mu.Lock()
@@ -152,6 +163,9 @@ func (l *Lifecycle) Begin(rows []driver.Row, admit func(live func(*driver.Region
 	defer l.mu.Unlock()
 	if l.closed {
 		return nil, closedError()
+	}
+	if l.tornDown {
+		return nil, tornDownError()
 	}
 	err := admit(l.liveFor(rows))
 	l.first = nil // holds no region past the call
@@ -224,6 +238,58 @@ func (l *Lifecycle) leaveLocked() {
 // a call is unprovable, since that call's access never ends. A true answer
 // is what Close requires; any call begun after it clears it again.
 func (l *Lifecycle) Drain(ctx context.Context, finish func(context.Context) bool) bool {
+	return l.DrainTearingDown(ctx, finish, nil)
+}
+
+// DrainTearingDown is Drain for a driver whose store ends some calls'
+// access only when its client is torn down (Call.EndsAtTeardown). Once no
+// call is in progress and finish returned true, if such calls are left, it
+// refuses every later call, runs teardown (closing the store client) and,
+// when teardown returns nil, ends their access: their regions may be
+// unregistered (without asking the store, whose registrations went with
+// its client), and the driver may close. A teardown that fails keeps them
+// pinned; the next drain runs it again. With teardown nil such calls make
+// the drain answer false.
+func (l *Lifecycle) DrainTearingDown(ctx context.Context, finish func(context.Context) bool, teardown func() error) bool {
+	if !l.waitIdle(ctx) {
+		return false
+	}
+	if finish != nil && !finish(ctx) {
+		return false
+	}
+	l.mu.Lock()
+	waiting := len(l.atTeardown) > 0
+	if waiting && (teardown == nil || l.inProgress > 0) {
+		l.mu.Unlock()
+		return false // nothing can end them, or a call began meanwhile
+	}
+	if waiting {
+		l.tornDown = true // no call is admitted from here on
+		l.mu.Unlock()
+		if err := teardown(); err != nil {
+			return false
+		}
+		l.mu.Lock()
+		for _, c := range l.atTeardown {
+			c.unpinLocked()
+		}
+		l.atTeardown = nil
+	}
+	defer l.mu.Unlock()
+	l.drained = l.inProgress == 0 && l.unprovable == 0 && len(l.atTeardown) == 0
+	return l.drained
+}
+
+// TornDown reports whether a drain tore the store client down.
+func (l *Lifecycle) TornDown() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.tornDown
+}
+
+// waitIdle waits until no call is in progress; it answers false at once
+// while a call is unprovable, and when ctx is done first.
+func (l *Lifecycle) waitIdle(ctx context.Context) bool {
 	for {
 		l.mu.Lock()
 		if l.unprovable > 0 {
@@ -232,7 +298,7 @@ func (l *Lifecycle) Drain(ctx context.Context, finish func(context.Context) bool
 		}
 		if l.inProgress == 0 {
 			l.mu.Unlock()
-			break
+			return true
 		}
 		if l.idle == nil {
 			l.idle = make(chan struct{})
@@ -245,13 +311,6 @@ func (l *Lifecycle) Drain(ctx context.Context, finish func(context.Context) bool
 			return false
 		}
 	}
-	if finish != nil && !finish(ctx) {
-		return false
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.drained = l.inProgress == 0 && l.unprovable == 0
-	return l.drained
 }
 
 // Unprovable reports whether any call lost the evidence of its access end.
@@ -298,6 +357,7 @@ type Call struct {
 	accessOpen bool              // regions pinned
 	open       bool              // results not yet recorded
 	unprovable bool
+	atTeardown bool // its access ends when the store client is torn down
 }
 
 // EndAccess records that the store can no longer touch the call's memory:
@@ -309,17 +369,22 @@ func (c *Call) EndAccess() {
 }
 
 func (c *Call) endAccessLocked() {
-	if !c.accessOpen || c.unprovable {
+	if !c.accessOpen || c.unprovable || c.atTeardown {
 		return
 	}
+	c.unpinLocked()
+	if !c.open {
+		c.l.leaveLocked()
+	}
+}
+
+// unpinLocked ends the call's access: its regions are no longer pinned.
+func (c *Call) unpinLocked() {
 	c.accessOpen = false
 	for _, r := range c.regions {
 		if c.l.pinned[r]--; c.l.pinned[r] == 0 {
 			delete(c.l.pinned, r)
 		}
-	}
-	if !c.open {
-		c.l.leaveLocked()
 	}
 }
 
@@ -356,7 +421,7 @@ func (c *Call) End() {
 func (c *Call) Unprovable() {
 	c.l.mu.Lock()
 	defer c.l.mu.Unlock()
-	if c.unprovable || !c.accessOpen {
+	if c.unprovable || c.atTeardown || !c.accessOpen {
 		return
 	}
 	c.unprovable = true
@@ -364,6 +429,26 @@ func (c *Call) Unprovable() {
 	c.open = false
 	c.l.leaveLocked() // counted while its access was open; pinned from now on
 
+}
+
+// EndsAtTeardown records that the call's results are recorded and that
+// its access ends only when the driver tears its store client down (a
+// transfer whose wait gave up, which only the client's teardown stops):
+// its regions stay pinned, Drain does not wait for it, and
+// DrainTearingDown ends it by tearing the client down once such calls are
+// all that is left.
+func (c *Call) EndsAtTeardown() {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	if c.unprovable || c.atTeardown || !c.accessOpen {
+		return
+	}
+	c.atTeardown = true
+	c.l.atTeardown = append(c.l.atTeardown, c)
+	if c.open {
+		c.open = false
+		c.l.leaveLocked() // counted while in progress; pinned until the teardown
+	}
 }
 
 // Finished returns the operation of a call that returned with every row's

@@ -300,6 +300,73 @@ func TestEachRowCancelsTheRowsCtxStopped(t *testing.T) {
 	assert.Equal(t, driver.RuleEmptyKey, rule(err))
 }
 
+// TestACallThatEndsAtTeardown: a call whose access only the store client's
+// teardown ends pins its region and is not waited for; a drain with a
+// teardown ends it by tearing down once it is all that is left, and not
+// before, nor when the teardown fails; after it no call is admitted and
+// unregistering no longer asks the store.
+func TestACallThatEndsAtTeardown(t *testing.T) {
+	bg := context.Background()
+	fail := errors.New("teardown raised")
+	cases := []struct {
+		name      string
+		teardowns []error // what each drain's teardown returns, in order
+		drained   []bool  // what each drain answers
+	}{
+		{"a teardown that succeeds ends the access", []error{nil}, []bool{true}},
+		{"a failed teardown keeps it pinned; the next drain tries again", []error{fail, nil}, []bool{false, true}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var l Lifecycle
+			r := region("r")
+			reg, err := l.Register(r, admitAll, func() (any, error) { return "h", nil })
+			require.NoError(t, err)
+			call, err := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
+			require.NoError(t, err)
+			call.EndsAtTeardown()
+			assert.Equal(t, driver.RuleAccessOpen, rule(l.Unregister(reg, nil)), "pinned")
+			assert.False(t, l.Drain(bg, nil), "a drain with no teardown cannot end it")
+			var tornDown int
+			for i, want := range c.drained {
+				got := l.DrainTearingDown(bg, nil, func() error { tornDown++; return c.teardowns[i] })
+				assert.Equal(t, want, got, "drain %d", i)
+				assert.Equal(t, driver.RuleClosed, rule(func() error { _, err := l.Begin(rowsIn(r), admitLive(rowsIn(r))); return err }()),
+					"no call is admitted once a teardown began")
+			}
+			assert.Equal(t, len(c.drained), tornDown)
+			detached := false
+			require.NoError(t, l.Unregister(reg, func(any) error { detached = true; return errors.New("the client is gone") }))
+			assert.False(t, detached, "the registration went with the client")
+			require.NoError(t, l.Close(nil))
+		})
+	}
+}
+
+// TestATeardownWaitsForCallsInProgressAndUnprovable: a call in progress is
+// waited for, and an unprovable call means no teardown at all.
+func TestATeardownWaitsForCallsInProgressAndUnprovable(t *testing.T) {
+	var l Lifecycle
+	r := region("r")
+	_, err := l.Register(r, admitAll, nil)
+	require.NoError(t, err)
+	ends, err := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
+	require.NoError(t, err)
+	ends.EndsAtTeardown()
+	busy, err := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	torn := false
+	teardown := func() error { torn = true; return nil }
+	assert.False(t, l.DrainTearingDown(ctx, nil, teardown), "a call is in progress")
+	assert.False(t, torn)
+	busy.Unprovable()
+	assert.False(t, l.DrainTearingDown(context.Background(), nil, teardown), "an unprovable call")
+	assert.False(t, torn, "no teardown beside an unprovable call")
+	assert.False(t, l.TornDown())
+}
+
 // TestEachRowInKeepsLimitRowsInFlight: a call's rows run limit at a time
 // (never more), each result lands at its row's index, and the call returns
 // only once every row's do returned. Each row waits until limit rows are

@@ -65,6 +65,15 @@ const (
 	// FollowRevokeInDrain: the write's end went unanswered: keep the key
 	// held, and revoke the write in Drain once no call runs.
 	FollowRevokeInDrain
+	// FollowEndAgain: the write's end went unanswered and was applied late,
+	// completing the object, so the revoke meant for it is refused: end it
+	// again, which the store answers OK, so the client drops the write.
+	FollowEndAgain
+	// FollowEndsAtTeardown: the access this answer keeps ends once the
+	// driver tears its client down (the SDK's close returned): the driver
+	// may end it so when such calls are all that is left, instead of
+	// pinning the memory for the life of the process.
+	FollowEndsAtTeardown
 )
 
 func (f FollowUp) String() string {
@@ -79,6 +88,10 @@ func (f FollowUp) String() string {
 		return "keep_open"
 	case FollowRevokeInDrain:
 		return "revoke_in_drain"
+	case FollowEndAgain:
+		return "end_again"
+	case FollowEndsAtTeardown:
+		return "ends_at_teardown"
 	}
 	return fmt.Sprintf("FollowUp(%d)", uint8(f))
 }
@@ -165,7 +178,9 @@ func AfterReread(m Mapping) Mapping {
 		m.Result = driver.FaultResult(0, "reread after an expired lease answered %s; the first read already wrote the slot", m.Result.Status)
 		m.Written = WrittenYes
 	}
-	m.FollowUp = FollowNone
+	if m.FollowUp == FollowRereadOnce {
+		m.FollowUp = FollowNone // a reread is never reread again; any other follow-up stands
+	}
 	return m
 }
 

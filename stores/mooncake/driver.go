@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kvblob/kvblob/generated/mooncakeversions"
 	"github.com/kvblob/kvblob/internal/reuse"
@@ -19,8 +20,17 @@ type hold uint8
 const (
 	heldPut  hold = iota + 1 // one of this driver's puts is writing it
 	heldOpen                 // its session was left open; drain revokes it
-	heldKeep                 // never revoke it: its scatter answered TRANSFER_FAIL (the space may still be written), or its revoke answered that the client's session outlives any revoke
+	heldKeep                 // never revoke or end it: its scatter answered TRANSFER_FAIL (the space may still be written), or another client took it over (ILLEGAL_CLIENT); the client keeps its session until it is torn down
 )
+
+// holding is how the driver holds a key, and for heldKeep the answer that
+// made it keep the key: a later put of the key that finds no object says
+// it, so the caller learns the key is lost to this client, not that
+// another writer is still at work.
+type holding struct {
+	how  hold
+	code int64
+}
 
 // Driver is a driver.Driver over a Mooncake SDK client, with the rules of
 // the spec that holds for the version the client reports.
@@ -41,9 +51,13 @@ type Driver struct {
 
 	life driverkit.Lifecycle // registration handles: the registered Buffer
 
-	mu    sync.Mutex
-	held  map[string]hold
-	spare reuse.Stack[scratch] // Put's and Get's working space, while no call uses it
+	closing   sync.Mutex  // serialises closing the SDK client (held across that call; never with mu)
+	sdkClosed atomic.Bool // the SDK client was closed (by a drain's teardown, or Close)
+
+	mu         sync.Mutex
+	atTeardown []*op // gets whose access ends when the SDK client is closed
+	held       map[string]holding
+	spare      reuse.Stack[scratch] // Put's and Get's working space, while no call uses it
 }
 
 // callRules are the picked spec's rules, one per call the driver makes,
@@ -102,7 +116,7 @@ func NewWith(sdk SDK, opt Options) (*Driver, error) {
 	if opt.Integrity.On() {
 		opt.Trailer = true
 	}
-	return &Driver{sdk: sdk, opt: opt, spec: spec, rules: cr, verified: verified, held: map[string]hold{}}, nil
+	return &Driver{sdk: sdk, opt: opt, spec: spec, rules: cr, verified: verified, held: map[string]holding{}}, nil
 }
 
 // resolve reads the rules of every call the driver makes from spec.
@@ -198,15 +212,58 @@ func (d *Driver) Unregister(reg driver.Registration) error {
 // (the master down or frozen) stays held, and the next drain tries again;
 // the master discards it after put_start_discard_timeout_sec. The SDK's
 // calls take no deadline: ctx bounds only the wait for calls in progress.
-func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, d.revokeLeftOpen) }
+//
+// A get whose transfer failed (TRANSFER_FAIL) keeps access that only the
+// client's teardown ends (the spec's ends_at_teardown): Drain does not wait
+// for it, and once such gets are all that is left it revokes what it must,
+// then tears the SDK client down (Close), which ends their access. The
+// driver takes no call after that (RuleClosed): Unregister answers without
+// asking the SDK, whose registrations went with its client, and Close
+// finishes.
+func (d *Driver) Drain(ctx context.Context) bool {
+	return d.life.DrainTearingDown(ctx, d.revokeLeftOpen, d.teardown)
+}
+
+// teardown closes the SDK client to end the access of the gets that wait
+// on it, and then says so on their operations.
+func (d *Driver) teardown() error {
+	if err := d.closeSDK(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	ops := d.atTeardown
+	d.atTeardown = nil
+	d.mu.Unlock()
+	for _, o := range ops {
+		o.ended.Store(true)
+	}
+	return nil
+}
+
+// closeSDK closes the SDK client once.
+func (d *Driver) closeSDK() error {
+	d.closing.Lock()
+	defer d.closing.Unlock()
+	if d.sdkClosed.Load() {
+		return nil
+	}
+	if err := d.sdk.Close(); err != nil {
+		return err
+	}
+	d.sdkClosed.Store(true)
+	return nil
+}
 
 // revokeLeftOpen revokes the sessions this driver left open. It reports
 // true: what is left is metadata only.
 func (d *Driver) revokeLeftOpen(context.Context) bool {
+	if d.sdkClosed.Load() {
+		return true // the sessions went with the client
+	}
 	d.mu.Lock()
 	var open []string
 	for k, h := range d.held {
-		if h == heldOpen {
+		if h.how == heldOpen {
 			open = append(open, k)
 		}
 	}
@@ -215,39 +272,83 @@ func (d *Driver) revokeLeftOpen(context.Context) bool {
 		return true
 	}
 	codes, err := d.sdk.BatchPutSessionRevoke(open)
+	if err != nil || len(codes) != len(open) {
+		return true // still held open: the next drain tries again
+	}
+	holds := make([]holding, len(open))
+	for i := range open {
+		holds[i] = d.afterRevoke(codes[i])
+	}
+	d.endAgain(open, holds)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err == nil && len(codes) == len(open) {
-		for i, k := range open {
-			if h, ok := d.afterRevoke(codes[i]); !ok {
-				d.held[k] = h
-			} else {
-				delete(d.held, k)
-			}
-		}
+	for i, k := range open {
+		d.holdLocked(k, holds[i])
 	}
 	return true
 }
 
+// holdLocked records how the driver holds key (not at all for the zero
+// holding).
+func (d *Driver) holdLocked(key string, h holding) {
+	if h.how == 0 {
+		delete(d.held, key)
+	} else {
+		d.held[key] = h
+	}
+}
+
+// heldEnd marks, between a revoke and endAgain, a key whose revoke said to
+// end its session again; it is never stored.
+const heldEnd hold = 255
+
 // afterRevoke is how the driver holds a key after its revoke answered code:
-// not at all (ok), never to be revoked again (heldKeep), or still to be
-// revoked (heldOpen).
-func (d *Driver) afterRevoke(code int64) (h hold, released bool) {
+// not at all (the zero holding), never to be revoked again (heldKeep, with
+// the code), still to be revoked (heldOpen), or to be ended again at once
+// (heldEnd, which endAgain settles).
+func (d *Driver) afterRevoke(code int64) holding {
 	m := d.rules.revoke.Map(code, 0)
 	switch {
 	case m.Result.Status == driver.Ready:
-		return 0, true
+		return holding{}
 	case m.FollowUp == rules.FollowKeepOpen:
-		return heldKeep, false
+		return holding{heldKeep, code}
+	case m.FollowUp == rules.FollowEndAgain:
+		return holding{heldEnd, code}
 	}
-	return heldOpen, false
+	return holding{how: heldOpen}
+}
+
+// endAgain ends once more the sessions whose revoke said an end had been
+// applied late (heldEnd): the object is complete, and the client drops its
+// session only when an end answers OK. An end that answers otherwise leaves
+// the key kept, under the revoke's code.
+func (d *Driver) endAgain(keys []string, holds []holding) {
+	var again []string
+	var at []int
+	for i, h := range holds {
+		if h.how == heldEnd {
+			again, at = append(again, keys[i]), append(at, i)
+		}
+	}
+	if len(again) == 0 {
+		return
+	}
+	codes, err := d.sdk.BatchPutSessionEnd(again)
+	for j, i := range at {
+		if err == nil && len(codes) == len(again) && d.rules.end.Map(codes[j], 0).Result.Status == driver.Ready {
+			holds[i] = holding{}
+		} else {
+			holds[i].how = heldKeep
+		}
+	}
 }
 
 // Close closes the SDK client once a drain returned true and every region
 // is unregistered.
 func (d *Driver) Close() error {
 	return d.life.Close(func() error {
-		err := d.sdk.Close()
+		err := d.closeSDK()
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		for d.spare.Len() > 0 {
@@ -268,7 +369,7 @@ func (d *Driver) Close() error {
 func (d *Driver) Held(key string) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	switch d.held[key] {
+	switch d.held[key].how {
 	case heldPut:
 		return "put"
 	case heldOpen:
@@ -283,14 +384,16 @@ func (d *Driver) Held(key string) string {
 // calls returned.
 type op struct {
 	results    []driver.Result
-	ended      bool
+	ended      atomic.Bool // set later only by a drain's teardown (atTeardown)
 	unprovable bool
+	atTeardown bool             // its access ends when the SDK client is closed
 	one        [1]driver.Result // a one-row call's result, in the same allocation
 }
 
 // newOp returns an operation with room for the results of n rows.
 func newOp(n int, ended bool) *op {
-	o := &op{ended: ended}
+	o := &op{}
+	o.ended.Store(ended)
 	if n == 1 {
 		o.results = o.one[:]
 	} else {
@@ -303,7 +406,7 @@ func newOp(n int, ended bool) *op {
 // once Put or Get returned, and the caller never writes them
 // (driver.Operation).
 func (o *op) Poll() ([]driver.Result, bool) { return o.results, true }
-func (o *op) AccessEnded() bool             { return o.ended }
+func (o *op) AccessEnded() bool             { return o.ended.Load() }
 func (o *op) AccessUnprovable() bool        { return o.unprovable }
 
 // Cancel does nothing: every row started before Put or Get returned.
@@ -320,9 +423,12 @@ func raised(call string, err error, got, want int) driver.Result {
 // settle ends the call of a finished operation: its access ended on return,
 // or it never will.
 func (o *op) settle(call *driverkit.Call) {
-	if o.unprovable {
+	switch {
+	case o.unprovable:
 		call.Unprovable()
-		return
+	case o.atTeardown:
+		call.EndsAtTeardown()
+	default:
+		call.End()
 	}
-	call.End()
 }

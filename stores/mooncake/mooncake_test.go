@@ -204,6 +204,45 @@ func TestSessionBookkeeping(t *testing.T) {
 	}
 }
 
+// TestAKeptKeyIsRefusedWithTheAnswerThatKeptIt: a key whose session the
+// client keeps for good (nothing may end or revoke it) can never be written
+// by this client again, so a later put of it, with no object stored, is a
+// FAULT naming why, never NOT_READY ("another writer has not finished"),
+// which a caller would retry for ever.
+func TestAKeptKeyIsRefusedWithTheAnswerThatKeptIt(t *testing.T) {
+	cases := []struct {
+		name  string
+		stage func(m *fakesdk.Master)
+		code  int64
+		text  string
+	}{
+		{"a scatter that answered TRANSFER_FAIL", func(m *fakesdk.Master) { m.Answer(fakesdk.CallScatter, "k", mooncakespec.TransferFail) }, int64(mooncakespec.TransferFail), "TRANSFER_FAIL"},
+		{"a scatter that raised", func(m *fakesdk.Master) { m.Raise(fakesdk.CallScatter, "k") }, 0, "raised"},
+		{"a session taken over (end and revoke -601)", func(m *fakesdk.Master) {
+			m.Answer(fakesdk.CallEnd, "k", mooncakespec.IllegalClient)
+			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.IllegalClient)
+		}, int64(mooncakespec.IllegalClient), "ILLEGAL_CLIENT"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFx(t)
+			c.stage(f.m)
+			f.put(t, f.row("k", 0))
+			require.Equal(t, "keep", f.d.Held("k"))
+			starts := f.m.Calls(fakesdk.CallStart)
+			_, res := f.put(t, f.row("k", 1))
+			assert.Equal(t, driver.Fault, res[0].Status)
+			assert.Equal(t, c.code, res[0].Code)
+			assert.Contains(t, res[0].Text, c.text)
+			assert.Contains(t, res[0].Text, "reopen the driver")
+			assert.Equal(t, starts, f.m.Calls(fakesdk.CallStart), "no start: the client would refuse it")
+			f.m.Plant("k", make([]byte, slot)) // another writer's object
+			_, res = f.put(t, f.row("k", 1))
+			assert.Equal(t, driver.Ready, res[0].Status)
+		})
+	}
+}
+
 func TestAKeyWhoseSessionWasLeftOpenIsReadyOnlyOnceItExists(t *testing.T) {
 	f := newFx(t)
 	f.m.Answer(fakesdk.CallEnd, "k", mooncakespec.RPCFail) // the end may still land
@@ -243,10 +282,7 @@ func TestGetAnswers(t *testing.T) {
 			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakespec.LeaseExpired)
 			m.Answer(fakesdk.CallGet, "k", mooncakespec.ObjectNotFound)
 		}, driver.Fault, 0, false, false, 2},
-		{"TRANSFER_FAIL leaves access unproven", func(m *fakesdk.Master) {
-			m.Plant("k", obj)
-			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakespec.TransferFail)
-		}, driver.Fault, mooncakespec.TransferFail, false, true, 1},
+
 		{"a longer object is refused without a transfer", func(m *fakesdk.Master) { m.Plant("k", append(obj, 1)) }, driver.Fault, mooncakespec.InvalidParams, true, false, 1},
 		{"a shorter object lands in the head and is a fault", func(m *fakesdk.Master) { m.Plant("k", obj[:10]) }, driver.Fault, 0, false, false, 1},
 		{"a raise leaves access unproven", func(m *fakesdk.Master) { m.Raise(fakesdk.CallGet, "k") }, driver.Fault, 0, true, true, 1},
@@ -279,6 +315,121 @@ func TestGetAnswers(t *testing.T) {
 	}
 }
 
+// frozenPeer is a driver over client A of a pool whose every replica lives
+// on client B's segment, B frozen: a get waits for the fixed 60 s transfer
+// wait (the status timeout set past it), answers TRANSFER_FAIL, and its
+// bytes land when B thaws, after the call returned (real: s3).
+func frozenPeer(t *testing.T) (*fx, *fakesdk.Client) {
+	f := newFx(t)
+	b := fakesdk.NewClient(f.m, mooncakekit.Version)
+	f.m.SetOwner(b)
+	k := fakesdk.DefaultKnobs()
+	k.StatusTimeout = 120 * time.Second
+	f.m.SetKnobs(k)
+	f.m.Plant("k", bytes.Repeat([]byte{9}, slot))
+	f.m.FreezePeer()
+	return f, b
+}
+
+// getFrozen gets "k" into slot 0 through the frozen peer, on the fake's
+// clock.
+func (f *fx) getFrozen(t *testing.T) (driver.Operation, []driver.Result) {
+	t.Helper()
+	var op driver.Operation
+	var res []driver.Result
+	require.NoError(t, f.m.Await(f.m.Go(func() { op, res = f.get(t, f.row("k", 0)) })))
+	return op, res
+}
+
+// TestAGetWhoseTransferFailedEndsAtTeardown: a get whose transfer wait gave
+// up keeps access (its bytes may land later), but not for ever: tearing the
+// client down ends it (the spec's ends_at_teardown), so a drain whose only
+// leftovers are such gets closes the client, ends their access, and the
+// driver unregisters and closes; nothing lands after that.
+func TestAGetWhoseTransferFailedEndsAtTeardown(t *testing.T) {
+	f, b := frozenPeer(t)
+	defer func() { _ = b.Close() }()
+	dst := f.r.Slot(0).Bytes()
+	for i := range dst {
+		dst[i] = 0xEE
+	}
+	op, res := f.getFrozen(t)
+	require.Equal(t, driver.Fault, res[0].Status)
+	require.Equal(t, int64(mooncakespec.TransferFail), res[0].Code)
+	assert.False(t, op.AccessEnded(), "the transfer goes on")
+	assert.False(t, op.AccessUnprovable(), "a teardown ends it")
+	assert.True(t, driver.IsRejected(f.d.Unregister(f.reg)), "unregister while the transfer may land")
+
+	assert.True(t, f.d.Drain(conformance.Within(time.Second)), "the drain tears the client down")
+	assert.True(t, op.AccessEnded(), "the teardown ended the get's access")
+	_, err := f.d.Get(context.Background(), []driver.Row{f.row("k", 1)}, driver.Hint{})
+	assert.True(t, driver.IsRejected(err), "no call after the teardown")
+	require.NoError(t, f.d.Unregister(f.reg), "the registration went with the client")
+	require.NoError(t, f.d.Close())
+	f.m.ThawPeer()
+	assert.Equal(t, bytes.Repeat([]byte{0xEE}, slot), dst, "nothing landed after the teardown")
+}
+
+// TestAGetFromAKilledPeerEndsAtTeardown: the process holding the only
+// replica was killed; a get answers TRANSFER_FAIL at once (turn 3: 1-4 ms,
+// until the master expires the dead client), which the spec cannot tell
+// from a frozen peer's, so its access too ends at the teardown: the drain
+// tears the client down and the driver closes.
+func TestAGetFromAKilledPeerEndsAtTeardown(t *testing.T) {
+	f := newFx(t)
+	b := fakesdk.NewClient(f.m, mooncakekit.Version)
+	f.m.SetOwner(b)
+	f.m.Plant("k", bytes.Repeat([]byte{9}, slot))
+	f.m.KillPeer()
+	op, res := f.get(t, f.row("k", 0))
+	require.Equal(t, int64(mooncakespec.TransferFail), res[0].Code, res[0].Text)
+	assert.False(t, op.AccessEnded())
+	assert.False(t, op.AccessUnprovable())
+	assert.True(t, f.d.Drain(conformance.Within(time.Second)))
+	assert.True(t, op.AccessEnded())
+	require.NoError(t, f.d.Unregister(f.reg))
+	require.NoError(t, f.d.Close())
+	f.m.Advance(11 * time.Second) // the master expires the dead owner
+	exist, err := fakesdk.NewClient(f.m, mooncakekit.Version).BatchIsExist([]string{"k"})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{0}, exist, "its objects went with its segment")
+}
+
+// TestATransferThatOutlivesItsGetLandsWithoutTeardown is the hazard the
+// teardown ends: the same get, the client left up, lands its bytes at the
+// thaw, after it answered.
+func TestATransferThatOutlivesItsGetLandsWithoutTeardown(t *testing.T) {
+	f, b := frozenPeer(t)
+	defer func() { _ = b.Close() }()
+	_, res := f.getFrozen(t)
+	require.Equal(t, int64(mooncakespec.TransferFail), res[0].Code)
+	f.m.ThawPeer()
+	assert.Equal(t, bytes.Repeat([]byte{9}, slot), f.r.Slot(0).Bytes(), "landed after the call returned")
+	assert.True(t, f.d.Drain(conformance.Within(time.Second)))
+}
+
+// TestATeardownWaitsForEveryOtherLeftover: the drain tears the client down
+// only when gets that a teardown ends are all that is left: an unprovable
+// put keeps the client up (its access is not one a teardown is known to
+// end).
+func TestATeardownWaitsForEveryOtherLeftover(t *testing.T) {
+	f, b := frozenPeer(t)
+	defer func() { _ = b.Close() }()
+	f.m.ThawPeer()
+	f.m.Raise(fakesdk.CallScatter, "p")
+	op, _ := f.put(t, f.row("p", 2))
+	require.True(t, op.AccessUnprovable())
+	f.m.Plant("k2", bytes.Repeat([]byte{9}, slot))
+	f.m.FreezePeer()
+	var get driver.Operation
+	require.NoError(t, f.m.Await(f.m.Go(func() { get, _ = f.get(t, f.row("k2", 0)) })))
+	assert.False(t, f.d.Drain(conformance.Within(time.Second)))
+	assert.False(t, get.AccessEnded(), "no teardown beside an unprovable put")
+	_, err := f.d.Get(context.Background(), []driver.Row{f.row("k", 1)}, driver.Hint{})
+	assert.NoError(t, err, "the client is up")
+	f.m.ThawPeer()
+}
+
 func TestAdmissionComesFromTheSpec(t *testing.T) {
 	f := newFx(t)
 	multi := driver.Row{Key: "m", Spans: []driver.Span{f.r.Slot(0), f.r.Slot(1)}}
@@ -309,10 +460,10 @@ func TestDrainClosesWhenOnlyMetadataIsLeft(t *testing.T) {
 			m.Raise(fakesdk.CallStart, "k")
 			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.InvalidParams)
 		}, ""},
-		{"revoke after a late-applied end (h11-15: -700 forever)", func(m *fakesdk.Master) {
+		{"revoke after a late-applied end (h11-15: -700 forever; a second end 0)", func(m *fakesdk.Master) {
 			m.Answer(fakesdk.CallEnd, "k", mooncakespec.RPCTimeout)
 			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.InvalidWrite)
-		}, "keep"},
+		}, ""},
 		{"a session taken over by another client (g1: -601 forever)", func(m *fakesdk.Master) {
 			m.Answer(fakesdk.CallEnd, "k", mooncakespec.IllegalClient)
 			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.IllegalClient)
@@ -370,9 +521,15 @@ func TestDrainClosesAfterTheRealSDKsLeftovers(t *testing.T) {
 		require.Equal(t, "open", f.d.Held("k"))
 		f.m.ThawMaster() // and the master applies it
 		assert.True(t, f.d.Drain(conformance.Within(time.Second)))
-		assert.Equal(t, "keep", f.d.Held("k"), "the client's session outlives any revoke")
+		assert.Equal(t, "", f.d.Held("k"), "the revoke's -700 is answered by a second end, which the master answers OK")
+		assert.False(t, f.d.SDK().(*fakesdk.Client).HoldsSession("k"), "the client dropped its session on that OK")
 		_, res := f.put(t, f.row("k", 1))
 		assert.Equal(t, driver.Ready, res[0].Status, "the late end completed the object")
+		f.m.Delete("k") // evicted, say: the key is this client's to write again
+		starts := f.m.Calls(fakesdk.CallStart)
+		_, res = f.put(t, f.row("k", 1))
+		assert.Equal(t, driver.Ready, res[0].Status, res[0].Text)
+		assert.Equal(t, starts+1, f.m.Calls(fakesdk.CallStart), "written by a session of its own")
 	})
 	t.Run("another client took the session over: end and revoke -601", func(t *testing.T) {
 		f := newFx(t)
@@ -389,6 +546,17 @@ func TestDrainClosesAfterTheRealSDKsLeftovers(t *testing.T) {
 		assert.Equal(t, "keep", f.d.Held("k"))
 		assert.True(t, f.d.Drain(conformance.Within(time.Second)))
 		assert.True(t, f.m.SessionOpen("k"), "B's session is B's")
+		_, res := f.put(t, f.row("k", 1))
+		assert.Equal(t, driver.Fault, res[0].Status, "B has not finished, but this client can never write the key: not NOT_READY")
+		assert.Equal(t, int64(mooncakespec.IllegalClient), res[0].Code)
+		assert.Contains(t, res[0].Text, "lost to this client")
+		codes, err = b.BatchPutSessionRevoke([]string{"k"})
+		require.NoError(t, err)
+		require.Equal(t, []int64{int64(mooncakespec.OK)}, codes)
+		_, res = f.put(t, f.row("k", 1))
+		assert.Equal(t, driver.Fault, res[0].Status, "the taker's object is gone: still refused, with the reason")
+		assert.Equal(t, int64(mooncakespec.IllegalClient), res[0].Code)
+		require.NoError(t, b.Close())
 	})
 	t.Run("a start timed out and applied late: an orphan nothing can revoke", func(t *testing.T) {
 		f := newFx(t)

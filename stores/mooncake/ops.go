@@ -13,13 +13,14 @@ import (
 // no call uses it, so a call allocates what it returns (the operation) and
 // little else. The SDK keeps none of it past its call (SDK).
 type scratch struct {
-	start, held, scatter, toEnd, toRevoke, endRevoke, ask []int // a put's rows, by stage
-	all, reread                                           []int // a get's
-	keys                                                  []string
-	sizes                                                 []int64
-	flat                                                  []Buffer   // a scatter's buffers, back to back
-	bufs                                                  [][]Buffer // a scatter's buffers, per row
-	into                                                  []Buffer   // a get's buffers
+	start, held, kept, scatter, toEnd, toRevoke, endRevoke, ask []int     // a put's rows, by stage
+	holds                                                       []holding // a put's revoked rows' holdings
+	all, reread                                                 []int     // a get's
+	keys                                                        []string
+	sizes                                                       []int64
+	flat                                                        []Buffer   // a scatter's buffers, back to back
+	bufs                                                        [][]Buffer // a scatter's buffers, per row
+	into                                                        []Buffer   // a get's buffers
 	// With the object trailer on: the tags and trailers a put scatters,
 	// and the memory a get reads objects into (see stage).
 	tailStage, getStage *stage
@@ -76,25 +77,40 @@ func (d *Driver) Put(_ context.Context, rows []driver.Row) (driver.Operation, er
 	p := put{d: d, rows: rows, o: o, sc: d.takeScratch()}
 	defer d.release(p.sc)
 
-	start, askHeld := p.sc.start[:0], p.sc.held[:0]
+	start, askHeld, askKept := p.sc.start[:0], p.sc.held[:0], p.sc.kept[:0]
+	var keptCode []int64 // the code each kept key was kept under, by askKept's order
 	d.mu.Lock()
 	for i, r := range rows {
-		switch d.held[r.Key] {
+		switch h := d.held[r.Key]; h.how {
 		case heldPut:
 			o.results[i] = driver.Result{Status: driver.NotReady}
-		case heldOpen, heldKeep:
+		case heldOpen:
 			askHeld = append(askHeld, i)
+		case heldKeep:
+			askKept, keptCode = append(askKept, i), append(keptCode, h.code)
 		default:
-			d.held[r.Key] = heldPut
+			d.held[r.Key] = holding{how: heldPut}
 			start = append(start, i)
 		}
 	}
 	d.mu.Unlock()
-	p.sc.start, p.sc.held = start, askHeld
+	p.sc.start, p.sc.held, p.sc.kept = start, askHeld, askKept
 
 	for _, i := range askHeld {
 		p.waitExistence(i, rules.Mapping{Result: driver.FaultResult(0, "batch_is_exist failed for a key whose session this driver left open"),
 			FollowUp: rules.FollowAskExistence, IfExists: driver.Ready, IfAbsent: driver.NotReady})
+	}
+	for k, i := range askKept {
+		// The client keeps a session for the key that nothing may end or
+		// revoke, and refuses a new start of it until it is torn down: a
+		// stored object (another writer's) is READY; otherwise the key is
+		// lost to this client, which is no writer still at work.
+		why := "after " + d.codeName(keptCode[k])
+		if keptCode[k] == 0 {
+			why = "after a scatter that raised"
+		}
+		lost := driver.FaultResult(keptCode[k], "the key is lost to this client: its SDK client keeps a session for it that nothing may end or revoke (%s), and refuses to start it again until the client is torn down; reopen the driver over a new client to write it", why)
+		p.waitExistence(i, rules.Mapping{Result: lost, FollowUp: rules.FollowAskExistence, IfExists: driver.Ready, IfAbsent: driver.Fault})
 	}
 
 	scatter := p.startSessions(start)
@@ -115,13 +131,14 @@ func (p *put) waitExistence(i int, m rules.Mapping) {
 }
 
 // set settles how the driver holds row i's key.
-func (p *put) set(i int, h hold) {
+func (p *put) set(i int, h hold) { p.setHolding(i, holding{how: h}) }
+
+// keep holds row i's key for good, kept under code.
+func (p *put) keep(i int, code int64) { p.setHolding(i, holding{heldKeep, code}) }
+
+func (p *put) setHolding(i int, h holding) {
 	p.d.mu.Lock()
-	if h == 0 {
-		delete(p.d.held, p.rows[i].Key)
-	} else {
-		p.d.held[p.rows[i].Key] = h
-	}
+	p.d.holdLocked(p.rows[i].Key, h)
 	p.d.mu.Unlock()
 }
 
@@ -209,10 +226,11 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 			// The scatter may still be writing, as after TRANSFER_FAIL: never
 			// revoke (a drain's sweep could run beside this call and free
 			// space a stale transfer then lands in).
-			p.set(i, heldKeep)
+			p.keep(i, 0)
 		}
 		p.sc.tailStage = nil // the scatter may still read it: never reused
-		o.ended, o.unprovable = false, true
+		o.ended.Store(false)
+		o.unprovable = true
 		return nil, nil
 	}
 	kept := false
@@ -225,7 +243,7 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 			toEnd = append(toEnd, i)
 		case m.FollowUp == rules.FollowKeepOpen:
 			o.results[i] = m.Result
-			p.set(i, heldKeep)
+			p.keep(i, answers[k])
 		default:
 			o.results[i] = m.Result
 			toRevoke = append(toRevoke, i)
@@ -236,7 +254,8 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 		p.sc.tailStage = nil // a transfer may still read it: never reused
 	}
 	if !p.d.rules.scatter.Access.Ended(kept) {
-		o.ended, o.unprovable = false, true
+		o.ended.Store(false)
+		o.unprovable = true
 	}
 	return toEnd, toRevoke
 }
@@ -280,14 +299,26 @@ func (p *put) revoke(idx []int) {
 	if len(idx) == 0 {
 		return
 	}
-	codes, err := p.d.sdk.BatchPutSessionRevoke(p.sc.keysOf(p.rows, idx))
-	for k, i := range idx {
-		if err != nil || len(codes) != len(idx) {
+	keys := p.sc.keysOf(p.rows, idx)
+	codes, err := p.d.sdk.BatchPutSessionRevoke(keys)
+	if err != nil || len(codes) != len(idx) {
+		for _, i := range idx {
 			p.set(i, heldOpen)
-		} else {
-			h, _ := p.d.afterRevoke(codes[k])
-			p.set(i, h)
 		}
+		return
+	}
+	holds := reuse.Resize(p.sc.holds, len(idx))
+	p.sc.holds = holds
+	again := false
+	for k := range idx {
+		holds[k] = p.d.afterRevoke(codes[k])
+		again = again || holds[k].how == heldEnd
+	}
+	if again {
+		p.d.endAgain(keys, holds)
+	}
+	for k, i := range idx {
+		p.setHolding(i, holds[k])
 	}
 }
 
@@ -311,14 +342,23 @@ func (p *put) askExistence() {
 		case err != nil || len(answers) != len(idx) || answers[k] < 0:
 			o.results[i] = m.Result
 		case answers[k] == 1:
-			o.results[i] = driver.Result{Status: m.IfExists}
+			o.results[i] = existence(m, m.IfExists)
 		default:
-			o.results[i] = driver.Result{Status: m.IfAbsent}
+			o.results[i] = existence(m, m.IfAbsent)
 		}
 		if o.results[i].Status == driver.Fault && o.results[i].Text == "" {
 			o.results[i] = driver.FaultResult(0, "batch_is_exist could not confirm the key")
 		}
 	}
+}
+
+// existence is a row's result once batch_is_exist answered: status, or,
+// when that is FAULT, the mapping's own fault (its code and reason).
+func existence(m rules.Mapping, status driver.Status) driver.Result {
+	if status == driver.Fault {
+		return m.Result
+	}
+	return driver.Result{Status: status}
 }
 
 // Get reads each row's object into its span with one batch_get_into, and
@@ -340,22 +380,49 @@ func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (dr
 	}
 	kept, ok, reread := d.getInto(rows, all, o, false, sc)
 	if ok && len(reread) > 0 {
-		var k bool
+		var k keeps
 		k, ok, _ = d.getInto(rows, reread, o, true, sc)
-		kept = kept || k
+		kept = kept.or(k)
 	}
-	if ok && d.rules.get.Access.Ended(kept) {
-		o.ended = true
-	} else {
+	switch {
+	case ok && d.rules.get.Access.Ended(kept.any()):
+		o.ended.Store(true)
+	case ok && !kept.untilOther:
+		// Every kept transfer ends when the client is torn down: a drain
+		// whose only leftovers are such gets does so (Drain).
+		o.atTeardown = true
+		d.mu.Lock()
+		d.atTeardown = append(d.atTeardown, o)
+		d.mu.Unlock()
+	default:
 		o.unprovable = true
 	}
 	return o, nil
 }
 
+// keeps is what a get's answers say about its access: some answer keeps it
+// until the client is torn down (ends_at_teardown), or until nothing the
+// driver can do (any other kept access).
+type keeps struct{ untilTeardown, untilOther bool }
+
+func (k keeps) any() bool { return k.untilTeardown || k.untilOther }
+func (k keeps) or(o keeps) keeps {
+	return keeps{k.untilTeardown || o.untilTeardown, k.untilOther || o.untilOther}
+}
+func (k *keeps) add(m rules.Mapping) {
+	switch {
+	case !m.KeepsAccess:
+	case m.FollowUp == rules.FollowEndsAtTeardown:
+		k.untilTeardown = true
+	default:
+		k.untilOther = true
+	}
+}
+
 // getInto runs one batch_get_into over rows idx and maps the answers. It
 // reports whether an answer kept access, whether the call answered at all
 // (no raise, right count), and, unless rereading, the rows to reread.
-func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc *scratch) (kept, ok bool, reread []int) {
+func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc *scratch) (kept keeps, ok bool, reread []int) {
 	bufs := reuse.Resize(sc.into, len(idx))
 	sc.into = bufs
 	var offs []int64 // with the trailer on: where each row's object is staged
@@ -368,7 +435,7 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 			for _, i := range idx {
 				o.results[i] = driver.FaultResult(0, "mooncake: no memory to stage the rows' objects in: %v", err)
 			}
-			return false, true, nil
+			return keeps{}, true, nil
 		}
 	}
 	for k, i := range idx {
@@ -384,7 +451,7 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 			o.results[i] = raised("batch_get_into", err, len(answers), len(idx))
 		}
 		sc.getStage = nil // the SDK may still write it: never reused
-		return false, false, nil
+		return keeps{}, false, nil
 	}
 	var unverified map[int]error // rows whose object failed its trailer check
 	if offs != nil {
@@ -403,7 +470,7 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 		for _, i := range idx {
 			o.results[i] = driver.Result{Status: driver.Ready}
 		}
-		return false, true, nil
+		return keeps{}, true, nil
 	}
 	if !rereading {
 		reread = sc.reread[:0] // idx is sc.reread when rereading
@@ -413,7 +480,7 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 		if rereading {
 			m = rules.AfterReread(m)
 		}
-		kept = kept || m.KeepsAccess
+		kept.add(m)
 		o.results[i] = m.Result
 		if err, bad := unverified[i]; bad {
 			o.results[i] = driver.FaultResult(0, "mooncake: the object under the key is no whole row for it (%v); the slot is untouched", err)
@@ -426,7 +493,7 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 	if !rereading {
 		sc.reread = reread
 	}
-	if kept {
+	if kept.any() {
 		sc.getStage = nil // a transfer may still write it: never reused
 	}
 	return kept, true, reread

@@ -118,8 +118,14 @@ func recordOnce(t *testing.T, s mcscenario.Scenario) mcscenario.Recording {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRecordScenario$", "-test.v", "-test.timeout=20m")
 	cmd.Env = append(os.Environ(), envScenario+"="+s.Name, envOut+"="+out)
 	cmd.Env = append(cmd.Env, clientEnv(s.Config)...)
+	var combined strings.Builder
+	cmd.Stdout, cmd.Stderr = &combined, &combined
 	t0 := time.Now()
-	b, err := cmd.CombinedOutput()
+	waited, err := storekit.StartTied(cmd) // it dies with the recorder, with its master and client B
+	if err == nil {
+		err = <-waited
+	}
+	b := []byte(combined.String())
 	if err != nil {
 		t.Fatalf("the scenario's process failed after %v: %v\n%s", time.Since(t0), err, tail(string(b), 6000))
 	}
@@ -517,11 +523,17 @@ func startPeer(t *testing.T, mc mooncake.ClientConfig) (*peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	outp, err := cmd.StdoutPipe()
+	// B's stdout is a plain pipe read to its end: Wait, which StartTied
+	// calls as soon as B exits, closes only pipes it made.
+	outp, outw, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout = outw
+	waited, err := storekit.StartTied(cmd) // B dies with the recorder
+	outw.Close()
+	if err != nil {
+		outp.Close()
 		return nil, err
 	}
 	p := &peer{cmd: cmd, in: in, wait: map[int64]chan peerResp{}, dead: make(chan struct{})}
@@ -547,7 +559,8 @@ func startPeer(t *testing.T, mc mooncake.ClientConfig) (*peer, error) {
 			}
 		}
 		close(p.dead)
-		_ = cmd.Wait()
+		outp.Close()
+		<-waited
 	}()
 	select {
 	case r := <-p.wait[0]:

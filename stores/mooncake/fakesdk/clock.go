@@ -38,7 +38,7 @@ func (m *Master) setNowLocked(t time.Time) {
 		m.now = t
 		m.evictLocked()
 	}
-	if m.peerFroze && !m.unmounted && m.now.Sub(m.frozeAt) > m.knobs.ClientTTL {
+	if (m.peerFroze && m.now.Sub(m.frozeAt) > m.knobs.ClientTTL || m.peerDead && m.now.Sub(m.diedAt) > m.knobs.ClientTTL) && !m.unmounted {
 		// The master expires the silent owner and unmounts its segment.
 		m.unmounted = true
 		m.objects = map[string]*object{}

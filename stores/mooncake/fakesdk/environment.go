@@ -69,3 +69,19 @@ func (m *Master) ThawPeer() {
 	m.cond.Broadcast()
 	m.settleLocked()
 }
+
+// KillPeer kills the process whose segment holds the pool (SIGKILL): what
+// it had not yet applied never lands, a get of an object in its segment
+// answers TRANSFER_FAIL at once, and after Knobs.ClientTTL the master
+// expires it and unmounts its segment (its objects are gone) (real,
+// mooncake-real.md turn 3: TRANSFER_FAIL in 1-4 ms until ~10 s, then
+// OBJECT_NOT_FOUND). A scatter into its segment is not modelled: it lands
+// as if the owner were alive.
+func (m *Master) KillPeer() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.peerDead, m.peerFroze, m.diedAt = true, false, m.now
+	m.atPeer = nil
+	m.cond.Broadcast()
+	m.settleLocked()
+}

@@ -20,10 +20,10 @@
 //     freed space keeps its old bytes (d6), a discarded session's space is
 //     kept until put_start_release_timeout (g1), a start into a full
 //     segment answers NO_AVAILABLE_HANDLE at once, even when complete
-//     objects fill it (b4e, recorded), complete objects without a live
-//     lease are evicted, oldest first, only as time passes (the master's
-//     eviction thread), and a segment full of open sessions answers
-//     NO_AVAILABLE_HANDLE.
+//     objects fill it, and goes on doing so as time passes: nothing is
+//     evicted (b4e, recorded: -200 at 0, 1, 4 and 14 s, all 16 objects
+//     still there) unless Knobs.Evicts runs the eviction thread; a segment
+//     full of open sessions answers NO_AVAILABLE_HANDLE.
 //   - Data calls need no registration (tcp, a5); a scatter larger than its
 //     session is refused whole (d2).
 //   - An end seals its local session before the master is asked: a scatter
@@ -35,7 +35,10 @@
 //     answer NO_AVAILABLE_HANDLE until the segment is remounted) or frozen (calls answer RPC_TIMEOUT
 //     after MC_RPC_TIMEOUT_MS and take effect when it thaws); the segment's
 //     owner frozen (transfers stall; the TCP status timeout, the fixed 60 s
-//     transfer wait, the lease, and the master's client_ttl act on them).
+//     transfer wait, the lease, and the master's client_ttl act on them)
+//     or killed (its gets answer TRANSFER_FAIL at once until client_ttl
+//     unmounts its segment). A client's Close ends its transfers: a get
+//     whose wait gave up never lands after it.
 //
 // Time is the master's clock: a call that takes time in a real build waits
 // on it, and Advance, Await and Settle move and observe it, so no test sleeps.
@@ -82,6 +85,14 @@ type Knobs struct {
 	// fits waits for its ack under StatusTimeout; a larger one blocks
 	// until the peer thaws.
 	SocketWindow int64
+	// Evicts runs the master's eviction thread as time passes: while the
+	// segment is full it drops complete objects without a live lease,
+	// oldest first (master_service.cpp, EvictionThreadFunc and BatchEvict:
+	// over eviction_high_watermark_ratio, leases expired). Off by default:
+	// a real master with its default settings dropped none of 16 complete
+	// objects filling a 16 MiB segment in 14 s (b4e-pool-full-of-objects),
+	// and no real run has shown it drop one yet.
+	Evicts bool
 }
 
 // DefaultKnobs are a real build's defaults.
@@ -154,6 +165,8 @@ type Master struct {
 	owner     int       // the client whose segment holds the pool (0: none that can freeze)
 	peerFroze bool
 	frozeAt   time.Time
+	peerDead  bool // the owner was killed (KillPeer)
+	diedAt    time.Time
 	unmounted bool     // the owner was expired (client_ttl)
 	atPeer    []func() // transfers a frozen owner applies when it thaws
 

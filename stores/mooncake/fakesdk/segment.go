@@ -25,19 +25,20 @@ func (m *Master) bytesLocked(s span) []byte {
 
 // allocLocked places size bytes first-fit. It never evicts: a start into a
 // segment full of complete objects answers NO_AVAILABLE_HANDLE at once
-// (b4e-pool-full-evicts, recorded: the start right after the 16th 1 MiB
-// put into a 16 MiB segment answered -200). The master evicts in the
-// background (its eviction thread), modelled as time passing (evictLocked).
+// (b4e-pool-full-of-objects, recorded: the start right after the 16th 1 MiB
+// put into a 16 MiB segment answered -200, and again 1, 4 and 14 s later).
+// Eviction, where modelled, is the master's background thread, run as
+// time passes (evictLocked, Knobs.Evicts).
 func (m *Master) allocLocked(size int64) (span, bool) {
 	m.releaseDiscardsLocked()
 	return m.placeLocked(size)
 }
 
-// evictLocked is the master's eviction thread, run when the clock moves:
-// while the segment is full it evicts complete objects without a live
-// lease, oldest first.
+// evictLocked is the master's eviction thread, run when the clock moves
+// and Knobs.Evicts is on: while the segment is full it evicts complete
+// objects without a live lease, oldest first.
 func (m *Master) evictLocked() {
-	for m.capacity > 0 && m.used >= m.capacity && m.evictOneLocked() {
+	for m.knobs.Evicts && m.capacity > 0 && m.used >= m.capacity && m.evictOneLocked() {
 	}
 }
 

@@ -34,6 +34,9 @@ func TestAThawAppliesTheKeysAsSent(t *testing.T) {
 // slice names by then.
 func TestALookupAppliedAtThawTakesItsLease(t *testing.T) {
 	m := fakesdk.NewMaster(3)
+	k := fakesdk.DefaultKnobs()
+	k.Evicts = true
+	m.SetKnobs(k)
 	c := fakesdk.NewClient(m, fakesdk.Version)
 	m.Plant("old", []byte{1})
 	m.Advance(time.Second)

@@ -201,15 +201,26 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 	for _, r := range reads {
 		r.obj.readers++ // read below, maybe with the lock released
 	}
+	if len(reads) > 0 && m.peerDead && m.owner != c.id {
+		// The owner is gone: nothing can be read, and nothing will land.
+		for _, r := range reads {
+			out[r.i] = codeTransferFail
+			m.unreadLocked(r.obj)
+		}
+		reads = nil
+	}
 	if len(reads) > 0 && c.peerStallsLocked() {
 		wait := min(m.knobs.StatusTimeout, m.knobs.TransferWait)
 		if !m.waitLocked(m.now.Add(wait), func() bool { return !m.peerFroze }) {
 			for _, r := range reads {
 				out[r.i] = codeTransferFail
 				if m.knobs.StatusTimeout > m.knobs.TransferWait {
-					// the wait gave up; the transfer goes on
+					// the wait gave up; the transfer goes on, until the
+					// client is torn down
 					m.atPeer = append(m.atPeer, func() {
-						m.landLocked(r)
+						if !c.closed.Load() {
+							m.landLocked(r)
+						}
 						m.unreadLocked(r.obj)
 					})
 					continue
