@@ -101,7 +101,9 @@ func Open(ctx context.Context, opt Options) (*Driver, error) {
 		}
 	}
 	// Over TLS the driver dials itself (tlsDialer), so a plain port fails
-	// the dial at once, saying so, instead of at DialTimeout.
+	// the dial at once, saying so, instead of at DialTimeout; go-redis
+	// dials with Dialer when it is set, and only reads TLSConfig to know
+	// the connection is TLS.
 	var dialer func(context.Context, string, string) (net.Conn, error)
 	if tlsConfig != nil {
 		dialer = tlsDialer(tlsConfig, opt.DialTimeout)
@@ -109,13 +111,13 @@ func Open(ctx context.Context, opt Options) (*Driver, error) {
 	var c goredis.UniversalClient
 	if opt.Cluster {
 		c = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: opt.Addrs, Username: opt.Username, Password: opt.Password,
-			Dialer: dialer, DialTimeout: opt.DialTimeout, DialerRetries: 1,
+			TLSConfig: tlsConfig, Dialer: dialer, DialTimeout: opt.DialTimeout, DialerRetries: 1,
 			ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout, MaxRetries: -1, MaxRedirects: 8})
 	} else {
 		// No retries: a retried compare-and-set whose first reply was lost
 		// would answer LOST for an object it stored.
 		c = goredis.NewClient(&goredis.Options{Addr: opt.Addrs[0], Username: opt.Username, Password: opt.Password,
-			Dialer: dialer, DialTimeout: opt.DialTimeout, DialerRetries: 1,
+			TLSConfig: tlsConfig, Dialer: dialer, DialTimeout: opt.DialTimeout, DialerRetries: 1,
 			ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout, MaxRetries: -1})
 	}
 	// One dial per attempt (DialerRetries: 1): go-redis's default of five
