@@ -119,10 +119,10 @@ func Open(ctx context.Context, opt Options) (*Driver, error) {
 	if !opt.FetchesShareConns {
 		gate = &fetchGate{}
 	}
-	c := newClient(opt, yielding(base, gate))
+	c := newClient(opt, tlsConfig, yielding(base, gate))
 	g := c
 	if gate != nil {
-		g = newClient(opt, base)
+		g = newClient(opt, tlsConfig, base)
 	}
 	// One dial per attempt (DialerRetries: 1): go-redis's default of five
 	// with 100 ms back-off cost 0.4 s per call to a server that is down.

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"sync"
 	"time"
@@ -127,16 +128,18 @@ func yielding(base func(context.Context, string, string) (net.Conn, error), gate
 }
 
 // newClient is a client of the deployment opt names, dialling with dial.
-func newClient(opt Options, dial func(context.Context, string, string) (net.Conn, error)) goredis.UniversalClient {
+// go-redis dials with Dialer when it is set, and reads TLSConfig (nil for
+// a plain deployment) only to know the connection is TLS.
+func newClient(opt Options, tlsConfig *tls.Config, dial func(context.Context, string, string) (net.Conn, error)) goredis.UniversalClient {
 	if opt.Cluster {
 		return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: opt.Addrs, Username: opt.Username, Password: opt.Password,
-			Dialer: dial, DialTimeout: opt.DialTimeout, DialerRetries: 1,
+			TLSConfig: tlsConfig, Dialer: dial, DialTimeout: opt.DialTimeout, DialerRetries: 1,
 			ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout, MaxRetries: -1, MaxRedirects: 8})
 	}
 	// No retries: a retried compare-and-set whose first reply was lost
 	// would answer LOST for an object it stored.
 	return goredis.NewClient(&goredis.Options{Addr: opt.Addrs[0], Username: opt.Username, Password: opt.Password,
-		Dialer: dial, DialTimeout: opt.DialTimeout, DialerRetries: 1,
+		TLSConfig: tlsConfig, Dialer: dial, DialTimeout: opt.DialTimeout, DialerRetries: 1,
 		ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout, MaxRetries: -1})
 }
 
