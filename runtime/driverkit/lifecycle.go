@@ -472,20 +472,7 @@ func (o finished) Cancel() {}
 // row ctx stopped before it started, ends the call and returns the finished
 // operation.
 func (l *Lifecycle) EachRow(ctx context.Context, rows []driver.Row, admit func(live func(*driver.Region) bool) error, do func(driver.Row) driver.Result) (driver.Operation, error) {
-	call, err := l.Begin(rows, admit)
-	if err != nil {
-		return nil, err
-	}
-	defer call.End()
-	results := make([]driver.Result, len(rows))
-	for i, r := range rows {
-		if ctx.Err() != nil {
-			results[i] = driver.Result{Status: driver.Cancelled}
-			continue
-		}
-		results[i] = do(r)
-	}
-	return Finished(results), nil
+	return l.EachRowIn(ctx, rows, 1, admit, do)
 }
 
 // EachRowIn is EachRow with up to limit rows in flight at once: a store
@@ -494,11 +481,9 @@ func (l *Lifecycle) EachRow(ctx context.Context, rows []driver.Row, admit func(l
 // its rows one after another. Each row's do runs on a goroutine of its own
 // (limit of them, taking the rows in order); EachRowIn returns only once
 // every do has returned, so the call's access still ends on its return.
-// A limit of 1 or less is EachRow. do must be safe for concurrent use.
+// With a limit of 1 or less every row runs on the caller's goroutine, in
+// order (EachRow). do must be safe for concurrent use.
 func (l *Lifecycle) EachRowIn(ctx context.Context, rows []driver.Row, limit int, admit func(live func(*driver.Region) bool) error, do func(driver.Row) driver.Result) (driver.Operation, error) {
-	if limit <= 1 || len(rows) <= 1 {
-		return l.EachRow(ctx, rows, admit, do)
-	}
 	call, err := l.Begin(rows, admit)
 	if err != nil {
 		return nil, err
