@@ -199,3 +199,22 @@ func TestATimeoutFollowsWhatThePackageTook(t *testing.T) {
 	ts.pass("q", 2*time.Minute)
 	assert.Equal(t, 3*time.Minute, ts.of("q"))
 }
+
+// TestACutShortMutantIsSampledNotDecided: mutants started when the whole
+// budget has already ended are cut short before any test runs: sampled,
+// not decided, and not in the score.
+func TestACutShortMutantIsSampledNotDecided(t *testing.T) {
+	ms, err := Mutants(filepath.Join(mod, "a"))
+	require.NoError(t, err)
+	ms = ms[:3]
+	times := &timeouts{max: time.Minute, took: map[string]time.Duration{}}
+	now := time.Now()
+	r := run(Config{Root: mod, Jobs: 2}, ms, []string{"example.com/mod/a"}, false, times, now.Add(time.Hour), now.Add(-time.Second), t.TempDir())
+	r.Dir = "a"
+	assert.Equal(t, 3, r.Tried)
+	assert.Equal(t, 3, r.Cut)
+	assert.Zero(t, r.Decided())
+	var out bytes.Buffer
+	r.Print(&out)
+	assert.Contains(t, out.String(), "3 cut short by the budget); sampled 3 of 3 mutants (100%), decided 0 (0.0%)")
+}
