@@ -101,6 +101,51 @@ func TestStatusNames(t *testing.T) {
 	}
 	_, ok := ParseStatus("PENDING")
 	assert.False(t, ok, "PENDING is not a result a spec may name")
+	// Past the names, a number (tried: < -> <= indexes past the table).
+	for _, s := range []Status{Status(len(statusNames)), 200} {
+		assert.Equal(t, fmt.Sprintf("Status(%d)", uint8(s)), s.String())
+	}
+}
+
+// stubDriver and wrapDriver are drivers for As: wrapDriver reaches the
+// driver it wraps through its own As.
+type stubDriver struct{ Driver }
+
+type wrapDriver struct {
+	Driver
+	inner Driver
+}
+
+func (w wrapDriver) As(target any) bool { return As(w.inner, target) }
+
+// TestAsFillsOnlyAPointerToTheDriversType: As answers false, without
+// panicking, for a nil driver, a target that is not a pointer and a nil
+// pointer; it fills a pointer to the driver's own type, also through a
+// wrapper's As. (Tried: the first || -> &&, which reaches IsNil of a
+// non-pointer or the type of a nil driver, and panics.)
+func TestAsFillsOnlyAPointerToTheDriversType(t *testing.T) {
+	s := &stubDriver{}
+	for _, c := range []struct {
+		name   string
+		d      Driver
+		target func() (any, func() bool) // the target, and whether it holds s
+		want   bool
+	}{
+		{"nil driver", nil, func() (any, func() bool) { var p *stubDriver; return &p, func() bool { return p == s } }, false},
+		{"target not a pointer", s, func() (any, func() bool) { return 5, func() bool { return false } }, false},
+		{"nil pointer", s, func() (any, func() bool) { return (**stubDriver)(nil), func() bool { return false } }, false},
+		{"another type", s, func() (any, func() bool) { var w wrapDriver; return &w, func() bool { return false } }, false},
+		{"its own type", s, func() (any, func() bool) { var p *stubDriver; return &p, func() bool { return p == s } }, true},
+		{"through a wrapper", wrapDriver{inner: s}, func() (any, func() bool) { var p *stubDriver; return &p, func() bool { return p == s } }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			target, holds := c.target()
+			var got bool
+			require.NotPanics(t, func() { got = As(c.d, target) })
+			assert.Equal(t, c.want, got)
+			assert.Equal(t, c.want, holds())
+		})
+	}
 }
 
 func TestKeyStemRefusesBadPrefixes(t *testing.T) {
