@@ -38,6 +38,7 @@ func TestAdmissionRulesNameThemselves(t *testing.T) {
 		{"keys ok", AdmitKeys([]driver.Row{row("a"), row("b")}), ""},
 		{"key over the bound", AdmitKeyRule([]driver.Row{row("a/v1/00"), row("kv/v1/00")}, KeyRule{MaxBytes: 7}), driver.RuleKeyTooLong},
 		{"key at the bound", AdmitKeyRule([]driver.Row{row("kv/v1/0")}, KeyRule{MaxBytes: 7}), ""},
+		{"a bound of one byte", AdmitKeyRule([]driver.Row{row("ab")}, KeyRule{MaxBytes: 1}), driver.RuleKeyTooLong}, // any positive bound applies (tried: > 0 -> > 1)
 		{"key with a space", AdmitKeyRule([]driver.Row{row("a b")}, KeyRule{Refuse: KeySpace}), driver.RuleKeyBytes},
 		{"space not refused", AdmitKeyRule([]driver.Row{row("a b")}, KeyRule{Refuse: KeyControl}), ""},
 		{"key with a newline", AdmitKeyRule([]driver.Row{row("a\nb")}, KeyRule{Refuse: KeyControl}), driver.RuleKeyBytes},
