@@ -94,6 +94,7 @@ func TestRegionBindingFailures(t *testing.T) {
 		{"a rejected registration is rolled back", regions(), map[string]error{"host-b": driver.Reject("test", "no")}, nil, backend.ErrConstructionRejected, true},
 		{"any other failure keeps the hold, and unregisters the regions before it", regions(), map[string]error{"host-b": errors.New("sdk died mid-register")}, nil, backend.ErrHoldKept, false},
 		{"a failed rollback keeps the hold", regions(), map[string]error{"host-b": driver.Reject("test", "no")}, errors.New("stuck"), backend.ErrHoldKept, false},
+		{"any other failure whose rollback failed too says both", regions(), map[string]error{"host-b": errors.New("sdk died mid-register")}, errors.New("stuck"), backend.ErrHoldKept, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,8 +103,15 @@ func TestRegionBindingFailures(t *testing.T) {
 			_, err := backend.Bind(t.Context(), c.regions, d, h)
 			require.ErrorIs(t, err, c.wantErr)
 			assert.Equal(t, c.wantReleased, h.released == 1)
+			// The error says a rollback failed exactly when one did, and
+			// why (tried: negating the rollback's check after a failed
+			// register).
 			if c.failUnreg == nil {
 				assert.Empty(t, d.registered, "a failed Bind leaves no region registered that it could unregister (hold released: %v)", c.wantReleased)
+				assert.NotContains(t, err.Error(), "failed too")
+				assert.NotContains(t, err.Error(), "rollback failed")
+			} else if len(d.registered) > 0 {
+				assert.Contains(t, err.Error(), c.failUnreg.Error())
 			}
 		})
 	}
