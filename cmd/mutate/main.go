@@ -19,9 +19,9 @@
 // package's part cannot cover every mutant, they are tried in a seeded
 // random order. No mutant is started that would not finish within its
 // package's part (judged by the mean so far); one started finishes unless
-// the whole budget ends first, so few are cut short, and a cut-short
-// mutant counts as sampled but not decided: the score is over the
-// decided ones.
+// it runs past the part by the part again or the whole budget ends, so
+// few are cut short, and a cut-short mutant counts as sampled but not
+// decided: the score is over the decided ones.
 package main
 
 import (
@@ -176,7 +176,16 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 			continue
 		}
 		times.pass(importPath, time.Since(t0))
-		r := run(cfg, ms, pkgs, race, times, start.Add(share), start.Add(cfg.Budget), tmp)
+		// A mutant started may run past the package's part by at most the
+		// part again (so one package whose mutants run every importer's
+		// tests cannot starve the packages after it), and never past the
+		// whole budget.
+		soft := start.Add(share)
+		hard := soft.Add(max(time.Until(soft), 0))
+		if end := start.Add(cfg.Budget); hard.After(end) {
+			hard = end
+		}
+		r := run(cfg, ms, pkgs, race, times, soft, hard, tmp)
 		r.Dir, r.Race, r.Packages = d, race, len(pkgs)
 		r.Print(w)
 		reports = append(reports, r)
@@ -566,8 +575,8 @@ func (t *timeouts) of(pkg string) time.Duration {
 // run tests mutants until they run out or the next would not finish
 // before soft (the package's part of the budget: judged by the mean time
 // its mutants have taken so far). A mutant started may go on past soft,
-// taking from the next packages' parts, but not past hard (the whole
-// budget's end): then it is cut short.
+// taking from the next packages' parts, but not past hard: then it is cut
+// short.
 func run(cfg Config, ms []Mutant, pkgs []string, race bool, times *timeouts, soft, hard time.Time, tmp string) *Report {
 	r := &Report{Total: len(ms)}
 	start := time.Now()
