@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"reflect"
 	"testing"
@@ -27,6 +28,7 @@ func TestValuesValidateThemselves(t *testing.T) {
 		{"layout zero slot size", Layout{SlotBytes: 0, Slots: 1}.Validate(), "slot size 0"},
 		{"layout zero slots", Layout{SlotBytes: 8, Slots: 0}.Validate(), "slot count 0"},
 		{"layout overflow", Layout{SlotBytes: 1 << 62, Slots: 4}.Validate(), "overflows"},
+		{"layout just within an int", Layout{SlotBytes: math.MaxInt / 3, Slots: 3}.Validate(), ""}, // MaxInt-1 bytes fit (tried: > -> >=)
 		{"region ok", r.Validate(), ""},
 		{"region unknown kind", (&Region{Name: "x", Kind: 9, Layout: Layout{1, 1}}).Validate(), "memory kind 9"},
 		{"region short memory", (&Region{Name: "x", Kind: Host, Layout: Layout{8, 2}, Mem: make([]byte, 8)}).Validate(), "needs 16"},

@@ -70,6 +70,15 @@ func TestLifecycleRules(t *testing.T) {
 			c.EndAccess()
 			assert.NoError(t, l.Unregister(reg, nil))
 		}},
+		{"a call that ends at teardown is not ended by an EndAccess", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
+			// Only the teardown ends it (tried: dropping c.atTeardown = true
+			// lets a late EndAccess unpin the region).
+			c, _ := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
+			c.EndsAtTeardown()
+			c.EndAccess()
+			c.End()
+			assert.Equal(t, driver.RuleAccessOpen, rule(l.Unregister(reg, nil)))
+		}},
 		{"an unprovable call pins for good and drain answers false at once", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
 			c, _ := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
 			c.Unprovable()
