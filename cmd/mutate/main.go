@@ -479,10 +479,12 @@ type Report struct {
 	Cut      int  // passed the tests run before the budget ran out (not counted)
 	// Baseline, when set, says why no mutant was tried.
 	Baseline string
-	// Survivors and Hangs are "file:line:col: change: source line"; a
-	// hang ends with the package and tests that were running.
-	Survivors, Hangs []string
-	Took             time.Duration
+	// Survivors, Hangs and Cuts are "file:line:col: change: source line";
+	// a hang ends with the package and tests that were running, a cut with
+	// how many of the packages' tests it had passed (a mutant that passes
+	// many is likelier to survive, so cuts are listed, not hidden).
+	Survivors, Hangs, Cuts []string
+	Took                   time.Duration
 }
 
 // Decided is how many mutants were killed, survived or hung: those the
@@ -524,6 +526,10 @@ func (r *Report) Print(w io.Writer) {
 	sort.Strings(r.Hangs)
 	for _, s := range r.Hangs {
 		fmt.Fprintf(w, "  hung     %s\n", s)
+	}
+	sort.Strings(r.Cuts)
+	for _, s := range r.Cuts {
+		fmt.Fprintf(w, "  cut      %s\n", s)
 	}
 }
 
@@ -611,6 +617,7 @@ func run(cfg Config, ms []Mutant, pkgs []string, race bool, times *timeouts, sof
 					r.Unbuilt++
 				case cut:
 					r.Cut++
+					r.Cuts = append(r.Cuts, line+" ["+where+"]")
 				case survived:
 					r.Survived++
 					r.Survivors = append(r.Survivors, line)
@@ -655,7 +662,8 @@ var verdictNames = map[verdict]string{killed: "failed", survived: "passed", unbu
 // test runs the tests of pkgs against m, one package at a time, and
 // stops at the first that does not pass. Past deadline it starts no
 // further package: the mutant is cut short, and not counted. For a hang,
-// where names the package and the tests that were running.
+// where names the package and the tests that were running; for a cut, how
+// many packages' tests it had passed.
 func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, deadline time.Time, work string) (verdict, string) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		fatal(err)
@@ -670,9 +678,10 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, deadl
 	if err := os.WriteFile(ov, overlay, 0o644); err != nil {
 		fatal(err)
 	}
-	for _, p := range pkgs {
+	for i, p := range pkgs {
 		if time.Now().After(deadline) {
-			return cut, "" // the budget ran out before every package's tests ran
+			// the budget ran out before every package's tests ran
+			return cut, fmt.Sprintf("passed %d of %d packages", i, len(pkgs))
 		}
 		t0 := time.Now()
 		v, running := testPackage(cfg, ov, p, race, times.of(p))
