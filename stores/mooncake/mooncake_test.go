@@ -184,6 +184,11 @@ func TestSessionBookkeeping(t *testing.T) {
 		{"a refused end is revoked at once", func(m *fakesdk.Master) { m.Answer(fakesdk.CallEnd, "k", mooncakespec.InternalError) }, driver.Fault, "", false, false},
 		{"a raise in session start is revoked at once, leaving the key writable", func(m *fakesdk.Master) { m.Raise(fakesdk.CallStart, "k") }, driver.Fault, "", false, false},
 		{"a short scatter is revoked", func(m *fakesdk.Master) { m.Short("k") }, driver.Fault, "", false, false},
+		// Tried: err != nil || a count mismatch -> &&, which reads the missing answer.
+		{"a revoke that answers a wrong count is left open for drain", func(m *fakesdk.Master) {
+			m.Answer(fakesdk.CallEnd, "k", mooncakespec.InternalError)
+			m.Miscount(fakesdk.CallRevoke, "k")
+		}, driver.Fault, "open", false, false},
 		{"a raise in the scatter leaves access unproven", func(m *fakesdk.Master) { m.Raise(fakesdk.CallScatter, "k") }, driver.Fault, "keep", true, true},
 		{"a wrong count from the scatter leaves access unproven", func(m *fakesdk.Master) { m.Miscount(fakesdk.CallScatter, "k") }, driver.Fault, "keep", true, true},
 		{"a full pool declines", func(m *fakesdk.Master) { m.SetCapacity(1) }, driver.Declined, "", false, false},
