@@ -385,22 +385,27 @@ func newBatchGetIntoRule() *rules.CallRule {
 					FollowUp: rules.FollowRereadOnce,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:313:7
+			// spec/mooncake-0.3.13.yaml:318:7
 			// The future gave up while the transfer may still run: access is kept
-			// (real, mooncake-real.md Stalls: with the owner frozen past the 60 s
-			// wait, the whole object landed within 1-3 s of the thaw, after the
-			// call returned). It ends once the client is torn down: the driver's
-			// Close is tearDownAll then the client's destruction, which drops the
-			// Client and with it the TransferEngine (client_service.cpp,
-			// Client::~Client); TcpTransport::~TcpTransport runs
-			// shutdownConnectionLanes (tcp_transport_lane_impl.h: every lane
-			// CLOSING, its operation epoch bumped so a late completion is dropped,
-			// its sessions and sockets closed on their executor) and deletes the
-			// io_context that lands a read's bytes. Read from main at 3b5a594;
-			// the scenarios that check it on a real build,
-			// p1-get-peer-frozen-teardown (frozen owner, teardown, thaw: nothing
-			// may land) and p2-get-peer-killed-teardown (a killed owner), are not
-			// recorded yet (internal/mcscenario's unrecorded list says why).
+			// (real, mooncake-real.md Stalls and testdata/mcscenario/
+			// s3-get-transfer-wait-lands-late.json: with the owner frozen past the
+			// 60 s wait, the whole object landed within 1-3 s of the thaw, after
+			// the call returned). It ends once the client is torn down (real,
+			// testdata/mcscenario/p1-get-peer-frozen-teardown.json, 3 runs on
+			// main at 3b5a594: the same get, then the client's tearDownAll and
+			// destruction (the driver's teardown) while the owner was still
+			// frozen, returned in under 1 s; the owner thawed, nothing of the
+			// object landed within 3 s, where s3's landed within 1 s). Why, read
+			// from the same commit: destroying the client drops the Client and
+			// with it the TransferEngine (client_service.cpp, Client::~Client);
+			// TcpTransport::~TcpTransport runs shutdownConnectionLanes
+			// (tcp_transport_lane_impl.h: every lane CLOSING, its operation epoch
+			// bumped so a late completion is dropped, its sessions and sockets
+			// closed) and deletes the io_context that lands a read's bytes. An
+			// owner that was killed instead answers at once (real,
+			// p2-get-peer-killed-teardown.json): its process is gone, and the
+			// same teardown ends the access the spec cannot tell from a frozen
+			// owner's.
 			int64(TransferFail): {
 				Mapping: rules.Mapping{
 					Result:      driver.Result{Status: driver.Fault},
@@ -409,7 +414,7 @@ func newBatchGetIntoRule() *rules.CallRule {
 					KeepsAccess: true,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:315:7
+			// spec/mooncake-0.3.13.yaml:320:7
 			// An object longer than its buffer is refused without a transfer.
 			int64(InvalidParams): {
 				Mapping: rules.Mapping{
@@ -418,7 +423,7 @@ func newBatchGetIntoRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:316:16
+		// spec/mooncake-0.3.13.yaml:321:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},

@@ -251,7 +251,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_get_into/TRANSFER_FAIL",
-		Pos:         "spec/mooncake-0.3.13.yaml:313:22",
+		Pos:         "spec/mooncake-0.3.13.yaml:318:22",
 		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
 		Answer:      conformance.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
@@ -261,7 +261,7 @@ func All() []conformance.Case {
 		AccessEnded: false,
 	}, {
 		ID:          "batch_get_into/INVALID_PARAMS",
-		Pos:         "spec/mooncake-0.3.13.yaml:315:23",
+		Pos:         "spec/mooncake-0.3.13.yaml:320:23",
 		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
 		Answer:      conformance.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
@@ -272,7 +272,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_get_into/otherwise-INTERNAL_ERROR",
-		Pos:         "spec/mooncake-0.3.13.yaml:316:16",
+		Pos:         "spec/mooncake-0.3.13.yaml:321:16",
 		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
 		Answer:      conformance.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
