@@ -38,6 +38,27 @@ func TestRealPeers(t *testing.T) {
 		t.Skip("set MOONCAKE_REAL=1 to run against a real mooncake_master")
 	}
 
+	// docs/security.md: what kvblob's processes control binds loopback (the
+	// master: newPeerFx refuses one listening elsewhere), and a real client
+	// listens on the wildcard address, which Mooncake has no setting to
+	// change. A build whose clients no longer do makes the doc wrong.
+	t.Run("the clients listen where docs/security.md says", func(t *testing.T) {
+		f := newPeerFx(t)
+		addrs, err := storekit.ListeningOf(os.Getpid())
+		require.NoError(t, err)
+		var wild []string
+		for _, a := range addrs {
+			if a.Addr().IsUnspecified() {
+				wild = append(wild, a.String())
+			}
+		}
+		t.Logf("client A listens on %v; the master on %s", addrs, f.master.Addr)
+		assert.NotEmpty(t, wild, "docs/security.md says a real client listens on 0.0.0.0 (no setting binds it); this build's listens on %v: update the doc", addrs)
+		require.True(t, f.d.Drain(conformance.Within(realkit.Deadline)))
+		require.NoError(t, f.d.Unregister(f.reg))
+		require.NoError(t, f.d.Close())
+	})
+
 	// A get from a killed owner answers TRANSFER_FAIL at once; its access
 	// ends at the teardown the drain makes, and the driver closes.
 	t.Run("a reader whose peer was killed closes", func(t *testing.T) {
