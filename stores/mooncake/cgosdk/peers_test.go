@@ -160,6 +160,51 @@ func TestRealPeers(t *testing.T) {
 		require.NoError(t, g.d.Unregister(g.reg))
 		require.NoError(t, g.d.Close())
 	})
+
+	// An end whose answer was lost (RPC_TIMEOUT against a frozen master)
+	// is applied on the thaw (h11-15): the drain's revoke answers
+	// INVALID_WRITE, the driver ends the session again (end_again), the
+	// client drops it, and the key is the driver's to write again: a later
+	// put finds the late end's object complete (READY) and a get reads it.
+	t.Run("a late-applied end leaves the key writable", func(t *testing.T) {
+		t.Setenv("MC_RPC_TIMEOUT_MS", "3000") // read when a client sets up (master_client.h)
+		f := newPeerFx(t)
+		f.a.beforeEnd = func([]string) {
+			require.NoError(t, f.master.Freeze())
+			require.NoError(t, waitStopped(f.master.PID()))
+		}
+		f.a.afterEnd = func() { require.NoError(t, f.master.Thaw()) }
+		fill(f.r.Slot(0).Bytes(), 'k')
+		res := f.put(t, f.row("k", 0))
+		f.a.beforeEnd, f.a.afterEnd = nil, nil
+		require.Equal(t, driver.Fault, res[0].Status)
+		require.Equal(t, int64(mooncakespec.RPCTimeout), res[0].Code, res[0].Text)
+		assert.Equal(t, "open", f.d.Held("k"), "an unanswered end may still complete: the drain revokes it")
+		// The thawed master applies the late end.
+		start := time.Now()
+		for {
+			exist, err := f.b.BatchIsExist([]string{"k"})
+			require.NoError(t, err)
+			if exist[0] == 1 {
+				break
+			}
+			require.Less(t, time.Since(start), 10*time.Second, "the late end was never applied")
+			time.Sleep(100 * time.Millisecond) // paces the look for the late end's object
+		}
+		f.a.revokes = nil
+		require.True(t, f.d.Drain(conformance.Within(realkit.Deadline)))
+		assert.Equal(t, []int64{int64(mooncakespec.InvalidWrite)}, f.a.revokes, "the drain's revoke met the late end")
+		assert.Empty(t, f.d.Held("k"), "ended again: the client dropped its session")
+		again := f.put(t, f.row("k", 0))
+		assert.Equal(t, driver.Ready, again[0].Status, again[0].Text)
+		copy(f.r.Slot(1).Bytes(), canary())
+		_, got := f.get(t)
+		require.Equal(t, driver.Ready, got[0].Status, got[0].Text)
+		assert.Equal(t, f.r.Slot(0).Bytes(), f.r.Slot(1).Bytes())
+		require.True(t, f.d.Drain(conformance.Within(realkit.Deadline)))
+		require.NoError(t, f.d.Unregister(f.reg))
+		require.NoError(t, f.d.Close())
+	})
 }
 
 const slot = 4096
@@ -297,19 +342,31 @@ func (f *peerFx) closesAfterTeardown(t *testing.T, op driver.Operation) {
 	require.NoError(t, f.d.Close())
 }
 
-// pausingSDK is client A with a hook before each session end: where a
-// check stages what another client does between this driver's scatter and
-// its end.
+// pausingSDK is client A with hooks around each session end: where a
+// check stages what another client or the master does between this
+// driver's scatter and its end. It records what its revokes answered.
 type pausingSDK struct {
 	mooncake.SDK
 	beforeEnd func(keys []string)
+	afterEnd  func()
+	revokes   []int64
 }
 
 func (p *pausingSDK) BatchPutSessionEnd(keys []string) ([]int64, error) {
 	if p.beforeEnd != nil {
 		p.beforeEnd(keys)
 	}
-	return p.SDK.BatchPutSessionEnd(keys)
+	codes, err := p.SDK.BatchPutSessionEnd(keys)
+	if p.afterEnd != nil {
+		p.afterEnd()
+	}
+	return codes, err
+}
+
+func (p *pausingSDK) BatchPutSessionRevoke(keys []string) ([]int64, error) {
+	codes, err := p.SDK.BatchPutSessionRevoke(keys)
+	p.revokes = append(p.revokes, codes...)
+	return codes, err
 }
 
 func canary() []byte { return bytes.Repeat([]byte{0xEE}, slot) }
