@@ -88,7 +88,8 @@ func fsStore() (store, error) {
 				_ = os.Remove(paths(d, k))
 			}
 		},
-		plain: func(d driver.Driver, keys []string, objs [][]byte, _, conc int) (put, get time.Duration, err error) {
+		plain: func(d driver.Driver, keys []string, objs [][]byte, perCall, workers int) (put, get time.Duration, err error) {
+			putConc, conc := reached(opt.RowsInFlight, perCall, workers)
 			files := make([]string, len(keys))
 			for i, k := range keys {
 				files[i] = paths(d, k)
@@ -96,7 +97,7 @@ func fsStore() (store, error) {
 					return 0, 0, err
 				}
 			}
-			put, err = eachKey(len(keys), conc, func(_, i int) error { return durableWrite(files[i], objs[i]) })
+			put, err = eachKey(len(keys), putConc, func(_, i int) error { return durableWrite(files[i], objs[i]) })
 			if err != nil {
 				return 0, 0, err
 			}
@@ -195,9 +196,10 @@ func s3Store() (store, error) {
 				return err
 			})
 		},
-		plain: func(d driver.Driver, keys []string, objs [][]byte, _, conc int) (put, get time.Duration, err error) {
+		plain: func(d driver.Driver, keys []string, objs [][]byte, perCall, workers int) (put, get time.Duration, err error) {
+			putConc, conc := reached(opt.RowsInFlight, perCall, workers)
 			c, ctx := client(d), context.Background()
-			put, err = eachKey(len(keys), conc, func(_, i int) error {
+			put, err = eachKey(len(keys), putConc, func(_, i int) error {
 				_, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String(opt.Bucket), Key: aws.String(keys[i]),
 					Body: bytes.NewReader(objs[i]), ContentLength: aws.Int64(int64(len(objs[i])))})
 				return err

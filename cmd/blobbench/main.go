@@ -15,7 +15,9 @@
 //     client doing the same work at the concurrency the driver reaches;
 //   - fetch latency of one 1 MiB row, idle and next to two publish streams,
 //     -latency-samples samples per phase (fewer, but at least 100, once a
-//     phase took -latency-budget);
+//     phase took -latency-budget), and what those fetches cost the
+//     publishes: the two streams' bandwidth next to the fetches over the
+//     same streams alone for as long, right after (publish_loaded_vs_alone);
 //   - row-ops per second end to end through Publish and Fetch over the
 //     memory store at 4 KiB rows: each rep is 8 round trips of a view of
 //     4,096 rows (tens of milliseconds, so a rep is steady state, not a
@@ -34,7 +36,7 @@
 // into -out, and ends with one ratios line per store, at 2 workers, with
 // every ratio at every row size (name@size):
 //
-//	ratios[memory]: workers=2 publish_vs_memcpy@256KiB=X (min–max) fetch_vs_memcpy@256KiB=Y (min–max) ... fetch_p99_loaded_vs_idle=Z (min–max) row_ops_per_s=N (min–max) row_ops_vs_memcpy=R (min–max) row_op_cost_max_vs_min_over_attempts=A (min–max) over_batches_per_view=B (min–max)
+//	ratios[memory]: workers=2 publish_vs_memcpy@256KiB=X (min–max) fetch_vs_memcpy@256KiB=Y (min–max) ... fetch_p99_loaded_vs_idle=Z (min–max) publish_loaded_vs_alone=P (min–max) row_ops_per_s=N (min–max) row_ops_vs_memcpy=R (min–max) row_op_cost_max_vs_min_over_attempts=A (min–max) over_batches_per_view=B (min–max)
 //
 // With -redis host:port (or -redis-cluster host:port,...) it benches a
 // Redis deployment you run instead of starting one: it refuses a store
@@ -286,7 +288,7 @@ func printRatios(w io.Writer, r ratios) {
 			fmt.Fprintf(w, " publish_vs_%s@%s=%s fetch_vs_%s@%s=%s", r.PlainName, at, z.PublishVsPlain, r.PlainName, at, z.FetchVsPlain)
 		}
 	}
-	fmt.Fprintf(w, " fetch_p99_loaded_vs_idle=%s", r.FetchP99LoadedVsIdle)
+	fmt.Fprintf(w, " fetch_p99_loaded_vs_idle=%s publish_loaded_vs_alone=%s", r.FetchP99LoadedVsIdle, r.PublishLoadedVsAlone)
 	if r.RowOpsPerSecond != nil {
 		s := r.RowOpsPerSecond
 		fmt.Fprintf(w, " row_ops_per_s=%.0f (%.0f–%.0f) row_ops_vs_memcpy=%s", s.Median, s.Min, s.Max, r.RowOpsVsMemcpy)
@@ -301,25 +303,25 @@ func printTable(w io.Writer, rep *report) {
 	fmt.Fprintf(w, "GOMAXPROCS=%d, load average %s at the start, %d reps (median, range), views of %s cut at %s or %d rows per call\n",
 		rep.Plan.GOMAXPROCS, rep.Plan.LoadAvg, rep.Plan.Reps, size(rep.Plan.ViewBytes), size(rep.Plan.BytesPerCall), rep.Plan.RowsPerCall)
 	fmt.Fprintln(w, "memcpy and alloc+copy run on as many goroutines as the backend has workers (publish/memcpy: as many as may publish at once, the pub column); alloc+copy starts from a heap returned to the system;")
-	fmt.Fprintln(w, "own client: the store's client doing the same work at the same concurrency (workers x rows in flight per call), same objects")
+	fmt.Fprintln(w, "own client: the store's client doing the same work at the concurrency the driver reaches (publishing or fetching workers x the rows a call sends at once), same objects")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "store\trow\tworkers\tpub\tin flight\tcalls/view\tpublish GB/s\tfetch GB/s\tmemcpy GB/s\talloc+copy GB/s\tpublish/memcpy\tfetch/memcpy\tpublish/own client\tfetch/own client\t")
+	fmt.Fprintln(tw, "store\trow\tworkers\tpub\tin flight pub/fetch\tcalls/view\tpublish GB/s\tfetch GB/s\tmemcpy GB/s\talloc+copy GB/s\tpublish/memcpy\tfetch/memcpy\tpublish/own client\tfetch/own client\t")
 	for _, r := range rep.Bandwidth {
 		pp, fp := "-", "-"
 		if r.PublishVsPipeline != nil {
 			pp, fp = r.PublishVsPipeline.String(), r.FetchVsPipeline.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t\n", r.Store, size(r.RowBytes), r.Workers, r.PublishWorkers, r.Concurrency, r.BatchesPerView,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d/%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t\n", r.Store, size(r.RowBytes), r.Workers, r.PublishWorkers, r.PublishConcurrency, r.Concurrency, r.BatchesPerView,
 			r.PublishGBs, r.FetchGBs, r.MemcpyGBs, r.AllocCopyGBs, r.PublishVsMemcpy, r.FetchVsMemcpy, pp, fp)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "store\tsamples/phase\tfetch p50 idle\tp99 idle\tp50 loaded\tp99 loaded\tp99 loaded/idle\tcollections idle/loaded\twake-up p50/p99 idle\tloaded\tpublish GB/s per stream, loaded\t")
+	fmt.Fprintln(tw, "store\tsamples/phase\tfetch p50 idle\tp99 idle\tp50 loaded\tp99 loaded\tp99 loaded/idle\tcollections idle/loaded\twake-up p50/p99 idle\tloaded\tpublish GB/s per stream, loaded\tpublish loaded/alone\tfetch GB/s, loaded\t")
 	for _, l := range rep.Latency {
-		fmt.Fprintf(tw, "%s\t%d\t%v\t%v\t%v\t%v\t%s\t%d/%d\t%v/%v\t%v/%v\t%s\t\n", l.Store, l.Samples, l.IdleP50, l.IdleP99, l.LoadedP50, l.LoadedP99, l.P99LoadedVsIdle, l.IdleGCs, l.LoadedGCs,
-			l.IdleWakeP50, l.IdleWakeP99, l.LoadedWakeP50, l.LoadedWakeP99, l.StreamPublishGBs)
+		fmt.Fprintf(tw, "%s\t%d\t%v\t%v\t%v\t%v\t%s\t%d/%d\t%v/%v\t%v/%v\t%s\t%s\t%s\t\n", l.Store, l.Samples, l.IdleP50, l.IdleP99, l.LoadedP50, l.LoadedP99, l.P99LoadedVsIdle, l.IdleGCs, l.LoadedGCs,
+			l.IdleWakeP50, l.IdleWakeP99, l.LoadedWakeP50, l.LoadedWakeP99, l.StreamPublishGBs, l.PublishLoadedVsAlone, l.LoadedFetchGBs)
 	}
 	tw.Flush()
 	for _, l := range rep.Latency {
