@@ -32,13 +32,18 @@ type plan struct {
 	workers        []int
 	latencyFetches int           // samples per latency phase
 	latencyBudget  time.Duration // a phase's time, past minLatencySamples
-	latencyRows    int
-	rowOpsRows     int // rows of a view in the end-to-end row-ops measurement
-	rowOpsViews    int // round trips of such a view per rep, so a rep lasts long enough to be steady
-	scalingOps     int // row-ops per size per rep in the cost-as-work-grows measurement
-	redis          bool
-	stores         []string     // nil: all
-	target         *redisTarget // a Redis deployment the user runs, instead of one started here
+	// latencyGap spaces a phase's fetches: the i-th starts no earlier
+	// than i gaps after the first (0: back to back). A fixed fetch load
+	// compares what it costs the publishes on two drivers whose fetches
+	// take different times.
+	latencyGap  time.Duration
+	latencyRows int
+	rowOpsRows  int // rows of a view in the end-to-end row-ops measurement
+	rowOpsViews int // round trips of such a view per rep, so a rep lasts long enough to be steady
+	scalingOps  int // row-ops per size per rep in the cost-as-work-grows measurement
+	redis       bool
+	stores      []string     // nil: all
+	target      *redisTarget // a Redis deployment the user runs, instead of one started here
 }
 
 type report struct {
@@ -160,10 +165,11 @@ type rowOps struct {
 	PerSecond spread `json:"row_ops_per_s"`
 	// RepSeconds is the median time of a rep: the round trips it timed.
 	RepSeconds float64 `json:"rep_seconds"`
-	// MemcpyPerSecond is the same bytes copied 4 KiB at a time on as many
-	// goroutines as the backend has workers, src slots into a buffer of the
-	// view's size and back into the dst slots, in the same rep: the
-	// ceiling the copies alone set at the same parallelism.
+	// MemcpyPerSecond is the same bytes copied 4 KiB at a time, src
+	// slots into a buffer of the view's size on as many goroutines as may
+	// publish at once (backend.PublishWorkers) and back into the dst slots
+	// on as many as the backend has workers, in the same rep: the ceiling
+	// the copies alone set at the same parallelism.
 	MemcpyPerSecond spread `json:"memcpy_row_ops_per_s"`
 	VsMemcpy        spread `json:"row_ops_vs_memcpy"`
 }
@@ -708,6 +714,9 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 			if i >= minLatencySamples && time.Since(start) > p.latencyBudget {
 				break
 			}
+			if p.latencyGap > 0 {
+				time.Sleep(time.Until(start.Add(time.Duration(i) * p.latencyGap))) // the schedule, not a wait for an event
+			}
 			t0 := time.Now()
 			if err := r.finish(r.be.Fetch(context.Background(), dst, driver.Hint{})); err != nil {
 				return nil, err
@@ -891,7 +900,10 @@ func measureRowOps(s store, p plan) (rowOps, error) {
 		}
 		t0 := time.Now()
 		for k := 0; k < p.rowOpsViews; k++ {
-			parallelRowCopy(scratch, srcMem, rowBytes, workers)
+			// A publish runs on backend.PublishWorkers of the workers
+			// (one is kept for fetches): its half of the copy runs on
+			// as many goroutines, the fetch's on all of them.
+			parallelRowCopy(scratch, srcMem, rowBytes, backend.PublishWorkers(workers))
 			parallelRowCopy(dstMem, scratch, rowBytes, workers)
 		}
 		cp := time.Since(t0)
