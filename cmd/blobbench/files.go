@@ -22,6 +22,17 @@ import (
 	"github.com/kvblob/kvblob/stores/s3"
 )
 
+// rowsInFlightFlag is -rows-in-flight: fs's and S3's Options.RowsInFlight
+// when positive, else each store's default.
+var rowsInFlightFlag int
+
+func rowsInFlight(def int) int {
+	if rowsInFlightFlag > 0 {
+		return rowsInFlightFlag
+	}
+	return def
+}
+
 // eachKey runs do(g, i) for every index below n on conc goroutines (g is
 // the goroutine's number, for its own buffers) and returns the time it
 // took and the first error.
@@ -76,7 +87,7 @@ func fsStore() (store, error) {
 	if err != nil {
 		return store{}, err
 	}
-	opt := fs.Options{Root: dir, RowsInFlight: fs.DefaultRowsInFlight}
+	opt := fs.Options{Root: dir, RowsInFlight: rowsInFlight(fs.DefaultRowsInFlight)}
 	paths := func(d driver.Driver, key string) string {
 		file, _, _ := d.(*fs.Driver).Paths(key)
 		return file
@@ -171,7 +182,7 @@ func s3Store() (store, error) {
 	tr := e.Transport()
 	tr.MaxIdleConnsPerHost, tr.MaxConnsPerHost = 256, 0
 	opt := s3.Options{Endpoint: e.Endpoint, Bucket: "blobbench", AccessKey: e.AccessKey, SecretKey: e.SecretKey,
-		HTTPClient: &http.Client{Transport: tr}, MaxAttempts: 1, RowsInFlight: s3.DefaultRowsInFlight}
+		HTTPClient: &http.Client{Transport: tr}, MaxAttempts: 1, RowsInFlight: rowsInFlight(s3.DefaultRowsInFlight)}
 	// Stopped, its tmpfs unmounted, on Ctrl-C too.
 	stop := atCleanup(func() {
 		tr.CloseIdleConnections()

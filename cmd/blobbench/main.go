@@ -137,6 +137,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	bytesPerCall := fs.Int64("bytes-per-call", 4<<20, "the backend's BytesPerBatch: a view is many calls")
 	samples := fs.Int("latency-samples", 2000, "fetches per latency phase")
 	budget := fs.Duration("latency-budget", 10*time.Second, "a latency phase stops at this time once it has 100 samples (a slow store's phases would take minutes)")
+	rif := fs.Int("rows-in-flight", 0, "fs and S3: the rows a driver call sends at once (Options.RowsInFlight; 0: each store's default), to tune it")
 	gap := fs.Duration("latency-gap", 0, "space a latency phase's fetches this far apart (0: back to back), to compare drivers at the same fetch load")
 	noRedis := fs.Bool("no-redis", false, "skip Redis even when redis-server is installed")
 	quick := fs.Bool("quick", false, "tiny sizes, for a smoke test")
@@ -174,6 +175,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	redisSharedConns = *redisShared
 	p.latencyGap = *gap
+	rowsInFlightFlag = *rif
+	defer func() { rowsInFlightFlag = 0 }()
 	if *only != "" {
 		p.stores = strings.Split(*only, ",")
 		known := []string{"memory", "mooncake-fake", "fs", "s3"}
