@@ -149,7 +149,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	redisUser := fs.String("redis-user", "", "ACL user for -redis or -redis-cluster")
 	prefix := fs.String("prefix", "blobbench", "key prefix in a store you run: it must hold no key under prefix/ (unless -force); every key the run writes is deleted")
 	force := fs.Bool("force", false, "bench a store that holds keys under -prefix; only the keys the run wrote are deleted")
-	redisShared := fs.Bool("redis-shared-conns", false, "Redis: gets on the publishes' connections, no yielding (redis.Options.FetchesShareConns), to compare with the default")
+	redisShared := fs.Bool("redis-shared-conns", false, "Redis: gets on the publishes' connections (redis.Options.FetchesShareConns), to compare with the default")
+	redisYieldFlag := fs.Bool("redis-yield", false, "Redis: publish connections yield to the driver's gets (redis.Options.PublishesYield), to compare with the default")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	if err := refuseRenamed(args); err != nil {
 		fmt.Fprintln(stderr, err)
@@ -168,12 +169,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	p := plan{reps: *reps, viewBytes: *viewBytes, bytesPerCall: *bytesPerCall, rowsPerCall: 256,
 		rowSizes: []int64{256 << 10, 1 << 20, 4 << 20}, workers: []int{1, 2, 4},
 		latencyFetches: *samples, latencyBudget: *budget, latencyRows: 1, rowOpsRows: 4096, rowOpsViews: 8, scalingOps: 50000, redis: !*noRedis}
-	defer func() { redisSharedConns = false }()
+	defer func() { redisSharedConns, redisYield = false, false }()
 	if *quick {
 		p = plan{reps: 1, viewBytes: 4 << 20, bytesPerCall: 1 << 20, rowsPerCall: 256, rowSizes: []int64{64 << 10, 1 << 20}, workers: []int{1, 2},
 			latencyFetches: 20, latencyBudget: *budget, latencyRows: 1, rowOpsRows: 256, rowOpsViews: 1, scalingOps: 8192, redis: !*noRedis}
 	}
-	redisSharedConns = *redisShared
+	redisSharedConns, redisYield = *redisShared, *redisYieldFlag
 	p.latencyGap = *gap
 	rowsInFlightFlag = *rif
 	defer func() { rowsInFlightFlag = 0 }()
@@ -225,7 +226,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *redisAddr != "" || *redisCluster != "" {
-		t := &redisTarget{opt: redis.Options{Addrs: []string{*redisAddr}, Username: *redisUser, Password: os.Getenv("BLOBBENCH_REDIS_PASSWORD"), FetchesShareConns: *redisShared},
+		t := &redisTarget{opt: redis.Options{Addrs: []string{*redisAddr}, Username: *redisUser, Password: os.Getenv("BLOBBENCH_REDIS_PASSWORD"), FetchesShareConns: *redisShared, PublishesYield: *redisYieldFlag},
 			prefix: *prefix, force: *force}
 		if *redisCluster != "" {
 			t.opt.Addrs, t.opt.Cluster = strings.Split(*redisCluster, ","), true
