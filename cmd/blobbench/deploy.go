@@ -126,6 +126,9 @@ type redisTarget struct {
 // are benched with redis.Options.FetchesShareConns.
 var redisSharedConns bool
 
+// redisYield is -redis-yield: with redis.Options.PublishesYield.
+var redisYield bool
+
 // redisStore starts a server of build b on loopback for the run.
 func redisStore(b *rediskit.Build, prefix string, log io.Writer) (store, error) {
 	if ok, why := b.Available(); !ok {
@@ -135,7 +138,7 @@ func redisStore(b *rediskit.Build, prefix string, log io.Writer) (store, error) 
 	if err != nil {
 		return store{}, err
 	}
-	s, err := openRedis(redisTarget{opt: redis.Options{Addrs: []string{srv.Addr}, FetchesShareConns: redisSharedConns}, name: b.Store, prefix: prefix, stop: srv.Stop}, log)
+	s, err := openRedis(redisTarget{opt: redis.Options{Addrs: []string{srv.Addr}, FetchesShareConns: redisSharedConns, PublishesYield: redisYield}, name: b.Store, prefix: prefix, stop: srv.Stop}, log)
 	if err != nil {
 		srv.Stop()
 	}

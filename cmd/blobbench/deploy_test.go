@@ -58,7 +58,7 @@ func TestAgainstARedisYouRun(t *testing.T) {
 		return ` publish_vs_memcpy@` + size + `=` + f + ` fetch_vs_memcpy@` + size + `=` + f +
 			` publish_vs_pipeline@` + size + `=` + f + ` fetch_vs_pipeline@` + size + `=` + f
 	}
-	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[redis\]: workers=2`+at("64KiB")+at("1MiB")+` fetch_p99_loaded_vs_idle=`+f+`$`), out.String())
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[redis\]: workers=2`+at("64KiB")+at("1MiB")+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+`$`), out.String())
 	assert.NotContains(t, out.String(), "ratios[memory]", "only the store given is benched")
 	assert.Contains(t, errb.String(), "blobbench: redis", "progress goes to stderr")
 	assert.Equal(t, []string{"theirs/v1/00"}, keys(), "the run deletes every key it wrote")

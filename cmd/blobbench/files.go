@@ -22,6 +22,17 @@ import (
 	"github.com/kvblob/kvblob/stores/s3"
 )
 
+// rowsInFlightFlag is -rows-in-flight: fs's and S3's Options.RowsInFlight
+// when positive, else each store's default.
+var rowsInFlightFlag int
+
+func rowsInFlight(def int) int {
+	if rowsInFlightFlag > 0 {
+		return rowsInFlightFlag
+	}
+	return def
+}
+
 // eachKey runs do(g, i) for every index below n on conc goroutines (g is
 // the goroutine's number, for its own buffers) and returns the time it
 // took and the first error.
@@ -76,7 +87,7 @@ func fsStore() (store, error) {
 	if err != nil {
 		return store{}, err
 	}
-	opt := fs.Options{Root: dir, RowsInFlight: fs.DefaultRowsInFlight}
+	opt := fs.Options{Root: dir, RowsInFlight: rowsInFlight(fs.DefaultRowsInFlight)}
 	paths := func(d driver.Driver, key string) string {
 		file, _, _ := d.(*fs.Driver).Paths(key)
 		return file
@@ -88,7 +99,8 @@ func fsStore() (store, error) {
 				_ = os.Remove(paths(d, k))
 			}
 		},
-		plain: func(d driver.Driver, keys []string, objs [][]byte, _, conc int) (put, get time.Duration, err error) {
+		plain: func(d driver.Driver, keys []string, objs [][]byte, perCall, workers int) (put, get time.Duration, err error) {
+			putConc, conc := reached(opt.RowsInFlight, perCall, workers)
 			files := make([]string, len(keys))
 			for i, k := range keys {
 				files[i] = paths(d, k)
@@ -96,7 +108,7 @@ func fsStore() (store, error) {
 					return 0, 0, err
 				}
 			}
-			put, err = eachKey(len(keys), conc, func(_, i int) error { return durableWrite(files[i], objs[i]) })
+			put, err = eachKey(len(keys), putConc, func(_, i int) error { return durableWrite(files[i], objs[i]) })
 			if err != nil {
 				return 0, 0, err
 			}
@@ -170,7 +182,7 @@ func s3Store() (store, error) {
 	tr := e.Transport()
 	tr.MaxIdleConnsPerHost, tr.MaxConnsPerHost = 256, 0
 	opt := s3.Options{Endpoint: e.Endpoint, Bucket: "blobbench", AccessKey: e.AccessKey, SecretKey: e.SecretKey,
-		HTTPClient: &http.Client{Transport: tr}, MaxAttempts: 1, RowsInFlight: s3.DefaultRowsInFlight}
+		HTTPClient: &http.Client{Transport: tr}, MaxAttempts: 1, RowsInFlight: rowsInFlight(s3.DefaultRowsInFlight)}
 	// Stopped, its tmpfs unmounted, on Ctrl-C too.
 	stop := atCleanup(func() {
 		tr.CloseIdleConnections()
@@ -195,9 +207,10 @@ func s3Store() (store, error) {
 				return err
 			})
 		},
-		plain: func(d driver.Driver, keys []string, objs [][]byte, _, conc int) (put, get time.Duration, err error) {
+		plain: func(d driver.Driver, keys []string, objs [][]byte, perCall, workers int) (put, get time.Duration, err error) {
+			putConc, conc := reached(opt.RowsInFlight, perCall, workers)
 			c, ctx := client(d), context.Background()
-			put, err = eachKey(len(keys), conc, func(_, i int) error {
+			put, err = eachKey(len(keys), putConc, func(_, i int) error {
 				_, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String(opt.Bucket), Key: aws.String(keys[i]),
 					Body: bytes.NewReader(objs[i]), ContentLength: aws.Int64(int64(len(objs[i])))})
 				return err

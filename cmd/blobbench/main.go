@@ -15,7 +15,9 @@
 //     client doing the same work at the concurrency the driver reaches;
 //   - fetch latency of one 1 MiB row, idle and next to two publish streams,
 //     -latency-samples samples per phase (fewer, but at least 100, once a
-//     phase took -latency-budget);
+//     phase took -latency-budget), and what those fetches cost the
+//     publishes: the two streams' bandwidth next to the fetches over the
+//     same streams alone for as long, right after (publish_loaded_vs_alone);
 //   - row-ops per second end to end through Publish and Fetch over the
 //     memory store at 4 KiB rows: each rep is 8 round trips of a view of
 //     4,096 rows (tens of milliseconds, so a rep is steady state, not a
@@ -34,7 +36,7 @@
 // into -out, and ends with one ratios line per store, at 2 workers, with
 // every ratio at every row size (name@size):
 //
-//	ratios[memory]: workers=2 publish_vs_memcpy@256KiB=X (min–max) fetch_vs_memcpy@256KiB=Y (min–max) ... fetch_p99_loaded_vs_idle=Z (min–max) row_ops_per_s=N (min–max) row_ops_vs_memcpy=R (min–max) row_op_cost_max_vs_min_over_attempts=A (min–max) over_batches_per_view=B (min–max)
+//	ratios[memory]: workers=2 publish_vs_memcpy@256KiB=X (min–max) fetch_vs_memcpy@256KiB=Y (min–max) ... fetch_p99_loaded_vs_idle=Z (min–max) publish_loaded_vs_alone=P (min–max) row_ops_per_s=N (min–max) row_ops_vs_memcpy=R (min–max) row_op_cost_max_vs_min_over_attempts=A (min–max) over_batches_per_view=B (min–max)
 //
 // With -redis host:port (or -redis-cluster host:port,...) it benches a
 // Redis deployment you run instead of starting one: it refuses a store
@@ -75,6 +77,7 @@ import (
 	"time"
 
 	"github.com/kvblob/kvblob/internal/rediskit"
+	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/redis"
 )
@@ -134,6 +137,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	bytesPerCall := fs.Int64("bytes-per-call", 4<<20, "the backend's BytesPerBatch: a view is many calls")
 	samples := fs.Int("latency-samples", 2000, "fetches per latency phase")
 	budget := fs.Duration("latency-budget", 10*time.Second, "a latency phase stops at this time once it has 100 samples (a slow store's phases would take minutes)")
+	rif := fs.Int("rows-in-flight", 0, "fs and S3: the rows a driver call sends at once (Options.RowsInFlight; 0: each store's default), to tune it")
+	gap := fs.Duration("latency-gap", 0, "space a latency phase's fetches this far apart (0: back to back), to compare drivers at the same fetch load")
 	noRedis := fs.Bool("no-redis", false, "skip Redis even when redis-server is installed")
 	quick := fs.Bool("quick", false, "tiny sizes, for a smoke test")
 	only := fs.String("stores", "", "comma-separated stores to measure (default: all)")
@@ -144,7 +149,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	redisUser := fs.String("redis-user", "", "ACL user for -redis or -redis-cluster")
 	prefix := fs.String("prefix", "blobbench", "key prefix in a store you run: it must hold no key under prefix/ (unless -force); every key the run writes is deleted")
 	force := fs.Bool("force", false, "bench a store that holds keys under -prefix; only the keys the run wrote are deleted")
-	redisShared := fs.Bool("redis-shared-conns", false, "Redis: gets on the publishes' connections, no yielding (redis.Options.FetchesShareConns), to compare with the default")
+	redisShared := fs.Bool("redis-shared-conns", false, "Redis: gets on the publishes' connections (redis.Options.FetchesShareConns), to compare with the default")
+	redisYieldFlag := fs.Bool("redis-yield", false, "Redis: publish connections yield to the driver's gets (redis.Options.PublishesYield), to compare with the default")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	if err := refuseRenamed(args); err != nil {
 		fmt.Fprintln(stderr, err)
@@ -163,12 +169,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	p := plan{reps: *reps, viewBytes: *viewBytes, bytesPerCall: *bytesPerCall, rowsPerCall: 256,
 		rowSizes: []int64{256 << 10, 1 << 20, 4 << 20}, workers: []int{1, 2, 4},
 		latencyFetches: *samples, latencyBudget: *budget, latencyRows: 1, rowOpsRows: 4096, rowOpsViews: 8, scalingOps: 50000, redis: !*noRedis}
-	defer func() { redisSharedConns = false }()
+	defer func() { redisSharedConns, redisYield = false, false }()
 	if *quick {
 		p = plan{reps: 1, viewBytes: 4 << 20, bytesPerCall: 1 << 20, rowsPerCall: 256, rowSizes: []int64{64 << 10, 1 << 20}, workers: []int{1, 2},
 			latencyFetches: 20, latencyBudget: *budget, latencyRows: 1, rowOpsRows: 256, rowOpsViews: 1, scalingOps: 8192, redis: !*noRedis}
 	}
-	redisSharedConns = *redisShared
+	redisSharedConns, redisYield = *redisShared, *redisYieldFlag
+	p.latencyGap = *gap
+	rowsInFlightFlag = *rif
+	defer func() { rowsInFlightFlag = 0 }()
 	if *only != "" {
 		p.stores = strings.Split(*only, ",")
 		known := []string{"memory", "mooncake-fake", "fs", "s3"}
@@ -217,7 +226,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *redisAddr != "" || *redisCluster != "" {
-		t := &redisTarget{opt: redis.Options{Addrs: []string{*redisAddr}, Username: *redisUser, Password: os.Getenv("BLOBBENCH_REDIS_PASSWORD"), FetchesShareConns: *redisShared},
+		t := &redisTarget{opt: redis.Options{Addrs: []string{*redisAddr}, Username: *redisUser, Password: os.Getenv("BLOBBENCH_REDIS_PASSWORD"), FetchesShareConns: *redisShared, PublishesYield: *redisYieldFlag},
 			prefix: *prefix, force: *force}
 		if *redisCluster != "" {
 			t.opt.Addrs, t.opt.Cluster = strings.Split(*redisCluster, ","), true
@@ -286,7 +295,7 @@ func printRatios(w io.Writer, r ratios) {
 			fmt.Fprintf(w, " publish_vs_%s@%s=%s fetch_vs_%s@%s=%s", r.PlainName, at, z.PublishVsPlain, r.PlainName, at, z.FetchVsPlain)
 		}
 	}
-	fmt.Fprintf(w, " fetch_p99_loaded_vs_idle=%s", r.FetchP99LoadedVsIdle)
+	fmt.Fprintf(w, " fetch_p99_loaded_vs_idle=%s publish_loaded_vs_alone=%s", r.FetchP99LoadedVsIdle, r.PublishLoadedVsAlone)
 	if r.RowOpsPerSecond != nil {
 		s := r.RowOpsPerSecond
 		fmt.Fprintf(w, " row_ops_per_s=%.0f (%.0f–%.0f) row_ops_vs_memcpy=%s", s.Median, s.Min, s.Max, r.RowOpsVsMemcpy)
@@ -301,25 +310,25 @@ func printTable(w io.Writer, rep *report) {
 	fmt.Fprintf(w, "GOMAXPROCS=%d, load average %s at the start, %d reps (median, range), views of %s cut at %s or %d rows per call\n",
 		rep.Plan.GOMAXPROCS, rep.Plan.LoadAvg, rep.Plan.Reps, size(rep.Plan.ViewBytes), size(rep.Plan.BytesPerCall), rep.Plan.RowsPerCall)
 	fmt.Fprintln(w, "memcpy and alloc+copy run on as many goroutines as the backend has workers (publish/memcpy: as many as may publish at once, the pub column); alloc+copy starts from a heap returned to the system;")
-	fmt.Fprintln(w, "own client: the store's client doing the same work at the same concurrency (workers x rows in flight per call), same objects")
+	fmt.Fprintln(w, "own client: the store's client doing the same work at the concurrency the driver reaches (publishing or fetching workers x the rows a call sends at once), same objects")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "store\trow\tworkers\tpub\tin flight\tcalls/view\tpublish GB/s\tfetch GB/s\tmemcpy GB/s\talloc+copy GB/s\tpublish/memcpy\tfetch/memcpy\tpublish/own client\tfetch/own client\t")
+	fmt.Fprintln(tw, "store\trow\tworkers\tpub\tin flight pub/fetch\tcalls/view\tpublish GB/s\tfetch GB/s\tmemcpy GB/s\talloc+copy GB/s\tpublish/memcpy\tfetch/memcpy\tpublish/own client\tfetch/own client\t")
 	for _, r := range rep.Bandwidth {
 		pp, fp := "-", "-"
 		if r.PublishVsPipeline != nil {
 			pp, fp = r.PublishVsPipeline.String(), r.FetchVsPipeline.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t\n", r.Store, size(r.RowBytes), r.Workers, r.PublishWorkers, r.Concurrency, r.BatchesPerView,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d/%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t\n", r.Store, size(r.RowBytes), r.Workers, r.PublishWorkers, r.PublishConcurrency, r.Concurrency, r.BatchesPerView,
 			r.PublishGBs, r.FetchGBs, r.MemcpyGBs, r.AllocCopyGBs, r.PublishVsMemcpy, r.FetchVsMemcpy, pp, fp)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "store\tsamples/phase\tfetch p50 idle\tp99 idle\tp50 loaded\tp99 loaded\tp99 loaded/idle\tcollections idle/loaded\twake-up p50/p99 idle\tloaded\tpublish GB/s per stream, loaded\t")
+	fmt.Fprintln(tw, "store\tsamples/phase\tfetch p50 idle\tp99 idle\tp50 loaded\tp99 loaded\tp99 loaded/idle\tcollections idle/loaded\twake-up p50/p99 idle\tloaded\tpublish GB/s per stream, loaded\tpublish loaded/alone\tfetch GB/s, loaded\t")
 	for _, l := range rep.Latency {
-		fmt.Fprintf(tw, "%s\t%d\t%v\t%v\t%v\t%v\t%s\t%d/%d\t%v/%v\t%v/%v\t%s\t\n", l.Store, l.Samples, l.IdleP50, l.IdleP99, l.LoadedP50, l.LoadedP99, l.P99LoadedVsIdle, l.IdleGCs, l.LoadedGCs,
-			l.IdleWakeP50, l.IdleWakeP99, l.LoadedWakeP50, l.LoadedWakeP99, l.StreamPublishGBs)
+		fmt.Fprintf(tw, "%s\t%d\t%v\t%v\t%v\t%v\t%s\t%d/%d\t%v/%v\t%v/%v\t%s\t%s\t%s\t\n", l.Store, l.Samples, l.IdleP50, l.IdleP99, l.LoadedP50, l.LoadedP99, l.P99LoadedVsIdle, l.IdleGCs, l.LoadedGCs,
+			l.IdleWakeP50, l.IdleWakeP99, l.LoadedWakeP50, l.LoadedWakeP99, l.StreamPublishGBs, l.PublishLoadedVsAlone, l.LoadedFetchGBs)
 	}
 	tw.Flush()
 	for _, l := range rep.Latency {
@@ -335,8 +344,8 @@ func printTable(w io.Writer, rep *report) {
 	ro := rep.RowOps
 	fmt.Fprintf(w, "row-ops end to end (%s, %s rows, views of %d rows, %d round trips per rep of %.1f ms, %d workers): %.0f/s (%.0f–%.0f)\n",
 		ro.Store, size(ro.RowBytes), ro.Rows, ro.ViewsPer, 1000*ro.RepSeconds, ro.Workers, ro.PerSecond.Median, ro.PerSecond.Min, ro.PerSecond.Max)
-	fmt.Fprintf(w, "  memcpy of the same bytes, 4 KiB at a time, %d goroutines: %.0f/s (%.0f–%.0f); row-ops vs memcpy %s\n",
-		ro.Workers, ro.MemcpyPerSecond.Median, ro.MemcpyPerSecond.Min, ro.MemcpyPerSecond.Max, ro.VsMemcpy)
+	fmt.Fprintf(w, "  memcpy of the same bytes, 4 KiB at a time, %d goroutines (the publish's half on %d): %.0f/s (%.0f–%.0f); row-ops vs memcpy %s\n",
+		ro.Workers, backend.PublishWorkers(ro.Workers), ro.MemcpyPerSecond.Median, ro.MemcpyPerSecond.Min, ro.MemcpyPerSecond.Max, ro.VsMemcpy)
 	sc := rep.Scaling
 	fmt.Fprintf(w, "cost per row-op as work grows (%s, %s rows, %d workers, %d row-ops per size per rep), ns:\n", sc.Store, size(sc.RowBytes), sc.Workers, sc.OpsPerRep)
 	for _, line := range []struct {

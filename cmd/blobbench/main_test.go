@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/stores/fs"
 )
 
@@ -45,12 +46,12 @@ func TestQuickRunWritesEveryOutput(t *testing.T) {
 		}
 		return b.String()
 	}
-	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[memory\]: workers=2`+sizes("")+` fetch_p99_loaded_vs_idle=`+f+` row_ops_per_s=\d+ \(\d+–\d+\) row_ops_vs_memcpy=`+f+
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[memory\]: workers=2`+sizes("")+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+` row_ops_per_s=\d+ \(\d+–\d+\) row_ops_vs_memcpy=`+f+
 		` row_op_cost_max_vs_min_over_attempts=`+f+` over_batches_per_view=`+f+`$`), out.String())
 	assert.Contains(t, out.String(), "cost per row-op as work grows", "the table prints the sizes")
 	assert.Contains(t, out.String(), "two goroutine hand-offs alone", "and the floor under one batch")
-	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[mooncake-fake\]: workers=2`+sizes("")+` fetch_p99_loaded_vs_idle=`+f+`$`), out.String())
-	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[fs\]: workers=2`+sizes("posix")+` fetch_p99_loaded_vs_idle=`+f+`$`), out.String(),
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[mooncake-fake\]: workers=2`+sizes("")+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+`$`), out.String())
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[fs\]: workers=2`+sizes("posix")+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+`$`), out.String(),
 		"fs against a durable write and a pread of its own")
 	assert.Contains(t, errb.String(), "blobbench: memory", "progress goes to stderr")
 	b, err := os.ReadFile(filepath.Join(dir, "blobbench.json"))
@@ -67,7 +68,8 @@ func TestQuickRunWritesEveryOutput(t *testing.T) {
 	assert.Len(t, rep.Ratios, 3)
 	for _, b := range rep.Bandwidth {
 		if b.Store == "fs" {
-			assert.Equal(t, b.Workers*fs.DefaultRowsInFlight, b.Concurrency, "fs's own client runs at the driver's concurrency")
+			pub, fetch := reached(fs.DefaultRowsInFlight, int(max(1, min(256, (1<<20)/b.RowBytes))), b.Workers)
+			assert.Equal(t, [2]int{pub, fetch}, [2]int{b.PublishConcurrency, b.Concurrency}, "fs's own client runs at the driver's concurrency")
 		}
 	}
 	assert.Len(t, rep.Scaling.Attempts, 3, "16, 256 and 4,096 attempts outstanding")
@@ -119,4 +121,26 @@ func TestChartDrawsOnlyItsStores(t *testing.T) {
 	assert.NotContains(t, svg, "valkey")
 	assert.Contains(t, svg, "memory publish")
 	assert.Equal(t, string(chart(&report{Bandwidth: rep.Bandwidth[:1]})), svg, "the Valkey row changed the chart")
+}
+
+// A store's own client runs at the concurrency the driver reaches: no more
+// rows in flight than a call holds, and a publish on the publishing
+// workers only.
+func TestTheOwnClientRunsAtTheConcurrencyTheDriverReaches(t *testing.T) {
+	for _, c := range []struct {
+		name                           string
+		rowsInFlight, perCall, workers int
+		each, fetch                    int // each: requests per publishing worker
+	}{
+		{"a call of one row is one request whatever RowsInFlight says", 8, 1, 2, 1, 2},
+		{"RowsInFlight caps a call of many rows", 4, 16, 2, 4, 8},
+		{"a call holds fewer rows than RowsInFlight", 8, 4, 2, 4, 8},
+		{"a store that sends a call's rows one after another", 0, 16, 4, 1, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, f := reached(c.rowsInFlight, c.perCall, c.workers)
+			assert.Equal(t, backend.PublishWorkers(c.workers)*c.each, p, "publish")
+			assert.Equal(t, c.fetch, f, "fetch")
+		})
+	}
 }

@@ -32,13 +32,18 @@ type plan struct {
 	workers        []int
 	latencyFetches int           // samples per latency phase
 	latencyBudget  time.Duration // a phase's time, past minLatencySamples
-	latencyRows    int
-	rowOpsRows     int // rows of a view in the end-to-end row-ops measurement
-	rowOpsViews    int // round trips of such a view per rep, so a rep lasts long enough to be steady
-	scalingOps     int // row-ops per size per rep in the cost-as-work-grows measurement
-	redis          bool
-	stores         []string     // nil: all
-	target         *redisTarget // a Redis deployment the user runs, instead of one started here
+	// latencyGap spaces a phase's fetches: the i-th starts no earlier
+	// than i gaps after the first (0: back to back). A fixed fetch load
+	// compares what it costs the publishes on two drivers whose fetches
+	// take different times.
+	latencyGap  time.Duration
+	latencyRows int
+	rowOpsRows  int // rows of a view in the end-to-end row-ops measurement
+	rowOpsViews int // round trips of such a view per rep, so a rep lasts long enough to be steady
+	scalingOps  int // row-ops per size per rep in the cost-as-work-grows measurement
+	redis       bool
+	stores      []string     // nil: all
+	target      *redisTarget // a Redis deployment the user runs, instead of one started here
 }
 
 type report struct {
@@ -98,17 +103,18 @@ type bandwidth struct {
 	// (backend.PublishWorkers): the publish's memcpy runs on as many
 	// goroutines, the fetch's on Workers.
 	PublishWorkers int `json:"publish_workers"`
-	// Concurrency is the store calls in flight at once: Workers times the
-	// rows a driver call sends at once (Options of fs and S3); the store's
-	// own client runs at it.
-	Concurrency     int     `json:"concurrency"`
-	BatchesPerView  int     `json:"batches_per_view"`
-	PublishGBs      float64 `json:"publish_gb_s"`
-	FetchGBs        float64 `json:"fetch_gb_s"`
-	MemcpyGBs       float64 `json:"memcpy_gb_s"`
-	AllocCopyGBs    float64 `json:"alloc_copy_gb_s"`
-	PublishVsMemcpy spread  `json:"publish_vs_memcpy"`
-	FetchVsMemcpy   spread  `json:"fetch_vs_memcpy"`
+	// PublishConcurrency and Concurrency are the store calls in flight at
+	// once publishing and fetching (reached): the store's own client runs
+	// at them.
+	PublishConcurrency int     `json:"publish_concurrency"`
+	Concurrency        int     `json:"concurrency"`
+	BatchesPerView     int     `json:"batches_per_view"`
+	PublishGBs         float64 `json:"publish_gb_s"`
+	FetchGBs           float64 `json:"fetch_gb_s"`
+	MemcpyGBs          float64 `json:"memcpy_gb_s"`
+	AllocCopyGBs       float64 `json:"alloc_copy_gb_s"`
+	PublishVsMemcpy    spread  `json:"publish_vs_memcpy"`
+	FetchVsMemcpy      spread  `json:"fetch_vs_memcpy"`
 	// The plain store-client pipeline of the same bytes over the
 	// publish's and fetch's times (Redis only).
 	PublishVsPipeline *spread `json:"publish_vs_pipeline,omitempty"`
@@ -136,11 +142,18 @@ type latency struct {
 	// StreamPublishGBs is each publish stream's bandwidth while the
 	// loaded phase's fetches ran (a publish's bytes over its time), over
 	// streams and reps: what the fetches cost the publishes.
-	StreamPublishGBs spread        `json:"stream_publish_gb_s"`
-	IdleWakeP50      time.Duration `json:"idle_wake_p50_ns"`
-	IdleWakeP99      time.Duration `json:"idle_wake_p99_ns"`
-	LoadedWakeP50    time.Duration `json:"loaded_wake_p50_ns"`
-	LoadedWakeP99    time.Duration `json:"loaded_wake_p99_ns"`
+	StreamPublishGBs spread `json:"stream_publish_gb_s"`
+	// PublishLoadedVsAlone is, per rep, both streams' bandwidth next to
+	// the fetches over the same streams' alone for as long right after:
+	// the share of publish throughput the fetches leave.
+	PublishLoadedVsAlone spread `json:"publish_loaded_vs_alone"`
+	// LoadedFetchGBs is the loaded phase's fetch bandwidth (fetches back
+	// to back): the fetch load the publishes shared the store with.
+	LoadedFetchGBs spread        `json:"loaded_fetch_gb_s"`
+	IdleWakeP50    time.Duration `json:"idle_wake_p50_ns"`
+	IdleWakeP99    time.Duration `json:"idle_wake_p99_ns"`
+	LoadedWakeP50  time.Duration `json:"loaded_wake_p50_ns"`
+	LoadedWakeP99  time.Duration `json:"loaded_wake_p99_ns"`
 }
 
 type rowOps struct {
@@ -152,10 +165,11 @@ type rowOps struct {
 	PerSecond spread `json:"row_ops_per_s"`
 	// RepSeconds is the median time of a rep: the round trips it timed.
 	RepSeconds float64 `json:"rep_seconds"`
-	// MemcpyPerSecond is the same bytes copied 4 KiB at a time on as many
-	// goroutines as the backend has workers, src slots into a buffer of the
-	// view's size and back into the dst slots, in the same rep: the
-	// ceiling the copies alone set at the same parallelism.
+	// MemcpyPerSecond is the same bytes copied 4 KiB at a time, src
+	// slots into a buffer of the view's size on as many goroutines as may
+	// publish at once (backend.PublishWorkers) and back into the dst slots
+	// on as many as the backend has workers, in the same rep: the ceiling
+	// the copies alone set at the same parallelism.
 	MemcpyPerSecond spread `json:"memcpy_row_ops_per_s"`
 	VsMemcpy        spread `json:"row_ops_vs_memcpy"`
 }
@@ -192,10 +206,13 @@ type ratios struct {
 	Workers              int          `json:"workers"`
 	Sizes                []sizeRatios `json:"sizes"`
 	FetchP99LoadedVsIdle spread       `json:"fetch_p99_loaded_vs_idle"`
-	RowOpsPerSecond      *spread      `json:"row_ops_per_s,omitempty"`
-	RowOpsVsMemcpy       *spread      `json:"row_ops_vs_memcpy,omitempty"`
-	AttemptsMaxVsMin     *spread      `json:"outstanding_attempts_cost_max_vs_min,omitempty"`
-	BatchesMaxVsMin      *spread      `json:"batches_per_view_cost_max_vs_min,omitempty"`
+	// PublishLoadedVsAlone is the latency phase's publish streams next
+	// to the fetches over alone (latency.PublishLoadedVsAlone).
+	PublishLoadedVsAlone spread  `json:"publish_loaded_vs_alone"`
+	RowOpsPerSecond      *spread `json:"row_ops_per_s,omitempty"`
+	RowOpsVsMemcpy       *spread `json:"row_ops_vs_memcpy,omitempty"`
+	AttemptsMaxVsMin     *spread `json:"outstanding_attempts_cost_max_vs_min,omitempty"`
+	BatchesMaxVsMin      *spread `json:"batches_per_view_cost_max_vs_min,omitempty"`
 }
 
 // sizeRatios are a store's ratios at one row size.
@@ -250,8 +267,22 @@ type store struct {
 	plain     func(d driver.Driver, keys []string, objs [][]byte, perCall, workers int) (put, get time.Duration, err error)
 	plainName string
 	// rowsInFlight is how many rows one driver call sends at once (1: one
-	// after another); the store's client runs at workers times it.
+	// after another); the store's client runs at the concurrency the
+	// driver reaches (reached).
 	rowsInFlight int
+}
+
+// reached is the store calls a backend of workers workers has in flight
+// at once, publishing and fetching, when each driver call holds perCall
+// rows and sends up to rowsInFlight of them at once: a call holds no more
+// rows than it was cut with (a 4 MiB call of 4 MiB rows is one request
+// whatever RowsInFlight says), and a publish runs on
+// backend.PublishWorkers of the workers. A store's own client does the
+// same work at these, so that the ratio compares the driver with the
+// client at the concurrency the driver reaches, not at one it cannot.
+func reached(rowsInFlight, perCall, workers int) (publish, fetch int) {
+	each := max(1, min(rowsInFlight, perCall))
+	return backend.PublishWorkers(workers) * each, workers * each
 }
 
 func memoryStore() store {
@@ -524,7 +555,7 @@ func measure(p plan, log io.Writer) (*report, error) {
 		}
 		for _, l := range rep.Latency {
 			if l.Store == s.name {
-				rt.FetchP99LoadedVsIdle = l.P99LoadedVsIdle
+				rt.FetchP99LoadedVsIdle, rt.PublishLoadedVsAlone = l.P99LoadedVsIdle, l.PublishLoadedVsAlone
 			}
 		}
 		if s.name == ro.Store {
@@ -564,7 +595,8 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	srcMem := r.slots.Mem[:total]
 	dstMem := r.slots.Mem[total : 2*total]
 	batches := 0
-	conc := workers * max(1, s.rowsInFlight)
+	perCall := int(max(1, min(int64(p.rowsPerCall), p.bytesPerCall/rowBytes)))
+	pubConc, conc := reached(s.rowsInFlight, perCall, workers)
 	for i := 0; i <= p.reps; i++ { // rep 0 warms the store up and is not counted
 		src, dst := r.views(0, rows)
 		before := r.be.Stats().BatchesQueued
@@ -598,7 +630,6 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		if s.plain != nil {
 			pv, _ := r.views(0, rows) // fresh names, recorded as written
 			keys := r.keys(pv)
-			perCall := int(max(1, min(int64(p.rowsPerCall), p.bytesPerCall/rowBytes)))
 			// Each key's own bytes, as the driver stores them: one
 			// object for every key would send the same cached megabyte
 			// again and flatter the baseline.
@@ -610,7 +641,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			// runtime.GC below ends each rep): so does the baseline, not
 			// amid the collection of the copies above.
 			runtime.GC()
-			if plainPut, plainGet, err = s.plain(r.d, keys, objs, perCall, conc); err != nil {
+			if plainPut, plainGet, err = s.plain(r.d, keys, objs, perCall, workers); err != nil {
 				return bandwidth{}, fmt.Errorf("plain %s: %w", s.plainName, err)
 			}
 			r.forget(pv)
@@ -628,7 +659,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	if err := r.close(); err != nil {
 		return bandwidth{}, err
 	}
-	b := bandwidth{Store: s.name, RowBytes: rowBytes, Workers: workers, PublishWorkers: backend.PublishWorkers(workers), Concurrency: conc, BatchesPerView: batches,
+	b := bandwidth{Store: s.name, RowBytes: rowBytes, Workers: workers, PublishWorkers: backend.PublishWorkers(workers), PublishConcurrency: pubConc, Concurrency: conc, BatchesPerView: batches,
 		PublishGBs: gbs(total, medianDur(pubs)), FetchGBs: gbs(total, medianDur(gets)),
 		MemcpyGBs: gbs(total, medianDur(cps)), AllocCopyGBs: gbs(total, medianDur(allocs)),
 		PublishVsMemcpy: spreadOf(pubR), FetchVsMemcpy: spreadOf(getR)}
@@ -683,6 +714,9 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 			if i >= minLatencySamples && time.Since(start) > p.latencyBudget {
 				break
 			}
+			if p.latencyGap > 0 {
+				time.Sleep(time.Until(start.Add(time.Duration(i) * p.latencyGap))) // the schedule, not a wait for an event
+			}
 			t0 := time.Now()
 			if err := r.finish(r.be.Fetch(context.Background(), dst, driver.Hint{})); err != nil {
 				return nil, err
@@ -696,7 +730,9 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 		return ds, nil
 	}
 	var idleWakes, loadedWakes []time.Duration
-	var pubGBs []float64 // each stream's publish bandwidth, per rep
+	var pubGBs []float64     // each stream's publish bandwidth, per rep
+	var pubVsAlone []float64 // both streams' bandwidth next to the fetches over alone, per rep
+	var fetchGBs []float64   // the loaded phase's fetch bandwidth, per rep
 	samples := p.latencyFetches
 	var allIdle, allLoaded []time.Duration
 	var rs []float64
@@ -710,60 +746,37 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 		}
 		idleGCs += numGC() - gc0
 		idleWakes = append(idleWakes, wakes...)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		errs := make([]error, 2)
-		var pubTime [2]time.Duration
-		var pubBytes [2]int64
-		for k := 0; k < 2; k++ {
-			first := p.latencyRows + k*streamRows
-			// One view per stream, its objects deleted after each
-			// publish, so that each publish inserts its keys afresh
-			// and the harness allocates nothing while it runs: its
-			// garbage would bring collections into the loaded phase
-			// and count against the store.
-			v, _ := r.views(first, streamRows)
-			keys := r.keys(v)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					t0 := time.Now()
-					if err := r.finish(r.be.Publish(context.Background(), v)); err != nil {
-						errs[k] = err
-						return
-					}
-					pubTime[k] += time.Since(t0)
-					pubBytes[k] += int64(streamRows) * rowBytes
-					r.s.forget(r.d, keys)
-				}
-			}()
-		}
+		stop, streamsDone := publishStreams(r, p, rowBytes, streamRows)
 		runtime.GC()
 		gc0 = numGC()
+		t0 := time.Now()
 		loaded, err := fetches()
+		took := time.Since(t0)
 		loadedGCs += numGC() - gc0
 		loadedWakes = append(loadedWakes, wakes...)
 		close(stop)
-		wg.Wait()
+		loadedGBs, serr := streamsDone()
+		if err == nil {
+			err = serr
+		}
 		if err != nil {
 			return latency{}, err
 		}
-		for _, e := range errs {
-			if e != nil {
-				return latency{}, e
-			}
+		// The same two streams alone for as long as the loaded phase
+		// took: what the fetches cost the publishes is this rep's
+		// loaded bandwidth over this.
+		stop, streamsDone = publishStreams(r, p, rowBytes, streamRows)
+		time.Sleep(took) // the length of the measurement, not a wait for an event
+		close(stop)
+		aloneGBs, err := streamsDone()
+		if err != nil {
+			return latency{}, err
 		}
-		for k := range pubTime {
-			if pubTime[k] > 0 {
-				pubGBs = append(pubGBs, gbs(pubBytes[k], pubTime[k]))
-			}
+		pubGBs = append(pubGBs, loadedGBs...)
+		if a, l := sum(aloneGBs), sum(loadedGBs); a > 0 && l > 0 {
+			pubVsAlone = append(pubVsAlone, l/a)
 		}
+		fetchGBs = append(fetchGBs, gbs(int64(len(loaded))*rowBytes*int64(p.latencyRows), took))
 		samples = min(samples, len(idle), len(loaded))
 		ratio := float64(percentile(loaded, 0.99)) / float64(percentile(idle, 0.99))
 		fmt.Fprintf(log, "blobbench: %s latency rep %d: p99 idle %v loaded %v (%.2fx)\n", s.name, rep+1, percentile(idle, 0.99), percentile(loaded, 0.99), ratio)
@@ -776,7 +789,68 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 	return latency{Store: s.name, Samples: samples, IdleP50: percentile(allIdle, 0.5), IdleP99: percentile(allIdle, 0.99),
 		LoadedP50: percentile(allLoaded, 0.5), LoadedP99: percentile(allLoaded, 0.99), P99LoadedVsIdle: spreadOf(rs),
 		IdleGCs: idleGCs, LoadedGCs: loadedGCs, IdleWakeP50: percentile(idleWakes, 0.5), LoadedWakeP50: percentile(loadedWakes, 0.5),
-		IdleWakeP99: percentile(idleWakes, 0.99), LoadedWakeP99: percentile(loadedWakes, 0.99), StreamPublishGBs: spreadOf(pubGBs)}, nil
+		IdleWakeP99: percentile(idleWakes, 0.99), LoadedWakeP99: percentile(loadedWakes, 0.99), StreamPublishGBs: spreadOf(pubGBs),
+		PublishLoadedVsAlone: spreadOf(pubVsAlone), LoadedFetchGBs: spreadOf(fetchGBs)}, nil
+}
+
+// publishStreams starts the latency phase's two publish streams, each
+// publishing its own view of streamRows rows of rowBytes over and over
+// until stop is closed; done waits for them and returns each stream's
+// bandwidth (a publish's bytes over its time) or the first error.
+func publishStreams(r *rig, p plan, rowBytes int64, streamRows int) (stop chan struct{}, done func() ([]float64, error)) {
+	stop = make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	var pubTime [2]time.Duration
+	var pubBytes [2]int64
+	for k := 0; k < 2; k++ {
+		first := p.latencyRows + k*streamRows
+		// One view per stream, its objects deleted after each publish,
+		// so that each publish inserts its keys afresh and the harness
+		// allocates nothing while it runs: its garbage would bring
+		// collections into the loaded phase and count against the store.
+		v, _ := r.views(first, streamRows)
+		keys := r.keys(v)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				t0 := time.Now()
+				if err := r.finish(r.be.Publish(context.Background(), v)); err != nil {
+					errs[k] = err
+					return
+				}
+				pubTime[k] += time.Since(t0)
+				pubBytes[k] += int64(streamRows) * rowBytes
+				r.s.forget(r.d, keys)
+			}
+		}()
+	}
+	return stop, func() ([]float64, error) {
+		wg.Wait()
+		var out []float64
+		for k := range pubTime {
+			if errs[k] != nil {
+				return nil, errs[k]
+			}
+			if pubTime[k] > 0 {
+				out = append(out, gbs(pubBytes[k], pubTime[k]))
+			}
+		}
+		return out, nil
+	}
+}
+
+func sum(xs []float64) (s float64) {
+	for _, x := range xs {
+		s += x
+	}
+	return s
 }
 
 // minLatencySamples is the fewest fetches a latency phase times, whatever
@@ -826,7 +900,10 @@ func measureRowOps(s store, p plan) (rowOps, error) {
 		}
 		t0 := time.Now()
 		for k := 0; k < p.rowOpsViews; k++ {
-			parallelRowCopy(scratch, srcMem, rowBytes, workers)
+			// A publish runs on backend.PublishWorkers of the workers
+			// (one is kept for fetches): its half of the copy runs on
+			// as many goroutines, the fetch's on all of them.
+			parallelRowCopy(scratch, srcMem, rowBytes, backend.PublishWorkers(workers))
 			parallelRowCopy(dstMem, scratch, rowBytes, workers)
 		}
 		cp := time.Since(t0)

@@ -58,7 +58,8 @@ type Driver struct {
 	c goredis.UniversalClient
 	// g is the client gets go out on: c itself with
 	// Options.FetchesShareConns, else a client of its own, and gate the
-	// gets in flight c's connections yield to (lanes.go).
+	// gets in flight c's connections yield to with Options.PublishesYield
+	// (lanes.go).
 	g    goredis.UniversalClient
 	gate *fetchGate
 	opt  Options
@@ -114,14 +115,15 @@ func Open(ctx context.Context, opt Options) (*Driver, error) {
 	if tlsConfig != nil {
 		base = tlsDialer(tlsConfig, opt.DialTimeout)
 	}
-	// Gets on a client of their own, publishes yielding to them (lanes.go).
+	// Gets on a client of their own, publishes yielding to them when
+	// asked (lanes.go).
 	var gate *fetchGate
-	if !opt.FetchesShareConns {
+	if !opt.FetchesShareConns && opt.PublishesYield {
 		gate = &fetchGate{}
 	}
 	c := newClient(opt, tlsConfig, yielding(base, gate))
 	g := c
-	if gate != nil {
+	if !opt.FetchesShareConns {
 		g = newClient(opt, tlsConfig, base)
 	}
 	// One dial per attempt (DialerRetries: 1): go-redis's default of five

@@ -19,7 +19,8 @@ import (
 //
 //   - a get goes out on a client of its own (its own connections), so no
 //     publish pipeline is ever queued ahead of it on one connection;
-//   - a publish's connection writes in slices of yieldBytes, and before
+//   - with Options.PublishesYield, a publish's connection writes in
+//     slices of yieldBytes, and before
 //     each slice waits while any get of this driver is in flight, so the
 //     server has little of this driver's publish bytes to read while it
 //     serves a get. A writer waits for the gets in flight when it asks,
@@ -29,7 +30,11 @@ import (
 //     flight, and never stop.
 //
 // The lanes are this driver's alone: a publish of another process is not
-// held back by this driver's gets.
+// held back by this driver's gets. Yielding is off by default: measured on
+// two cores (docs/operating.md, "Scale"), what a fetch's tail waits for
+// next to publishes is mostly a thread's wake-up on a busy machine, which
+// yielding cannot shorten, while the waits cost the publishes a sixth of
+// their bandwidth at the same fetch load.
 
 // yieldBytes is the slice a publish connection writes between looks at
 // the gets in flight: small enough that a get waits for little of it

@@ -1,0 +1,5 @@
+package redis
+
+// Lanes reports whether d's gets go out on a client of their own and
+// whether its publish connections yield to them (lanes.go).
+func Lanes(d *Driver) (ownGets, yielding bool) { return d.g != d.c, d.gate != nil }
