@@ -90,6 +90,12 @@ func cgoEnv(build string) ([][2]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A CI often reaches its build tree through a symbolic link (a
+	// workspace path onto a cache), and a walk from a link stops at the
+	// link: resolve it, so the libraries are found under what it names.
+	if build, err = filepath.EvalSymlinks(build); err != nil {
+		return nil, fmt.Errorf("the build tree: %w", err)
+	}
 	cpp, cxx, err := compileFlags(filepath.Join(build, "compile_commands.json"), cgoSource)
 	if err != nil {
 		return nil, err

@@ -76,6 +76,14 @@ func TestCgoflagsReadsTheBuildTree(t *testing.T) {
 		}, "\n") + "\n"
 		assert.Equal(t, want, out, "arguments: %v", asArguments)
 
+		// Reached through a symbolic link, the tree gives the same
+		// environment: the link is resolved before the walk.
+		link := filepath.Join(t.TempDir(), "build")
+		require.NoError(t, os.Symlink(build, link))
+		code, viaLink, stderr := runCLI("cgoflags", "-format", "github", link)
+		require.Equal(t, 0, code, stderr)
+		assert.Equal(t, want, viaLink, "through a link; arguments: %v", asArguments)
+
 		code, sh, stderr := runCLI("cgoflags", build)
 		require.Equal(t, 0, code, stderr)
 		assert.Contains(t, sh, "export CGO_CPPFLAGS='-DASIO_DYN_LINK -DUSE_TCP -DQUOTED=a b ")
