@@ -54,14 +54,11 @@ func TestBackendRoundTripBetweenTwoClients(t *testing.T) {
 	}
 	outcome := func(a *backend.Attempt, err error) backend.Outcome {
 		require.NoError(t, err)
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if o, done := a.Poll(); done {
-				return o
-			}
-			require.True(t, time.Now().Before(deadline))
-			time.Sleep(100 * time.Microsecond)
-		}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		o, err := a.Wait(ctx)
+		require.NoError(t, err, "the attempt did not finish within 10s")
+		return o
 	}
 	assert.Equal(t, rows, outcome(pubBE.Publish(t.Context(), src)).InOrder)
 	assert.Equal(t, rows, outcome(getBE.Fetch(t.Context(), dst, driver.Hint{})).InOrder)
