@@ -114,7 +114,7 @@ func newHarness(t T, f Factory, deadline time.Duration) *Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := f(t)
+	d := driver.Driver(&boundedDriver{d: f(t), t: t, bound: deadline})
 	h := &Harness{T: t, Ctx: context.Background(), D: d, Caps: d.Capabilities(), Mem: mem, Deadline: deadline, names: map[string]string{}}
 	h.Reg, err = d.Register(mem.Region)
 	if err != nil {

@@ -17,7 +17,11 @@
 // package by package, in order: each gets an equal part of what is left,
 // so time a small package does not use goes to the next ones, and when a
 // package's part cannot cover every mutant, they are tried in a seeded
-// random order.
+// random order. No mutant is started that would not finish within its
+// package's part (judged by the mean so far); one started finishes unless
+// the whole budget ends first, so few are cut short, and a cut-short
+// mutant counts as sampled but not decided: the score is over the
+// decided ones.
 package main
 
 import (
@@ -130,6 +134,7 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 	}
 	defer os.RemoveAll(tmp)
 	start := time.Now()
+	times := &timeouts{max: cfg.Timeout, took: map[string]time.Duration{}}
 	var reports []*Report
 	for k, d := range dirs {
 		d = strings.TrimPrefix(filepath.Clean(d), "./")
@@ -159,19 +164,19 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 				return reports, err
 			}
 		}
-		share := (cfg.Budget - time.Since(start)) / time.Duration(len(dirs)-k)
+		share := time.Since(start) + (cfg.Budget-time.Since(start))/time.Duration(len(dirs)-k)
 		// The package's own tests, unmutated: a failure there would count
 		// every mutant killed, and their time bounds a mutant's (a hang
 		// then costs a few times a run, not cfg.Timeout).
 		t0 := time.Now()
-		if v := testPackage(cfg, "", importPath, race, cfg.Timeout); v != survived {
+		if v, _ := testPackage(cfg, "", importPath, race, cfg.Timeout); v != survived {
 			r := &Report{Dir: d, Race: race, Packages: len(pkgs), Total: len(ms), Baseline: fmt.Sprintf("its own tests do not pass unmutated (%s): no mutant tried", verdictNames[v])}
 			r.Print(w)
 			reports = append(reports, r)
 			continue
 		}
-		own := min(max(4*time.Since(t0), time.Minute), cfg.Timeout)
-		r := run(cfg, ms, pkgs, race, own, share-time.Since(t0), tmp)
+		times.pass(importPath, time.Since(t0))
+		r := run(cfg, ms, pkgs, race, times, start.Add(share), start.Add(cfg.Budget), tmp)
 		r.Dir, r.Race, r.Packages = d, race, len(pkgs)
 		r.Print(w)
 		reports = append(reports, r)
@@ -457,34 +462,41 @@ type Report struct {
 	Race     bool // tested with -race
 	Packages int  // packages whose tests ran against each mutant
 	Total    int  // mutants of the package
-	Tried    int
-	Killed   int // a test failed
-	Survived int // every test passed
-	Hung     int // a test timed out (not counted as killed)
-	Unbuilt  int // the compiler refused the mutant (not counted)
-	Cut      int // passed the tests run before the budget ran out (not counted)
+	Tried    int  // mutants started (the sample)
+	Killed   int  // a test failed
+	Survived int  // every test passed
+	Hung     int  // a test binary reached its -timeout (not counted as killed)
+	Unbuilt  int  // the compiler refused the mutant (not counted)
+	Cut      int  // passed the tests run before the budget ran out (not counted)
 	// Baseline, when set, says why no mutant was tried.
 	Baseline string
-	// Survivors and Hangs are "file:line:col: change: source line".
+	// Survivors and Hangs are "file:line:col: change: source line"; a
+	// hang ends with the package and tests that were running.
 	Survivors, Hangs []string
 	Took             time.Duration
 }
 
-// Score is the share of the mutants tried and built that a test killed,
-// a hang counted as not killed.
+// Decided is how many mutants were killed, survived or hung: those the
+// score is over.
+func (r *Report) Decided() int { return r.Killed + r.Survived + r.Hung }
+
+// Score is the share of the decided mutants that a test killed, a hang
+// counted as not killed.
 func (r *Report) Score() float64 {
-	if n := r.Killed + r.Survived + r.Hung; n > 0 {
+	if n := r.Decided(); n > 0 {
 		return 100 * float64(r.Killed) / float64(n)
 	}
 	return 0
 }
 
-// Print writes the report: the score, the counts, the share sampled, and
-// every survivor and hang.
+// Print writes the report: the score, the counts, the share sampled and
+// the share decided, and every survivor and hang.
 func (r *Report) Print(w io.Writer) {
-	share := 0.0
-	if r.Total > 0 {
-		share = 100 * float64(r.Tried) / float64(r.Total)
+	pct := func(n int) float64 {
+		if r.Total == 0 {
+			return 0
+		}
+		return 100 * float64(n) / float64(r.Total)
 	}
 	if r.Baseline != "" {
 		fmt.Fprintf(w, "%s: %s\n", r.Dir, r.Baseline)
@@ -494,8 +506,8 @@ func (r *Report) Print(w io.Writer) {
 	if r.Race {
 		how = "with -race"
 	}
-	fmt.Fprintf(w, "%s: score %.1f%% (%d killed, %d survived, %d hung; %d did not build, %d cut short by the budget); sampled %d of %d mutants (%.0f%%); tests of %d packages %s; %v\n",
-		r.Dir, r.Score(), r.Killed, r.Survived, r.Hung, r.Unbuilt, r.Cut, r.Tried, r.Total, share, r.Packages, how, r.Took.Round(time.Second))
+	fmt.Fprintf(w, "%s: score %.1f%% (%d killed, %d survived, %d hung; %d did not build, %d cut short by the budget); sampled %d of %d mutants (%.0f%%), decided %d (%.1f%%); tests of %d packages %s; %v\n",
+		r.Dir, r.Score(), r.Killed, r.Survived, r.Hung, r.Unbuilt, r.Cut, r.Tried, r.Total, pct(r.Tried), r.Decided(), pct(r.Decided()), r.Packages, how, r.Took.Round(time.Second))
 	sort.Strings(r.Survivors)
 	for _, s := range r.Survivors {
 		fmt.Fprintf(w, "  survived %s\n", s)
@@ -523,12 +535,45 @@ func Total(rs []*Report) *Report {
 	return t
 }
 
-// run tests mutants until they or the budget run out.
-func run(cfg Config, ms []Mutant, pkgs []string, race bool, own, budget time.Duration, tmp string) *Report {
+// timeouts holds, per package, the longest its tests took to pass (against
+// the source or a mutant): a package's -timeout is four times that, at
+// least a minute and at most max (max until it has passed once). Tests
+// that bound their own waits fail a deadlock in seconds; the -timeout is
+// the backstop for what they do not bound, and a long one only makes
+// each such hang cost more of the budget.
+type timeouts struct {
+	mu   sync.Mutex
+	max  time.Duration
+	took map[string]time.Duration
+}
+
+func (t *timeouts) pass(pkg string, d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.took[pkg] = max(t.took[pkg], d)
+}
+
+func (t *timeouts) of(pkg string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d, ok := t.took[pkg]
+	if !ok {
+		return t.max
+	}
+	return min(max(4*d, time.Minute), t.max)
+}
+
+// run tests mutants until they run out or the next would not finish
+// before soft (the package's part of the budget: judged by the mean time
+// its mutants have taken so far). A mutant started may go on past soft,
+// taking from the next packages' parts, but not past hard (the whole
+// budget's end): then it is cut short.
+func run(cfg Config, ms []Mutant, pkgs []string, race bool, times *timeouts, soft, hard time.Time, tmp string) *Report {
 	r := &Report{Total: len(ms)}
 	start := time.Now()
-	deadline := start.Add(budget)
 	var mu sync.Mutex
+	var spent time.Duration // summed over finished mutants
+	finished := 0
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for j := 0; j < cfg.Jobs; j++ {
@@ -537,20 +582,22 @@ func run(cfg Config, ms []Mutant, pkgs []string, race bool, own, budget time.Dur
 			defer wg.Done()
 			for k := range next {
 				m := ms[k]
-				out := test(cfg, m, pkgs, race, own, deadline, filepath.Join(tmp, strconv.Itoa(j)))
+				t0 := time.Now()
+				out, where := test(cfg, m, pkgs, race, times, hard, filepath.Join(tmp, strconv.Itoa(j)))
 				pos := m.Pos
 				if rel, err := filepath.Rel(cfg.Root, m.Pos); err == nil {
 					pos = rel
 				}
 				line := fmt.Sprintf("%s: %s: %s", pos, m.Desc, m.Line)
 				mu.Lock()
-				r.Tried++
+				spent += time.Since(t0)
+				finished++
 				switch out {
 				case killed:
 					r.Killed++
 				case hung:
 					r.Hung++
-					r.Hangs = append(r.Hangs, line)
+					r.Hangs = append(r.Hangs, line+" ["+where+"]")
 				case unbuilt:
 					r.Unbuilt++
 				case cut:
@@ -564,9 +611,18 @@ func run(cfg Config, ms []Mutant, pkgs []string, race bool, own, budget time.Dur
 		}(j)
 	}
 	for k := range ms {
-		if time.Now().After(deadline) {
+		mu.Lock()
+		var mean time.Duration
+		if finished > 0 {
+			mean = spent / time.Duration(finished)
+		}
+		mu.Unlock()
+		if time.Now().Add(mean).After(soft) {
 			break
 		}
+		mu.Lock()
+		r.Tried++
+		mu.Unlock()
 		next <- k
 	}
 	close(next)
@@ -589,9 +645,9 @@ var verdictNames = map[verdict]string{killed: "failed", survived: "passed", unbu
 
 // test runs the tests of pkgs against m, one package at a time, and
 // stops at the first that does not pass. Past deadline it starts no
-// further package: the mutant is cut short, and not counted.
-// The package's own tests get own as their -timeout.
-func test(cfg Config, m Mutant, pkgs []string, race bool, own time.Duration, deadline time.Time, work string) verdict {
+// further package: the mutant is cut short, and not counted. For a hang,
+// where names the package and the tests that were running.
+func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, deadline time.Time, work string) (verdict, string) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		fatal(err)
 	}
@@ -605,24 +661,37 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, own time.Duration, dea
 	if err := os.WriteFile(ov, overlay, 0o644); err != nil {
 		fatal(err)
 	}
-	for i, p := range pkgs {
-		if i > 0 && time.Now().After(deadline) {
-			return cut // the budget ran out before every package's tests ran
+	for _, p := range pkgs {
+		if time.Now().After(deadline) {
+			return cut, "" // the budget ran out before every package's tests ran
 		}
-		timeout := cfg.Timeout
-		if i == 0 {
-			timeout = own
+		t0 := time.Now()
+		v, running := testPackage(cfg, ov, p, race, times.of(p))
+		switch v {
+		case survived:
+			times.pass(p, time.Since(t0))
+			continue
+		case hung:
+			return v, strings.TrimSpace(strings.TrimPrefix(p, modPrefix(p)) + " " + running)
 		}
-		if v := testPackage(cfg, ov, p, race, timeout); v != survived {
-			return v
-		}
+		return v, ""
 	}
-	return survived
+	return survived, ""
+}
+
+// modPrefix is the module-host part of pkg ("github.com/owner/name/") to
+// leave out when naming it.
+func modPrefix(pkg string) string {
+	if parts := strings.SplitN(pkg, "/", 4); len(parts) == 4 && strings.Contains(parts[0], ".") {
+		return strings.Join(parts[:3], "/") + "/"
+	}
+	return ""
 }
 
 // testPackage runs one package's tests with the overlay ("": none) and
-// -timeout timeout.
-func testPackage(cfg Config, overlay, pkg string, race bool, timeout time.Duration) verdict {
+// -timeout timeout. For a hang it returns the tests the timeout's panic
+// says were running.
+func testPackage(cfg Config, overlay, pkg string, race bool, timeout time.Duration) (verdict, string) {
 	// The test binary panics at -timeout; the context is the backstop
 	// for a build or a binary that never gets that far.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout+2*time.Minute)
@@ -638,16 +707,36 @@ func testPackage(cfg Config, overlay, pkg string, race bool, timeout time.Durati
 	cmd.Dir = cfg.Root
 	out, err := cmd.CombinedOutput()
 	switch {
-	case ctx.Err() != nil || bytes.Contains(out, []byte("panic: test timed out")):
-		return hung
+	case ctx.Err() != nil:
+		return hung, "(go test killed)"
+	case bytes.Contains(out, []byte("panic: test timed out")):
+		return hung, running(out)
 	case err == nil:
-		return survived
+		return survived, ""
 	case bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")):
-		return unbuilt
+		return unbuilt, ""
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		return killed
+		return killed, ""
 	}
-	return unbuilt
+	return unbuilt, ""
+}
+
+// running is the list of tests a timed-out test binary says were running
+// ("panic: test timed out after 1m0s\n\trunning tests:\n\t\tTestX (1m0s)").
+func running(out []byte) string {
+	_, after, ok := bytes.Cut(out, []byte("running tests:\n"))
+	if !ok {
+		return ""
+	}
+	var names []string
+	for _, l := range strings.Split(string(after), "\n") {
+		if !strings.HasPrefix(l, "\t\t") {
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimSpace(l), " ")
+		names = append(names, name)
+	}
+	return strings.Join(names, " ")
 }

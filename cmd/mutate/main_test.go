@@ -108,7 +108,8 @@ func TestAHangIsReportedApart(t *testing.T) {
 	assert.Equal(t, 0, r.Killed)
 	assert.Equal(t, 0.0, r.Score(), "a hang is not a kill")
 	assert.Contains(t, out.String(), "sampled 2 of 2 mutants (100%)")
-	assert.Contains(t, out.String(), "  hung     a/a.go:21:3: drop statement: i++")
+	assert.Contains(t, out.String(), "  hung     a/a.go:21:3: drop statement: i++ [example.com/mod/a TestSum]")
+	assert.Contains(t, out.String(), "decided 2 (")
 	assert.Contains(t, out.String(), "  survived a/a.go:18:7: 0 -> 1: i := 0")
 }
 
@@ -169,4 +170,51 @@ func TestAPackageWhoseTestsFailIsNotMutated(t *testing.T) {
 	assert.Zero(t, rs[0].Tried)
 	assert.Zero(t, rs[0].Killed)
 	assert.Contains(t, out.String(), "c: its own tests do not pass unmutated (failed): no mutant tried")
+}
+
+// TestAHangNamesTheTestsThatWereRunning: the timeout panic's list of
+// running tests is what a hang is reported with.
+func TestAHangNamesTheTestsThatWereRunning(t *testing.T) {
+	for _, c := range []struct{ name, out, want string }{
+		{"one", "panic: test timed out after 1m0s\n\trunning tests:\n\t\tTestA (1m0s)\n\ngoroutine 1", "TestA"},
+		{"two", "panic: test timed out after 3s\n\trunning tests:\n\t\tTestA/sub (3s)\n\t\tTestB (2s)\n", "TestA/sub TestB"},
+		{"none", "panic: test timed out after 3s\n", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, running([]byte(c.out)))
+		})
+	}
+}
+
+// TestATimeoutFollowsWhatThePackageTook: four times the longest pass, at
+// least a minute, at most the flag's; the flag's until a package passed.
+func TestATimeoutFollowsWhatThePackageTook(t *testing.T) {
+	ts := &timeouts{max: 3 * time.Minute, took: map[string]time.Duration{}}
+	assert.Equal(t, 3*time.Minute, ts.of("p"), "never passed")
+	ts.pass("p", time.Second)
+	assert.Equal(t, time.Minute, ts.of("p"))
+	ts.pass("p", 20*time.Second)
+	ts.pass("p", 10*time.Second)
+	assert.Equal(t, 80*time.Second, ts.of("p"))
+	ts.pass("q", 2*time.Minute)
+	assert.Equal(t, 3*time.Minute, ts.of("q"))
+}
+
+// TestACutShortMutantIsSampledNotDecided: mutants started when the whole
+// budget has already ended are cut short before any test runs: sampled,
+// not decided, and not in the score.
+func TestACutShortMutantIsSampledNotDecided(t *testing.T) {
+	ms, err := Mutants(filepath.Join(mod, "a"))
+	require.NoError(t, err)
+	ms = ms[:3]
+	times := &timeouts{max: time.Minute, took: map[string]time.Duration{}}
+	now := time.Now()
+	r := run(Config{Root: mod, Jobs: 2}, ms, []string{"example.com/mod/a"}, false, times, now.Add(time.Hour), now.Add(-time.Second), t.TempDir())
+	r.Dir = "a"
+	assert.Equal(t, 3, r.Tried)
+	assert.Equal(t, 3, r.Cut)
+	assert.Zero(t, r.Decided())
+	var out bytes.Buffer
+	r.Print(&out)
+	assert.Contains(t, out.String(), "3 cut short by the budget); sampled 3 of 3 mutants (100%), decided 0 (0.0%)")
 }

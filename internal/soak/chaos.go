@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -48,17 +49,65 @@ type chaosSDK struct {
 	m     *fakesdk.Master
 	d     *dice
 	t     *tally
+	// registerFaults counts the registers it failed.
+	registerFaults atomic.Int32
 }
 
 var _ mooncake.SDK = (*chaosSDK)(nil)
 
 func (c *chaosSDK) Version() string { return c.inner.Version() }
+
+// RegisterBuffer and UnregisterBuffer fail now and then, as the real SDK
+// can: a non-OK code without effect ("refused"), a raise without effect
+// ("raised"), or (register only) a raise after the call took effect
+// ("raised_after"). A
+// raise leaves the caller unable to tell whether the buffer is registered,
+// so only a refusal may be reported as a rejection, and memory the SDK may
+// still hold must never come back to its lender (the epoch checks both).
 func (c *chaosSDK) RegisterBuffer(b mooncake.Buffer) (int64, error) {
-	return c.inner.RegisterBuffer(b)
+	return c.bufferCall("register", b, c.inner.RegisterBuffer)
 }
+
 func (c *chaosSDK) UnregisterBuffer(b mooncake.Buffer) (int64, error) {
-	return c.inner.UnregisterBuffer(b)
+	return c.bufferCall("unregister", b, c.inner.UnregisterBuffer)
 }
+
+// bufferRate is how often a register or unregister fails: an epoch makes
+// one of each, so it is high enough for a short soak to see every kind.
+const bufferRate = 0.3
+
+func (c *chaosSDK) bufferCall(call string, b mooncake.Buffer, real func(mooncake.Buffer) (int64, error)) (int64, error) {
+	if !c.d.roll(bufferRate) {
+		return real(b)
+	}
+	if call == "register" {
+		c.registerFaults.Add(1)
+	}
+	kinds := 3
+	if call == "unregister" {
+		// Not after taking effect: the SDK would then refuse every later
+		// unregister of the buffer (not registered), so the region stays
+		// pinned and the backend retries for ever, which is safe but ends
+		// no epoch.
+		kinds = 2
+	}
+	switch c.d.intn(kinds) {
+	case 0:
+		c.t.fault(call + "_refused")
+		codes := mooncakespec.Codes()
+		return int64(codes[1+c.d.intn(len(codes)-1)]), nil // any code but OK
+	case 1:
+		c.t.fault(call + "_raised")
+		return 0, errChaos
+	default:
+		c.t.fault(call + "_raised_after")
+		if _, err := real(b); err != nil {
+			return 0, err
+		}
+		return 0, errChaos
+	}
+}
+
 func (c *chaosSDK) Close() error { return c.inner.Close() }
 
 // call runs one batch call through the chaos.

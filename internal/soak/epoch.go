@@ -52,6 +52,8 @@ type epoch struct {
 	free    []int
 	open    []*attempt
 	master  *fakesdk.Master
+	client  *fakesdk.Client // mooncake: what the SDK holds registered
+	sdk     *chaosSDK
 	mstore  *memory.Store
 	chaosMC *chaosMemory
 	stem    driver.Stem
@@ -88,6 +90,30 @@ func span(r *driver.Region, i int) driver.Span {
 }
 
 func newEpoch(store string, rng *rand.Rand, t *tally) (*epoch, error) {
+	// A register the chaos SDK failed fails Bind: that epoch never starts.
+	// Its memory goes back only if the SDK holds none of it (a register
+	// that raised after taking effect keeps it mapped for good), and
+	// Bind's error may be a rejection only if the SDK holds none of it.
+	for {
+		e, err := tryEpoch(store, rng, t)
+		if err == nil || e == nil || e.sdk == nil || e.sdk.registerFaults.Load() == 0 {
+			return e, err
+		}
+		var rej *driver.RejectedError
+		held := !e.client.Closed() && len(e.client.Registered()) > 0
+		if held && errors.As(err, &rej) {
+			t.violation("%s: Bind reported a rejection (%v) while the SDK holds the region registered", store, err)
+		}
+		if !held {
+			_ = e.mem.Close()
+		}
+		t.fault("bind_failed")
+	}
+}
+
+// tryEpoch sets up an epoch; when Bind fails it returns the epoch as far
+// as it got with the error.
+func tryEpoch(store string, rng *rand.Rand, t *tally) (*epoch, error) {
 	mem, err := hostmem.NewGuarded("soak", driver.Layout{SlotBytes: slotBytes, Slots: slots})
 	if err != nil {
 		return nil, err
@@ -105,7 +131,9 @@ func newEpoch(store string, rng *rand.Rand, t *tally) (*epoch, error) {
 		if rng.Intn(4) == 0 {
 			e.master.SetCapacity(int64(8+rng.Intn(32)) * slotBytes) // a pool that fills up
 		}
-		md, err := mooncake.New(&chaosSDK{inner: fakesdk.NewClient(e.master, fakesdk.Version), m: e.master, d: d, t: t})
+		e.client = fakesdk.NewClient(e.master, fakesdk.Version)
+		e.sdk = &chaosSDK{inner: e.client, m: e.master, d: d, t: t}
+		md, err := mooncake.New(e.sdk)
 		if err != nil {
 			return nil, err
 		}
@@ -121,7 +149,7 @@ func newEpoch(store string, rng *rand.Rand, t *tally) (*epoch, error) {
 	e.hold = &checkHold{chk: e.chk}
 	bind, err := backend.Bind(context.Background(), []*driver.Region{mem.Region}, e.chk, e.hold)
 	if err != nil {
-		return nil, err
+		return e, err
 	}
 	// The soak drives every attempt from one loop, as a runtime with an
 	// event loop of its own does: Config.Wake nudges it.
@@ -409,6 +437,10 @@ func (e *epoch) shutdown(rep *Report) {
 		rep.ShutdownsPinned++
 	}
 	if e.hold.isReleased() {
+		if e.client != nil && !e.client.Closed() && len(e.client.Registered()) > 0 {
+			e.t.violation("%s: the hold came back while the SDK still has the region registered", e.store)
+			return
+		}
 		if pinned > 0 {
 			e.t.violation("%s: the hold came back while %d slots of unquiesced attempts were out", e.store, pinned)
 			return

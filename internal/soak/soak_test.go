@@ -45,7 +45,8 @@ func TestShortSoak(t *testing.T) {
 }
 
 // shortSoakFaults are the kinds of fault TestShortSoak must see injected.
-var shortSoakFaults = []string{"random_code", "cancel", "shutdown", "delay", "short_read", "access_after_results"}
+var shortSoakFaults = []string{"random_code", "cancel", "shutdown", "delay", "short_read", "access_after_results",
+	"register_refused", "register_raised", "register_raised_after", "unregister_refused", "unregister_raised"}
 
 // TestUntilKeepsARunGoingPastItsAttempts: a run whose Until is not yet
 // satisfied goes on past Attempts, and stops at the first epoch after

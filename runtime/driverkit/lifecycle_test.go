@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/kvblob/kvblob/internal/bound"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
@@ -139,7 +140,9 @@ func TestLifecycleRules(t *testing.T) {
 			reg, err := l.Register(r, admitAll, func() (any, error) { return "handle", nil })
 			require.NoError(t, err)
 			assert.Equal(t, "handle", reg.(*Registration).Handle)
-			c.run(t, &l, r, reg)
+			// Bounded: a lock the lifecycle never releases fails the case
+			// in seconds (tried: dropping defer c.l.mu.Unlock() in Done).
+			bound.Within(t, 10*time.Second, "the case's calls on the lifecycle", func() { c.run(t, &l, r, reg) })
 		})
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/kvblob/kvblob/internal/bound"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -201,7 +203,9 @@ func TestAdmitKeysAgreesWithASet(t *testing.T) {
 				}
 				seen[r.Key] = i
 			}
-			err := AdmitKeys(rows)
+			// Bounded: a probe loop that never finds its slot fails here
+			// in seconds, not at the binary's timeout.
+			err := bound.Value(t, 10*time.Second, fmt.Sprintf("AdmitKeys of %d rows", n), func() error { return AdmitKeys(rows) })
 			switch {
 			case want == "" && err != nil:
 				t.Fatalf("%d distinct keys refused: %v", n, err)
@@ -213,16 +217,17 @@ func TestAdmitKeysAgreesWithASet(t *testing.T) {
 			// their names), finds the same repeat: with a good hash, and
 			// with one of 4 bits, whose tags all collide.
 			for _, bits := range []uint64{^uint64(0), 0xc000000000000003} {
-				set := NewKeySet(n)
-				got := ""
-				for i := range rows {
-					h := maphash.String(seed, rows[i].Key[len("kvblob/v1/"):]) & bits
-					if j := set.AddHashed(rows, i, h); j >= 0 {
-						got = fmt.Sprintf("rows %d and %d repeat key %q", j, i, rows[i].Key)
-						break
+				got := bound.Value(t, 10*time.Second, fmt.Sprintf("a KeySet of %d rows", n), func() string {
+					set := NewKeySet(n)
+					defer set.Release()
+					for i := range rows {
+						h := maphash.String(seed, rows[i].Key[len("kvblob/v1/"):]) & bits
+						if j := set.AddHashed(rows, i, h); j >= 0 {
+							return fmt.Sprintf("rows %d and %d repeat key %q", j, i, rows[i].Key)
+						}
 					}
-				}
-				set.Release()
+					return ""
+				})
 				if got != want {
 					t.Fatalf("%d keys added one at a time (hash bits %#x): got %q, want %q", n, bits, got, want)
 				}

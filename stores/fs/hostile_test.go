@@ -24,6 +24,7 @@ import (
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/fs"
+	"github.com/kvblob/kvblob/stores/trailer"
 )
 
 // The attacks of a neighbour who can write the root: a second writer
@@ -377,4 +378,33 @@ func TestFilesArePrivateByDefault(t *testing.T) {
 			assert.Equal(t, uint32(gid), fi.Sys().(*syscall.Stat_t).Gid, dir)
 		}
 	})
+}
+
+// TestAShortObjectIsNamedForWhatItHolds: an object shorter than a trailer
+// is refused by its length alone (CORRUPT), and says so; one exactly a
+// trailer long (a valid trailer with no payload) is read, and refused as a
+// payload of the wrong length, without claiming to be shorter than a
+// trailer. (Tried: < -> <= in the length check.)
+func TestAShortObjectIsNamedForWhatItHolds(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		obj  func(key string) []byte
+		code int64
+		says string
+	}{
+		{"one byte short of a trailer", func(k string) []byte { return trailer.Encode(k, nil)[1:] }, int64(fsspec.Corrupt), "less than a trailer"},
+		{"a trailer and no payload", func(k string) []byte { return trailer.Encode(k, nil) }, 0, "payload length differs"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFx(t)
+			k := key(t, "a")
+			file, _, err := f.kit.Paths(k)
+			require.NoError(t, err)
+			require.NoError(t, fskit.Plant(file, c.obj(k)))
+			res := f.Get(f.Row(k, 1, blockingfx.Dest))[0]
+			assert.Equal(t, driver.Fault, res.Status, "%v", res)
+			assert.Equal(t, c.code, res.Code, "%v", res)
+			assert.Contains(t, res.Text, c.says)
+		})
+	}
 }

@@ -2,6 +2,7 @@ package fs_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -41,7 +42,11 @@ func keyed(t conformance.T) *fs.Driver {
 // foreign plants, as another writer without the row key would, payload
 // with a valid unkeyed trailer under key.
 func foreign(d driver.Driver, key string, payload []byte) error {
-	file, _, err := d.(*fs.Driver).Paths(key)
+	var fd *fs.Driver
+	if !driver.As(d, &fd) {
+		return fmt.Errorf("foreign: %T is no fs driver", d)
+	}
+	file, _, err := fd.Paths(key)
 	if err != nil {
 		return err
 	}

@@ -111,6 +111,10 @@ func (c *Client) UnregisterBuffer(b mooncake.Buffer) (int64, error) {
 	return codeOK, nil
 }
 
+// Closed reports whether the client was torn down (Close): its
+// registrations went with it, whatever Registered lists.
+func (c *Client) Closed() bool { return c.closed.Load() }
+
 // Registered returns the buffers the client holds registered, by address.
 func (c *Client) Registered() []mooncake.Buffer {
 	c.mu.Lock()
