@@ -286,19 +286,19 @@ var logged = regexp.MustCompile(`^ *[\w.-]+\.go:\d+: `)
 // to whichever test runs at the time. It is no part of the message before
 // it, nor of a check that passed or was skipped (the real Mooncake SDK
 // logs a dozen lines per client it opens and closes); for a failure it
-// may be the cause, so foreign keeps it, an entry of its own.
+// may be the cause, so foreign keeps it, after the test's own messages
+// (the first line of a failure's text is its message).
 func messages(lines []string, foreign bool) []string {
-	var out []string
+	var out, theirs []string
 	for _, l := range lines {
 		atMargin := !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "\t")
 		switch loc := logged.FindStringIndex(l); {
 		case loc != nil:
 			out = append(out, l[loc[1]:])
-		case atMargin && foreign:
-			if t := strings.TrimSpace(l); t != "" {
-				out = append(out, t)
-			}
 		case atMargin:
+			if t := strings.TrimSpace(l); t != "" {
+				theirs = append(theirs, t)
+			}
 		case len(out) > 0:
 			out[len(out)-1] += "\n" + strings.TrimLeft(l, " ")
 		default:
@@ -306,6 +306,9 @@ func messages(lines []string, foreign bool) []string {
 				out = append(out, t)
 			}
 		}
+	}
+	if foreign && len(theirs) > 0 {
+		out = append(out, strings.Join(theirs, "\n"))
 	}
 	return out
 }

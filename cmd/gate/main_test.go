@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -161,14 +162,17 @@ func TestOutsideTheCheckoutIsASetUpError(t *testing.T) {
 // TestGoTestArgs: every store's TestConformance, or the stores named (by
 // -run's second level, their names quoted), and the real SDK's build.
 func TestGoTestArgs(t *testing.T) {
-	assert.Equal(t, []string{"-count=1", "-json", "-run", "^TestConformance$", "./a"}, testArgs([]string{"./a"}, nil, false))
-	assert.Equal(t, []string{"-count=1", "-json", "-run", `^TestConformance$/^(redis|redis-valkey-8\.1)$`, "-tags", "mooncake", "./a", "./b"},
-		testArgs([]string{"./a", "./b"}, []string{"redis", "redis-valkey-8.1"}, true))
+	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "30m0s", "-run", "^TestConformance$", "./a"}, testArgs([]string{"./a"}, nil, false, 30*time.Minute))
+	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "1h0m0s", "-run", `^TestConformance$/^(redis|redis-valkey-8\.1)$`, "-tags", "mooncake", "./a", "./b"},
+		testArgs([]string{"./a", "./b"}, []string{"redis", "redis-valkey-8.1"}, true, time.Hour))
 
 	s := (&stream{}).store("memory", suitelog.SDK, "kvblob-memory 1").check("memory", "x", "pass").end("memory", "pass")
 	code, _, stderr := runWith(s.goTest, append(base, "--store", "memory", "--packages", "./stores/memory")...)
 	require.Equal(t, 0, code, stderr)
-	assert.Equal(t, []string{"-count=1", "-json", "-run", "^TestConformance$/^(memory)$", "./stores/memory"}, s.args)
+	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "30m0s", "-run", "^TestConformance$/^(memory)$", "./stores/memory"}, s.args, "the gate's default bound")
+	code, _, stderr = runWith(s.goTest, append(base, "--store", "memory", "--packages", "./stores/memory", "--timeout", "45m")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "45m0s", "-run", "^TestConformance$/^(memory)$", "./stores/memory"}, s.args)
 	assert.Empty(t, s.env)
 
 	// A path from the module root is one, not a standard library package.
@@ -448,13 +452,13 @@ func TestTheGateFailsOnABrokenStore(t *testing.T) {
 // TestTheSDKsOwnLogIsInNoReportMessage: in the JSON report, a passed
 // check carries none of the lines the SDK wrote to the process's stderr,
 // a skipped one only its reason, and a failure its messages then those
-// lines (they may say why).
+// lines (they may say why), so its first line is its own.
 func TestTheSDKsOwnLogIsInNoReportMessage(t *testing.T) {
 	glog := "raw:I20261204 15:44:01.946811 30665 client_metric.cpp:102] Client metrics enabled"
 	s := (&stream{}).store("memory", suitelog.SDK, "kvblob-memory 1").
 		check("memory", "passed", "pass", kind("check"), glog).
 		check("memory", "skipped", "skip", kind("check"), glog, "the reason", glog).
-		check("memory", "failed", "fail", kind("check"), "got FAULT", glog).
+		check("memory", "failed", "fail", kind("check"), glog, "got FAULT", glog).
 		end("memory", "fail")
 	jsonFile := filepath.Join(t.TempDir(), "gate.json")
 	code, out, stderr := runWith(s.goTest, append(base, "--packages", "./stores/memory", "--json", jsonFile)...)
@@ -471,6 +475,6 @@ func TestTheSDKsOwnLogIsInNoReportMessage(t *testing.T) {
 	assert.Equal(t, map[string]string{
 		"passed":  "",
 		"skipped": "the reason",
-		"failed":  "got FAULT\nI20261204 15:44:01.946811 30665 client_metric.cpp:102] Client metrics enabled",
+		"failed":  "got FAULT\n" + glog[len("raw:"):] + "\n" + glog[len("raw:"):],
 	}, got)
 }
