@@ -52,10 +52,6 @@ func TestReplay(t *testing.T) {
 
 // unrecorded are the scenarios no recording covers yet, and why.
 var unrecorded = map[string]string{
-	"p1-get-peer-frozen-teardown": "new in issue 31; the real build of its session did not finish in time (a loaded 2-core " +
-		"machine): record it with cgosdk's TestRecord",
-	"p2-get-peer-killed-teardown": "new in issue 31; the real build of its session did not finish in time: record it with " +
-		"cgosdk's TestRecord",
 	"s4-get-256mib-frozen-midway": "the fake cannot model it, and the recorder cannot stage it: a loopback get of 256 MiB " +
 		"is done before the peer can be frozen (see notRecordable in stores/mooncake/cgosdk/recorder_test.go)",
 }

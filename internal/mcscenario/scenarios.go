@@ -99,10 +99,11 @@ func All() []Scenario {
 				revoke("revoke", A, "k")),
 		},
 		{
-			Name: "b4e-pool-full-of-objects",
-			About: "probe b4e: a 16 MiB segment full of 16 complete 1 MiB objects (master defaults: eviction_high_watermark_ratio " +
-				"0.90, eviction_ratio 0.05, default_kv_lease_ttl 10 s): a 17th start at once, after 1, 4 and 14 s (every lease " +
-				"ran out), and which of the 16 objects are still there",
+			Name: "b4e-pool-full-declines-then-evicts",
+			About: "probe b4e: a 16 MiB segment full of 16 complete 1 MiB objects, master defaults (eviction_high_watermark_ratio " +
+				"0.90, eviction_ratio 0.05, default_kv_lease_ttl 10 s, no object read so no lease held): a 17th start answers " +
+				"NO_AVAILABLE_HANDLE at once, and the refusal makes the master's eviction thread drop the oldest objects, so " +
+				"starts after 1, 4 and 14 s succeed; which of the 16 objects are still there at the end",
 			Config: Config{Segment: 16 << 20},
 			Bufs:   []Buf{{Name: "mib", Client: A, Len: 1 << 20, Fill: "m"}},
 			Steps: steps(fill16, start("start-when-full", A, "new", 1<<20), advance("to-1s", time.Second),

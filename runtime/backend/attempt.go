@@ -28,6 +28,7 @@ type batch struct {
 	openAt          int  // index in Backend.open while started and not settled
 	watchAt         int  // index in Backend.watch while the progress goroutine observes it
 	notifies        bool // op is a driver.Notifier the backend subscribed to
+	atTeardown      bool // op's access ends only at the driver's teardown (driver.TeardownEnder), as last observed
 	resultsRecorded bool
 	accessEnded     bool
 	unprovable      bool

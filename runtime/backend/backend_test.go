@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -997,9 +998,22 @@ type atTeardownOp struct{ n int }
 func (o atTeardownOp) Poll() ([]driver.Result, bool) {
 	return make([]driver.Result, o.n), true // every row MISS (the zero Status)
 }
-func (atTeardownOp) AccessEnded() bool      { return false }
-func (atTeardownOp) AccessUnprovable() bool { return false }
-func (atTeardownOp) Cancel()                {}
+func (atTeardownOp) AccessEnded() bool          { return false }
+func (atTeardownOp) AccessUnprovable() bool     { return false }
+func (atTeardownOp) AccessEndsAtTeardown() bool { return true }
+func (atTeardownOp) Cancel()                    {}
+
+// laterOp is an operation with its results whose access ends by itself
+// once end is set: no teardown is needed for it.
+type laterOp struct {
+	n   int
+	end *atomic.Bool
+}
+
+func (o laterOp) Poll() ([]driver.Result, bool) { return make([]driver.Result, o.n), true }
+func (o laterOp) AccessEnded() bool             { return o.end.Load() }
+func (laterOp) AccessUnprovable() bool          { return false }
+func (laterOp) Cancel()                         {}
 
 // TestAShutdownPinnedLeavesCallsThatEndAtTeardown: a drain never answers
 // true beside an unprovable call, so no teardown ends the access of a call
@@ -1041,4 +1055,41 @@ func TestAShutdownPinnedLeavesCallsThatEndAtTeardown(t *testing.T) {
 	}
 	assert.ErrorAs(t, e.be.Shutdown(context.Background()), &se, "the answer never changes")
 	assert.ErrorIs(t, a.WaitQuiesced(t.Context()), backend.ErrPinned, "the get's slot is never reused")
+}
+
+// TestAShutdownPinnedLeavesOnlyTeardownWaitersPinned: once an unprovable
+// call pins the closing backend, only the calls whose operation says its
+// access ends at the driver's teardown (driver.TeardownEnder) are counted
+// unprovable; a call whose access ends by itself is still waited for, and
+// its attempt quiesces when it does.
+func TestAShutdownPinnedLeavesOnlyTeardownWaitersPinned(t *testing.T) {
+	e := newEnv(t, memory.Options{}, backend.Config{})
+	e.d.LoseEvidenceNext()
+	wait(t, must(e.be.Publish(t.Context(), e.view("r", 0, 1))))
+	require.Equal(t, 1, e.be.Stats().BatchesUnprovable)
+	var end atomic.Bool
+	e.d.before = func(c call) (driver.Operation, error, bool) {
+		return laterOp{n: len(c.rows), end: &end}, nil, true
+	}
+	a := must(e.be.Fetch(t.Context(), e.view("r", 4, 1), driver.Hint{}))
+	wait(t, a)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	var se *backend.ShutdownError
+	require.ErrorAs(t, e.be.Shutdown(ctx), &se)
+	assert.Equal(t, 1, se.Pinned, "only the unprovable put's attempt: the get's access may still end by itself")
+	assert.Equal(t, 1, se.Settling, "the get's attempt waits for its access")
+	assert.Equal(t, 1, e.be.Stats().BatchesUnprovable)
+	end.Store(true)
+	wctx, wcancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer wcancel()
+	assert.NoError(t, a.WaitQuiesced(wctx), "its access ended by itself: its slot may be reused")
+	select {
+	case <-e.be.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the progress goroutine did not exit")
+	}
+	require.ErrorAs(t, e.be.Shutdown(context.Background()), &se)
+	assert.Equal(t, 1, se.Pinned)
+	assert.Equal(t, []driver.Span{e.region.Slot(0)}, se.Kept, "only the put's slot is kept")
 }

@@ -186,11 +186,10 @@ func (b *Backend) call(bt *batch) {
 		op, err = b.d.Put(bt.a.ctx, bt.rows)
 	}
 	var res []driver.Result
-	var done, ended, unprovable, notifies bool
+	var done, ended, unprovable, atTeardown, notifies bool
 	if err == nil && op != nil {
 		res, done = op.Poll()
-		ended = op.AccessEnded()
-		unprovable = !ended && op.AccessUnprovable()
+		ended, unprovable, atTeardown = accessOf(op)
 		if n, ok := op.(driver.Notifier); ok && !(done && (ended || unprovable)) {
 			// Subscribe before the progress goroutine's first poll, so no
 			// change after that poll goes unseen.
@@ -216,7 +215,7 @@ func (b *Backend) call(bt *batch) {
 	default:
 		bt.op = op
 		bt.notifies = notifies
-		b.observeLocked(bt, res, done, ended, unprovable)
+		b.observeLocked(bt, res, done, ended, unprovable, atTeardown)
 		if !bt.settled() && bt.openAt >= 0 {
 			b.handOverLocked(bt)
 		}
@@ -265,9 +264,22 @@ func callName(bt *batch) string {
 	return "Put"
 }
 
+// accessOf observes op's access: ended, unprovable, or waiting only for
+// the driver's teardown (driver.TeardownEnder). It calls the operation, so
+// never under the backend's lock.
+func accessOf(op driver.Operation) (ended, unprovable, atTeardown bool) {
+	ended = op.AccessEnded()
+	unprovable = !ended && op.AccessUnprovable()
+	if t, ok := op.(driver.TeardownEnder); ok && !ended && !unprovable {
+		atTeardown = t.AccessEndsAtTeardown()
+	}
+	return ended, unprovable, atTeardown
+}
+
 // observeLocked applies one observation of a batch's operation: its
-// results (once) and its access end (once).
-func (b *Backend) observeLocked(bt *batch, res []driver.Result, done, ended, unprovable bool) {
+// results (once), its access end (once), and whether its access waits only
+// for the driver's teardown.
+func (b *Backend) observeLocked(bt *batch, res []driver.Result, done, ended, unprovable, atTeardown bool) {
 	if done && !bt.resultsRecorded {
 		if len(res) != len(bt.rows) {
 			b.violationLocked(bt, fmt.Sprintf("%s's operation answered %d results for %d rows", callName(bt), len(res), len(bt.rows)))
@@ -283,6 +295,7 @@ func (b *Backend) observeLocked(bt *batch, res []driver.Result, done, ended, unp
 			b.stats.BatchesUnprovable++
 		}
 	}
+	bt.atTeardown = atTeardown && !bt.accessEnded && !bt.unprovable
 	if bt.settled() {
 		b.settleLocked(bt)
 	}
@@ -408,19 +421,7 @@ func (b *Backend) progress() {
 			drainPause = min(2*drainPause, time.Second)
 			b.mu.Lock()
 		}
-		if b.closing && b.workers == 0 && len(b.open) > 0 && b.stats.BatchesUnprovable > 0 && b.onlyAccessLeftLocked() {
-			// A drain answers false while any call is unprovable
-			// (driver.Driver.Drain), so no teardown ever ends these
-			// batches' access, and nothing else will: they are as
-			// unprovable as the call that pins the driver. Counted so, they
-			// pin their attempts (their slots are kept, never reused) and
-			// the goroutine exits pinned below instead of waiting for ever.
-			for len(b.open) > 0 {
-				bt := b.open[len(b.open)-1]
-				bt.unprovableLocked()
-				b.stats.BatchesUnprovable++
-				b.settleLocked(bt)
-			}
+		if b.closing && b.workers == 0 && b.stats.BatchesUnprovable > 0 && b.pinTeardownWaitersLocked() {
 			b.notifyLocked()
 		}
 		if b.closing && b.workers == 0 && len(b.open) == 0 {
@@ -445,17 +446,20 @@ func (b *Backend) progress() {
 		clear(b.dirty)
 		b.dirty = b.dirty[:0]
 		timed := len(b.watch) > 0
+		// A drain that did not end what waits for it is tried again at
+		// nextDrain: a batch that waits for a teardown may notify no
+		// change until one comes, so the timer must bring that try.
+		drainDue := b.closing && b.workers == 0 && len(b.open) > 0 && b.onlyAccessLeftLocked()
 		b.mu.Unlock()
 
 		changed := false
 		for _, bt := range polled {
 			res, done := bt.op.Poll()
-			ended := bt.op.AccessEnded()
-			unprovable := !ended && bt.op.AccessUnprovable()
+			ended, unprovable, atTeardown := accessOf(bt.op)
 			b.mu.Lock()
 			if bt.openAt >= 0 {
 				wasRec, wasEnd, wasUnp := bt.resultsRecorded, bt.accessEnded, bt.unprovable
-				b.observeLocked(bt, res, done, ended, unprovable)
+				b.observeLocked(bt, res, done, ended, unprovable, atTeardown)
 				if bt.resultsRecorded != wasRec || bt.accessEnded != wasEnd || bt.unprovable != wasUnp {
 					changed = true
 					b.notifyLocked()
@@ -473,6 +477,9 @@ func (b *Backend) progress() {
 		if timed {
 			wait = min(wait, pause)
 			pause = min(2*pause, maxPause)
+		}
+		if drainDue {
+			wait = min(wait, time.Until(nextDrain))
 		}
 		timer.Reset(max(wait, 0))
 		select {
@@ -499,6 +506,29 @@ func (b *Backend) warnSlowLocked(now time.Time) time.Time {
 		}
 	}
 	return next
+}
+
+// pinTeardownWaitersLocked counts as unprovable every open batch that has
+// its results and whose access ends only at the driver's teardown
+// (driver.TeardownEnder), and reports whether there was one. It is called
+// only once a call pinned the closing backend: a drain answers false while
+// any call is unprovable (driver.Driver.Drain), so no teardown ever ends
+// these batches' access, and nothing else will. Counted so, they pin their
+// attempts (their slots are kept, never reused) and the progress goroutine
+// can exit pinned instead of waiting for ever. A batch whose access may
+// still end by itself is left to end it.
+func (b *Backend) pinTeardownWaitersLocked() bool {
+	pinned := false
+	for i := len(b.open) - 1; i >= 0; i-- { // settling one moves only a later one here
+		bt := b.open[i]
+		if bt.resultsRecorded && bt.atTeardown && !bt.accessEnded && !bt.unprovable {
+			bt.unprovableLocked()
+			b.stats.BatchesUnprovable++
+			b.settleLocked(bt)
+			pinned = true
+		}
+	}
+	return pinned
 }
 
 // drainTry bounds a drain the progress goroutine tries while batches wait

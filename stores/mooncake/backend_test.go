@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,7 +83,11 @@ func TestBackendRoundTripBetweenTwoClients(t *testing.T) {
 // answered TRANSFER_FAIL from a frozen peer leaves its slots in the store's
 // reach until the client is torn down; shutdown drains the driver, which
 // tears the client down, so shutdown finishes and the lender gets its
-// memory back, and the thawed peer lands nothing in it.
+// memory back, and the thawed peer lands nothing in it. While the fetch
+// waits for that teardown the backend does not poll it: the teardown
+// signals its end (driver.Notifier), so the backend's progress goroutine
+// sleeps (before, it polled the get on its timer: 89 looks in the 200 ms
+// window below, against at most 3 now).
 func TestBackendShutsDownAfterAFetchWhoseTransferFailed(t *testing.T) {
 	master := fakesdk.NewMaster(0)
 	peer := fakesdk.NewClient(master, fakesdk.Version)
@@ -95,8 +100,9 @@ func TestBackendShutsDownAfterAFetchWhoseTransferFailed(t *testing.T) {
 	require.NoError(t, err)
 	hold, err := lender.Hold()
 	require.NoError(t, err)
-	d, err := mooncake.New(fakesdk.NewClient(master, fakesdk.Version))
+	md, err := mooncake.New(fakesdk.NewClient(master, fakesdk.Version))
 	require.NoError(t, err)
+	d := &countingDriver{Driver: md}
 	bind, err := backend.Bind(t.Context(), hold.Regions(), d, hold)
 	require.NoError(t, err)
 	be, err := backend.New(bind, backend.Config{Workers: 2})
@@ -105,16 +111,25 @@ func TestBackendShutsDownAfterAFetchWhoseTransferFailed(t *testing.T) {
 	src := backend.View{{Name: []byte("row"), Spans: []driver.Span{r.Slot(0)}}}
 	dst := backend.View{{Name: []byte("row"), Spans: []driver.Span{r.Slot(1)}}}
 	copy(r.Slot(0).Bytes(), bytes.Repeat([]byte{7}, 4<<10))
-	wait := func(a *backend.Attempt, err error) backend.Outcome {
+	wait := func(a *backend.Attempt, err error) (*backend.Attempt, backend.Outcome) {
 		require.NoError(t, err)
 		o, err := a.Wait(t.Context())
 		require.NoError(t, err)
-		return o
+		return a, o
 	}
-	require.Equal(t, 1, wait(be.Publish(t.Context(), src)).InOrder)
+	_, out := wait(be.Publish(t.Context(), src))
+	require.Equal(t, 1, out.InOrder)
 	master.FreezePeer()
-	out := wait(be.Fetch(t.Context(), dst, driver.Hint{}))
+	fetch, out := wait(be.Fetch(t.Context(), dst, driver.Hint{}))
 	require.Equal(t, driver.Fault, out.Results[0].Status, out.Results[0].Text)
+	// A window in which a timer-polled operation is polled ~100 times (the
+	// backend backs off to a poll every 2 ms) and a signalled one not once
+	// more after its first look.
+	wctx, wcancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	assert.ErrorIs(t, fetch.WaitQuiesced(wctx), context.DeadlineExceeded, "the fetch waits for the teardown")
+	wcancel()
+	t.Logf("the backend looked at the waiting get %d times in 200 ms", d.looks.Load())
+	assert.LessOrEqual(t, d.looks.Load(), int64(3), "the backend looked at the waiting get only when it was handed over, not on a timer")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, be.Shutdown(ctx), "shutdown tears the client down to end the fetch's access")
@@ -123,4 +138,51 @@ func TestBackendShutsDownAfterAFetchWhoseTransferFailed(t *testing.T) {
 	assert.Equal(t, make([]byte, 4<<10), r.Slot(1).Bytes(), "nothing landed after the teardown")
 	require.NoError(t, d.Close())
 	require.NoError(t, lender.Close())
+}
+
+// countingDriver counts how often the backend asks a get's operation
+// whether its access ended. Its operations are Notifiers and
+// TeardownEnders exactly when the driver's are.
+type countingDriver struct {
+	driver.Driver
+	looks atomic.Int64
+}
+
+func (c *countingDriver) Get(ctx context.Context, rows []driver.Row, h driver.Hint) (driver.Operation, error) {
+	op, err := c.Driver.Get(ctx, rows, h)
+	if err != nil {
+		return op, err
+	}
+	co := countingOp{Operation: op, looks: &c.looks}
+	n, notifies := op.(driver.Notifier)
+	te, says := op.(driver.TeardownEnder)
+	switch {
+	case notifies && says:
+		return struct {
+			countingOp
+			driver.Notifier
+			driver.TeardownEnder
+		}{co, n, te}, nil
+	case notifies:
+		return struct {
+			countingOp
+			driver.Notifier
+		}{co, n}, nil
+	case says:
+		return struct {
+			countingOp
+			driver.TeardownEnder
+		}{co, te}, nil
+	}
+	return co, nil
+}
+
+type countingOp struct {
+	driver.Operation
+	looks *atomic.Int64
+}
+
+func (o countingOp) AccessEnded() bool {
+	o.looks.Add(1)
+	return o.Operation.AccessEnded()
 }

@@ -236,6 +236,9 @@ func (d *Driver) teardown() error {
 	d.mu.Unlock()
 	for _, o := range ops {
 		o.ended.Store(true)
+		if f := o.notify.Load(); f != nil {
+			(*f)() // the observer's signal: no one polls such a get while it waits
+		}
 	}
 	return nil
 }
@@ -386,9 +389,15 @@ type op struct {
 	results    []driver.Result
 	ended      atomic.Bool // set later only by a drain's teardown (atTeardown)
 	unprovable bool
-	atTeardown bool             // its access ends when the SDK client is closed
-	one        [1]driver.Result // a one-row call's result, in the same allocation
+	atTeardown bool                   // its access ends when the SDK client is closed
+	notify     atomic.Pointer[func()] // the observer's (Notify): called once the teardown ended its access
+	one        [1]driver.Result       // a one-row call's result, in the same allocation
 }
+
+var (
+	_ driver.Notifier      = (*op)(nil)
+	_ driver.TeardownEnder = (*op)(nil)
+)
 
 // newOp returns an operation with room for the results of n rows.
 func newOp(n int, ended bool) *op {
@@ -408,6 +417,17 @@ func newOp(n int, ended bool) *op {
 func (o *op) Poll() ([]driver.Result, bool) { return o.results, true }
 func (o *op) AccessEnded() bool             { return o.ended.Load() }
 func (o *op) AccessUnprovable() bool        { return o.unprovable }
+
+// AccessEndsAtTeardown reports a get whose transfer failed while its
+// access is still open: only the client's teardown, in a drain that finds
+// such gets all that is left, ends it (driver.TeardownEnder).
+func (o *op) AccessEndsAtTeardown() bool { return o.atTeardown && !o.ended.Load() }
+
+// Notify takes the observer's signal. The only change after Put or Get
+// returned is a teardown ending a get's access (atTeardown), and the
+// teardown calls f then: an observer waits on it instead of polling the
+// get for as long as the teardown takes to come.
+func (o *op) Notify(f func()) { o.notify.Store(&f) }
 
 // Cancel does nothing: every row started before Put or Get returned.
 func (o *op) Cancel() {}

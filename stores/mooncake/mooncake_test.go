@@ -370,6 +370,34 @@ func TestAGetWhoseTransferFailedEndsAtTeardown(t *testing.T) {
 	assert.Equal(t, bytes.Repeat([]byte{0xEE}, slot), dst, "nothing landed after the teardown")
 }
 
+// TestAGetWaitingForTeardownSaysSoAndSignalsItsEnd: such a get tells its
+// observer that only a teardown ends its access (driver.TeardownEnder), so
+// a backend pinned by another call counts it as pinned too and no other,
+// and it is a driver.Notifier whose teardown signals the end: its observer
+// waits on that instead of polling it until the teardown comes.
+func TestAGetWaitingForTeardownSaysSoAndSignalsItsEnd(t *testing.T) {
+	f, b := frozenPeer(t)
+	defer func() { _ = b.Close() }()
+	op, res := f.getFrozen(t)
+	require.Equal(t, int64(mooncakespec.TransferFail), res[0].Code)
+	te, ok := op.(driver.TeardownEnder)
+	require.True(t, ok, "the get says what ends its access")
+	assert.True(t, te.AccessEndsAtTeardown())
+	n, ok := op.(driver.Notifier)
+	require.True(t, ok, "the get signals its end")
+	signals := make(chan struct{}, 4)
+	n.Notify(func() { signals <- struct{}{} })
+	assert.Empty(t, signals, "nothing changed yet")
+	require.True(t, f.d.Drain(conformance.Within(time.Second)))
+	assert.Len(t, signals, 1, "the teardown signalled the end of its access")
+	assert.True(t, op.AccessEnded())
+	assert.False(t, te.AccessEndsAtTeardown(), "its access ended")
+
+	require.NoError(t, f.d.Unregister(f.reg))
+	require.NoError(t, f.d.Close())
+	f.m.ThawPeer()
+}
+
 // TestAGetFromAKilledPeerEndsAtTeardown: the process holding the only
 // replica was killed; a get answers TRANSFER_FAIL at once (turn 3: 1-4 ms,
 // until the master expires the dead client), which the spec cannot tell

@@ -20,10 +20,12 @@
 //     freed space keeps its old bytes (d6), a discarded session's space is
 //     kept until put_start_release_timeout (g1), a start into a full
 //     segment answers NO_AVAILABLE_HANDLE at once, even when complete
-//     objects fill it, and goes on doing so as time passes: nothing is
-//     evicted (b4e, recorded: -200 at 0, 1, 4 and 14 s, all 16 objects
-//     still there) unless Knobs.Evicts runs the eviction thread; a segment
-//     full of open sessions answers NO_AVAILABLE_HANDLE.
+//     objects fill it, and that refusal makes the eviction thread drop the
+//     oldest objects whose lease ran out as soon as time passes (b4e,
+//     recorded: -200 at once, then 4 of the 16 objects dropped, the 4
+//     oldest, and starts after 1, 4 and 14 s answered OK; evictShare); a
+//     segment full of open sessions answers NO_AVAILABLE_HANDLE and has
+//     nothing to evict.
 //   - Data calls need no registration (tcp, a5); a scatter larger than its
 //     session is refused whole (d2).
 //   - An end seals its local session before the master is asked: a scatter
@@ -85,13 +87,13 @@ type Knobs struct {
 	// fits waits for its ack under StatusTimeout; a larger one blocks
 	// until the peer thaws.
 	SocketWindow int64
-	// Evicts runs the master's eviction thread as time passes: while the
-	// segment is full it drops complete objects without a live lease,
-	// oldest first (master_service.cpp, EvictionThreadFunc and BatchEvict:
-	// over eviction_high_watermark_ratio, leases expired). Off by default:
-	// a real master with its default settings dropped none of 16 complete
-	// objects filling a 16 MiB segment in 14 s (b4e-pool-full-of-objects),
-	// and no real run has shown it drop one yet.
+	// Evicts also runs the master's watermark eviction as time passes:
+	// while the segment is full it drops complete objects without a live
+	// lease, oldest first (master_service.cpp, EvictionThreadFunc and
+	// BatchEvict: over eviction_high_watermark_ratio, leases expired). Off
+	// by default: the eviction a real master was seen to make is the one a
+	// refused start triggers (b4e-pool-full-declines-then-evicts), which
+	// the fake always runs (evictLocked).
 	Evicts bool
 }
 
@@ -150,7 +152,10 @@ type Master struct {
 	top      int64
 	free     []span // sorted by offset
 	used     int64
-	discards []discarded
+	// needEviction: a start was refused for lack of room; the eviction
+	// thread drops objects when the clock next moves (evictLocked).
+	needEviction bool
+	discards     []discarded
 
 	objects  map[string]*object
 	sessions map[string]session

@@ -28,6 +28,7 @@ func (m *Master) startLocked(owner int, key string, size int64) (int64, span) {
 	}
 	s, ok := m.allocLocked(size)
 	if !ok {
+		m.needEviction = true // the master's need_mem_eviction_: its eviction thread runs as time passes
 		return codeNoAvailableHandle, span{}
 	}
 	m.sessions[key] = session{owner: owner, started: m.now, span: s}
