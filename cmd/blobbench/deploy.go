@@ -199,8 +199,8 @@ func openRedis(t redisTarget, log io.Writer) (store, error) {
 			}
 		},
 		plainName: "pipeline",
-		plain: func(_ driver.Driver, keys []string, objs [][]byte, perCall, workers int) (time.Duration, time.Duration, error) {
-			return plainPipeline(c, keys, objs, perCall, workers)
+		plain: func(_ driver.Driver, keys []string, objs [][]byte, perCall, putConc, getConc int) (plainTimes, error) {
+			return plainPipeline(c, keys, objs, perCall, putConc, getConc)
 		}}
 	atCleanup(func() {
 		keys := w.all()
@@ -252,9 +252,9 @@ func keysUnder(ctx context.Context, c goredis.UniversalClient, prefix string) ([
 // pipelined SET of objs[i] under keys[i], then a pipelined GET of each, cut
 // into pipelines of perCall keys sent by workers goroutines, as the
 // backend cuts a view into driver calls.
-func plainPipeline(c goredis.UniversalClient, keys []string, objs [][]byte, perCall, workers int) (put, get time.Duration, err error) {
+func plainPipeline(c goredis.UniversalClient, keys []string, objs [][]byte, perCall, putConc, getConc int) (plainTimes, error) {
 	ctx := context.Background()
-	run := func(op func(p goredis.Pipeliner, i int)) (time.Duration, error) {
+	run := func(workers int, op func(p goredis.Pipeliner, i int)) (time.Duration, error) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		var first error
@@ -288,11 +288,12 @@ func plainPipeline(c goredis.UniversalClient, keys []string, objs [][]byte, perC
 		wg.Wait()
 		return time.Since(t0), first
 	}
-	if put, err = run(func(p goredis.Pipeliner, i int) { p.Set(ctx, keys[i], objs[i], 0) }); err != nil {
-		return 0, 0, err
+	put, err := run(putConc, func(p goredis.Pipeliner, i int) { p.Set(ctx, keys[i], objs[i], 0) })
+	if err != nil {
+		return plainTimes{}, err
 	}
-	get, err = run(func(p goredis.Pipeliner, i int) { p.Get(ctx, keys[i]) })
-	return put, get, err
+	get, err := run(getConc, func(p goredis.Pipeliner, i int) { p.Get(ctx, keys[i]) })
+	return plainTimes{put: put, get: get}, err
 }
 
 func cmpErr(first, err error) error {

@@ -99,21 +99,20 @@ func fsStore() (store, error) {
 				_ = os.Remove(paths(d, k))
 			}
 		},
-		plain: func(d driver.Driver, keys []string, objs [][]byte, perCall, workers int) (put, get time.Duration, err error) {
-			putConc, conc := reached(opt.RowsInFlight, perCall, workers)
+		plain: func(d driver.Driver, keys []string, objs [][]byte, _, putConc, conc int) (plainTimes, error) {
 			files := make([]string, len(keys))
 			for i, k := range keys {
 				files[i] = paths(d, k)
 				if err := os.MkdirAll(filepath.Dir(files[i]), 0o700); err != nil {
-					return 0, 0, err
+					return plainTimes{}, err
 				}
 			}
-			put, err = eachKey(len(keys), putConc, func(_, i int) error { return durableWrite(files[i], objs[i]) })
+			put, err := eachKey(len(keys), putConc, func(_, i int) error { return durableWrite(files[i], objs[i]) })
 			if err != nil {
-				return 0, 0, err
+				return plainTimes{}, err
 			}
 			bufs := buffers(conc, len(objs[0]))
-			get, err = eachKey(len(keys), conc, func(g, i int) error {
+			get, err := eachKey(len(keys), conc, func(g, i int) error {
 				f, err := os.Open(files[i])
 				if err != nil {
 					return err
@@ -125,7 +124,7 @@ func fsStore() (store, error) {
 				}
 				return nil
 			})
-			return put, get, err
+			return plainTimes{put: put, get: get}, err
 		},
 		// Removed on Ctrl-C too, not only when measure returns.
 		stop: atCleanup(func() { _ = os.RemoveAll(dir) })}, nil
@@ -207,19 +206,18 @@ func s3Store() (store, error) {
 				return err
 			})
 		},
-		plain: func(d driver.Driver, keys []string, objs [][]byte, perCall, workers int) (put, get time.Duration, err error) {
-			putConc, conc := reached(opt.RowsInFlight, perCall, workers)
+		plain: func(d driver.Driver, keys []string, objs [][]byte, _, putConc, conc int) (plainTimes, error) {
 			c, ctx := client(d), context.Background()
-			put, err = eachKey(len(keys), putConc, func(_, i int) error {
+			put, err := eachKey(len(keys), putConc, func(_, i int) error {
 				_, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String(opt.Bucket), Key: aws.String(keys[i]),
 					Body: bytes.NewReader(objs[i]), ContentLength: aws.Int64(int64(len(objs[i])))})
 				return err
 			})
 			if err != nil {
-				return 0, 0, err
+				return plainTimes{}, err
 			}
 			bufs := buffers(conc, len(objs[0]))
-			get, err = eachKey(len(keys), conc, func(g, i int) error {
+			get, err := eachKey(len(keys), conc, func(g, i int) error {
 				out, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String(opt.Bucket), Key: aws.String(keys[i])})
 				if err != nil {
 					return err
@@ -228,7 +226,7 @@ func s3Store() (store, error) {
 				_, err = io.ReadFull(out.Body, bufs[g][:len(objs[i])])
 				return err
 			})
-			return put, get, err
+			return plainTimes{put: put, get: get}, err
 		},
 		stop: stop}, nil
 }

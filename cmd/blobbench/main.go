@@ -12,7 +12,8 @@
 //     workers, beside a memcpy and an allocate-then-copy of the same bytes
 //     on as many goroutines as there are workers (the machine's limit for
 //     that many workers), and, for a store with a client of its own, that
-//     client doing the same work at the concurrency the driver reaches;
+//     client doing the same work at the concurrency the driver reaches
+//     (its puts at the publish's: backend.PublishWorkers of the workers);
 //   - fetch latency of one 1 MiB row, idle and next to two publish streams,
 //     -latency-samples samples per phase (fewer, but at least 100, once a
 //     phase took -latency-budget), and what those fetches cost the
@@ -51,8 +52,9 @@
 // driver over the real SDK and a mooncake_master it starts on loopback, and
 // adds publish_vs_raw_sdk and fetch_vs_raw_sdk: the SDK's own
 // batch_put_from and batch_get_into of the same bytes through the same
-// client. It logs, per rep, the same puts made the driver's way (session
-// start, scatter, end) without kvblob, which tells kvblob's cost from the
+// client; and publish_vs_raw_session: the same puts made the driver's way
+// (session start, scatter, end) through the same client without kvblob,
+// on segment memory already touched, which tells kvblob's cost from the
 // session path's.
 //
 // Progress goes to stderr. Machines are noisy: read the ratios, not the
@@ -293,6 +295,9 @@ func printRatios(w io.Writer, r ratios) {
 		fmt.Fprintf(w, " publish_vs_memcpy@%s=%s fetch_vs_memcpy@%s=%s", at, z.PublishVsMemcpy, at, z.FetchVsMemcpy)
 		if z.PublishVsPlain != nil {
 			fmt.Fprintf(w, " publish_vs_%s@%s=%s fetch_vs_%s@%s=%s", r.PlainName, at, z.PublishVsPlain, r.PlainName, at, z.FetchVsPlain)
+		}
+		if z.PublishVsSession != nil {
+			fmt.Fprintf(w, " publish_vs_%s@%s=%s", r.SessionName, at, z.PublishVsSession)
 		}
 	}
 	fmt.Fprintf(w, " fetch_p99_loaded_vs_idle=%s publish_loaded_vs_alone=%s", r.FetchP99LoadedVsIdle, r.PublishLoadedVsAlone)

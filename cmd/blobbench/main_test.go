@@ -9,12 +9,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/runtime/backend"
+	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/fs"
 )
 
@@ -142,5 +144,43 @@ func TestTheOwnClientRunsAtTheConcurrencyTheDriverReaches(t *testing.T) {
 			assert.Equal(t, backend.PublishWorkers(c.workers)*c.each, p, "publish")
 			assert.Equal(t, c.fetch, f, "fetch")
 		})
+	}
+}
+
+// TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches: a store's own
+// client puts at the publish's parallelism (backend.PublishWorkers of the
+// workers, times the rows a call sends at once) and gets at the fetch's,
+// so each ratio compares like with like; a store with a session path
+// gets its publish_vs_<session> ratio at every size.
+func TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches(t *testing.T) {
+	for _, c := range []struct {
+		workers, rowsInFlight, wantGet int
+	}{
+		{1, 0, 1},
+		{2, 0, 2},
+		{4, 0, 4},
+		{2, 4, 8},
+	} {
+		// One worker is kept for fetches, and on this machine publishers
+		// leave a CPU to them.
+		wantPut := backend.PublishWorkers(c.workers) * max(1, c.rowsInFlight)
+		s := memoryStore()
+		var puts, gets []int
+		s.plainName, s.sessionName, s.rowsInFlight = "own", "own_session", c.rowsInFlight
+		s.plain = func(_ driver.Driver, keys []string, objs [][]byte, perCall, putConc, getConc int) (plainTimes, error) {
+			puts, gets = append(puts, putConc), append(gets, getConc)
+			return plainTimes{put: time.Millisecond, get: time.Millisecond, session: 2 * time.Millisecond}, nil
+		}
+		p := plan{reps: 2, viewBytes: 1 << 20, bytesPerCall: 256 << 10, rowsPerCall: 256}
+		b, err := measureBandwidth(s, p, 64<<10, 16, c.workers)
+		require.NoError(t, err)
+		assert.Equal(t, []int{wantPut, wantPut, wantPut}, puts, "puts, %+v", c)
+		assert.Equal(t, []int{c.wantGet, c.wantGet, c.wantGet}, gets, "gets, %+v", c)
+		require.NotNil(t, b.PublishVsSession, "%+v", c)
+		var out bytes.Buffer
+		printRatios(&out, ratios{Store: "x", PlainName: s.plainName, SessionName: s.sessionName, Workers: c.workers,
+			Sizes: []sizeRatios{{RowBytes: 64 << 10, PublishVsPlain: b.PublishVsPipeline, FetchVsPlain: b.FetchVsPipeline, PublishVsSession: b.PublishVsSession}}})
+		assert.Contains(t, out.String(), " publish_vs_own@64KiB=")
+		assert.Contains(t, out.String(), " publish_vs_own_session@64KiB="+b.PublishVsSession.String())
 	}
 }

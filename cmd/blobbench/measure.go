@@ -119,6 +119,9 @@ type bandwidth struct {
 	// publish's and fetch's times (Redis only).
 	PublishVsPipeline *spread `json:"publish_vs_pipeline,omitempty"`
 	FetchVsPipeline   *spread `json:"fetch_vs_pipeline,omitempty"`
+	// The store's own client putting the same bytes the driver's way
+	// (store.sessionName) over the publish's time.
+	PublishVsSession *spread `json:"publish_vs_session,omitempty"`
 }
 
 type latency struct {
@@ -203,6 +206,7 @@ type scalingPoint struct {
 type ratios struct {
 	Store                string       `json:"store"`
 	PlainName            string       `json:"plain_name,omitempty"`
+	SessionName          string       `json:"session_name,omitempty"`
 	Workers              int          `json:"workers"`
 	Sizes                []sizeRatios `json:"sizes"`
 	FetchP99LoadedVsIdle spread       `json:"fetch_p99_loaded_vs_idle"`
@@ -224,6 +228,10 @@ type sizeRatios struct {
 	// over the publish's and fetch's times (stores that have one).
 	PublishVsPlain *spread `json:"publish_vs_plain,omitempty"`
 	FetchVsPlain   *spread `json:"fetch_vs_plain,omitempty"`
+	// The store's client putting the same bytes the driver's way, over the
+	// publish's time (stores with such a path: the Mooncake SDK's
+	// sessions).
+	PublishVsSession *spread `json:"publish_vs_session,omitempty"`
 }
 
 // ratioWorkers is the worker count the ratios lines are at: 2 (the
@@ -249,6 +257,16 @@ var extraStores []struct {
 	open func(log io.Writer) (store, error)
 }
 
+// plainTimes are what a store's own client took for the work of a
+// publish and a fetch.
+type plainTimes struct {
+	put, get time.Duration
+	// session is the same puts made the way the driver makes them, with
+	// no kvblob in the way (Mooncake: session start, scatter, end), 0 for
+	// a store whose plain put is already the driver's way.
+	session time.Duration
+}
+
 // store makes a fresh driver of one store, and forgets objects.
 type store struct {
 	name    string
@@ -258,14 +276,17 @@ type store struct {
 	stop    func()
 	prefix  string   // the backend's key prefix ("" is the backend's default)
 	written *written // records every key before it is written, when the run must delete them
-	// plain times a plain put of objs[i] under keys[i] and a get of each, perCall keys per
-	// call, from workers goroutines, through the store's own client with no
-	// kvblob in the way (nil: no such baseline); d is the rig's driver.
-	// plainName names it in the ratios line ("pipeline": go-redis
-	// pipelines; "raw_sdk": the Mooncake SDK's batch_put_from and
-	// batch_get_into).
-	plain     func(d driver.Driver, keys []string, objs [][]byte, perCall, workers int) (put, get time.Duration, err error)
+	// plain times a plain put of objs[i] under keys[i] from putConc
+	// goroutines and a get of each from getConc, perCall keys per call,
+	// through the store's own client with no kvblob in the way (nil: no
+	// such baseline); d is the rig's driver. plainName names it in the
+	// ratios line ("pipeline": go-redis pipelines; "raw_sdk": the Mooncake
+	// SDK's batch_put_from and batch_get_into).
+	plain     func(d driver.Driver, keys []string, objs [][]byte, perCall, putConc, getConc int) (plainTimes, error)
 	plainName string
+	// sessionName names plainTimes.session in the ratios line ("" when
+	// the store's plain has none).
+	sessionName string
 	// rowsInFlight is how many rows one driver call sends at once (1: one
 	// after another); the store's client runs at the concurrency the
 	// driver reaches (reached).
@@ -546,11 +567,11 @@ func measure(p plan, log io.Writer) (*report, error) {
 	rep.Scaling = sc
 	rw := ratioWorkers(p.workers)
 	for _, s := range ss {
-		rt := ratios{Store: s.name, PlainName: s.plainName, Workers: rw}
+		rt := ratios{Store: s.name, PlainName: s.plainName, SessionName: s.sessionName, Workers: rw}
 		for _, b := range rep.Bandwidth {
 			if b.Store == s.name && b.Workers == rw {
 				rt.Sizes = append(rt.Sizes, sizeRatios{RowBytes: b.RowBytes, PublishVsMemcpy: b.PublishVsMemcpy, FetchVsMemcpy: b.FetchVsMemcpy,
-					PublishVsPlain: b.PublishVsPipeline, FetchVsPlain: b.FetchVsPipeline})
+					PublishVsPlain: b.PublishVsPipeline, FetchVsPlain: b.FetchVsPipeline, PublishVsSession: b.PublishVsSession})
 			}
 		}
 		for _, l := range rep.Latency {
@@ -591,7 +612,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	defer r.close()
 	total := int64(rows) * rowBytes
 	var pubs, gets, cps, allocs []time.Duration
-	var pubR, getR, pubP, getP []float64
+	var pubR, getR, pubP, getP, pubS []float64
 	srcMem := r.slots.Mem[:total]
 	dstMem := r.slots.Mem[total : 2*total]
 	batches := 0
@@ -626,7 +647,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		alloc := time.Since(t0)
 		batches = (r.be.Stats().BatchesQueued - before) / 2
 		r.forget(src)
-		var plainPut, plainGet time.Duration
+		var plain plainTimes
 		if s.plain != nil {
 			pv, _ := r.views(0, rows) // fresh names, recorded as written
 			keys := r.keys(pv)
@@ -641,7 +662,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			// runtime.GC below ends each rep): so does the baseline, not
 			// amid the collection of the copies above.
 			runtime.GC()
-			if plainPut, plainGet, err = s.plain(r.d, keys, objs, perCall, workers); err != nil {
+			if plain, err = s.plain(r.d, keys, objs, perCall, pubConc, conc); err != nil {
 				return bandwidth{}, fmt.Errorf("plain %s: %w", s.plainName, err)
 			}
 			r.forget(pv)
@@ -653,7 +674,10 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		pubs, gets, cps, allocs = append(pubs, pub), append(gets, get), append(cps, cp), append(allocs, alloc)
 		pubR, getR = append(pubR, float64(cpPub)/float64(pub)), append(getR, float64(cp)/float64(get))
 		if s.plain != nil {
-			pubP, getP = append(pubP, float64(plainPut)/float64(pub)), append(getP, float64(plainGet)/float64(get))
+			pubP, getP = append(pubP, float64(plain.put)/float64(pub)), append(getP, float64(plain.get)/float64(get))
+			if s.sessionName != "" {
+				pubS = append(pubS, float64(plain.session)/float64(pub))
+			}
 		}
 	}
 	if err := r.close(); err != nil {
@@ -666,6 +690,10 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	if s.plain != nil {
 		pp, gp := spreadOf(pubP), spreadOf(getP)
 		b.PublishVsPipeline, b.FetchVsPipeline = &pp, &gp
+		if s.sessionName != "" {
+			ps := spreadOf(pubS)
+			b.PublishVsSession = &ps
+		}
 	}
 	return b, nil
 }

@@ -19,7 +19,9 @@ import (
 // Built with -tags mooncake, blobbench also measures the driver over the
 // real SDK, against a mooncake_master it starts on loopback, beside the
 // SDK's own batch_put_from and batch_get_into of the same bytes through the
-// same client (the ratios line's publish_vs_raw_sdk and fetch_vs_raw_sdk).
+// same client (the ratios line's publish_vs_raw_sdk and fetch_vs_raw_sdk),
+// and the same puts made the driver's way through the same client: session
+// start, scatter, end (publish_vs_raw_session).
 func init() {
 	extraStores = append(extraStores, struct {
 		name string
@@ -56,27 +58,28 @@ func openRealMooncake(log io.Writer) (store, error) {
 			}
 			return d, nil
 		},
-		forget:    func(d driver.Driver, keys []string) { _, _ = client(d).BatchRemove(keys) },
-		stop:      func() { _ = pool.Close() },
-		plainName: "raw_sdk",
-		plain: func(d driver.Driver, keys []string, objs [][]byte, perCall, workers int) (time.Duration, time.Duration, error) {
-			put, get, sessions, err := rawMooncake(client(d), keys, objs, perCall, workers)
+		forget:      func(d driver.Driver, keys []string) { _, _ = client(d).BatchRemove(keys) },
+		stop:        func() { _ = pool.Close() },
+		plainName:   "raw_sdk",
+		sessionName: "raw_session",
+		plain: func(d driver.Driver, keys []string, objs [][]byte, perCall, putConc, getConc int) (plainTimes, error) {
+			t, err := rawMooncake(client(d), keys, objs, perCall, putConc, getConc)
 			if err == nil {
 				fmt.Fprintf(log, "blobbench: mooncake-real raw SDK: batch_put_from %v, the same puts as session start+scatter+end %v (%.2fx), batch_get_into %v\n",
-					put.Round(time.Microsecond), sessions.Round(time.Microsecond), float64(sessions)/float64(put), get.Round(time.Microsecond))
+					t.put.Round(time.Microsecond), t.session.Round(time.Microsecond), float64(t.session)/float64(t.put), t.get.Round(time.Microsecond))
 			}
-			return put, get, err
+			return t, err
 		}}, nil
 }
 
-// rawMooncake puts objs[i] under keys[i] with the SDK's batch_put_from, then
-// reads each back with batch_get_into, perCall keys per call from workers
-// goroutines, through c: the same client, segment and transport as the
-// driver's, from registered memory as the SDK requires. It also times the
-// same puts made the driver's way (session start, scatter, end, under
-// other keys, removed after), to tell what kvblob costs from what the
-// SDK's session path costs.
-func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, workers int) (put, get, sessions time.Duration, err error) {
+// rawMooncake puts objs[i] under keys[i] with the SDK's batch_put_from from
+// putConc goroutines, then reads each back with batch_get_into from
+// getConc, perCall keys per call, through c: the same client, segment and
+// transport as the driver's, from registered memory as the SDK requires.
+// It also times the same puts made the driver's way (session start,
+// scatter, end, under other keys, removed after) from putConc goroutines,
+// to tell what kvblob costs from what the SDK's session path costs.
+func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, putConc, getConc int) (t plainTimes, err error) {
 	n := int64(len(objs[0]))
 	var regs [][]byte
 	defer func() {
@@ -99,17 +102,17 @@ func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, worker
 	}
 	src, err := alloc(len(objs) * int(n))
 	if err != nil {
-		return 0, 0, 0, err
+		return plainTimes{}, err
 	}
 	for i, o := range objs {
 		copy(src[int64(i)*n:], o)
 	}
 	// srcOf is key i's object in registered memory.
 	srcOf := func(i int) []byte { return src[int64(i)*n : int64(i+1)*n] }
-	dsts := make([][]byte, workers)
+	dsts := make([][]byte, getConc)
 	for w := range dsts {
 		if dsts[w], err = alloc(perCall * int(n)); err != nil {
-			return 0, 0, 0, err
+			return plainTimes{}, err
 		}
 		clear(dsts[w]) // touch every page now, not inside the timed gets
 	}
@@ -125,7 +128,7 @@ func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, worker
 		return chunks
 	}
 	chunks := chunksOf(keys)
-	run := func(call func(w int, ch chunk) error) (time.Duration, error) {
+	run := func(workers int, call func(w int, ch chunk) error) (time.Duration, error) {
 		next := make(chan chunk, len(chunks))
 		for _, ch := range chunks {
 			next <- ch
@@ -160,7 +163,7 @@ func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, worker
 		}
 		return nil
 	}
-	put, err = run(func(_ int, ch chunk) error {
+	t.put, err = run(putConc, func(_ int, ch chunk) error {
 		bufs := make([]mooncake.Buffer, len(ch.keys))
 		for i := range bufs {
 			bufs[i] = mooncake.BufferOf(srcOf(ch.first + i))
@@ -169,9 +172,9 @@ func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, worker
 		return check("batch_put_from", got, err, 0)
 	})
 	if err != nil {
-		return 0, 0, 0, err
+		return plainTimes{}, err
 	}
-	get, err = run(func(w int, ch chunk) error {
+	t.get, err = run(getConc, func(w int, ch chunk) error {
 		bufs := make([]mooncake.Buffer, len(ch.keys))
 		for i := range bufs {
 			bufs[i] = mooncake.BufferOf(dsts[w][int64(i)*n : int64(i+1)*n])
@@ -180,7 +183,7 @@ func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, worker
 		return check("batch_get_into", got, err, n)
 	})
 	if err != nil {
-		return 0, 0, 0, err
+		return plainTimes{}, err
 	}
 	// The session path's puts land where the raw puts just were: their
 	// objects are removed first, so the master hands the same segment
@@ -190,7 +193,7 @@ func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, worker
 	// first touch of fresh segment pages: ~13x batch_put_from printed,
 	// where a warm probe measured 2.7-3.2x (issue 31).
 	if _, err := c.BatchRemove(keys); err != nil {
-		return 0, 0, 0, fmt.Errorf("batch_remove before the session puts: %w", err)
+		return plainTimes{}, fmt.Errorf("batch_remove before the session puts: %w", err)
 	}
 	other := make([]string, len(keys))
 	for i, k := range keys {
@@ -198,7 +201,7 @@ func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, worker
 	}
 	defer func() { _, _ = c.BatchRemove(other) }()
 	chunks = chunksOf(other)
-	sessions, err = run(func(_ int, ch chunk) error {
+	t.session, err = run(putConc, func(_ int, ch chunk) error {
 		ks := ch.keys
 		sizes := make([]int64, len(ks))
 		bufs := make([][]mooncake.Buffer, len(ks))
@@ -216,5 +219,5 @@ func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, worker
 		got, err = c.BatchPutSessionEnd(ks)
 		return check("batch_put_session_end", got, err, 0)
 	})
-	return put, get, sessions, err
+	return t, err
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -46,7 +48,9 @@ var (
 // absolute against its directory); CGO_LDFLAGS links the SDK's libraries,
 // each found in the tree; LD_LIBRARY_PATH holds its shared ones;
 // MOONCAKE_MASTER_DIR is the folder of the build's mooncake_master and
-// MOONCAKE_VERSION the version the build reports. -format sh prints export
+// MOONCAKE_VERSION the version the build reports. CGO_CPPFLAGS also
+// carries a digest of the SDK (cgoDigestDefine), so Go's cache never
+// reuses a build against another SDK. -format sh prints export
 // lines for eval; -format github prints NAME=value lines for
 // $GITHUB_ENV. Exit 2 when the tree lacks any of it.
 func runCgoflags(args []string, stdout, stderr io.Writer) int {
@@ -89,6 +93,12 @@ func cgoEnv(build string) ([][2]string, error) {
 	build, err := filepath.Abs(build)
 	if err != nil {
 		return nil, err
+	}
+	// A CI often reaches its build tree through a symbolic link (a
+	// workspace path onto a cache), and a walk from a link stops at the
+	// link: resolve it, so the libraries are found under what it names.
+	if build, err = filepath.EvalSymlinks(build); err != nil {
+		return nil, fmt.Errorf("the build tree: %w", err)
 	}
 	cpp, cxx, err := compileFlags(filepath.Join(build, "compile_commands.json"), cgoSource)
 	if err != nil {
@@ -146,6 +156,15 @@ func cgoEnv(build string) ([][2]string, error) {
 	if m == nil {
 		return nil, fmt.Errorf("%s defines no MOONCAKE_DISPLAY_VERSION", filepath.Join(build, cgoVersionHeader))
 	}
+	var linked []string
+	for _, l := range append(append([]string{}, cgoStaticLibs...), cgoSharedLibs...) {
+		linked = append(linked, found[l])
+	}
+	digest, err := sdkDigest(linked, filepath.Join(build, cgoVersionHeader), includeDirs(cpp))
+	if err != nil {
+		return nil, fmt.Errorf("reading the SDK to digest it: %w", err)
+	}
+	cpp = append(cpp, "-D"+cgoDigestDefine+"="+digest)
 	return [][2]string{
 		{"CGO_ENABLED", "1"},
 		{"CGO_CPPFLAGS", strings.Join(cpp, " ")},
@@ -291,4 +310,80 @@ func findFiles(build string, static, shared []string) (map[string]string, error)
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// cgoDigestDefine is the define 'gate cgoflags' adds to CGO_CPPFLAGS: a
+// digest of the SDK the build compiles and links against (sdkDigest).
+//
+// Go's build cache keys a cgo package on its own files and on the CGO_*
+// flags, never on the headers it includes from elsewhere nor the
+// libraries it links ('go help cache'). An SDK's CI that restores a Go
+// cache (actions/setup-go does by default) would otherwise reuse the
+// shim compiled against the previous commit's headers (RealClient's
+// layout, the version string the gate picks the spec by) and a test
+// binary linked with its libraries: the gate would report the old build.
+// With the digest in the flags, another SDK is another cache key.
+const cgoDigestDefine = "KVBLOB_SDK_DIGEST"
+
+// includeDirs returns the -I directories of cpp (not -isystem: the
+// system's and third-party headers are not the SDK's).
+func includeDirs(cpp []string) []string {
+	var dirs []string
+	for i, a := range cpp {
+		switch {
+		case a == "-I" && i+1 < len(cpp):
+			dirs = append(dirs, cpp[i+1])
+		case strings.HasPrefix(a, "-I") && len(a) > 2:
+			dirs = append(dirs, a[2:])
+		}
+	}
+	return dirs
+}
+
+// sdkDigest is the first 16 bytes, in hex, of a SHA-256 over the bytes of
+// each linked library, the version header and every header under the
+// include dirs, each named by its path from its own root (a library by its
+// file name, a header from its include dir): the same SDK build gives the
+// same digest wherever its tree lies, and any change the shim could see
+// gives another.
+func sdkDigest(libs []string, versionHeader string, incDirs []string) (string, error) {
+	h := sha256.New()
+	add := func(name, p string) error {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fmt.Fprintf(h, "%s\x00", name)
+		_, err = io.Copy(h, f)
+		return err
+	}
+	for _, p := range append(append([]string{}, libs...), versionHeader) {
+		if err := add(filepath.Base(p), p); err != nil {
+			return "", err
+		}
+	}
+	for _, d := range incDirs {
+		// WalkDir visits in lexical order, so the order is fixed.
+		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				if p == d && errors.Is(err, fs.ErrNotExist) {
+					return filepath.SkipDir // a dir the compiler was told of but the tree lacks
+				}
+				return err
+			}
+			switch filepath.Ext(p) {
+			case ".h", ".hh", ".hpp", ".hxx", ".inl", ".ipp", ".tcc":
+				if e.Type().IsRegular() {
+					rel, _ := filepath.Rel(d, p)
+					return add(rel, p)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -37,7 +38,7 @@ func fakeBuild(t *testing.T, asArguments bool) (build, src string) {
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o755))
 	}
 	cmd := "/usr/bin/c++ -DASIO_DYN_LINK -DUSE_TCP '-DQUOTED=a b' -I" + src + "/mooncake-store/include -I" + build + "/mooncake-store/src/../include " +
-		"-I ../rel/include -isystem /opt/ylt/include -Wall -Wextra -fPIC -g -fcoroutines -O2 -DNDEBUG -std=gnu++20 " +
+		"-I ../rel/include -isystem " + root + "/ylt/include -Wall -Wextra -fPIC -g -fcoroutines -O2 -DNDEBUG -std=gnu++20 " +
 		"-o mooncake-store/src/CMakeFiles/o.dir/real_client.cpp.o -c " + src + "/mooncake-store/src/real_client.cpp"
 	entry := map[string]any{"directory": build, "file": src + "/mooncake-store/src/real_client.cpp"}
 	if asArguments {
@@ -64,7 +65,7 @@ func TestCgoflagsReadsTheBuildTree(t *testing.T) {
 		want := strings.Join([]string{
 			"CGO_ENABLED=1",
 			"CGO_CPPFLAGS=-DASIO_DYN_LINK -DUSE_TCP -DQUOTED=a b -I" + src + "/mooncake-store/include -I" + build + "/mooncake-store/include -I " +
-				filepath.Join(build, "../rel/include") + " -isystem /opt/ylt/include -DNDEBUG",
+				filepath.Join(build, "../rel/include") + " -isystem " + filepath.Dir(build) + "/ylt/include -DNDEBUG -DKVBLOB_SDK_DIGEST=<digest>",
 			"CGO_CXXFLAGS=-g -fcoroutines -O2 -std=gnu++20",
 			"CGO_LDFLAGS=-L" + build + "/mooncake-store/src -L" + build + "/mooncake-store/src/cachelib_memory_allocator -L" + build + "/mooncake-store/src/local_ssd -L" +
 				build + "/mooncake-transfer-engine/src -L" + build + "/mooncake-transfer-engine/src/common/base -L" + build + "/mooncake-common/src -L" + build + "/mooncake-common " +
@@ -74,13 +75,84 @@ func TestCgoflagsReadsTheBuildTree(t *testing.T) {
 			"MOONCAKE_MASTER_DIR=" + build + "/mooncake-store/src",
 			"MOONCAKE_VERSION=0.3.12.post1 (git: 3b5a59413)",
 		}, "\n") + "\n"
-		assert.Equal(t, want, out, "arguments: %v", asArguments)
+		assert.Equal(t, want, anyDigest(out), "arguments: %v", asArguments)
+
+		// Reached through a symbolic link, the tree gives the same
+		// environment: the link is resolved before the walk.
+		link := filepath.Join(t.TempDir(), "build")
+		require.NoError(t, os.Symlink(build, link))
+		code, viaLink, stderr := runCLI("cgoflags", "-format", "github", link)
+		require.Equal(t, 0, code, stderr)
+		assert.Equal(t, out, viaLink, "through a link; arguments: %v", asArguments)
 
 		code, sh, stderr := runCLI("cgoflags", build)
 		require.Equal(t, 0, code, stderr)
 		assert.Contains(t, sh, "export CGO_CPPFLAGS='-DASIO_DYN_LINK -DUSE_TCP -DQUOTED=a b ")
 		assert.Contains(t, sh, "export MOONCAKE_VERSION='0.3.12.post1 (git: 3b5a59413)'\n")
 	}
+}
+
+var digestRE = regexp.MustCompile(`-DKVBLOB_SDK_DIGEST=[0-9a-f]{32}\b`)
+
+// anyDigest replaces the digest define's value in out by <digest>.
+func anyDigest(out string) string {
+	return digestRE.ReplaceAllString(out, "-DKVBLOB_SDK_DIGEST=<digest>")
+}
+
+// digestOf runs 'gate cgoflags' over build and returns the digest define.
+func digestOf(t *testing.T, build string) string {
+	t.Helper()
+	code, out, stderr := runCLI("cgoflags", "-format", "github", build)
+	require.Equal(t, 0, code, stderr)
+	d := digestRE.FindString(out)
+	require.NotEmpty(t, d, out)
+	return d
+}
+
+// TestCgoflagsDigestFollowsTheSDK: the digest define changes with every
+// byte the cgo build compiles or links against (a library, the version
+// header, a header under an -I dir), so Go's cache, which sees the flags
+// but neither headers nor libraries, never reuses a build of another SDK;
+// and it stays the same for the same bytes elsewhere, and for what is not
+// the SDK's (a file that is no header, a header of an -isystem dir).
+func TestCgoflagsDigestFollowsTheSDK(t *testing.T) {
+	for _, c := range []struct {
+		name, file string // file, relative to the tree's root
+		changes    bool
+	}{
+		{"a static library", "build/mooncake-transfer-engine/src/libtransfer_engine.a", true},
+		{"the shared library", "build/mooncake-common/libasio.so", true},
+		{"the version header", "build/mooncake-store/include/version.h", true},
+		{"a header under an -I dir", "src/mooncake-store/include/real_client.h", true},
+		{"a header in a subfolder of an -I dir", "src/mooncake-store/include/sub/types.hpp", true},
+		{"a file under an -I dir that is no header", "src/mooncake-store/include/notes.txt", false},
+		{"a header of an -isystem dir", "ylt/include/ylt.h", false},
+		{"the master", "build/mooncake-store/src/mooncake_master", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			build, src := fakeBuild(t, false)
+			root := filepath.Dir(build)
+			require.Equal(t, root, filepath.Dir(src))
+			before := digestOf(t, build)
+			p := filepath.Join(root, c.file)
+			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			require.NoError(t, err)
+			_, err = f.WriteString("one more byte")
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			after := digestOf(t, build)
+			if c.changes {
+				assert.NotEqual(t, before, after)
+			} else {
+				assert.Equal(t, before, after)
+			}
+		})
+	}
+	// The same bytes in another place: the same digest.
+	a, _ := fakeBuild(t, false)
+	b, _ := fakeBuild(t, false)
+	assert.Equal(t, digestOf(t, a), digestOf(t, b))
 }
 
 // TestCgoflagsRefusesAnIncompleteTree: what the tree lacks is named, and

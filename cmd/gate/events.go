@@ -179,7 +179,7 @@ func (c *collector) finishStore(s *storeRow) {
 	if s.failed && s.Failed == 0 && s.Errors == 0 {
 		msg := s.setup
 		if msg == "" {
-			msg = strings.Join(messages(s.output), "\n")
+			msg = strings.Join(messages(s.output, true), "\n")
 		}
 		s.add(checkResult{Name: "setup", Kind: kindSetup, Status: statusError, Message: msg})
 		if s.SkipReason == "" {
@@ -219,7 +219,7 @@ func (c *collector) addCheck(e event, name string) {
 	case "pass", "fail", "skip":
 		k.result.Seconds = e.Elapsed
 		k.result.Status = map[string]string{"pass": statusPassed, "fail": statusFailed, "skip": statusSkipped}[e.Action]
-		msgs := messages(k.lines)
+		msgs := messages(k.lines, k.result.Status == statusFailed)
 		if k.result.Status == statusSkipped && len(msgs) > 0 {
 			msgs = msgs[len(msgs)-1:] // the skip's reason; what the check logged before it is no part of it
 		}
@@ -277,17 +277,38 @@ var logged = regexp.MustCompile(`^ *[\w.-]+\.go:\d+: `)
 
 // messages returns what a test logged, one entry per Log, Error, Fatal or
 // Skip call (their continuation lines joined to them), without go test's
-// file:line prefixes.
-func messages(lines []string) []string {
-	var out []string
+// file:line prefixes; with foreign, also the process's own output.
+//
+// go test prints a Log line indented, after its file:line, and each
+// continuation line indented deeper. A line at the margin without a
+// file:line is none of the test's: it is what the process wrote straight
+// to its stdout or stderr (a C++ SDK's log, a crash), which go test hands
+// to whichever test runs at the time. It is no part of the message before
+// it, nor of a check that passed or was skipped (the real Mooncake SDK
+// logs a dozen lines per client it opens and closes); for a failure it
+// may be the cause, so foreign keeps it, after the test's own messages
+// (the first line of a failure's text is its message).
+func messages(lines []string, foreign bool) []string {
+	var out, theirs []string
 	for _, l := range lines {
-		if loc := logged.FindStringIndex(l); loc != nil {
+		atMargin := !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "\t")
+		switch loc := logged.FindStringIndex(l); {
+		case loc != nil:
 			out = append(out, l[loc[1]:])
-		} else if len(out) > 0 {
+		case atMargin:
+			if t := strings.TrimSpace(l); t != "" {
+				theirs = append(theirs, t)
+			}
+		case len(out) > 0:
 			out[len(out)-1] += "\n" + strings.TrimLeft(l, " ")
-		} else if t := strings.TrimSpace(l); t != "" {
-			out = append(out, t)
+		default:
+			if t := strings.TrimSpace(l); t != "" {
+				out = append(out, t)
+			}
 		}
+	}
+	if foreign && len(theirs) > 0 {
+		out = append(out, strings.Join(theirs, "\n"))
 	}
 	return out
 }

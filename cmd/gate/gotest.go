@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // realSDKTag is the build tag that links the real Mooncake SDK; --sdk real
@@ -127,8 +128,8 @@ func storePackages(root, tags string) ([]string, error) {
 
 // testArgs are the arguments of go test for pkgs: every store's
 // TestConformance, or only the stores named (-run's second level), with
-// the real SDK's tag when real.
-func testArgs(pkgs, stores []string, real bool) []string {
+// the real SDK's tag when real, bounded by timeout.
+func testArgs(pkgs, stores []string, real bool, timeout time.Duration) []string {
 	run := "^" + conformanceTest + "$"
 	if len(stores) > 0 {
 		quoted := make([]string, len(stores))
@@ -137,7 +138,7 @@ func testArgs(pkgs, stores []string, real bool) []string {
 		}
 		run += "/^(" + strings.Join(quoted, "|") + ")$"
 	}
-	args := []string{"-count=1", "-json", "-run", run}
+	args := []string{"-count=1", "-json", "-timeout", timeout.String(), "-run", run}
 	if real {
 		args = append(args, "-tags", realSDKTag)
 	}

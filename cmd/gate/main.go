@@ -51,6 +51,7 @@ type options struct {
 	verbose             bool
 	junit, json         string
 	sdkInclude, sdkEnum string
+	timeout             time.Duration
 }
 
 // run is the gate; it returns the exit code (see the package doc).
@@ -89,6 +90,10 @@ func (g gate) run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.json, "json", "", "write the results as JSON to `FILE` (fields: docs/sdk-ci.md)")
 	fs.StringVar(&o.sdkInclude, "sdk-include", "", "check each store's code table against the enum its SDK's headers under `DIR` declare")
 	fs.StringVar(&o.sdkEnum, "sdk-enum", "", "the enum --sdk-include reads (default: the one the store's suite names, e.g. ErrorCode)")
+	// go test's own default, 10m, stopped a real Mooncake run on a busy
+	// machine: each check opens and tears down a real client (~2 s), and
+	// a check whose client cannot reach the master retries for ~90 s.
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "go test's -timeout: the whole run's bound (a real SDK's suite takes minutes)")
 	fs.Var(&o.packages, "packages", "run the TestConformance of this `package` (a path from the module root; repeatable) instead of every one under "+storesPattern)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -218,7 +223,7 @@ func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, 
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- c.read(pr) }()
-	err := g.goTest(root, testArgs(pkgs, o.stores, real), env, pw)
+	err := g.goTest(root, testArgs(pkgs, o.stores, real, o.timeout), env, pw)
 	pw.Close()
 	if rerr := <-done; err == nil {
 		err = rerr

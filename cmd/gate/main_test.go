@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -81,6 +82,10 @@ func (s *stream) check(store, name, action string, lines ...string) *stream {
 	test := conformanceTest + "/" + store + "/" + name
 	s.events = append(s.events, event{Action: "run", Package: pkg, Test: test}, event{Action: "output", Package: pkg, Test: test, Output: "=== RUN   " + test + "\n"})
 	for _, l := range lines {
+		if raw, ok := strings.CutPrefix(l, "raw:"); ok { // the process's own output, at the margin
+			s.events = append(s.events, event{Action: "output", Package: pkg, Test: test, Output: raw + "\n"})
+			continue
+		}
 		if strings.HasPrefix(l, "  ") { // a continuation line, as go test indents it
 			s.events = append(s.events, event{Action: "output", Package: pkg, Test: test, Output: "        " + strings.TrimLeft(l, " ") + "\n"})
 			continue
@@ -157,14 +162,17 @@ func TestOutsideTheCheckoutIsASetUpError(t *testing.T) {
 // TestGoTestArgs: every store's TestConformance, or the stores named (by
 // -run's second level, their names quoted), and the real SDK's build.
 func TestGoTestArgs(t *testing.T) {
-	assert.Equal(t, []string{"-count=1", "-json", "-run", "^TestConformance$", "./a"}, testArgs([]string{"./a"}, nil, false))
-	assert.Equal(t, []string{"-count=1", "-json", "-run", `^TestConformance$/^(redis|redis-valkey-8\.1)$`, "-tags", "mooncake", "./a", "./b"},
-		testArgs([]string{"./a", "./b"}, []string{"redis", "redis-valkey-8.1"}, true))
+	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "30m0s", "-run", "^TestConformance$", "./a"}, testArgs([]string{"./a"}, nil, false, 30*time.Minute))
+	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "1h0m0s", "-run", `^TestConformance$/^(redis|redis-valkey-8\.1)$`, "-tags", "mooncake", "./a", "./b"},
+		testArgs([]string{"./a", "./b"}, []string{"redis", "redis-valkey-8.1"}, true, time.Hour))
 
 	s := (&stream{}).store("memory", suitelog.SDK, "kvblob-memory 1").check("memory", "x", "pass").end("memory", "pass")
 	code, _, stderr := runWith(s.goTest, append(base, "--store", "memory", "--packages", "./stores/memory")...)
 	require.Equal(t, 0, code, stderr)
-	assert.Equal(t, []string{"-count=1", "-json", "-run", "^TestConformance$/^(memory)$", "./stores/memory"}, s.args)
+	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "30m0s", "-run", "^TestConformance$/^(memory)$", "./stores/memory"}, s.args, "the gate's default bound")
+	code, _, stderr = runWith(s.goTest, append(base, "--store", "memory", "--packages", "./stores/memory", "--timeout", "45m")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "45m0s", "-run", "^TestConformance$/^(memory)$", "./stores/memory"}, s.args)
 	assert.Empty(t, s.env)
 
 	// A path from the module root is one, not a standard library package.
@@ -213,6 +221,22 @@ func TestTheStreamBecomesTheTable(t *testing.T) {
 		out: []string{"fs     posix  0       0       3        250ms  failed",
 			"  fs skipped 1: known failure (a reason): put of row \"a\": READY,\nbut a get answered FAULT",
 			"  fs skipped 2: the store stages no HoldAccess scenario (Scenarios.HoldAccess is nil)"},
+	}, {
+		// The real Mooncake SDK logs through glog to the process's stderr,
+		// which go test hands to the check running at the time.
+		name: "the SDK's own log lines are no part of a passed or skipped check's message, and follow a failure's",
+		stream: (&stream{}).store("mooncake", suitelog.SDK, "mooncake-store 0.3.12.post1 (real SDK)").
+			check("mooncake", "a", "pass", kind("check"), "raw:I20261204 15:44:01.946811 30665 client_metric.cpp:102] Client metrics enabled").
+			check("mooncake", "b", "skip", kind("case"), "raw:I20261204 15:45:33.1 4036 real_client.cpp:1] setup", "spec/mooncake-0.3.13.yaml:193:23: a real server cannot stage this case",
+				"raw:I20261204 15:45:34.440981 4036 transfer_metadata.cpp:583] removeSegmentDesc 127.0.0.1:15491 finish").
+			check("mooncake", "c", "skip", kind("case"), "spec/mooncake-0.3.13.yaml:204:20: a real server cannot stage this case", "  on two lines",
+				"raw:I20261204 15:45:48.923389 4036 transfer_metadata.cpp:583] removeSegmentDesc 127.0.0.1:16339 finish").
+			check("mooncake", "d", "fail", kind("check"), "get of row \"a\": got FAULT, want READY", "raw:E20261204 15:46:00.1 4036 transfer_task.cpp:830] transfer failed").
+			end("mooncake", "fail"),
+		code: 1,
+		out: []string{"  mooncake skipped 1: spec/mooncake-0.3.13.yaml:193:23: a real server cannot stage this case\n",
+			"  mooncake skipped 1: spec/mooncake-0.3.13.yaml:204:20: a real server cannot stage this case\non two lines\n",
+			"  mooncake FAILED d: get of row \"a\": got FAULT, want READY\nE20261204 15:46:00.1 4036 transfer_task.cpp:830] transfer failed"},
 	}, {
 		name: "a failing check, with its spec position and every message",
 		stream: (&stream{}).store("broken", suitelog.SDK, "kvblob-memory 1 (broken)").
@@ -423,4 +447,34 @@ func TestTheGateFailsOnABrokenStore(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTheSDKsOwnLogIsInNoReportMessage: in the JSON report, a passed
+// check carries none of the lines the SDK wrote to the process's stderr,
+// a skipped one only its reason, and a failure its messages then those
+// lines (they may say why), so its first line is its own.
+func TestTheSDKsOwnLogIsInNoReportMessage(t *testing.T) {
+	glog := "raw:I20261204 15:44:01.946811 30665 client_metric.cpp:102] Client metrics enabled"
+	s := (&stream{}).store("memory", suitelog.SDK, "kvblob-memory 1").
+		check("memory", "passed", "pass", kind("check"), glog).
+		check("memory", "skipped", "skip", kind("check"), glog, "the reason", glog).
+		check("memory", "failed", "fail", kind("check"), glog, "got FAULT", glog).
+		end("memory", "fail")
+	jsonFile := filepath.Join(t.TempDir(), "gate.json")
+	code, out, stderr := runWith(s.goTest, append(base, "--packages", "./stores/memory", "--json", jsonFile)...)
+	require.Equal(t, 1, code, "%s\n%s", out, stderr)
+	jb, err := os.ReadFile(jsonFile)
+	require.NoError(t, err)
+	var rep report
+	require.NoError(t, json.Unmarshal(jb, &rep))
+	require.Len(t, rep.Stores, 1)
+	got := map[string]string{}
+	for _, c := range rep.Stores[0].Checks {
+		got[c.Name] = c.Message
+	}
+	assert.Equal(t, map[string]string{
+		"passed":  "",
+		"skipped": "the reason",
+		"failed":  "got FAULT\n" + glog[len("raw:"):] + "\n" + glog[len("raw:"):],
+	}, got)
 }

@@ -81,7 +81,7 @@ func SDKVersions() []string {
 // a build of another commit holds (SupportsVersion) but is unverified,
 // and a driver runs it only when its operator opts in (rules.Spec.Verified).
 func SDKVerified() []string {
-	return []string{"3b5a59413"}
+	return []string{"3b5a59413", "488534c4b"}
 }
 
 // SupportsVersion reports whether the spec holds for SDK version v: v is

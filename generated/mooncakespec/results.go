@@ -19,7 +19,7 @@ func MapBatchPutSessionStart(answer int64) rules.Mapping {
 	return batchPutSessionStartRule.Map(answer, 0)
 }
 
-// batchPutSessionStartRule is what spec/mooncake-0.3.13.yaml:175:3 says about batch_put_session_start's answers and its
+// batchPutSessionStartRule is what spec/mooncake-0.3.13.yaml:179:3 says about batch_put_session_start's answers and its
 // access (it touches no memory).
 var batchPutSessionStartRule = newBatchPutSessionStartRule()
 
@@ -29,7 +29,7 @@ func newBatchPutSessionStartRule() *rules.CallRule {
 		Call:   "batch_put_session_start",
 		Access: rules.AccessNone,
 		Codes: map[int64]rules.Meaning{
-			// spec/mooncake-0.3.13.yaml:183:7
+			// spec/mooncake-0.3.13.yaml:187:7
 			// The session is this writer's: go on to the scatter. Not READY: the
 			// object is complete only once its end answers OK.
 			int64(OK): {
@@ -38,7 +38,7 @@ func newBatchPutSessionStartRule() *rules.CallRule {
 					Written:  rules.WrittenNo,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:187:7
+			// spec/mooncake-0.3.13.yaml:191:7
 			// Another writer (or a completed object) holds the key. Sessions answer
 			// -705 where batch_put_from answered 0, so existence must be asked:
 			// batch_is_exist 1 is READY; 0 (absent, or still being written) is NOT_READY.
@@ -51,7 +51,7 @@ func newBatchPutSessionStartRule() *rules.CallRule {
 					IfAbsent: driver.NotReady,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:194:7
+			// spec/mooncake-0.3.13.yaml:198:7
 			// A full pool is not a fault.
 			int64(NoAvailableHandle): {
 				Mapping: rules.Mapping{
@@ -59,7 +59,7 @@ func newBatchPutSessionStartRule() *rules.CallRule {
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:200:7
+			// spec/mooncake-0.3.13.yaml:204:7
 			// The client refuses, before the master is asked, a key it holds a
 			// session for, however old (real, mooncake-real.md b3: -600, never ages
 			// out) and an empty key (b6: -600). The driver starts neither, so this
@@ -71,7 +71,7 @@ func newBatchPutSessionStartRule() *rules.CallRule {
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:210:7
+			// spec/mooncake-0.3.13.yaml:214:7
 			// A start whose answer was lost may still be applied when the master
 			// answers late (real, h5: a start timed out against a frozen master,
 			// applied on thaw). The client never recorded the session, so nothing
@@ -87,7 +87,7 @@ func newBatchPutSessionStartRule() *rules.CallRule {
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:211:7
+			// spec/mooncake-0.3.13.yaml:215:7
 			int64(RPCTimeout): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -95,7 +95,7 @@ func newBatchPutSessionStartRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:212:16
+		// spec/mooncake-0.3.13.yaml:216:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -118,7 +118,7 @@ func MapBatchPutFromMultiBufferRanges(answer, rowBytes int64) rules.Mapping {
 // access ended (rules.AccessRule.Ended).
 const BatchPutFromMultiBufferRangesAccess = rules.AccessOnReturn
 
-// batchPutFromMultiBufferRangesRule is what spec/mooncake-0.3.13.yaml:214:3 says about batch_put_from_multi_buffer_ranges's answers and its
+// batchPutFromMultiBufferRangesRule is what spec/mooncake-0.3.13.yaml:218:3 says about batch_put_from_multi_buffer_ranges's answers and its
 // access (on_return).
 var batchPutFromMultiBufferRangesRule = newBatchPutFromMultiBufferRangesRule()
 
@@ -128,7 +128,7 @@ func newBatchPutFromMultiBufferRangesRule() *rules.CallRule {
 		Call:   "batch_put_from_multi_buffer_ranges",
 		Access: BatchPutFromMultiBufferRangesAccess,
 		Sized:  true,
-		// spec/mooncake-0.3.13.yaml:221:12
+		// spec/mooncake-0.3.13.yaml:225:12
 		// Every byte landed: go on to the end, which completes the object.
 		Whole: rules.Meaning{
 			Mapping: rules.Mapping{
@@ -136,7 +136,7 @@ func newBatchPutFromMultiBufferRangesRule() *rules.CallRule {
 				Written:  rules.WrittenNo,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:223:7
+		// spec/mooncake-0.3.13.yaml:227:7
 		Short: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -145,7 +145,7 @@ func newBatchPutFromMultiBufferRangesRule() *rules.CallRule {
 			Text: "the scatter wrote part of the row; its session is revoked",
 		},
 		Codes: map[int64]rules.Meaning{
-			// spec/mooncake-0.3.13.yaml:228:7
+			// spec/mooncake-0.3.13.yaml:232:7
 			// Over TCP the target may still apply data into the object's space:
 			// never revoke it (a revoke frees the space at once).
 			int64(TransferFail): {
@@ -156,7 +156,7 @@ func newBatchPutFromMultiBufferRangesRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:229:16
+		// spec/mooncake-0.3.13.yaml:233:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -173,7 +173,7 @@ func MapBatchPutSessionEnd(answer int64) rules.Mapping {
 	return batchPutSessionEndRule.Map(answer, 0)
 }
 
-// batchPutSessionEndRule is what spec/mooncake-0.3.13.yaml:231:3 says about batch_put_session_end's answers and its
+// batchPutSessionEndRule is what spec/mooncake-0.3.13.yaml:235:3 says about batch_put_session_end's answers and its
 // access (it touches no memory).
 var batchPutSessionEndRule = newBatchPutSessionEndRule()
 
@@ -183,14 +183,14 @@ func newBatchPutSessionEndRule() *rules.CallRule {
 		Call:   "batch_put_session_end",
 		Access: rules.AccessNone,
 		Codes: map[int64]rules.Meaning{
-			// spec/mooncake-0.3.13.yaml:237:7
+			// spec/mooncake-0.3.13.yaml:241:7
 			int64(OK): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Ready},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:240:7
+			// spec/mooncake-0.3.13.yaml:244:7
 			// An unanswered end may still complete: the master matches a late end on
 			// key and client only, so the session stays held and drain revokes it.
 			int64(RPCFail): {
@@ -200,7 +200,7 @@ func newBatchPutSessionEndRule() *rules.CallRule {
 					FollowUp: rules.FollowRevokeInDrain,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:241:7
+			// spec/mooncake-0.3.13.yaml:245:7
 			int64(RPCTimeout): {
 				Mapping: rules.Mapping{
 					Result:   driver.Result{Status: driver.Fault},
@@ -208,7 +208,7 @@ func newBatchPutSessionEndRule() *rules.CallRule {
 					FollowUp: rules.FollowRevokeInDrain,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:245:7
+			// spec/mooncake-0.3.13.yaml:249:7
 			// Another client took the key over after put_start_discard_timeout_sec
 			// (real, mooncake-real.md g1: -601 forever). The driver revokes it,
 			// which answers -601 too, and keeps the key held.
@@ -219,7 +219,7 @@ func newBatchPutSessionEndRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:246:16
+		// spec/mooncake-0.3.13.yaml:250:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -243,7 +243,7 @@ func MapBatchPutSessionRevoke(answer int64) rules.Mapping {
 	return batchPutSessionRevokeRule.Map(answer, 0)
 }
 
-// batchPutSessionRevokeRule is what spec/mooncake-0.3.13.yaml:248:3 says about batch_put_session_revoke's answers and its
+// batchPutSessionRevokeRule is what spec/mooncake-0.3.13.yaml:252:3 says about batch_put_session_revoke's answers and its
 // access (it touches no memory).
 var batchPutSessionRevokeRule = newBatchPutSessionRevokeRule()
 
@@ -253,14 +253,14 @@ func newBatchPutSessionRevokeRule() *rules.CallRule {
 		Call:   "batch_put_session_revoke",
 		Access: rules.AccessNone,
 		Codes: map[int64]rules.Meaning{
-			// spec/mooncake-0.3.13.yaml:260:7
+			// spec/mooncake-0.3.13.yaml:264:7
 			int64(OK): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Ready},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:262:7
+			// spec/mooncake-0.3.13.yaml:266:7
 			// No session is left under the key (a start that raised never made one).
 			int64(ObjectNotFound): {
 				Mapping: rules.Mapping{
@@ -268,7 +268,7 @@ func newBatchPutSessionRevokeRule() *rules.CallRule {
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:269:7
+			// spec/mooncake-0.3.13.yaml:273:7
 			// The client holds no local session for the key, and the master is
 			// never asked: a key never started (real, mooncake-real.md c1/c2: -600),
 			// one already ended or revoked (c4/c5: -600), another client's (c3:
@@ -281,7 +281,7 @@ func newBatchPutSessionRevokeRule() *rules.CallRule {
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:278:7
+			// spec/mooncake-0.3.13.yaml:282:7
 			// Another client took the key over after put_start_discard_timeout_sec
 			// (real, g1: end and revoke answer -601 forever; the space was
 			// discarded). The client keeps its local session until it is torn
@@ -297,7 +297,7 @@ func newBatchPutSessionRevokeRule() *rules.CallRule {
 					FollowUp: rules.FollowKeepOpen,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:282:7
+			// spec/mooncake-0.3.13.yaml:286:7
 			// An end whose answer was lost was applied late and completed the
 			// object (real, h11-15: revoke answers -700 forever; a second end 0,
 			// and the client drops its local session on that OK): end it again.
@@ -309,7 +309,7 @@ func newBatchPutSessionRevokeRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:285:16
+		// spec/mooncake-0.3.13.yaml:289:16
 		// A revoke that failed otherwise (the master down or frozen: RPC_FAIL,
 		// RPC_TIMEOUT) stays held, and each drain tries again.
 		Otherwise: rules.Meaning{
@@ -335,7 +335,7 @@ func MapBatchGetInto(answer, rowBytes int64) rules.Mapping {
 // access ended (rules.AccessRule.Ended).
 const BatchGetIntoAccess = rules.AccessUnlessKept
 
-// batchGetIntoRule is what spec/mooncake-0.3.13.yaml:287:3 says about batch_get_into's answers and its
+// batchGetIntoRule is what spec/mooncake-0.3.13.yaml:291:3 says about batch_get_into's answers and its
 // access (unless_kept).
 var batchGetIntoRule = newBatchGetIntoRule()
 
@@ -345,14 +345,14 @@ func newBatchGetIntoRule() *rules.CallRule {
 		Call:   "batch_get_into",
 		Access: BatchGetIntoAccess,
 		Sized:  true,
-		// spec/mooncake-0.3.13.yaml:293:12
+		// spec/mooncake-0.3.13.yaml:297:12
 		Whole: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenYes,
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:296:7
+		// spec/mooncake-0.3.13.yaml:300:7
 		// A shorter object lands in the slot's head before the size is answered.
 		Short: rules.Meaning{
 			Mapping: rules.Mapping{
@@ -362,21 +362,21 @@ func newBatchGetIntoRule() *rules.CallRule {
 			Text: "a shorter object landed in the slot's head",
 		},
 		Codes: map[int64]rules.Meaning{
-			// spec/mooncake-0.3.13.yaml:301:7
+			// spec/mooncake-0.3.13.yaml:305:7
 			int64(ObjectNotFound): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Miss},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:302:7
+			// spec/mooncake-0.3.13.yaml:306:7
 			int64(ReplicaIsNotReady): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.NotReady},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:304:7
+			// spec/mooncake-0.3.13.yaml:308:7
 			// The bytes were written but the lease ran out: read once more.
 			int64(LeaseExpired): {
 				Mapping: rules.Mapping{
@@ -385,7 +385,7 @@ func newBatchGetIntoRule() *rules.CallRule {
 					FollowUp: rules.FollowRereadOnce,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:325:7
+			// spec/mooncake-0.3.13.yaml:329:7
 			// The future gave up while the transfer may still run: access is kept
 			// (real, mooncake-real.md Stalls and testdata/mcscenario/
 			// s3-get-transfer-wait-lands-late.json: with the owner frozen past the
@@ -414,7 +414,7 @@ func newBatchGetIntoRule() *rules.CallRule {
 					KeepsAccess: true,
 				},
 			},
-			// spec/mooncake-0.3.13.yaml:327:7
+			// spec/mooncake-0.3.13.yaml:331:7
 			// An object longer than its buffer is refused without a transfer.
 			int64(InvalidParams): {
 				Mapping: rules.Mapping{
@@ -423,7 +423,7 @@ func newBatchGetIntoRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/mooncake-0.3.13.yaml:328:16
+		// spec/mooncake-0.3.13.yaml:332:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},

@@ -93,7 +93,7 @@ func TestOnlyVerifiedBuildsOfASpecsReleaseAreOpened(t *testing.T) {
 	}{
 		{v: "0.3.12.post1 (git: 3b5a59413)"},
 		{v: "0.3.12.post1 (git: 3b5a594)"},
-		{v: "0.3.12.post1 (git: 6c1b1e0fa)", wantErr: `build "0.3.12.post1 (git: 6c1b1e0fa)" is commit 6c1b1e0fa; spec/mooncake-0.3.13.yaml was verified on commits 3b5a59413 only; refusing an unverified build`},
+		{v: "0.3.12.post1 (git: 6c1b1e0fa)", wantErr: `build "0.3.12.post1 (git: 6c1b1e0fa)" is commit 6c1b1e0fa; spec/mooncake-0.3.13.yaml was verified on commits 3b5a59413, 488534c4b only; refusing an unverified build`},
 		{v: "0.3.12.post1 (git: 6c1b1e0fa)", allow: true, warns: true},
 		{v: "0.3.13", wantErr: `build "0.3.13" reports no commit`},
 		{v: "0.3.13", allow: true, warns: true},

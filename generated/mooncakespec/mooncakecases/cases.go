@@ -19,7 +19,7 @@ import (
 func All() []conformance.Case {
 	return []conformance.Case{{
 		ID:          "batch_put_session_start/OK",
-		Pos:         "spec/mooncake-0.3.13.yaml:183:11",
+		Pos:         "spec/mooncake-0.3.13.yaml:187:11",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_session_start",
 		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
@@ -29,7 +29,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_put_session_start/OBJECT_ALREADY_EXISTS/exists",
-		Pos:         "spec/mooncake-0.3.13.yaml:188:9",
+		Pos:         "spec/mooncake-0.3.13.yaml:192:9",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_session_start",
 		Answer:      conformance.Answer{Code: -705, CodeName: "OBJECT_ALREADY_EXISTS"},
@@ -40,7 +40,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_put_session_start/OBJECT_ALREADY_EXISTS/absent",
-		Pos:         "spec/mooncake-0.3.13.yaml:188:9",
+		Pos:         "spec/mooncake-0.3.13.yaml:192:9",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_session_start",
 		Answer:      conformance.Answer{Code: -705, CodeName: "OBJECT_ALREADY_EXISTS"},
@@ -50,7 +50,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_put_session_start/NO_AVAILABLE_HANDLE",
-		Pos:         "spec/mooncake-0.3.13.yaml:194:28",
+		Pos:         "spec/mooncake-0.3.13.yaml:198:28",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_session_start",
 		Answer:      conformance.Answer{Code: -200, CodeName: "NO_AVAILABLE_HANDLE"},
@@ -60,7 +60,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_put_session_start/INVALID_PARAMS",
-		Pos:         "spec/mooncake-0.3.13.yaml:200:23",
+		Pos:         "spec/mooncake-0.3.13.yaml:204:23",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_session_start",
 		Answer:      conformance.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
@@ -70,7 +70,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_put_session_start/RPC_FAIL",
-		Pos:         "spec/mooncake-0.3.13.yaml:210:17",
+		Pos:         "spec/mooncake-0.3.13.yaml:214:17",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_session_start",
 		Answer:      conformance.Answer{Code: -900, CodeName: "RPC_FAIL"},
@@ -81,7 +81,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_put_session_start/RPC_TIMEOUT",
-		Pos:         "spec/mooncake-0.3.13.yaml:211:20",
+		Pos:         "spec/mooncake-0.3.13.yaml:215:20",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_session_start",
 		Answer:      conformance.Answer{Code: -901, CodeName: "RPC_TIMEOUT"},
@@ -91,7 +91,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_put_session_start/otherwise-INTERNAL_ERROR",
-		Pos:         "spec/mooncake-0.3.13.yaml:212:16",
+		Pos:         "spec/mooncake-0.3.13.yaml:216:16",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_session_start",
 		Answer:      conformance.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -101,7 +101,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_put_from_multi_buffer_ranges/whole",
-		Pos:         "spec/mooncake-0.3.13.yaml:221:12",
+		Pos:         "spec/mooncake-0.3.13.yaml:225:12",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_from_multi_buffer_ranges",
 		Answer:      conformance.Answer{Size: conformance.SizeWhole},
@@ -111,7 +111,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_put_from_multi_buffer_ranges/short",
-		Pos:         "spec/mooncake-0.3.13.yaml:223:7",
+		Pos:         "spec/mooncake-0.3.13.yaml:227:7",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_from_multi_buffer_ranges",
 		Answer:      conformance.Answer{Size: conformance.SizeShort},
@@ -120,7 +120,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_put_from_multi_buffer_ranges/TRANSFER_FAIL",
-		Pos:         "spec/mooncake-0.3.13.yaml:228:22",
+		Pos:         "spec/mooncake-0.3.13.yaml:232:22",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_from_multi_buffer_ranges",
 		Answer:      conformance.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
@@ -130,7 +130,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_put_from_multi_buffer_ranges/otherwise-INTERNAL_ERROR",
-		Pos:         "spec/mooncake-0.3.13.yaml:229:16",
+		Pos:         "spec/mooncake-0.3.13.yaml:233:16",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_from_multi_buffer_ranges",
 		Answer:      conformance.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -140,7 +140,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_put_session_end/OK",
-		Pos:         "spec/mooncake-0.3.13.yaml:237:11",
+		Pos:         "spec/mooncake-0.3.13.yaml:241:11",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_session_end",
 		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
@@ -150,7 +150,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_put_session_end/RPC_FAIL",
-		Pos:         "spec/mooncake-0.3.13.yaml:240:17",
+		Pos:         "spec/mooncake-0.3.13.yaml:244:17",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_session_end",
 		Answer:      conformance.Answer{Code: -900, CodeName: "RPC_FAIL"},
@@ -160,7 +160,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_put_session_end/RPC_TIMEOUT",
-		Pos:         "spec/mooncake-0.3.13.yaml:241:20",
+		Pos:         "spec/mooncake-0.3.13.yaml:245:20",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_session_end",
 		Answer:      conformance.Answer{Code: -901, CodeName: "RPC_TIMEOUT"},
@@ -170,7 +170,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_put_session_end/ILLEGAL_CLIENT",
-		Pos:         "spec/mooncake-0.3.13.yaml:245:23",
+		Pos:         "spec/mooncake-0.3.13.yaml:249:23",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_session_end",
 		Answer:      conformance.Answer{Code: -601, CodeName: "ILLEGAL_CLIENT"},
@@ -180,7 +180,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_put_session_end/otherwise-INTERNAL_ERROR",
-		Pos:         "spec/mooncake-0.3.13.yaml:246:16",
+		Pos:         "spec/mooncake-0.3.13.yaml:250:16",
 		Op:          conformance.OpPut,
 		Call:        "batch_put_session_end",
 		Answer:      conformance.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},
@@ -190,7 +190,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_get_into/whole",
-		Pos:         "spec/mooncake-0.3.13.yaml:293:12",
+		Pos:         "spec/mooncake-0.3.13.yaml:297:12",
 		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
 		Answer:      conformance.Answer{Size: conformance.SizeWhole},
@@ -200,7 +200,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_get_into/short",
-		Pos:         "spec/mooncake-0.3.13.yaml:296:7",
+		Pos:         "spec/mooncake-0.3.13.yaml:300:7",
 		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
 		Answer:      conformance.Answer{Size: conformance.SizeShort},
@@ -210,7 +210,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_get_into/OBJECT_NOT_FOUND",
-		Pos:         "spec/mooncake-0.3.13.yaml:301:25",
+		Pos:         "spec/mooncake-0.3.13.yaml:305:25",
 		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
 		Answer:      conformance.Answer{Code: -704, CodeName: "OBJECT_NOT_FOUND"},
@@ -220,7 +220,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_get_into/REPLICA_IS_NOT_READY",
-		Pos:         "spec/mooncake-0.3.13.yaml:302:29",
+		Pos:         "spec/mooncake-0.3.13.yaml:306:29",
 		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
 		Answer:      conformance.Answer{Code: -703, CodeName: "REPLICA_IS_NOT_READY"},
@@ -230,7 +230,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_get_into/LEASE_EXPIRED/reread-whole",
-		Pos:         "spec/mooncake-0.3.13.yaml:304:22",
+		Pos:         "spec/mooncake-0.3.13.yaml:308:22",
 		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
 		Answer:      conformance.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
@@ -240,7 +240,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_get_into/LEASE_EXPIRED/reread-again",
-		Pos:         "spec/mooncake-0.3.13.yaml:304:22",
+		Pos:         "spec/mooncake-0.3.13.yaml:308:22",
 		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
 		Answer:      conformance.Answer{Code: -707, CodeName: "LEASE_EXPIRED"},
@@ -251,7 +251,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "batch_get_into/TRANSFER_FAIL",
-		Pos:         "spec/mooncake-0.3.13.yaml:325:22",
+		Pos:         "spec/mooncake-0.3.13.yaml:329:22",
 		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
 		Answer:      conformance.Answer{Code: -800, CodeName: "TRANSFER_FAIL"},
@@ -261,7 +261,7 @@ func All() []conformance.Case {
 		AccessEnded: false,
 	}, {
 		ID:          "batch_get_into/INVALID_PARAMS",
-		Pos:         "spec/mooncake-0.3.13.yaml:327:23",
+		Pos:         "spec/mooncake-0.3.13.yaml:331:23",
 		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
 		Answer:      conformance.Answer{Code: -600, CodeName: "INVALID_PARAMS"},
@@ -272,7 +272,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "batch_get_into/otherwise-INTERNAL_ERROR",
-		Pos:         "spec/mooncake-0.3.13.yaml:328:16",
+		Pos:         "spec/mooncake-0.3.13.yaml:332:16",
 		Op:          conformance.OpGet,
 		Call:        "batch_get_into",
 		Answer:      conformance.Answer{Code: -1, CodeName: "INTERNAL_ERROR"},

@@ -206,7 +206,21 @@ func (s *trackedSDK) Close() error {
 	return s.SDK.Close()
 }
 
+// ofCheck is the driver a check's staging is recorded under: the one the
+// Factory made. The conformance harness wraps it (its calls bounded), so
+// the driver a scenario or Stage is handed is the wrapper; keyed by that,
+// a killed master was never restarted (the cleanup looks the Factory's
+// driver up) and every later check of a real run failed to reach it.
+func ofCheck(d driver.Driver) driver.Driver {
+	var md *mooncake.Driver
+	if driver.As(d, &md) {
+		return md
+	}
+	return d
+}
+
 func (p *Pool) hold(d driver.Driver, keys ...string) {
+	d = ofCheck(d)
 	p.mu.Lock()
 	p.held[d] = append(p.held[d], keys...)
 	p.mu.Unlock()
@@ -215,6 +229,7 @@ func (p *Pool) hold(d driver.Driver, keys ...string) {
 // release revokes the sessions the helper opened for d's check, and
 // restarts the master if the check killed it.
 func (p *Pool) release(t conformance.T, d driver.Driver) {
+	d = ofCheck(d)
 	p.mu.Lock()
 	keys, killed, failed := p.held[d], p.killed[d], p.failed[d]
 	delete(p.held, d)
@@ -245,6 +260,7 @@ func (p *Pool) release(t conformance.T, d driver.Driver) {
 
 // fail records a staging that failed, for d's check to report.
 func (p *Pool) fail(d driver.Driver, err error) {
+	d = ofCheck(d)
 	p.mu.Lock()
 	p.failed[d] = append(p.failed[d], err)
 	p.mu.Unlock()
@@ -252,6 +268,7 @@ func (p *Pool) fail(d driver.Driver, err error) {
 
 // kill kills the master for d's check; the check's cleanup restarts it.
 func (p *Pool) kill(d driver.Driver) {
+	d = ofCheck(d)
 	p.mu.Lock()
 	p.killed[d] = true
 	p.mu.Unlock()

@@ -16,6 +16,7 @@ func TestVersionIdentity(t *testing.T) {
 	for v, want := range map[string]struct{ holds, verified bool }{
 		"0.3.12.post1 (git: 3b5a59413)": {true, true},   // main at 3b5a594, run with MOONCAKE_REAL=1
 		"0.3.12.post1 (git: 3b5a594)":   {true, true},   // the same commit, abbreviated as git log does
+		"0.3.12.post1 (git: 488534c4b)": {true, true},   // main at 488534c4b, gated with MOONCAKE_REAL=1 as UNVERIFIED, then listed
 		"0.3.12.post1":                  {true, false},  // no commit reported
 		"0.3.12.post1 (git: 6c1b1e0fa)": {true, false},  // another build of the same release
 		"0.3.12.post1 (git: unknown)":   {true, false},  // built outside a git checkout
