@@ -73,12 +73,13 @@ func openRealMooncake(log io.Writer) (store, error) {
 }
 
 // rawMooncake puts objs[i] under keys[i] with the SDK's batch_put_from from
-// putConc goroutines, then reads each back with batch_get_into from
-// getConc, perCall keys per call, through c: the same client, segment and
+// putConc goroutines, then reads the same bytes back with batch_get_into
+// from getConc, perCall keys per call, through c: the same client, segment and
 // transport as the driver's, from registered memory as the SDK requires.
 // It also times the same puts made the driver's way (session start,
 // scatter, end, under other keys, removed after) from putConc goroutines,
-// to tell what kvblob costs from what the SDK's session path costs.
+// to tell what kvblob costs from what the SDK's session path costs; the
+// gets read those.
 func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, putConc, getConc int) (t plainTimes, err error) {
 	n := int64(len(objs[0]))
 	var regs [][]byte
@@ -174,26 +175,19 @@ func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, putCon
 	if err != nil {
 		return plainTimes{}, err
 	}
-	t.get, err = run(getConc, func(w int, ch chunk) error {
-		bufs := make([]mooncake.Buffer, len(ch.keys))
-		for i := range bufs {
-			bufs[i] = mooncake.BufferOf(dsts[w][int64(i)*n : int64(i+1)*n])
-		}
-		got, err := c.BatchGetInto(ch.keys, bufs)
-		return check("batch_get_into", got, err, n)
-	})
-	if err != nil {
-		return plainTimes{}, err
-	}
 	// The session path's puts land where the raw puts just were: their
 	// objects are removed first, so the master hands the same segment
 	// memory out again, faulted in, as the driver's publish and the raw
-	// put each found it (the driver's objects were removed before the raw
-	// put ran). Timed beside the raw puts' objects instead, they paid the
-	// first touch of fresh segment pages: ~13x batch_put_from printed,
-	// where a warm probe measured 2.7-3.2x (issue 31).
-	if _, err := c.BatchRemove(keys); err != nil {
-		return plainTimes{}, fmt.Errorf("batch_remove before the session puts: %w", err)
+	// put each found it. The removal comes before any get: a get grants a
+	// lease (the master's default_kv_lease_ttl, 10 s), and until it ends
+	// batch_remove answers OBJECT_HAS_LEASE (-706) and the object stays,
+	// which is why the session puts once paid the first touch of fresh
+	// segment pages (~12x batch_put_from printed at 1 MiB, where a warm
+	// probe measured 2.7-3.2x, issue 31). A removal any key refuses is an
+	// error, not a cold baseline.
+	got, err := c.BatchRemove(keys)
+	if err := check("batch_remove before the session puts", got, err, 0); err != nil {
+		return plainTimes{}, err
 	}
 	other := make([]string, len(keys))
 	for i, k := range keys {
@@ -218,6 +212,19 @@ func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, putCon
 		}
 		got, err = c.BatchPutSessionEnd(ks)
 		return check("batch_put_session_end", got, err, 0)
+	})
+	if err != nil {
+		return plainTimes{}, err
+	}
+	// The gets read the session puts' objects: the same bytes, sizes and
+	// segment as the raw puts'.
+	t.get, err = run(getConc, func(w int, ch chunk) error {
+		bufs := make([]mooncake.Buffer, len(ch.keys))
+		for i := range bufs {
+			bufs[i] = mooncake.BufferOf(dsts[w][int64(i)*n : int64(i+1)*n])
+		}
+		got, err := c.BatchGetInto(ch.keys, bufs)
+		return check("batch_get_into", got, err, n)
 	})
 	return t, err
 }
