@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/kvblob/kvblob/internal/bound"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -682,14 +683,8 @@ func TestUnprovableOperationsAreCountedAndNeverQuiesce(t *testing.T) {
 	assert.Equal(t, 1, e.be.Stats().BatchesUnprovable)
 	assert.False(t, closed(a.Quiesced()))
 	// No deadline at all: Shutdown must see that nothing can change.
-	errc := make(chan error, 1)
-	go func() { errc <- e.be.Shutdown(context.Background()) }()
-	var err error
-	select {
-	case err = <-errc:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Shutdown waited although every open attempt is pinned")
-	}
+	err := bound.Value(t, 10*time.Second, "Shutdown with no deadline, every open attempt pinned,",
+		func() error { return e.be.Shutdown(context.Background()) })
 	var se *backend.ShutdownError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, 1, se.Pinned)
@@ -1032,14 +1027,8 @@ func TestAShutdownPinnedLeavesCallsThatEndAtTeardown(t *testing.T) {
 	a := must(e.be.Fetch(t.Context(), e.view("r", 4, 1), driver.Hint{}))
 	wait(t, a)
 	assert.False(t, closed(a.Quiesced()), "its access has not ended")
-	errc := make(chan error, 1)
-	go func() { errc <- e.be.Shutdown(context.Background()) }()
-	var err error
-	select {
-	case err = <-errc:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Shutdown waited for a teardown that cannot come beside an unprovable call")
-	}
+	err := bound.Value(t, 10*time.Second, "Shutdown with no deadline, waiting for a teardown that cannot come beside an unprovable call,",
+		func() error { return e.be.Shutdown(context.Background()) })
 	var se *backend.ShutdownError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, 2, se.Pinned, "the unprovable put's attempt and the get's")
