@@ -3,10 +3,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/kvblob/kvblob/internal/mooncakekit/realkit"
@@ -129,29 +127,10 @@ func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, putCon
 		return chunks
 	}
 	chunks := chunksOf(keys)
+	// run makes call for every chunk, from workers goroutines (w is the
+	// goroutine's number, for its own buffers).
 	run := func(workers int, call func(w int, ch chunk) error) (time.Duration, error) {
-		next := make(chan chunk, len(chunks))
-		for _, ch := range chunks {
-			next <- ch
-		}
-		close(next)
-		errs := make([]error, workers)
-		var wg sync.WaitGroup
-		t0 := time.Now()
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ch := range next {
-					if err := call(w, ch); err != nil {
-						errs[w] = err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		return time.Since(t0), errors.Join(errs...)
+		return eachKey(len(chunks), workers, func(w, i int) error { return call(w, chunks[i]) })
 	}
 	check := func(name string, got []int64, err error, want int64) error {
 		if err != nil {
