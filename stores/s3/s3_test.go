@@ -324,3 +324,56 @@ func TestOptionsNeverPrintTheSecret(t *testing.T) {
 		assert.Contains(t, out, "AKIDEXAMPLE", verb)
 	}
 }
+
+// closeCounter is a response body that counts, with its transport, how
+// many bodies were handed out and how many closed.
+type closeCounter struct {
+	io.ReadCloser
+	closed func()
+	once   sync.Once
+}
+
+func (c *closeCounter) Close() error {
+	c.once.Do(c.closed)
+	return c.ReadCloser.Close()
+}
+
+// TestAGetClosesEveryBodyItOpened: a get closes the body of every answer
+// it had, read to the end or not (an object too long for the row is
+// refused unread): a body left open keeps its connection busy and, get
+// after get, leaks one connection each. A transport that wraps every
+// body and counts closes finds none open once the gets returned.
+func TestAGetClosesEveryBodyItOpened(t *testing.T) {
+	need(t)
+	k := s3kit.Open(t, env)
+	var mu sync.Mutex
+	opened, closed := 0, 0
+	rec := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := k.Transport.RoundTrip(r)
+		if err == nil && resp.Body != nil && r.Method == http.MethodGet {
+			mu.Lock()
+			opened++
+			mu.Unlock()
+			resp.Body = &closeCounter{ReadCloser: resp.Body, closed: func() { mu.Lock(); closed++; mu.Unlock() }}
+		}
+		return resp, err
+	})
+	d, err := s3.Open(env.Options(k.Bucket(), rec))
+	require.NoError(t, err)
+	f := blockingfx.New(t, d, 10*time.Second)
+
+	whole, long := key(t, "whole"), key(t, "long")
+	require.Equal(t, driver.Ready, f.Put(f.Row(whole, 0, 1))[0].Status)
+	require.NoError(t, k.Plant(long, bytes.Repeat([]byte{7}, 2*len(f.Region.Slot(0).Bytes()))))
+	for _, tc := range []struct {
+		key  string
+		want driver.Status
+	}{{whole, driver.Ready}, {long, driver.Fault}, {whole, driver.Ready}, {long, driver.Fault}} {
+		res := f.Get(f.Row(tc.key, 1, blockingfx.Dest))[0]
+		require.Equal(t, tc.want, res.Status, "%v", res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 4, opened, "each get had one answer with a body")
+	assert.Equal(t, opened, closed, "bodies left open after the gets returned: %d of %d", opened-closed, opened)
+}
