@@ -281,7 +281,8 @@ type Backend struct {
 	attempts   []*Attempt // not yet forgotten (Attempt.at)
 	closing    bool
 	workers    int
-	finished   bool // progress goroutine done
+	finished   bool  // progress goroutine done
+	refused    error // the drained driver's last refusal to unregister, once the progress goroutine stopped asking
 	violation  string
 	stats      Stats
 	changed    chan struct{} // closed on the next change; nil until Shutdown waits
