@@ -188,7 +188,9 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 		}
 		u.r = &Report{Dir: u.dir, Race: u.race, Packages: len(u.pkgs), Total: len(ms)}
 		t0 := time.Now()
-		if v, _ := cov.baseline(u.importPath, u.race); v != survived {
+		v, _ := cov.baseline(u.importPath, u.race)
+		fmt.Fprintf(w, "  unmutated %s: its tests %s (%v)\n", u.dir, verdictNames[v], time.Since(t0).Round(time.Second))
+		if v != survived {
 			u.r.Baseline = fmt.Sprintf("its own tests do not pass unmutated (%s): no mutant tried", verdictNames[v])
 			u.ms = nil
 			continue
