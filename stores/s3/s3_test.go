@@ -315,13 +315,19 @@ func TestOpenRefusesWhatItCannotUse(t *testing.T) {
 	assert.ErrorContains(t, err, "no credentials")
 }
 
-// TestOptionsNeverPrintTheSecret prints Options every way fmt can.
+// TestOptionsNeverPrintTheSecret prints Options every way fmt can: a set
+// secret shows as [redacted] (so a reader sees one is set), never itself;
+// an unset one shows as nothing (so a reader sees none is).
 func TestOptionsNeverPrintTheSecret(t *testing.T) {
 	o := s3.Options{Bucket: "b", AccessKey: "AKIDEXAMPLE", SecretKey: "wJalrXUtnFEMI-secret"}
+	unset := o
+	unset.SecretKey = ""
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
 		out := fmt.Sprintf(verb, o)
 		assert.NotContains(t, out, o.SecretKey, verb)
 		assert.Contains(t, out, "AKIDEXAMPLE", verb)
+		assert.Contains(t, out, "SecretKey: [redacted]", verb)
+		assert.Contains(t, fmt.Sprintf(verb, unset), "SecretKey: ,", verb)
 	}
 }
 
@@ -376,4 +382,44 @@ func TestAGetClosesEveryBodyItOpened(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, 4, opened, "each get had one answer with a body")
 	assert.Equal(t, opened, closed, "bodies left open after the gets returned: %d of %d", opened-closed, opened)
+}
+
+// TestUnsetOptionsTakeTheirDefaults: an Options that leaves Timeout,
+// MaxAttempts and Region unset gets 30 s, 3 attempts and us-east-1: a put
+// is READY (a zero timeout would end every request at once), each request
+// is signed for us-east-1, and a GET the transport fails is tried three
+// times.
+func TestUnsetOptionsTakeTheirDefaults(t *testing.T) {
+	need(t)
+	k := s3kit.Open(t, env)
+	broken := key(t, "broken")
+	var mu sync.Mutex
+	var scopes []string
+	tries := 0
+	rec := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		scopes = append(scopes, r.Header.Get("Authorization"))
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/"+broken) {
+			tries++
+			return nil, errors.New("the transport fails this key")
+		}
+		return k.Transport.RoundTrip(r)
+	})
+	opt := env.Options(k.Bucket(), rec)
+	opt.Timeout, opt.MaxAttempts, opt.Region = 0, 0, ""
+	d, err := s3.Open(opt)
+	require.NoError(t, err)
+	f := blockingfx.New(t, d, 10*time.Second)
+	kk := key(t, "a")
+	require.Equal(t, driver.Ready, f.Put(f.Row(kk, 0, 1))[0].Status, "a put under the default timeout")
+	require.Equal(t, driver.Ready, f.Get(f.Row(kk, 1, blockingfx.Dest))[0].Status)
+	res := f.Get(f.Row(broken, 1, blockingfx.Dest))[0]
+	assert.Equal(t, driver.Fault, res.Status, "%v", res)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 3, tries, "attempts of a GET that fails")
+	for _, s := range scopes {
+		assert.Contains(t, s, "/us-east-1/s3/aws4_request", "request signed for the default region")
+	}
 }
