@@ -556,7 +556,7 @@ func (b *Backend) drain(timeout time.Duration) bool {
 }
 
 // unregisterTries bounds how often drainAndUnregister asks a drained
-// driver to unregister: past that many refusals in a row (about 3 s of
+// driver to unregister: past that many refusals in a row (about 2 s of
 // backoff) the refusal is its last word. A driver whose store applied an
 // unregister and then raised refuses every later one (the region is gone
 // from the store, but the driver cannot know it), so retrying for ever
