@@ -423,3 +423,38 @@ func TestUnsetOptionsTakeTheirDefaults(t *testing.T) {
 		assert.Contains(t, s, "/us-east-1/s3/aws4_request", "request signed for the default region")
 	}
 }
+
+// TestAnAnswerWithoutALengthIsReadToTheRowsLimit: a GET answered without
+// Content-Length (chunked) is read up to one byte past the row's object:
+// a whole object is READY and equal, and a longer one is CORRUPT as too
+// long for the row, found by reading that one byte, not by its trailer.
+func TestAnAnswerWithoutALengthIsReadToTheRowsLimit(t *testing.T) {
+	need(t)
+	k := s3kit.Open(t, env)
+	rec := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := k.Transport.RoundTrip(r)
+		if err == nil && r.Method == http.MethodGet {
+			resp.ContentLength = -1
+			resp.Header.Del("Content-Length")
+		}
+		return resp, err
+	})
+	d, err := s3.Open(env.Options(k.Bucket(), rec))
+	require.NoError(t, err)
+	f := blockingfx.New(t, d, 10*time.Second)
+	whole, long := key(t, "whole"), key(t, "long")
+	require.Equal(t, driver.Ready, f.Put(f.Row(whole, 0, 1))[0].Status)
+	require.NoError(t, k.Plant(long, bytes.Repeat([]byte{7}, 2*len(f.Region.Slot(0).Bytes()))))
+
+	dst := f.Row(whole, 1, blockingfx.Dest)
+	res := f.Get(dst)[0]
+	require.Equal(t, driver.Ready, res.Status, "%v", res)
+	assert.Equal(t, f.Region.Slot(0).Bytes(), dst.Spans[0].Bytes())
+
+	dst = f.Row(long, 1, blockingfx.Dest)
+	res = f.Get(dst)[0]
+	assert.Equal(t, driver.Fault, res.Status, "%v", res)
+	assert.Equal(t, int64(s3spec.Corrupt), res.Code, "%v", res)
+	assert.Contains(t, res.Text, "longer than the row's", "%v", res)
+	blockingfx.Untouched(t, dst)
+}
