@@ -197,25 +197,33 @@ func TestTheOwnClientCutsItsCallsAsTheBackendCutTheDrivers(t *testing.T) {
 		storeRows              int
 		storeBytes             int64
 		wantPerCall, wantCalls int
+		fromSlots              bool // the baseline moves the slots and gets no objects
 	}{
-		{"the plan's bytes", plan{bytesPerCall: 256 << 10, rowsPerCall: 256}, 0, 0, 4, 4},
-		{"the plan's rows", plan{bytesPerCall: 1 << 20, rowsPerCall: 2}, 0, 0, 2, 8},
-		{"the store's own bytes", plan{bytesPerCall: 256 << 10, rowsPerCall: 256}, 0, 128 << 10, 2, 8},
-		{"the store's own rows", plan{bytesPerCall: 1 << 20, rowsPerCall: 256}, 8, 0, 8, 2},
-		{"-bytes-per-call overrides the store's", plan{bytesPerCall: 512 << 10, rowsPerCall: 256, bytesPerCallSet: true}, 0, 128 << 10, 8, 2},
-		{"-rows-per-call overrides the store's", plan{bytesPerCall: 1 << 20, rowsPerCall: 4, rowsPerCallSet: true}, 1, 0, 4, 4},
-		{"a view of fewer rows than a call holds is one call", plan{bytesPerCall: 4 << 20, rowsPerCall: 256}, 0, 0, 16, 1},
+		{"the plan's bytes", plan{bytesPerCall: 256 << 10, rowsPerCall: 256}, 0, 0, 4, 4, false},
+		{"the plan's rows", plan{bytesPerCall: 1 << 20, rowsPerCall: 2}, 0, 0, 2, 8, false},
+		{"the store's own bytes", plan{bytesPerCall: 256 << 10, rowsPerCall: 256}, 0, 128 << 10, 2, 8, false},
+		{"the store's own rows", plan{bytesPerCall: 1 << 20, rowsPerCall: 256}, 8, 0, 8, 2, false},
+		{"-bytes-per-call overrides the store's", plan{bytesPerCall: 512 << 10, rowsPerCall: 256, bytesPerCallSet: true}, 0, 128 << 10, 8, 2, false},
+		{"-rows-per-call overrides the store's", plan{bytesPerCall: 1 << 20, rowsPerCall: 4, rowsPerCallSet: true}, 1, 0, 4, 4, false},
+		{"a view of fewer rows than a call holds is one call", plan{bytesPerCall: 4 << 20, rowsPerCall: 256}, 0, 0, 16, 1, false},
+		{"a baseline from the slots", plan{bytesPerCall: 256 << 10, rowsPerCall: 256}, 0, 0, 4, 4, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.p.reps = 2
 			s := memoryStore()
-			s.plainName, s.rowsPerCall, s.bytesPerCall = "own", c.storeRows, c.storeBytes
+			s.plainName, s.rowsPerCall, s.bytesPerCall, s.plainFromSlots = "own", c.storeRows, c.storeBytes, c.fromSlots
 			var works []plainWork
 			s.plain = func(_ driver.Driver, w plainWork) (plainTimes, error) {
 				require.Len(t, w.src, rows*rowBytes)
 				require.Len(t, w.dst, rows*rowBytes)
 				assert.Equal(t, int64(rowBytes), w.rowBytes)
 				assert.Equal(t, w.src[:rowBytes], w.dst[:rowBytes], "dst holds what the fetch read back")
+				if c.fromSlots {
+					assert.Nil(t, w.objs)
+				} else {
+					require.Len(t, w.objs, rows)
+					assert.Equal(t, plainObject(w.keys[1], w.src[rowBytes:2*rowBytes]), w.objs[1], "each key's own object")
+				}
 				works = append(works, w)
 				return plainTimes{put: time.Millisecond, get: time.Millisecond}, nil
 			}

@@ -289,6 +289,9 @@ type store struct {
 	// batch_put_from and batch_get_into).
 	plain     func(d driver.Driver, w plainWork) (plainTimes, error)
 	plainName string
+	// plainFromSlots: plain moves the rig's slots (plainWork.src and
+	// dst), not objects, and gets no plainWork.objs.
+	plainFromSlots bool
 	// sessionName names plainTimes.session in the ratios line ("" when
 	// the store's plain has none).
 	sessionName string
@@ -311,7 +314,7 @@ type store struct {
 type plainWork struct {
 	keys []string
 	// objs are each key's object as a driver that writes the object
-	// trailer stores it (plainObject).
+	// trailer stores it (plainObject); nil for a store.plainFromSlots.
 	objs [][]byte
 	// src and dst are the rig's slots, registered with the rig's driver
 	// (for a client that moves registered memory, as the driver does):
@@ -704,9 +707,12 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			// Each key's own bytes, as the driver stores them: one
 			// object for every key would send the same cached megabyte
 			// again and flatter the baseline.
-			objs := make([][]byte, len(keys))
-			for k, key := range keys {
-				objs[k] = plainObject(key, srcMem[int64(k)*rowBytes:int64(k+1)*rowBytes])
+			var objs [][]byte // nil for a baseline that moves the slots
+			if !s.plainFromSlots {
+				objs = make([][]byte, len(keys))
+				for k, key := range keys {
+					objs[k] = plainObject(key, srcMem[int64(k)*rowBytes:int64(k+1)*rowBytes])
+				}
 			}
 			// The driver's publish starts on a collected heap (the
 			// runtime.GC below ends each rep): so does the baseline, not

@@ -58,10 +58,11 @@ func openRealMooncake(log io.Writer) (store, error) {
 			}
 			return d, nil
 		},
-		forget:      func(d driver.Driver, keys []string) { _, _ = client(d).BatchRemove(keys) },
-		stop:        func() { _ = pool.Close() },
-		plainName:   "raw_sdk",
-		sessionName: "raw_session",
+		forget:         func(d driver.Driver, keys []string) { _, _ = client(d).BatchRemove(keys) },
+		stop:           func() { _ = pool.Close() },
+		plainName:      "raw_sdk",
+		plainFromSlots: true,
+		sessionName:    "raw_session",
 		plain: func(d driver.Driver, w plainWork) (plainTimes, error) {
 			t, err := rawMooncake(client(d), w)
 			if err == nil {
