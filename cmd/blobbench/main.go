@@ -54,8 +54,11 @@
 // batch_put_from and batch_get_into of the same bytes through the same
 // client; and publish_vs_raw_session: the same puts made the driver's way
 // (session start, scatter, end) through the same client without kvblob,
-// on segment memory already touched, which tells kvblob's cost from the
-// session path's.
+// which tells kvblob's cost from the session path's. Each baseline moves
+// the driver's own rows from and into the slots the driver registered,
+// in calls of as many keys as the backend cut the driver's, as many in
+// flight. Its views are cut at its store file's default batching (the
+// spec's config) unless -rows-per-call or -bytes-per-call is given.
 //
 // Progress goes to stderr. Machines are noisy: read the ratios, not the
 // absolute figures.
