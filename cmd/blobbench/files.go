@@ -99,7 +99,8 @@ func fsStore() (store, error) {
 				_ = os.Remove(paths(d, k))
 			}
 		},
-		plain: func(d driver.Driver, keys []string, objs [][]byte, _, putConc, conc int) (plainTimes, error) {
+		plain: func(d driver.Driver, w plainWork) (plainTimes, error) {
+			keys, objs, putConc, conc := w.keys, w.objs, w.putConc, w.getConc
 			files := make([]string, len(keys))
 			for i, k := range keys {
 				files[i] = paths(d, k)
@@ -206,7 +207,8 @@ func s3Store() (store, error) {
 				return err
 			})
 		},
-		plain: func(d driver.Driver, keys []string, objs [][]byte, _, putConc, conc int) (plainTimes, error) {
+		plain: func(d driver.Driver, w plainWork) (plainTimes, error) {
+			keys, objs, putConc, conc := w.keys, w.objs, w.putConc, w.getConc
 			c, ctx := client(d), context.Background()
 			put, err := eachKey(len(keys), putConc, func(_, i int) error {
 				_, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String(opt.Bucket), Key: aws.String(keys[i]),

@@ -167,8 +167,8 @@ func TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches(t *testing.T) {
 		s := memoryStore()
 		var puts, gets []int
 		s.plainName, s.sessionName, s.rowsInFlight = "own", "own_session", c.rowsInFlight
-		s.plain = func(_ driver.Driver, keys []string, objs [][]byte, perCall, putConc, getConc int) (plainTimes, error) {
-			puts, gets = append(puts, putConc), append(gets, getConc)
+		s.plain = func(_ driver.Driver, w plainWork) (plainTimes, error) {
+			puts, gets = append(puts, w.putConc), append(gets, w.getConc)
 			return plainTimes{put: time.Millisecond, get: time.Millisecond, session: 2 * time.Millisecond}, nil
 		}
 		p := plan{reps: 2, viewBytes: 1 << 20, bytesPerCall: 256 << 10, rowsPerCall: 256}
@@ -182,5 +182,59 @@ func TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches(t *testing.T) {
 			Sizes: []sizeRatios{{RowBytes: 64 << 10, PublishVsPlain: b.PublishVsPipeline, FetchVsPlain: b.FetchVsPipeline, PublishVsSession: b.PublishVsSession}}})
 		assert.Contains(t, out.String(), " publish_vs_own@64KiB=")
 		assert.Contains(t, out.String(), " publish_vs_own_session@64KiB="+b.PublishVsSession.String())
+	}
+}
+
+// The store's own client makes calls of as many keys as the backend put in
+// each of the driver's calls, whichever bound cut them (rows, bytes, the
+// store's own batching or the flags that override it), and gets the rig's
+// registered slots: src holding the published rows, dst the fetched ones.
+func TestTheOwnClientCutsItsCallsAsTheBackendCutTheDrivers(t *testing.T) {
+	const rowBytes, rows = 64 << 10, 16
+	for _, c := range []struct {
+		name                   string
+		p                      plan
+		storeRows              int
+		storeBytes             int64
+		wantPerCall, wantCalls int
+		fromSlots              bool // the baseline moves the slots and gets no objects
+	}{
+		{"the plan's bytes", plan{bytesPerCall: 256 << 10, rowsPerCall: 256}, 0, 0, 4, 4, false},
+		{"the plan's rows", plan{bytesPerCall: 1 << 20, rowsPerCall: 2}, 0, 0, 2, 8, false},
+		{"the store's own bytes", plan{bytesPerCall: 256 << 10, rowsPerCall: 256}, 0, 128 << 10, 2, 8, false},
+		{"the store's own rows", plan{bytesPerCall: 1 << 20, rowsPerCall: 256}, 8, 0, 8, 2, false},
+		{"-bytes-per-call overrides the store's", plan{bytesPerCall: 512 << 10, rowsPerCall: 256, bytesPerCallSet: true}, 0, 128 << 10, 8, 2, false},
+		{"-rows-per-call overrides the store's", plan{bytesPerCall: 1 << 20, rowsPerCall: 4, rowsPerCallSet: true}, 1, 0, 4, 4, false},
+		{"a view of fewer rows than a call holds is one call", plan{bytesPerCall: 4 << 20, rowsPerCall: 256}, 0, 0, 16, 1, false},
+		{"a baseline from the slots", plan{bytesPerCall: 256 << 10, rowsPerCall: 256}, 0, 0, 4, 4, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.p.reps = 2
+			s := memoryStore()
+			s.plainName, s.rowsPerCall, s.bytesPerCall, s.plainFromSlots = "own", c.storeRows, c.storeBytes, c.fromSlots
+			var works []plainWork
+			s.plain = func(_ driver.Driver, w plainWork) (plainTimes, error) {
+				require.Len(t, w.src, rows*rowBytes)
+				require.Len(t, w.dst, rows*rowBytes)
+				assert.Equal(t, int64(rowBytes), w.rowBytes)
+				assert.Equal(t, w.src[:rowBytes], w.dst[:rowBytes], "dst holds what the fetch read back")
+				if c.fromSlots {
+					assert.Nil(t, w.objs)
+				} else {
+					require.Len(t, w.objs, rows)
+					assert.Equal(t, plainObject(w.keys[1], w.src[rowBytes:2*rowBytes]), w.objs[1], "each key's own object")
+				}
+				works = append(works, w)
+				return plainTimes{put: time.Millisecond, get: time.Millisecond}, nil
+			}
+			b, err := measureBandwidth(s, c.p, rowBytes, rows, 2)
+			require.NoError(t, err)
+			assert.Equal(t, c.wantCalls, b.BatchesPerView, "the driver's calls per view")
+			assert.Equal(t, c.wantPerCall, b.RowsPerCall)
+			require.Len(t, works, c.p.reps+1)
+			for _, w := range works {
+				assert.Equal(t, c.wantPerCall, w.perCall, "the own client's keys per call")
+			}
+		})
 	}
 }
