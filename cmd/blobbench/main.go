@@ -45,7 +45,10 @@
 // every key it wrote, at the end, on failure and on Ctrl-C. The redis
 // ratios line adds publish_vs_pipeline and fetch_vs_pipeline at each size:
 // a plain go-redis pipelined SET and GET of the same bytes over the
-// publish's and fetch's times.
+// publish's and fetch's times, like for like (deploy.go, pipeline): on
+// the driver's own connections, a driver call's rows per pipeline, as
+// many pipelines at once as the driver has calls in flight, and replies
+// read into buffers kept from rep to rep.
 //
 // Built with -tags mooncake (against an installed SDK: see
 // stores/mooncake/cgosdk/doc.go), it also measures "mooncake-real", the

@@ -618,6 +618,8 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	batches := 0
 	perCall := int(max(1, min(int64(p.rowsPerCall), p.bytesPerCall/rowBytes)))
 	pubConc, conc := reached(s.rowsInFlight, perCall, workers)
+	// The store's own client's objects, kept from rep to rep.
+	objs := make([][]byte, rows)
 	for i := 0; i <= p.reps; i++ { // rep 0 warms the store up and is not counted
 		src, dst := r.views(0, rows)
 		before := r.be.Stats().BatchesQueued
@@ -653,10 +655,11 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			keys := r.keys(pv)
 			// Each key's own bytes, as the driver stores them: one
 			// object for every key would send the same cached megabyte
-			// again and flatter the baseline.
-			objs := make([][]byte, len(keys))
+			// again and flatter the baseline. They are built in the
+			// buffers of the rep before, as a driver's pool keeps its
+			// object buffers from call to call.
 			for k, key := range keys {
-				objs[k] = plainObject(key, srcMem[int64(k)*rowBytes:int64(k+1)*rowBytes])
+				objs[k] = plainObject(objs[k], key, srcMem[int64(k)*rowBytes:int64(k+1)*rowBytes])
 			}
 			// The driver's publish starts on a collected heap (the
 			// runtime.GC below ends each rep): so does the baseline, not
