@@ -142,8 +142,22 @@ func redisStore(b *rediskit.Build, prefix string, log io.Writer) (store, error) 
 	s, err := openRedis(redisTarget{opt: redis.Options{Addrs: []string{srv.Addr}, FetchesShareConns: redisSharedConns, PublishesYield: redisYield}, name: b.Store, prefix: prefix, stop: srv.Stop}, log)
 	if err != nil {
 		srv.Stop()
+		return s, err
 	}
-	return s, err
+	// A second server of the same build, started when first asked and
+	// stopped with the run's cleanups (-latency-publish-elsewhere).
+	var second *store
+	s.elsewhere = func() (store, error) {
+		if second == nil {
+			s2, err := redisStore(b, prefix, log)
+			if err != nil {
+				return store{}, err
+			}
+			second = &s2
+		}
+		return *second, nil
+	}
+	return s, nil
 }
 
 // openRedis checks that the deployment holds nothing under the prefix

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -182,5 +184,47 @@ func TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches(t *testing.T) {
 			Sizes: []sizeRatios{{RowBytes: 64 << 10, PublishVsPlain: b.PublishVsPipeline, FetchVsPlain: b.FetchVsPipeline, PublishVsSession: b.PublishVsSession}}})
 		assert.Contains(t, out.String(), " publish_vs_own@64KiB=")
 		assert.Contains(t, out.String(), " publish_vs_own_session@64KiB="+b.PublishVsSession.String())
+	}
+}
+
+// TestPublishesElsewhereGoToTheSecondDeployment: with
+// -latency-publish-elsewhere the latency phase's publish streams go to
+// the store's second deployment and never to the one the fetches read
+// (each stream deletes what it published from the store it published
+// to); without it, to the same one; a store with no second deployment is
+// refused, saying so.
+func TestPublishesElsewhereGoToTheSecondDeployment(t *testing.T) {
+	for _, c := range []struct {
+		name                string
+		elsewhere, hasTwin  bool
+		here, there, refuse bool
+	}{
+		{"by default the streams publish to the store the fetches read", false, true, true, false, false},
+		{"with the flag they publish to the second deployment only", true, true, false, true, false},
+		{"a store with no second deployment is refused", true, false, false, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var here, there atomic.Int32
+			counted := func(n *atomic.Int32) store {
+				s := memoryStore()
+				forget := s.forget
+				s.forget = func(d driver.Driver, keys []string) { n.Add(1); forget(d, keys) }
+				return s
+			}
+			s := counted(&here)
+			if c.hasTwin {
+				s.elsewhere = func() (store, error) { return counted(&there), nil }
+			}
+			p := plan{reps: 1, bytesPerCall: 4 << 20, rowsPerCall: 256, latencyFetches: 20, latencyBudget: time.Minute, latencyRows: 1, latencyElsewhere: c.elsewhere}
+			l, err := measureLatency(s, p, io.Discard)
+			if c.refuse {
+				require.ErrorContains(t, err, "memory has no second deployment")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.here, here.Load() > 0, "streams published to the fetches' store")
+			assert.Equal(t, c.there, there.Load() > 0, "streams published to the second deployment")
+			assert.Equal(t, c.elsewhere, l.PublishesElsewhere)
+		})
 	}
 }

@@ -36,14 +36,19 @@ type plan struct {
 	// than i gaps after the first (0: back to back). A fixed fetch load
 	// compares what it costs the publishes on two drivers whose fetches
 	// take different times.
-	latencyGap  time.Duration
-	latencyRows int
-	rowOpsRows  int // rows of a view in the end-to-end row-ops measurement
-	rowOpsViews int // round trips of such a view per rep, so a rep lasts long enough to be steady
-	scalingOps  int // row-ops per size per rep in the cost-as-work-grows measurement
-	redis       bool
-	stores      []string     // nil: all
-	target      *redisTarget // a Redis deployment the user runs, instead of one started here
+	latencyGap time.Duration
+	// latencyElsewhere sends the latency phase's publish streams to a
+	// second deployment of the store (store.elsewhere), so that its
+	// fetches share only the machine with them, not the server: a
+	// control for how much of the tail is the machine's.
+	latencyElsewhere bool
+	latencyRows      int
+	rowOpsRows       int // rows of a view in the end-to-end row-ops measurement
+	rowOpsViews      int // round trips of such a view per rep, so a rep lasts long enough to be steady
+	scalingOps       int // row-ops per size per rep in the cost-as-work-grows measurement
+	redis            bool
+	stores           []string     // nil: all
+	target           *redisTarget // a Redis deployment the user runs, instead of one started here
 }
 
 type report struct {
@@ -125,13 +130,16 @@ type bandwidth struct {
 }
 
 type latency struct {
-	Store           string        `json:"store"`
-	Samples         int           `json:"samples_per_phase"` // the fewest a phase took (see plan.latencyBudget)
-	IdleP50         time.Duration `json:"idle_p50_ns"`
-	IdleP99         time.Duration `json:"idle_p99_ns"`
-	LoadedP50       time.Duration `json:"loaded_p50_ns"`
-	LoadedP99       time.Duration `json:"loaded_p99_ns"`
-	P99LoadedVsIdle spread        `json:"p99_loaded_vs_idle"`
+	Store string `json:"store"`
+	// PublishesElsewhere: the publish streams went to a second deployment
+	// of the store (-latency-publish-elsewhere).
+	PublishesElsewhere bool          `json:"publishes_elsewhere,omitempty"`
+	Samples            int           `json:"samples_per_phase"` // the fewest a phase took (see plan.latencyBudget)
+	IdleP50            time.Duration `json:"idle_p50_ns"`
+	IdleP99            time.Duration `json:"idle_p99_ns"`
+	LoadedP50          time.Duration `json:"loaded_p50_ns"`
+	LoadedP99          time.Duration `json:"loaded_p99_ns"`
+	P99LoadedVsIdle    spread        `json:"p99_loaded_vs_idle"`
 	// Collections that ran during the idle and the loaded phases, over
 	// every rep: a collection's mark phase takes a core of two, so a
 	// phase it falls in has a slower tail, and the reader should know.
@@ -291,6 +299,10 @@ type store struct {
 	// after another); the store's client runs at the concurrency the
 	// driver reaches (reached).
 	rowsInFlight int
+	// elsewhere opens a second deployment of the same store, on the same
+	// machine, which the latency phase's publish streams go to with
+	// -latency-publish-elsewhere (nil: the store has none).
+	elsewhere func() (store, error)
 }
 
 // reached is the store calls a backend of workers workers has in flight
@@ -713,6 +725,22 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 		return latency{}, err
 	}
 	defer r.close()
+	// The publish streams' rig: r's own, or one over a second deployment
+	// of the store (plan.latencyElsewhere).
+	pubRig := r
+	if p.latencyElsewhere {
+		if s.elsewhere == nil {
+			return latency{}, fmt.Errorf("-latency-publish-elsewhere: %s has no second deployment to publish to", s.name)
+		}
+		s2, err := s.elsewhere()
+		if err != nil {
+			return latency{}, fmt.Errorf("a second deployment for the publish streams: %w", err)
+		}
+		if pubRig, err = newRig(s2, p, rowBytes, p.latencyRows+2*streamRows, 2); err != nil {
+			return latency{}, err
+		}
+		defer pubRig.close()
+	}
 	src, dst := r.views(0, p.latencyRows)
 	if err := r.finish(r.be.Publish(context.Background(), src)); err != nil {
 		return latency{}, err
@@ -777,7 +805,7 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 		}
 		idleGCs += numGC() - gc0
 		idleWakes = append(idleWakes, wakes...)
-		stop, streamsDone := publishStreams(r, p, rowBytes, streamRows)
+		stop, streamsDone := publishStreams(pubRig, p, rowBytes, streamRows)
 		runtime.GC()
 		gc0 = numGC()
 		t0 := time.Now()
@@ -796,7 +824,7 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 		// The same two streams alone for as long as the loaded phase
 		// took: what the fetches cost the publishes is this rep's
 		// loaded bandwidth over this.
-		stop, streamsDone = publishStreams(r, p, rowBytes, streamRows)
+		stop, streamsDone = publishStreams(pubRig, p, rowBytes, streamRows)
 		time.Sleep(took) // the length of the measurement, not a wait for an event
 		close(stop)
 		aloneGBs, err := streamsDone()
@@ -814,10 +842,13 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 		rs = append(rs, ratio)
 		allIdle, allLoaded = append(allIdle, idle...), append(allLoaded, loaded...)
 	}
+	if err := pubRig.close(); err != nil {
+		return latency{}, err
+	}
 	if err := r.close(); err != nil {
 		return latency{}, err
 	}
-	return latency{Store: s.name, Samples: samples, IdleP50: percentile(allIdle, 0.5), IdleP99: percentile(allIdle, 0.99),
+	return latency{Store: s.name, PublishesElsewhere: pubRig != r, Samples: samples, IdleP50: percentile(allIdle, 0.5), IdleP99: percentile(allIdle, 0.99),
 		LoadedP50: percentile(allLoaded, 0.5), LoadedP99: percentile(allLoaded, 0.99), P99LoadedVsIdle: spreadOf(rs),
 		IdleGCs: idleGCs, LoadedGCs: loadedGCs, IdleWakeP50: percentile(idleWakes, 0.5), LoadedWakeP50: percentile(loadedWakes, 0.5),
 		IdleWakeP99: percentile(idleWakes, 0.99), LoadedWakeP99: percentile(loadedWakes, 0.99), StreamPublishGBs: spreadOf(pubGBs),
