@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/internal/rediskit"
+	"github.com/kvblob/kvblob/stores/redis"
+	"github.com/kvblob/kvblob/stores/trailer"
 )
 
 // TestAgainstARedisYouRun points blobbench at a redis-server the test
@@ -161,4 +166,151 @@ func TestCtrlCDeletesWhatItWrote(t *testing.T) {
 	n, err := c.DBSize(ctx).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n, "an interrupted run leaves no key behind\n%s", log.String())
+}
+
+// pipelines records the pipelines clients send, by "client:command":
+// each one's length, and how many were in flight at once. The first want
+// of each wait until want of them are in flight (at most 10 s, then
+// gaveUp names it), so a baseline that sends fewer at once is seen.
+type pipelines struct {
+	mu       sync.Mutex
+	sent     map[string][]int // each pipeline's length
+	inFlight map[string]int
+	most     map[string]int
+	want     map[string]int
+	reached  map[string]chan struct{}
+	gaveUp   []string
+}
+
+// on is the hook that records client's pipelines under its name.
+func (p *pipelines) on(client string) goredis.Hook { return clientHook{p, client} }
+
+type clientHook struct {
+	p      *pipelines
+	client string
+}
+
+func (h clientHook) DialHook(next goredis.DialHook) goredis.DialHook          { return next }
+func (h clientHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook { return next }
+func (h clientHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	p := h.p
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		switch cmds[0].Name() {
+		case "hello", "auth", "client": // a new connection's set-up
+			return next(ctx, cmds)
+		}
+		name := h.client + ":" + cmds[0].Name()
+		for _, c := range cmds {
+			if h.client+":"+c.Name() != name {
+				name = h.client + ":mixed"
+			}
+		}
+		p.mu.Lock()
+		p.sent[name] = append(p.sent[name], len(cmds))
+		p.inFlight[name]++
+		p.most[name] = max(p.most[name], p.inFlight[name])
+		reached := p.reached[name]
+		if p.inFlight[name] == p.want[name] && reached != nil {
+			close(reached)
+			p.reached[name] = nil
+		}
+		p.mu.Unlock()
+		if reached != nil {
+			select {
+			case <-reached:
+			case <-time.After(10 * time.Second): // a bound on a wait for an event, not a pause
+				p.mu.Lock()
+				p.gaveUp = append(p.gaveUp, name)
+				p.reached[name] = nil
+				p.mu.Unlock()
+			}
+		}
+		defer func() {
+			p.mu.Lock()
+			p.inFlight[name]--
+			p.mu.Unlock()
+		}()
+		return next(ctx, cmds)
+	}
+}
+
+// TestThePipelineBaselineDoesTheDriversWorkLikeForLike: the raw pipeline
+// the redis ratios divide by sends perCall keys per pipeline, SETs on the
+// driver's publish client and GETs on its fetch client, putConc and
+// getConc pipelines at once (each reached), and reads every reply into a
+// buffer it kept, allocating none per row.
+func TestThePipelineBaselineDoesTheDriversWorkLikeForLike(t *testing.T) {
+	if ok, why := rediskit.Available(); !ok {
+		t.Skip(why)
+	}
+	srv, err := rediskit.Start()
+	require.NoError(t, err)
+	defer srv.Stop()
+	rec := &pipelines{sent: map[string][]int{}, inFlight: map[string]int{}, most: map[string]int{}}
+	d, err := redis.Open(context.Background(), redis.Options{Addrs: []string{srv.Addr}})
+	require.NoError(t, err)
+	d.Client().AddHook(rec.on("publish"))
+	d.FetchClient().AddHook(rec.on("fetch"))
+	defer func() {
+		require.True(t, d.Drain(context.Background()))
+		require.NoError(t, d.Close())
+	}()
+	base, err := pipelineOf(d)
+	require.NoError(t, err)
+
+	const rowBytes, rows, perCall, putConc, getConc = 256 << 10, 24, 4, 2, 3
+	keys, objs := make([]string, rows), make([][]byte, rows)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("bench/v1/%02d", i)
+		objs[i] = plainObject(nil, keys[i], bytes.Repeat([]byte{byte(i)}, rowBytes))
+	}
+	for rep := range 2 {
+		rec.mu.Lock()
+		clear(rec.sent)
+		clear(rec.most)
+		rec.want = map[string]int{"publish:set": putConc, "fetch:get": getConc}
+		rec.reached = map[string]chan struct{}{"publish:set": make(chan struct{}), "fetch:get": make(chan struct{})}
+		rec.mu.Unlock()
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		_, err = base.run(keys, objs, perCall, putConc, getConc)
+		runtime.ReadMemStats(&ms1)
+		require.NoError(t, err)
+
+		rec.mu.Lock()
+		assert.Empty(t, rec.gaveUp, "rep %d: fewer pipelines in flight than asked", rep)
+		assert.Equal(t, map[string][]int{"publish:set": {4, 4, 4, 4, 4, 4}, "fetch:get": {4, 4, 4, 4, 4, 4}}, rec.sent,
+			"rep %d: perCall keys per pipeline, SETs on the driver's publish client, GETs on its fetch client", rep)
+		assert.Equal(t, map[string]int{"publish:set": putConc, "fetch:get": getConc}, rec.most, "rep %d: pipelines in flight at once", rep)
+		rec.mu.Unlock()
+		if rep > 0 { // the reply buffers are made on the first run, and kept
+			assert.Less(t, ms1.TotalAlloc-ms0.TotalAlloc, uint64(rowBytes), "a reply read into a fresh allocation (%d rows of %d bytes)", rows, rowBytes)
+		}
+	}
+}
+
+// TestAPlainObjectIsTheObjectTheDriverStores: the bytes a store's own
+// client sends for a row are its payload and trailer (trailer.Encode's),
+// built in the caller's buffer when it is large enough, so a rep reuses
+// the one before's memory.
+func TestAPlainObjectIsTheObjectTheDriverStores(t *testing.T) {
+	payload := bytes.Repeat([]byte("row bytes "), 100)
+	for _, c := range []struct {
+		name  string
+		dst   []byte
+		reuse bool
+	}{
+		{"no buffer yet", nil, false},
+		{"a buffer too small", make([]byte, 10), false},
+		{"the buffer of the rep before", make([]byte, len(payload)+trailer.Size), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			obj := plainObject(c.dst, "k/v1/00", payload)
+			assert.Equal(t, trailer.Encode("k/v1/00", payload), obj)
+			got, err := trailer.Check(obj, "k/v1/00")
+			require.NoError(t, err)
+			assert.Equal(t, payload, got)
+			assert.Equal(t, c.reuse, len(c.dst) > 0 && &obj[0] == &c.dst[0], "built in the caller's buffer")
+		})
+	}
 }

@@ -45,7 +45,10 @@
 // every key it wrote, at the end, on failure and on Ctrl-C. The redis
 // ratios line adds publish_vs_pipeline and fetch_vs_pipeline at each size:
 // a plain go-redis pipelined SET and GET of the same bytes over the
-// publish's and fetch's times.
+// publish's and fetch's times, like for like (deploy.go, pipeline): on
+// the driver's own connections, a driver call's rows per pipeline, as
+// many pipelines at once as the driver has calls in flight, and replies
+// read into buffers kept from rep to rep.
 //
 // Built with -tags mooncake (against an installed SDK: see
 // stores/mooncake/cgosdk/doc.go), it also measures "mooncake-real", the
@@ -144,6 +147,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	samples := fs.Int("latency-samples", 2000, "fetches per latency phase")
 	budget := fs.Duration("latency-budget", 10*time.Second, "a latency phase stops at this time once it has 100 samples (a slow store's phases would take minutes)")
 	rif := fs.Int("rows-in-flight", 0, "fs and S3: the rows a driver call sends at once (Options.RowsInFlight; 0: each store's default), to tune it")
+	elsewhere := fs.Bool("latency-publish-elsewhere", false, "Redis: the latency phase's publish streams go to a second server of the same build, started for the run, so the fetches share the machine with them but not the server (a control: the tail left is the machine's)")
 	gap := fs.Duration("latency-gap", 0, "space a latency phase's fetches this far apart (0: back to back), to compare drivers at the same fetch load")
 	noRedis := fs.Bool("no-redis", false, "skip Redis even when redis-server is installed")
 	quick := fs.Bool("quick", false, "tiny sizes, for a smoke test")
@@ -185,7 +189,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		p.rowsPerCallSet = p.rowsPerCallSet || f.Name == "rows-per-call"
 	})
 	redisSharedConns, redisYield = *redisShared, *redisYieldFlag
-	p.latencyGap = *gap
+	p.latencyGap, p.latencyElsewhere = *gap, *elsewhere
 	rowsInFlightFlag = *rif
 	defer func() { rowsInFlightFlag = 0 }()
 	if *only != "" {

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,7 +224,7 @@ func TestTheOwnClientCutsItsCallsAsTheBackendCutTheDrivers(t *testing.T) {
 					assert.Nil(t, w.objs)
 				} else {
 					require.Len(t, w.objs, rows)
-					assert.Equal(t, plainObject(w.keys[1], w.src[rowBytes:2*rowBytes]), w.objs[1], "each key's own object")
+					assert.Equal(t, plainObject(nil, w.keys[1], w.src[rowBytes:2*rowBytes]), w.objs[1], "each key's own object")
 				}
 				works = append(works, w)
 				return plainTimes{put: time.Millisecond, get: time.Millisecond}, nil
@@ -235,6 +237,48 @@ func TestTheOwnClientCutsItsCallsAsTheBackendCutTheDrivers(t *testing.T) {
 			for _, w := range works {
 				assert.Equal(t, c.wantPerCall, w.perCall, "the own client's keys per call")
 			}
+		})
+	}
+}
+
+// TestPublishesElsewhereGoToTheSecondDeployment: with
+// -latency-publish-elsewhere the latency phase's publish streams go to
+// the store's second deployment and never to the one the fetches read
+// (each stream deletes what it published from the store it published
+// to); without it, to the same one; a store with no second deployment is
+// refused, saying so.
+func TestPublishesElsewhereGoToTheSecondDeployment(t *testing.T) {
+	for _, c := range []struct {
+		name                string
+		elsewhere, hasTwin  bool
+		here, there, refuse bool
+	}{
+		{"by default the streams publish to the store the fetches read", false, true, true, false, false},
+		{"with the flag they publish to the second deployment only", true, true, false, true, false},
+		{"a store with no second deployment is refused", true, false, false, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var here, there atomic.Int32
+			counted := func(n *atomic.Int32) store {
+				s := memoryStore()
+				forget := s.forget
+				s.forget = func(d driver.Driver, keys []string) { n.Add(1); forget(d, keys) }
+				return s
+			}
+			s := counted(&here)
+			if c.hasTwin {
+				s.elsewhere = func() (store, error) { return counted(&there), nil }
+			}
+			p := plan{reps: 1, bytesPerCall: 4 << 20, rowsPerCall: 256, latencyFetches: 20, latencyBudget: time.Minute, latencyRows: 1, latencyElsewhere: c.elsewhere}
+			l, err := measureLatency(s, p, io.Discard)
+			if c.refuse {
+				require.ErrorContains(t, err, "memory has no second deployment")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.here, here.Load() > 0, "streams published to the fetches' store")
+			assert.Equal(t, c.there, there.Load() > 0, "streams published to the second deployment")
+			assert.Equal(t, c.elsewhere, l.PublishesElsewhere)
 		})
 	}
 }

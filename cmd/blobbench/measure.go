@@ -39,14 +39,19 @@ type plan struct {
 	// than i gaps after the first (0: back to back). A fixed fetch load
 	// compares what it costs the publishes on two drivers whose fetches
 	// take different times.
-	latencyGap  time.Duration
-	latencyRows int
-	rowOpsRows  int // rows of a view in the end-to-end row-ops measurement
-	rowOpsViews int // round trips of such a view per rep, so a rep lasts long enough to be steady
-	scalingOps  int // row-ops per size per rep in the cost-as-work-grows measurement
-	redis       bool
-	stores      []string     // nil: all
-	target      *redisTarget // a Redis deployment the user runs, instead of one started here
+	latencyGap time.Duration
+	// latencyElsewhere sends the latency phase's publish streams to a
+	// second deployment of the store (store.elsewhere), so that its
+	// fetches share only the machine with them, not the server: a
+	// control for how much of the tail is the machine's.
+	latencyElsewhere bool
+	latencyRows      int
+	rowOpsRows       int // rows of a view in the end-to-end row-ops measurement
+	rowOpsViews      int // round trips of such a view per rep, so a rep lasts long enough to be steady
+	scalingOps       int // row-ops per size per rep in the cost-as-work-grows measurement
+	redis            bool
+	stores           []string     // nil: all
+	target           *redisTarget // a Redis deployment the user runs, instead of one started here
 }
 
 type report struct {
@@ -131,13 +136,16 @@ type bandwidth struct {
 }
 
 type latency struct {
-	Store           string        `json:"store"`
-	Samples         int           `json:"samples_per_phase"` // the fewest a phase took (see plan.latencyBudget)
-	IdleP50         time.Duration `json:"idle_p50_ns"`
-	IdleP99         time.Duration `json:"idle_p99_ns"`
-	LoadedP50       time.Duration `json:"loaded_p50_ns"`
-	LoadedP99       time.Duration `json:"loaded_p99_ns"`
-	P99LoadedVsIdle spread        `json:"p99_loaded_vs_idle"`
+	Store string `json:"store"`
+	// PublishesElsewhere: the publish streams went to a second deployment
+	// of the store (-latency-publish-elsewhere).
+	PublishesElsewhere bool          `json:"publishes_elsewhere,omitempty"`
+	Samples            int           `json:"samples_per_phase"` // the fewest a phase took (see plan.latencyBudget)
+	IdleP50            time.Duration `json:"idle_p50_ns"`
+	IdleP99            time.Duration `json:"idle_p99_ns"`
+	LoadedP50          time.Duration `json:"loaded_p50_ns"`
+	LoadedP99          time.Duration `json:"loaded_p99_ns"`
+	P99LoadedVsIdle    spread        `json:"p99_loaded_vs_idle"`
 	// Collections that ran during the idle and the loaded phases, over
 	// every rep: a collection's mark phase takes a core of two, so a
 	// phase it falls in has a slower tail, and the reader should know.
@@ -304,6 +312,10 @@ type store struct {
 	// them unless -rows-per-call or -bytes-per-call is given (plan.batching).
 	rowsPerCall  int
 	bytesPerCall int64
+	// elsewhere opens a second deployment of the same store, on the same
+	// machine, which the latency phase's publish streams go to with
+	// -latency-publish-elsewhere (nil: the store has none).
+	elsewhere func() (store, error)
 }
 
 // plainWork is the work of a rep's publish and fetch, for a store's own
@@ -671,6 +683,8 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		perCall = min(n, rows)
 	}
 	pubConc, conc := reached(s.rowsInFlight, perCall, workers)
+	// The store's own client's objects, kept from rep to rep.
+	objs := make([][]byte, rows)
 	for i := 0; i <= p.reps; i++ { // rep 0 warms the store up and is not counted
 		src, dst := r.views(0, rows)
 		before := r.be.Stats().BatchesQueued
@@ -706,19 +720,22 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			keys := r.keys(pv)
 			// Each key's own bytes, as the driver stores them: one
 			// object for every key would send the same cached megabyte
-			// again and flatter the baseline.
-			var objs [][]byte // nil for a baseline that moves the slots
+			// again and flatter the baseline. They are built in the
+			// buffers of the rep before, as a driver's pool keeps its
+			// object buffers from call to call. A baseline that moves the
+			// slots has none (nil).
+			var repObjs [][]byte
 			if !s.plainFromSlots {
-				objs = make([][]byte, len(keys))
 				for k, key := range keys {
-					objs[k] = plainObject(key, srcMem[int64(k)*rowBytes:int64(k+1)*rowBytes])
+					objs[k] = plainObject(objs[k], key, srcMem[int64(k)*rowBytes:int64(k+1)*rowBytes])
 				}
+				repObjs = objs[:len(keys)]
 			}
 			// The driver's publish starts on a collected heap (the
 			// runtime.GC below ends each rep): so does the baseline, not
 			// amid the collection of the copies above.
 			runtime.GC()
-			w := plainWork{keys: keys, objs: objs, src: srcMem, dst: dstMem, rowBytes: rowBytes, perCall: perCall, putConc: pubConc, getConc: conc}
+			w := plainWork{keys: keys, objs: repObjs, src: srcMem, dst: dstMem, rowBytes: rowBytes, perCall: perCall, putConc: pubConc, getConc: conc}
 			if plain, err = s.plain(r.d, w); err != nil {
 				return bandwidth{}, fmt.Errorf("plain %s: %w", s.plainName, err)
 			}
@@ -767,6 +784,22 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 		return latency{}, err
 	}
 	defer r.close()
+	// The publish streams' rig: r's own, or one over a second deployment
+	// of the store (plan.latencyElsewhere).
+	pubRig := r
+	if p.latencyElsewhere {
+		if s.elsewhere == nil {
+			return latency{}, fmt.Errorf("-latency-publish-elsewhere: %s has no second deployment to publish to", s.name)
+		}
+		s2, err := s.elsewhere()
+		if err != nil {
+			return latency{}, fmt.Errorf("a second deployment for the publish streams: %w", err)
+		}
+		if pubRig, err = newRig(s2, p, rowBytes, p.latencyRows+2*streamRows, 2); err != nil {
+			return latency{}, err
+		}
+		defer pubRig.close()
+	}
 	src, dst := r.views(0, p.latencyRows)
 	if err := r.finish(r.be.Publish(context.Background(), src)); err != nil {
 		return latency{}, err
@@ -831,7 +864,7 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 		}
 		idleGCs += numGC() - gc0
 		idleWakes = append(idleWakes, wakes...)
-		stop, streamsDone := publishStreams(r, p, rowBytes, streamRows)
+		stop, streamsDone := publishStreams(pubRig, p, rowBytes, streamRows)
 		runtime.GC()
 		gc0 = numGC()
 		t0 := time.Now()
@@ -850,7 +883,7 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 		// The same two streams alone for as long as the loaded phase
 		// took: what the fetches cost the publishes is this rep's
 		// loaded bandwidth over this.
-		stop, streamsDone = publishStreams(r, p, rowBytes, streamRows)
+		stop, streamsDone = publishStreams(pubRig, p, rowBytes, streamRows)
 		time.Sleep(took) // the length of the measurement, not a wait for an event
 		close(stop)
 		aloneGBs, err := streamsDone()
@@ -868,10 +901,13 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 		rs = append(rs, ratio)
 		allIdle, allLoaded = append(allIdle, idle...), append(allLoaded, loaded...)
 	}
+	if err := pubRig.close(); err != nil {
+		return latency{}, err
+	}
 	if err := r.close(); err != nil {
 		return latency{}, err
 	}
-	return latency{Store: s.name, Samples: samples, IdleP50: percentile(allIdle, 0.5), IdleP99: percentile(allIdle, 0.99),
+	return latency{Store: s.name, PublishesElsewhere: pubRig != r, Samples: samples, IdleP50: percentile(allIdle, 0.5), IdleP99: percentile(allIdle, 0.99),
 		LoadedP50: percentile(allLoaded, 0.5), LoadedP99: percentile(allLoaded, 0.99), P99LoadedVsIdle: spreadOf(rs),
 		IdleGCs: idleGCs, LoadedGCs: loadedGCs, IdleWakeP50: percentile(idleWakes, 0.5), LoadedWakeP50: percentile(loadedWakes, 0.5),
 		IdleWakeP99: percentile(idleWakes, 0.99), LoadedWakeP99: percentile(loadedWakes, 0.99), StreamPublishGBs: spreadOf(pubGBs),

@@ -187,8 +187,15 @@ func (d *Driver) ServerVersion() string { return d.ver }
 // Spec is the spec that holds for the server the driver talks to.
 func (d *Driver) Spec() *rules.Spec { return d.build.spec }
 
-// Client returns the go-redis client (for tests and diagnostics).
+// Client returns the go-redis client puts go out on (for tests and
+// diagnostics).
 func (d *Driver) Client() goredis.UniversalClient { return d.c }
+
+// FetchClient returns the go-redis client gets go out on: a client of its
+// own, or Client with Options.FetchesShareConns (for baselines and
+// diagnostics: blobbench's raw pipeline reads on it, so that it reads on
+// the same connections the driver does).
+func (d *Driver) FetchClient() goredis.UniversalClient { return d.g }
 
 // Capabilities are the server's spec's.
 func (d *Driver) Capabilities() driver.Capabilities { return d.build.spec.Capabilities }

@@ -10,12 +10,11 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// A Redis server runs commands on one thread and writes a large reply a
-// slice per turn of its event loop (64 KiB in Redis 7), reading every
-// other client's pending bytes in between: a 1 MiB GET next to two streams
-// of 4 MiB publish pipelines waited for megabytes of SETs to be read, and
-// its p99 was 4-7 times the idle one. So, unless Options.FetchesShareConns
-// is set, fetches and publishes take separate lanes:
+// A Redis server runs the commands of one connection in order, on one
+// thread: a GET sent on a connection behind a 4 MiB publish pipeline
+// waits for the server to read and run every SET of it first. So, unless
+// Options.FetchesShareConns is set, fetches and publishes take separate
+// lanes:
 //
 //   - a get goes out on a client of its own (its own connections), so no
 //     publish pipeline is ever queued ahead of it on one connection;
@@ -31,10 +30,11 @@ import (
 //
 // The lanes are this driver's alone: a publish of another process is not
 // held back by this driver's gets. Yielding is off by default: measured on
-// two cores (docs/operating.md, "Scale"), what a fetch's tail waits for
-// next to publishes is mostly a thread's wake-up on a busy machine, which
-// yielding cannot shorten, while the waits cost the publishes a sixth of
-// their bandwidth at the same fetch load.
+// two cores (docs/operating.md, "Scale"), a fetch's tail next to
+// publishes is the same when the publishes go to another server
+// altogether, so what it waits for is CPU time (a thread's wake-up on a
+// busy machine), not the server's queue; yielding shortens it only by
+// taking that time from the publishes.
 
 // yieldBytes is the slice a publish connection writes between looks at
 // the gets in flight: small enough that a get waits for little of it
