@@ -344,6 +344,26 @@ func (c *closeCounter) Close() error {
 	return c.ReadCloser.Close()
 }
 
+// wholeAndLong opens a driver whose every GET answer passes through
+// onGet, and stores two keys: whole, a row the driver put, and long, an
+// object twice a row's length planted by another writer.
+func wholeAndLong(t *testing.T, k *s3kit.Driver, onGet func(*http.Response)) (f *blockingfx.Fx, whole, long string) {
+	rec := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := k.Transport.RoundTrip(r)
+		if err == nil && r.Method == http.MethodGet {
+			onGet(resp)
+		}
+		return resp, err
+	})
+	d, err := s3.Open(env.Options(k.Bucket(), rec))
+	require.NoError(t, err)
+	f = blockingfx.New(t, d, 10*time.Second)
+	whole, long = key(t, "whole"), key(t, "long")
+	require.Equal(t, driver.Ready, f.Put(f.Row(whole, 0, 1))[0].Status)
+	require.NoError(t, k.Plant(long, bytes.Repeat([]byte{7}, 2*len(f.Region.Slot(0).Bytes()))))
+	return f, whole, long
+}
+
 // TestAGetClosesEveryBodyItOpened: a get closes the body of every answer
 // it had, read to the end or not (an object too long for the row is
 // refused unread): a body left open keeps its connection busy and, get
@@ -354,23 +374,14 @@ func TestAGetClosesEveryBodyItOpened(t *testing.T) {
 	k := s3kit.Open(t, env)
 	var mu sync.Mutex
 	opened, closed := 0, 0
-	rec := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		resp, err := k.Transport.RoundTrip(r)
-		if err == nil && resp.Body != nil && r.Method == http.MethodGet {
+	f, whole, long := wholeAndLong(t, k, func(resp *http.Response) {
+		if resp.Body != nil {
 			mu.Lock()
 			opened++
 			mu.Unlock()
 			resp.Body = &closeCounter{ReadCloser: resp.Body, closed: func() { mu.Lock(); closed++; mu.Unlock() }}
 		}
-		return resp, err
 	})
-	d, err := s3.Open(env.Options(k.Bucket(), rec))
-	require.NoError(t, err)
-	f := blockingfx.New(t, d, 10*time.Second)
-
-	whole, long := key(t, "whole"), key(t, "long")
-	require.Equal(t, driver.Ready, f.Put(f.Row(whole, 0, 1))[0].Status)
-	require.NoError(t, k.Plant(long, bytes.Repeat([]byte{7}, 2*len(f.Region.Slot(0).Bytes()))))
 	for _, tc := range []struct {
 		key  string
 		want driver.Status
@@ -431,21 +442,10 @@ func TestUnsetOptionsTakeTheirDefaults(t *testing.T) {
 func TestAnAnswerWithoutALengthIsReadToTheRowsLimit(t *testing.T) {
 	need(t)
 	k := s3kit.Open(t, env)
-	rec := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		resp, err := k.Transport.RoundTrip(r)
-		if err == nil && r.Method == http.MethodGet {
-			resp.ContentLength = -1
-			resp.Header.Del("Content-Length")
-		}
-		return resp, err
+	f, whole, long := wholeAndLong(t, k, func(resp *http.Response) {
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
 	})
-	d, err := s3.Open(env.Options(k.Bucket(), rec))
-	require.NoError(t, err)
-	f := blockingfx.New(t, d, 10*time.Second)
-	whole, long := key(t, "whole"), key(t, "long")
-	require.Equal(t, driver.Ready, f.Put(f.Row(whole, 0, 1))[0].Status)
-	require.NoError(t, k.Plant(long, bytes.Repeat([]byte{7}, 2*len(f.Region.Slot(0).Bytes()))))
-
 	dst := f.Row(whole, 1, blockingfx.Dest)
 	res := f.Get(dst)[0]
 	require.Equal(t, driver.Ready, res.Status, "%v", res)
