@@ -150,8 +150,10 @@ func TestTheOwnClientRunsAtTheConcurrencyTheDriverReaches(t *testing.T) {
 // TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches: a store's own
 // client puts at the publish's parallelism (backend.PublishWorkers of the
 // workers, times the rows a call sends at once) and gets at the fetch's,
-// so each ratio compares like with like; a store with a session path
-// gets its publish_vs_<session> ratio at every size.
+// into a slot of its own per row as the driver's fetch does (tried: one
+// row's slot for every row fails), so each ratio compares like with like;
+// a store with a session path gets its publish_vs_<session> ratio at every
+// size.
 func TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches(t *testing.T) {
 	for _, c := range []struct {
 		workers, rowsInFlight, wantGet int
@@ -167,8 +169,9 @@ func TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches(t *testing.T) {
 		s := memoryStore()
 		var puts, gets []int
 		s.plainName, s.sessionName, s.rowsInFlight = "own", "own_session", c.rowsInFlight
-		s.plain = func(_ driver.Driver, keys []string, objs [][]byte, perCall, putConc, getConc int) (plainTimes, error) {
+		s.plain = func(_ driver.Driver, keys []string, objs, dst [][]byte, perCall, putConc, getConc int) (plainTimes, error) {
 			puts, gets = append(puts, putConc), append(gets, getConc)
+			distinctSlots(t, dst, len(keys), 64<<10)
 			return plainTimes{put: time.Millisecond, get: time.Millisecond, session: 2 * time.Millisecond}, nil
 		}
 		p := plan{reps: 2, viewBytes: 1 << 20, bytesPerCall: 256 << 10, rowsPerCall: 256}
@@ -182,5 +185,18 @@ func TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches(t *testing.T) {
 			Sizes: []sizeRatios{{RowBytes: 64 << 10, PublishVsPlain: b.PublishVsPipeline, FetchVsPlain: b.FetchVsPipeline, PublishVsSession: b.PublishVsSession}}})
 		assert.Contains(t, out.String(), " publish_vs_own@64KiB=")
 		assert.Contains(t, out.String(), " publish_vs_own_session@64KiB="+b.PublishVsSession.String())
+	}
+}
+
+// distinctSlots checks that dst holds n destinations of rowBytes each,
+// none overlapping another.
+func distinctSlots(t *testing.T, dst [][]byte, n int, rowBytes int) {
+	t.Helper()
+	require.Len(t, dst, n)
+	seen := map[*byte]bool{}
+	for i, b := range dst {
+		require.Len(t, b, rowBytes, "dst[%d]", i)
+		require.False(t, seen[&b[0]], "dst[%d] is another row's slot too", i)
+		seen[&b[0]] = true
 	}
 }

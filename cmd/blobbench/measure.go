@@ -279,10 +279,15 @@ type store struct {
 	// plain times a plain put of objs[i] under keys[i] from putConc
 	// goroutines and a get of each from getConc, perCall keys per call,
 	// through the store's own client with no kvblob in the way (nil: no
-	// such baseline); d is the rig's driver. plainName names it in the
+	// such baseline); d is the rig's driver. dst[i] is the slot the
+	// driver's fetch wrote key i's row into, which a get reads the
+	// payload into as the driver does: a reused buffer of one row per
+	// goroutine stays in cache and flatters the baseline (at 256 KiB
+	// rows, a pread into one ran at twice the speed of a pread into the
+	// slots). plainName names it in the
 	// ratios line ("pipeline": go-redis pipelines; "raw_sdk": the Mooncake
 	// SDK's batch_put_from and batch_get_into).
-	plain     func(d driver.Driver, keys []string, objs [][]byte, perCall, putConc, getConc int) (plainTimes, error)
+	plain     func(d driver.Driver, keys []string, objs, dst [][]byte, perCall, putConc, getConc int) (plainTimes, error)
 	plainName string
 	// sessionName names plainTimes.session in the ratios line ("" when
 	// the store's plain has none).
@@ -291,6 +296,10 @@ type store struct {
 	// after another); the store's client runs at the concurrency the
 	// driver reaches (reached).
 	rowsInFlight int
+	// settle, when set, brings the store to a rest before a timed
+	// publish, the driver's and (inside plain) the raw one's alike (fs:
+	// the disk's pending writes).
+	settle func()
 }
 
 // reached is the store calls a backend of workers workers has in flight
@@ -621,6 +630,9 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	for i := 0; i <= p.reps; i++ { // rep 0 warms the store up and is not counted
 		src, dst := r.views(0, rows)
 		before := r.be.Stats().BatchesQueued
+		if s.settle != nil {
+			s.settle()
+		}
 		t0 := time.Now()
 		if err := r.finish(r.be.Publish(context.Background(), src)); err != nil {
 			return bandwidth{}, err
@@ -662,7 +674,11 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			// runtime.GC below ends each rep): so does the baseline, not
 			// amid the collection of the copies above.
 			runtime.GC()
-			if plain, err = s.plain(r.d, keys, objs, perCall, pubConc, conc); err != nil {
+			dst := make([][]byte, len(keys))
+			for k := range dst {
+				dst[k] = dstMem[int64(k)*rowBytes : int64(k+1)*rowBytes]
+			}
+			if plain, err = s.plain(r.d, keys, objs, dst, perCall, pubConc, conc); err != nil {
 				return bandwidth{}, fmt.Errorf("plain %s: %w", s.plainName, err)
 			}
 			r.forget(pv)
