@@ -199,7 +199,7 @@ func openRedis(t redisTarget, log io.Writer) (store, error) {
 			}
 		},
 		plainName: "pipeline",
-		plain: func(_ driver.Driver, keys []string, objs, _ [][]byte, perCall, putConc, getConc int) (plainTimes, error) {
+		plain: func(_ driver.Driver, keys []string, objs [][]byte, _ rowSlots, perCall, putConc, getConc int) (plainTimes, error) {
 			return plainPipeline(c, keys, objs, perCall, putConc, getConc)
 		}}
 	atCleanup(func() {

@@ -99,7 +99,8 @@ func fsStore() (store, error) {
 				_ = os.Remove(paths(d, k))
 			}
 		},
-		plain: func(d driver.Driver, keys []string, objs, dst [][]byte, _, putConc, conc int) (plainTimes, error) {
+		plain: func(d driver.Driver, keys []string, objs [][]byte, slots rowSlots, _, putConc, conc int) (plainTimes, error) {
+			src, dst := slots.src, slots.dst
 			files := make([]string, len(keys))
 			for i, k := range keys {
 				files[i] = paths(d, k)
@@ -108,7 +109,9 @@ func fsStore() (store, error) {
 				}
 			}
 			settle()
-			put, err := eachKey(len(keys), putConc, func(_, i int) error { return durableWrite(files[i], objs[i]) })
+			// The payload from the row's slot, then the trailer, as the
+			// driver writes them.
+			put, err := eachKey(len(keys), putConc, func(_, i int) error { return durableWrite(files[i], src[i], objs[i][len(src[i]):]) })
 			if err != nil {
 				return plainTimes{}, err
 			}
@@ -145,16 +148,19 @@ const plainTail = trailer.TailSize
 // pending, whichever ran and removed its files before.
 func settle() { unix.Sync() }
 
-// durableWrite writes obj to file as a program that wants it to survive a
-// crash does: a temporary file beside it, written and fsynced, renamed
-// over file, and the directory fsynced.
-func durableWrite(file string, obj []byte) error {
+// durableWrite writes payload and then tail to file as a program that
+// wants it to survive a crash does: a temporary file beside it, written
+// and fsynced, renamed over file, and the directory fsynced.
+func durableWrite(file string, payload, tail []byte) error {
 	tmp := file + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(obj)
+	_, err = f.Write(payload)
+	if err == nil {
+		_, err = f.Write(tail)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -221,7 +227,8 @@ func s3Store() (store, error) {
 				return err
 			})
 		},
-		plain: func(d driver.Driver, keys []string, objs, dst [][]byte, _, putConc, conc int) (plainTimes, error) {
+		plain: func(d driver.Driver, keys []string, objs [][]byte, slots rowSlots, _, putConc, conc int) (plainTimes, error) {
+			dst := slots.dst
 			c, ctx := client(d), context.Background()
 			put, err := eachKey(len(keys), putConc, func(_, i int) error {
 				_, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String(opt.Bucket), Key: aws.String(keys[i]),

@@ -169,9 +169,10 @@ func TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches(t *testing.T) {
 		s := memoryStore()
 		var puts, gets []int
 		s.plainName, s.sessionName, s.rowsInFlight = "own", "own_session", c.rowsInFlight
-		s.plain = func(_ driver.Driver, keys []string, objs, dst [][]byte, perCall, putConc, getConc int) (plainTimes, error) {
+		s.plain = func(_ driver.Driver, keys []string, objs [][]byte, slots rowSlots, perCall, putConc, getConc int) (plainTimes, error) {
 			puts, gets = append(puts, putConc), append(gets, getConc)
-			distinctSlots(t, dst, len(keys), 64<<10)
+			distinctSlots(t, slots.src, len(keys), 64<<10)
+			distinctSlots(t, slots.dst, len(keys), 64<<10)
 			return plainTimes{put: time.Millisecond, get: time.Millisecond, session: 2 * time.Millisecond}, nil
 		}
 		p := plan{reps: 2, viewBytes: 1 << 20, bytesPerCall: 256 << 10, rowsPerCall: 256}

@@ -279,15 +279,12 @@ type store struct {
 	// plain times a plain put of objs[i] under keys[i] from putConc
 	// goroutines and a get of each from getConc, perCall keys per call,
 	// through the store's own client with no kvblob in the way (nil: no
-	// such baseline); d is the rig's driver. dst[i] is the slot the
-	// driver's fetch wrote key i's row into, which a get reads the
-	// payload into as the driver does: a reused buffer of one row per
-	// goroutine stays in cache and flatters the baseline (at 256 KiB
-	// rows, a pread into one ran at twice the speed of a pread into the
-	// slots). plainName names it in the
+	// such baseline); d is the rig's driver. slots are the rows' slots
+	// in the driver's views, for a client that can write from and read
+	// into them as the driver does (rowSlots). plainName names it in the
 	// ratios line ("pipeline": go-redis pipelines; "raw_sdk": the Mooncake
 	// SDK's batch_put_from and batch_get_into).
-	plain     func(d driver.Driver, keys []string, objs, dst [][]byte, perCall, putConc, getConc int) (plainTimes, error)
+	plain     func(d driver.Driver, keys []string, objs [][]byte, slots rowSlots, perCall, putConc, getConc int) (plainTimes, error)
 	plainName string
 	// sessionName names plainTimes.session in the ratios line ("" when
 	// the store's plain has none).
@@ -301,6 +298,16 @@ type store struct {
 	// the disk's pending writes).
 	settle func()
 }
+
+// rowSlots are the slots of a bandwidth rep's views, one per key: src[i]
+// is the slot the driver's publish wrote key i's row from, dst[i] the one
+// its fetch read the row into. A client that can move a row's payload
+// from and into them (fs, S3) does, as the driver does: a reused buffer
+// of one row per goroutine stays in cache and flatters the baseline (at
+// 256 KiB rows, a pread into one ran at twice the speed of a pread into
+// the slots), and a write from 64 MiB of heap the bench had just
+// allocated took 1.7x as long per 4 MiB as one from the slots.
+type rowSlots struct{ src, dst [][]byte }
 
 // reached is the store calls a backend of workers workers has in flight
 // at once, publishing and fetching, when each driver call holds perCall
@@ -674,11 +681,12 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			// runtime.GC below ends each rep): so does the baseline, not
 			// amid the collection of the copies above.
 			runtime.GC()
-			dst := make([][]byte, len(keys))
-			for k := range dst {
-				dst[k] = dstMem[int64(k)*rowBytes : int64(k+1)*rowBytes]
+			slots := rowSlots{src: make([][]byte, len(keys)), dst: make([][]byte, len(keys))}
+			for k := range keys {
+				slots.src[k] = srcMem[int64(k)*rowBytes : int64(k+1)*rowBytes]
+				slots.dst[k] = dstMem[int64(k)*rowBytes : int64(k+1)*rowBytes]
 			}
-			if plain, err = s.plain(r.d, keys, objs, dst, perCall, pubConc, conc); err != nil {
+			if plain, err = s.plain(r.d, keys, objs, slots, perCall, pubConc, conc); err != nil {
 				return bandwidth{}, fmt.Errorf("plain %s: %w", s.plainName, err)
 			}
 			r.forget(pv)

@@ -60,7 +60,7 @@ func openRealMooncake(log io.Writer) (store, error) {
 		stop:        func() { _ = pool.Close() },
 		plainName:   "raw_sdk",
 		sessionName: "raw_session",
-		plain: func(d driver.Driver, keys []string, objs, _ [][]byte, perCall, putConc, getConc int) (plainTimes, error) {
+		plain: func(d driver.Driver, keys []string, objs [][]byte, _ rowSlots, perCall, putConc, getConc int) (plainTimes, error) {
 			t, err := rawMooncake(client(d), keys, objs, perCall, putConc, getConc)
 			if err == nil {
 				fmt.Fprintf(log, "blobbench: mooncake-real raw SDK: batch_put_from %v, the same puts as session start+scatter+end %v (%.2fx), batch_get_into %v\n",
