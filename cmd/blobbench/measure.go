@@ -955,8 +955,8 @@ func measureRowOps(s store, p plan) (rowOps, error) {
 			// A publish runs on backend.PublishWorkers of the workers
 			// (one is kept for fetches): its half of the copy runs on
 			// as many goroutines, the fetch's on all of them.
-			parallelRowCopy(scratch, srcMem, rowBytes, backend.PublishWorkers(workers))
-			parallelRowCopy(dstMem, scratch, rowBytes, workers)
+			parallelCopy(scratch, srcMem, rowBytes, backend.PublishWorkers(workers))
+			parallelCopy(dstMem, scratch, rowBytes, workers)
 		}
 		cp := time.Since(t0)
 		runtime.GC()

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTheBaselinesShareTheRowsTheSameWay: share cuts the rows into n
+// contiguous runs that cover each row once (more goroutines than rows
+// included), and parallelCopy and allocCopy, which both run on those
+// shares, copy every row. (Tried: a share's hi of rows*(g+1)/n-1 fails
+// the cover; parallelCopy stepping by two rows fails the copy.)
+func TestTheBaselinesShareTheRowsTheSameWay(t *testing.T) {
+	const rowBytes = 64
+	for _, c := range []struct{ rows, n int }{{1, 1}, {7, 2}, {8, 2}, {3, 4}, {16, 3}} {
+		t.Run(fmt.Sprintf("%d rows on %d", c.rows, c.n), func(t *testing.T) {
+			seen := make([]int, c.rows)
+			prev := int64(0)
+			for g := 0; g < c.n; g++ {
+				lo, hi := share(int64(c.rows), g, c.n)
+				require.Equal(t, prev, lo, "share %d does not start where %d ended", g, g-1)
+				for k := lo; k < hi; k++ {
+					seen[k]++
+				}
+				prev = hi
+			}
+			for k, s := range seen {
+				assert.Equal(t, 1, s, "row %d taken %d times", k, s)
+			}
+			src := make([]byte, c.rows*rowBytes)
+			for i := range src {
+				src[i] = byte(i*7 + 1)
+			}
+			dst := make([]byte, len(src))
+			parallelCopy(dst, src, rowBytes, c.n)
+			assert.Equal(t, src, dst, "parallelCopy")
+			objs := allocCopy(src, rowBytes, c.n)
+			require.Len(t, objs, c.rows)
+			assert.Equal(t, src, bytes.Join(objs, nil), "allocCopy")
+		})
+	}
+}
