@@ -17,7 +17,8 @@
 // directory in tests) through POSIX file I/O as Go's os package issues it on
 // Linux. The "SDK" is the kernel: its answers are errno values, and each code
 // below is the negated errno (the kernel's own convention for system call
-// returns), plus four codes the driver finds itself (PENDING, CORRUPT, MISMATCH, ERR).
+// returns), plus four codes the driver finds itself (PENDING, CORRUPT,
+// MISMATCH, ERR).
 //
 // Layout. A key prefix/v1/hex(name) is the file
 //

@@ -66,9 +66,11 @@ type Options struct {
 	// several going. The backend's workers multiply it.
 	RowsInFlight int
 	// Integrity, when set, tags every object the driver writes with the
-	// current row key and refuses (CORRUPT) every object whose tag does not
-	// verify under the current or previous key, one another writer stored
-	// with a valid unkeyed trailer included (see trailer.Integrity).
+	// current row key and refuses every object whose tag does not verify
+	// under the current or previous key: CORRUPT, by its tail alone, for
+	// one another writer stored with a valid unkeyed trailer; MISMATCH,
+	// once its payload was read, for a tag that fails (see
+	// trailer.Integrity).
 	Integrity *trailer.Integrity
 	// Seam, when set, is entered before each spec call (claim, write,
 	// publish, read) on a key: a held call waits in it, a raise is answered
