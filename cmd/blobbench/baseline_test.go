@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,5 +43,27 @@ func TestTheBaselinesShareTheRowsTheSameWay(t *testing.T) {
 			require.Len(t, objs, c.rows)
 			assert.Equal(t, src, bytes.Join(objs, nil), "allocCopy")
 		})
+	}
+}
+
+// TestJoinedReadsBothSlicesAsOne reads a joined body whole through a
+// SectionReader, in reads of every size that straddle the seam. (Tried:
+// dropping b's read fails every size.)
+func TestJoinedReadsBothSlicesAsOne(t *testing.T) {
+	a, b := []byte("the row's payload"), []byte("+trailer")
+	want := append(append([]byte(nil), a...), b...)
+	for step := 1; step <= len(want)+1; step++ {
+		r := io.NewSectionReader(joined{a, b}, 0, int64(len(want)))
+		var got []byte
+		buf := make([]byte, step)
+		for {
+			n, err := r.Read(buf)
+			got = append(got, buf[:n]...)
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err)
+		}
+		assert.Equal(t, want, got, "reads of %d", step)
 	}
 }
