@@ -78,11 +78,14 @@ soak: ## the randomized fault soak, bounded (SOAK_DURATION, default 60s)
 # (with -race where the package starts goroutines or uses sync); a hang (a
 # test binary at its -timeout: four times what the package's tests took,
 # 1 to 3 minutes) is reported apart from a kill, with the tests that were
-# running. The budget is shared out package by package (what one leaves
-# goes to the next), and a package's mutants are sampled (seeded: another
-# MUTATE_SEED samples others) when its part cannot cover them all: the
-# report says the share sampled and the share decided (a mutant the
-# budget's end cut short is sampled, not decided, and not scored).
+# running. A package's tests that never execute the mutated line (by
+# their coverage, measured once unmutated) are skipped. The packages share
+# the budget by time (the next mutant is always the package's that has
+# used the least), and a package's mutants are sampled (seeded: another
+# MUTATE_SEED samples others) when its share cannot cover them all: the
+# report says each package's share of the budget, the share sampled and
+# the share decided (a mutant the budget's end cut short is sampled, not
+# decided, and not scored).
 MUTATE_BUDGET ?= 30m
 MUTATE_JOBS ?= 1
 MUTATE_SEED ?= 1

@@ -67,3 +67,21 @@ func TestJoinedReadsBothSlicesAsOne(t *testing.T) {
 		assert.Equal(t, want, got, "reads of %d", step)
 	}
 }
+
+// TestAPlainWorksRowsAreTheRowsSlots: plainWork.rows cuts the rig's
+// memory into one slot per key, each the row's own, in order, none
+// another's (tried: every key given the first row's slot fails).
+func TestAPlainWorksRowsAreTheRowsSlots(t *testing.T) {
+	const rowBytes, rows = 64, 5
+	mem := make([]byte, rowBytes*rows)
+	for i := range mem {
+		mem[i] = byte(i / rowBytes)
+	}
+	w := plainWork{keys: make([]string, rows), rowBytes: rowBytes}
+	got := w.rows(mem)
+	require.Len(t, got, rows)
+	for k, b := range got {
+		require.Len(t, b, rowBytes, "row %d", k)
+		assert.Equal(t, bytes.Repeat([]byte{byte(k)}, rowBytes), b, "row %d is not its own slot", k)
+	}
+}

@@ -199,8 +199,8 @@ func openRedis(t redisTarget, log io.Writer) (store, error) {
 			}
 		},
 		plainName: "pipeline",
-		plain: func(_ driver.Driver, keys []string, objs [][]byte, _ rowSlots, perCall, putConc, getConc int) (plainTimes, error) {
-			return plainPipeline(c, keys, objs, perCall, putConc, getConc)
+		plain: func(_ driver.Driver, w plainWork) (plainTimes, error) {
+			return plainPipeline(c, w.keys, w.objs, w.perCall, w.putConc, w.getConc)
 		}}
 	atCleanup(func() {
 		keys := w.all()

@@ -99,8 +99,9 @@ func fsStore() (store, error) {
 				_ = os.Remove(paths(d, k))
 			}
 		},
-		plain: func(d driver.Driver, keys []string, objs [][]byte, slots rowSlots, _, putConc, conc int) (plainTimes, error) {
-			src, dst := slots.src, slots.dst
+		plain: func(d driver.Driver, w plainWork) (plainTimes, error) {
+			keys, objs, putConc, conc := w.keys, w.objs, w.putConc, w.getConc
+			src, dst := w.rows(w.src), w.rows(w.dst)
 			files := make([]string, len(keys))
 			for i, k := range keys {
 				files[i] = paths(d, k)
@@ -227,13 +228,14 @@ func s3Store() (store, error) {
 				return err
 			})
 		},
-		plain: func(d driver.Driver, keys []string, objs [][]byte, slots rowSlots, _, putConc, conc int) (plainTimes, error) {
-			dst := slots.dst
+		plain: func(d driver.Driver, w plainWork) (plainTimes, error) {
+			keys, objs, putConc, conc := w.keys, w.objs, w.putConc, w.getConc
+			src, dst := w.rows(w.src), w.rows(w.dst)
 			c, ctx := client(d), context.Background()
 			put, err := eachKey(len(keys), putConc, func(_, i int) error {
 				// The payload from the row's slot, then the trailer, as
 				// the driver sends them.
-				body := io.NewSectionReader(joined{slots.src[i], objs[i][len(slots.src[i]):]}, 0, int64(len(objs[i])))
+				body := io.NewSectionReader(joined{src[i], objs[i][len(src[i]):]}, 0, int64(len(objs[i])))
 				_, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String(opt.Bucket), Key: aws.String(keys[i]),
 					Body: body, ContentLength: aws.Int64(int64(len(objs[i])))})
 				return err

@@ -54,8 +54,11 @@
 // batch_put_from and batch_get_into of the same bytes through the same
 // client; and publish_vs_raw_session: the same puts made the driver's way
 // (session start, scatter, end) through the same client without kvblob,
-// on segment memory already touched, which tells kvblob's cost from the
-// session path's.
+// which tells kvblob's cost from the session path's. Each baseline moves
+// the driver's own rows from and into the slots the driver registered,
+// in calls of as many keys as the backend cut the driver's, as many in
+// flight. Its views are cut at its store file's default batching (the
+// spec's config) unless -rows-per-call or -bytes-per-call is given.
 //
 // Progress goes to stderr. Machines are noisy: read the ratios, not the
 // absolute figures.
@@ -136,7 +139,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "bench-out", "folder for blobbench.json and bandwidth.svg")
 	reps := fs.Int("reps", 5, "repetitions per measurement (the median is reported, with its range)")
 	viewBytes := fs.Int64("view-bytes", 64<<20, "bytes moved per round trip")
-	bytesPerCall := fs.Int64("bytes-per-call", 4<<20, "the backend's BytesPerBatch: a view is many calls")
+	bytesPerCall := fs.Int64("bytes-per-call", 4<<20, "the backend's BytesPerBatch: a view is many calls (mooncake-real: its spec's bytes_per_batch unless given)")
+	rowsPerCall := fs.Int("rows-per-call", 256, "the backend's RowsPerBatch (mooncake-real: its spec's rows_per_batch unless given)")
 	samples := fs.Int("latency-samples", 2000, "fetches per latency phase")
 	budget := fs.Duration("latency-budget", 10*time.Second, "a latency phase stops at this time once it has 100 samples (a slow store's phases would take minutes)")
 	rif := fs.Int("rows-in-flight", 0, "fs and S3: the rows a driver call sends at once (Options.RowsInFlight; 0: each store's default), to tune it")
@@ -164,11 +168,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if *reps < 1 || *viewBytes < 1 || *bytesPerCall < 1 || *samples < 1 {
-		fmt.Fprintln(stderr, "blobbench: -reps, -view-bytes, -bytes-per-call and -latency-samples must be positive")
+	if *reps < 1 || *viewBytes < 1 || *bytesPerCall < 1 || *rowsPerCall < 1 || *samples < 1 {
+		fmt.Fprintln(stderr, "blobbench: -reps, -view-bytes, -bytes-per-call, -rows-per-call and -latency-samples must be positive")
 		return 2
 	}
-	p := plan{reps: *reps, viewBytes: *viewBytes, bytesPerCall: *bytesPerCall, rowsPerCall: 256,
+	p := plan{reps: *reps, viewBytes: *viewBytes, bytesPerCall: *bytesPerCall, rowsPerCall: *rowsPerCall,
 		rowSizes: []int64{256 << 10, 1 << 20, 4 << 20}, workers: []int{1, 2, 4},
 		latencyFetches: *samples, latencyBudget: *budget, latencyRows: 1, rowOpsRows: 4096, rowOpsViews: 8, scalingOps: 50000, redis: !*noRedis}
 	defer func() { redisSharedConns, redisYield = false, false }()
@@ -176,6 +180,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		p = plan{reps: 1, viewBytes: 4 << 20, bytesPerCall: 1 << 20, rowsPerCall: 256, rowSizes: []int64{64 << 10, 1 << 20}, workers: []int{1, 2},
 			latencyFetches: 20, latencyBudget: *budget, latencyRows: 1, rowOpsRows: 256, rowOpsViews: 1, scalingOps: 8192, redis: !*noRedis}
 	}
+	fs.Visit(func(f *flag.Flag) {
+		p.bytesPerCallSet = p.bytesPerCallSet || f.Name == "bytes-per-call"
+		p.rowsPerCallSet = p.rowsPerCallSet || f.Name == "rows-per-call"
+	})
 	redisSharedConns, redisYield = *redisShared, *redisYieldFlag
 	p.latencyGap = *gap
 	rowsInFlightFlag = *rif
@@ -312,19 +320,19 @@ func printRatios(w io.Writer, r ratios) {
 }
 
 func printTable(w io.Writer, rep *report) {
-	fmt.Fprintf(w, "GOMAXPROCS=%d, load average %s at the start, %d reps (median, range), views of %s cut at %s or %d rows per call\n",
+	fmt.Fprintf(w, "GOMAXPROCS=%d, load average %s at the start, %d reps (median, range), views of %s cut at %s or %d rows per call (a store with batching of its own, at that: the rows/call column)\n",
 		rep.Plan.GOMAXPROCS, rep.Plan.LoadAvg, rep.Plan.Reps, size(rep.Plan.ViewBytes), size(rep.Plan.BytesPerCall), rep.Plan.RowsPerCall)
 	fmt.Fprintln(w, "memcpy and alloc+copy run on as many goroutines as the backend has workers (publish/memcpy: as many as may publish at once, the pub column); alloc+copy starts from a heap returned to the system;")
 	fmt.Fprintln(w, "own client: the store's client doing the same work at the concurrency the driver reaches (publishing or fetching workers x the rows a call sends at once), same objects")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "store\trow\tworkers\tpub\tin flight pub/fetch\tcalls/view\tpublish GB/s\tfetch GB/s\tmemcpy GB/s\talloc+copy GB/s\tpublish/memcpy\tfetch/memcpy\tpublish/own client\tfetch/own client\t")
+	fmt.Fprintln(tw, "store\trow\tworkers\tpub\tin flight pub/fetch\trows/call\tcalls/view\tpublish GB/s\tfetch GB/s\tmemcpy GB/s\talloc+copy GB/s\tpublish/memcpy\tfetch/memcpy\tpublish/own client\tfetch/own client\t")
 	for _, r := range rep.Bandwidth {
 		pp, fp := "-", "-"
 		if r.PublishVsPipeline != nil {
 			pp, fp = r.PublishVsPipeline.String(), r.FetchVsPipeline.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d/%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t\n", r.Store, size(r.RowBytes), r.Workers, r.PublishWorkers, r.PublishConcurrency, r.Concurrency, r.BatchesPerView,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d/%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t\n", r.Store, size(r.RowBytes), r.Workers, r.PublishWorkers, r.PublishConcurrency, r.Concurrency, r.RowsPerCall, r.BatchesPerView,
 			r.PublishGBs, r.FetchGBs, r.MemcpyGBs, r.AllocCopyGBs, r.PublishVsMemcpy, r.FetchVsMemcpy, pp, fp)
 	}
 	tw.Flush()

@@ -150,10 +150,8 @@ func TestTheOwnClientRunsAtTheConcurrencyTheDriverReaches(t *testing.T) {
 // TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches: a store's own
 // client puts at the publish's parallelism (backend.PublishWorkers of the
 // workers, times the rows a call sends at once) and gets at the fetch's,
-// into a slot of its own per row as the driver's fetch does (tried: one
-// row's slot for every row fails), so each ratio compares like with like;
-// a store with a session path gets its publish_vs_<session> ratio at every
-// size.
+// so each ratio compares like with like; a store with a session path
+// gets its publish_vs_<session> ratio at every size.
 func TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches(t *testing.T) {
 	for _, c := range []struct {
 		workers, rowsInFlight, wantGet int
@@ -169,10 +167,8 @@ func TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches(t *testing.T) {
 		s := memoryStore()
 		var puts, gets []int
 		s.plainName, s.sessionName, s.rowsInFlight = "own", "own_session", c.rowsInFlight
-		s.plain = func(_ driver.Driver, keys []string, objs [][]byte, slots rowSlots, perCall, putConc, getConc int) (plainTimes, error) {
-			puts, gets = append(puts, putConc), append(gets, getConc)
-			distinctSlots(t, slots.src, len(keys), 64<<10)
-			distinctSlots(t, slots.dst, len(keys), 64<<10)
+		s.plain = func(_ driver.Driver, w plainWork) (plainTimes, error) {
+			puts, gets = append(puts, w.putConc), append(gets, w.getConc)
 			return plainTimes{put: time.Millisecond, get: time.Millisecond, session: 2 * time.Millisecond}, nil
 		}
 		p := plan{reps: 2, viewBytes: 1 << 20, bytesPerCall: 256 << 10, rowsPerCall: 256}
@@ -189,15 +185,56 @@ func TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches(t *testing.T) {
 	}
 }
 
-// distinctSlots checks that dst holds n destinations of rowBytes each,
-// none overlapping another.
-func distinctSlots(t *testing.T, dst [][]byte, n int, rowBytes int) {
-	t.Helper()
-	require.Len(t, dst, n)
-	seen := map[*byte]bool{}
-	for i, b := range dst {
-		require.Len(t, b, rowBytes, "dst[%d]", i)
-		require.False(t, seen[&b[0]], "dst[%d] is another row's slot too", i)
-		seen[&b[0]] = true
+// The store's own client makes calls of as many keys as the backend put in
+// each of the driver's calls, whichever bound cut them (rows, bytes, the
+// store's own batching or the flags that override it), and gets the rig's
+// registered slots: src holding the published rows, dst the fetched ones.
+func TestTheOwnClientCutsItsCallsAsTheBackendCutTheDrivers(t *testing.T) {
+	const rowBytes, rows = 64 << 10, 16
+	for _, c := range []struct {
+		name                   string
+		p                      plan
+		storeRows              int
+		storeBytes             int64
+		wantPerCall, wantCalls int
+		fromSlots              bool // the baseline moves the slots and gets no objects
+	}{
+		{"the plan's bytes", plan{bytesPerCall: 256 << 10, rowsPerCall: 256}, 0, 0, 4, 4, false},
+		{"the plan's rows", plan{bytesPerCall: 1 << 20, rowsPerCall: 2}, 0, 0, 2, 8, false},
+		{"the store's own bytes", plan{bytesPerCall: 256 << 10, rowsPerCall: 256}, 0, 128 << 10, 2, 8, false},
+		{"the store's own rows", plan{bytesPerCall: 1 << 20, rowsPerCall: 256}, 8, 0, 8, 2, false},
+		{"-bytes-per-call overrides the store's", plan{bytesPerCall: 512 << 10, rowsPerCall: 256, bytesPerCallSet: true}, 0, 128 << 10, 8, 2, false},
+		{"-rows-per-call overrides the store's", plan{bytesPerCall: 1 << 20, rowsPerCall: 4, rowsPerCallSet: true}, 1, 0, 4, 4, false},
+		{"a view of fewer rows than a call holds is one call", plan{bytesPerCall: 4 << 20, rowsPerCall: 256}, 0, 0, 16, 1, false},
+		{"a baseline from the slots", plan{bytesPerCall: 256 << 10, rowsPerCall: 256}, 0, 0, 4, 4, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.p.reps = 2
+			s := memoryStore()
+			s.plainName, s.rowsPerCall, s.bytesPerCall, s.plainFromSlots = "own", c.storeRows, c.storeBytes, c.fromSlots
+			var works []plainWork
+			s.plain = func(_ driver.Driver, w plainWork) (plainTimes, error) {
+				require.Len(t, w.src, rows*rowBytes)
+				require.Len(t, w.dst, rows*rowBytes)
+				assert.Equal(t, int64(rowBytes), w.rowBytes)
+				assert.Equal(t, w.src[:rowBytes], w.dst[:rowBytes], "dst holds what the fetch read back")
+				if c.fromSlots {
+					assert.Nil(t, w.objs)
+				} else {
+					require.Len(t, w.objs, rows)
+					assert.Equal(t, plainObject(w.keys[1], w.src[rowBytes:2*rowBytes]), w.objs[1], "each key's own object")
+				}
+				works = append(works, w)
+				return plainTimes{put: time.Millisecond, get: time.Millisecond}, nil
+			}
+			b, err := measureBandwidth(s, c.p, rowBytes, rows, 2)
+			require.NoError(t, err)
+			assert.Equal(t, c.wantCalls, b.BatchesPerView, "the driver's calls per view")
+			assert.Equal(t, c.wantPerCall, b.RowsPerCall)
+			require.Len(t, works, c.p.reps+1)
+			for _, w := range works {
+				assert.Equal(t, c.wantPerCall, w.perCall, "the own client's keys per call")
+			}
+		})
 	}
 }

@@ -24,14 +24,17 @@ import (
 )
 
 type plan struct {
-	reps           int
-	viewBytes      int64
-	bytesPerCall   int64
-	rowsPerCall    int
-	rowSizes       []int64
-	workers        []int
-	latencyFetches int           // samples per latency phase
-	latencyBudget  time.Duration // a phase's time, past minLatencySamples
+	reps         int
+	viewBytes    int64
+	bytesPerCall int64
+	rowsPerCall  int
+	// bytesPerCallSet and rowsPerCallSet: the flags were given, and
+	// override a store's own batching (plan.batching).
+	bytesPerCallSet, rowsPerCallSet bool
+	rowSizes                        []int64
+	workers                         []int
+	latencyFetches                  int           // samples per latency phase
+	latencyBudget                   time.Duration // a phase's time, past minLatencySamples
 	// latencyGap spaces a phase's fetches: the i-th starts no earlier
 	// than i gaps after the first (0: back to back). A fixed fetch load
 	// compares what it costs the publishes on two drivers whose fetches
@@ -106,15 +109,18 @@ type bandwidth struct {
 	// PublishConcurrency and Concurrency are the store calls in flight at
 	// once publishing and fetching (reached): the store's own client runs
 	// at them.
-	PublishConcurrency int     `json:"publish_concurrency"`
-	Concurrency        int     `json:"concurrency"`
-	BatchesPerView     int     `json:"batches_per_view"`
-	PublishGBs         float64 `json:"publish_gb_s"`
-	FetchGBs           float64 `json:"fetch_gb_s"`
-	MemcpyGBs          float64 `json:"memcpy_gb_s"`
-	AllocCopyGBs       float64 `json:"alloc_copy_gb_s"`
-	PublishVsMemcpy    spread  `json:"publish_vs_memcpy"`
-	FetchVsMemcpy      spread  `json:"fetch_vs_memcpy"`
+	PublishConcurrency int `json:"publish_concurrency"`
+	Concurrency        int `json:"concurrency"`
+	// RowsPerCall is the rows of each driver call (the backend's cut,
+	// Backend.BatchSize); the store's own client's calls take as many keys.
+	RowsPerCall     int     `json:"rows_per_call"`
+	BatchesPerView  int     `json:"batches_per_view"`
+	PublishGBs      float64 `json:"publish_gb_s"`
+	FetchGBs        float64 `json:"fetch_gb_s"`
+	MemcpyGBs       float64 `json:"memcpy_gb_s"`
+	AllocCopyGBs    float64 `json:"alloc_copy_gb_s"`
+	PublishVsMemcpy spread  `json:"publish_vs_memcpy"`
+	FetchVsMemcpy   spread  `json:"fetch_vs_memcpy"`
 	// The plain store-client pipeline of the same bytes over the
 	// publish's and fetch's times (Redis only).
 	PublishVsPipeline *spread `json:"publish_vs_pipeline,omitempty"`
@@ -276,16 +282,16 @@ type store struct {
 	stop    func()
 	prefix  string   // the backend's key prefix ("" is the backend's default)
 	written *written // records every key before it is written, when the run must delete them
-	// plain times a plain put of objs[i] under keys[i] from putConc
-	// goroutines and a get of each from getConc, perCall keys per call,
-	// through the store's own client with no kvblob in the way (nil: no
-	// such baseline); d is the rig's driver. slots are the rows' slots
-	// in the driver's views, for a client that can write from and read
-	// into them as the driver does (rowSlots). plainName names it in the
-	// ratios line ("pipeline": go-redis pipelines; "raw_sdk": the Mooncake
-	// SDK's batch_put_from and batch_get_into).
-	plain     func(d driver.Driver, keys []string, objs [][]byte, slots rowSlots, perCall, putConc, getConc int) (plainTimes, error)
+	// plain times the work of a rep's publish and fetch (w) done by the
+	// store's own client with no kvblob in the way (nil: no such
+	// baseline); d is the rig's driver. plainName names it in the ratios
+	// line ("pipeline": go-redis pipelines; "raw_sdk": the Mooncake SDK's
+	// batch_put_from and batch_get_into).
+	plain     func(d driver.Driver, w plainWork) (plainTimes, error)
 	plainName string
+	// plainFromSlots: plain moves the rig's slots (plainWork.src and
+	// dst), not objects, and gets no plainWork.objs.
+	plainFromSlots bool
 	// sessionName names plainTimes.session in the ratios line ("" when
 	// the store's plain has none).
 	sessionName string
@@ -297,17 +303,62 @@ type store struct {
 	// publish, the driver's and (inside plain) the raw one's alike (fs:
 	// the disk's pending writes).
 	settle func()
+	// rowsPerCall and bytesPerCall are the store's own batching, its
+	// spec's config (0: the plan's): a rig of the store cuts views at
+	// them unless -rows-per-call or -bytes-per-call is given (plan.batching).
+	rowsPerCall  int
+	bytesPerCall int64
 }
 
-// rowSlots are the slots of a bandwidth rep's views, one per key: src[i]
-// is the slot the driver's publish wrote key i's row from, dst[i] the one
-// its fetch read the row into. A client that can move a row's payload
-// from and into them (fs, S3) does, as the driver does: a reused buffer
-// of one row per goroutine stays in cache and flatters the baseline (at
-// 256 KiB rows, a pread into one ran at twice the speed of a pread into
-// the slots), and a write from 64 MiB of heap the bench had just
-// allocated took 1.7x as long per 4 MiB as one from the slots.
-type rowSlots struct{ src, dst [][]byte }
+// plainWork is the work of a rep's publish and fetch, for a store's own
+// client to do as the driver did it: the same keys, cut into calls of
+// perCall keys as the backend cut the driver's (Backend.BatchSize, so the
+// fact has one place), putConc of them in flight putting and getConc
+// getting (reached).
+type plainWork struct {
+	keys []string
+	// objs are each key's object as a driver that writes the object
+	// trailer stores it (plainObject); nil for a store.plainFromSlots.
+	objs [][]byte
+	// src and dst are the rig's slots, registered with the rig's driver
+	// (for a client that moves registered memory, as the driver does):
+	// src holds row i of the publish at i*rowBytes, dst is where the fetch
+	// read them. A baseline that puts from src and gets into dst moves the
+	// driver's own bytes through memory the driver's calls warmed.
+	src, dst                  []byte
+	rowBytes                  int64
+	perCall, putConc, getConc int
+}
+
+// batching is the rows and bytes per driver call a rig of s cuts views
+// at: the store's own (store.rowsPerCall, store.bytesPerCall) where it
+// has them and the flag was not given, else the plan's.
+func (p plan) batching(s store) (rows int, bytes int64) {
+	rows, bytes = p.rowsPerCall, p.bytesPerCall
+	if s.rowsPerCall > 0 && !p.rowsPerCallSet {
+		rows = s.rowsPerCall
+	}
+	if s.bytesPerCall > 0 && !p.bytesPerCallSet {
+		bytes = s.bytesPerCall
+	}
+	return rows, bytes
+}
+
+// rows cuts mem (w.src or w.dst) into one slot per key, for a client
+// that moves each row's payload from the slot the driver's publish sent
+// it from, or into the one its fetch read it into, as the driver does (fs,
+// S3): a reused buffer of one row per goroutine stays in cache and
+// flatters the baseline (at 256 KiB rows, a pread into one ran at twice
+// the speed of a pread into the slots), and a write from 64 MiB of heap
+// the bench had just allocated took 1.7x as long per 4 MiB as one from
+// the slots.
+func (w plainWork) rows(mem []byte) [][]byte {
+	out := make([][]byte, len(w.keys))
+	for k := range out {
+		out[k] = mem[int64(k)*w.rowBytes : int64(k+1)*w.rowBytes]
+	}
+	return out
+}
 
 // reached is the store calls a backend of workers workers has in flight
 // at once, publishing and fetching, when each driver call holds perCall
@@ -390,7 +441,8 @@ func newRig(s store, p plan, rowBytes int64, rows, workers int) (*rig, error) {
 	if err != nil {
 		return fail(err)
 	}
-	be, err := backend.New(bind, backend.Config{Workers: workers, RowsPerBatch: p.rowsPerCall, BytesPerBatch: p.bytesPerCall, Prefix: prefix})
+	rowsPerCall, bytesPerCall := p.batching(s)
+	be, err := backend.New(bind, backend.Config{Workers: workers, RowsPerBatch: rowsPerCall, BytesPerBatch: bytesPerCall, Prefix: prefix})
 	if err != nil {
 		return fail(err)
 	}
@@ -632,7 +684,12 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	srcMem := r.slots.Mem[:total]
 	dstMem := r.slots.Mem[total : 2*total]
 	batches := 0
-	perCall := int(max(1, min(int64(p.rowsPerCall), p.bytesPerCall/rowBytes)))
+	// The rows of each driver call, as the backend cuts them: the store's
+	// own client makes calls of as many keys.
+	perCall := rows
+	if n, _, bounded := r.be.BatchSize(r.slots); bounded {
+		perCall = min(n, rows)
+	}
 	pubConc, conc := reached(s.rowsInFlight, perCall, workers)
 	for i := 0; i <= p.reps; i++ { // rep 0 warms the store up and is not counted
 		src, dst := r.views(0, rows)
@@ -673,20 +730,19 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			// Each key's own bytes, as the driver stores them: one
 			// object for every key would send the same cached megabyte
 			// again and flatter the baseline.
-			objs := make([][]byte, len(keys))
-			for k, key := range keys {
-				objs[k] = plainObject(key, srcMem[int64(k)*rowBytes:int64(k+1)*rowBytes])
+			var objs [][]byte // nil for a baseline that moves the slots
+			if !s.plainFromSlots {
+				objs = make([][]byte, len(keys))
+				for k, key := range keys {
+					objs[k] = plainObject(key, srcMem[int64(k)*rowBytes:int64(k+1)*rowBytes])
+				}
 			}
 			// The driver's publish starts on a collected heap (the
 			// runtime.GC below ends each rep): so does the baseline, not
 			// amid the collection of the copies above.
 			runtime.GC()
-			slots := rowSlots{src: make([][]byte, len(keys)), dst: make([][]byte, len(keys))}
-			for k := range keys {
-				slots.src[k] = srcMem[int64(k)*rowBytes : int64(k+1)*rowBytes]
-				slots.dst[k] = dstMem[int64(k)*rowBytes : int64(k+1)*rowBytes]
-			}
-			if plain, err = s.plain(r.d, keys, objs, slots, perCall, pubConc, conc); err != nil {
+			w := plainWork{keys: keys, objs: objs, src: srcMem, dst: dstMem, rowBytes: rowBytes, perCall: perCall, putConc: pubConc, getConc: conc}
+			if plain, err = s.plain(r.d, w); err != nil {
 				return bandwidth{}, fmt.Errorf("plain %s: %w", s.plainName, err)
 			}
 			r.forget(pv)
@@ -707,7 +763,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	if err := r.close(); err != nil {
 		return bandwidth{}, err
 	}
-	b := bandwidth{Store: s.name, RowBytes: rowBytes, Workers: workers, PublishWorkers: backend.PublishWorkers(workers), PublishConcurrency: pubConc, Concurrency: conc, BatchesPerView: batches,
+	b := bandwidth{Store: s.name, RowBytes: rowBytes, Workers: workers, PublishWorkers: backend.PublishWorkers(workers), PublishConcurrency: pubConc, Concurrency: conc, RowsPerCall: perCall, BatchesPerView: batches,
 		PublishGBs: gbs(total, medianDur(pubs)), FetchGBs: gbs(total, medianDur(gets)),
 		MemcpyGBs: gbs(total, medianDur(cps)), AllocCopyGBs: gbs(total, medianDur(allocs)),
 		PublishVsMemcpy: spreadOf(pubR), FetchVsMemcpy: spreadOf(getR)}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/kvblob/kvblob/internal/mooncakekit/realkit"
 	"github.com/kvblob/kvblob/runtime/driver"
-	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
 )
@@ -27,9 +26,9 @@ func init() {
 	}{"mooncake-real", openRealMooncake})
 }
 
-// realSegmentBytes is each bench client's segment: room for a rep's view,
-// the raw baseline's copy of it and the trailers, under the master's 90 %
-// eviction mark, so nothing a rep reads is evicted.
+// realSegmentBytes is each bench client's segment: room for a rep's view
+// and the raw baseline's copies of it, under the master's 90 % eviction
+// mark, so nothing a rep reads is evicted.
 const realSegmentBytes = 2 << 30
 
 func openRealMooncake(log io.Writer) (store, error) {
@@ -43,7 +42,10 @@ func openRealMooncake(log io.Writer) (store, error) {
 	client := func(d driver.Driver) *cgosdk.Client {
 		return d.(*mooncake.Driver).SDK().(*cgosdk.Client)
 	}
-	return store{name: "mooncake-real",
+	// The views are cut as a Mooncake store file's defaults cut them (its
+	// spec's config), so the figures are those of the batching users get.
+	batch := mooncake.DefaultConfig().Backend
+	return store{name: "mooncake-real", rowsPerCall: batch.RowsPerBatch, bytesPerCall: batch.BytesPerBatch,
 		make: func() (driver.Driver, error) {
 			sdk, err := cgosdk.Open(cfg)
 			if err != nil {
@@ -56,81 +58,57 @@ func openRealMooncake(log io.Writer) (store, error) {
 			}
 			return d, nil
 		},
-		forget:      func(d driver.Driver, keys []string) { _, _ = client(d).BatchRemove(keys) },
-		stop:        func() { _ = pool.Close() },
-		plainName:   "raw_sdk",
-		sessionName: "raw_session",
-		plain: func(d driver.Driver, keys []string, objs [][]byte, _ rowSlots, perCall, putConc, getConc int) (plainTimes, error) {
-			t, err := rawMooncake(client(d), keys, objs, perCall, putConc, getConc)
+		forget:         func(d driver.Driver, keys []string) { _, _ = client(d).BatchRemove(keys) },
+		stop:           func() { _ = pool.Close() },
+		plainName:      "raw_sdk",
+		plainFromSlots: true,
+		sessionName:    "raw_session",
+		plain: func(d driver.Driver, w plainWork) (plainTimes, error) {
+			t, err := rawMooncake(client(d), w)
 			if err == nil {
-				fmt.Fprintf(log, "blobbench: mooncake-real raw SDK: batch_put_from %v, the same puts as session start+scatter+end %v (%.2fx), batch_get_into %v\n",
-					t.put.Round(time.Microsecond), t.session.Round(time.Microsecond), float64(t.session)/float64(t.put), t.get.Round(time.Microsecond))
+				fmt.Fprintf(log, "blobbench: mooncake-real raw SDK, %d keys per call, %d/%d in flight: batch_put_from %v, the same puts as session start+scatter+end %v (%.2fx), batch_get_into %v\n",
+					w.perCall, w.putConc, w.getConc, t.put.Round(time.Microsecond), t.session.Round(time.Microsecond), float64(t.session)/float64(t.put), t.get.Round(time.Microsecond))
 			}
 			return t, err
 		}}, nil
 }
 
-// rawMooncake puts objs[i] under keys[i] with the SDK's batch_put_from from
-// putConc goroutines, then reads the same bytes back with batch_get_into
-// from getConc, perCall keys per call, through c: the same client, segment and
-// transport as the driver's, from registered memory as the SDK requires.
-// It also times the same puts made the driver's way (session start,
-// scatter, end, under other keys, removed after) from putConc goroutines,
-// to tell what kvblob costs from what the SDK's session path costs; the
-// gets read those.
-func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, putConc, getConc int) (t plainTimes, err error) {
-	n := int64(len(objs[0]))
-	var regs [][]byte
-	defer func() {
-		for _, b := range regs {
-			_, _ = c.UnregisterBuffer(mooncake.BufferOf(b))
-			_ = hostmem.Free(b)
-		}
-	}()
-	alloc := func(size int) ([]byte, error) {
-		b, err := hostmem.Alloc(size)
-		if err != nil {
-			return nil, err
-		}
-		if code, err := c.RegisterBuffer(mooncake.BufferOf(b)); err != nil || code != 0 {
-			_ = hostmem.Free(b)
-			return nil, fmt.Errorf("register_buffer answered %d, %v", code, err)
-		}
-		regs = append(regs, b)
-		return b, nil
-	}
-	src, err := alloc(len(objs) * int(n))
-	if err != nil {
-		return plainTimes{}, err
-	}
-	for i, o := range objs {
-		copy(src[int64(i)*n:], o)
-	}
-	// srcOf is key i's object in registered memory.
-	srcOf := func(i int) []byte { return src[int64(i)*n : int64(i+1)*n] }
-	dsts := make([][]byte, getConc)
-	for w := range dsts {
-		if dsts[w], err = alloc(perCall * int(n)); err != nil {
-			return plainTimes{}, err
-		}
-		clear(dsts[w]) // touch every page now, not inside the timed gets
-	}
+// rawMooncake does w's work through c, the rig driver's client, with the
+// SDK's own calls: batch_put_from of each row from its src slot, then the
+// same puts made the driver's way (session start, scatter, end, under
+// other keys), then batch_get_into of those into the dst slots. Every call
+// takes w.perCall keys, as the backend cut the driver's, with w.putConc
+// calls in flight putting and w.getConc getting, as the driver's were.
+//
+// The rows move from and into the rig's slots, which the driver
+// registered on c: the driver's own bytes (objects of the same size as
+// its, trailer off) through memory the driver's calls warmed. Buffers
+// registered afresh for each rep once made the session path pay a cost
+// the driver paid only in its first rep: a scatter from a newly
+// registered 64 MiB buffer took 130-330 ms where the same scatter from a
+// buffer used before took 25 ms (1 MiB rows, 4 per call, on the real SDK;
+// batch_put_from does not pay it), which printed the session path at
+// 12x batch_put_from at 1 MiB and publish_vs_raw_session at 3-5 (issue
+// 31).
+func rawMooncake(c *cgosdk.Client, w plainWork) (t plainTimes, err error) {
+	n := w.rowBytes
+	// slot is row i's window of mem, as the SDK takes it.
+	slot := func(mem []byte, i int) mooncake.Buffer { return mooncake.BufferOf(mem[int64(i)*n : int64(i+1)*n]) }
 	// A chunk is the first key's index and perCall keys from it.
 	type chunk struct {
 		first int
 		keys  []string
 	}
 	chunksOf := func(keys []string) (chunks []chunk) {
-		for i := 0; i < len(keys); i += perCall {
-			chunks = append(chunks, chunk{i, keys[i:min(len(keys), i+perCall)]})
+		for i := 0; i < len(keys); i += w.perCall {
+			chunks = append(chunks, chunk{i, keys[i:min(len(keys), i+w.perCall)]})
 		}
 		return chunks
 	}
-	chunks := chunksOf(keys)
-	// run makes call for every chunk, from workers goroutines (w is the
-	// goroutine's number, for its own buffers).
-	run := func(workers int, call func(w int, ch chunk) error) (time.Duration, error) {
-		return eachKey(len(chunks), workers, func(w, i int) error { return call(w, chunks[i]) })
+	// run makes call for every chunk of keys, from conc goroutines.
+	run := func(keys []string, conc int, call func(ch chunk) error) (time.Duration, error) {
+		chunks := chunksOf(keys)
+		return eachKey(len(chunks), conc, func(_, i int) error { return call(chunks[i]) })
 	}
 	check := func(name string, got []int64, err error, want int64) error {
 		if err != nil {
@@ -143,10 +121,10 @@ func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, putCon
 		}
 		return nil
 	}
-	t.put, err = run(putConc, func(_ int, ch chunk) error {
+	t.put, err = run(w.keys, w.putConc, func(ch chunk) error {
 		bufs := make([]mooncake.Buffer, len(ch.keys))
 		for i := range bufs {
-			bufs[i] = mooncake.BufferOf(srcOf(ch.first + i))
+			bufs[i] = slot(w.src, ch.first+i)
 		}
 		got, err := c.BatchPutFrom(ch.keys, bufs)
 		return check("batch_put_from", got, err, 0)
@@ -154,32 +132,24 @@ func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, putCon
 	if err != nil {
 		return plainTimes{}, err
 	}
-	// The session path's puts land where the raw puts just were: their
-	// objects are removed first, so the master hands the same segment
-	// memory out again, faulted in, as the driver's publish and the raw
-	// put each found it. The removal comes before any get: a get grants a
-	// lease (the master's default_kv_lease_ttl, 10 s), and until it ends
-	// batch_remove answers OBJECT_HAS_LEASE (-706) and the object stays,
-	// which is why the session puts once paid the first touch of fresh
-	// segment pages (~12x batch_put_from printed at 1 MiB, where a warm
-	// probe measured 2.7-3.2x, issue 31). A removal any key refuses is an
-	// error, not a cold baseline.
-	got, err := c.BatchRemove(keys)
+	// The session path's puts find the segment as the raw puts left it:
+	// their objects are removed first (batch_remove with force: a read
+	// lease does not keep them), and a removal any key refuses is an
+	// error, not a baseline on other memory.
+	got, err := c.BatchRemove(w.keys)
 	if err := check("batch_remove before the session puts", got, err, 0); err != nil {
 		return plainTimes{}, err
 	}
-	other := make([]string, len(keys))
-	for i, k := range keys {
+	other := make([]string, len(w.keys))
+	for i, k := range w.keys {
 		other[i] = k + "/session"
 	}
-	defer func() { _, _ = c.BatchRemove(other) }()
-	chunks = chunksOf(other)
-	t.session, err = run(putConc, func(_ int, ch chunk) error {
+	t.session, err = run(other, w.putConc, func(ch chunk) error {
 		ks := ch.keys
 		sizes := make([]int64, len(ks))
 		bufs := make([][]mooncake.Buffer, len(ks))
 		for i := range ks {
-			sizes[i], bufs[i] = n, []mooncake.Buffer{mooncake.BufferOf(srcOf(ch.first + i))}
+			sizes[i], bufs[i] = n, []mooncake.Buffer{slot(w.src, ch.first+i)}
 		}
 		got, err := c.BatchPutSessionStart(ks, sizes)
 		if err := check("batch_put_session_start", got, err, 0); err != nil {
@@ -192,18 +162,21 @@ func rawMooncake(c *cgosdk.Client, keys []string, objs [][]byte, perCall, putCon
 		got, err = c.BatchPutSessionEnd(ks)
 		return check("batch_put_session_end", got, err, 0)
 	})
-	if err != nil {
-		return plainTimes{}, err
+	if err == nil {
+		// The gets read the session puts' objects: the same bytes, sizes
+		// and segment as the raw puts'.
+		t.get, err = run(other, w.getConc, func(ch chunk) error {
+			bufs := make([]mooncake.Buffer, len(ch.keys))
+			for i := range bufs {
+				bufs[i] = slot(w.dst, ch.first+i)
+			}
+			got, err := c.BatchGetInto(ch.keys, bufs)
+			return check("batch_get_into", got, err, n)
+		})
 	}
-	// The gets read the session puts' objects: the same bytes, sizes and
-	// segment as the raw puts'.
-	t.get, err = run(getConc, func(w int, ch chunk) error {
-		bufs := make([]mooncake.Buffer, len(ch.keys))
-		for i := range bufs {
-			bufs[i] = mooncake.BufferOf(dsts[w][int64(i)*n : int64(i+1)*n])
-		}
-		got, err := c.BatchGetInto(ch.keys, bufs)
-		return check("batch_get_into", got, err, n)
-	})
+	got, rerr := c.BatchRemove(other)
+	if rerr := check("batch_remove after the gets", got, rerr, 0); err == nil && rerr != nil {
+		return plainTimes{}, rerr
+	}
 	return t, err
 }

@@ -5,23 +5,28 @@
 // (the tree is never written), the tests of the package and then those of
 // every package in the module whose tests link it (its importers, direct
 // or not), one package at a time, stopping at the first that fails. A
-// package whose code starts goroutines or uses package sync is tested with
-// -race, as CI tests it. It reports per package the mutants tried out of
-// all (the share sampled), those the tests killed, those that hung (a test
-// timed out: reported apart, since a hang is not a failing assertion),
-// and each survivor's file:line, change and source line.
+// package's tests that, unmutated, never execute the mutated line (by
+// their coverage, measured once per test package) are not run: they
+// cannot tell the mutant from the source. A package whose code starts
+// goroutines or uses package sync is tested with -race, as CI tests it.
+// It reports per package the mutants tried out of all (the share
+// sampled), those the tests killed, those that hung (a test timed out:
+// reported apart, since a hang is not a failing assertion), the share of
+// the budget the package had, and each survivor's file:line, change and
+// source line; and a line as each mutant is decided.
 //
 //	go run ./cmd/mutate -budget 30m runtime/backend stores/fs
 //
-// A mutant the compiler refuses is not counted. The budget is shared out
-// package by package, in order: each gets an equal part of what is left,
-// so time a small package does not use goes to the next ones, and when a
-// package's part cannot cover every mutant, they are tried in a seeded
-// random order. No mutant is started that would not finish within its
-// package's part (judged by the mean so far); one started finishes unless
-// it runs past the part by the part again or the whole budget ends, so
-// few are cut short, and a cut-short mutant counts as sampled but not
-// decided: the score is over the decided ones.
+// A mutant the compiler refuses is not counted. The packages share the
+// budget by time: the next mutant always comes from the package that has
+// used the least of it so far, so one whose mutants run long (a survivor
+// runs every importer's tests) gets fewer, not the budget, and the last
+// in the list gets its share. Within a package the mutants are tried in a
+// seeded random order. No mutant is started that would not finish before
+// the budget's end (judged by its package's mean so far); one started
+// finishes unless the budget ends between two packages' tests, so few are
+// cut short, and a cut-short mutant counts as sampled but not decided:
+// the score is over the decided ones.
 package main
 
 import (
@@ -113,8 +118,20 @@ type Config struct {
 }
 
 // Run mutates each package directory (or single file) in dirs, relative to
-// cfg.Root, writes each package's report to w as it finishes, then the
-// total, and returns the reports.
+// cfg.Root, writes a line as each mutant is decided, then each package's
+// report and the total, and returns the reports (in the order of dirs).
+//
+// First each package's own tests run once unmutated, with coverage of
+// every package in dirs: a package failing there is reported and not
+// mutated (else every mutant would look killed), and their time bounds a
+// mutant's. Then the packages share the budget: each next mutant is
+// taken from the package that has used the least of it so far (its
+// finished mutants' time and its running ones' so far), so a package
+// whose mutants run long gets fewer of them, not all the budget, and one
+// late in the list gets its share. Within a package the mutants are tried
+// in a seeded random order. A package whose next mutant would not finish
+// before the budget's end (judged by the mean of its mutants so far, or
+// its tests' unmutated time before any) starts no more.
 func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 	if cfg.Jobs < 1 {
 		cfg.Jobs = 1
@@ -135,17 +152,9 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 	defer os.RemoveAll(tmp)
 	start := time.Now()
 	times := &timeouts{max: cfg.Timeout, took: map[string]time.Duration{}}
-	var reports []*Report
-	for k, d := range dirs {
+	var units []*unit
+	for _, d := range dirs {
 		d = strings.TrimPrefix(filepath.Clean(d), "./")
-		ms, err := Mutants(filepath.Join(root, d))
-		if err != nil {
-			return reports, err
-		}
-		if cfg.Only != nil {
-			ms = pick(ms, root, cfg.Only)
-		}
-		rand.New(rand.NewSource(cfg.Seed)).Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
 		pkgDir := d
 		if strings.HasSuffix(d, ".go") {
 			pkgDir = filepath.Dir(d)
@@ -154,44 +163,159 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 		if pkgDir == "." {
 			importPath = mod
 		}
-		pkgs := []string{importPath}
-		if cfg.Importers {
-			pkgs = append(pkgs, testers[importPath]...)
+		units = append(units, &unit{dir: d, pkgDir: pkgDir, importPath: importPath})
+	}
+	cov := newCoverage(cfg, units, tmp)
+	for _, u := range units {
+		ms, err := Mutants(filepath.Join(root, u.dir))
+		if err != nil {
+			return nil, err
 		}
-		race := cfg.Race == "always"
+		if cfg.Only != nil {
+			ms = pick(ms, root, cfg.Only)
+		}
+		rand.New(rand.NewSource(cfg.Seed)).Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
+		u.ms = ms
+		u.pkgs = []string{u.importPath}
+		if cfg.Importers {
+			u.pkgs = append(u.pkgs, testers[u.importPath]...)
+		}
+		u.race = cfg.Race == "always"
 		if cfg.Race == "auto" {
-			if race, err = concurrent(filepath.Join(root, pkgDir)); err != nil {
-				return reports, err
+			if u.race, err = concurrent(filepath.Join(root, u.pkgDir)); err != nil {
+				return nil, err
 			}
 		}
-		share := time.Since(start) + (cfg.Budget-time.Since(start))/time.Duration(len(dirs)-k)
-		// The package's own tests, unmutated: a failure there would count
-		// every mutant killed, and their time bounds a mutant's (a hang
-		// then costs a few times a run, not cfg.Timeout).
+		u.r = &Report{Dir: u.dir, Race: u.race, Packages: len(u.pkgs), Total: len(ms)}
 		t0 := time.Now()
-		if v, _ := testPackage(cfg, "", importPath, race, cfg.Timeout); v != survived {
-			r := &Report{Dir: d, Race: race, Packages: len(pkgs), Total: len(ms), Baseline: fmt.Sprintf("its own tests do not pass unmutated (%s): no mutant tried", verdictNames[v])}
-			r.Print(w)
-			reports = append(reports, r)
+		v, _ := cov.baseline(u.importPath, u.race)
+		fmt.Fprintf(w, "  unmutated %s: its tests %s (%v)\n", u.dir, verdictNames[v], time.Since(t0).Round(time.Second))
+		if v != survived {
+			u.r.Baseline = fmt.Sprintf("its own tests do not pass unmutated (%s): no mutant tried", verdictNames[v])
+			u.ms = nil
 			continue
 		}
-		times.pass(importPath, time.Since(t0))
-		// A mutant started may run past the package's part by at most the
-		// part again (so one package whose mutants run every importer's
-		// tests cannot starve the packages after it), and never past the
-		// whole budget.
-		soft := start.Add(share)
-		hard := soft.Add(max(time.Until(soft), 0))
-		if end := start.Add(cfg.Budget); hard.After(end) {
-			hard = end
-		}
-		r := run(cfg, ms, pkgs, race, times, soft, hard, tmp)
-		r.Dir, r.Race, r.Packages = d, race, len(pkgs)
-		r.Print(w)
-		reports = append(reports, r)
+		u.est = time.Since(t0)
+		times.pass(u.importPath, u.est)
 	}
-	Total(reports).Print(w)
+	schedule(cfg, units, times, cov, start.Add(cfg.Budget), tmp, w)
+	var reports []*Report
+	for _, u := range units {
+		u.r.Budget = cfg.Budget
+		u.r.Print(w)
+		reports = append(reports, u.r)
+	}
+	t := Total(reports)
+	t.Budget, t.Took = cfg.Budget, time.Since(start)
+	t.Print(w)
 	return reports, nil
+}
+
+// unit is one package's (or file's) mutants and how far the run is with
+// them.
+type unit struct {
+	dir, pkgDir, importPath string
+	ms                      []Mutant
+	pkgs                    []string // whose tests run against a mutant: the package's own, then its importers'
+	race                    bool
+	r                       *Report
+	est                     time.Duration     // its tests' unmutated time: a mutant's estimate until one finished
+	next                    int               // the next mutant to start
+	done                    int               // mutants finished
+	running                 map[int]time.Time // mutants started and not finished, with their start
+}
+
+// used is how much of the budget u has had: its finished mutants' time
+// and its running ones' so far.
+func (u *unit) used(now time.Time) time.Duration {
+	d := u.r.Took
+	for _, t0 := range u.running {
+		d += now.Sub(t0)
+	}
+	return d
+}
+
+// mean is what u's next mutant is expected to take.
+func (u *unit) mean() time.Duration {
+	if u.done == 0 {
+		return u.est
+	}
+	return u.r.Took / time.Duration(u.done)
+}
+
+// schedule tests the units' mutants, cfg.Jobs at a time, each next one
+// from the unit that has used the least of the budget, until no unit's
+// next mutant would finish before end. A mutant started finishes unless
+// end passes between two packages' tests: it is then cut short.
+func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, end time.Time, tmp string, w io.Writer) {
+	var mu sync.Mutex
+	cond := sync.NewCond(&mu)
+	slots := make([]int, cfg.Jobs) // free work directories
+	for i := range slots {
+		slots[i] = i
+	}
+	var wg sync.WaitGroup
+	mu.Lock()
+	for {
+		now := time.Now()
+		next := nextUnit(units, now, end)
+		if next == nil && len(slots) == cfg.Jobs {
+			break // nothing running, nothing that fits
+		}
+		if next == nil || len(slots) == 0 {
+			cond.Wait() // a finished mutant frees a slot or lowers a mean
+			continue
+		}
+		u, k, slot := next, next.next, slots[len(slots)-1]
+		slots = slots[:len(slots)-1]
+		u.next++
+		u.r.Tried++
+		if u.running == nil {
+			u.running = map[int]time.Time{}
+		}
+		u.running[k] = now
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := u.ms[k]
+			v, where, ran := test(cfg, m, u.pkgs, u.race, times, cov, end, filepath.Join(tmp, strconv.Itoa(slot)))
+			mu.Lock()
+			defer mu.Unlock()
+			took := time.Since(u.running[k])
+			delete(u.running, k)
+			u.done++
+			u.r.record(cfg.Root, m, v, where, ran, took)
+			fmt.Fprintf(w, "  %-8s %s: %s (%s, %v)\n", outcomes[v], u.dir, u.r.name(cfg.Root, m), ranSay(ran, len(u.pkgs)), took.Round(time.Second))
+			slots = append(slots, slot)
+			cond.Broadcast()
+		}()
+	}
+	mu.Unlock()
+	wg.Wait()
+}
+
+// nextUnit is the unit whose mutant starts next: of those with a mutant
+// left that is expected to finish by end, the one that has used the least
+// of the budget (the first of equals).
+func nextUnit(units []*unit, now, end time.Time) *unit {
+	var next *unit
+	for _, u := range units {
+		if u.next >= len(u.ms) || now.Add(u.mean()).After(end) {
+			continue
+		}
+		if next == nil || u.used(now) < next.used(now) {
+			next = u
+		}
+	}
+	return next
+}
+
+// ranSay says how many packages' tests ran against a mutant.
+func ranSay(ran, of int) string {
+	if ran == 0 {
+		return "no test runs its line"
+	}
+	return fmt.Sprintf("tests of %d of %d packages", ran, of)
 }
 
 // testGraph returns the module's path and, for each of its packages, the
@@ -333,6 +457,7 @@ func fatal(err error) {
 type Mutant struct {
 	File string // path of the file
 	Pos  string // file:line:col
+	At   [2]int // line, column
 	Desc string // what changed
 	Line string // the source line changed, as it was
 	Src  []byte // the file, changed
@@ -462,7 +587,7 @@ func mutate(file string, src []byte, n int) (*Mutant, bool, error) {
 	if lines := bytes.Split(src, []byte("\n")); p.Line-1 < len(lines) {
 		line = strings.TrimSpace(string(lines[p.Line-1]))
 	}
-	return &Mutant{File: file, Pos: fmt.Sprintf("%s:%d:%d", file, p.Line, p.Column), Desc: desc, Line: line, Src: buf.Bytes()}, true, nil
+	return &Mutant{File: file, Pos: fmt.Sprintf("%s:%d:%d", file, p.Line, p.Column), At: [2]int{p.Line, p.Column}, Desc: desc, Line: line, Src: buf.Bytes()}, true, nil
 }
 
 // Report is what one package's mutants came to.
@@ -477,6 +602,10 @@ type Report struct {
 	Hung     int  // a test binary reached its -timeout (not counted as killed)
 	Unbuilt  int  // the compiler refused the mutant (not counted)
 	Cut      int  // passed the tests run before the budget ran out (not counted)
+	// Unrun is how many survivors no test ran: no package's tests, by
+	// their unmutated coverage, execute the mutated line (counted as
+	// survived, without a test run).
+	Unrun int
 	// Baseline, when set, says why no mutant was tried.
 	Baseline string
 	// Survivors, Hangs and Cuts are "file:line:col: change: source line";
@@ -484,7 +613,45 @@ type Report struct {
 	// how many of the packages' tests it had passed (a mutant that passes
 	// many is likelier to survive, so cuts are listed, not hidden).
 	Survivors, Hangs, Cuts []string
-	Took                   time.Duration
+	// Took is the time its mutants took (the wall time, for a total);
+	// Budget the whole run's, to say what share of it the package had.
+	Took, Budget time.Duration
+}
+
+// name is m as a report lists it: "file:line:col: change: source line",
+// the file relative to root.
+func (r *Report) name(root string, m Mutant) string {
+	pos := m.Pos
+	if rel, err := filepath.Rel(root, m.Pos); err == nil {
+		pos = rel
+	}
+	return fmt.Sprintf("%s: %s: %s", pos, m.Desc, m.Line)
+}
+
+// record counts m's verdict v; where is what test said of a hang or a
+// cut, ran how many packages' tests ran against it.
+func (r *Report) record(root string, m Mutant, v verdict, where string, ran int, took time.Duration) {
+	line := r.name(root, m)
+	r.Took += took
+	switch v {
+	case killed:
+		r.Killed++
+	case hung:
+		r.Hung++
+		r.Hangs = append(r.Hangs, line+" ["+where+"]")
+	case unbuilt:
+		r.Unbuilt++
+	case cut:
+		r.Cut++
+		r.Cuts = append(r.Cuts, line+" ["+where+"]")
+	case survived:
+		r.Survived++
+		if ran == 0 {
+			r.Unrun++
+			line += " [no test runs this line]"
+		}
+		r.Survivors = append(r.Survivors, line)
+	}
 }
 
 // Decided is how many mutants were killed, survived or hung: those the
@@ -517,8 +684,12 @@ func (r *Report) Print(w io.Writer) {
 	if r.Race {
 		how = "with -race"
 	}
-	fmt.Fprintf(w, "%s: score %.1f%% (%d killed, %d survived, %d hung; %d did not build, %d cut short by the budget); sampled %d of %d mutants (%.0f%%), decided %d (%.1f%%); tests of %d packages %s; %v\n",
-		r.Dir, r.Score(), r.Killed, r.Survived, r.Hung, r.Unbuilt, r.Cut, r.Tried, r.Total, pct(r.Tried), r.Decided(), pct(r.Decided()), r.Packages, how, r.Took.Round(time.Second))
+	share := ""
+	if r.Budget > 0 {
+		share = fmt.Sprintf(" (%.0f%% of the budget)", 100*float64(r.Took)/float64(r.Budget))
+	}
+	fmt.Fprintf(w, "%s: score %.1f%% (%d killed, %d survived (%d run by no test), %d hung; %d did not build, %d cut short by the budget); sampled %d of %d mutants (%.0f%%), decided %d (%.1f%%); tests of %d packages %s; %v%s\n",
+		r.Dir, r.Score(), r.Killed, r.Survived, r.Unrun, r.Hung, r.Unbuilt, r.Cut, r.Tried, r.Total, pct(r.Tried), r.Decided(), pct(r.Decided()), r.Packages, how, r.Took.Round(time.Second), share)
 	sort.Strings(r.Survivors)
 	for _, s := range r.Survivors {
 		fmt.Fprintf(w, "  survived %s\n", s)
@@ -544,6 +715,7 @@ func Total(rs []*Report) *Report {
 		t.Hung += r.Hung
 		t.Unbuilt += r.Unbuilt
 		t.Cut += r.Cut
+		t.Unrun += r.Unrun
 		t.Took += r.Took
 		t.Packages = max(t.Packages, r.Packages)
 	}
@@ -578,75 +750,6 @@ func (t *timeouts) of(pkg string) time.Duration {
 	return min(max(4*d, time.Minute), t.max)
 }
 
-// run tests mutants until they run out or the next would not finish
-// before soft (the package's part of the budget: judged by the mean time
-// its mutants have taken so far). A mutant started may go on past soft,
-// taking from the next packages' parts, but not past hard: then it is cut
-// short.
-func run(cfg Config, ms []Mutant, pkgs []string, race bool, times *timeouts, soft, hard time.Time, tmp string) *Report {
-	r := &Report{Total: len(ms)}
-	start := time.Now()
-	var mu sync.Mutex
-	var spent time.Duration // summed over finished mutants
-	finished := 0
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for j := 0; j < cfg.Jobs; j++ {
-		wg.Add(1)
-		go func(j int) {
-			defer wg.Done()
-			for k := range next {
-				m := ms[k]
-				t0 := time.Now()
-				out, where := test(cfg, m, pkgs, race, times, hard, filepath.Join(tmp, strconv.Itoa(j)))
-				pos := m.Pos
-				if rel, err := filepath.Rel(cfg.Root, m.Pos); err == nil {
-					pos = rel
-				}
-				line := fmt.Sprintf("%s: %s: %s", pos, m.Desc, m.Line)
-				mu.Lock()
-				spent += time.Since(t0)
-				finished++
-				switch out {
-				case killed:
-					r.Killed++
-				case hung:
-					r.Hung++
-					r.Hangs = append(r.Hangs, line+" ["+where+"]")
-				case unbuilt:
-					r.Unbuilt++
-				case cut:
-					r.Cut++
-					r.Cuts = append(r.Cuts, line+" ["+where+"]")
-				case survived:
-					r.Survived++
-					r.Survivors = append(r.Survivors, line)
-				}
-				mu.Unlock()
-			}
-		}(j)
-	}
-	for k := range ms {
-		mu.Lock()
-		var mean time.Duration
-		if finished > 0 {
-			mean = spent / time.Duration(finished)
-		}
-		mu.Unlock()
-		if time.Now().Add(mean).After(soft) {
-			break
-		}
-		mu.Lock()
-		r.Tried++
-		mu.Unlock()
-		next <- k
-	}
-	close(next)
-	wg.Wait()
-	r.Took = time.Since(start)
-	return r
-}
-
 type verdict int
 
 const (
@@ -659,12 +762,18 @@ const (
 
 var verdictNames = map[verdict]string{killed: "failed", survived: "passed", unbuilt: "did not build", hung: "timed out", cut: "cut short"}
 
+// outcomes name a mutant's verdict in the progress lines.
+var outcomes = map[verdict]string{killed: "killed", survived: "survived", unbuilt: "unbuilt", hung: "hung", cut: "cut"}
+
 // test runs the tests of pkgs against m, one package at a time, and
-// stops at the first that does not pass. Past deadline it starts no
-// further package: the mutant is cut short, and not counted. For a hang,
-// where names the package and the tests that were running; for a cut, how
-// many packages' tests it had passed.
-func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, deadline time.Time, work string) (verdict, string) {
+// stops at the first that does not pass. A package whose tests, unmutated,
+// never execute m's line (cov) is skipped: they cannot tell m from the
+// source. When no package's tests ran, m survived if it builds. Past
+// deadline it starts no further package: the mutant is cut short, and not
+// counted. For a hang, where names the package and the tests that were
+// running; for a cut, how many packages' tests it had passed. ran is how
+// many packages' tests ran against m.
+func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *coverage, deadline time.Time, work string) (v verdict, where string, ran int) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		fatal(err)
 	}
@@ -681,8 +790,12 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, deadl
 	for i, p := range pkgs {
 		if time.Now().After(deadline) {
 			// the budget ran out before every package's tests ran
-			return cut, fmt.Sprintf("passed %d of %d packages", i, len(pkgs))
+			return cut, fmt.Sprintf("passed %d of %d packages", i, len(pkgs)), ran
 		}
+		if !cov.runs(p, m) {
+			continue
+		}
+		ran++
 		t0 := time.Now()
 		v, running := testPackage(cfg, ov, p, race, times.of(p))
 		switch v {
@@ -690,11 +803,151 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, deadl
 			times.pass(p, time.Since(t0))
 			continue
 		case hung:
-			return v, strings.TrimSpace(strings.TrimPrefix(p, modPrefix(p)) + " " + running)
+			return v, strings.TrimSpace(strings.TrimPrefix(p, modPrefix(p)) + " " + running), ran
 		}
-		return v, ""
+		return v, "", ran
 	}
-	return survived, ""
+	if ran == 0 && !builds(cfg, ov, pkgs[0]) {
+		return unbuilt, "", 0
+	}
+	return survived, "", ran
+}
+
+// builds reports whether pkg compiles with the overlay.
+func builds(cfg Config, overlay, pkg string) bool {
+	cmd := exec.Command("go", "build", "-overlay", overlay, pkg)
+	cmd.Dir = cfg.Root
+	return cmd.Run() == nil
+}
+
+// coverage knows, per test package, which blocks of the mutated packages
+// its tests execute, from one unmutated run with -coverpkg naming them
+// all: the package's own run before any mutant, an importer's the first
+// time a mutant would run its tests. A mutant whose line no block of a
+// package's run executed cannot fail that package's tests, which are then
+// not run against it. Where a run failed, or the line is in no block
+// (outside a function, a case's expression), the tests run.
+type coverage struct {
+	cfg     Config
+	tmp     string
+	pkgs    string            // -coverpkg
+	profile map[string]string // a mutated file's absolute path -> its name in a profile
+	mu      sync.Mutex
+	of      map[string]*covered
+}
+
+// covered is one test package's coverage: per profile file name, its
+// blocks; nil when the run did not pass.
+type covered struct {
+	once   sync.Once
+	blocks map[string][]block
+}
+
+// block is one counted block: from line.col to line.col, and how many
+// times it ran.
+type block struct{ l1, c1, l2, c2, n int }
+
+func newCoverage(cfg Config, units []*unit, tmp string) *coverage {
+	c := &coverage{cfg: cfg, tmp: tmp, profile: map[string]string{}, of: map[string]*covered{}}
+	seen := map[string]bool{}
+	var pkgs []string
+	for _, u := range units {
+		if !seen[u.importPath] {
+			seen[u.importPath] = true
+			pkgs = append(pkgs, u.importPath)
+		}
+		files, _ := filepath.Glob(filepath.Join(cfg.Root, u.pkgDir, "*.go"))
+		for _, f := range files {
+			c.profile[f] = u.importPath + "/" + filepath.Base(f)
+		}
+	}
+	c.pkgs = strings.Join(pkgs, ",")
+	return c
+}
+
+func (c *coverage) get(pkg string) *covered {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.of[pkg] == nil {
+		c.of[pkg] = &covered{}
+	}
+	return c.of[pkg]
+}
+
+// baseline runs pkg's own tests unmutated (with -race as its mutants'
+// will run), recording their coverage, and returns their verdict; they
+// run again without coverage when they failed with it.
+func (c *coverage) baseline(pkg string, race bool) (verdict, string) {
+	var v verdict
+	var running string
+	c.get(pkg).once.Do(func() { v, running = c.measure(pkg, race, c.cfg.Timeout) })
+	if v == killed {
+		// A test that fails only when measured (one that counts
+		// allocations or time) leaves the coverage unknown, not the
+		// package unmutated: the verdict is its plain run's.
+		v, running = testPackage(c.cfg, "", pkg, race, c.cfg.Timeout)
+	}
+	return v, running
+}
+
+// measure runs pkg's tests with coverage and keeps the blocks when they
+// pass.
+func (c *coverage) measure(pkg string, race bool, timeout time.Duration) (verdict, string) {
+	f, err := os.CreateTemp(c.tmp, "cover-")
+	if err != nil {
+		fatal(err)
+	}
+	f.Close()
+	v, running := testPackage(c.cfg, "", pkg, race, timeout, "-coverpkg", c.pkgs, "-coverprofile", f.Name())
+	if v == survived {
+		data, err := os.ReadFile(f.Name())
+		if err == nil {
+			c.get(pkg).blocks = parseProfile(data)
+		}
+	}
+	return v, running
+}
+
+// runs reports whether pkg's tests may execute m's line: false only when
+// their unmutated run passed and every block holding the line ran 0
+// times. An importer's coverage is measured the first time it is asked.
+func (c *coverage) runs(pkg string, m Mutant) bool {
+	cv := c.get(pkg)
+	cv.once.Do(func() { c.measure(pkg, false, c.cfg.Timeout) })
+	if cv.blocks == nil {
+		return true
+	}
+	abs, _ := filepath.Abs(m.File)
+	in := false
+	for _, b := range cv.blocks[c.profile[abs]] {
+		l, col := m.At[0], m.At[1]
+		if (l > b.l1 || l == b.l1 && col >= b.c1) && (l < b.l2 || l == b.l2 && col <= b.c2) {
+			if b.n > 0 {
+				return true
+			}
+			in = true
+		}
+	}
+	return !in
+}
+
+// parseProfile reads a coverage profile ("mode: set", then lines
+// "name.go:l1.c1,l2.c2 statements count").
+func parseProfile(data []byte) map[string][]block {
+	out := map[string][]block{}
+	for _, l := range strings.Split(string(data), "\n") {
+		i := strings.LastIndex(l, ":")
+		if i < 0 || strings.HasPrefix(l, "mode:") {
+			continue
+		}
+		var b block
+		var stmts int
+		if _, err := fmt.Sscanf(l[i+1:], "%d.%d,%d.%d %d %d", &b.l1, &b.c1, &b.l2, &b.c2, &stmts, &b.n); err != nil {
+			continue
+		}
+		out[l[:i]] = append(out[l[:i]], b)
+	}
+	return out
 }
 
 // modPrefix is the module-host part of pkg ("github.com/owner/name/") to
@@ -706,10 +959,10 @@ func modPrefix(pkg string) string {
 	return ""
 }
 
-// testPackage runs one package's tests with the overlay ("": none) and
-// -timeout timeout. For a hang it returns the tests the timeout's panic
+// testPackage runs one package's tests with the overlay ("": none),
+// -timeout timeout and the extra flags. For a hang it returns the tests the timeout's panic
 // says were running.
-func testPackage(cfg Config, overlay, pkg string, race bool, timeout time.Duration) (verdict, string) {
+func testPackage(cfg Config, overlay, pkg string, race bool, timeout time.Duration, extra ...string) (verdict, string) {
 	// The test binary panics at -timeout; the context is the backstop
 	// for a build or a binary that never gets that far.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout+2*time.Minute)
@@ -721,6 +974,7 @@ func testPackage(cfg Config, overlay, pkg string, race bool, timeout time.Durati
 	if race {
 		args = append(args, "-race")
 	}
+	args = append(args, extra...)
 	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
 	cmd.Dir = cfg.Root
 	out, err := cmd.CombinedOutput()

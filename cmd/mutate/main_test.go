@@ -200,18 +200,25 @@ func TestATimeoutFollowsWhatThePackageTook(t *testing.T) {
 	assert.Equal(t, 3*time.Minute, ts.of("q"))
 }
 
-// TestACutShortMutantIsSampledNotDecided: mutants started when the whole
-// budget has already ended are cut short before any test runs: sampled,
-// not decided, and not in the score.
+// TestACutShortMutantIsSampledNotDecided: a mutant whose budget has
+// already ended when its first package's tests would start is cut short
+// before any test runs: sampled, not decided, and not in the score.
 func TestACutShortMutantIsSampledNotDecided(t *testing.T) {
-	ms, err := Mutants(filepath.Join(mod, "a"))
+	root, err := filepath.Abs(mod)
+	require.NoError(t, err)
+	ms, err := Mutants(filepath.Join(root, "a"))
 	require.NoError(t, err)
 	ms = ms[:3]
+	cfg := Config{Root: root, Timeout: time.Minute}
 	times := &timeouts{max: time.Minute, took: map[string]time.Duration{}}
-	now := time.Now()
-	r := run(Config{Root: mod, Jobs: 2}, ms, []string{"example.com/mod/a"}, false, times, now.Add(time.Hour), now.Add(-time.Second), t.TempDir())
-	r.Dir = "a"
-	assert.Equal(t, 3, r.Tried)
+	u := &unit{dir: "a", pkgDir: "a", importPath: "example.com/mod/a"}
+	cov := newCoverage(cfg, []*unit{u}, t.TempDir())
+	r := &Report{Dir: "a", Total: len(ms)}
+	for _, m := range ms {
+		r.Tried++
+		v, where, ran := test(cfg, m, []string{"example.com/mod/a"}, false, times, cov, time.Now().Add(-time.Second), t.TempDir())
+		r.record(root, m, v, where, ran, 0)
+	}
 	assert.Equal(t, 3, r.Cut)
 	assert.Zero(t, r.Decided())
 	var out bytes.Buffer
@@ -219,4 +226,52 @@ func TestACutShortMutantIsSampledNotDecided(t *testing.T) {
 	assert.Contains(t, out.String(), "3 cut short by the budget); sampled 3 of 3 mutants (100%), decided 0 (0.0%)")
 	assert.Contains(t, out.String(), "  cut      a/a.go:", "a cut-short mutant is listed")
 	assert.Contains(t, out.String(), "[passed 0 of 1 packages]")
+}
+
+// TestTheNextMutantComesFromThePackageThatUsedLeast: the budget is shared
+// by time, not by the order of the list: the next mutant is the unit's
+// that has used the least (its running mutants' time so far included),
+// skipping one with no mutant left and one whose mean would end past the
+// budget.
+func TestTheNextMutantComesFromThePackageThatUsedLeast(t *testing.T) {
+	now := time.Now()
+	end := now.Add(time.Minute)
+	mk := func(name string, left int, took time.Duration, done int, running ...time.Duration) *unit {
+		u := &unit{dir: name, ms: make([]Mutant, left), r: &Report{Took: took}, done: done, est: time.Second, running: map[int]time.Time{}}
+		for i, d := range running {
+			u.running[i] = now.Add(-d)
+		}
+		return u
+	}
+	first := mk("first", 5, 50*time.Second, 2)
+	busy := mk("busy", 5, 0, 0, 40*time.Second)
+	drained := mk("drained", 0, 0, 0)
+	long := mk("long", 5, 2*time.Minute, 1) // its mean, 2 min, ends past the budget
+	late := mk("late", 5, 10*time.Second, 1)
+	units := []*unit{first, busy, drained, long, late}
+	assert.Same(t, late, nextUnit(units, now, end), "late used 10 s; first 50, busy 40 so far")
+	late.r.Took = 45 * time.Second
+	assert.Same(t, busy, nextUnit(units, now, end))
+	assert.Nil(t, nextUnit(units, now, now), "nothing fits a budget that ended")
+	assert.Nil(t, nextUnit([]*unit{drained}, now, end), "no mutant left")
+}
+
+// TestALineNoTestRunsSurvivesWithoutATestRun: a's and b's tests never
+// call Unused, by their coverage, so its mutants are not run against
+// either: they survive, listed as run by no test.
+func TestALineNoTestRunsSurvivesWithoutATestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	var out bytes.Buffer
+	rs, err := Run(Config{Root: mod, Budget: 5 * time.Minute, Timeout: time.Minute, Jobs: 1, Importers: true, Race: "never", Only: []string{"a/a.go:28"}}, []string{"a"}, &out)
+	require.NoError(t, err, out.String())
+	r := rs[0]
+	require.Equal(t, 4, r.Tried, out.String())
+	assert.Equal(t, 4, r.Survived)
+	assert.Equal(t, 4, r.Unrun)
+	for _, s := range r.Survivors {
+		assert.Contains(t, s, "[no test runs this line]")
+	}
+	assert.Contains(t, out.String(), "no test runs its line")
 }

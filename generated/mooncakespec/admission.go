@@ -26,8 +26,8 @@ const MaxKeyBytes = 0
 // Backend defaults for this store (0: the backend's own default).
 const (
 	DefaultWorkers       = 4
-	DefaultRowsPerBatch  = 256
-	DefaultBytesPerBatch = 134217728
+	DefaultRowsPerBatch  = 4096
+	DefaultBytesPerBatch = 16777216
 )
 
 // admission holds the spec's admission rules: empty_key, repeated_key, multi_span, row_too_large, span_outside_registration, hint, device_region.

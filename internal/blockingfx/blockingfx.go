@@ -1,7 +1,7 @@
 // Package blockingfx is a unit-test fixture for a driver whose operations
 // finish before Put and Get return (the fs and S3 drivers): a registered
-// region of 64 KiB slots, rows filled from a seed, and a put or get that
-// requires its results and its access end at once.
+// region of 64 KiB slots, rows filled from a seed, and a put or get,
+// bounded in time, that requires its results and its access end at once.
 package blockingfx
 
 import (
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/internal/bound"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 )
@@ -62,7 +63,7 @@ func (f *Fx) Row(key string, i int, seed byte) driver.Row {
 // access end both, by the time Put returned.
 func (f *Fx) Put(rows ...driver.Row) []driver.Result {
 	f.t.Helper()
-	op, err := f.Driver.Put(context.Background(), rows)
+	op, err := call(f.t, "Put", func() (driver.Operation, error) { return f.Driver.Put(context.Background(), rows) })
 	if err != nil {
 		f.t.Fatalf("Put: %v", err)
 	}
@@ -72,11 +73,27 @@ func (f *Fx) Put(rows ...driver.Row) []driver.Result {
 // Get is Put's twin for a get.
 func (f *Fx) Get(rows ...driver.Row) []driver.Result {
 	f.t.Helper()
-	op, err := f.Driver.Get(context.Background(), rows, driver.Hint{})
+	op, err := call(f.t, "Get", func() (driver.Operation, error) { return f.Driver.Get(context.Background(), rows, driver.Hint{}) })
 	if err != nil {
 		f.t.Fatalf("Get: %v", err)
 	}
 	return f.finished("get", op)
+}
+
+// callBound bounds each Put and Get: a driver whose call never returns (a
+// lock never released, no worker to run it) fails the test naming the
+// call, in well under the test binary's -timeout. It is far above any
+// request deadline the stores' tests set.
+const callBound = 30 * time.Second
+
+func call(t *testing.T, what string, f func() (driver.Operation, error)) (driver.Operation, error) {
+	t.Helper()
+	type answer struct {
+		op  driver.Operation
+		err error
+	}
+	a := bound.Value(t, callBound, what, func() answer { op, err := f(); return answer{op, err} })
+	return a.op, a.err
 }
 
 func (f *Fx) finished(what string, op driver.Operation) []driver.Result {

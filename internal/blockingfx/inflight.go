@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvblob/kvblob/internal/bound"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 )
@@ -33,17 +34,22 @@ func (f *Fx) RowsInFlightTogether(t *testing.T, seam *driverkit.Seam, put, get s
 		}
 		done := make(chan []driver.Result)
 		go func() { done <- c.run(rows) }()
+		wait := time.NewTimer(10 * time.Second) // for all the rows: a driver that runs none waits it once, not once a row
 		for i, in := range entered {
 			select {
 			case <-in:
-			case <-time.After(10 * time.Second):
-				t.Errorf("row %d never entered its %s while the others were held: the rows go one after another", i, c.call)
+			case <-wait.C:
+				t.Errorf("rows %d to %d never entered their %s while the others were held: the rows go one after another, or never run", i, len(entered)-1, c.call)
+			}
+			if t.Failed() {
+				break
 			}
 		}
+		wait.Stop()
 		for _, release := range releases {
 			release()
 		}
-		res := <-done
+		res := bound.Recv(t, callBound+10*time.Second, c.call+"'s results", done)
 		if len(res) != len(rows) {
 			t.Fatalf("%s answered %d results for %d rows", c.call, len(res), len(rows))
 		}

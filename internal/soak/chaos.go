@@ -83,15 +83,11 @@ func (c *chaosSDK) bufferCall(call string, b mooncake.Buffer, real func(mooncake
 	if call == "register" {
 		c.registerFaults.Add(1)
 	}
-	kinds := 3
-	if call == "unregister" {
-		// Not after taking effect: the SDK would then refuse every later
-		// unregister of the buffer (not registered), so the region stays
-		// pinned and the backend retries for ever, which is safe but ends
-		// no epoch.
-		kinds = 2
-	}
-	switch c.d.intn(kinds) {
+	// An unregister that took effect and raised makes the SDK refuse every
+	// later one (not registered): the backend stops asking after a bounded
+	// number of refusals and keeps the hold, so the epoch ends with its
+	// region pinned.
+	switch c.d.intn(3) {
 	case 0:
 		c.t.fault(call + "_refused")
 		codes := mooncakespec.Codes()

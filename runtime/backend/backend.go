@@ -41,10 +41,10 @@
 // Fetch only validate and queue, Poll and Stats read state under the
 // backend's lock, and only Wait, WaitQuiesced and Shutdown wait (each
 // until its ctx ends). The backend calls the driver from its own
-// goroutines alone: Config.Workers workers call Put and Get, and one
+// goroutines alone: Config.Workers workers call Put and Get, one
 // progress goroutine observes operations and, after Shutdown, calls Drain
-// and Unregister and releases the hold. Bind is the exception: it
-// registers on the caller's goroutine.
+// and Unregister and releases the hold, and Bind registers on a goroutine
+// of its own, which it waits for until its ctx ends.
 //
 // # Contexts
 //
@@ -54,8 +54,9 @@
 // and calls already in the driver run out (an SDK call cannot be
 // recalled; the driver stops what its client lets a ctx stop). The
 // attempt's Outcome.Err then wraps ErrCancelled and context.Cause(ctx).
-// Bind checks its ctx between registrations (driver.Driver's Register
-// takes none), and Shutdown waits within its own.
+// driver.Driver's Register takes no ctx: Bind checks its ctx between
+// registrations and stops waiting when it ends (a call in progress runs to
+// its end, then is rolled back), and Shutdown waits within its own.
 //
 // # Waiting
 //
@@ -281,7 +282,8 @@ type Backend struct {
 	attempts   []*Attempt // not yet forgotten (Attempt.at)
 	closing    bool
 	workers    int
-	finished   bool // progress goroutine done
+	finished   bool  // progress goroutine done
+	refused    error // the drained driver's last refusal to unregister, once the progress goroutine stopped asking
 	violation  string
 	stats      Stats
 	changed    chan struct{} // closed on the next change; nil until Shutdown waits

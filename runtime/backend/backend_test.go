@@ -1082,3 +1082,83 @@ func TestAShutdownPinnedLeavesOnlyTeardownWaitersPinned(t *testing.T) {
 	assert.Equal(t, 1, se.Pinned)
 	assert.Equal(t, []driver.Span{e.region.Slot(0)}, se.Kept, "only the put's slot is kept")
 }
+
+// refusingDriver refuses Unregister the first left times (for ever when
+// left is negative), counting the refusals.
+type refusingDriver struct {
+	*memory.Driver
+	mu      sync.Mutex
+	left    int
+	refused int
+}
+
+var errStillRegistered = errors.New("unregister_buffer raised after taking effect; it is still registered")
+
+func (d *refusingDriver) Unregister(g driver.Registration) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.left != 0 {
+		d.left--
+		d.refused++
+		return driver.Reject("unregister_buffer", "%v", errStillRegistered)
+	}
+	return d.Driver.Unregister(g)
+}
+
+func (d *refusingDriver) Refused() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.refused
+}
+
+// TestADriverThatNeverUnregistersEndsTheShutdown: a drained driver that
+// refuses every unregister (an SDK that applied one and then raised
+// refuses all later ones) is asked a bounded number of times: Shutdown,
+// with no deadline, then returns a ShutdownError naming the region and the
+// refusal, the hold is kept, the backend's goroutine has ended (Done), and
+// a later Shutdown answers the same at once. A driver that refuses a few
+// times and then unregisters still shuts down cleanly. Before, the
+// backend retried every second for ever, and Shutdown without a deadline
+// never returned.
+func TestADriverThatNeverUnregistersEndsTheShutdown(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refuses int
+	}{{"refuses for ever", -1}, {"refuses three times", 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			lender, err := hostmem.NewLender("slots", driver.Layout{SlotBytes: slotBytes, Slots: 4})
+			require.NoError(t, err)
+			hold, err := lender.Hold()
+			require.NoError(t, err)
+			d := &refusingDriver{Driver: memory.New(memory.Options{}), left: tc.refuses}
+			bind, err := backend.Bind(t.Context(), hold.Regions(), d, hold)
+			require.NoError(t, err)
+			be, err := backend.New(bind, backend.Config{Wake: newWaker().wake})
+			require.NoError(t, err)
+
+			err = bound.Value(t, 10*time.Second, "Shutdown with no deadline, the driver refusing to unregister,",
+				func() error { return be.Shutdown(context.Background()) })
+			if tc.refuses > 0 {
+				require.NoError(t, err)
+				assert.Equal(t, tc.refuses, d.Refused())
+				assert.True(t, hold.Released())
+				require.NoError(t, lender.Close())
+				return
+			}
+			var se *backend.ShutdownError
+			require.ErrorAs(t, err, &se)
+			assert.True(t, driver.IsRejected(se.Unregistering), "the driver's refusal: %v", se.Unregistering)
+			assert.ErrorContains(t, se.Unregistering, errStillRegistered.Error())
+			assert.Equal(t, hold.Regions(), se.Registered)
+			assert.Contains(t, err.Error(), "would not unregister")
+			assert.False(t, hold.Released(), "the region may still be registered: the hold is kept")
+			assert.True(t, closed(be.Done()), "the backend stopped asking: its goroutine ended")
+			n := d.Refused()
+			assert.Greater(t, n, 1, "a refusal is retried")
+			again := bound.Value(t, time.Second, "a second Shutdown", func() error { return be.Shutdown(context.Background()) })
+			assert.ErrorAs(t, again, &se)
+			assert.Equal(t, n, d.Refused(), "nothing asks the driver any more")
+			assert.False(t, be.Stats().ShutDown)
+		})
+	}
+}

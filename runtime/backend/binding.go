@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -62,14 +63,23 @@ type RegionBinding struct {
 // The driver's own error stays in the chain: errors.As finds a
 // *driver.RejectedError, or the driver's own error type, in what Bind
 // returns, and errors.Is finds ErrConstructionRejected or ErrHoldKept.
-// Bind calls the driver from the caller's goroutine and returns once every
-// registration is made or rolled back.
 //
-// driver.Driver's Register takes no ctx, so a registration in progress
-// runs to its end; Bind checks ctx before each one, and once ctx has
-// ended it rolls back as for a refusal: ErrConstructionRejected wrapping
-// ctx.Err() (errors.Is(err, context.DeadlineExceeded) holds), or
-// ErrHoldKept if the rollback failed.
+// Bind never runs the driver on the caller's goroutine: a store's SDK may
+// block in register_buffer (a master that does not answer) and takes no
+// deadline, and the caller's ctx must still end the wait. One goroutine of
+// Bind's own registers the regions, one after the other, and checks ctx
+// before each; once ctx has ended it rolls back as for a refusal. Bind
+// returns when that goroutine is done, or as soon as ctx ends:
+//
+//   - ctx ended before a registration: ErrConstructionRejected wrapping
+//     context.Cause(ctx) (errors.Is(err, context.DeadlineExceeded) holds),
+//     or ErrHoldKept if the rollback failed.
+//   - ctx ended while the driver was registering (or rolling back): Bind
+//     returns ErrHoldKept wrapping context.Cause(ctx) at once. The call
+//     runs to its end on Bind's goroutine, which then unregisters every
+//     region and releases the hold: the lender's Hold.Release is the
+//     signal that the regions may be freed (hostmem frees them itself).
+//     If that rollback fails, the hold stays kept, as for any rollback.
 func Bind(ctx context.Context, regions []*driver.Region, d driver.Driver, hold Hold) (*RegionBinding, error) {
 	b := &RegionBinding{d: d, hold: hold, regs: map[*driver.Region]driver.Registration{}}
 	caps := d.Capabilities()
@@ -94,17 +104,73 @@ func Bind(ctx context.Context, regions []*driver.Region, d driver.Driver, hold H
 		}
 		return nil, fmt.Errorf("%w: %w", ErrConstructionRejected, err)
 	}
-	for _, r := range served {
-		if err := ctx.Err(); err != nil {
-			if rbErr := b.unregisterAll(); rbErr != nil {
-				return nil, fmt.Errorf("%w: before registering region %q: %w, and the rollback failed: %w", ErrHoldKept, r.Name, err, rbErr)
-			}
-			return nil, fmt.Errorf("%w: before registering region %q: %w", ErrConstructionRejected, r.Name, err)
+	if err := context.Cause(ctx); ctx.Err() != nil {
+		if rerr := hold.Release(); rerr != nil {
+			return nil, fmt.Errorf("%w: before registering region %q: %w, and releasing the hold failed: %w", ErrHoldKept, served[0].Name, err, rerr)
 		}
-		reg, err := d.Register(r)
+		return nil, fmt.Errorf("%w: before registering region %q: %w", ErrConstructionRejected, served[0].Name, err)
+	}
+	// done hands the registering goroutine's answer to Bind, unbuffered so
+	// that exactly one side decides what happens to the registrations: Bind
+	// takes them, or, once Bind has returned (abandon closed), the goroutine
+	// rolls them back itself and nothing is left registered under nobody.
+	done := make(chan error)
+	abandon := make(chan struct{})
+	var calling atomic.Pointer[driver.Region]
+	go func() {
+		err := b.register(ctx, served, &calling)
+		select {
+		case done <- err:
+		case <-abandon:
+			if err == nil {
+				_ = b.unregisterAll() // a failure keeps the hold, as Bind's doc says
+			}
+		}
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	case <-ctx.Done():
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	default:
+		close(abandon)
+	}
+	what := "registering or rolling back"
+	if r := calling.Load(); r != nil {
+		what = fmt.Sprintf("registering region %q", r.Name)
+	}
+	return nil, fmt.Errorf("%w: %w while the driver was %s; the call runs to its end, then every region is unregistered and the hold released (the lender's Hold.Release says when the regions may be freed)", ErrHoldKept, context.Cause(ctx), what)
+}
+
+// register registers served in order on Bind's own goroutine, publishing in
+// calling the region whose Register is in progress, and rolls back on a
+// refusal or once ctx has ended; see Bind for what each failure leaves.
+func (b *RegionBinding) register(ctx context.Context, served []*driver.Region, calling *atomic.Pointer[driver.Region]) error {
+	for _, r := range served {
+		if ctx.Err() != nil {
+			err := context.Cause(ctx)
+			if rbErr := b.unregisterAll(); rbErr != nil {
+				return fmt.Errorf("%w: before registering region %q: %w, and the rollback failed: %w", ErrHoldKept, r.Name, err, rbErr)
+			}
+			return fmt.Errorf("%w: before registering region %q: %w", ErrConstructionRejected, r.Name, err)
+		}
+		calling.Store(r)
+		reg, err := b.d.Register(r)
+		calling.Store(nil)
 		if err == nil {
+			b.mu.Lock()
 			b.regs[r] = reg
 			b.order = append(b.order, r)
+			b.mu.Unlock()
 			continue
 		}
 		if !driver.IsRejected(err) {
@@ -113,16 +179,16 @@ func Bind(ctx context.Context, regions []*driver.Region, d driver.Driver, hold H
 			// unregistered so that they do not keep the driver from
 			// closing.
 			if rbErr := b.unregister(); rbErr != nil {
-				return nil, fmt.Errorf("%w: registering region %q: %w; unregistering the regions before it failed too: %w", ErrHoldKept, r.Name, err, rbErr)
+				return fmt.Errorf("%w: registering region %q: %w; unregistering the regions before it failed too: %w", ErrHoldKept, r.Name, err, rbErr)
 			}
-			return nil, fmt.Errorf("%w: registering region %q: %w", ErrHoldKept, r.Name, err)
+			return fmt.Errorf("%w: registering region %q: %w", ErrHoldKept, r.Name, err)
 		}
 		if rbErr := b.unregisterAll(); rbErr != nil {
-			return nil, fmt.Errorf("%w: registering region %q was refused (%w) and the rollback failed: %w", ErrHoldKept, r.Name, err, rbErr)
+			return fmt.Errorf("%w: registering region %q was refused (%w) and the rollback failed: %w", ErrHoldKept, r.Name, err, rbErr)
 		}
-		return nil, fmt.Errorf("%w: registering region %q: %w", ErrConstructionRejected, r.Name, err)
+		return fmt.Errorf("%w: registering region %q: %w", ErrConstructionRejected, r.Name, err)
 	}
-	return b, nil
+	return nil
 }
 
 // overlapping refuses regions whose slots share memory: host regions by

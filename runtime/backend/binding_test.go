@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvblob/kvblob/internal/bound"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
@@ -149,4 +151,60 @@ func TestBindKeepsTheDriversErrorMatchable(t *testing.T) {
 		require.ErrorAs(t, err, &sdk)
 		assert.Equal(t, -9, sdk.code)
 	})
+}
+
+// stuckRegister is a regDriver whose Register of one region blocks until
+// the test lets it go, as an SDK's register_buffer does while its master
+// does not answer.
+type stuckRegister struct {
+	*regDriver
+	name    string
+	entered chan struct{} // closed when the stuck Register starts
+	letGo   chan struct{} // closed by the test to end it
+}
+
+func (d *stuckRegister) Register(r *driver.Region) (driver.Registration, error) {
+	if r.Name == d.name {
+		close(d.entered)
+		<-d.letGo
+	}
+	return d.regDriver.Register(r)
+}
+
+// signalHold closes released when the binding gives it back.
+type signalHold struct{ released chan struct{} }
+
+func (h *signalHold) Release() error { close(h.released); return nil }
+
+// TestBindReturnsWhenItsContextEndsMidRegistration: the driver never runs
+// on Bind's caller's goroutine, so a Register that does not return cannot
+// keep the caller past its ctx; what the abandoned call leaves is rolled
+// back once it returns, and only then is the hold given back (tried:
+// registering on the caller's goroutine hangs the first wait; dropping the
+// abandoned goroutine's rollback fails the second).
+func TestBindReturnsWhenItsContextEndsMidRegistration(t *testing.T) {
+	d := &stuckRegister{regDriver: &regDriver{registered: map[string]bool{}}, name: "host-b", entered: make(chan struct{}), letGo: make(chan struct{})}
+	h := &signalHold{released: make(chan struct{})}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	stop := errors.New("the step was cancelled")
+	go func() { <-d.entered; cancel(stop) }()
+	err := bound.Value(t, 10*time.Second, "Bind to return once its ctx ended, with Register still stuck", func() error {
+		_, err := backend.Bind(ctx, regions(), d, h)
+		return err
+	})
+	require.ErrorIs(t, err, backend.ErrHoldKept, "a registration may still become live")
+	assert.ErrorIs(t, err, stop, "the error wraps the ctx's cause")
+	assert.Contains(t, err.Error(), `registering region "host-b"`)
+	select {
+	case <-h.released:
+		t.Fatal("the hold was given back while a Register was still in the driver")
+	default:
+	}
+	close(d.letGo)
+	bound.Value(t, 10*time.Second, "the abandoned registrations to be rolled back and the hold given back", func() struct{} {
+		<-h.released
+		return struct{}{}
+	})
+	assert.Empty(t, d.registered, "every region Bind's goroutine registered is unregistered before the hold goes back")
 }

@@ -427,11 +427,13 @@ func (b *Backend) progress() {
 		if b.closing && b.workers == 0 && len(b.open) == 0 {
 			pinned := b.stats.BatchesUnprovable > 0
 			b.mu.Unlock()
+			var refused error
 			if !pinned {
-				b.drainAndUnregister()
+				refused = b.drainAndUnregister()
 			}
 			b.mu.Lock()
-			b.finished = !pinned
+			b.refused = refused
+			b.finished = !pinned && refused == nil
 			close(b.done) // with finished, so Done and Shutdown agree
 			b.notifyLocked()
 			b.mu.Unlock()
@@ -553,14 +555,32 @@ func (b *Backend) drain(timeout time.Duration) bool {
 	return b.d.Drain(ctx)
 }
 
+// unregisterTries bounds how often drainAndUnregister asks a drained
+// driver to unregister: past that many refusals in a row (about 2 s of
+// backoff) the refusal is its last word. A driver whose store applied an
+// unregister and then raised refuses every later one (the region is gone
+// from the store, but the driver cannot know it), so retrying for ever
+// would only keep the progress goroutine alive.
+const unregisterTries = 12
+
 // drainAndUnregister drains the driver and unregisters every region,
-// retrying with backoff until both succeed; the binding then releases its
-// hold.
-func (b *Backend) drainAndUnregister() {
+// retrying with backoff; the binding then releases its hold. It returns
+// nil once both succeeded, or the driver's last refusal once a drained
+// driver refused unregisterTries times in a row: the regions left stay
+// registered and the hold is kept, for good. A drain that does not succeed
+// is retried for as long as it takes (a call still in the store).
+func (b *Backend) drainAndUnregister() error {
 	backoff := time.Millisecond
+	refusals := 0
 	for {
-		if b.drain(time.Second) && b.binding.unregisterAll() == nil {
-			return
+		if b.drain(time.Second) {
+			err := b.binding.unregisterAll()
+			if err == nil {
+				return nil
+			}
+			if refusals++; refusals >= unregisterTries {
+				return err
+			}
 		}
 		time.Sleep(backoff)
 		backoff = min(2*backoff, time.Second)
@@ -580,7 +600,11 @@ func (b *Backend) drainAndUnregister() {
 //   - when ctx ends first, the error wraps ctx.Err(); the backend goes on
 //     in the background, and a later Shutdown may return nil;
 //   - at once, whatever ctx allows, when every open attempt is pinned by an
-//     unprovable call: the answer can never change, so it does not wait.
+//     unprovable call: the answer can never change, so it does not wait;
+//   - once the drained driver refused to unregister a region
+//     unregisterTries times in a row (Unregistering holds its last
+//     refusal): the region stays registered and the hold kept for good,
+//     and every later Shutdown answers the same at once.
 //
 // Shutdown is safe to call from any goroutine and more than once; every
 // call after the first only waits again.
@@ -617,7 +641,8 @@ func (b *Backend) Shutdown(ctx context.Context) error {
 		case <-ch:
 		case <-b.done:
 			// The progress goroutine exited without finishing: it found a
-			// call pinned. Nothing will change any more.
+			// call pinned, or the driver would not unregister. Nothing will
+			// change any more.
 			if b.Stats().ShutDown {
 				return nil
 			}
@@ -648,8 +673,12 @@ type ShutdownError struct {
 	// Registered lists the regions still registered with the driver. The
 	// binding keeps the lender's hold while any is left.
 	Registered []*driver.Region
+	// Unregistering is the driver's last refusal to unregister a region
+	// of Registered, once the backend stopped asking (nil otherwise).
+	Unregistering error
 	// Err is ctx.Err() when Shutdown's budget ran out first; nil when it
-	// returned at once because every open attempt is pinned.
+	// returned at once because every open attempt is pinned or the driver
+	// would not unregister.
 	Err error
 }
 
@@ -662,6 +691,9 @@ func (e *ShutdownError) Error() string {
 		names[i] = fmt.Sprintf("%q", r.Name)
 	}
 	fmt.Fprintf(&sb, ", %d regions still registered [%s]; the hold is kept: keep the lender's memory", len(names), strings.Join(names, " "))
+	if e.Unregistering != nil {
+		sb.WriteString("; the driver would not unregister: " + e.Unregistering.Error())
+	}
 	if e.Err != nil {
 		sb.WriteString(": " + e.Err.Error())
 	}
@@ -675,6 +707,7 @@ func (e *ShutdownError) Unwrap() error { return e.Err }
 func (b *Backend) shutdownError(ctxErr error) *ShutdownError {
 	e := &ShutdownError{Err: ctxErr}
 	b.mu.Lock()
+	e.Unregistering = b.refused
 	for _, a := range b.attempts {
 		switch {
 		case a.pinnedLocked():

@@ -368,3 +368,42 @@ func TestACancelledContextStartsNoRow(t *testing.T) {
 	assert.Equal(t, driver.Cancelled, res[0].Status)
 	blockingfx.Untouched(t, dst)
 }
+
+// TestAMarkerLivesExactlyItsTTL: a marker keeps its key NOT_READY until
+// the configured MarkerTTL has passed by the driver's clock, and not a
+// nanosecond longer, however short the TTL; a TTL left at 0 is 60 s. A
+// driver that took a short TTL as unset (and waited 60 s), or that let a
+// marker die early, fails here.
+func TestAMarkerLivesExactlyItsTTL(t *testing.T) {
+	for _, tc := range []struct {
+		set, lives time.Duration
+	}{
+		{time.Nanosecond, time.Nanosecond},
+		{2 * time.Nanosecond, 2 * time.Nanosecond},
+		{time.Second, time.Second},
+		{0, 60 * time.Second},
+	} {
+		t.Run(tc.set.String(), func(t *testing.T) {
+			root, err := os.MkdirTemp(env.Dir, "ttl-")
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = os.RemoveAll(root) })
+			clock := fskit.NewClock()
+			d, err := fs.Open(fs.Options{Root: root, MarkerTTL: tc.set, Now: clock.Now})
+			require.NoError(t, err)
+			f := blockingfx.New(t, d, 5*time.Second)
+			k := key(t, "a")
+			_, marker, err := d.Paths(k)
+			require.NoError(t, err)
+			require.NoError(t, fskit.Plant(marker, nil))
+			now := clock.Now()
+			require.NoError(t, os.Chtimes(marker, now, now))
+
+			if tc.lives > time.Nanosecond {
+				clock.Advance(tc.lives - time.Nanosecond)
+			}
+			assert.Equal(t, driver.NotReady, f.Put(f.Row(k, 0, 1))[0].Status, "a marker %v old is live under a TTL of %v", tc.lives-time.Nanosecond, tc.set)
+			clock.Advance(time.Nanosecond)
+			assert.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status, "a marker %v old has expired under a TTL of %v", tc.lives, tc.set)
+		})
+	}
+}

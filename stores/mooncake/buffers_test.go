@@ -148,3 +148,74 @@ func mapped(b mooncake.Buffer) bool {
 	_, _, errno := unix.Syscall(unix.SYS_MINCORE, start, n, uintptr(unsafe.Pointer(&vec[0])))
 	return errno == 0
 }
+
+// TestAStageThatCannotBeHadFaultsEveryRowWithNoSDKCode: with the trailer,
+// a put needs a stage for its rows' trailers and a get one to read the
+// objects into. When the driver cannot have it (the mapping fails, or
+// register_buffer refuses it), every row of the call is a FAULT that
+// carries no SDK code (0: no SDK call answered it) and names the cause;
+// nothing is half done, and the driver still drains and closes.
+func TestAStageThatCannotBeHadFaultsEveryRowWithNoSDKCode(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stage func(m *fakesdk.Master) (restore func())
+		cause string
+	}{
+		{"the mapping fails", func(*fakesdk.Master) func() {
+			return mooncake.FailStageAlloc(unix.ENOMEM)
+		}, "cannot allocate memory"},
+		{"register_buffer answers INVALID_PARAMS", func(m *fakesdk.Master) func() {
+			m.Answer(fakesdk.CallRegister, fakesdk.AnyBuffer, mooncakespec.InvalidParams)
+			return func() {}
+		}, "register_buffer"},
+	} {
+		for _, call := range []string{"put", "get"} {
+			t.Run(tc.name+"/"+call, func(t *testing.T) {
+				m := fakesdk.NewMaster(0)
+				c := fakesdk.NewClient(m, mooncakekit.Version)
+				d, err := mooncake.NewWith(c, mooncake.Options{Trailer: true})
+				require.NoError(t, err)
+				r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: slot, Slots: 2})
+				require.NoError(t, err)
+				reg, err := d.Register(r.Region)
+				require.NoError(t, err)
+				rows := []driver.Row{
+					{Key: "a", Spans: []driver.Span{r.Slot(0)}},
+					{Key: "b", Spans: []driver.Span{r.Slot(1)}},
+				}
+				var op driver.Operation
+				if call == "get" {
+					op, err = d.Put(context.Background(), rows)
+					require.NoError(t, err)
+					assertAll(t, op, driver.Ready)
+				}
+				restore := tc.stage(m)
+				if call == "put" {
+					op, err = d.Put(context.Background(), rows)
+				} else {
+					op, err = d.Get(context.Background(), rows, driver.Hint{})
+				}
+				restore()
+				require.NoError(t, err)
+				res, done := op.Poll()
+				require.True(t, done)
+				require.Len(t, res, len(rows))
+				for i, got := range res {
+					assert.Equal(t, driver.Fault, got.Status, "row %d: %v", i, got)
+					assert.Zero(t, got.Code, "row %d: no SDK call answered, so no SDK code: %v", i, got)
+					assert.Contains(t, got.Text, tc.cause, "row %d", i)
+				}
+				if call == "put" {
+					// Nothing was written: a get finds no object.
+					op, err = d.Get(context.Background(), rows, driver.Hint{})
+					require.NoError(t, err)
+					assertAll(t, op, driver.Miss)
+				}
+				require.NoError(t, d.Unregister(reg))
+				require.True(t, d.Drain(context.Background()))
+				require.NoError(t, d.Close())
+				require.NoError(t, r.Close())
+			})
+		}
+	}
+}

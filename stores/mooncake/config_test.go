@@ -16,7 +16,7 @@ import (
 func TestConfigDefaultsComeFromTheSpec(t *testing.T) {
 	cfg, err := mooncake.ParseConfig("empty.yaml", nil)
 	require.NoError(t, err)
-	assert.Equal(t, mooncake.BackendConfig{Workers: 4, RowsPerBatch: 256, BytesPerBatch: 128 << 20}, cfg.Backend)
+	assert.Equal(t, mooncake.BackendConfig{Workers: 4, RowsPerBatch: 4096, BytesPerBatch: 16 << 20}, cfg.Backend)
 }
 
 func TestConfigErrorsNameTheKey(t *testing.T) {
@@ -98,6 +98,6 @@ func TestLoadConfigReadsAFile(t *testing.T) {
 	cfg, err := mooncake.LoadConfig(p)
 	require.NoError(t, err)
 	assert.Equal(t, 2, cfg.Backend.Workers)
-	assert.Equal(t, 256, cfg.Backend.RowsPerBatch, "unset keys keep their defaults")
+	assert.Equal(t, mooncake.DefaultConfig().Backend.RowsPerBatch, cfg.Backend.RowsPerBatch, "unset keys keep their defaults")
 	assert.Equal(t, "127.0.0.1:6000", cfg.Mooncake.Master)
 }

@@ -59,6 +59,12 @@ type stage struct {
 	buf Buffer
 }
 
+// allocStage maps a stage's memory. A variable so that a test can make the
+// mapping fail, which no fake SDK can: that failure has a path of its own
+// (every row of the call a FAULT with no SDK code), and only a test that
+// reaches it can hold it to that.
+var allocStage = hostmem.Alloc
+
 // room makes *s at least n bytes: a new stage registered with the SDK,
 // the old one (no call of this driver uses it: it is a scratch's own)
 // unregistered and freed.
@@ -71,7 +77,7 @@ func (d *Driver) room(s **stage, n int64) error {
 		d.dropStage(*s)
 		*s = nil
 	}
-	mem, err := hostmem.Alloc(int(n))
+	mem, err := allocStage(int(n))
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,13 +10,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/internal/bound"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/redis"
 )
 
 // Open wires the lanes the options ask for: gets on a client of their own
 // unless FetchesShareConns, and publish connections that yield to them
 // only with PublishesYield (off by default: it cost publish bandwidth for
-// no measured gain in the fetch tail).
+// no measured gain in the fetch tail). Gets through each wiring return:
+// each is bounded, so a lock the lanes never release (the gate's, with
+// PublishesYield) fails here in seconds, naming the get, instead of
+// hanging the package's tests.
 func TestOpenWiresTheLanesTheOptionsAskFor(t *testing.T) {
 	needServer(t)
 	for _, c := range []struct {
@@ -34,8 +41,28 @@ func TestOpenWiresTheLanesTheOptionsAskFor(t *testing.T) {
 			ownGets, yielding := redis.Lanes(d)
 			assert.Equal(t, c.ownGets, ownGets, "gets on a client of their own")
 			assert.Equal(t, c.yielding, yielding, "publishes yield")
+			r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 4 << 10, Slots: 1})
+			require.NoError(t, err)
+			reg, err := d.Register(r.Region)
+			require.NoError(t, err)
+			row := driver.Row{Key: fmt.Sprintf("lanes-%d/v1/00", time.Now().UnixNano()), Spans: []driver.Span{r.Slot(0)}}
+			for i := range 3 {
+				bound.Within(t, 5*time.Second, fmt.Sprintf("get %d of an absent key", i+1), func() {
+					op, err := d.Get(context.Background(), []driver.Row{row}, driver.Hint{})
+					if !assert.NoError(t, err) {
+						return
+					}
+					res, ok := conformance.WaitResults(op, 5*time.Second)
+					if assert.True(t, ok, "the get's results") {
+						assert.Equal(t, driver.Miss, res[0].Status, "%v", res[0])
+					}
+				})
+			}
+			require.True(t, d.Drain(conformance.Within(time.Second)))
+			require.NoError(t, d.Unregister(reg))
 			require.True(t, d.Drain(conformance.Within(time.Second)))
 			require.NoError(t, d.Close())
+			require.NoError(t, r.Close())
 		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/internal/bound"
 )
 
 // recordingConn records each write and the gets in flight when it was
@@ -51,7 +53,7 @@ func TestAPublishConnectionYieldsToGetsInFlight(t *testing.T) {
 	c := &yieldingConn{Conn: rec, gate: gate}
 	p := bytes.Repeat([]byte("0123456789abcdef"), (3*yieldBytes+100)/16)
 
-	gate.enter()
+	bound.Within(t, 5*time.Second, "fetchGate.enter", gate.enter)
 	done := make(chan error)
 	go func() {
 		n, err := c.Write(p)
@@ -60,13 +62,9 @@ func TestAPublishConnectionYieldsToGetsInFlight(t *testing.T) {
 		}
 		done <- err
 	}()
-	select {
-	case <-waiting:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the write never waited for the get in flight")
-	}
-	gate.leave()
-	require.NoError(t, <-done)
+	bound.Recv(t, 10*time.Second, "the write to wait for the get in flight (it never did, or the gate's lock was never released)", waiting)
+	bound.Within(t, 5*time.Second, "fetchGate.leave", gate.leave)
+	require.NoError(t, bound.Recv(t, 10*time.Second, "the write's end", done))
 
 	assert.Equal(t, p, rec.got.Bytes(), "every byte written, in order")
 	assert.Greater(t, len(rec.cuts), 1, "written in slices")

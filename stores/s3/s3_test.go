@@ -315,12 +315,146 @@ func TestOpenRefusesWhatItCannotUse(t *testing.T) {
 	assert.ErrorContains(t, err, "no credentials")
 }
 
-// TestOptionsNeverPrintTheSecret prints Options every way fmt can.
+// TestOptionsNeverPrintTheSecret prints Options every way fmt can: a set
+// secret shows as [redacted] (so a reader sees one is set), never itself;
+// an unset one shows as nothing (so a reader sees none is).
 func TestOptionsNeverPrintTheSecret(t *testing.T) {
 	o := s3.Options{Bucket: "b", AccessKey: "AKIDEXAMPLE", SecretKey: "wJalrXUtnFEMI-secret"}
+	unset := o
+	unset.SecretKey = ""
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
 		out := fmt.Sprintf(verb, o)
 		assert.NotContains(t, out, o.SecretKey, verb)
 		assert.Contains(t, out, "AKIDEXAMPLE", verb)
+		assert.Contains(t, out, "SecretKey: [redacted]", verb)
+		assert.Contains(t, fmt.Sprintf(verb, unset), "SecretKey: ,", verb)
 	}
+}
+
+// closeCounter is a response body that counts, with its transport, how
+// many bodies were handed out and how many closed.
+type closeCounter struct {
+	io.ReadCloser
+	closed func()
+	once   sync.Once
+}
+
+func (c *closeCounter) Close() error {
+	c.once.Do(c.closed)
+	return c.ReadCloser.Close()
+}
+
+// TestAGetClosesEveryBodyItOpened: a get closes the body of every answer
+// it had, read to the end or not (an object too long for the row is
+// refused unread): a body left open keeps its connection busy and, get
+// after get, leaks one connection each. A transport that wraps every
+// body and counts closes finds none open once the gets returned.
+func TestAGetClosesEveryBodyItOpened(t *testing.T) {
+	need(t)
+	k := s3kit.Open(t, env)
+	var mu sync.Mutex
+	opened, closed := 0, 0
+	rec := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := k.Transport.RoundTrip(r)
+		if err == nil && resp.Body != nil && r.Method == http.MethodGet {
+			mu.Lock()
+			opened++
+			mu.Unlock()
+			resp.Body = &closeCounter{ReadCloser: resp.Body, closed: func() { mu.Lock(); closed++; mu.Unlock() }}
+		}
+		return resp, err
+	})
+	d, err := s3.Open(env.Options(k.Bucket(), rec))
+	require.NoError(t, err)
+	f := blockingfx.New(t, d, 10*time.Second)
+
+	whole, long := key(t, "whole"), key(t, "long")
+	require.Equal(t, driver.Ready, f.Put(f.Row(whole, 0, 1))[0].Status)
+	require.NoError(t, k.Plant(long, bytes.Repeat([]byte{7}, 2*len(f.Region.Slot(0).Bytes()))))
+	for _, tc := range []struct {
+		key  string
+		want driver.Status
+	}{{whole, driver.Ready}, {long, driver.Fault}, {whole, driver.Ready}, {long, driver.Fault}} {
+		res := f.Get(f.Row(tc.key, 1, blockingfx.Dest))[0]
+		require.Equal(t, tc.want, res.Status, "%v", res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 4, opened, "each get had one answer with a body")
+	assert.Equal(t, opened, closed, "bodies left open after the gets returned: %d of %d", opened-closed, opened)
+}
+
+// TestUnsetOptionsTakeTheirDefaults: an Options that leaves Timeout,
+// MaxAttempts and Region unset gets 30 s, 3 attempts and us-east-1: a put
+// is READY (a zero timeout would end every request at once), each request
+// is signed for us-east-1, and a GET the transport fails is tried three
+// times.
+func TestUnsetOptionsTakeTheirDefaults(t *testing.T) {
+	need(t)
+	k := s3kit.Open(t, env)
+	broken := key(t, "broken")
+	var mu sync.Mutex
+	var scopes []string
+	tries := 0
+	rec := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		scopes = append(scopes, r.Header.Get("Authorization"))
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/"+broken) {
+			tries++
+			return nil, errors.New("the transport fails this key")
+		}
+		return k.Transport.RoundTrip(r)
+	})
+	opt := env.Options(k.Bucket(), rec)
+	opt.Timeout, opt.MaxAttempts, opt.Region = 0, 0, ""
+	d, err := s3.Open(opt)
+	require.NoError(t, err)
+	f := blockingfx.New(t, d, 10*time.Second)
+	kk := key(t, "a")
+	require.Equal(t, driver.Ready, f.Put(f.Row(kk, 0, 1))[0].Status, "a put under the default timeout")
+	require.Equal(t, driver.Ready, f.Get(f.Row(kk, 1, blockingfx.Dest))[0].Status)
+	res := f.Get(f.Row(broken, 1, blockingfx.Dest))[0]
+	assert.Equal(t, driver.Fault, res.Status, "%v", res)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 3, tries, "attempts of a GET that fails")
+	for _, s := range scopes {
+		assert.Contains(t, s, "/us-east-1/s3/aws4_request", "request signed for the default region")
+	}
+}
+
+// TestAnAnswerWithoutALengthIsReadToTheRowsLimit: a GET answered without
+// Content-Length (chunked) is read up to one byte past the row's object:
+// a whole object is READY and equal, and a longer one is CORRUPT as too
+// long for the row, found by reading that one byte, not by its trailer.
+func TestAnAnswerWithoutALengthIsReadToTheRowsLimit(t *testing.T) {
+	need(t)
+	k := s3kit.Open(t, env)
+	rec := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := k.Transport.RoundTrip(r)
+		if err == nil && r.Method == http.MethodGet {
+			resp.ContentLength = -1
+			resp.Header.Del("Content-Length")
+		}
+		return resp, err
+	})
+	d, err := s3.Open(env.Options(k.Bucket(), rec))
+	require.NoError(t, err)
+	f := blockingfx.New(t, d, 10*time.Second)
+	whole, long := key(t, "whole"), key(t, "long")
+	require.Equal(t, driver.Ready, f.Put(f.Row(whole, 0, 1))[0].Status)
+	require.NoError(t, k.Plant(long, bytes.Repeat([]byte{7}, 2*len(f.Region.Slot(0).Bytes()))))
+
+	dst := f.Row(whole, 1, blockingfx.Dest)
+	res := f.Get(dst)[0]
+	require.Equal(t, driver.Ready, res.Status, "%v", res)
+	assert.Equal(t, f.Region.Slot(0).Bytes(), dst.Spans[0].Bytes())
+
+	dst = f.Row(long, 1, blockingfx.Dest)
+	res = f.Get(dst)[0]
+	assert.Equal(t, driver.Fault, res.Status, "%v", res)
+	assert.Equal(t, int64(s3spec.Corrupt), res.Code, "%v", res)
+	assert.Contains(t, res.Text, "longer than the row's", "%v", res)
+	blockingfx.Untouched(t, dst)
 }

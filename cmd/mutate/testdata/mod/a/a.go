@@ -22,3 +22,11 @@ func Sum(n int) int {
 	}
 	return s
 }
+
+// Unused is called by no test.
+func Unused(v int) int {
+	if v > 0 {
+		return 1
+	}
+	return 0
+}
