@@ -9,51 +9,48 @@ import (
 // with: a backend of N workers moves rows on N goroutines at once, so its
 // ceiling is N goroutines copying, not one (on two cores, one goroutine
 // copying is about half the machine, and a ratio against it flatters the
-// store by up to twice). Each goroutine copies a contiguous run of whole
-// rows, as a worker copies a call's rows.
+// store by up to twice). Every baseline runs its shares the same way
+// (onGoroutines): n goroutines of their own, each a contiguous run of
+// whole rows copied a row at a time, as a worker copies a call's rows,
+// while the caller only waits, as a backend's caller waits on its
+// workers. (Before, one baseline ran its first share on the caller and
+// copied a share in one call, and the others ran every share on a new
+// goroutine a row at a time: the same bytes at the same parallelism,
+// timed two ways.)
 
-// parallelCopy copies src into dst (of equal length, rows of rowBytes)
-// on n goroutines, each a contiguous share of the rows, and returns when
-// all are done.
-func parallelCopy(dst, src []byte, rowBytes int64, n int) {
-	rows := int64(len(src)) / rowBytes
-	each := func(g int64, do func(lo, hi int64)) {
-		lo, hi := rows*g/int64(n), rows*(g+1)/int64(n)
-		do(lo*rowBytes, hi*rowBytes)
-	}
-	if n <= 1 || rows < 2 {
-		copy(dst, src)
-		return
-	}
-	var wg sync.WaitGroup
-	for g := 1; g < n; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			each(int64(g), func(lo, hi int64) { copy(dst[lo:hi], src[lo:hi]) })
-		}()
-	}
-	each(0, func(lo, hi int64) { copy(dst[lo:hi], src[lo:hi]) })
-	wg.Wait()
-}
-
-// parallelRowCopy is parallelCopy cut into copies of rowBytes each, on n
-// goroutines: the memcpy a row-op moves, call for call.
-func parallelRowCopy(dst, src []byte, rowBytes int64, n int) {
-	rows := int64(len(src)) / rowBytes
+// onGoroutines runs do(g) for g in [0, n) (at least one), each on a
+// goroutine of its own, and returns when all are done.
+func onGoroutines(n int, do func(g int)) {
 	n = max(1, n)
 	var wg sync.WaitGroup
 	for g := 0; g < n; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lo, hi := rows*int64(g)/int64(n), rows*int64(g+1)/int64(n)
-			for off := lo * rowBytes; off < hi*rowBytes; off += rowBytes {
-				copy(dst[off:off+rowBytes], src[off:off+rowBytes])
-			}
+			do(g)
 		}()
 	}
 	wg.Wait()
+}
+
+// share is the rows [lo, hi) of rows that goroutine g of n takes: a
+// contiguous run, the runs as even as whole rows allow.
+func share(rows int64, g, n int) (lo, hi int64) {
+	n = max(1, n)
+	return rows * int64(g) / int64(n), rows * int64(g+1) / int64(n)
+}
+
+// parallelCopy copies src into dst (of equal length, rows of rowBytes) a
+// row at a time on n goroutines, each a share of the rows, and returns
+// when all are done: the memcpy the store's rows move, call for call.
+func parallelCopy(dst, src []byte, rowBytes int64, n int) {
+	rows := int64(len(src)) / rowBytes
+	onGoroutines(n, func(g int) {
+		lo, hi := share(rows, g, n)
+		for off := lo * rowBytes; off < hi*rowBytes; off += rowBytes {
+			copy(dst[off:off+rowBytes], src[off:off+rowBytes])
+		}
+	})
 }
 
 // coldHeap returns the free heap to the operating system, so that an
@@ -64,22 +61,17 @@ func parallelRowCopy(dst, src []byte, rowBytes int64, n int) {
 func coldHeap() { debug.FreeOSMemory() }
 
 // allocCopy copies each row of src into a fresh heap allocation, on n
-// goroutines, and returns the copies (the caller drops them).
+// goroutines as parallelCopy shares them, and returns the copies (the
+// caller drops them).
 func allocCopy(src []byte, rowBytes int64, n int) [][]byte {
 	rows := int64(len(src)) / rowBytes
 	objs := make([][]byte, rows)
-	n = max(1, n)
-	var wg sync.WaitGroup
-	for g := 0; g < n; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := rows * int64(g) / int64(n); k < rows*int64(g+1)/int64(n); k++ {
-				objs[k] = make([]byte, rowBytes)
-				copy(objs[k], src[k*rowBytes:])
-			}
-		}()
-	}
-	wg.Wait()
+	onGoroutines(n, func(g int) {
+		lo, hi := share(rows, g, n)
+		for k := lo; k < hi; k++ {
+			objs[k] = make([]byte, rowBytes)
+			copy(objs[k], src[k*rowBytes:])
+		}
+	})
 	return objs
 }

@@ -17,7 +17,8 @@
 // directory in tests) through POSIX file I/O as Go's os package issues it on
 // Linux. The "SDK" is the kernel: its answers are errno values, and each code
 // below is the negated errno (the kernel's own convention for system call
-// returns), plus three codes the driver finds itself (PENDING, CORRUPT, ERR).
+// returns), plus four codes the driver finds itself (PENDING, CORRUPT,
+// MISMATCH, ERR).
 //
 // Layout. A key prefix/v1/hex(name) is the file
 //
@@ -78,14 +79,27 @@
 // or dated more than MaxClockSkew ahead: a live writer finishes within its
 // TTL, so its file is never swept.
 //
-// A get opens <file> (O_NONBLOCK, so a FIFO planted there cannot block it;
-// O_NOFOLLOW), refuses anything but a regular file, refuses by fstat's size,
-// before allocating a byte for it, a file longer than the row with its tag
-// and trailer (a sparse file of 64 GiB costs one fstat), reads the object with pread into
-// a buffer of its own, checks it through stores/trailer, and only then copies
-// the payload into the row's slot: reads are copied, once, and every failure
-// leaves the destination untouched. An absent object is NOT_READY while a
-// live marker says another writer is still at it, and MISS otherwise.
+// A get is two steps. open: open <file> (O_NONBLOCK, so a FIFO planted
+// there cannot block it; O_NOFOLLOW), refuse anything but a regular file,
+// refuse by fstat's size, before a byte is read, a file longer than the row
+// with its tag and trailer (a sparse file of 64 GiB costs one fstat), pread
+// the file's tail and check the trailer there (stores/trailer ReadHead:
+// magic, version, name digest, the length it states against the file's
+// size, and with a row key that it is keyed). Every failure of open, and an
+// object whose payload is not the row's length, leaves the destination
+// untouched. read: pread the payload straight into the row's slot, a piece
+// (256 KiB) at a time, each piece fed to the trailer's CRC32 (and tag) while
+// it is still in cache, so the check costs no pass over memory of its own:
+// the kernel's copy is the only one. A payload whose bytes fail the CRC32 or
+// the tag (a file damaged or forged after its trailer), or that ends early
+// (the file shrank while read), is MISMATCH, a FAULT with the destination
+// written: the slot then holds bytes that are not the row, which a FAULT
+// tells the caller not to use. Only a payload that passed every check is
+// READY: a torn or foreign object never is. (The bytes a failed read leaves
+// are the bytes of a file under the caller's key, which the caller's driver
+// could open anyway: nothing another tenant could not already read is
+// exposed.) An absent object is NOT_READY while a live marker says another
+// writer is still at it, and MISS otherwise.
 //
 // Every call ends its access to the caller's memory on return: no call keeps
 // a pointer into a slot past its return (no O_DIRECT, no async I/O).
@@ -156,8 +170,10 @@ const (
 	Edquot Code = -122
 	// Pending (PENDING): the object is absent and another writer's marker is live
 	Pending Code = -1001
-	// Corrupt (CORRUPT): the file is not a whole object for the key: shorter than a trailer or longer than the row with its tag and trailer, its trailer's magic, version, name, length or CRC32 does not match, or (with a row key) its tag does not verify
+	// Corrupt (CORRUPT): the file is not an object for the key, by its size and its tail alone: shorter than a trailer or longer than the row with its tag and trailer, its trailer's magic, version, name or length does not match, or (with a row key) it has no tag
 	Corrupt Code = -1002
+	// Mismatch (MISMATCH): the payload read into the destination does not match its trailer's CRC32 or (with a row key) its tag: the file was damaged or forged after its trailer was written
+	Mismatch Code = -1004
 	// Err (ERR): any other error (an errno the table does not name, or none)
 	Err Code = -1003
 )
@@ -197,6 +213,8 @@ func (c Code) String() string {
 		return "PENDING"
 	case Corrupt:
 		return "CORRUPT"
+	case Mismatch:
+		return "MISMATCH"
 	case Err:
 		return "ERR"
 	}
@@ -205,5 +223,5 @@ func (c Code) String() string {
 
 // Codes returns every code in the order of the spec's table.
 func Codes() []Code {
-	return []Code{OK, Enoent, Eio, Eacces, Eexist, Enotdir, Eloop, Eisdir, Efbig, Enospc, Erofs, Enametoolong, Estale, Edquot, Pending, Corrupt, Err}
+	return []Code{OK, Enoent, Eio, Eacces, Eexist, Enotdir, Eloop, Eisdir, Efbig, Enospc, Erofs, Enametoolong, Estale, Edquot, Pending, Corrupt, Mismatch, Err}
 }

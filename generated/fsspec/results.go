@@ -19,7 +19,7 @@ func MapClaim(answer int64) rules.Mapping {
 	return claimRule.Map(answer, 0)
 }
 
-// claimRule is what spec/fs-posix.yaml:116:3 says about claim's answers and its
+// claimRule is what spec/fs-posix.yaml:131:3 says about claim's answers and its
 // access (it touches no memory).
 var claimRule = newClaimRule()
 
@@ -29,7 +29,7 @@ func newClaimRule() *rules.CallRule {
 		Call:   "claim",
 		Access: rules.AccessNone,
 		Codes: map[int64]rules.Meaning{
-			// spec/fs-posix.yaml:123:7
+			// spec/fs-posix.yaml:138:7
 			// The marker is this writer's: go on to write.
 			int64(OK): {
 				Mapping: rules.Mapping{
@@ -37,28 +37,28 @@ func newClaimRule() *rules.CallRule {
 					Written:  rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:124:7
+			// spec/fs-posix.yaml:139:7
 			int64(Eexist): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.NotReady},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:125:7
+			// spec/fs-posix.yaml:140:7
 			int64(Enospc): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:126:7
+			// spec/fs-posix.yaml:141:7
 			int64(Edquot): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:127:7
+			// spec/fs-posix.yaml:142:7
 			int64(Eloop): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -67,7 +67,7 @@ func newClaimRule() *rules.CallRule {
 				Text: "a symbolic link sits on the key's path under the root; the driver follows none",
 			},
 		},
-		// spec/fs-posix.yaml:131:16
+		// spec/fs-posix.yaml:146:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -89,7 +89,7 @@ func MapWrite(answer int64) rules.Mapping {
 // access ended (rules.AccessRule.Ended).
 const WriteAccess = rules.AccessOnReturn
 
-// writeRule is what spec/fs-posix.yaml:133:3 says about write's answers and its
+// writeRule is what spec/fs-posix.yaml:148:3 says about write's answers and its
 // access (on_return).
 var writeRule = newWriteRule()
 
@@ -99,7 +99,7 @@ func newWriteRule() *rules.CallRule {
 		Call:   "write",
 		Access: WriteAccess,
 		Codes: map[int64]rules.Meaning{
-			// spec/fs-posix.yaml:141:7
+			// spec/fs-posix.yaml:156:7
 			// The temporary file holds the row: go on to publish it.
 			int64(OK): {
 				Mapping: rules.Mapping{
@@ -107,14 +107,14 @@ func newWriteRule() *rules.CallRule {
 					Written:  rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:142:7
+			// spec/fs-posix.yaml:157:7
 			int64(Enospc): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:143:7
+			// spec/fs-posix.yaml:158:7
 			int64(Edquot): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
@@ -122,7 +122,7 @@ func newWriteRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/fs-posix.yaml:144:16
+		// spec/fs-posix.yaml:159:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -139,7 +139,7 @@ func MapPublish(answer int64) rules.Mapping {
 	return publishRule.Map(answer, 0)
 }
 
-// publishRule is what spec/fs-posix.yaml:146:3 says about publish's answers and its
+// publishRule is what spec/fs-posix.yaml:161:3 says about publish's answers and its
 // access (it touches no memory).
 var publishRule = newPublishRule()
 
@@ -149,28 +149,28 @@ func newPublishRule() *rules.CallRule {
 		Call:   "publish",
 		Access: rules.AccessNone,
 		Codes: map[int64]rules.Meaning{
-			// spec/fs-posix.yaml:152:7
+			// spec/fs-posix.yaml:167:7
 			int64(OK): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Ready},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:153:7
+			// spec/fs-posix.yaml:168:7
 			int64(Enospc): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:154:7
+			// spec/fs-posix.yaml:169:7
 			int64(Edquot): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:155:7
+			// spec/fs-posix.yaml:170:7
 			int64(Eisdir): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -179,7 +179,7 @@ func newPublishRule() *rules.CallRule {
 				Text: "a directory sits at the object's path",
 			},
 		},
-		// spec/fs-posix.yaml:159:16
+		// spec/fs-posix.yaml:174:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -196,7 +196,7 @@ func MapRelease(answer int64) rules.Mapping {
 	return releaseRule.Map(answer, 0)
 }
 
-// releaseRule is what spec/fs-posix.yaml:161:3 says about release's answers and its
+// releaseRule is what spec/fs-posix.yaml:176:3 says about release's answers and its
 // access (it touches no memory).
 var releaseRule = newReleaseRule()
 
@@ -206,7 +206,7 @@ func newReleaseRule() *rules.CallRule {
 		Call:   "release",
 		Access: rules.AccessNone,
 		Codes: map[int64]rules.Meaning{
-			// spec/fs-posix.yaml:168:7
+			// spec/fs-posix.yaml:183:7
 			int64(OK): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Ready},
@@ -214,7 +214,96 @@ func newReleaseRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/fs-posix.yaml:169:16
+		// spec/fs-posix.yaml:184:16
+		Otherwise: rules.Meaning{
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: rules.WrittenNo,
+			},
+		},
+		CodeName: codeName,
+	}
+}
+
+// MapOpen maps open's answer for one row of rowBytes bytes: a byte
+// count, or a negative code.
+// The call open <file> beneath the root O_NONBLOCK|O_NOFOLLOW, fstat (a file longer than the row with its tag and trailer is CORRUPT, unread), pread its tail and check the trailer there (and that it is keyed, with a row key); answers the payload's length, the destination untouched.
+func MapOpen(answer, rowBytes int64) rules.Mapping {
+	return openRule.Map(answer, rowBytes)
+}
+
+// openRule is what spec/fs-posix.yaml:186:3 says about open's answers and its
+// access (it touches no memory).
+var openRule = newOpenRule()
+
+// newOpenRule builds openRule; Spec's value holds one of its own.
+func newOpenRule() *rules.CallRule {
+	return &rules.CallRule{
+		Call:   "open",
+		Access: rules.AccessNone,
+		Sized:  true,
+		// spec/fs-posix.yaml:192:12
+		// The object's payload is the row's length: go on to read it.
+		Whole: rules.Meaning{
+			Mapping: rules.Mapping{
+				Continue: true,
+				Written:  rules.WrittenNo,
+			},
+		},
+		// spec/fs-posix.yaml:194:7
+		Short: rules.Meaning{
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: rules.WrittenNo,
+			},
+			Text: "the object's payload length differs from the row; the destination is untouched",
+		},
+		Codes: map[int64]rules.Meaning{
+			// spec/fs-posix.yaml:199:7
+			int64(Enoent): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Miss},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/fs-posix.yaml:200:7
+			int64(Pending): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.NotReady},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/fs-posix.yaml:201:7
+			int64(Corrupt): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Fault},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/fs-posix.yaml:202:7
+			int64(Eisdir): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Fault},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/fs-posix.yaml:203:7
+			int64(Eloop): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Fault},
+					Written: rules.WrittenNo,
+				},
+				Text: "a symbolic link sits on the key's path under the root; the driver follows none",
+			},
+			// spec/fs-posix.yaml:208:7
+			int64(Eio): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Fault},
+					Written: rules.WrittenNo,
+				},
+			},
+		},
+		// spec/fs-posix.yaml:209:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -227,7 +316,7 @@ func newReleaseRule() *rules.CallRule {
 
 // MapRead maps read's answer for one row of rowBytes bytes: a byte
 // count, or a negative code.
-// The call open <file> beneath the root O_NONBLOCK|O_NOFOLLOW, fstat (a file longer than the row with its tag and trailer is CORRUPT, unread), pread the object into a buffer, check its trailer (and tag); the payload is copied into the slot only when whole.
+// The call pread the payload straight into the slot a piece at a time, each piece fed to the trailer's CRC32 (and tag) while in cache; answers the bytes read once every check passed.
 func MapRead(answer, rowBytes int64) rules.Mapping {
 	return readRule.Map(answer, rowBytes)
 }
@@ -237,7 +326,7 @@ func MapRead(answer, rowBytes int64) rules.Mapping {
 // access ended (rules.AccessRule.Ended).
 const ReadAccess = rules.AccessOnReturn
 
-// readRule is what spec/fs-posix.yaml:171:3 says about read's answers and its
+// readRule is what spec/fs-posix.yaml:211:3 says about read's answers and its
 // access (on_return).
 var readRule = newReadRule()
 
@@ -247,71 +336,45 @@ func newReadRule() *rules.CallRule {
 		Call:   "read",
 		Access: ReadAccess,
 		Sized:  true,
-		// spec/fs-posix.yaml:177:12
+		// spec/fs-posix.yaml:217:12
 		Whole: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenYes,
 			},
 		},
-		// spec/fs-posix.yaml:179:7
+		// spec/fs-posix.yaml:221:7
+		// The file ended before the payload its trailer states: it shrank
+		// between open's fstat and the read (replaced in place, or truncated).
 		Short: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
-				Written: rules.WrittenNo,
+				Written: rules.WrittenMaybe,
 			},
-			Text: "the object's payload length differs from the row; the destination is untouched",
+			Text: "the object's file ended before its payload did; the destination holds part of it",
 		},
 		Codes: map[int64]rules.Meaning{
-			// spec/fs-posix.yaml:184:7
-			int64(Enoent): {
-				Mapping: rules.Mapping{
-					Result:  driver.Result{Status: driver.Miss},
-					Written: rules.WrittenNo,
-				},
-			},
-			// spec/fs-posix.yaml:185:7
-			int64(Pending): {
-				Mapping: rules.Mapping{
-					Result:  driver.Result{Status: driver.NotReady},
-					Written: rules.WrittenNo,
-				},
-			},
-			// spec/fs-posix.yaml:186:7
-			int64(Corrupt): {
+			// spec/fs-posix.yaml:225:7
+			int64(Mismatch): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
-					Written: rules.WrittenNo,
+					Written: rules.WrittenMaybe,
 				},
+				Text: "the payload read into the destination fails its trailer's CRC32 or tag; the destination holds bytes that are not the row",
 			},
-			// spec/fs-posix.yaml:187:7
-			int64(Eisdir): {
-				Mapping: rules.Mapping{
-					Result:  driver.Result{Status: driver.Fault},
-					Written: rules.WrittenNo,
-				},
-			},
-			// spec/fs-posix.yaml:188:7
-			int64(Eloop): {
-				Mapping: rules.Mapping{
-					Result:  driver.Result{Status: driver.Fault},
-					Written: rules.WrittenNo,
-				},
-				Text: "a symbolic link sits on the key's path under the root; the driver follows none",
-			},
-			// spec/fs-posix.yaml:193:7
+			// spec/fs-posix.yaml:230:7
 			int64(Eio): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
-					Written: rules.WrittenNo,
+					Written: rules.WrittenMaybe,
 				},
 			},
 		},
-		// spec/fs-posix.yaml:194:16
+		// spec/fs-posix.yaml:231:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
-				Written: rules.WrittenNo,
+				Written: rules.WrittenMaybe,
 			},
 		},
 		CodeName: codeName,

@@ -20,6 +20,7 @@ var spec = &rules.Spec{
 	Admission: admission,
 	Calls: map[string]*rules.CallRule{
 		"claim":   newClaimRule(),
+		"open":    newOpenRule(),
 		"publish": newPublishRule(),
 		"read":    newReadRule(),
 		"release": newReleaseRule(),
@@ -42,6 +43,7 @@ var spec = &rules.Spec{
 		"EROFS":        int64(Erofs),
 		"ERR":          int64(Err),
 		"ESTALE":       int64(Estale),
+		"MISMATCH":     int64(Mismatch),
 		"OK":           int64(OK),
 		"PENDING":      int64(Pending),
 	},

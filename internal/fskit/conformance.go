@@ -170,7 +170,7 @@ func (k *Driver) LinkObjectOut(key string, obj []byte) error {
 func Scenarios() conformance.Scenarios {
 	s := conformance.Scenarios{
 		HoldGet: func(d driver.Driver, key string) (<-chan struct{}, func()) {
-			return Parts(d).Seam.Hold("read", key)
+			return Parts(d).Seam.Hold("open", key)
 		},
 		Writing: func(d driver.Driver, key string) func() {
 			k := Parts(d)
@@ -243,20 +243,24 @@ func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 	case c.Call == "claim" && code == fsspec.Eloop:
 		_, err := k.LinkDirOut(key)
 		return err
-	case c.Call == "read" && code == fsspec.Eloop:
+	case c.Call == "open" && code == fsspec.Eloop:
 		return k.LinkObjectOut(key, Object(key, payload))
-	case (c.Call == "publish" || c.Call == "read") && code == fsspec.Eisdir:
+	case (c.Call == "publish" || c.Call == "open") && code == fsspec.Eisdir:
 		return k.DirAtObject(key)
-	case c.Call == "read" && code == fsspec.Enoent:
+	case c.Call == "open" && code == fsspec.Enoent:
 		file, _, _ := k.Paths(key)
 		return os.Remove(file)
-	case c.Call == "read" && code == fsspec.Pending:
+	case c.Call == "open" && code == fsspec.Pending:
 		file, _, _ := k.Paths(key)
 		if err := os.Remove(file); err != nil {
 			return err
 		}
 		return k.PlantMarker(key)
-	case c.Call == "read" && code == fsspec.Corrupt:
+	case c.Call == "open" && code == fsspec.Corrupt:
+		obj := Object(key, payload)
+		obj[len(obj)-trailer.Size] ^= 0xff // the trailer's first byte: its magic no longer matches
+		return k.PlantObject(key, obj)
+	case c.Call == "read" && code == fsspec.Mismatch:
 		obj := Object(key, payload)
 		obj[7] ^= 0xff // a payload byte: the CRC32 no longer matches
 		return k.PlantObject(key, obj)

@@ -55,10 +55,10 @@ func SDKChecks() []conformance.SDKCheck {
 				h.T.Errorf("%s: rename(2) of a file over a directory answered %v; the publish rule for EISDIR relies on EISDIR", pos("publish/EISDIR"), err)
 			}
 		}},
-		{Name: "open_of_an_absent_file_answers_ENOENT", Spec: pos("read/ENOENT"), Run: func(h *conformance.Harness) {
+		{Name: "open_of_an_absent_file_answers_ENOENT", Spec: pos("open/ENOENT"), Run: func(h *conformance.Harness) {
 			_, err := os.Open(filepath.Join(Parts(h.D).Root(), "absent"))
 			if !errors.Is(err, syscall.ENOENT) {
-				h.T.Errorf("%s: open of an absent file answered %v; the read rule for ENOENT (MISS) relies on ENOENT", pos("read/ENOENT"), err)
+				h.T.Errorf("%s: open of an absent file answered %v; the open rule for ENOENT (MISS) relies on ENOENT", pos("open/ENOENT"), err)
 			}
 		}},
 		{Name: "rename_replaces_a_file_whole_under_an_open_reader", Spec: pos("publish/OK"), Run: func(h *conformance.Harness) {

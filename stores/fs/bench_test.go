@@ -25,8 +25,8 @@ import (
 //	                   renames it and fsyncs the directory)
 //	put/durable       against a hand-written durable write: a temporary
 //	                  file, fsync, rename, fsync of the directory
-//	get/os.ReadFile   (the store also checks the trailer's CRC32 and copies
-//	                   into the slot)
+//	get/os.ReadFile   (the store also reads the trailer first and checks
+//	                   the CRC32 of each piece it reads into the slot)
 //
 // on the disk under TMPDIR and, as root, on the kit's tmpfs (where fsync
 // costs nothing, so only the store's own work shows):

@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -27,7 +26,6 @@ import (
 	"github.com/kvblob/kvblob/generated/fsspec"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
-	"github.com/kvblob/kvblob/runtime/rules"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
@@ -68,9 +66,11 @@ type Options struct {
 	// several going. The backend's workers multiply it.
 	RowsInFlight int
 	// Integrity, when set, tags every object the driver writes with the
-	// current row key and refuses (CORRUPT) every object whose tag does not
-	// verify under the current or previous key, one another writer stored
-	// with a valid unkeyed trailer included (see trailer.Integrity).
+	// current row key and refuses every object whose tag does not verify
+	// under the current or previous key: CORRUPT, by its tail alone, for
+	// one another writer stored with a valid unkeyed trailer; MISMATCH,
+	// once its payload was read, for a tag that fails (see
+	// trailer.Integrity).
 	Integrity *trailer.Integrity
 	// Seam, when set, is entered before each spec call (claim, write,
 	// publish, read) on a key: a held call waits in it, a raise is answered
@@ -129,11 +129,11 @@ type Driver struct {
 	opt  Options
 	tree *tree
 	life driverkit.Lifecycle
-	bufs sync.Pool // *[]byte: read buffers
 	// fileMode and dirMode are the modes as open(2) and mkdir(2) take them;
 	// exact says a file's mode is set by fchmod after create.
 	fileMode, dirMode uint32
 	exact             bool
+	piece             int // readPiece; tests make it smaller than their rows
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -180,7 +180,7 @@ func Open(opt Options) (*Driver, error) {
 		return nil, fmt.Errorf("fs: root: %w", err)
 	}
 	t.trace = opt.Trace
-	d := &Driver{opt: opt, tree: t, fileMode: unixMode(opt.FileMode), dirMode: unixMode(opt.DirMode)}
+	d := &Driver{opt: opt, tree: t, fileMode: unixMode(opt.FileMode), dirMode: unixMode(opt.DirMode), piece: readPiece}
 	d.exact = d.fileMode != 0o600
 	if opt.SweepBudget > 0 {
 		_, _ = d.Sweep(opt.SweepBudget) // best effort: what it cannot reach, a later sweep may
@@ -218,8 +218,9 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 	}, func(r driver.Row) driver.Result { return d.put(r) })
 }
 
-// Get reads each row's object, checks its trailer and only then copies its
-// payload into the row's span; up to Options.RowsInFlight rows at once.
+// Get reads each row's object: its trailer from the file's tail, then its
+// payload straight into the row's span, checked as it is read (READY only
+// once every byte passed); up to Options.RowsInFlight rows at once.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
 		return fsspec.AdmitGet(rows, hint, live)
@@ -488,82 +489,122 @@ func (d *Driver) get(row driver.Row) driver.Result {
 		return driver.FaultResult(int64(fsspec.Err), "fs: %v", err)
 	}
 	span := row.Spans[0]
-	buf := d.buffer()
-	defer d.bufs.Put(buf)
-	payload, answer, err := d.read(p, row.Key, span.Length, buf)
-	m := fsspec.MapRead(answer, span.Length)
-	if m.Written == rules.WrittenYes {
-		copy(span.Bytes(), payload)
+	fd, h, answer, err := d.open(p, row.Key, span.Length)
+	if m := fsspec.MapOpen(answer, span.Length); !m.Continue {
+		return m.WithCause(err)
 	}
-	return m.WithCause(err)
+	defer unix.Close(fd)
+	answer, err = d.read(fd, p, row.Key, h, span.Bytes())
+	return fsspec.MapRead(answer, span.Length).WithCause(err)
 }
 
-func (d *Driver) buffer() *[]byte {
-	if b, ok := d.bufs.Get().(*[]byte); ok {
-		return b
-	}
-	return new([]byte)
-}
-
-// read opens the object beneath the root, checks by fstat that it is a
+// open opens the object beneath the root, checks by fstat that it is a
 // regular file no longer than a row of rowBytes with its tag and trailer,
-// and only then reads it whole with pread into *buf and checks its trailer
-// (and tag, with Integrity). It answers the payload and its length, or a
-// negative code. A file of any other size is refused by its length, before
-// a byte is allocated for it.
-func (d *Driver) read(p paths, key string, rowBytes int64, buf *[]byte) ([]byte, int64, error) {
-	if code, staged, err := d.seam("read", key); staged {
-		return nil, int64(code), err
+// and only then reads its tail and checks the trailer there
+// (trailer.ReadHead). It answers the open file (to close once read), the
+// trailer and the payload's length, or a negative code with the file
+// closed. It writes nothing the caller lent: a file of any other size is
+// refused by its length, before a byte is read from it.
+func (d *Driver) open(p paths, key string, rowBytes int64) (int, trailer.Head, int64, error) {
+	if code, staged, err := d.seam("open", key); staged {
+		return -1, trailer.Head{}, int64(code), err
 	}
 	dir, err := d.tree.openDir(p.rel, false, 0)
 	if err != nil {
-		return nil, int64(classify(err)), err
+		return -1, trailer.Head{}, int64(classify(err)), err
 	}
 	defer unix.Close(dir)
 	fd, err := unix.Openat(dir, p.name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	switch {
 	case errors.Is(err, unix.ENOENT) && d.markerLive(dir, p):
-		return nil, int64(fsspec.Pending), fmt.Errorf("the object is absent and %s is live", p.marker)
+		return -1, trailer.Head{}, int64(fsspec.Pending), fmt.Errorf("the object is absent and %s is live", p.marker)
 	case errors.Is(err, unix.ELOOP):
-		return nil, int64(fsspec.Eloop), fmt.Errorf("%s is a symbolic link; the driver follows none under its root: %w", p.file, err)
+		return -1, trailer.Head{}, int64(fsspec.Eloop), fmt.Errorf("%s is a symbolic link; the driver follows none under its root: %w", p.file, err)
 	case err != nil:
-		return nil, int64(classify(err)), &os.PathError{Op: "open", Path: p.file, Err: err}
+		return -1, trailer.Head{}, int64(classify(err)), &os.PathError{Op: "open", Path: p.file, Err: err}
 	}
-	defer unix.Close(fd)
+	h, code, err := d.head(fd, p, key, rowBytes)
+	if code != fsspec.OK {
+		_ = unix.Close(fd)
+		return -1, trailer.Head{}, int64(code), err
+	}
+	return fd, h, h.Len, nil
+}
+
+// head is open's checks of the open file fd: its type and size, then its
+// tail.
+func (d *Driver) head(fd int, p paths, key string, rowBytes int64) (trailer.Head, fsspec.Code, error) {
 	st, err := fstat(fd)
 	limit := rowBytes + trailer.TagSize + trailer.Size
 	switch {
 	case err != nil:
-		return nil, int64(classify(err)), &os.PathError{Op: "fstat", Path: p.file, Err: err}
+		return trailer.Head{}, classify(err), &os.PathError{Op: "fstat", Path: p.file, Err: err}
 	case st.mode == unix.S_IFDIR:
-		return nil, int64(fsspec.Eisdir), fmt.Errorf("%s is a directory", p.file)
+		return trailer.Head{}, fsspec.Eisdir, fmt.Errorf("%s is a directory", p.file)
 	case !st.regular():
-		return nil, int64(fsspec.Corrupt), fmt.Errorf("%s is not a regular file (mode %o)", p.file, st.mode)
+		return trailer.Head{}, fsspec.Corrupt, fmt.Errorf("%s is not a regular file (mode %o)", p.file, st.mode)
 	case st.size < trailer.Size:
-		return nil, int64(fsspec.Corrupt), fmt.Errorf("%s holds %d bytes, less than a trailer", p.file, st.size)
+		return trailer.Head{}, fsspec.Corrupt, fmt.Errorf("%s holds %d bytes, less than a trailer", p.file, st.size)
 	case st.size > limit:
-		return nil, int64(fsspec.Corrupt), fmt.Errorf("%s holds %d bytes, more than the row's %d with its tag and trailer; not read", p.file, st.size, rowBytes)
+		return trailer.Head{}, fsspec.Corrupt, fmt.Errorf("%s holds %d bytes, more than the row's %d with its tag and trailer; not read", p.file, st.size, rowBytes)
 	}
-	if int64(cap(*buf)) < st.size {
-		*buf = make([]byte, st.size)
-	}
-	obj := (*buf)[:st.size]
-	n, err := preadFull(fd, obj)
-	if err != nil { // a short read (the file shrank) is n < len: the trailer check refuses it
-		return nil, int64(classify(err)), &os.PathError{Op: "pread", Path: p.file, Err: err}
-	}
-	payload, err := d.opt.Integrity.Check(obj[:n], key)
+	var buf [trailer.TailSize]byte
+	tail := buf[:min(st.size, trailer.TailSize)]
+	n, err := preadFull(fd, tail, st.size-int64(len(tail)))
 	if err != nil {
-		return nil, int64(fsspec.Corrupt), err
+		return trailer.Head{}, classify(err), &os.PathError{Op: "pread", Path: p.file, Err: err}
 	}
-	return payload, int64(len(payload)), nil
+	if n < len(tail) {
+		return trailer.Head{}, fsspec.Corrupt, fmt.Errorf("%s ended %d bytes into its %d-byte tail: it shrank while opened", p.file, n, len(tail))
+	}
+	h, err := d.opt.Integrity.ReadHead(tail, st.size, key)
+	if err != nil {
+		return trailer.Head{}, fsspec.Corrupt, fmt.Errorf("%s: %w", p.file, err)
+	}
+	return h, fsspec.OK, nil
 }
 
-// preadFull reads b from fd at offset 0 until b is full or the file ends.
-func preadFull(fd int, b []byte) (int, error) {
+// readPiece is how much of a payload read preads at a time before it
+// checks what it read: small enough that the piece is still in cache
+// (L2) when the CRC32 reads it, so the check makes no pass over memory of
+// its own; large enough that a call per piece costs little.
+const readPiece = 256 << 10
+
+// read preads the payload h promised straight into dst (the row's slot,
+// as long as the payload: open checked) a readPiece at a time, feeding
+// each piece to the trailer's check while it is in cache, and answers the
+// bytes read once the check passed: MISMATCH when the bytes fail it, or
+// fewer bytes (short) when the file ended early. Every answer but the
+// whole one leaves dst holding bytes that are not the row.
+func (d *Driver) read(fd int, p paths, key string, h trailer.Head, dst []byte) (int64, error) {
+	if code, staged, err := d.seam("read", key); staged {
+		return int64(code), err
+	}
+	v := d.opt.Integrity.Verifier(h)
+	for off := 0; off < len(dst); {
+		piece := dst[off:min(off+d.piece, len(dst))]
+		n, err := preadFull(fd, piece, int64(off))
+		v.Write(piece[:n])
+		off += n
+		switch {
+		case err != nil:
+			return int64(classify(err)), &os.PathError{Op: "pread", Path: p.file, Err: err}
+		case n < len(piece):
+			return int64(off), fmt.Errorf("%s ended %d bytes into a payload of %d", p.file, off, len(dst))
+		}
+	}
+	if err := v.Check(dst); err != nil {
+		return int64(fsspec.Mismatch), fmt.Errorf("%s: %w", p.file, err)
+	}
+	return int64(len(dst)), nil
+}
+
+// preadFull reads b from fd at offset off until b is full or the file
+// ends.
+func preadFull(fd int, b []byte, off int64) (int, error) {
 	n := 0
 	for n < len(b) {
-		m, err := unix.Pread(fd, b[n:], int64(n))
+		m, err := unix.Pread(fd, b[n:], off+int64(n))
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue

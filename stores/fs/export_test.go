@@ -6,3 +6,7 @@ func ForceWalk(d *Driver) { d.tree.walk.Store(true) }
 
 // Walks reports whether d resolves paths by walking.
 func Walks(d *Driver) bool { return d.tree.walk.Load() }
+
+// SetReadPiece makes d read a payload n bytes at a time, so that a test's
+// rows span several pieces.
+func SetReadPiece(d *Driver, n int) { d.piece = n }

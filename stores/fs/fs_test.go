@@ -127,9 +127,10 @@ func TestATornObjectIsAFaultAndTheDestinationIsUntouched(t *testing.T) {
 	}
 }
 
-// TestAnIOErrorIsAFault injects EIO into each call of a put and into a
-// read: every one is a FAULT with code EIO, none leaves a file behind, and
-// the read leaves its destination untouched.
+// TestAnIOErrorIsAFault injects EIO into each call of a put and into
+// each of a get's: every one is a FAULT with code EIO, none of the put's
+// leaves a file behind, and the get's open, which reads no payload,
+// leaves its destination untouched.
 func TestAnIOErrorIsAFault(t *testing.T) {
 	f := newFx(t)
 	for _, call := range []string{"claim", "write", "publish"} {
@@ -143,14 +144,18 @@ func TestAnIOErrorIsAFault(t *testing.T) {
 		siblings, _ := filepath.Glob(file + "*")
 		assert.Empty(t, siblings, "%s: a failed put left files", call)
 	}
-	k := key(t, "read")
-	require.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status)
-	f.kit.Seam.Raise("read", k, &os.PathError{Op: "read", Path: k, Err: syscall.EIO})
-	dst := f.Row(k, 1, blockingfx.Dest)
-	res := f.Get(dst)[0]
-	assert.Equal(t, driver.Fault, res.Status)
-	assert.Equal(t, int64(fsspec.Eio), res.Code)
-	blockingfx.Untouched(t, dst)
+	for _, call := range []string{"open", "read"} {
+		k := key(t, call)
+		require.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status)
+		f.kit.Seam.Raise(call, k, &os.PathError{Op: call, Path: k, Err: syscall.EIO})
+		dst := f.Row(k, 1, blockingfx.Dest)
+		res := f.Get(dst)[0]
+		assert.Equal(t, driver.Fault, res.Status, "%s: %v", call, res)
+		assert.Equal(t, int64(fsspec.Eio), res.Code, "%s: %v", call, res)
+		if call == "open" {
+			blockingfx.Untouched(t, dst)
+		}
+	}
 }
 
 // TestAnUnreadableObjectIsAFault drops the object's read permission; root

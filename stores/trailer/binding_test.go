@@ -33,31 +33,11 @@ func TestTheTagBindsTheKeysName(t *testing.T) {
 	assert.True(t, errors.Is(err, ErrUnverified), "%v", err)
 }
 
-// crcForce returns b with its last 4 bytes replaced so that its CRC32
-// (IEEE) is want: CRC32 is linear, so anyone can keep a checksum while
-// changing the bytes.
-func crcForce(b []byte, want uint32) []byte {
-	out := bytes.Clone(b)
-	n := len(out) - 4
-	var rev [256]byte // the table entry whose top byte is i
-	for j := 0; j < 256; j++ {
-		rev[crc32.IEEETable[j]>>24] = byte(j)
-	}
-	s := ^crc32.ChecksumIEEE(out[:n]) // the register after the prefix
-	w := ^want                        // the register wanted after the patch
-	for i := 0; i < 4; i++ {          // step the register back over 4 bytes
-		j := rev[w>>24]
-		w = (w^crc32.IEEETable[j])<<8 | uint32(j)
-	}
-	binary.LittleEndian.PutUint32(out[n:], w^s)
-	return out
-}
-
 func TestTheTagBindsThePayload(t *testing.T) {
 	in := integrity(t, keyA, nil)
 	payload := []byte("a KV row of some length")
 	good := in.Encode("k", payload)
-	evil := crcForce([]byte("an evil row of the same"), crc32.ChecksumIEEE(payload))
+	evil := ForgeCRC([]byte("an evil row of the same"), crc32.ChecksumIEEE(payload))
 	require.Len(t, evil, len(payload))
 	require.Equal(t, crc32.ChecksumIEEE(payload), crc32.ChecksumIEEE(evil), "the forged payload keeps the CRC32")
 	forged := bytes.Clone(good)

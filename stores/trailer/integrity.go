@@ -159,20 +159,17 @@ var ErrUnverified = errors.New("row integrity not verified")
 // under the current and then the previous key, and returns its payload.
 // With integrity off it is the package's Check.
 func (in *Integrity) Check(obj []byte, key string) ([]byte, error) {
-	payload, got, t, err := parse(obj, key)
-	if err != nil || in == nil {
-		return payload, err
+	h, err := in.ReadHead(obj[len(obj)-min(len(obj), TailSize):], int64(len(obj)), key)
+	if err != nil {
+		return nil, err
 	}
-	if got == nil {
-		return nil, fmt.Errorf("%w: the object has an unkeyed trailer (format version %d), which anyone who can write to the store can compute", ErrUnverified, Version)
+	payload := obj[:h.Len]
+	v := in.Verifier(h)
+	v.Write(payload)
+	if err := v.Check(payload); err != nil {
+		return nil, err
 	}
-	if hmac.Equal(got, tag(in.current, payload, t)) {
-		return payload, nil
-	}
-	if in.previous != nil && hmac.Equal(got, tag(in.previous, payload, t)) {
-		return payload, nil
-	}
-	return nil, fmt.Errorf("%w: the tag does not verify under the current or the previous row key", ErrUnverified)
+	return payload, nil
 }
 
 // String says whether integrity is on and whether a previous key is set.

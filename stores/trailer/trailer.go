@@ -6,10 +6,8 @@
 package trailer
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"fmt"
 	"hash/crc32"
 )
 
@@ -66,39 +64,5 @@ func Encode(key string, payload []byte) []byte {
 // checksum. A keyed object's tag is not verified (Check holds no key): use
 // Integrity.Check for that.
 func Check(obj []byte, key string) ([]byte, error) {
-	payload, _, _, err := parse(obj, key)
-	return payload, err
-}
-
-// parse checks everything but the tag and returns the payload, the tag (nil
-// for format Version) and the trailer.
-func parse(obj []byte, key string) (payload, tag, t []byte, err error) {
-	if len(obj) < Size {
-		return nil, nil, nil, fmt.Errorf("object of %d bytes is shorter than its %d-byte trailer", len(obj), Size)
-	}
-	body, t := obj[:len(obj)-Size], obj[len(obj)-Size:]
-	if string(t[0:4]) != Magic {
-		return nil, nil, nil, fmt.Errorf("trailer magic %q, expected %q", t[0:4], Magic)
-	}
-	switch v := binary.LittleEndian.Uint16(t[4:6]); v {
-	case Version:
-		payload = body
-	case VersionKeyed:
-		if len(body) < TagSize {
-			return nil, nil, nil, fmt.Errorf("keyed object of %d bytes is shorter than its tag and trailer", len(obj))
-		}
-		payload, tag = body[:len(body)-TagSize], body[len(body)-TagSize:]
-	default:
-		return nil, nil, nil, fmt.Errorf("format version %d, expected %d or %d", v, Version, VersionKeyed)
-	}
-	if d := NameDigest(key); !bytes.Equal(t[8:24], d[:]) {
-		return nil, nil, nil, fmt.Errorf("name digest does not match key %q", key)
-	}
-	if n := binary.LittleEndian.Uint64(t[24:32]); n != uint64(len(payload)) {
-		return nil, nil, nil, fmt.Errorf("payload length %d, trailer says %d", len(payload), n)
-	}
-	if c := binary.LittleEndian.Uint32(t[32:36]); c != crc32.ChecksumIEEE(payload) {
-		return nil, nil, nil, fmt.Errorf("payload CRC32 %08x, trailer says %08x", crc32.ChecksumIEEE(payload), c)
-	}
-	return payload, tag, t, nil
+	return (*Integrity)(nil).Check(obj, key)
 }

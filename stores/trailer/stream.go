@@ -1,0 +1,132 @@
+package trailer
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"hash/crc32"
+)
+
+// TailSize is the most an object's tag and trailer take at its end: a
+// reader that reads an object's tail before its payload (ReadHead) reads
+// its last min(size, TailSize) bytes.
+const TailSize = TagSize + Size
+
+// Head is what an object's tail says, read before its payload: the
+// payload's length, and what its bytes must check against (Verifier).
+type Head struct {
+	Len   int64 // the payload's length, which the trailer states and the object's size agrees with
+	crc   uint32
+	keyed bool
+	tag   [TagSize]byte
+	t     [Size]byte
+}
+
+// head checks the trailer at the end of tail, the last min(size,
+// TailSize) bytes of an object of size bytes, against key: magic, format
+// version, name digest, and the length it states against size. It is the
+// one place these rules live: Check reaches them through parse.
+func head(tail []byte, size int64, key string) (Head, error) {
+	var h Head
+	if size < Size || int64(len(tail)) != min(size, TailSize) {
+		return h, fmt.Errorf("object of %d bytes is shorter than its %d-byte trailer", size, Size)
+	}
+	t := tail[len(tail)-Size:]
+	if string(t[0:4]) != Magic {
+		return h, fmt.Errorf("trailer magic %q, expected %q", t[0:4], Magic)
+	}
+	body := size - Size
+	switch v := binary.LittleEndian.Uint16(t[4:6]); v {
+	case Version:
+	case VersionKeyed:
+		if body < TagSize {
+			return h, fmt.Errorf("keyed object of %d bytes is shorter than its tag and trailer", size)
+		}
+		h.keyed = true
+		body -= TagSize
+		copy(h.tag[:], tail[len(tail)-TailSize:])
+	default:
+		return h, fmt.Errorf("format version %d, expected %d or %d", v, Version, VersionKeyed)
+	}
+	if d := NameDigest(key); !bytes.Equal(t[8:24], d[:]) {
+		return h, fmt.Errorf("name digest does not match key %q", key)
+	}
+	if n := binary.LittleEndian.Uint64(t[24:32]); n != uint64(body) {
+		return h, fmt.Errorf("payload length %d, trailer says %d", body, n)
+	}
+	h.Len, h.crc = body, binary.LittleEndian.Uint32(t[32:36])
+	copy(h.t[:], t)
+	return h, nil
+}
+
+// ReadHead checks an object's tail (its last min(size, TailSize) bytes,
+// for an object of size bytes) against key, before a byte of its payload
+// is read: the trailer's magic, format version, name digest and the
+// length it states against size; with integrity on, an unkeyed trailer is
+// refused (ErrUnverified). What it accepts is only the promise of a
+// payload: the payload is whole for key once a Verifier fed every byte of
+// it says so. A store that reads a payload straight into the caller's
+// memory (stores/fs) refuses what ReadHead refuses with that memory
+// untouched.
+func (in *Integrity) ReadHead(tail []byte, size int64, key string) (Head, error) {
+	h, err := head(tail, size, key)
+	if err == nil && in != nil && !h.keyed {
+		return Head{}, fmt.Errorf("%w: the object has an unkeyed trailer (format version %d), which anyone who can write to the store can compute", ErrUnverified, Version)
+	}
+	return h, err
+}
+
+// Verifier checks a payload read a piece at a time, in order, against
+// its Head: its length, its CRC32 and (with integrity on) its tag. A
+// reader feeds it each piece while the piece is still in cache, so the
+// check costs no pass over memory of its own.
+type Verifier struct {
+	in  *Integrity
+	h   Head
+	n   int64
+	crc uint32
+	mac hash.Hash // under the current key; nil with integrity off
+}
+
+// Verifier returns a Verifier of h's payload.
+func (in *Integrity) Verifier(h Head) Verifier {
+	v := Verifier{in: in, h: h}
+	if in != nil {
+		v.mac = in.current()
+	}
+	return v
+}
+
+// Write adds p, the payload's next bytes.
+func (v *Verifier) Write(p []byte) {
+	v.n += int64(len(p))
+	v.crc = crc32.Update(v.crc, crc32.IEEETable, p)
+	if v.mac != nil {
+		v.mac.Write(p)
+	}
+}
+
+// Check reports whether the bytes written are the payload h promised:
+// every byte of it (no more), its CRC32, and with integrity on its tag
+// under the current key, or under the previous one, which Check then
+// computes over payload (the bytes written, as the reader holds them).
+func (v *Verifier) Check(payload []byte) error {
+	switch {
+	case v.n != v.h.Len:
+		return fmt.Errorf("read %d bytes of a payload of %d", v.n, v.h.Len)
+	case v.crc != v.h.crc:
+		return fmt.Errorf("payload CRC32 %08x, trailer says %08x", v.crc, v.h.crc)
+	case v.in == nil:
+		return nil
+	}
+	v.mac.Write(v.h.t[:])
+	if hmac.Equal(v.h.tag[:], v.mac.Sum(nil)) {
+		return nil
+	}
+	if v.in.previous != nil && hmac.Equal(v.h.tag[:], tag(v.in.previous, payload, v.h.t[:])) {
+		return nil
+	}
+	return fmt.Errorf("%w: the tag does not verify under the current or the previous row key", ErrUnverified)
+}
