@@ -771,22 +771,54 @@ func TestShutdownDropsEveryQueuedAttempt(t *testing.T) {
 }
 
 func TestProtocolViolationsRefuseEveryLaterSubmission(t *testing.T) {
-	t.Run("an error that is not DriverRejected", func(t *testing.T) {
+	// A fetch's FAULT stops its attempt with the fault as its Err, so the
+	// violation must stop it first, or its Err would not name the
+	// violation (tried: dropping violationLocked's first stopLocked fails
+	// both cases).
+	for _, op := range []string{"publish", "fetch"} {
+		t.Run("an error that is not DriverRejected, on a "+op, func(t *testing.T) {
+			e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 1})
+			e.d.before = func(c call) (driver.Operation, error, bool) { return nil, errors.New("sdk exploded"), true }
+			submit := e.be.Publish
+			if op == "fetch" {
+				submit = func(ctx context.Context, v backend.View) (*backend.Attempt, error) {
+					return e.be.Fetch(ctx, v, driver.Hint{})
+				}
+			}
+			a := must(submit(t.Context(), e.view("r", 0, 3)))
+			o := wait(t, a)
+			assert.Equal(t, driver.Fault, o.Results[0].Status)
+			assert.Equal(t, driver.Cancelled, o.Results[2].Status, "queued batches are dropped")
+			assert.False(t, closed(a.Quiesced()), "the batch is held: its access was never proven")
+			assert.ErrorIs(t, o.Err, backend.ErrProtocolViolation)
+			assert.ErrorContains(t, o.Err, "sdk exploded")
+			_, err := e.be.Publish(t.Context(), e.view("s", 10, 1))
+			var rej *backend.SubmissionRejectedError
+			require.ErrorAs(t, err, &rej)
+			assert.Contains(t, rej.Reason, "sdk exploded")
+			assert.ErrorIs(t, err, backend.ErrProtocolViolation)
+			assert.Equal(t, 1, e.be.Stats().BatchesUnprovable)
+		})
+	}
+	t.Run("every other attempt's queued batches are dropped", func(t *testing.T) {
 		e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 1})
-		e.d.before = func(c call) (driver.Operation, error, bool) { return nil, errors.New("sdk exploded"), true }
-		a := must(e.be.Publish(t.Context(), e.view("r", 0, 3)))
-		o := wait(t, a)
-		assert.Equal(t, driver.Fault, o.Results[0].Status)
-		assert.Equal(t, driver.Cancelled, o.Results[2].Status, "queued batches are dropped")
-		assert.False(t, closed(a.Quiesced()), "the batch is held: its access was never proven")
+		entered, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		e.d.before = func(c call) (driver.Operation, error, bool) {
+			once.Do(func() { close(entered); <-release })
+			return nil, errors.New("sdk exploded"), true
+		}
+		first := must(e.be.Publish(t.Context(), e.view("r", 0, 1)))
+		<-entered // the only worker is in the driver: the next attempt stays queued
+		other := must(e.be.Publish(t.Context(), e.view("q", 10, 2)))
+		close(release)
+		wait(t, first)
+		o := wait(t, other)
+		for i, r := range o.Results {
+			assert.Equal(t, driver.Cancelled, r.Status, "row %d never reached the driver (tried: dropping the loop's stopLocked runs it into the violating driver)", i)
+		}
 		assert.ErrorIs(t, o.Err, backend.ErrProtocolViolation)
-		assert.ErrorContains(t, o.Err, "sdk exploded")
-		_, err := e.be.Publish(t.Context(), e.view("s", 10, 1))
-		var rej *backend.SubmissionRejectedError
-		require.ErrorAs(t, err, &rej)
-		assert.Contains(t, rej.Reason, "sdk exploded")
-		assert.ErrorIs(t, err, backend.ErrProtocolViolation)
-		assert.Equal(t, 1, e.be.Stats().BatchesUnprovable)
+		assert.True(t, closed(other.Quiesced()), "a dropped attempt touched nothing")
 	})
 	t.Run("a poll with the wrong row count", func(t *testing.T) {
 		e := newEnv(t, memory.Options{}, backend.Config{})
