@@ -125,6 +125,9 @@ func TestRowLimitReadAtOpen(t *testing.T) {
 	a, err = bound.WithMaxRowBytes(1024)
 	require.NoError(t, err, "the bound itself is a limit the deployment may have")
 	assert.Equal(t, int64(1024), a.MaxRowBytes)
+	a, err = bound.WithMaxRowBytes(1)
+	require.NoError(t, err, "a limit of one byte is positive")
+	assert.Equal(t, int64(1), a.MaxRowBytes)
 	for _, n := range []int64{1025, 0, -1} {
 		_, err := bound.WithMaxRowBytes(n)
 		assert.Error(t, err, "a limit of %d read at open", n)

@@ -4,12 +4,15 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/stores/fs"
 )
 
 // TestAPutNeverReleasesAMarkerAnotherWriterTookOver: a writer held between
@@ -43,4 +46,65 @@ func TestAPutNeverReleasesAMarkerAnotherWriterTookOver(t *testing.T) {
 	assert.Equal(t, theirs.Sys().(*syscall.Stat_t).Ino, now.Sys().(*syscall.Stat_t).Ino, "the marker is the other writer's")
 	third := f.Put(f.Row(k, 1, 2))
 	assert.Equal(t, driver.NotReady, third[0].Status, "a third writer is kept out while the other writer's marker is live: %v", third[0])
+}
+
+// TestAFreshMarkerSwappedInDuringATakeoverIsPutBack: a writer taking over
+// a dead marker moves it aside, then checks that what it moved is the
+// marker it judged dead. When another writer replaced that marker with a
+// fresh one of its own in between, the fresh marker goes back under its
+// name and the put is NOT_READY: two writers never hold one key (tried:
+// inverting the identity check takes the fresh marker over, READY).
+func TestAFreshMarkerSwappedInDuringATakeoverIsPutBack(t *testing.T) {
+	root, err := os.MkdirTemp(env.Dir, "swap-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	clock := fskit.NewClock()
+	var marker string
+	var fresh uint64
+	// The driver reads the clock right after it lstat'ed the old marker,
+	// to judge it dead: that is when the other writer's marker takes the
+	// name (a new file renamed onto it, dated now, so live).
+	now := func() time.Time {
+		if marker != "" && fresh == 0 { // on the driver's goroutine: t.Error, not t.Fatal
+			st, err := swapIn(marker, clock.Now())
+			if err != nil {
+				t.Errorf("swapping the other writer's marker in: %v", err)
+				return clock.Now()
+			}
+			fresh = st.Sys().(*syscall.Stat_t).Ino
+		}
+		return clock.Now()
+	}
+	d, err := fs.Open(fs.Options{Root: root, MarkerTTL: time.Second, Now: now})
+	require.NoError(t, err)
+	f := blockingfx.New(t, d, 5*time.Second)
+	k := key(t, "a")
+	_, m, err := d.Paths(k)
+	require.NoError(t, err)
+	require.NoError(t, fskit.Plant(m, nil))
+	require.NoError(t, os.Chtimes(m, clock.Now(), clock.Now()))
+	clock.Advance(2 * time.Second) // the planted marker's writer is dead
+	marker = m
+
+	res := f.Put(f.Row(k, 0, 1))[0]
+	require.NotZero(t, fresh, "the clock was never read during the claim")
+	assert.Equal(t, driver.NotReady, res.Status, "%v", res)
+	st, err := os.Lstat(m)
+	require.NoError(t, err, "the other writer's marker is gone")
+	assert.Equal(t, fresh, st.Sys().(*syscall.Stat_t).Ino, "the marker under the name is the other writer's")
+}
+
+// swapIn renames a new marker dated at onto marker, as another writer's
+// claim does, and returns what is then under the name.
+func swapIn(marker string, at time.Time) (os.FileInfo, error) {
+	if err := fskit.Plant(marker+".fresh", nil); err != nil {
+		return nil, err
+	}
+	if err := os.Chtimes(marker+".fresh", at, at); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(marker+".fresh", marker); err != nil {
+		return nil, err
+	}
+	return os.Lstat(marker)
 }
