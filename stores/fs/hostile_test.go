@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -133,6 +135,33 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, os.ModeSymlink, fi.Mode().Type(), "the planted link is left as it was")
 			})
+			// A fresh link or directory at the marker's name is no
+			// marker, however new: a get of the absent object is a MISS,
+			// not NOT_READY for ever (tried: markerLive's regular-file
+			// check made an || lets both hold the key).
+			for _, plant := range []struct {
+				name string
+				make func(marker, out string) error
+			}{
+				{"a link at the marker, fresh", func(marker, out string) error { return os.Symlink(filepath.Join(out, "victim"), marker) }},
+				{"a directory at the marker, fresh", func(marker, _ string) error { return os.Mkdir(marker, 0o755) }},
+			} {
+				t.Run(plant.name, func(t *testing.T) {
+					f := newFx(t)
+					r.set(f.kit.Driver)
+					k := key(t, "a")
+					_, marker, err := f.kit.Paths(k)
+					require.NoError(t, err)
+					require.NoError(t, os.MkdirAll(filepath.Dir(marker), 0o755))
+					require.NoError(t, plant.make(marker, outside(t, f)))
+					now := f.kit.Clock.Now()
+					require.NoError(t, unix.Lutimes(marker, []unix.Timeval{unix.NsecToTimeval(now.UnixNano()), unix.NsecToTimeval(now.UnixNano())}))
+					dst := f.Row(k, 1, blockingfx.Dest)
+					res := f.Get(dst)[0]
+					assert.Equal(t, driver.Miss, res.Status, "%v", res)
+					blockingfx.Untouched(t, dst)
+				})
+			}
 		})
 	}
 }

@@ -42,6 +42,10 @@ func TestClassifyTurnsAnswersIntoSpecCodes(t *testing.T) {
 		{answered(404, ""), s3spec.NoSuchKey}, // HeadObject
 		{answered(404, "NoSuchBucket"), s3spec.NoSuchBucket},
 		{answered(412, "PreconditionFailed"), s3spec.PreconditionFailed},
+		{answered(412, ""), s3spec.PreconditionFailed}, // a conditional HEAD
+		{answered(409, ""), s3spec.ConditionalConflict},
+		{answered(403, ""), s3spec.AccessDenied},
+		{answered(507, ""), s3spec.InsufficientStorage},
 		{answered(409, "ConditionalRequestConflict"), s3spec.ConditionalConflict},
 		{answered(503, "SlowDown"), s3spec.SlowDown},
 		{answered(503, ""), s3spec.SlowDown},
