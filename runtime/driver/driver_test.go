@@ -109,6 +109,14 @@ func TestStatusNames(t *testing.T) {
 	}
 }
 
+// TestAResultPrintsAFaultsCodeAndText: a FAULT prints its code and text,
+// what a log line needs to say what went wrong; every other result prints
+// its status alone.
+func TestAResultPrintsAFaultsCodeAndText(t *testing.T) {
+	assert.Equal(t, "FAULT(-706: the object has a lease)", FaultResult(-706, "the object has a %s", "lease").String())
+	assert.Equal(t, "READY", Result{Status: Ready, Code: 3, Text: "ignored"}.String())
+}
+
 // stubDriver and wrapDriver are drivers for As: wrapDriver reaches the
 // driver it wraps through its own As.
 type stubDriver struct{ Driver }
