@@ -258,6 +258,17 @@ func TestAKeyWhoseSessionWasLeftOpenIsReadyOnlyOnceItExists(t *testing.T) {
 	f.m.Plant("k", make([]byte, slot)) // the late end completed it
 	_, res = f.put(t, f.row("k", 1))
 	assert.Equal(t, driver.Ready, res[0].Status)
+
+	// When the existence question itself fails, the row is a FAULT with
+	// no SDK code (0) that says which question failed (tried: code 1).
+	f.m.Answer(fakesdk.CallEnd, "j", mooncakespec.RPCFail)
+	_, res = f.put(t, f.row("j", 0))
+	require.Equal(t, driver.Fault, res[0].Status)
+	f.m.Raise(fakesdk.CallExist, "j")
+	_, res = f.put(t, f.row("j", 1))
+	assert.Equal(t, driver.Fault, res[0].Status, "%v", res[0])
+	assert.Zero(t, res[0].Code, "%v", res[0])
+	assert.Contains(t, res[0].Text, "batch_is_exist", "%v", res[0])
 }
 
 func TestGetAnswers(t *testing.T) {
