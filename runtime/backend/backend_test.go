@@ -37,6 +37,18 @@ type hookDriver struct {
 	calls  []call
 	closes int
 	before func(c call) (driver.Operation, error, bool)
+	// drain, when set, answers Drain instead of the memory driver.
+	drain func(ctx context.Context) bool
+}
+
+func (h *hookDriver) Drain(ctx context.Context) bool {
+	h.mu.Lock()
+	drain := h.drain
+	h.mu.Unlock()
+	if drain != nil {
+		return drain(ctx)
+	}
+	return h.Driver.Drain(ctx)
 }
 
 func (h *hookDriver) Close() error {
@@ -1076,6 +1088,72 @@ func TestAShutdownPinnedLeavesCallsThatEndAtTeardown(t *testing.T) {
 	}
 	assert.ErrorAs(t, e.be.Shutdown(context.Background()), &se, "the answer never changes")
 	assert.ErrorIs(t, a.WaitQuiesced(t.Context()), backend.ErrPinned, "the get's slot is never reused")
+}
+
+// tornOp is an operation with its results whose access ends when the
+// driver's client is torn down (teardown.end), as a driver.Notifier: it
+// calls the observer at the teardown, and never before.
+type tornOp struct {
+	n int
+	*teardown
+}
+
+// teardown is a driver client's teardown: end marks it done and tells the
+// operation's observer.
+type teardown struct {
+	torn   atomic.Bool
+	mu     sync.Mutex
+	notify func()
+}
+
+func (td *teardown) end() {
+	td.torn.Store(true)
+	td.mu.Lock()
+	f := td.notify
+	td.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+func (o tornOp) Poll() ([]driver.Result, bool) { return make([]driver.Result, o.n), true }
+func (o tornOp) AccessEnded() bool             { return o.torn.Load() }
+func (tornOp) AccessUnprovable() bool          { return false }
+func (o tornOp) AccessEndsAtTeardown() bool    { return !o.torn.Load() }
+func (tornOp) Cancel()                         {}
+func (o tornOp) Notify(f func())               { o.mu.Lock(); o.notify = f; o.mu.Unlock() }
+
+// TestADrainThatDidNotTearDownIsTriedAgain: a closing backend whose open
+// calls wait only for the driver's teardown drains the driver; when that
+// drain does not tear the client down (a call of another kind was still
+// in the store), the progress goroutine tries again on its own timer, not
+// after SlowCall, since an operation that waits for a teardown may notify
+// nothing until one comes (tried: drainDue's len(b.open) > 0 made <= 0
+// leaves the second drain to SlowCall, an hour here).
+func TestADrainThatDidNotTearDownIsTriedAgain(t *testing.T) {
+	e := newEnv(t, memory.Options{}, backend.Config{SlowCall: time.Hour})
+	td := &teardown{}
+	e.d.before = func(c call) (driver.Operation, error, bool) {
+		return tornOp{n: len(c.rows), teardown: td}, nil, true
+	}
+	a := must(e.be.Fetch(t.Context(), e.view("r", 0, 1), driver.Hint{}))
+	wait(t, a)
+	var drains atomic.Int32
+	e.d.mu.Lock()
+	e.d.drain = func(ctx context.Context) bool {
+		if drains.Add(1) == 1 {
+			return false // the first try does not tear the client down
+		}
+		td.end()
+		return true
+	}
+	e.d.mu.Unlock()
+	err := bound.Value(t, 10*time.Second, "Shutdown, whose second drain tears the client down", func() error {
+		return e.be.Shutdown(context.Background())
+	})
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, drains.Load(), int32(2), "the drain was tried again")
+	assert.True(t, closed(a.Quiesced()), "the teardown ended the get's access")
 }
 
 // TestAShutdownPinnedLeavesOnlyTeardownWaitersPinned: once an unprovable
