@@ -51,10 +51,10 @@ type Options struct {
 	// that publishes take less of the machine while a get waits. Off by
 	// default: it shortens the fetch tail next to publishes only by
 	// taking time from them (on two cores, p99 loaded/idle 4.6 → 3.3 at
-	// the cost of a fifth to a third of the publish bandwidth, with fetches back to
-	// back), and what is left of the tail is the machine's, not the
-	// server's (docs/operating.md, "Scale"). It has no effect with
-	// FetchesShareConns.
+	// the cost of a fifth to a third of the publish bandwidth, with
+	// fetches back to back), and what is left of the tail is the
+	// machine's, not the server's (docs/operating.md, "Scale"). It has no
+	// effect with FetchesShareConns.
 	PublishesYield bool
 	// PendingTTL bounds how long a claimed key stays pending if its writer
 	// dies (default 30 s).

@@ -27,7 +27,8 @@ type Head struct {
 // head checks the trailer at the end of tail, the last min(size,
 // TailSize) bytes of an object of size bytes, against key: magic, format
 // version, name digest, and the length it states against size. It is the
-// one place these rules live: Check reaches them through parse.
+// one place these rules live: Check and Integrity.Check reach them
+// through ReadHead.
 func head(tail []byte, size int64, key string) (Head, error) {
 	var h Head
 	if size < Size || int64(len(tail)) != min(size, TailSize) {
