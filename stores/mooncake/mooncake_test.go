@@ -536,17 +536,36 @@ func TestDrainClosesWhenOnlyMetadataIsLeft(t *testing.T) {
 	}
 }
 
+// putK returns a put of "k" from slot for a fake's Go, its answer
+// dropped: the tests look at what the driver holds after it.
+func putK(f *fx, slot int) func() {
+	return func() {
+		op, err := f.d.Put(context.Background(), []driver.Row{f.row("k", slot)})
+		if err == nil {
+			op.Poll()
+		}
+	}
+}
+
+// endTimedOut is a fixture whose put of "k" had its session end time out
+// while the master was frozen (on the fake's clock), so the driver holds
+// the session open; the master is still frozen, and the test thaws it.
+func endTimedOut(t *testing.T) *fx {
+	t.Helper()
+	f := newFx(t)
+	h := f.m.Hold(fakesdk.CallEnd, "k")
+	done := f.m.Go(putK(f, 0))
+	<-h.Entered
+	f.m.FreezeMaster()
+	h.Release()
+	require.NoError(t, f.m.Await(done)) // the end times out on the fake's clock
+	require.Equal(t, "open", f.d.Held("k"))
+	return f
+}
+
 // TestDrainClosesAfterTheRealSDKsLeftovers stages, on the faithful fake,
 // the four ways the real SDK leaves a session the driver cannot revoke.
 func TestDrainClosesAfterTheRealSDKsLeftovers(t *testing.T) {
-	put := func(f *fx, slot int) func() {
-		return func() {
-			op, err := f.d.Put(context.Background(), []driver.Row{f.row("k", slot)})
-			if err == nil {
-				op.Poll()
-			}
-		}
-	}
 	t.Run("a start that raised left no local session: the put's own revoke answers -600", func(t *testing.T) {
 		f := newFx(t)
 		f.m.Raise(fakesdk.CallStart, "k")
@@ -555,14 +574,7 @@ func TestDrainClosesAfterTheRealSDKsLeftovers(t *testing.T) {
 		assert.True(t, f.d.Drain(conformance.Within(time.Second)))
 	})
 	t.Run("an end timed out and applied late: revoke -700", func(t *testing.T) {
-		f := newFx(t)
-		h := f.m.Hold(fakesdk.CallEnd, "k")
-		done := f.m.Go(put(f, 0))
-		<-h.Entered
-		f.m.FreezeMaster()
-		h.Release()
-		require.NoError(t, f.m.Await(done)) // the end times out on the fake's clock
-		require.Equal(t, "open", f.d.Held("k"))
+		f := endTimedOut(t)
 		f.m.ThawMaster() // and the master applies it
 		assert.True(t, f.d.Drain(conformance.Within(time.Second)))
 		assert.Equal(t, "", f.d.Held("k"), "the revoke's -700 is answered by a second end, which the master answers OK")
@@ -576,14 +588,7 @@ func TestDrainClosesAfterTheRealSDKsLeftovers(t *testing.T) {
 		assert.Equal(t, starts+1, f.m.Calls(fakesdk.CallStart), "written by a session of its own")
 	})
 	t.Run("an end applied late whose second end fails: the key is kept", func(t *testing.T) {
-		f := newFx(t)
-		h := f.m.Hold(fakesdk.CallEnd, "k")
-		done := f.m.Go(put(f, 0))
-		<-h.Entered
-		f.m.FreezeMaster()
-		h.Release()
-		require.NoError(t, f.m.Await(done))
-		require.Equal(t, "open", f.d.Held("k"))
+		f := endTimedOut(t)
 		f.m.ThawMaster()
 		f.m.Answer(fakesdk.CallEnd, "k", mooncakespec.RPCFail) // the second end
 		f.d.Drain(conformance.Within(time.Second))
@@ -595,7 +600,7 @@ func TestDrainClosesAfterTheRealSDKsLeftovers(t *testing.T) {
 	t.Run("another client took the session over: end and revoke -601", func(t *testing.T) {
 		f := newFx(t)
 		h := f.m.Hold(fakesdk.CallScatter, "k")
-		done := f.m.Go(put(f, 0))
+		done := f.m.Go(putK(f, 0))
 		<-h.Entered
 		f.m.Advance(fakesdk.DefaultDiscard + time.Second)
 		b := fakesdk.NewClient(f.m, mooncakekit.Version)
@@ -622,7 +627,7 @@ func TestDrainClosesAfterTheRealSDKsLeftovers(t *testing.T) {
 	t.Run("a start timed out and applied late: an orphan nothing can revoke", func(t *testing.T) {
 		f := newFx(t)
 		f.m.FreezeMaster()
-		require.NoError(t, f.m.Await(f.m.Go(put(f, 0))))
+		require.NoError(t, f.m.Await(f.m.Go(putK(f, 0))))
 		f.m.ThawMaster()
 		require.True(t, f.m.SessionOpen("k"), "the orphan")
 		assert.Equal(t, "", f.d.Held("k"))
