@@ -369,6 +369,24 @@ func TestACancelledContextStartsNoRow(t *testing.T) {
 	blockingfx.Untouched(t, dst)
 }
 
+// plantedMarker opens a driver over a root of its own, with markerTTL and
+// the clock now, and plants another writer's marker for key "a" dated at.
+func plantedMarker(t *testing.T, markerTTL time.Duration, now func() time.Time, at time.Time) (f *blockingfx.Fx, k, marker string) {
+	t.Helper()
+	root, err := os.MkdirTemp(env.Dir, "marker-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	d, err := fs.Open(fs.Options{Root: root, MarkerTTL: markerTTL, Now: now})
+	require.NoError(t, err)
+	f = blockingfx.New(t, d, 5*time.Second)
+	k = key(t, "a")
+	_, marker, err = d.Paths(k)
+	require.NoError(t, err)
+	require.NoError(t, fskit.Plant(marker, nil))
+	require.NoError(t, os.Chtimes(marker, at, at))
+	return f, k, marker
+}
+
 // TestAMarkerLivesExactlyItsTTL: a marker keeps its key NOT_READY until
 // the configured MarkerTTL has passed by the driver's clock, and not a
 // nanosecond longer, however short the TTL; a TTL left at 0 is 60 s. A
@@ -384,19 +402,8 @@ func TestAMarkerLivesExactlyItsTTL(t *testing.T) {
 		{0, 60 * time.Second},
 	} {
 		t.Run(tc.set.String(), func(t *testing.T) {
-			root, err := os.MkdirTemp(env.Dir, "ttl-")
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = os.RemoveAll(root) })
 			clock := fskit.NewClock()
-			d, err := fs.Open(fs.Options{Root: root, MarkerTTL: tc.set, Now: clock.Now})
-			require.NoError(t, err)
-			f := blockingfx.New(t, d, 5*time.Second)
-			k := key(t, "a")
-			_, marker, err := d.Paths(k)
-			require.NoError(t, err)
-			require.NoError(t, fskit.Plant(marker, nil))
-			now := clock.Now()
-			require.NoError(t, os.Chtimes(marker, now, now))
+			f, k, _ := plantedMarker(t, tc.set, clock.Now, clock.Now())
 
 			if tc.lives > time.Nanosecond {
 				clock.Advance(tc.lives - time.Nanosecond)

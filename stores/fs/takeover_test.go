@@ -9,10 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
-	"github.com/kvblob/kvblob/stores/fs"
 )
 
 // TestAPutNeverReleasesAMarkerAnotherWriterTookOver: a writer held between
@@ -55,9 +53,6 @@ func TestAPutNeverReleasesAMarkerAnotherWriterTookOver(t *testing.T) {
 // name and the put is NOT_READY: two writers never hold one key (tried:
 // inverting the identity check takes the fresh marker over, READY).
 func TestAFreshMarkerSwappedInDuringATakeoverIsPutBack(t *testing.T) {
-	root, err := os.MkdirTemp(env.Dir, "swap-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(root) })
 	clock := fskit.NewClock()
 	var marker string
 	var fresh uint64
@@ -75,14 +70,7 @@ func TestAFreshMarkerSwappedInDuringATakeoverIsPutBack(t *testing.T) {
 		}
 		return clock.Now()
 	}
-	d, err := fs.Open(fs.Options{Root: root, MarkerTTL: time.Second, Now: now})
-	require.NoError(t, err)
-	f := blockingfx.New(t, d, 5*time.Second)
-	k := key(t, "a")
-	_, m, err := d.Paths(k)
-	require.NoError(t, err)
-	require.NoError(t, fskit.Plant(m, nil))
-	require.NoError(t, os.Chtimes(m, clock.Now(), clock.Now()))
+	f, k, m := plantedMarker(t, time.Second, now, clock.Now())
 	clock.Advance(2 * time.Second) // the planted marker's writer is dead
 	marker = m
 
