@@ -815,9 +815,8 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *
 
 // builds reports whether pkg compiles with the overlay.
 func builds(cfg Config, overlay, pkg string) bool {
-	cmd := exec.Command("go", "build", "-overlay", overlay, pkg)
-	cmd.Dir = cfg.Root
-	return cmd.Run() == nil
+	_, err := goCmd(cfg.Root, "build", "-overlay", overlay, pkg)
+	return err == nil
 }
 
 // coverage knows, per test package, which blocks of the mutated packages
