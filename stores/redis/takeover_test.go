@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -55,4 +56,41 @@ func TestAnotherWritersMarkerIsNeverTakenAsOurs(t *testing.T) {
 	n, err := d.Client().Exists(ctx, key).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n, "the put stored over a key it did not hold, or left its marker")
+}
+
+// TestAReleaseNeverDeletesAMarkerAnotherWriterTookOver: a put whose store
+// failed releases its marker on a standalone Redis 7 by WATCHing the key,
+// reading it, and deleting it in MULTI/EXEC only if it held this writer's
+// marker. When the key changes between that read and the EXEC (this
+// writer's marker expired and another writer claimed the key), the WATCH
+// aborts the transaction: the other writer's marker stays, so readers
+// still see the key as being written and a third writer is kept out
+// (tried: dropping the release's WATCH deletes the other writer's marker).
+func TestAReleaseNeverDeletesAMarkerAnotherWriterTookOver(t *testing.T) {
+	needServer(t)
+	ctx := context.Background()
+	f := rediskit.NewFaults()
+	fx := newFx(t, server.Addr, f)
+	c := fx.d.Client()
+	copy(fx.r.Slot(0).Bytes(), "payload")
+	key, err := driver.Key("takeover", []byte(t.Name()))
+	require.NoError(t, err)
+	require.NoError(t, c.Del(ctx, key).Err())
+	t.Cleanup(func() { _ = c.Del(ctx, key).Err() })
+
+	// The put's own WATCH fails, so its store fails and it releases.
+	f.Error("watch", key, rediskit.RedisError("ERR injected by the test"))
+	took := false
+	f.Before("multi", key, func() {
+		took = true
+		assert.NoError(t, c.Set(ctx, key, rediskit.Marker, time.Minute).Err()) // maybe not on the test goroutine
+	})
+	op, err := fx.d.Put(ctx, []driver.Row{{Key: key, Spans: []driver.Span{fx.r.Slot(0)}}})
+	require.NoError(t, err)
+	res, _ := op.Poll()
+	assert.Equal(t, driver.Fault, res[0].Status, "%v", res[0])
+	require.True(t, took, "the release's transaction never ran")
+	v, err := c.Get(ctx, key).Result()
+	require.NoError(t, err, "the release deleted the marker another writer took over")
+	assert.Equal(t, rediskit.Marker, v)
 }
