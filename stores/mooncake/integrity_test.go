@@ -70,8 +70,11 @@ var integrity = &conformance.Integrity{Factory: withTrailer(nil, true), Plant: f
 // stored object, and tenant A's object copied to tenant B's key, read as
 // FAULTs with the slot untouched; with a row key, so does the copy whose
 // name digest was rewritten for B (which anyone can compute, so the
-// unkeyed trailer reads it READY). Without a trailer every one reads READY,
-// as before.
+// unkeyed trailer reads it READY). An object emptied to no bytes at all has
+// no trailer to verify, so with the trailer it is the same FAULT, never the
+// spec's short answer (which says the slot's head was written). Without a
+// trailer every one reads READY, as before, but the emptied object, a
+// short read.
 func TestACorruptOrCopiedObjectIsAFault(t *testing.T) {
 	a, err := driver.Key("tenantA", []byte("block-0"))
 	require.NoError(t, err)
@@ -87,6 +90,7 @@ func TestACorruptOrCopiedObjectIsAFault(t *testing.T) {
 			in := keyedIntegrity(t)
 			return a, in.Encode(a, obj[:len(obj)/3])
 		},
+		"emptied":      func(_ *fakesdk.Master, _ []byte) (string, []byte) { return a, []byte{} },
 		"copied as is": func(_ *fakesdk.Master, obj []byte) (string, []byte) { return b, obj },
 		"copied, name digest rewritten": func(_ *fakesdk.Master, obj []byte) (string, []byte) {
 			return b, trailer.Retarget(obj, b)
@@ -115,6 +119,11 @@ func TestACorruptOrCopiedObjectIsAFault(t *testing.T) {
 						return // read zero-copy, short: the spec's FAULT may have written the slot
 					}
 					assert.Equal(t, driver.Fault, res.Status, "%v", res)
+					blockingfx.Untouched(t, dst)
+					return
+				}
+				if name == "emptied" && mode == "none" {
+					assert.Equal(t, driver.Fault, res.Status, "a short read: %v", res)
 					blockingfx.Untouched(t, dst)
 					return
 				}
