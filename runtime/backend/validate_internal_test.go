@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -180,4 +181,31 @@ func BenchmarkValidate4096(b *testing.B) {
 		a.batches = cut(rs, ends, a)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+}
+
+// TestAZeroConfigFieldTakesItsDefaultAndASetOneIsKept: each Config field
+// documented with a default for 0 takes that default, and any value set,
+// the smallest included, is kept as given (tried: replacing SlowCall only
+// when it is 1 ns leaves an unset SlowCall at 0, a warning for every call).
+func TestAZeroConfigFieldTakesItsDefaultAndASetOneIsKept(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		in, want Config
+	}{
+		{"unset", Config{}, Config{Workers: 1, BytesPerBatch: DefaultBytesPerBatch, Prefix: "kvblob", SlowCall: DefaultSlowCall}},
+		{"smallest", Config{Workers: 1, RowsPerBatch: 1, BytesPerBatch: 1, Prefix: "p", SlowCall: time.Nanosecond},
+			Config{Workers: 1, RowsPerBatch: 1, BytesPerBatch: 1, Prefix: "p", SlowCall: time.Nanosecond}},
+		{"set", Config{Workers: 3, RowsPerBatch: 7, BytesPerBatch: NoByteBound, Prefix: "p", SlowCall: time.Hour},
+			Config{Workers: 3, RowsPerBatch: 7, BytesPerBatch: NoByteBound, Prefix: "p", SlowCall: time.Hour}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.in
+			if err := got.normalize(); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("normalize(%+v) = %+v; want %+v", c.in, got, c.want)
+			}
+		})
+	}
 }
