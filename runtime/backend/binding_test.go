@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,22 +154,45 @@ func TestBindKeepsTheDriversErrorMatchable(t *testing.T) {
 	})
 }
 
-// stuckRegister is a regDriver whose Register of one region blocks until
-// the test lets it go, as an SDK's register_buffer does while its master
-// does not answer.
+// stuck is a call that blocks until the test lets it go, as an SDK's
+// register_buffer or unregister_buffer does while its master does not
+// answer.
+type stuck struct {
+	entered chan struct{} // closed when the stuck call starts
+	letGo   chan struct{} // closed by the test to end it
+}
+
+func newStuck() stuck { return stuck{entered: make(chan struct{}), letGo: make(chan struct{})} }
+
+func (s stuck) block() {
+	close(s.entered)
+	<-s.letGo
+}
+
+// stuckRegister is a regDriver whose Register of one region is stuck.
 type stuckRegister struct {
 	*regDriver
-	name    string
-	entered chan struct{} // closed when the stuck Register starts
-	letGo   chan struct{} // closed by the test to end it
+	name string
+	stuck
 }
 
 func (d *stuckRegister) Register(r *driver.Region) (driver.Registration, error) {
 	if r.Name == d.name {
-		close(d.entered)
-		<-d.letGo
+		d.block()
 	}
 	return d.regDriver.Register(r)
+}
+
+// stuckUnregister is a regDriver whose first Unregister is stuck.
+type stuckUnregister struct {
+	*regDriver
+	stuck
+	once sync.Once
+}
+
+func (d *stuckUnregister) Unregister(g driver.Registration) error {
+	d.once.Do(d.block)
+	return d.regDriver.Unregister(g)
 }
 
 // signalHold closes released when the binding gives it back.
@@ -177,34 +201,57 @@ type signalHold struct{ released chan struct{} }
 func (h *signalHold) Release() error { close(h.released); return nil }
 
 // TestBindReturnsWhenItsContextEndsMidRegistration: the driver never runs
-// on Bind's caller's goroutine, so a Register that does not return cannot
-// keep the caller past its ctx; what the abandoned call leaves is rolled
-// back once it returns, and only then is the hold given back (tried:
-// registering on the caller's goroutine hangs the first wait; dropping the
-// abandoned goroutine's rollback fails the second).
+// on Bind's caller's goroutine, so a Register that does not return, or an
+// Unregister of the rollback after a refusal, cannot keep the caller past
+// its ctx; the error names the region whose Register is in progress, and
+// none once that Register has returned; what the abandoned call leaves is
+// rolled back once it returns, and only then is the hold given back
+// (tried: registering on the caller's goroutine hangs the first wait;
+// dropping the abandoned goroutine's rollback fails the second; leaving
+// the region whose Register returned as the one in progress names
+// host-b while the rollback is stuck).
 func TestBindReturnsWhenItsContextEndsMidRegistration(t *testing.T) {
-	d := &stuckRegister{regDriver: &regDriver{registered: map[string]bool{}}, name: "host-b", entered: make(chan struct{}), letGo: make(chan struct{})}
-	h := &signalHold{released: make(chan struct{})}
-	ctx, cancel := context.WithCancelCause(t.Context())
-	defer cancel(nil)
-	stop := errors.New("the step was cancelled")
-	go func() { <-d.entered; cancel(stop) }()
-	err := bound.Value(t, 10*time.Second, "Bind to return once its ctx ended, with Register still stuck", func() error {
-		_, err := backend.Bind(ctx, regions(), d, h)
-		return err
-	})
-	require.ErrorIs(t, err, backend.ErrHoldKept, "a registration may still become live")
-	assert.ErrorIs(t, err, stop, "the error wraps the ctx's cause")
-	assert.Contains(t, err.Error(), `registering region "host-b"`)
-	select {
-	case <-h.released:
-		t.Fatal("the hold was given back while a Register was still in the driver")
-	default:
+	for _, c := range []struct {
+		name string
+		d    func(*regDriver) (driver.Driver, stuck)
+		want string
+	}{
+		{"in Register", func(rd *regDriver) (driver.Driver, stuck) {
+			d := &stuckRegister{regDriver: rd, name: "host-b", stuck: newStuck()}
+			return d, d.stuck
+		}, `while the driver was registering region "host-b"`},
+		{"in the rollback after a refusal", func(rd *regDriver) (driver.Driver, stuck) {
+			rd.fail = map[string]error{"host-b": driver.Reject("test", "no")}
+			d := &stuckUnregister{regDriver: rd, stuck: newStuck()}
+			return d, d.stuck
+		}, "while the driver was registering or rolling back;"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rd := &regDriver{registered: map[string]bool{}}
+			d, s := c.d(rd)
+			h := &signalHold{released: make(chan struct{})}
+			ctx, cancel := context.WithCancelCause(t.Context())
+			defer cancel(nil)
+			stop := errors.New("the step was cancelled")
+			go func() { <-s.entered; cancel(stop) }()
+			err := bound.Value(t, 10*time.Second, "Bind to return once its ctx ended, with the driver still stuck", func() error {
+				_, err := backend.Bind(ctx, regions(), d, h)
+				return err
+			})
+			require.ErrorIs(t, err, backend.ErrHoldKept, "a registration may still be live")
+			assert.ErrorIs(t, err, stop, "the error wraps the ctx's cause")
+			assert.Contains(t, err.Error(), c.want)
+			select {
+			case <-h.released:
+				t.Fatal("the hold was given back while the driver was still in a call")
+			default:
+			}
+			close(s.letGo)
+			bound.Value(t, 10*time.Second, "the abandoned registrations to be rolled back and the hold given back", func() struct{} {
+				<-h.released
+				return struct{}{}
+			})
+			assert.Empty(t, rd.registered, "every region Bind's goroutine registered is unregistered before the hold goes back")
+		})
 	}
-	close(d.letGo)
-	bound.Value(t, 10*time.Second, "the abandoned registrations to be rolled back and the hold given back", func() struct{} {
-		<-h.released
-		return struct{}{}
-	})
-	assert.Empty(t, d.registered, "every region Bind's goroutine registered is unregistered before the hold goes back")
 }
