@@ -23,11 +23,10 @@ type body struct {
 	tail   []byte // the trailer, the driver's own
 	off    int64
 	sealed bool
-	closed chan struct{} // closed by the first seal or Close
 }
 
 func newBody(slot, tail []byte) *body {
-	return &body{slot: slot, tail: tail, closed: make(chan struct{})}
+	return &body{slot: slot, tail: tail}
 }
 
 func (b *body) size() int64 { return int64(len(b.slot) + len(b.tail)) }
@@ -88,8 +87,5 @@ func (b *body) Close() error {
 func (b *body) seal() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.sealed {
-		b.sealed, b.slot = true, nil
-		close(b.closed)
-	}
+	b.sealed, b.slot = true, nil
 }
