@@ -490,6 +490,19 @@ func TestAdmissionComesFromTheSpec(t *testing.T) {
 	assert.Equal(t, int64(2)<<30, int64(mooncakespec.MaxRowBytes), "rows must stay under 2 GiB")
 }
 
+// TestAHostRegionWithoutAnAddressIsRefused: the SDK registers memory by
+// address, so a host region whose Addr is 0 (Go memory, not hostmem's) is
+// refused as an invalid span before the SDK is asked (tried: refusing only
+// Addr 1 lets it through to register_buffer).
+func TestAHostRegionWithoutAnAddressIsRefused(t *testing.T) {
+	f := newFx(t)
+	_, err := f.d.Register(&driver.Region{Name: "go-heap", Kind: driver.Host, Layout: driver.Layout{SlotBytes: 8, Slots: 1}, Mem: make([]byte, 8)})
+	var re *driver.RejectedError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, driver.RuleInvalidSpan, re.Rule)
+	assert.Contains(t, re.Error(), `region "go-heap" has no address`)
+}
+
 // TestDrainClosesWhenOnlyMetadataIsLeft: a session left open is metadata
 // only, so whatever its revoke answers, drain answers true; the revoke's
 // answer says only whether the driver still holds the key. Each case is an
