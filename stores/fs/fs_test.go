@@ -369,14 +369,15 @@ func TestACancelledContextStartsNoRow(t *testing.T) {
 	blockingfx.Untouched(t, dst)
 }
 
-// plantedMarker opens a driver over a root of its own, with markerTTL and
-// the clock now, and plants another writer's marker for key "a" dated at.
-func plantedMarker(t *testing.T, markerTTL time.Duration, now func() time.Time, at time.Time) (f *blockingfx.Fx, k, marker string) {
+// plantedMarker opens a driver with opt over a root of its own, and plants
+// another writer's marker for key "a" dated at.
+func plantedMarker(t *testing.T, opt fs.Options, at time.Time) (f *blockingfx.Fx, k, marker string) {
 	t.Helper()
 	root, err := os.MkdirTemp(env.Dir, "marker-")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(root) })
-	d, err := fs.Open(fs.Options{Root: root, MarkerTTL: markerTTL, Now: now})
+	opt.Root = root
+	d, err := fs.Open(opt)
 	require.NoError(t, err)
 	f = blockingfx.New(t, d, 5*time.Second)
 	k = key(t, "a")
@@ -403,7 +404,7 @@ func TestAMarkerLivesExactlyItsTTL(t *testing.T) {
 	} {
 		t.Run(tc.set.String(), func(t *testing.T) {
 			clock := fskit.NewClock()
-			f, k, _ := plantedMarker(t, tc.set, clock.Now, clock.Now())
+			f, k, _ := plantedMarker(t, fs.Options{MarkerTTL: tc.set, Now: clock.Now}, clock.Now())
 
 			if tc.lives > time.Nanosecond {
 				clock.Advance(tc.lives - time.Nanosecond)
@@ -411,6 +412,31 @@ func TestAMarkerLivesExactlyItsTTL(t *testing.T) {
 			assert.Equal(t, driver.NotReady, f.Put(f.Row(k, 0, 1))[0].Status, "a marker %v old is live under a TTL of %v", tc.lives-time.Nanosecond, tc.set)
 			clock.Advance(time.Nanosecond)
 			assert.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status, "a marker %v old has expired under a TTL of %v", tc.lives, tc.set)
+		})
+	}
+}
+
+// TestAMarkerAheadIsBelievedExactlyTheSkew: a marker dated ahead of the
+// driver's clock keeps its key NOT_READY while it is at most MaxClockSkew
+// ahead, and is expired at once a nanosecond beyond, however small the
+// skew; a skew left at 0 is DefaultMaxClockSkew. A driver that took a
+// short skew as unset (and believed a marker 10 s ahead) fails here.
+func TestAMarkerAheadIsBelievedExactlyTheSkew(t *testing.T) {
+	for _, tc := range []struct {
+		set, believed time.Duration
+	}{
+		{time.Nanosecond, time.Nanosecond},
+		{2 * time.Nanosecond, 2 * time.Nanosecond},
+		{time.Second, time.Second},
+		{0, fs.DefaultMaxClockSkew},
+	} {
+		t.Run(tc.set.String(), func(t *testing.T) {
+			clock := fskit.NewClock()
+			opt := fs.Options{MaxClockSkew: tc.set, Now: clock.Now}
+			f, k, _ := plantedMarker(t, opt, clock.Now().Add(tc.believed))
+			assert.Equal(t, driver.NotReady, f.Put(f.Row(k, 0, 1))[0].Status, "a marker %v ahead is live under a skew of %v", tc.believed, tc.set)
+			f, k, _ = plantedMarker(t, opt, clock.Now().Add(tc.believed+time.Nanosecond))
+			assert.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status, "a marker %v ahead is not believed under a skew of %v", tc.believed+time.Nanosecond, tc.set)
 		})
 	}
 }

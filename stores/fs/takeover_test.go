@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/stores/fs"
 )
 
 // TestAPutNeverReleasesAMarkerAnotherWriterTookOver: a writer held between
@@ -70,7 +71,7 @@ func TestAFreshMarkerSwappedInDuringATakeoverIsPutBack(t *testing.T) {
 		}
 		return clock.Now()
 	}
-	f, k, m := plantedMarker(t, time.Second, now, clock.Now())
+	f, k, m := plantedMarker(t, fs.Options{MarkerTTL: time.Second, Now: now}, clock.Now())
 	clock.Advance(2 * time.Second) // the planted marker's writer is dead
 	marker = m
 
