@@ -307,12 +307,24 @@ func TestBackendRoundTripBetweenTwoHosts(t *testing.T) {
 	}
 }
 
-// TestOpenRefusesWhatItCannotUse: no bucket, no credentials.
+// TestOpenRefusesWhatItCannotUse: no bucket, or not both credentials
+// (every request is signed with the pair, so half of it is none).
 func TestOpenRefusesWhatItCannotUse(t *testing.T) {
-	_, err := s3.Open(s3.Options{AccessKey: "a", SecretKey: "b"})
-	assert.ErrorContains(t, err, "no bucket")
-	_, err = s3.Open(s3.Options{Bucket: "b"})
-	assert.ErrorContains(t, err, "no credentials")
+	for _, c := range []struct {
+		name string
+		opt  s3.Options
+		want string
+	}{
+		{"no bucket", s3.Options{AccessKey: "a", SecretKey: "b"}, "no bucket"},
+		{"no credentials", s3.Options{Bucket: "b"}, "no credentials"},
+		{"no secret key", s3.Options{Bucket: "b", AccessKey: "a"}, "no credentials"},
+		{"no access key", s3.Options{Bucket: "b", SecretKey: "b"}, "no credentials"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := s3.Open(c.opt)
+			assert.ErrorContains(t, err, c.want)
+		})
+	}
 }
 
 // TestOptionsNeverPrintTheSecret prints Options every way fmt can: a set
