@@ -105,6 +105,28 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 					require.NoError(t, os.Remove(at))
 				}
 			})
+			// A regular file where the key's directory goes is no link:
+			// the call answers ENOTDIR, not ELOOP (tried: isLink's && made
+			// an || takes every file there for a link).
+			t.Run("a file at the key's directory", func(t *testing.T) {
+				f := newFx(t)
+				r.set(f.kit.Driver)
+				k := key(t, "a")
+				file, _, err := f.kit.Paths(k)
+				require.NoError(t, err)
+				dir := filepath.Dir(file)
+				require.NoError(t, os.MkdirAll(filepath.Dir(dir), 0o755))
+				require.NoError(t, fskit.Plant(dir, nil))
+				res := f.Put(f.Row(k, 0, 1))[0]
+				assert.Equal(t, driver.Fault, res.Status, "%v", res)
+				assert.Equal(t, int64(fsspec.Enotdir), res.Code, "%v", res)
+				assert.NotContains(t, res.Text, "symbolic link")
+				dst := f.Row(k, 1, blockingfx.Dest)
+				res = f.Get(dst)[0]
+				assert.Equal(t, driver.Fault, res.Status, "%v", res)
+				assert.Equal(t, int64(fsspec.Enotdir), res.Code, "%v", res)
+				blockingfx.Untouched(t, dst)
+			})
 			t.Run("object", func(t *testing.T) {
 				f := newFx(t)
 				r.set(f.kit.Driver)
