@@ -1226,15 +1226,17 @@ func (d *refusingDriver) Refused() int {
 // refuses all later ones) is asked a bounded number of times: Shutdown,
 // with no deadline, then returns a ShutdownError naming the region and the
 // refusal, the hold is kept, the backend's goroutine has ended (Done), and
-// a later Shutdown answers the same at once. A driver that refuses a few
-// times and then unregisters still shuts down cleanly. Before, the
-// backend retried every second for ever, and Shutdown without a deadline
-// never returned.
+// a later Shutdown answers the same at once. The driver is asked exactly
+// UnregisterTries times, so one that refuses a few times, or one time
+// fewer than that, and then unregisters still shuts down cleanly (tried:
+// counting from 1 gives up one refusal early). Before, the backend
+// retried every second for ever, and Shutdown without a deadline never
+// returned.
 func TestADriverThatNeverUnregistersEndsTheShutdown(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		refuses int
-	}{{"refuses for ever", -1}, {"refuses three times", 3}} {
+	}{{"refuses for ever", -1}, {"refuses three times", 3}, {"refuses one time fewer than the bound", backend.UnregisterTries - 1}} {
 		t.Run(tc.name, func(t *testing.T) {
 			lender, err := hostmem.NewLender("slots", driver.Layout{SlotBytes: slotBytes, Slots: 4})
 			require.NoError(t, err)
@@ -1264,7 +1266,7 @@ func TestADriverThatNeverUnregistersEndsTheShutdown(t *testing.T) {
 			assert.False(t, hold.Released(), "the region may still be registered: the hold is kept")
 			assert.True(t, closed(be.Done()), "the backend stopped asking: its goroutine ended")
 			n := d.Refused()
-			assert.Greater(t, n, 1, "a refusal is retried")
+			assert.Equal(t, backend.UnregisterTries, n, "a refusal is retried up to the bound, one region asked each time")
 			again := bound.Value(t, time.Second, "a second Shutdown", func() error { return be.Shutdown(context.Background()) })
 			assert.ErrorAs(t, again, &se)
 			assert.Equal(t, n, d.Refused(), "nothing asks the driver any more")
