@@ -409,20 +409,25 @@ func TestAGetClosesEveryBodyItOpened(t *testing.T) {
 
 // TestUnsetOptionsTakeTheirDefaults: an Options that leaves Timeout,
 // MaxAttempts and Region unset gets 30 s, 3 attempts and us-east-1: a put
-// is READY (a zero timeout would end every request at once), each request
-// is signed for us-east-1, and a GET the transport fails is tried three
-// times.
+// is READY (a zero timeout would end every request at once), no request
+// has more than 30 s left when it reaches the transport (tried: a default
+// of 31 s), each request is signed for us-east-1, and a GET the transport
+// fails is tried three times.
 func TestUnsetOptionsTakeTheirDefaults(t *testing.T) {
 	need(t)
 	k := s3kit.Open(t, env)
 	broken := key(t, "broken")
 	var mu sync.Mutex
 	var scopes []string
+	var left []time.Duration
 	tries := 0
 	rec := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		scopes = append(scopes, r.Header.Get("Authorization"))
+		if dl, ok := r.Context().Deadline(); ok {
+			left = append(left, time.Until(dl))
+		}
 		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/"+broken) {
 			tries++
 			return nil, errors.New("the transport fails this key")
@@ -442,6 +447,11 @@ func TestUnsetOptionsTakeTheirDefaults(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, 3, tries, "attempts of a GET that fails")
+	assert.Len(t, left, len(scopes), "every request is bounded")
+	for _, l := range left {
+		assert.LessOrEqual(t, l, 30*time.Second, "the default timeout is 30 s")
+		assert.Greater(t, l, 20*time.Second, "the default timeout is 30 s")
+	}
 	for _, s := range scopes {
 		assert.Contains(t, s, "/us-east-1/s3/aws4_request", "request signed for the default region")
 	}
