@@ -27,6 +27,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"HA master list", "mooncake: {master: \"a:1,b:2\"}\n", "not one host:port"},
 		{"no port", "mooncake: {master: \"localhost\"}\n", "not one host:port"},
 		{"bad port", "mooncake: {master: \"localhost:99999\"}\n", "want 1-65535"},
+		{"port 0", "mooncake: {master: \"localhost:0\"}\n", "want 1-65535"},
+		{"port 65536", "mooncake: {master: \"localhost:65536\"}\n", "want 1-65535"},
 		{"zero workers", "backend: {workers: 0}\n", "backend.workers is 0"},
 		{"bad protocol", "mooncake: {protocol: udp}\n", "mooncake.protocol"},
 		{"segment under 16 MiB", "mooncake: {global_segment_size: 16777215}\n", "mooncake.global_segment_size is 16777215; want 0 (mount no segment) or at least 16777216"},
