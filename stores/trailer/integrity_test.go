@@ -166,3 +166,43 @@ func TestIntegrityNeverPrintsItsKeys(t *testing.T) {
 	AssertNoSecret(t, out.String(), keyA, keyB)
 	assert.Contains(t, out.String(), "redacted")
 }
+
+// recordTB is a TB that records what AssertNoSecret reports.
+type recordTB struct{ errs []string }
+
+func (r *recordTB) Helper() {}
+func (r *recordTB) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+// TestAssertNoSecretFindsEveryFormAndRefusesShortSecrets: the helper other
+// stores' tests use finds a secret of 4 bytes or more in each form it
+// names, passes output without it, and refuses a shorter secret, which
+// would match by chance (tried: refusing 4 bytes too).
+func TestAssertNoSecretFindsEveryFormAndRefusesShortSecrets(t *testing.T) {
+	s := []byte{0xde, 0xad, 0xbe, 0xef}
+	for _, c := range []struct {
+		name, out string
+		secret    []byte
+		want      string // "" when nothing is reported
+	}{
+		{"absent", "nothing to see", s, ""},
+		{"raw", "x" + string(s), s, "(raw form)"},
+		{"hex", "key=deadbeef", s, "(hex form)"},
+		{"HEX", "key=DEADBEEF", s, "(HEX form)"},
+		{"base64", "key=" + base64.StdEncoding.EncodeToString(s), s, "(base64"},
+		{"%v", fmt.Sprint("key=", s), s, "(%v form)"},
+		{"3 bytes", "nothing to see", s[:3], "secret 0 is 3 bytes: too short to look for"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var r recordTB
+			AssertNoSecret(&r, c.out, c.secret)
+			if c.want == "" {
+				assert.Empty(t, r.errs)
+				return
+			}
+			require.NotEmpty(t, r.errs)
+			assert.Contains(t, r.errs[0], c.want)
+		})
+	}
+}
