@@ -219,3 +219,39 @@ func TestAStageThatCannotBeHadFaultsEveryRowWithNoSDKCode(t *testing.T) {
 		}
 	}
 }
+
+// TestAStageLargeEnoughIsReused: with the trailer, a get reads its rows'
+// objects into the driver's registered stage; a later get that needs no
+// more than the stage holds, to the byte, reuses it and maps nothing new
+// (here no mapping could be had), so it is READY (tried: reusing only a
+// stage strictly larger than the call's need maps a new one and faults).
+func TestAStageLargeEnoughIsReused(t *testing.T) {
+	m := fakesdk.NewMaster(0)
+	d, err := mooncake.NewWith(fakesdk.NewClient(m, mooncakekit.Version), mooncake.Options{Trailer: true})
+	require.NoError(t, err)
+	const slots = 24 // 96 KiB: more than the first stage's 64 KiB, so the stage is the get's need exactly
+	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: slot, Slots: slots})
+	require.NoError(t, err)
+	reg, err := d.Register(r.Region)
+	require.NoError(t, err)
+	var rows []driver.Row
+	for i := range slots {
+		rows = append(rows, driver.Row{Key: "k" + string(rune('a'+i)), Spans: []driver.Span{r.Slot(i)}})
+	}
+	op, err := d.Put(context.Background(), rows)
+	require.NoError(t, err)
+	assertAll(t, op, driver.Ready)
+	op, err = d.Get(context.Background(), rows, driver.Hint{})
+	require.NoError(t, err)
+	assertAll(t, op, driver.Ready)
+
+	restore := mooncake.FailStageAlloc(unix.ENOMEM)
+	op, err = d.Get(context.Background(), rows, driver.Hint{})
+	restore()
+	require.NoError(t, err)
+	assertAll(t, op, driver.Ready)
+	require.NoError(t, d.Unregister(reg))
+	require.True(t, d.Drain(context.Background()))
+	require.NoError(t, d.Close())
+	require.NoError(t, r.Close())
+}
