@@ -386,7 +386,8 @@ func TestASweepLooksAtNoMoreThanItsBudget(t *testing.T) {
 // TestFilesArePrivateByDefault: objects are 0600 and the directories the
 // driver makes 0700. A root shared by a group (its group and setgid set by
 // the operator) with FileMode 0660 and DirMode 02770 gives files and
-// directories of that group with exactly those modes, whatever the umask.
+// directories of that group with exactly those modes, whatever the umask;
+// so does a DirMode of 0701.
 func TestFilesArePrivateByDefault(t *testing.T) {
 	f := newFx(t)
 	k := key(t, "a")
@@ -400,6 +401,27 @@ func TestFilesArePrivateByDefault(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), dir)
 	}
+
+	// A DirMode whose one bit past the owner's is others' search bit is
+	// set exactly too, whatever the umask (tried: chmod'ing only when those
+	// bits are not exactly 0o001 leaves the umask's 0o700).
+	t.Run("traversable by others", func(t *testing.T) {
+		root, err := os.MkdirTemp(env.Dir, "traverse-")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = os.RemoveAll(root) })
+		old := syscall.Umask(0o077)
+		defer syscall.Umask(old)
+		d, err := fs.Open(fs.Options{Root: root, DirMode: 0o701})
+		require.NoError(t, err)
+		sf := blockingfx.New(t, d, 5*time.Second)
+		require.Equal(t, driver.Ready, sf.Put(sf.Row(k, 0, 1))[0].Status)
+		file, _, _ := d.Paths(k)
+		for dir := filepath.Dir(file); dir != root; dir = filepath.Dir(dir) {
+			fi, err := os.Stat(dir)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o701), fi.Mode().Perm(), dir)
+		}
+	})
 
 	t.Run("shared", func(t *testing.T) {
 		if os.Geteuid() != 0 {
