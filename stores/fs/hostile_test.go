@@ -188,6 +188,28 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 	}
 }
 
+// TestAGetMakesNoDirectory: a get of a key whose directories are absent
+// is a MISS and leaves the root as it was, by either resolver: only a put
+// makes directories (tried: the walk's "missing and create" check made an
+// || makes the key's directories during the get).
+func TestAGetMakesNoDirectory(t *testing.T) {
+	for _, r := range resolvers {
+		t.Run(r.name, func(t *testing.T) {
+			f := newFx(t)
+			r.set(f.kit.Driver)
+			before, err := fskit.Listing(f.kit.Root())
+			require.NoError(t, err)
+			dst := f.Row(key(t, "absent"), 1, blockingfx.Dest)
+			res := f.Get(dst)[0]
+			assert.Equal(t, driver.Miss, res.Status, "%v", res)
+			blockingfx.Untouched(t, dst)
+			after, err := fskit.Listing(f.kit.Root())
+			require.NoError(t, err)
+			assert.Equal(t, before, after, "the get changed the root")
+		})
+	}
+}
+
 // TestAHugeSparseFileIsRefusedByItsLength plants sparse files of 1 GiB and
 // then 64 GiB at a 4 KiB row's object: the get is a FAULT (CORRUPT) by the
 // file's length alone, allocating next to nothing, where before it
