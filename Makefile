@@ -85,13 +85,18 @@ soak: ## the randomized fault soak, bounded (SOAK_DURATION, default 60s)
 # MUTATE_SEED samples others) when its share cannot cover them all: the
 # report says each package's share of the budget, the share sampled and
 # the share decided (a mutant the budget's end cut short is sampled, not
-# decided, and not scored).
+# decided, and not scored). Mutants argued equivalent (no test could tell
+# them from the source) are listed, each with its reason, in
+# cmd/mutate/equivalent.txt: the report gives the score over every decided
+# mutant and the score without the listed ones, names each listed survivor
+# with its reason apart from the unexplained, and names an entry that a
+# test killed (wrong) or that matches no mutant (stale).
 MUTATE_BUDGET ?= 30m
 MUTATE_JOBS ?= 1
 MUTATE_SEED ?= 1
 MUTATE_PKGS ?= runtime/driver runtime/driverkit runtime/rules runtime/backend stores/memory stores/mooncake stores/redis stores/fs stores/s3 stores/trailer gen/validate.go
-mutate: deps ## mutation testing of the safety-critical packages, bounded (MUTATE_BUDGET, default 30m): score and share sampled per package, each survivor's file:line, change and line
-	$(GO) run ./cmd/mutate -budget $(MUTATE_BUDGET) -j $(MUTATE_JOBS) -seed $(MUTATE_SEED) -timeout 3m $(MUTATE_PKGS)
+mutate: deps ## mutation testing of the safety-critical packages, bounded (MUTATE_BUDGET, default 30m): score and share sampled per package, each survivor's file:line, change and line, the listed equivalents apart
+	$(GO) run ./cmd/mutate -budget $(MUTATE_BUDGET) -j $(MUTATE_JOBS) -seed $(MUTATE_SEED) -timeout 3m -equivalent cmd/mutate/equivalent.txt $(MUTATE_PKGS)
 
 # Every fuzz target in the tree, found afresh each run: the packages whose
 # tests declare a func Fuzz..., then each target go test -list names there

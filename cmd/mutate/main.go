@@ -13,9 +13,15 @@
 // sampled), those the tests killed, those that hung (a test timed out:
 // reported apart, since a hang is not a failing assertion), the share of
 // the budget the package had, and each survivor's file:line, change and
-// source line; and a line as each mutant is decided.
+// source line; and a line as each mutant is decided. Given the list of
+// mutants argued equivalent (-equivalent, see Equivalent), it scores both
+// over every decided mutant and without the listed survivors, prints
+// those with their reasons apart from the unexplained survivors, and names
+// a listed mutant a test killed (a wrong entry) and an entry that matches
+// no mutant (stale), so the list cannot rot unseen.
 //
 //	go run ./cmd/mutate -budget 30m runtime/backend stores/fs
+//	go run ./cmd/mutate -list -equivalent cmd/mutate/equivalent.txt stores/fs
 //
 // A mutant the compiler refuses is not counted. The packages share the
 // budget by time: the next mutant always comes from the package that has
@@ -45,6 +51,7 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -61,9 +68,10 @@ func main() {
 	importers := flag.Bool("importers", true, "also run the tests of the packages whose tests link the mutated one")
 	race := flag.String("race", "auto", "-race: auto (where the package starts goroutines or uses sync), always or never")
 	list := flag.Bool("list", false, "list the mutants and exit")
-	strict := flag.Bool("strict", false, "exit 1 when a mutant survived")
+	strict := flag.Bool("strict", false, "exit 1 when a mutant not listed equivalent survived, or an entry of the list is wrong or stale")
 	only := flag.String("only", "", "test only the mutants whose file:line (or file:line:col) is in this comma-separated list")
 	dir := flag.String("C", ".", "the module's root directory; package directories are relative to it")
+	equiv := flag.String("equivalent", "", "the list of mutants argued equivalent, each with its reason (see Equivalent): the report scores without them too, and names a stale or wrong entry")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: mutate [flags] package-dir...")
 		flag.PrintDefaults()
@@ -80,15 +88,19 @@ func main() {
 	if *only != "" {
 		cfg.Only = strings.Split(*only, ",")
 	}
+	if *equiv != "" {
+		var err error
+		if cfg.Equivalents, err = ReadEquivalents(*equiv); err != nil {
+			fatal(err)
+		}
+	}
 	if *list {
-		for _, d := range flag.Args() {
-			ms, err := Mutants(filepath.Join(*dir, d))
-			if err != nil {
-				fatal(err)
-			}
-			for _, m := range ms {
-				fmt.Printf("%s: %s\n", m.Pos, m.Desc)
-			}
+		stale, err := List(*dir, flag.Args(), cfg.Equivalents, os.Stdout)
+		if err != nil {
+			fatal(err)
+		}
+		if stale > 0 {
+			os.Exit(1)
 		}
 		return
 	}
@@ -98,7 +110,7 @@ func main() {
 	}
 	exit := 0
 	for _, r := range reports {
-		if r.Survived > 0 && *strict {
+		if *strict && (r.Survived > r.Equivalent || len(r.Wrong) > 0 || len(r.Stale) > 0) {
 			exit = 1
 		}
 	}
@@ -115,6 +127,10 @@ type Config struct {
 	Importers bool     // run the importers' tests too
 	Race      string   // auto, always or never
 	Only      []string // file:line[:col] positions to keep (nil: all)
+	// Equivalents are the mutants argued equivalent: a listed survivor is
+	// reported with its reason and left out of the second score; a listed
+	// mutant that a test kills, or an entry that matches none, is named.
+	Equivalents []*Equivalent
 }
 
 // Run mutates each package directory (or single file) in dirs, relative to
@@ -166,11 +182,15 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 		units = append(units, &unit{dir: d, pkgDir: pkgDir, importPath: importPath})
 	}
 	cov := newCoverage(cfg, units, tmp)
+	equiv := &equivalents{}
 	for _, u := range units {
 		ms, err := Mutants(filepath.Join(root, u.dir))
 		if err != nil {
 			return nil, err
 		}
+		// Entries are matched against every mutant of the unit, sampled or
+		// not, so a stale one is named whatever -only and the budget pick.
+		stale := equiv.match(cfg.Equivalents, ms, root, u.holds)
 		if cfg.Only != nil {
 			ms = pick(ms, root, cfg.Only)
 		}
@@ -186,7 +206,7 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 				return nil, err
 			}
 		}
-		u.r = &Report{Dir: u.dir, Race: u.race, Packages: len(u.pkgs), Total: len(ms)}
+		u.r = &Report{Dir: u.dir, Race: u.race, Packages: len(u.pkgs), Total: len(ms), Stale: stale}
 		t0 := time.Now()
 		v, _ := cov.baseline(u.importPath, u.race)
 		fmt.Fprintf(w, "  unmutated %s: its tests %s (%v)\n", u.dir, verdictNames[v], time.Since(t0).Round(time.Second))
@@ -198,7 +218,7 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 		u.est = time.Since(t0)
 		times.pass(u.importPath, u.est)
 	}
-	schedule(cfg, units, times, cov, start.Add(cfg.Budget), tmp, w)
+	schedule(cfg, units, times, cov, equiv, start.Add(cfg.Budget), tmp, w)
 	var reports []*Report
 	for _, u := range units {
 		u.r.Budget = cfg.Budget
@@ -209,6 +229,43 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 	t.Budget, t.Took = cfg.Budget, time.Since(start)
 	t.Print(w)
 	return reports, nil
+}
+
+// List writes every mutant of dirs (relative to root), one a line, as
+// "file:line:col: change: source line", those the list of equivalents
+// names marked, then each entry of the list for dirs' files that matches
+// no mutant (or several); it returns how many of those there are.
+func List(root string, dirs []string, list []*Equivalent, w io.Writer) (int, error) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return 0, err
+	}
+	stale := 0
+	for _, d := range dirs {
+		d = strings.TrimPrefix(filepath.Clean(d), "./")
+		u := &unit{dir: d, pkgDir: d}
+		if strings.HasSuffix(d, ".go") {
+			u.pkgDir = filepath.Dir(d)
+		}
+		ms, err := Mutants(filepath.Join(root, d))
+		if err != nil {
+			return 0, err
+		}
+		equiv := &equivalents{}
+		problems := equiv.match(list, ms, root, u.holds)
+		for _, m := range ms {
+			listed := ""
+			if e := equiv.entry(m); e != nil {
+				listed = " [listed equivalent at " + e.At + "]"
+			}
+			fmt.Fprintf(w, "%s:%d:%d: %s: %s%s\n", relFile(root, m.File), m.At[0], m.At[1], m.Desc, m.Line, listed)
+		}
+		for _, p := range problems {
+			fmt.Fprintf(w, "STALE ENTRY %s\n", p)
+		}
+		stale += len(problems)
+	}
+	return stale, nil
 }
 
 // unit is one package's (or file's) mutants and how far the run is with
@@ -223,6 +280,15 @@ type unit struct {
 	next                    int               // the next mutant to start
 	done                    int               // mutants finished
 	running                 map[int]time.Time // mutants started and not finished, with their start
+}
+
+// holds reports whether file (slash-separated, relative to the root) is
+// one of u's: u's file, or a file of u's package.
+func (u *unit) holds(file string) bool {
+	if strings.HasSuffix(u.dir, ".go") {
+		return file == filepath.ToSlash(u.dir)
+	}
+	return path.Dir(file) == filepath.ToSlash(u.pkgDir)
 }
 
 // used is how much of the budget u has had: its finished mutants' time
@@ -247,7 +313,7 @@ func (u *unit) mean() time.Duration {
 // from the unit that has used the least of the budget, until no unit's
 // next mutant would finish before end. A mutant started finishes unless
 // end passes between two packages' tests: it is then cut short.
-func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, end time.Time, tmp string, w io.Writer) {
+func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *equivalents, end time.Time, tmp string, w io.Writer) {
 	var mu sync.Mutex
 	cond := sync.NewCond(&mu)
 	slots := make([]int, cfg.Jobs) // free work directories
@@ -284,8 +350,13 @@ func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, end tim
 			took := time.Since(u.running[k])
 			delete(u.running, k)
 			u.done++
-			u.r.record(cfg.Root, m, v, where, ran, took)
-			fmt.Fprintf(w, "  %-8s %s: %s (%s, %v)\n", outcomes[v], u.dir, u.r.name(cfg.Root, m), ranSay(ran, len(u.pkgs)), took.Round(time.Second))
+			e := equiv.entry(m)
+			u.r.record(cfg.Root, m, v, where, ran, took, e)
+			listed := ""
+			if e != nil {
+				listed = " [listed equivalent]"
+			}
+			fmt.Fprintf(w, "  %-8s %s: %s (%s, %v)%s\n", outcomes[v], u.dir, u.r.name(cfg.Root, m), ranSay(ran, len(u.pkgs)), took.Round(time.Second), listed)
 			slots = append(slots, slot)
 			cond.Broadcast()
 		}()
@@ -606,6 +677,9 @@ type Report struct {
 	// their unmutated coverage, execute the mutated line (counted as
 	// survived, without a test run).
 	Unrun int
+	// Equivalent is how many survivors the list of equivalents names
+	// (counted in Survived, and left out of ScoreWithout's denominator).
+	Equivalent int
 	// Baseline, when set, says why no mutant was tried.
 	Baseline string
 	// Survivors, Hangs and Cuts are "file:line:col: change: source line";
@@ -613,6 +687,11 @@ type Report struct {
 	// how many of the packages' tests it had passed (a mutant that passes
 	// many is likelier to survive, so cuts are listed, not hidden).
 	Survivors, Hangs, Cuts []string
+	// Equivalents are the listed survivors, each with its reason; Wrong
+	// the listed mutants a test killed or that hung (the entry is wrong);
+	// Stale the entries for the unit's files that match no mutant, or
+	// several.
+	Equivalents, Wrong, Stale []string
 	// Took is the time its mutants took (the wall time, for a total);
 	// Budget the whole run's, to say what share of it the package had.
 	Took, Budget time.Duration
@@ -629,10 +708,14 @@ func (r *Report) name(root string, m Mutant) string {
 }
 
 // record counts m's verdict v; where is what test said of a hang or a
-// cut, ran how many packages' tests ran against it.
-func (r *Report) record(root string, m Mutant, v verdict, where string, ran int, took time.Duration) {
+// cut, ran how many packages' tests ran against it, e its entry in the
+// list of equivalents (nil: none).
+func (r *Report) record(root string, m Mutant, v verdict, where string, ran int, took time.Duration, e *Equivalent) {
 	line := r.name(root, m)
 	r.Took += took
+	if e != nil && (v == killed || v == hung) {
+		r.Wrong = append(r.Wrong, fmt.Sprintf("%s [%s by a test, yet listed equivalent at %s: %s]", line, outcomes[v], e.At, e.Reason))
+	}
 	switch v {
 	case killed:
 		r.Killed++
@@ -650,6 +733,11 @@ func (r *Report) record(root string, m Mutant, v verdict, where string, ran int,
 			r.Unrun++
 			line += " [no test runs this line]"
 		}
+		if e != nil {
+			r.Equivalent++
+			r.Equivalents = append(r.Equivalents, line+" ["+e.Reason+"]")
+			break
+		}
 		r.Survivors = append(r.Survivors, line)
 	}
 }
@@ -660,9 +748,16 @@ func (r *Report) Decided() int { return r.Killed + r.Survived + r.Hung }
 
 // Score is the share of the decided mutants that a test killed, a hang
 // counted as not killed.
-func (r *Report) Score() float64 {
-	if n := r.Decided(); n > 0 {
-		return 100 * float64(r.Killed) / float64(n)
+func (r *Report) Score() float64 { return share(r.Killed, r.Decided()) }
+
+// ScoreWithout is the mutation score as usually defined: the share killed
+// of the decided mutants that are not equivalent (the listed survivors
+// left out of the denominator, since no test could kill them).
+func (r *Report) ScoreWithout() float64 { return share(r.Killed, r.Decided()-r.Equivalent) }
+
+func share(n, of int) float64 {
+	if of > 0 {
+		return 100 * float64(n) / float64(of)
 	}
 	return 0
 }
@@ -678,6 +773,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if r.Baseline != "" {
 		fmt.Fprintf(w, "%s: %s\n", r.Dir, r.Baseline)
+		r.printStale(w)
 		return
 	}
 	how := "without -race"
@@ -688,11 +784,27 @@ func (r *Report) Print(w io.Writer) {
 	if r.Budget > 0 {
 		share = fmt.Sprintf(" (%.0f%% of the budget)", 100*float64(r.Took)/float64(r.Budget))
 	}
-	fmt.Fprintf(w, "%s: score %.1f%% (%d killed, %d survived (%d run by no test), %d hung; %d did not build, %d cut short by the budget); sampled %d of %d mutants (%.0f%%), decided %d (%.1f%%); tests of %d packages %s; %v%s\n",
-		r.Dir, r.Score(), r.Killed, r.Survived, r.Unrun, r.Hung, r.Unbuilt, r.Cut, r.Tried, r.Total, pct(r.Tried), r.Decided(), pct(r.Decided()), r.Packages, how, r.Took.Round(time.Second), share)
+	fmt.Fprintf(w, "%s: score %.1f%% of %d decided, %.1f%% of %d without the %d listed equivalent (%d killed, %d survived (%d listed equivalent, %d run by no test), %d hung; %d did not build, %d cut short by the budget); sampled %d of %d mutants (%.0f%%), decided %d (%.1f%%); tests of %d packages %s; %v%s\n",
+		r.Dir, r.Score(), r.Decided(), r.ScoreWithout(), r.Decided()-r.Equivalent, r.Equivalent, r.Killed, r.Survived, r.Equivalent, r.Unrun, r.Hung, r.Unbuilt, r.Cut, r.Tried, r.Total, pct(r.Tried), r.Decided(), pct(r.Decided()), r.Packages, how, r.Took.Round(time.Second), share)
 	sort.Strings(r.Survivors)
 	for _, s := range r.Survivors {
 		fmt.Fprintf(w, "  survived %s\n", s)
+	}
+	sort.Strings(r.Equivalents)
+	for _, s := range r.Equivalents {
+		fmt.Fprintf(w, "  equivalent %s\n", s)
+	}
+	for _, s := range r.Wrong {
+		fmt.Fprintf(w, "  WRONG ENTRY %s\n", s)
+	}
+	r.printStale(w)
+}
+
+// printStale names the list's entries for r's files that match no mutant
+// (or several), so the list cannot rot unseen.
+func (r *Report) printStale(w io.Writer) {
+	for _, s := range r.Stale {
+		fmt.Fprintf(w, "  STALE ENTRY %s\n", s)
 	}
 	sort.Strings(r.Hangs)
 	for _, s := range r.Hangs {
@@ -704,7 +816,9 @@ func (r *Report) Print(w io.Writer) {
 	}
 }
 
-// Total sums reports (without their lists).
+// Total sums reports (without their lists of mutants, with the list's
+// wrong and stale entries: they are the list's faults, named again at the
+// end).
 func Total(rs []*Report) *Report {
 	t := &Report{Dir: "total"}
 	for _, r := range rs {
@@ -716,6 +830,9 @@ func Total(rs []*Report) *Report {
 		t.Unbuilt += r.Unbuilt
 		t.Cut += r.Cut
 		t.Unrun += r.Unrun
+		t.Equivalent += r.Equivalent
+		t.Wrong = append(t.Wrong, r.Wrong...)
+		t.Stale = append(t.Stale, r.Stale...)
 		t.Took += r.Took
 		t.Packages = max(t.Packages, r.Packages)
 	}

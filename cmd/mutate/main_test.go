@@ -217,7 +217,7 @@ func TestACutShortMutantIsSampledNotDecided(t *testing.T) {
 	for _, m := range ms {
 		r.Tried++
 		v, where, ran := test(cfg, m, []string{"example.com/mod/a"}, false, times, cov, time.Now().Add(-time.Second), t.TempDir())
-		r.record(root, m, v, where, ran, 0)
+		r.record(root, m, v, where, ran, 0, nil)
 	}
 	assert.Equal(t, 3, r.Cut)
 	assert.Zero(t, r.Decided())
