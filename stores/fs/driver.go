@@ -134,6 +134,11 @@ type Driver struct {
 	fileMode, dirMode uint32
 	exact             bool
 	piece             int // readPiece; tests make it smaller than their rows
+	// markerAttempt, set only by tests (export_test.go), is called before
+	// each exclusive create of a marker with the attempt's number: the one
+	// place a test can plant what another writer would have made between a
+	// takeover and the create that follows it.
+	markerAttempt func(attempt int)
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -339,6 +344,9 @@ func (d *Driver) claim(p paths, key string) (int, fsspec.Code, fileStat, error) 
 
 func (d *Driver) createMarker(dir int, p paths) (fsspec.Code, fileStat, error) {
 	for attempt := 0; ; attempt++ {
+		if d.markerAttempt != nil {
+			d.markerAttempt(attempt)
+		}
 		fd, err := d.create(dir, p.markerName)
 		if err == nil {
 			st, serr := fstat(fd)
