@@ -78,8 +78,11 @@ soak: ## the randomized fault soak, bounded (SOAK_DURATION, default 60s)
 # (with -race where the package starts goroutines or uses sync); a hang (a
 # test binary at its -timeout: four times what the package's tests took,
 # 1 to 3 minutes) is reported apart from a kill, with the tests that were
-# running. A package's tests that never execute the mutated line (by
-# their coverage, measured once unmutated) are skipped. The packages share
+# running. A failure in an importer's tests is a kill only when those
+# tests pass unmutated and fail on the mutant again (else the mutant is
+# reported flaky, apart). A package's tests that never execute the
+# mutated line (by their coverage, measured once unmutated) are skipped.
+# The packages share
 # the budget by time (the next mutant is always the package's that has
 # used the least), and a package's mutants are sampled (seeded: another
 # MUTATE_SEED samples others) when its share cannot cover them all: the

@@ -9,6 +9,10 @@
 // their coverage, measured once per test package) are not run: they
 // cannot tell the mutant from the source. A package whose code starts
 // goroutines or uses package sync is tested with -race, as CI tests it.
+// A failure in another package's tests than the mutated one's is a kill
+// only when the tests that failed pass unmutated and fail on the mutant
+// again; else they are flaky, decide nothing, and a mutant that only they
+// failed is reported apart (flaky: not decided, not scored).
 // It reports per package the mutants tried out of all (the share
 // sampled), those the tests killed, those that hung (a test timed out:
 // reported apart, since a hang is not a failing assertion), the share of
@@ -53,6 +57,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -673,6 +678,10 @@ type Report struct {
 	Hung     int  // a test binary reached its -timeout (not counted as killed)
 	Unbuilt  int  // the compiler refused the mutant (not counted)
 	Cut      int  // passed the tests run before the budget ran out (not counted)
+	// Flaky is how many mutants only flaky tests failed: another package's
+	// tests that failed unmutated too, or passed on the mutant run again
+	// (not counted).
+	Flaky int
 	// Unrun is how many survivors no test ran: no package's tests, by
 	// their unmutated coverage, execute the mutated line (counted as
 	// survived, without a test run).
@@ -686,7 +695,7 @@ type Report struct {
 	// a hang ends with the package and tests that were running, a cut with
 	// how many of the packages' tests it had passed (a mutant that passes
 	// many is likelier to survive, so cuts are listed, not hidden).
-	Survivors, Hangs, Cuts []string
+	Survivors, Hangs, Cuts, Flakes []string
 	// Equivalents are the listed survivors, each with its reason; Wrong
 	// the listed mutants a test killed or that hung (the entry is wrong);
 	// Stale the entries for the unit's files that match no mutant, or
@@ -727,6 +736,9 @@ func (r *Report) record(root string, m Mutant, v verdict, where string, ran int,
 	case cut:
 		r.Cut++
 		r.Cuts = append(r.Cuts, line+" ["+where+"]")
+	case flaky:
+		r.Flaky++
+		r.Flakes = append(r.Flakes, line+" ["+where+"]")
 	case survived:
 		r.Survived++
 		if ran == 0 {
@@ -784,8 +796,8 @@ func (r *Report) Print(w io.Writer) {
 	if r.Budget > 0 {
 		share = fmt.Sprintf(" (%.0f%% of the budget)", 100*float64(r.Took)/float64(r.Budget))
 	}
-	fmt.Fprintf(w, "%s: score %.1f%% of %d decided, %.1f%% of %d without the %d listed equivalent (%d killed, %d survived (%d listed equivalent, %d run by no test), %d hung; %d did not build, %d cut short by the budget); sampled %d of %d mutants (%.0f%%), decided %d (%.1f%%); tests of %d packages %s; %v%s\n",
-		r.Dir, r.Score(), r.Decided(), r.ScoreWithout(), r.Decided()-r.Equivalent, r.Equivalent, r.Killed, r.Survived, r.Equivalent, r.Unrun, r.Hung, r.Unbuilt, r.Cut, r.Tried, r.Total, pct(r.Tried), r.Decided(), pct(r.Decided()), r.Packages, how, r.Took.Round(time.Second), share)
+	fmt.Fprintf(w, "%s: score %.1f%% of %d decided, %.1f%% of %d without the %d listed equivalent (%d killed, %d survived (%d listed equivalent, %d run by no test), %d hung; %d did not build, %d cut short by the budget, %d failed only flaky tests); sampled %d of %d mutants (%.0f%%), decided %d (%.1f%%); tests of %d packages %s; %v%s\n",
+		r.Dir, r.Score(), r.Decided(), r.ScoreWithout(), r.Decided()-r.Equivalent, r.Equivalent, r.Killed, r.Survived, r.Equivalent, r.Unrun, r.Hung, r.Unbuilt, r.Cut, r.Flaky, r.Tried, r.Total, pct(r.Tried), r.Decided(), pct(r.Decided()), r.Packages, how, r.Took.Round(time.Second), share)
 	sort.Strings(r.Survivors)
 	for _, s := range r.Survivors {
 		fmt.Fprintf(w, "  survived %s\n", s)
@@ -814,6 +826,10 @@ func (r *Report) printStale(w io.Writer) {
 	for _, s := range r.Cuts {
 		fmt.Fprintf(w, "  cut      %s\n", s)
 	}
+	sort.Strings(r.Flakes)
+	for _, s := range r.Flakes {
+		fmt.Fprintf(w, "  flaky    %s\n", s)
+	}
 }
 
 // Total sums reports (without their lists of mutants, with the list's
@@ -829,6 +845,7 @@ func Total(rs []*Report) *Report {
 		t.Hung += r.Hung
 		t.Unbuilt += r.Unbuilt
 		t.Cut += r.Cut
+		t.Flaky += r.Flaky
 		t.Unrun += r.Unrun
 		t.Equivalent += r.Equivalent
 		t.Wrong = append(t.Wrong, r.Wrong...)
@@ -875,12 +892,16 @@ const (
 	unbuilt
 	hung
 	cut
+	// flaky: the only failures were another package's tests that failed
+	// unmutated too, or passed on the mutant when run again (not
+	// decided, not scored).
+	flaky
 )
 
-var verdictNames = map[verdict]string{killed: "failed", survived: "passed", unbuilt: "did not build", hung: "timed out", cut: "cut short"}
+var verdictNames = map[verdict]string{killed: "failed", survived: "passed", unbuilt: "did not build", hung: "timed out", cut: "cut short", flaky: "failed only in tests that are flaky"}
 
 // outcomes name a mutant's verdict in the progress lines.
-var outcomes = map[verdict]string{killed: "killed", survived: "survived", unbuilt: "unbuilt", hung: "hung", cut: "cut"}
+var outcomes = map[verdict]string{killed: "killed", survived: "survived", unbuilt: "unbuilt", hung: "hung", cut: "cut", flaky: "flaky"}
 
 // test runs the tests of pkgs against m, one package at a time, and
 // stops at the first that does not pass. A package whose tests, unmutated,
@@ -904,6 +925,7 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *
 	if err := os.WriteFile(ov, overlay, 0o644); err != nil {
 		fatal(err)
 	}
+	var flakes []string
 	for i, p := range pkgs {
 		if time.Now().After(deadline) {
 			// the budget ran out before every package's tests ran
@@ -914,20 +936,55 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *
 		}
 		ran++
 		t0 := time.Now()
-		v, running := testPackage(cfg, ov, p, race, times.of(p))
+		v, running, failed := testPackageFailed(cfg, ov, p, race, times.of(p))
 		switch v {
 		case survived:
 			times.pass(p, time.Since(t0))
 			continue
 		case hung:
 			return v, strings.TrimSpace(strings.TrimPrefix(p, modPrefix(p)) + " " + running), ran
+		case killed:
+			if i > 0 {
+				if flake := confirm(cfg, ov, p, race, times.of(p), failed); flake != "" {
+					flakes = append(flakes, flake)
+					continue
+				}
+			}
 		}
 		return v, "", ran
+	}
+	if len(flakes) > 0 {
+		return flaky, strings.Join(flakes, "; "), ran
 	}
 	if ran == 0 && !builds(cfg, ov, pkgs[0]) {
 		return unbuilt, "", 0
 	}
 	return survived, "", ran
+}
+
+// confirm checks a kill by another package's tests than the mutated
+// one's own (whose tests passed unmutated before any mutant ran; an
+// importer's were never run plain): the tests that failed run again
+// unmutated, then against the mutant once more. It is a kill only when
+// they pass unmutated and fail again on the mutant; else it returns what
+// makes the failure a flake, and the package's tests decide nothing about
+// the mutant. With no failing test named (a failure outside any test,
+// goleak's in TestMain), the whole package runs again.
+func confirm(cfg Config, ov, p string, race bool, timeout time.Duration, failed []string) string {
+	var extra []string
+	what := "its tests"
+	if len(failed) > 0 {
+		extra = []string{"-run", runOnly(failed)}
+		what = strings.Join(failed, " ")
+	}
+	name := strings.TrimPrefix(p, modPrefix(p)) + " " + what
+	if v, _ := testPackage(cfg, "", p, race, timeout, extra...); v != survived {
+		return fmt.Sprintf("%s %s unmutated too", name, verdictNames[v])
+	}
+	if v, _ := testPackage(cfg, ov, p, race, timeout, extra...); v != killed {
+		return fmt.Sprintf("%s failed on the mutant, then %s on it again", name, verdictNames[v])
+	}
+	return ""
 }
 
 // builds reports whether pkg compiles with the overlay.
@@ -1077,8 +1134,13 @@ func modPrefix(pkg string) string {
 
 // testPackage runs one package's tests with the overlay ("": none),
 // -timeout timeout and the extra flags. For a hang it returns the tests the timeout's panic
-// says were running.
+// says were running; for a failure, the top-level tests that failed.
 func testPackage(cfg Config, overlay, pkg string, race bool, timeout time.Duration, extra ...string) (verdict, string) {
+	v, running, _ := testPackageFailed(cfg, overlay, pkg, race, timeout, extra...)
+	return v, running
+}
+
+func testPackageFailed(cfg Config, overlay, pkg string, race bool, timeout time.Duration, extra ...string) (verdict, string, []string) {
 	// The test binary panics at -timeout; the context is the backstop
 	// for a build or a binary that never gets that far.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout+2*time.Minute)
@@ -1096,19 +1158,43 @@ func testPackage(cfg Config, overlay, pkg string, race bool, timeout time.Durati
 	out, err := cmd.CombinedOutput()
 	switch {
 	case ctx.Err() != nil:
-		return hung, "(go test killed)"
+		return hung, "(go test killed)", nil
 	case bytes.Contains(out, []byte("panic: test timed out")):
-		return hung, running(out)
+		return hung, running(out), nil
 	case err == nil:
-		return survived, ""
+		return survived, "", nil
 	case bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")):
-		return unbuilt, ""
+		return unbuilt, "", nil
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		return killed, ""
+		return killed, "", failedTests(out)
 	}
-	return unbuilt, ""
+	return unbuilt, "", nil
+}
+
+// failedTests are the top-level tests go test's output says failed
+// ("--- FAIL: TestX (0.01s)" at the start of a line; a subtest's is
+// indented).
+func failedTests(out []byte) []string {
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(l, "--- FAIL: "); ok {
+			name, _, _ := strings.Cut(rest, " ")
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// runOnly is a -run pattern that selects exactly the top-level tests
+// named, and their subtests.
+func runOnly(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = regexp.QuoteMeta(n)
+	}
+	return "^(" + strings.Join(q, "|") + ")$"
 }
 
 // running is the list of tests a timed-out test binary says were running
