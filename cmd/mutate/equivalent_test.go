@@ -144,6 +144,7 @@ func TestTheReportScoresWithAndWithoutTheListed(t *testing.T) {
 	} {
 		r.record("/r", c.m, c.v, "p TestX", c.ran, time.Second, c.e)
 	}
+	r.Measuring = 90 * time.Second
 	assert.Equal(t, 8, r.Decided())
 	assert.Equal(t, 2, r.Equivalent)
 	assert.Equal(t, 3, r.Survived)
@@ -158,6 +159,7 @@ func TestTheReportScoresWithAndWithoutTheListed(t *testing.T) {
 	assert.Contains(t, s, "  equivalent p/p.go:6:2: drop statement: f() [no test runs this line] [the mode is ignored]\n")
 	assert.Contains(t, s, "  WRONG ENTRY p/p.go:4:2: drop statement: f() [killed by a test, yet listed equivalent at eq.txt:3: the mode is ignored]\n")
 	assert.NotContains(t, s, "survived p/p.go:5:2", "a listed survivor is not among the unexplained")
+	assert.Contains(t, s, "; importers' coverage runs it waited for 1m30s, not in that\n")
 	total := Total([]*Report{r, {Dir: "q", Killed: 2, Stale: []string{"eq.txt:9: q/q.go: drop statement: g() [stale: ...]"}}})
 	assert.InDelta(t, 6.0/8*100, total.ScoreWithout(), 1e-9)
 	out.Reset()

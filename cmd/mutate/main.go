@@ -220,8 +220,12 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 			u.ms = nil
 			continue
 		}
+		// A mutant is expected to take what the whole go test took; its
+		// -timeout bounds the test binary alone, so that is the time the
+		// timeout follows (a build of every -coverpkg package with
+		// coverage is not a mutant's, and made hangs cost twice as much).
 		u.est = time.Since(t0)
-		times.pass(u.importPath, u.est)
+		times.pass(u.importPath, orWall(cov.get(u.importPath).took, t0))
 	}
 	schedule(cfg, units, times, cov, equiv, start.Add(cfg.Budget), tmp, w)
 	var reports []*Report
@@ -349,10 +353,14 @@ func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *
 		go func() {
 			defer wg.Done()
 			m := u.ms[k]
-			v, where, ran := test(cfg, m, u.pkgs, u.race, times, cov, end, filepath.Join(tmp, strconv.Itoa(slot)))
+			v, where, ran, measuring := test(cfg, m, u.pkgs, u.race, times, cov, end, filepath.Join(tmp, strconv.Itoa(slot)))
 			mu.Lock()
 			defer mu.Unlock()
-			took := time.Since(u.running[k])
+			// An importer's coverage run is measured once, for every
+			// package's mutants after it: it is not charged to the package
+			// whose mutant happened to reach the importer first.
+			took := time.Since(u.running[k]) - measuring
+			u.r.Measuring += measuring
 			delete(u.running, k)
 			u.done++
 			e := equiv.entry(m)
@@ -703,7 +711,10 @@ type Report struct {
 	Equivalents, Wrong, Stale []string
 	// Took is the time its mutants took (the wall time, for a total);
 	// Budget the whole run's, to say what share of it the package had.
-	Took, Budget time.Duration
+	// Measuring is the time its mutants waited for importers' unmutated
+	// coverage runs, which Took leaves out (each is measured once and
+	// serves every package's mutants after).
+	Took, Budget, Measuring time.Duration
 }
 
 // name is m as a report lists it: "file:line:col: change: source line",
@@ -796,6 +807,9 @@ func (r *Report) Print(w io.Writer) {
 	if r.Budget > 0 {
 		share = fmt.Sprintf(" (%.0f%% of the budget)", 100*float64(r.Took)/float64(r.Budget))
 	}
+	if r.Measuring >= time.Second {
+		share += fmt.Sprintf("; importers' coverage runs it waited for %v, not in that", r.Measuring.Round(time.Second))
+	}
 	fmt.Fprintf(w, "%s: score %.1f%% of %d decided, %.1f%% of %d without the %d listed equivalent (%d killed, %d survived (%d listed equivalent, %d run by no test), %d hung; %d did not build, %d cut short by the budget, %d failed only flaky tests); sampled %d of %d mutants (%.0f%%), decided %d (%.1f%%); tests of %d packages %s; %v%s\n",
 		r.Dir, r.Score(), r.Decided(), r.ScoreWithout(), r.Decided()-r.Equivalent, r.Equivalent, r.Killed, r.Survived, r.Equivalent, r.Unrun, r.Hung, r.Unbuilt, r.Cut, r.Flaky, r.Tried, r.Total, pct(r.Tried), r.Decided(), pct(r.Decided()), r.Packages, how, r.Took.Round(time.Second), share)
 	sort.Strings(r.Survivors)
@@ -851,13 +865,17 @@ func Total(rs []*Report) *Report {
 		t.Wrong = append(t.Wrong, r.Wrong...)
 		t.Stale = append(t.Stale, r.Stale...)
 		t.Took += r.Took
+		t.Measuring += r.Measuring
 		t.Packages = max(t.Packages, r.Packages)
 	}
 	return t
 }
 
-// timeouts holds, per package, the longest its tests took to pass (against
-// the source or a mutant): a package's -timeout is four times that, at
+// timeouts holds, per package, the longest its test binary ran to pass
+// (against the source or a mutant), as go test reports it: that is what
+// -timeout bounds, and a build (often longer, above all the unmutated
+// coverage run's) is not in it; counting the build made a hang cost
+// nearly twice what it must. A package's -timeout is four times that, at
 // least a minute and at most max (max until it has passed once). Tests
 // that bound their own waits fail a deadlock in seconds; the -timeout is
 // the backstop for what they do not bound, and a long one only makes
@@ -910,8 +928,10 @@ var outcomes = map[verdict]string{killed: "killed", survived: "survived", unbuil
 // deadline it starts no further package: the mutant is cut short, and not
 // counted. For a hang, where names the package and the tests that were
 // running; for a cut, how many packages' tests it had passed. ran is how
-// many packages' tests ran against m.
-func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *coverage, deadline time.Time, work string) (v verdict, where string, ran int) {
+// many packages' tests ran against m; measuring how long it waited for
+// importers' unmutated coverage runs (each once a run, for every mutant
+// after: no one mutant's cost).
+func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *coverage, deadline time.Time, work string) (v verdict, where string, ran int, measuring time.Duration) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		fatal(err)
 	}
@@ -929,20 +949,23 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *
 	for i, p := range pkgs {
 		if time.Now().After(deadline) {
 			// the budget ran out before every package's tests ran
-			return cut, fmt.Sprintf("passed %d of %d packages", i, len(pkgs)), ran
+			return cut, fmt.Sprintf("passed %d of %d packages", i, len(pkgs)), ran, measuring
 		}
-		if !cov.runs(p, m) {
+		t1 := time.Now()
+		covers := cov.runs(p, m)
+		measuring += time.Since(t1)
+		if !covers {
 			continue
 		}
 		ran++
 		t0 := time.Now()
-		v, running, failed := testPackageFailed(cfg, ov, p, race, times.of(p))
+		v, running, failed, took := testPackageFailed(cfg, ov, p, race, times.of(p))
 		switch v {
 		case survived:
-			times.pass(p, time.Since(t0))
+			times.pass(p, orWall(took, t0))
 			continue
 		case hung:
-			return v, strings.TrimSpace(strings.TrimPrefix(p, modPrefix(p)) + " " + running), ran
+			return v, strings.TrimSpace(strings.TrimPrefix(p, modPrefix(p)) + " " + running), ran, measuring
 		case killed:
 			if i > 0 {
 				if flake := confirm(cfg, ov, p, race, times.of(p), failed); flake != "" {
@@ -951,15 +974,15 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *
 				}
 			}
 		}
-		return v, "", ran
+		return v, "", ran, measuring
 	}
 	if len(flakes) > 0 {
-		return flaky, strings.Join(flakes, "; "), ran
+		return flaky, strings.Join(flakes, "; "), ran, measuring
 	}
 	if ran == 0 && !builds(cfg, ov, pkgs[0]) {
-		return unbuilt, "", 0
+		return unbuilt, "", 0, measuring
 	}
-	return survived, "", ran
+	return survived, "", ran, measuring
 }
 
 // confirm checks a kill by another package's tests than the mutated
@@ -985,6 +1008,14 @@ func confirm(cfg Config, ov, p string, race bool, timeout time.Duration, failed 
 		return fmt.Sprintf("%s failed on the mutant, then %s on it again", name, verdictNames[v])
 	}
 	return ""
+}
+
+// orWall is d, or the time since t0 when d is unknown (0).
+func orWall(d time.Duration, t0 time.Time) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return time.Since(t0)
 }
 
 // builds reports whether pkg compiles with the overlay.
@@ -1014,6 +1045,7 @@ type coverage struct {
 type covered struct {
 	once   sync.Once
 	blocks map[string][]block
+	took   time.Duration // the test binary's run, when it passed (0: unknown)
 }
 
 // block is one counted block: from line.col to line.col, and how many
@@ -1071,7 +1103,8 @@ func (c *coverage) measure(pkg string, race bool, timeout time.Duration) (verdic
 		fatal(err)
 	}
 	f.Close()
-	v, running := testPackage(c.cfg, "", pkg, race, timeout, "-coverpkg", c.pkgs, "-coverprofile", f.Name())
+	v, running, _, took := testPackageFailed(c.cfg, "", pkg, race, timeout, "-coverpkg", c.pkgs, "-coverprofile", f.Name())
+	c.get(pkg).took = took
 	if v == survived {
 		data, err := os.ReadFile(f.Name())
 		if err == nil {
@@ -1136,11 +1169,15 @@ func modPrefix(pkg string) string {
 // -timeout timeout and the extra flags. For a hang it returns the tests the timeout's panic
 // says were running; for a failure, the top-level tests that failed.
 func testPackage(cfg Config, overlay, pkg string, race bool, timeout time.Duration, extra ...string) (verdict, string) {
-	v, running, _ := testPackageFailed(cfg, overlay, pkg, race, timeout, extra...)
+	v, running, _, _ := testPackageFailed(cfg, overlay, pkg, race, timeout, extra...)
 	return v, running
 }
 
-func testPackageFailed(cfg Config, overlay, pkg string, race bool, timeout time.Duration, extra ...string) (verdict, string, []string) {
+// testPackageFailed is testPackage that also returns, for a failure, the
+// top-level tests that failed and, for a pass, the time the test binary
+// ran as go test reports it (0 if it does not): what its -timeout bounds,
+// which leaves out the build.
+func testPackageFailed(cfg Config, overlay, pkg string, race bool, timeout time.Duration, extra ...string) (verdict, string, []string, time.Duration) {
 	// The test binary panics at -timeout; the context is the backstop
 	// for a build or a binary that never gets that far.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout+2*time.Minute)
@@ -1158,19 +1195,36 @@ func testPackageFailed(cfg Config, overlay, pkg string, race bool, timeout time.
 	out, err := cmd.CombinedOutput()
 	switch {
 	case ctx.Err() != nil:
-		return hung, "(go test killed)", nil
+		return hung, "(go test killed)", nil, 0
 	case bytes.Contains(out, []byte("panic: test timed out")):
-		return hung, running(out), nil
+		return hung, running(out), nil, 0
 	case err == nil:
-		return survived, "", nil
+		return survived, "", nil, binaryTime(out)
 	case bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")):
-		return unbuilt, "", nil
+		return unbuilt, "", nil, 0
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		return killed, "", failedTests(out)
+		return killed, "", failedTests(out), 0
 	}
-	return unbuilt, "", nil
+	return unbuilt, "", nil, 0
+}
+
+// okLine is go test's line for a package that passed: "ok", the package
+// and the time its test binary ran.
+var okLine = regexp.MustCompile(`(?m)^ok\s+\S+\s+([0-9]+(?:\.[0-9]+)?)s\b`)
+
+// binaryTime is the time go test's output says the test binary ran, or 0.
+func binaryTime(out []byte) time.Duration {
+	m := okLine.FindSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	sec, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(sec * float64(time.Second))
 }
 
 // failedTests are the top-level tests go test's output says failed

@@ -89,6 +89,27 @@ func TestImportersTestsKillWhatThePackagesOwnMiss(t *testing.T) {
 	assert.Equal(t, []string{"a/a.go:9:7: > -> >="}, positions(all[0].Survivors))
 	assert.Equal(t, 2, all[0].Killed)
 	assert.Contains(t, all[0].Survivors[0], "if v > hi {", "a survivor names its source line")
+	assert.Positive(t, all[0].Measuring, "b's coverage run, measured when the first mutant reached b, is not charged to a")
+}
+
+// TestATestBinarysTimeIsReadFromGoTest: the -timeout follows the time go
+// test says the binary ran, not the build's; unknown is 0.
+func TestATestBinarysTimeIsReadFromGoTest(t *testing.T) {
+	for _, c := range []struct {
+		name, out string
+		want      time.Duration
+	}{
+		{"ok", "ok  \texample.com/mod/a\t8.647s\n", 8647 * time.Millisecond},
+		{"with coverage", "ok  \texample.com/mod/a\t0.012s\tcoverage: 50.0% of statements in example.com/mod/a\n", 12 * time.Millisecond},
+		{"after the tests' output", "=== RUN   TestA\n--- PASS: TestA (0.00s)\nPASS\nok  \tp\t2s\n", 2 * time.Second},
+		{"cached", "ok  \texample.com/mod/a\t(cached)\n", 0},
+		{"failed", "--- FAIL: TestA (0.00s)\nFAIL\nFAIL\texample.com/mod/a\t0.004s\n", 0},
+		{"a line that only starts with ok", "okay  \tp\t3s\n", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, binaryTime([]byte(c.out)))
+		})
+	}
 }
 
 // TestAHangIsReportedApart: dropping Sum's i++ loops for ever; the test
@@ -216,7 +237,7 @@ func TestACutShortMutantIsSampledNotDecided(t *testing.T) {
 	r := &Report{Dir: "a", Total: len(ms)}
 	for _, m := range ms {
 		r.Tried++
-		v, where, ran := test(cfg, m, []string{"example.com/mod/a"}, false, times, cov, time.Now().Add(-time.Second), t.TempDir())
+		v, where, ran, _ := test(cfg, m, []string{"example.com/mod/a"}, false, times, cov, time.Now().Add(-time.Second), t.TempDir())
 		r.record(root, m, v, where, ran, 0, nil)
 	}
 	assert.Equal(t, 3, r.Cut)
