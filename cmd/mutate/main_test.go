@@ -249,6 +249,29 @@ func TestACutShortMutantIsSampledNotDecided(t *testing.T) {
 	assert.Contains(t, out.String(), "[passed 0 of 1 packages]")
 }
 
+// TestABudgetThatEndsDuringACoverageRunCutsTheMutant: the budget's end
+// is checked again once an importer's coverage is measured (a run of its
+// every test), so a mutant does not then run that package's tests too past
+// the end.
+func TestABudgetThatEndsDuringACoverageRunCutsTheMutant(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	root, err := filepath.Abs(mod)
+	require.NoError(t, err)
+	ms, err := Mutants(filepath.Join(root, "a"))
+	require.NoError(t, err)
+	cfg := Config{Root: root, Timeout: time.Minute}
+	times := &timeouts{max: time.Minute, took: map[string]time.Duration{}}
+	u := &unit{dir: "a", pkgDir: "a", importPath: "example.com/mod/a"}
+	cov := newCoverage(cfg, []*unit{u}, t.TempDir())
+	v, where, ran, measuring := test(cfg, ms[0], []string{"example.com/mod/b"}, false, times, cov, time.Now().Add(10*time.Millisecond), t.TempDir())
+	assert.Equal(t, cut, v)
+	assert.Equal(t, "passed 0 of 1 packages", where)
+	assert.Zero(t, ran, "b's tests did not run against the mutant")
+	assert.Greater(t, measuring, 10*time.Millisecond, "b's coverage run took the budget's end")
+}
+
 // TestTheNextMutantComesFromThePackageThatUsedLeast: the budget is shared
 // by time, not by the order of the list: the next mutant is the unit's
 // that has used the least (its running mutants' time so far included),
