@@ -498,7 +498,8 @@ func (d *Driver) get(row driver.Row) driver.Result {
 	return fsspec.MapRead(answer, span.Length).WithCause(err)
 }
 
-// open opens the object beneath the root, checks by fstat that it is a
+// open opens the object beneath the root (tree.openFile: one openat2 of
+// the whole path where the kernel has it), checks by fstat that it is a
 // regular file no longer than a row of rowBytes with its tag and trailer,
 // and only then reads its tail and checks the trailer there
 // (trailer.ReadHead). It answers the open file (to close once read), the
@@ -509,17 +510,12 @@ func (d *Driver) open(p paths, key string, rowBytes int64) (int, trailer.Head, i
 	if code, staged, err := d.seam("open", key); staged {
 		return -1, trailer.Head{}, int64(code), err
 	}
-	dir, err := d.tree.openDir(p.rel, false, 0)
-	if err != nil {
-		return -1, trailer.Head{}, int64(classify(err)), err
-	}
-	defer unix.Close(dir)
-	fd, err := unix.Openat(dir, p.name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := d.tree.openFile(p.rel, p.name, unix.O_RDONLY|unix.O_NONBLOCK)
 	switch {
-	case errors.Is(err, unix.ENOENT) && d.markerLive(dir, p):
+	case errors.Is(err, unix.ENOENT) && d.markerLive(p):
 		return -1, trailer.Head{}, int64(fsspec.Pending), fmt.Errorf("the object is absent and %s is live", p.marker)
 	case errors.Is(err, unix.ELOOP):
-		return -1, trailer.Head{}, int64(fsspec.Eloop), fmt.Errorf("%s is a symbolic link; the driver follows none under its root: %w", p.file, err)
+		return -1, trailer.Head{}, int64(fsspec.Eloop), fmt.Errorf("a symbolic link sits on the path of %s under the root; the driver follows none: %w", p.file, err)
 	case err != nil:
 		return -1, trailer.Head{}, int64(classify(err)), &os.PathError{Op: "open", Path: p.file, Err: err}
 	}
@@ -619,8 +615,15 @@ func preadFull(fd int, b []byte, off int64) (int, error) {
 }
 
 // markerLive reports whether another writer's marker for p is live: a
-// regular file (a link there is no marker) whose TTL has not passed.
-func (d *Driver) markerLive(dir int, p paths) bool {
+// regular file (a link there is no marker) whose TTL has not passed. Only
+// a get that found no object asks, so only a miss pays for opening the
+// key's directory.
+func (d *Driver) markerLive(p paths) bool {
+	dir, err := d.tree.openDir(p.rel, false, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(dir)
 	st, err := lstatAt(dir, p.markerName)
 	return err == nil && st.regular() && !d.expired(st.mtime, d.opt.Now())
 }
