@@ -75,7 +75,9 @@ func TestQuickRunWritesEveryOutput(t *testing.T) {
 	assert.Len(t, rep.Ratios, 3)
 	for _, b := range rep.Bandwidth {
 		if b.Store == "fs" {
-			pub, fetch := reached(fs.DefaultRowsInFlight, int(max(1, min(256, (1<<20)/b.RowBytes))), b.Workers)
+			// -quick: views of 4 MiB cut at 1 MiB.
+			perCall := int(max(1, min(256, (1<<20)/b.RowBytes)))
+			pub, fetch := reached(fs.DefaultRowsInFlight, perCall, int(max(1, (4<<20)/b.RowBytes)), b.Workers)
 			assert.Equal(t, [2]int{pub, fetch}, [2]int{b.PublishConcurrency, b.Concurrency}, "fs's own client runs at the driver's concurrency")
 		}
 	}
@@ -131,22 +133,25 @@ func TestChartDrawsOnlyItsStores(t *testing.T) {
 }
 
 // A store's own client runs at the concurrency the driver reaches: no more
-// rows in flight than a call holds, and a publish on the publishing
-// workers only.
+// rows in flight than a call holds, a publish on the publishing workers
+// only, and no more workers than the view has calls. (Tried: reached
+// ignoring the view's calls fails the one-call cases.)
 func TestTheOwnClientRunsAtTheConcurrencyTheDriverReaches(t *testing.T) {
 	for _, c := range []struct {
-		name                           string
-		rowsInFlight, perCall, workers int
-		each, fetch                    int // each: requests per publishing worker
+		name                                 string
+		rowsInFlight, perCall, rows, workers int
+		pub, fetch                           int
 	}{
-		{"a call of one row is one request whatever RowsInFlight says", 8, 1, 2, 1, 2},
-		{"RowsInFlight caps a call of many rows", 4, 16, 2, 4, 8},
-		{"a call holds fewer rows than RowsInFlight", 8, 4, 2, 4, 8},
-		{"a store that sends a call's rows one after another", 0, 16, 4, 1, 4},
+		{"a call of one row is one request whatever RowsInFlight says", 8, 1, 64, 2, backend.PublishWorkers(2), 2},
+		{"RowsInFlight caps a call of many rows", 4, 16, 64, 2, backend.PublishWorkers(2) * 4, 8},
+		{"a call holds fewer rows than RowsInFlight", 8, 4, 64, 2, backend.PublishWorkers(2) * 4, 8},
+		{"a store that sends a call's rows one after another", 0, 16, 64, 4, backend.PublishWorkers(4), 4},
+		{"a view of one call is one worker's", 8, 64, 64, 2, 8, 8},
+		{"a view of two calls keeps two fetching workers", 8, 32, 64, 4, min(backend.PublishWorkers(4), 2) * 8, 16},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p, f := reached(c.rowsInFlight, c.perCall, c.workers)
-			assert.Equal(t, backend.PublishWorkers(c.workers)*c.each, p, "publish")
+			p, f := reached(c.rowsInFlight, c.perCall, c.rows, c.workers)
+			assert.Equal(t, c.pub, p, "publish")
 			assert.Equal(t, c.fetch, f, "fetch")
 		})
 	}

@@ -389,16 +389,19 @@ func (w plainWork) rows(mem []byte) [][]byte {
 }
 
 // reached is the store calls a backend of workers workers has in flight
-// at once, publishing and fetching, when each driver call holds perCall
-// rows and sends up to rowsInFlight of them at once: a call holds no more
-// rows than it was cut with (a 4 MiB call of 4 MiB rows is one request
-// whatever RowsInFlight says), and a publish runs on
-// backend.PublishWorkers of the workers. A store's own client does the
-// same work at these, so that the ratio compares the driver with the
-// client at the concurrency the driver reaches, not at one it cannot.
-func reached(rowsInFlight, perCall, workers int) (publish, fetch int) {
+// at once, publishing and fetching a view of rows rows, when each driver
+// call holds perCall rows and sends up to rowsInFlight of them at once: a
+// call holds no more rows than it was cut with (a 4 MiB call of 4 MiB
+// rows is one request whatever RowsInFlight says), a publish runs on
+// backend.PublishWorkers of the workers, and no more workers than the
+// view has calls (a view of one call is one worker's). A store's own
+// client does the same work at these, so that the ratio compares the
+// driver with the client at the concurrency the driver reaches, not at
+// one it cannot.
+func reached(rowsInFlight, perCall, rows, workers int) (publish, fetch int) {
 	each := max(1, min(rowsInFlight, perCall))
-	return backend.PublishWorkers(workers) * each, workers * each
+	calls := (rows + perCall - 1) / max(1, perCall)
+	return min(backend.PublishWorkers(workers), calls) * each, min(workers, calls) * each
 }
 
 func memoryStore() store {
@@ -718,7 +721,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	if n, _, bounded := r.be.BatchSize(r.slots); bounded {
 		perCall = min(n, rows)
 	}
-	pubConc, conc := reached(s.rowsInFlight, perCall, workers)
+	pubConc, conc := reached(s.rowsInFlight, perCall, rows, workers)
 	// The store's own client's objects, kept from rep to rep.
 	objs := make([][]byte, rows)
 	for i := 0; i <= p.reps; i++ { // rep 0 warms the store up and is not counted
