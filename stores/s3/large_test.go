@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -215,4 +216,29 @@ func TestALargePutsAccessEndsWhenItReturns(t *testing.T) {
 		assert.Zero(t, n, "part %d read %d bytes after the put returned", i+1, n)
 		assert.Error(t, err, "part %d", i+1)
 	}
+}
+
+// TestAFailedAbortLeavesTheRowsResult: when the abort after a failed
+// part fails too, the row's result is still the part's FAULT (the abort
+// never changes it) and the upload is left for the bucket's lifecycle
+// (here: the test aborts it). It pins the rule for a later change: no
+// line today hands the abort's answer on.
+func TestAFailedAbortLeavesTheRowsResult(t *testing.T) {
+	need(t)
+	f, k := largeFx(t, func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
+		if r.URL.Query().Get("partNumber") == "2" {
+			return nil, errors.New("the transport refuses this part")
+		}
+		return next.RoundTrip(r)
+	})
+	kk := key(t, "abort-fails")
+	k.Seam.Raise("abort_upload", kk, &smithy.GenericAPIError{Code: "AccessDenied", Message: "staged"})
+	res := f.Put(f.Row(kk, 0, 1))[0]
+	assert.Equal(t, driver.Fault, res.Status, "%v", res)
+	assert.Equal(t, int64(s3spec.Conn), res.Code, "the part's failure, not the abort's: %v", res)
+	out, err := k.Client().ListMultipartUploads(context.Background(), &awss3.ListMultipartUploadsInput{Bucket: aws.String(k.Bucket())})
+	require.NoError(t, err)
+	require.Len(t, out.Uploads, 1, "the upload the failed abort left")
+	_, err = k.Client().AbortMultipartUpload(context.Background(), &awss3.AbortMultipartUploadInput{Bucket: aws.String(k.Bucket()), Key: out.Uploads[0].Key, UploadId: out.Uploads[0].UploadId})
+	require.NoError(t, err)
 }
