@@ -218,9 +218,11 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 	}, func(r driver.Row) driver.Result { return d.put(r) })
 }
 
-// Get reads each row's object: its trailer from the file's tail, then its
-// payload straight into the row's span, checked as it is read (READY only
-// once every byte passed); up to Options.RowsInFlight rows at once.
+// Get reads each row's object: its payload straight into the row's span,
+// checked as it is read, and its trailer (with the last piece for a file
+// of a whole row's size, else from the file's tail before the payload);
+// READY only once every byte passed; up to Options.RowsInFlight rows at
+// once.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
 		return fsspec.AdmitGet(rows, hint, live)
