@@ -76,22 +76,31 @@ soak: ## the randomized fault soak, bounded (SOAK_DURATION, default 60s)
 # The safety-critical packages. Each mutant runs against the tests of its
 # package and then of every package whose tests link it, as CI runs them
 # (with -race where the package starts goroutines or uses sync); a hang (a
-# test binary at its -timeout: four times what the package's tests took,
-# 1 to 3 minutes) is reported apart from a kill, with the tests that were
-# running. A package's tests that never execute the mutated line (by
-# their coverage, measured once unmutated) are skipped. The packages share
-# the budget by time (the next mutant is always the package's that has
-# used the least), and a package's mutants are sampled (seeded: another
-# MUTATE_SEED samples others) when its share cannot cover them all: the
-# report says each package's share of the budget, the share sampled and
-# the share decided (a mutant the budget's end cut short is sampled, not
-# decided, and not scored).
+# test binary at its -timeout: four times what the package's test binary
+# took to pass, 1 to 3 minutes) is reported apart from a kill, with the
+# tests that were running. A failure in an importer's tests is a kill only
+# when those tests pass unmutated and fail on the mutant again (else the
+# mutant is reported flaky, apart). A package's tests that never execute
+# the mutated line (by their coverage, measured once unmutated) are
+# skipped. The packages share the budget by time (the next mutant is
+# always the package's that has used the least; an importer's coverage
+# run, measured once for every package's mutants, is charged to none),
+# and a package's mutants are sampled (seeded: another MUTATE_SEED samples
+# others) when its share cannot cover them all: the report says each
+# package's share of the budget, the share sampled and the share decided
+# (a mutant the budget's end cut short is sampled, not decided, and not
+# scored). Mutants argued equivalent (no test could tell them from the
+# source) are listed, each with its reason, in cmd/mutate/equivalent.txt:
+# the report gives the score over every decided mutant and the score
+# without the listed ones, names each listed survivor with its reason
+# apart from the unexplained, and names an entry that a test killed
+# (wrong) or that matches no mutant (stale).
 MUTATE_BUDGET ?= 30m
 MUTATE_JOBS ?= 1
 MUTATE_SEED ?= 1
 MUTATE_PKGS ?= runtime/driver runtime/driverkit runtime/rules runtime/backend stores/memory stores/mooncake stores/redis stores/fs stores/s3 stores/trailer gen/validate.go
-mutate: deps ## mutation testing of the safety-critical packages, bounded (MUTATE_BUDGET, default 30m): score and share sampled per package, each survivor's file:line, change and line
-	$(GO) run ./cmd/mutate -budget $(MUTATE_BUDGET) -j $(MUTATE_JOBS) -seed $(MUTATE_SEED) -timeout 3m $(MUTATE_PKGS)
+mutate: deps ## mutation testing of the safety-critical packages, bounded (MUTATE_BUDGET, default 30m): score and share sampled per package, each survivor's file:line, change and line, the listed equivalents apart
+	$(GO) run ./cmd/mutate -budget $(MUTATE_BUDGET) -j $(MUTATE_JOBS) -seed $(MUTATE_SEED) -timeout 3m -equivalent cmd/mutate/equivalent.txt $(MUTATE_PKGS)
 
 # Every fuzz target in the tree, found afresh each run: the packages whose
 # tests declare a func Fuzz..., then each target go test -list names there

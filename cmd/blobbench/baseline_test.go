@@ -85,3 +85,20 @@ func TestAPlainWorksRowsAreTheRowsSlots(t *testing.T) {
 		assert.Equal(t, bytes.Repeat([]byte{byte(k)}, rowBytes), b, "row %d is not its own slot", k)
 	}
 }
+
+// TestTheCheckedBaselineRefusesWhatTheDriverRefuses: the fs baseline's
+// check (crcChecks) passes an object as the driver stores it and refuses
+// one with a byte of its payload flipped anywhere, as the driver's
+// fetch does, so posix_checked times the same work. (Tried: crcChecks
+// returning nil before it compares passes the flipped payloads.)
+func TestTheCheckedBaselineRefusesWhatTheDriverRefuses(t *testing.T) {
+	payload := bytes.Repeat([]byte("kv rows "), 512)
+	obj := plainObject(nil, "p/v1/00", payload)
+	tail := obj[len(payload):]
+	require.NoError(t, crcChecks("f", payload, tail))
+	for _, at := range []int{0, len(payload) / 2, len(payload) - 1} {
+		bad := bytes.Clone(payload)
+		bad[at] ^= 0xff
+		assert.Error(t, crcChecks("f", bad, tail), "a byte flipped at %d", at)
+	}
+}

@@ -311,6 +311,9 @@ func printRatios(w io.Writer, r ratios) {
 		if z.PublishVsSession != nil {
 			fmt.Fprintf(w, " publish_vs_%s@%s=%s", r.SessionName, at, z.PublishVsSession)
 		}
+		if z.FetchVsChecked != nil {
+			fmt.Fprintf(w, " fetch_vs_%s@%s=%s", r.CheckedName, at, z.FetchVsChecked)
+		}
 	}
 	fmt.Fprintf(w, " fetch_p99_loaded_vs_idle=%s publish_loaded_vs_alone=%s", r.FetchP99LoadedVsIdle, r.PublishLoadedVsAlone)
 	if r.RowOpsPerSecond != nil {

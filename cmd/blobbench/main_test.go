@@ -40,12 +40,15 @@ func TestQuickRunWritesEveryOutput(t *testing.T) {
 	require.Equal(t, 0, run([]string{"-quick", "-no-redis", "-stores", "memory,mooncake-fake,fs", "-out", dir}, &out, &errb), errb.String())
 	f := `\d+\.\d+ \(\d+\.\d+–\d+\.\d+\)`
 	// Every ratio at every row size, one line per store.
-	sizes := func(extra string) string {
+	sizes := func(extra string, more ...string) string {
 		var b strings.Builder
 		for _, at := range []string{"64KiB", "1MiB"} {
 			fmt.Fprintf(&b, ` publish_vs_memcpy@%s=%s fetch_vs_memcpy@%s=%s`, at, f, at, f)
 			if extra != "" {
 				fmt.Fprintf(&b, ` publish_vs_%s@%s=%s fetch_vs_%s@%s=%s`, extra, at, f, extra, at, f)
+			}
+			for _, m := range more {
+				fmt.Fprintf(&b, ` %s@%s=%s`, m, at, f)
 			}
 		}
 		return b.String()
@@ -55,8 +58,8 @@ func TestQuickRunWritesEveryOutput(t *testing.T) {
 	assert.Contains(t, out.String(), "cost per row-op as work grows", "the table prints the sizes")
 	assert.Contains(t, out.String(), "two goroutine hand-offs alone", "and the floor under one batch")
 	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[mooncake-fake\]: workers=2`+sizes("")+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+`$`), out.String())
-	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[fs\]: workers=2`+sizes("posix")+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+`$`), out.String(),
-		"fs against a durable write and a pread of its own")
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[fs\]: workers=2`+sizes("posix", "fetch_vs_posix_checked")+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+`$`), out.String(),
+		"fs against a durable write and a pread of its own, and that pread with the CRC32 a raw client must check")
 	assert.Contains(t, errb.String(), "blobbench: memory", "progress goes to stderr")
 	b, err := os.ReadFile(filepath.Join(dir, "blobbench.json"))
 	require.NoError(t, err)
@@ -72,7 +75,9 @@ func TestQuickRunWritesEveryOutput(t *testing.T) {
 	assert.Len(t, rep.Ratios, 3)
 	for _, b := range rep.Bandwidth {
 		if b.Store == "fs" {
-			pub, fetch := reached(fs.DefaultRowsInFlight, int(max(1, min(256, (1<<20)/b.RowBytes))), b.Workers)
+			// -quick: views of 4 MiB cut at 1 MiB.
+			perCall := int(max(1, min(256, (1<<20)/b.RowBytes)))
+			pub, fetch := reached(fs.DefaultRowsInFlight, perCall, int(max(1, (4<<20)/b.RowBytes)), b.Workers)
 			assert.Equal(t, [2]int{pub, fetch}, [2]int{b.PublishConcurrency, b.Concurrency}, "fs's own client runs at the driver's concurrency")
 		}
 	}
@@ -128,22 +133,25 @@ func TestChartDrawsOnlyItsStores(t *testing.T) {
 }
 
 // A store's own client runs at the concurrency the driver reaches: no more
-// rows in flight than a call holds, and a publish on the publishing
-// workers only.
+// rows in flight than a call holds, a publish on the publishing workers
+// only, and no more workers than the view has calls. (Tried: reached
+// ignoring the view's calls fails the one-call cases.)
 func TestTheOwnClientRunsAtTheConcurrencyTheDriverReaches(t *testing.T) {
 	for _, c := range []struct {
-		name                           string
-		rowsInFlight, perCall, workers int
-		each, fetch                    int // each: requests per publishing worker
+		name                                 string
+		rowsInFlight, perCall, rows, workers int
+		pub, fetch                           int
 	}{
-		{"a call of one row is one request whatever RowsInFlight says", 8, 1, 2, 1, 2},
-		{"RowsInFlight caps a call of many rows", 4, 16, 2, 4, 8},
-		{"a call holds fewer rows than RowsInFlight", 8, 4, 2, 4, 8},
-		{"a store that sends a call's rows one after another", 0, 16, 4, 1, 4},
+		{"a call of one row is one request whatever RowsInFlight says", 8, 1, 64, 2, backend.PublishWorkers(2), 2},
+		{"RowsInFlight caps a call of many rows", 4, 16, 64, 2, backend.PublishWorkers(2) * 4, 8},
+		{"a call holds fewer rows than RowsInFlight", 8, 4, 64, 2, backend.PublishWorkers(2) * 4, 8},
+		{"a store that sends a call's rows one after another", 0, 16, 64, 4, backend.PublishWorkers(4), 4},
+		{"a view of one call is one worker's", 8, 64, 64, 2, 8, 8},
+		{"a view of two calls keeps two fetching workers", 8, 32, 64, 4, min(backend.PublishWorkers(4), 2) * 8, 16},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p, f := reached(c.rowsInFlight, c.perCall, c.workers)
-			assert.Equal(t, backend.PublishWorkers(c.workers)*c.each, p, "publish")
+			p, f := reached(c.rowsInFlight, c.perCall, c.rows, c.workers)
+			assert.Equal(t, c.pub, p, "publish")
 			assert.Equal(t, c.fetch, f, "fetch")
 		})
 	}
@@ -153,7 +161,8 @@ func TestTheOwnClientRunsAtTheConcurrencyTheDriverReaches(t *testing.T) {
 // client puts at the publish's parallelism (backend.PublishWorkers of the
 // workers, times the rows a call sends at once) and gets at the fetch's,
 // so each ratio compares like with like; a store with a session path
-// gets its publish_vs_<session> ratio at every size.
+// gets its publish_vs_<session> ratio at every size, and one with a
+// checked get its fetch_vs_<checked>.
 func TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches(t *testing.T) {
 	for _, c := range []struct {
 		workers, rowsInFlight, wantGet int
@@ -168,10 +177,10 @@ func TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches(t *testing.T) {
 		wantPut := backend.PublishWorkers(c.workers) * max(1, c.rowsInFlight)
 		s := memoryStore()
 		var puts, gets []int
-		s.plainName, s.sessionName, s.rowsInFlight = "own", "own_session", c.rowsInFlight
+		s.plainName, s.sessionName, s.checkedName, s.rowsInFlight = "own", "own_session", "own_checked", c.rowsInFlight
 		s.plain = func(_ driver.Driver, w plainWork) (plainTimes, error) {
 			puts, gets = append(puts, w.putConc), append(gets, w.getConc)
-			return plainTimes{put: time.Millisecond, get: time.Millisecond, session: 2 * time.Millisecond}, nil
+			return plainTimes{put: time.Millisecond, get: time.Millisecond, session: 2 * time.Millisecond, checked: 3 * time.Millisecond}, nil
 		}
 		p := plan{reps: 2, viewBytes: 1 << 20, bytesPerCall: 256 << 10, rowsPerCall: 256}
 		b, err := measureBandwidth(s, p, 64<<10, 16, c.workers)
@@ -179,11 +188,13 @@ func TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches(t *testing.T) {
 		assert.Equal(t, []int{wantPut, wantPut, wantPut}, puts, "puts, %+v", c)
 		assert.Equal(t, []int{c.wantGet, c.wantGet, c.wantGet}, gets, "gets, %+v", c)
 		require.NotNil(t, b.PublishVsSession, "%+v", c)
+		require.NotNil(t, b.FetchVsChecked, "%+v", c)
 		var out bytes.Buffer
-		printRatios(&out, ratios{Store: "x", PlainName: s.plainName, SessionName: s.sessionName, Workers: c.workers,
-			Sizes: []sizeRatios{{RowBytes: 64 << 10, PublishVsPlain: b.PublishVsPipeline, FetchVsPlain: b.FetchVsPipeline, PublishVsSession: b.PublishVsSession}}})
+		printRatios(&out, ratios{Store: "x", PlainName: s.plainName, SessionName: s.sessionName, CheckedName: s.checkedName, Workers: c.workers,
+			Sizes: []sizeRatios{{RowBytes: 64 << 10, PublishVsPlain: b.PublishVsPipeline, FetchVsPlain: b.FetchVsPipeline, PublishVsSession: b.PublishVsSession, FetchVsChecked: b.FetchVsChecked}}})
 		assert.Contains(t, out.String(), " publish_vs_own@64KiB=")
 		assert.Contains(t, out.String(), " publish_vs_own_session@64KiB="+b.PublishVsSession.String())
+		assert.Contains(t, out.String(), " fetch_vs_own_checked@64KiB="+b.FetchVsChecked.String())
 	}
 }
 

@@ -133,6 +133,10 @@ type bandwidth struct {
 	// The store's own client putting the same bytes the driver's way
 	// (store.sessionName) over the publish's time.
 	PublishVsSession *spread `json:"publish_vs_session,omitempty"`
+	// The store's own client getting the same bytes and checking them as
+	// a raw client must before it trusts a row (store.checkedName) over
+	// the fetch's time.
+	FetchVsChecked *spread `json:"fetch_vs_checked,omitempty"`
 }
 
 type latency struct {
@@ -221,6 +225,7 @@ type ratios struct {
 	Store                string       `json:"store"`
 	PlainName            string       `json:"plain_name,omitempty"`
 	SessionName          string       `json:"session_name,omitempty"`
+	CheckedName          string       `json:"checked_name,omitempty"`
 	Workers              int          `json:"workers"`
 	Sizes                []sizeRatios `json:"sizes"`
 	FetchP99LoadedVsIdle spread       `json:"fetch_p99_loaded_vs_idle"`
@@ -246,6 +251,10 @@ type sizeRatios struct {
 	// publish's time (stores with such a path: the Mooncake SDK's
 	// sessions).
 	PublishVsSession *spread `json:"publish_vs_session,omitempty"`
+	// The store's client getting the same bytes with the check a raw
+	// client needs to trust a row, over the fetch's time (fs: pread and
+	// the trailer's CRC32 over the payload).
+	FetchVsChecked *spread `json:"fetch_vs_checked,omitempty"`
 }
 
 // ratioWorkers is the worker count the ratios lines are at: 2 (the
@@ -279,6 +288,10 @@ type plainTimes struct {
 	// no kvblob in the way (Mooncake: session start, scatter, end), 0 for
 	// a store whose plain put is already the driver's way.
 	session time.Duration
+	// checked is the same gets with the check a raw client must make
+	// before it trusts a row on a medium others can write (fs: the
+	// trailer's CRC32 over the payload), 0 for a store with none.
+	checked time.Duration
 }
 
 // store makes a fresh driver of one store, and forgets objects.
@@ -303,6 +316,9 @@ type store struct {
 	// sessionName names plainTimes.session in the ratios line ("" when
 	// the store's plain has none).
 	sessionName string
+	// checkedName names plainTimes.checked in the ratios line ("" when
+	// the store's plain has none).
+	checkedName string
 	// rowsInFlight is how many rows one driver call sends at once (1: one
 	// after another); the store's client runs at the concurrency the
 	// driver reaches (reached).
@@ -373,16 +389,19 @@ func (w plainWork) rows(mem []byte) [][]byte {
 }
 
 // reached is the store calls a backend of workers workers has in flight
-// at once, publishing and fetching, when each driver call holds perCall
-// rows and sends up to rowsInFlight of them at once: a call holds no more
-// rows than it was cut with (a 4 MiB call of 4 MiB rows is one request
-// whatever RowsInFlight says), and a publish runs on
-// backend.PublishWorkers of the workers. A store's own client does the
-// same work at these, so that the ratio compares the driver with the
-// client at the concurrency the driver reaches, not at one it cannot.
-func reached(rowsInFlight, perCall, workers int) (publish, fetch int) {
+// at once, publishing and fetching a view of rows rows, when each driver
+// call holds perCall rows and sends up to rowsInFlight of them at once: a
+// call holds no more rows than it was cut with (a 4 MiB call of 4 MiB
+// rows is one request whatever RowsInFlight says), a publish runs on
+// backend.PublishWorkers of the workers, and no more workers than the
+// view has calls (a view of one call is one worker's). A store's own
+// client does the same work at these, so that the ratio compares the
+// driver with the client at the concurrency the driver reaches, not at
+// one it cannot.
+func reached(rowsInFlight, perCall, rows, workers int) (publish, fetch int) {
 	each := max(1, min(rowsInFlight, perCall))
-	return backend.PublishWorkers(workers) * each, workers * each
+	calls := (rows + perCall - 1) / max(1, perCall)
+	return min(backend.PublishWorkers(workers), calls) * each, min(workers, calls) * each
 }
 
 func memoryStore() store {
@@ -647,11 +666,11 @@ func measure(p plan, log io.Writer) (*report, error) {
 	rep.Scaling = sc
 	rw := ratioWorkers(p.workers)
 	for _, s := range ss {
-		rt := ratios{Store: s.name, PlainName: s.plainName, SessionName: s.sessionName, Workers: rw}
+		rt := ratios{Store: s.name, PlainName: s.plainName, SessionName: s.sessionName, CheckedName: s.checkedName, Workers: rw}
 		for _, b := range rep.Bandwidth {
 			if b.Store == s.name && b.Workers == rw {
 				rt.Sizes = append(rt.Sizes, sizeRatios{RowBytes: b.RowBytes, PublishVsMemcpy: b.PublishVsMemcpy, FetchVsMemcpy: b.FetchVsMemcpy,
-					PublishVsPlain: b.PublishVsPipeline, FetchVsPlain: b.FetchVsPipeline, PublishVsSession: b.PublishVsSession})
+					PublishVsPlain: b.PublishVsPipeline, FetchVsPlain: b.FetchVsPipeline, PublishVsSession: b.PublishVsSession, FetchVsChecked: b.FetchVsChecked})
 			}
 		}
 		for _, l := range rep.Latency {
@@ -692,7 +711,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	defer r.close()
 	total := int64(rows) * rowBytes
 	var pubs, gets, cps, allocs []time.Duration
-	var pubR, getR, pubP, getP, pubS []float64
+	var pubR, getR, pubP, getP, pubS, getC []float64
 	srcMem := r.slots.Mem[:total]
 	dstMem := r.slots.Mem[total : 2*total]
 	batches := 0
@@ -702,7 +721,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	if n, _, bounded := r.be.BatchSize(r.slots); bounded {
 		perCall = min(n, rows)
 	}
-	pubConc, conc := reached(s.rowsInFlight, perCall, workers)
+	pubConc, conc := reached(s.rowsInFlight, perCall, rows, workers)
 	// The store's own client's objects, kept from rep to rep.
 	objs := make([][]byte, rows)
 	for i := 0; i <= p.reps; i++ { // rep 0 warms the store up and is not counted
@@ -775,6 +794,9 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			if s.sessionName != "" {
 				pubS = append(pubS, float64(plain.session)/float64(pub))
 			}
+			if s.checkedName != "" {
+				getC = append(getC, float64(plain.checked)/float64(get))
+			}
 		}
 	}
 	if err := r.close(); err != nil {
@@ -790,6 +812,10 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		if s.sessionName != "" {
 			ps := spreadOf(pubS)
 			b.PublishVsSession = &ps
+		}
+		if s.checkedName != "" {
+			gc := spreadOf(getC)
+			b.FetchVsChecked = &gc
 		}
 	}
 	return b, nil

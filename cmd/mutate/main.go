@@ -9,13 +9,23 @@
 // their coverage, measured once per test package) are not run: they
 // cannot tell the mutant from the source. A package whose code starts
 // goroutines or uses package sync is tested with -race, as CI tests it.
+// A failure in another package's tests than the mutated one's is a kill
+// only when the tests that failed pass unmutated and fail on the mutant
+// again; else they are flaky, decide nothing, and a mutant that only they
+// failed is reported apart (flaky: not decided, not scored).
 // It reports per package the mutants tried out of all (the share
 // sampled), those the tests killed, those that hung (a test timed out:
 // reported apart, since a hang is not a failing assertion), the share of
 // the budget the package had, and each survivor's file:line, change and
-// source line; and a line as each mutant is decided.
+// source line; and a line as each mutant is decided. Given the list of
+// mutants argued equivalent (-equivalent, see Equivalent), it scores both
+// over every decided mutant and without the listed survivors, prints
+// those with their reasons apart from the unexplained survivors, and names
+// a listed mutant a test killed (a wrong entry) and an entry that matches
+// no mutant (stale), so the list cannot rot unseen.
 //
 //	go run ./cmd/mutate -budget 30m runtime/backend stores/fs
+//	go run ./cmd/mutate -list -equivalent cmd/mutate/equivalent.txt stores/fs
 //
 // A mutant the compiler refuses is not counted. The packages share the
 // budget by time: the next mutant always comes from the package that has
@@ -45,7 +55,9 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,9 +73,10 @@ func main() {
 	importers := flag.Bool("importers", true, "also run the tests of the packages whose tests link the mutated one")
 	race := flag.String("race", "auto", "-race: auto (where the package starts goroutines or uses sync), always or never")
 	list := flag.Bool("list", false, "list the mutants and exit")
-	strict := flag.Bool("strict", false, "exit 1 when a mutant survived")
+	strict := flag.Bool("strict", false, "exit 1 when a mutant not listed equivalent survived, or an entry of the list is wrong or stale")
 	only := flag.String("only", "", "test only the mutants whose file:line (or file:line:col) is in this comma-separated list")
 	dir := flag.String("C", ".", "the module's root directory; package directories are relative to it")
+	equiv := flag.String("equivalent", "", "the list of mutants argued equivalent, each with its reason (see Equivalent): the report scores without them too, and names a stale or wrong entry")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: mutate [flags] package-dir...")
 		flag.PrintDefaults()
@@ -80,15 +93,19 @@ func main() {
 	if *only != "" {
 		cfg.Only = strings.Split(*only, ",")
 	}
+	if *equiv != "" {
+		var err error
+		if cfg.Equivalents, err = ReadEquivalents(*equiv); err != nil {
+			fatal(err)
+		}
+	}
 	if *list {
-		for _, d := range flag.Args() {
-			ms, err := Mutants(filepath.Join(*dir, d))
-			if err != nil {
-				fatal(err)
-			}
-			for _, m := range ms {
-				fmt.Printf("%s: %s\n", m.Pos, m.Desc)
-			}
+		stale, err := List(*dir, flag.Args(), cfg.Equivalents, os.Stdout)
+		if err != nil {
+			fatal(err)
+		}
+		if stale > 0 {
+			os.Exit(1)
 		}
 		return
 	}
@@ -98,7 +115,7 @@ func main() {
 	}
 	exit := 0
 	for _, r := range reports {
-		if r.Survived > 0 && *strict {
+		if *strict && (r.Survived > r.Equivalent || len(r.Wrong) > 0 || len(r.Stale) > 0) {
 			exit = 1
 		}
 	}
@@ -115,6 +132,10 @@ type Config struct {
 	Importers bool     // run the importers' tests too
 	Race      string   // auto, always or never
 	Only      []string // file:line[:col] positions to keep (nil: all)
+	// Equivalents are the mutants argued equivalent: a listed survivor is
+	// reported with its reason and left out of the second score; a listed
+	// mutant that a test kills, or an entry that matches none, is named.
+	Equivalents []*Equivalent
 }
 
 // Run mutates each package directory (or single file) in dirs, relative to
@@ -166,11 +187,15 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 		units = append(units, &unit{dir: d, pkgDir: pkgDir, importPath: importPath})
 	}
 	cov := newCoverage(cfg, units, tmp)
+	equiv := &equivalents{}
 	for _, u := range units {
 		ms, err := Mutants(filepath.Join(root, u.dir))
 		if err != nil {
 			return nil, err
 		}
+		// Entries are matched against every mutant of the unit, sampled or
+		// not, so a stale one is named whatever -only and the budget pick.
+		stale := equiv.match(cfg.Equivalents, ms, root, u.holds)
 		if cfg.Only != nil {
 			ms = pick(ms, root, cfg.Only)
 		}
@@ -186,7 +211,7 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 				return nil, err
 			}
 		}
-		u.r = &Report{Dir: u.dir, Race: u.race, Packages: len(u.pkgs), Total: len(ms)}
+		u.r = &Report{Dir: u.dir, Race: u.race, Packages: len(u.pkgs), Total: len(ms), Stale: stale}
 		t0 := time.Now()
 		v, _ := cov.baseline(u.importPath, u.race)
 		fmt.Fprintf(w, "  unmutated %s: its tests %s (%v)\n", u.dir, verdictNames[v], time.Since(t0).Round(time.Second))
@@ -195,10 +220,14 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 			u.ms = nil
 			continue
 		}
+		// A mutant is expected to take what the whole go test took; its
+		// -timeout bounds the test binary alone, so that is the time the
+		// timeout follows (a build of every -coverpkg package with
+		// coverage is not a mutant's, and made hangs cost twice as much).
 		u.est = time.Since(t0)
-		times.pass(u.importPath, u.est)
+		times.pass(u.importPath, orWall(cov.get(u.importPath).took, t0))
 	}
-	schedule(cfg, units, times, cov, start.Add(cfg.Budget), tmp, w)
+	schedule(cfg, units, times, cov, equiv, start.Add(cfg.Budget), tmp, w)
 	var reports []*Report
 	for _, u := range units {
 		u.r.Budget = cfg.Budget
@@ -209,6 +238,43 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 	t.Budget, t.Took = cfg.Budget, time.Since(start)
 	t.Print(w)
 	return reports, nil
+}
+
+// List writes every mutant of dirs (relative to root), one a line, as
+// "file:line:col: change: source line", those the list of equivalents
+// names marked, then each entry of the list for dirs' files that matches
+// no mutant (or several); it returns how many of those there are.
+func List(root string, dirs []string, list []*Equivalent, w io.Writer) (int, error) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return 0, err
+	}
+	stale := 0
+	for _, d := range dirs {
+		d = strings.TrimPrefix(filepath.Clean(d), "./")
+		u := &unit{dir: d, pkgDir: d}
+		if strings.HasSuffix(d, ".go") {
+			u.pkgDir = filepath.Dir(d)
+		}
+		ms, err := Mutants(filepath.Join(root, d))
+		if err != nil {
+			return 0, err
+		}
+		equiv := &equivalents{}
+		problems := equiv.match(list, ms, root, u.holds)
+		for _, m := range ms {
+			listed := ""
+			if e := equiv.entry(m); e != nil {
+				listed = " [listed equivalent at " + e.At + "]"
+			}
+			fmt.Fprintf(w, "%s:%d:%d: %s: %s%s\n", relFile(root, m.File), m.At[0], m.At[1], m.Desc, m.Line, listed)
+		}
+		for _, p := range problems {
+			fmt.Fprintf(w, "STALE ENTRY %s\n", p)
+		}
+		stale += len(problems)
+	}
+	return stale, nil
 }
 
 // unit is one package's (or file's) mutants and how far the run is with
@@ -223,6 +289,15 @@ type unit struct {
 	next                    int               // the next mutant to start
 	done                    int               // mutants finished
 	running                 map[int]time.Time // mutants started and not finished, with their start
+}
+
+// holds reports whether file (slash-separated, relative to the root) is
+// one of u's: u's file, or a file of u's package.
+func (u *unit) holds(file string) bool {
+	if strings.HasSuffix(u.dir, ".go") {
+		return file == filepath.ToSlash(u.dir)
+	}
+	return path.Dir(file) == filepath.ToSlash(u.pkgDir)
 }
 
 // used is how much of the budget u has had: its finished mutants' time
@@ -247,7 +322,7 @@ func (u *unit) mean() time.Duration {
 // from the unit that has used the least of the budget, until no unit's
 // next mutant would finish before end. A mutant started finishes unless
 // end passes between two packages' tests: it is then cut short.
-func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, end time.Time, tmp string, w io.Writer) {
+func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *equivalents, end time.Time, tmp string, w io.Writer) {
 	var mu sync.Mutex
 	cond := sync.NewCond(&mu)
 	slots := make([]int, cfg.Jobs) // free work directories
@@ -278,14 +353,23 @@ func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, end tim
 		go func() {
 			defer wg.Done()
 			m := u.ms[k]
-			v, where, ran := test(cfg, m, u.pkgs, u.race, times, cov, end, filepath.Join(tmp, strconv.Itoa(slot)))
+			v, where, ran, measuring := test(cfg, m, u.pkgs, u.race, times, cov, end, filepath.Join(tmp, strconv.Itoa(slot)))
 			mu.Lock()
 			defer mu.Unlock()
-			took := time.Since(u.running[k])
+			// An importer's coverage run is measured once, for every
+			// package's mutants after it: it is not charged to the package
+			// whose mutant happened to reach the importer first.
+			took := time.Since(u.running[k]) - measuring
+			u.r.Measuring += measuring
 			delete(u.running, k)
 			u.done++
-			u.r.record(cfg.Root, m, v, where, ran, took)
-			fmt.Fprintf(w, "  %-8s %s: %s (%s, %v)\n", outcomes[v], u.dir, u.r.name(cfg.Root, m), ranSay(ran, len(u.pkgs)), took.Round(time.Second))
+			e := equiv.entry(m)
+			u.r.record(cfg.Root, m, v, where, ran, took, e)
+			listed := ""
+			if e != nil {
+				listed = " [listed equivalent]"
+			}
+			fmt.Fprintf(w, "  %-8s %s: %s (%s, %v)%s\n", outcomes[v], u.dir, u.r.name(cfg.Root, m), ranSay(ran, len(u.pkgs)), took.Round(time.Second), listed)
 			slots = append(slots, slot)
 			cond.Broadcast()
 		}()
@@ -602,20 +686,35 @@ type Report struct {
 	Hung     int  // a test binary reached its -timeout (not counted as killed)
 	Unbuilt  int  // the compiler refused the mutant (not counted)
 	Cut      int  // passed the tests run before the budget ran out (not counted)
+	// Flaky is how many mutants only flaky tests failed: another package's
+	// tests that failed unmutated too, or passed on the mutant run again
+	// (not counted).
+	Flaky int
 	// Unrun is how many survivors no test ran: no package's tests, by
 	// their unmutated coverage, execute the mutated line (counted as
 	// survived, without a test run).
 	Unrun int
+	// Equivalent is how many survivors the list of equivalents names
+	// (counted in Survived, and left out of ScoreWithout's denominator).
+	Equivalent int
 	// Baseline, when set, says why no mutant was tried.
 	Baseline string
 	// Survivors, Hangs and Cuts are "file:line:col: change: source line";
 	// a hang ends with the package and tests that were running, a cut with
 	// how many of the packages' tests it had passed (a mutant that passes
 	// many is likelier to survive, so cuts are listed, not hidden).
-	Survivors, Hangs, Cuts []string
+	Survivors, Hangs, Cuts, Flakes []string
+	// Equivalents are the listed survivors, each with its reason; Wrong
+	// the listed mutants a test killed or that hung (the entry is wrong);
+	// Stale the entries for the unit's files that match no mutant, or
+	// several.
+	Equivalents, Wrong, Stale []string
 	// Took is the time its mutants took (the wall time, for a total);
 	// Budget the whole run's, to say what share of it the package had.
-	Took, Budget time.Duration
+	// Measuring is the time its mutants waited for importers' unmutated
+	// coverage runs, which Took leaves out (each is measured once and
+	// serves every package's mutants after).
+	Took, Budget, Measuring time.Duration
 }
 
 // name is m as a report lists it: "file:line:col: change: source line",
@@ -629,10 +728,14 @@ func (r *Report) name(root string, m Mutant) string {
 }
 
 // record counts m's verdict v; where is what test said of a hang or a
-// cut, ran how many packages' tests ran against it.
-func (r *Report) record(root string, m Mutant, v verdict, where string, ran int, took time.Duration) {
+// cut, ran how many packages' tests ran against it, e its entry in the
+// list of equivalents (nil: none).
+func (r *Report) record(root string, m Mutant, v verdict, where string, ran int, took time.Duration, e *Equivalent) {
 	line := r.name(root, m)
 	r.Took += took
+	if e != nil && (v == killed || v == hung) {
+		r.Wrong = append(r.Wrong, fmt.Sprintf("%s [%s by a test, yet listed equivalent at %s: %s]", line, outcomes[v], e.At, e.Reason))
+	}
 	switch v {
 	case killed:
 		r.Killed++
@@ -644,11 +747,19 @@ func (r *Report) record(root string, m Mutant, v verdict, where string, ran int,
 	case cut:
 		r.Cut++
 		r.Cuts = append(r.Cuts, line+" ["+where+"]")
+	case flaky:
+		r.Flaky++
+		r.Flakes = append(r.Flakes, line+" ["+where+"]")
 	case survived:
 		r.Survived++
 		if ran == 0 {
 			r.Unrun++
 			line += " [no test runs this line]"
+		}
+		if e != nil {
+			r.Equivalent++
+			r.Equivalents = append(r.Equivalents, line+" ["+e.Reason+"]")
+			break
 		}
 		r.Survivors = append(r.Survivors, line)
 	}
@@ -660,9 +771,16 @@ func (r *Report) Decided() int { return r.Killed + r.Survived + r.Hung }
 
 // Score is the share of the decided mutants that a test killed, a hang
 // counted as not killed.
-func (r *Report) Score() float64 {
-	if n := r.Decided(); n > 0 {
-		return 100 * float64(r.Killed) / float64(n)
+func (r *Report) Score() float64 { return share(r.Killed, r.Decided()) }
+
+// ScoreWithout is the mutation score as usually defined: the share killed
+// of the decided mutants that are not equivalent (the listed survivors
+// left out of the denominator, since no test could kill them).
+func (r *Report) ScoreWithout() float64 { return share(r.Killed, r.Decided()-r.Equivalent) }
+
+func share(n, of int) float64 {
+	if of > 0 {
+		return 100 * float64(n) / float64(of)
 	}
 	return 0
 }
@@ -678,6 +796,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if r.Baseline != "" {
 		fmt.Fprintf(w, "%s: %s\n", r.Dir, r.Baseline)
+		r.printStale(w)
 		return
 	}
 	how := "without -race"
@@ -688,11 +807,30 @@ func (r *Report) Print(w io.Writer) {
 	if r.Budget > 0 {
 		share = fmt.Sprintf(" (%.0f%% of the budget)", 100*float64(r.Took)/float64(r.Budget))
 	}
-	fmt.Fprintf(w, "%s: score %.1f%% (%d killed, %d survived (%d run by no test), %d hung; %d did not build, %d cut short by the budget); sampled %d of %d mutants (%.0f%%), decided %d (%.1f%%); tests of %d packages %s; %v%s\n",
-		r.Dir, r.Score(), r.Killed, r.Survived, r.Unrun, r.Hung, r.Unbuilt, r.Cut, r.Tried, r.Total, pct(r.Tried), r.Decided(), pct(r.Decided()), r.Packages, how, r.Took.Round(time.Second), share)
+	if r.Measuring >= time.Second {
+		share += fmt.Sprintf("; importers' coverage runs it waited for %v, not in that", r.Measuring.Round(time.Second))
+	}
+	fmt.Fprintf(w, "%s: score %.1f%% of %d decided, %.1f%% of %d without the %d listed equivalent (%d killed, %d survived (%d listed equivalent, %d run by no test), %d hung; %d did not build, %d cut short by the budget, %d failed only flaky tests); sampled %d of %d mutants (%.0f%%), decided %d (%.1f%%); tests of %d packages %s; %v%s\n",
+		r.Dir, r.Score(), r.Decided(), r.ScoreWithout(), r.Decided()-r.Equivalent, r.Equivalent, r.Killed, r.Survived, r.Equivalent, r.Unrun, r.Hung, r.Unbuilt, r.Cut, r.Flaky, r.Tried, r.Total, pct(r.Tried), r.Decided(), pct(r.Decided()), r.Packages, how, r.Took.Round(time.Second), share)
 	sort.Strings(r.Survivors)
 	for _, s := range r.Survivors {
 		fmt.Fprintf(w, "  survived %s\n", s)
+	}
+	sort.Strings(r.Equivalents)
+	for _, s := range r.Equivalents {
+		fmt.Fprintf(w, "  equivalent %s\n", s)
+	}
+	for _, s := range r.Wrong {
+		fmt.Fprintf(w, "  WRONG ENTRY %s\n", s)
+	}
+	r.printStale(w)
+}
+
+// printStale names the list's entries for r's files that match no mutant
+// (or several), so the list cannot rot unseen.
+func (r *Report) printStale(w io.Writer) {
+	for _, s := range r.Stale {
+		fmt.Fprintf(w, "  STALE ENTRY %s\n", s)
 	}
 	sort.Strings(r.Hangs)
 	for _, s := range r.Hangs {
@@ -702,9 +840,15 @@ func (r *Report) Print(w io.Writer) {
 	for _, s := range r.Cuts {
 		fmt.Fprintf(w, "  cut      %s\n", s)
 	}
+	sort.Strings(r.Flakes)
+	for _, s := range r.Flakes {
+		fmt.Fprintf(w, "  flaky    %s\n", s)
+	}
 }
 
-// Total sums reports (without their lists).
+// Total sums reports (without their lists of mutants, with the list's
+// wrong and stale entries: they are the list's faults, named again at the
+// end).
 func Total(rs []*Report) *Report {
 	t := &Report{Dir: "total"}
 	for _, r := range rs {
@@ -715,15 +859,23 @@ func Total(rs []*Report) *Report {
 		t.Hung += r.Hung
 		t.Unbuilt += r.Unbuilt
 		t.Cut += r.Cut
+		t.Flaky += r.Flaky
 		t.Unrun += r.Unrun
+		t.Equivalent += r.Equivalent
+		t.Wrong = append(t.Wrong, r.Wrong...)
+		t.Stale = append(t.Stale, r.Stale...)
 		t.Took += r.Took
+		t.Measuring += r.Measuring
 		t.Packages = max(t.Packages, r.Packages)
 	}
 	return t
 }
 
-// timeouts holds, per package, the longest its tests took to pass (against
-// the source or a mutant): a package's -timeout is four times that, at
+// timeouts holds, per package, the longest its test binary ran to pass
+// (against the source or a mutant), as go test reports it: that is what
+// -timeout bounds, and a build (often longer, above all the unmutated
+// coverage run's) is not in it; counting the build made a hang cost
+// nearly twice what it must. A package's -timeout is four times that, at
 // least a minute and at most max (max until it has passed once). Tests
 // that bound their own waits fail a deadlock in seconds; the -timeout is
 // the backstop for what they do not bound, and a long one only makes
@@ -758,12 +910,16 @@ const (
 	unbuilt
 	hung
 	cut
+	// flaky: the only failures were another package's tests that failed
+	// unmutated too, or passed on the mutant when run again (not
+	// decided, not scored).
+	flaky
 )
 
-var verdictNames = map[verdict]string{killed: "failed", survived: "passed", unbuilt: "did not build", hung: "timed out", cut: "cut short"}
+var verdictNames = map[verdict]string{killed: "failed", survived: "passed", unbuilt: "did not build", hung: "timed out", cut: "cut short", flaky: "failed only in tests that are flaky"}
 
 // outcomes name a mutant's verdict in the progress lines.
-var outcomes = map[verdict]string{killed: "killed", survived: "survived", unbuilt: "unbuilt", hung: "hung", cut: "cut"}
+var outcomes = map[verdict]string{killed: "killed", survived: "survived", unbuilt: "unbuilt", hung: "hung", cut: "cut", flaky: "flaky"}
 
 // test runs the tests of pkgs against m, one package at a time, and
 // stops at the first that does not pass. A package whose tests, unmutated,
@@ -772,8 +928,10 @@ var outcomes = map[verdict]string{killed: "killed", survived: "survived", unbuil
 // deadline it starts no further package: the mutant is cut short, and not
 // counted. For a hang, where names the package and the tests that were
 // running; for a cut, how many packages' tests it had passed. ran is how
-// many packages' tests ran against m.
-func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *coverage, deadline time.Time, work string) (v verdict, where string, ran int) {
+// many packages' tests ran against m; measuring how long it waited for
+// importers' unmutated coverage runs (each once a run, for every mutant
+// after: no one mutant's cost).
+func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *coverage, deadline time.Time, work string) (v verdict, where string, ran int, measuring time.Duration) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		fatal(err)
 	}
@@ -787,30 +945,81 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *
 	if err := os.WriteFile(ov, overlay, 0o644); err != nil {
 		fatal(err)
 	}
+	var flakes []string
 	for i, p := range pkgs {
 		if time.Now().After(deadline) {
 			// the budget ran out before every package's tests ran
-			return cut, fmt.Sprintf("passed %d of %d packages", i, len(pkgs)), ran
+			return cut, fmt.Sprintf("passed %d of %d packages", i, len(pkgs)), ran, measuring
 		}
-		if !cov.runs(p, m) {
+		t1 := time.Now()
+		covers := cov.runs(p, m)
+		measuring += time.Since(t1)
+		if !covers {
 			continue
+		}
+		if time.Now().After(deadline) {
+			// the budget ran out while the importer's coverage was measured
+			return cut, fmt.Sprintf("passed %d of %d packages", i, len(pkgs)), ran, measuring
 		}
 		ran++
 		t0 := time.Now()
-		v, running := testPackage(cfg, ov, p, race, times.of(p))
+		v, running, failed, took := testPackageFailed(cfg, ov, p, race, times.of(p))
 		switch v {
 		case survived:
-			times.pass(p, time.Since(t0))
+			times.pass(p, orWall(took, t0))
 			continue
 		case hung:
-			return v, strings.TrimSpace(strings.TrimPrefix(p, modPrefix(p)) + " " + running), ran
+			return v, strings.TrimSpace(strings.TrimPrefix(p, modPrefix(p)) + " " + running), ran, measuring
+		case killed:
+			if i > 0 {
+				if flake := confirm(cfg, ov, p, race, times.of(p), failed); flake != "" {
+					flakes = append(flakes, flake)
+					continue
+				}
+			}
 		}
-		return v, "", ran
+		return v, "", ran, measuring
+	}
+	if len(flakes) > 0 {
+		return flaky, strings.Join(flakes, "; "), ran, measuring
 	}
 	if ran == 0 && !builds(cfg, ov, pkgs[0]) {
-		return unbuilt, "", 0
+		return unbuilt, "", 0, measuring
 	}
-	return survived, "", ran
+	return survived, "", ran, measuring
+}
+
+// confirm checks a kill by another package's tests than the mutated
+// one's own (whose tests passed unmutated before any mutant ran; an
+// importer's were never run plain): the tests that failed run again
+// unmutated, then against the mutant once more. It is a kill only when
+// they pass unmutated and fail again on the mutant; else it returns what
+// makes the failure a flake, and the package's tests decide nothing about
+// the mutant. With no failing test named (a failure outside any test,
+// goleak's in TestMain), the whole package runs again.
+func confirm(cfg Config, ov, p string, race bool, timeout time.Duration, failed []string) string {
+	var extra []string
+	what := "its tests"
+	if len(failed) > 0 {
+		extra = []string{"-run", runOnly(failed)}
+		what = strings.Join(failed, " ")
+	}
+	name := strings.TrimPrefix(p, modPrefix(p)) + " " + what
+	if v, _ := testPackage(cfg, "", p, race, timeout, extra...); v != survived {
+		return fmt.Sprintf("%s %s unmutated too", name, verdictNames[v])
+	}
+	if v, _ := testPackage(cfg, ov, p, race, timeout, extra...); v != killed {
+		return fmt.Sprintf("%s failed on the mutant, then %s on it again", name, verdictNames[v])
+	}
+	return ""
+}
+
+// orWall is d, or the time since t0 when d is unknown (0).
+func orWall(d time.Duration, t0 time.Time) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return time.Since(t0)
 }
 
 // builds reports whether pkg compiles with the overlay.
@@ -840,6 +1049,7 @@ type coverage struct {
 type covered struct {
 	once   sync.Once
 	blocks map[string][]block
+	took   time.Duration // the test binary's run, when it passed (0: unknown)
 }
 
 // block is one counted block: from line.col to line.col, and how many
@@ -897,7 +1107,8 @@ func (c *coverage) measure(pkg string, race bool, timeout time.Duration) (verdic
 		fatal(err)
 	}
 	f.Close()
-	v, running := testPackage(c.cfg, "", pkg, race, timeout, "-coverpkg", c.pkgs, "-coverprofile", f.Name())
+	v, running, _, took := testPackageFailed(c.cfg, "", pkg, race, timeout, "-coverpkg", c.pkgs, "-coverprofile", f.Name())
+	c.get(pkg).took = took
 	if v == survived {
 		data, err := os.ReadFile(f.Name())
 		if err == nil {
@@ -960,8 +1171,17 @@ func modPrefix(pkg string) string {
 
 // testPackage runs one package's tests with the overlay ("": none),
 // -timeout timeout and the extra flags. For a hang it returns the tests the timeout's panic
-// says were running.
+// says were running; for a failure, the top-level tests that failed.
 func testPackage(cfg Config, overlay, pkg string, race bool, timeout time.Duration, extra ...string) (verdict, string) {
+	v, running, _, _ := testPackageFailed(cfg, overlay, pkg, race, timeout, extra...)
+	return v, running
+}
+
+// testPackageFailed is testPackage that also returns, for a failure, the
+// top-level tests that failed and, for a pass, the time the test binary
+// ran as go test reports it (0 if it does not): what its -timeout bounds,
+// which leaves out the build.
+func testPackageFailed(cfg Config, overlay, pkg string, race bool, timeout time.Duration, extra ...string) (verdict, string, []string, time.Duration) {
 	// The test binary panics at -timeout; the context is the backstop
 	// for a build or a binary that never gets that far.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout+2*time.Minute)
@@ -979,19 +1199,60 @@ func testPackage(cfg Config, overlay, pkg string, race bool, timeout time.Durati
 	out, err := cmd.CombinedOutput()
 	switch {
 	case ctx.Err() != nil:
-		return hung, "(go test killed)"
+		return hung, "(go test killed)", nil, 0
 	case bytes.Contains(out, []byte("panic: test timed out")):
-		return hung, running(out)
+		return hung, running(out), nil, 0
 	case err == nil:
-		return survived, ""
+		return survived, "", nil, binaryTime(out)
 	case bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")):
-		return unbuilt, ""
+		return unbuilt, "", nil, 0
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		return killed, ""
+		return killed, "", failedTests(out), 0
 	}
-	return unbuilt, ""
+	return unbuilt, "", nil, 0
+}
+
+// okLine is go test's line for a package that passed: "ok", the package
+// and the time its test binary ran.
+var okLine = regexp.MustCompile(`(?m)^ok\s+\S+\s+([0-9]+(?:\.[0-9]+)?)s\b`)
+
+// binaryTime is the time go test's output says the test binary ran, or 0.
+func binaryTime(out []byte) time.Duration {
+	m := okLine.FindSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	sec, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(sec * float64(time.Second))
+}
+
+// failedTests are the top-level tests go test's output says failed
+// ("--- FAIL: TestX (0.01s)" at the start of a line; a subtest's is
+// indented).
+func failedTests(out []byte) []string {
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(l, "--- FAIL: "); ok {
+			name, _, _ := strings.Cut(rest, " ")
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// runOnly is a -run pattern that selects exactly the top-level tests
+// named, and their subtests.
+func runOnly(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = regexp.QuoteMeta(n)
+	}
+	return "^(" + strings.Join(q, "|") + ")$"
 }
 
 // running is the list of tests a timed-out test binary says were running

@@ -89,6 +89,27 @@ func TestImportersTestsKillWhatThePackagesOwnMiss(t *testing.T) {
 	assert.Equal(t, []string{"a/a.go:9:7: > -> >="}, positions(all[0].Survivors))
 	assert.Equal(t, 2, all[0].Killed)
 	assert.Contains(t, all[0].Survivors[0], "if v > hi {", "a survivor names its source line")
+	assert.Positive(t, all[0].Measuring, "b's coverage run, measured when the first mutant reached b, is not charged to a")
+}
+
+// TestATestBinarysTimeIsReadFromGoTest: the -timeout follows the time go
+// test says the binary ran, not the build's; unknown is 0.
+func TestATestBinarysTimeIsReadFromGoTest(t *testing.T) {
+	for _, c := range []struct {
+		name, out string
+		want      time.Duration
+	}{
+		{"ok", "ok  \texample.com/mod/a\t8.647s\n", 8647 * time.Millisecond},
+		{"with coverage", "ok  \texample.com/mod/a\t0.012s\tcoverage: 50.0% of statements in example.com/mod/a\n", 12 * time.Millisecond},
+		{"after the tests' output", "=== RUN   TestA\n--- PASS: TestA (0.00s)\nPASS\nok  \tp\t2s\n", 2 * time.Second},
+		{"cached", "ok  \texample.com/mod/a\t(cached)\n", 0},
+		{"failed", "--- FAIL: TestA (0.00s)\nFAIL\nFAIL\texample.com/mod/a\t0.004s\n", 0},
+		{"a line that only starts with ok", "okay  \tp\t3s\n", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, binaryTime([]byte(c.out)))
+		})
+	}
 }
 
 // TestAHangIsReportedApart: dropping Sum's i++ loops for ever; the test
@@ -216,16 +237,39 @@ func TestACutShortMutantIsSampledNotDecided(t *testing.T) {
 	r := &Report{Dir: "a", Total: len(ms)}
 	for _, m := range ms {
 		r.Tried++
-		v, where, ran := test(cfg, m, []string{"example.com/mod/a"}, false, times, cov, time.Now().Add(-time.Second), t.TempDir())
-		r.record(root, m, v, where, ran, 0)
+		v, where, ran, _ := test(cfg, m, []string{"example.com/mod/a"}, false, times, cov, time.Now().Add(-time.Second), t.TempDir())
+		r.record(root, m, v, where, ran, 0, nil)
 	}
 	assert.Equal(t, 3, r.Cut)
 	assert.Zero(t, r.Decided())
 	var out bytes.Buffer
 	r.Print(&out)
-	assert.Contains(t, out.String(), "3 cut short by the budget); sampled 3 of 3 mutants (100%), decided 0 (0.0%)")
+	assert.Contains(t, out.String(), "3 cut short by the budget, 0 failed only flaky tests); sampled 3 of 3 mutants (100%), decided 0 (0.0%)")
 	assert.Contains(t, out.String(), "  cut      a/a.go:", "a cut-short mutant is listed")
 	assert.Contains(t, out.String(), "[passed 0 of 1 packages]")
+}
+
+// TestABudgetThatEndsDuringACoverageRunCutsTheMutant: the budget's end
+// is checked again once an importer's coverage is measured (a run of its
+// every test), so a mutant does not then run that package's tests too past
+// the end.
+func TestABudgetThatEndsDuringACoverageRunCutsTheMutant(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	root, err := filepath.Abs(mod)
+	require.NoError(t, err)
+	ms, err := Mutants(filepath.Join(root, "a"))
+	require.NoError(t, err)
+	cfg := Config{Root: root, Timeout: time.Minute}
+	times := &timeouts{max: time.Minute, took: map[string]time.Duration{}}
+	u := &unit{dir: "a", pkgDir: "a", importPath: "example.com/mod/a"}
+	cov := newCoverage(cfg, []*unit{u}, t.TempDir())
+	v, where, ran, measuring := test(cfg, ms[0], []string{"example.com/mod/b"}, false, times, cov, time.Now().Add(10*time.Millisecond), t.TempDir())
+	assert.Equal(t, cut, v)
+	assert.Equal(t, "passed 0 of 1 packages", where)
+	assert.Zero(t, ran, "b's tests did not run against the mutant")
+	assert.Greater(t, measuring, 10*time.Millisecond, "b's coverage run took the budget's end")
 }
 
 // TestTheNextMutantComesFromThePackageThatUsedLeast: the budget is shared

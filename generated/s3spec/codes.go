@@ -48,6 +48,28 @@
 // answers NOT_READY for an unfinished writer: it is a MISS until the object
 // is whole.
 //
+// Large rows. A row whose object (payload, tag and trailer) is longer than
+// Options.MultipartBytes (default 16 MiB) is published by multipart upload
+// and read by ranged GETs, each up to Options.PartsInFlight requests at once
+// in parts of Options.PartBytes (default 8 MiB; S3 refuses a part under
+// 5 MiB but the last). create_upload starts the upload, upload_part sends
+// each part (the body reads the slot, as put's, sealed before the call
+// returns), and complete_upload makes the object with If-None-Match: *, the
+// same condition as put's, checked when the object is made (versitygw
+// v1.8.0 checks it under the key's publish lock, as for a PutObject; AWS S3
+// documents it and may answer 409): so the object appears whole or not at
+// all, and of two writers the first to complete wins, whichever way each
+// sent its row. A 412 there asks existence as put's does. Any failure after
+// create_upload (a part refused, the complete refused or unanswered) ends
+// with abort_upload, so no abandoned upload holds the server's space; an
+// abort that fails too is left to the bucket's lifecycle rule (AWS) or the
+// gateway's cleanup, and never changes the row's result. A get of a large
+// row reads its first part with a GET of a range, which gives the object's
+// length (Content-Range) and ETag, refuses an object longer than the row
+// with its tag and trailer, then reads the other parts in parallel, each
+// with If-Match on that ETag: an object replaced between two of them is a
+// 412, a FAULT with the destination untouched, never a mix of two objects.
+//
 // Access end. The PUT body reads the caller's slot directly (no copy) through
 // a reader the driver seals before PutObject's caller returns: Go's
 // http.Transport may go on reading a request body after RoundTrip returned an
@@ -114,6 +136,8 @@ const (
 	NoSuchBucket Code = -1002
 	// Corrupt (CORRUPT): the object is not a whole object for the key: shorter than a trailer or longer than the row with its tag and trailer, its trailer's magic, version, name, length or CRC32 does not match, or (with a row key) its tag does not verify
 	Corrupt Code = -1003
+	// NoSuchUpload (NO_SUCH_UPLOAD): 404 NoSuchUpload: the multipart upload is gone (aborted, or completed by a retry)
+	NoSuchUpload Code = -1006
 	// Conn (CONN): no HTTP answer: the connection was refused, reset or closed, or the request's deadline passed; the request may or may not have run
 	Conn Code = -1004
 	// Err (ERR): any other error (another status or S3 error code)
@@ -143,6 +167,8 @@ func (c Code) String() string {
 		return "NO_SUCH_BUCKET"
 	case Corrupt:
 		return "CORRUPT"
+	case NoSuchUpload:
+		return "NO_SUCH_UPLOAD"
 	case Conn:
 		return "CONN"
 	case Err:
@@ -153,5 +179,5 @@ func (c Code) String() string {
 
 // Codes returns every code in the order of the spec's table.
 func Codes() []Code {
-	return []Code{OK, NoSuchKey, AccessDenied, ConditionalConflict, PreconditionFailed, SlowDown, InsufficientStorage, QuotaExceeded, NoSuchBucket, Corrupt, Conn, Err}
+	return []Code{OK, NoSuchKey, AccessDenied, ConditionalConflict, PreconditionFailed, SlowDown, InsufficientStorage, QuotaExceeded, NoSuchBucket, Corrupt, NoSuchUpload, Conn, Err}
 }

@@ -24,7 +24,7 @@ func MapPut(answer int64) rules.Mapping {
 // access ended (rules.AccessRule.Ended).
 const PutAccess = rules.AccessOnReturn
 
-// putRule is what spec/s3-v1.109.yaml:80:3 says about put's answers and its
+// putRule is what spec/s3-v1.109.yaml:103:3 says about put's answers and its
 // access (on_return).
 var putRule = newPutRule()
 
@@ -34,14 +34,14 @@ func newPutRule() *rules.CallRule {
 		Call:   "put",
 		Access: PutAccess,
 		Codes: map[int64]rules.Meaning{
-			// spec/s3-v1.109.yaml:87:7
+			// spec/s3-v1.109.yaml:110:7
 			int64(OK): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Ready},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:88:7
+			// spec/s3-v1.109.yaml:111:7
 			int64(PreconditionFailed): {
 				Mapping: rules.Mapping{
 					Result:   driver.Result{Status: driver.Fault},
@@ -52,35 +52,35 @@ func newPutRule() *rules.CallRule {
 					IfOther:  driver.Fault,
 				},
 			},
-			// spec/s3-v1.109.yaml:95:7
+			// spec/s3-v1.109.yaml:118:7
 			int64(ConditionalConflict): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.NotReady},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:96:7
+			// spec/s3-v1.109.yaml:119:7
 			int64(SlowDown): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:97:7
+			// spec/s3-v1.109.yaml:120:7
 			int64(InsufficientStorage): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:98:7
+			// spec/s3-v1.109.yaml:121:7
 			int64(QuotaExceeded): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:99:7
+			// spec/s3-v1.109.yaml:122:7
 			int64(AccessDenied): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -88,7 +88,7 @@ func newPutRule() *rules.CallRule {
 				},
 				Text: "the credentials may not write this key",
 			},
-			// spec/s3-v1.109.yaml:100:7
+			// spec/s3-v1.109.yaml:123:7
 			int64(NoSuchBucket): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -97,7 +97,7 @@ func newPutRule() *rules.CallRule {
 				Text: "the bucket does not exist",
 			},
 		},
-		// spec/s3-v1.109.yaml:101:16
+		// spec/s3-v1.109.yaml:124:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -119,7 +119,7 @@ func MapReplace(answer int64) rules.Mapping {
 // access ended (rules.AccessRule.Ended).
 const ReplaceAccess = rules.AccessOnReturn
 
-// replaceRule is what spec/s3-v1.109.yaml:103:3 says about replace's answers and its
+// replaceRule is what spec/s3-v1.109.yaml:126:3 says about replace's answers and its
 // access (on_return).
 var replaceRule = newReplaceRule()
 
@@ -129,14 +129,14 @@ func newReplaceRule() *rules.CallRule {
 		Call:   "replace",
 		Access: ReplaceAccess,
 		Codes: map[int64]rules.Meaning{
-			// spec/s3-v1.109.yaml:110:7
+			// spec/s3-v1.109.yaml:133:7
 			int64(OK): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Ready},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:112:7
+			// spec/s3-v1.109.yaml:135:7
 			// Another writer's object replaced it since the GET, or it is gone.
 			int64(PreconditionFailed): {
 				Mapping: rules.Mapping{
@@ -144,42 +144,42 @@ func newReplaceRule() *rules.CallRule {
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:113:7
+			// spec/s3-v1.109.yaml:136:7
 			int64(NoSuchKey): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.NotReady},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:114:7
+			// spec/s3-v1.109.yaml:137:7
 			int64(ConditionalConflict): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.NotReady},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:115:7
+			// spec/s3-v1.109.yaml:138:7
 			int64(SlowDown): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:116:7
+			// spec/s3-v1.109.yaml:139:7
 			int64(InsufficientStorage): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:117:7
+			// spec/s3-v1.109.yaml:140:7
 			int64(QuotaExceeded): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:118:7
+			// spec/s3-v1.109.yaml:141:7
 			int64(AccessDenied): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -188,7 +188,283 @@ func newReplaceRule() *rules.CallRule {
 				Text: "the credentials may not write this key",
 			},
 		},
-		// spec/s3-v1.109.yaml:119:16
+		// spec/s3-v1.109.yaml:142:16
+		Otherwise: rules.Meaning{
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: rules.WrittenNo,
+			},
+		},
+		CodeName: codeName,
+	}
+}
+
+// MapCreateUpload maps create_upload's answer code for one row.
+// The call CreateMultipartUpload, signed, for a row whose object is longer than Options.MultipartBytes; answers the upload's id.
+func MapCreateUpload(answer int64) rules.Mapping {
+	return createUploadRule.Map(answer, 0)
+}
+
+// createUploadRule is what spec/s3-v1.109.yaml:144:3 says about create_upload's answers and its
+// access (it touches no memory).
+var createUploadRule = newCreateUploadRule()
+
+// newCreateUploadRule builds createUploadRule; Spec's value holds one of its own.
+func newCreateUploadRule() *rules.CallRule {
+	return &rules.CallRule{
+		Call:   "create_upload",
+		Access: rules.AccessNone,
+		Codes: map[int64]rules.Meaning{
+			// spec/s3-v1.109.yaml:151:7
+			// The upload is started: go on to send its parts.
+			int64(OK): {
+				Mapping: rules.Mapping{
+					Continue: true,
+					Written:  rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:152:7
+			int64(SlowDown): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Declined},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:153:7
+			int64(InsufficientStorage): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Declined},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:154:7
+			int64(QuotaExceeded): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Declined},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:155:7
+			int64(AccessDenied): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Fault},
+					Written: rules.WrittenNo,
+				},
+				Text: "the credentials may not write this key",
+			},
+			// spec/s3-v1.109.yaml:156:7
+			int64(NoSuchBucket): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Fault},
+					Written: rules.WrittenNo,
+				},
+				Text: "the bucket does not exist",
+			},
+		},
+		// spec/s3-v1.109.yaml:157:16
+		Otherwise: rules.Meaning{
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: rules.WrittenNo,
+			},
+		},
+		CodeName: codeName,
+	}
+}
+
+// MapUploadPart maps upload_part's answer code for one row.
+// The call UploadPart of each part, up to Options.PartsInFlight at once, signed; the body reads the slot (the last part also the trailer) through a reader sealed before the call returns.
+func MapUploadPart(answer int64) rules.Mapping {
+	return uploadPartRule.Map(answer, 0)
+}
+
+// UploadPartAccess says when upload_part's access to the caller's memory
+// ends (access_end: on_return): a driver asks it whether a call proved its
+// access ended (rules.AccessRule.Ended).
+const UploadPartAccess = rules.AccessOnReturn
+
+// uploadPartRule is what spec/s3-v1.109.yaml:159:3 says about upload_part's answers and its
+// access (on_return).
+var uploadPartRule = newUploadPartRule()
+
+// newUploadPartRule builds uploadPartRule; Spec's value holds one of its own.
+func newUploadPartRule() *rules.CallRule {
+	return &rules.CallRule{
+		Call:   "upload_part",
+		Access: UploadPartAccess,
+		Codes: map[int64]rules.Meaning{
+			// spec/s3-v1.109.yaml:167:7
+			// Every part is stored: go on to complete the upload.
+			int64(OK): {
+				Mapping: rules.Mapping{
+					Continue: true,
+					Written:  rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:168:7
+			int64(SlowDown): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Declined},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:169:7
+			int64(InsufficientStorage): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Declined},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:170:7
+			int64(QuotaExceeded): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Declined},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:171:7
+			int64(NoSuchUpload): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Fault},
+					Written: rules.WrittenNo,
+				},
+				Text: "the upload was aborted under the driver",
+			},
+			// spec/s3-v1.109.yaml:172:7
+			int64(AccessDenied): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Fault},
+					Written: rules.WrittenNo,
+				},
+				Text: "the credentials may not write this key",
+			},
+		},
+		// spec/s3-v1.109.yaml:173:16
+		Otherwise: rules.Meaning{
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: rules.WrittenNo,
+			},
+		},
+		CodeName: codeName,
+	}
+}
+
+// MapCompleteUpload maps complete_upload's answer code for one row.
+// The call CompleteMultipartUpload with If-None-Match: *, signed: the object appears whole, and only if no object is under the key when it is made (put's condition).
+func MapCompleteUpload(answer int64) rules.Mapping {
+	return completeUploadRule.Map(answer, 0)
+}
+
+// completeUploadRule is what spec/s3-v1.109.yaml:175:3 says about complete_upload's answers and its
+// access (it touches no memory).
+var completeUploadRule = newCompleteUploadRule()
+
+// newCompleteUploadRule builds completeUploadRule; Spec's value holds one of its own.
+func newCompleteUploadRule() *rules.CallRule {
+	return &rules.CallRule{
+		Call:   "complete_upload",
+		Access: rules.AccessNone,
+		Codes: map[int64]rules.Meaning{
+			// spec/s3-v1.109.yaml:181:7
+			int64(OK): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Ready},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:182:7
+			int64(PreconditionFailed): {
+				Mapping: rules.Mapping{
+					Result:   driver.Result{Status: driver.Fault},
+					Written:  rules.WrittenNo,
+					FollowUp: rules.FollowAskExistence,
+					IfExists: driver.Ready,
+					IfAbsent: driver.NotReady,
+					IfOther:  driver.Fault,
+				},
+			},
+			// spec/s3-v1.109.yaml:189:7
+			int64(ConditionalConflict): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.NotReady},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:190:7
+			int64(SlowDown): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Declined},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:191:7
+			int64(InsufficientStorage): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Declined},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:192:7
+			int64(QuotaExceeded): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Declined},
+					Written: rules.WrittenNo,
+				},
+			},
+			// spec/s3-v1.109.yaml:193:7
+			int64(NoSuchUpload): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Fault},
+					Written: rules.WrittenNo,
+				},
+				Text: "the upload was aborted under the driver",
+			},
+			// spec/s3-v1.109.yaml:194:7
+			int64(AccessDenied): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Fault},
+					Written: rules.WrittenNo,
+				},
+				Text: "the credentials may not write this key",
+			},
+		},
+		// spec/s3-v1.109.yaml:195:16
+		Otherwise: rules.Meaning{
+			Mapping: rules.Mapping{
+				Result:  driver.Result{Status: driver.Fault},
+				Written: rules.WrittenNo,
+			},
+		},
+		CodeName: codeName,
+	}
+}
+
+// MapAbortUpload maps abort_upload's answer code for one row.
+// The call AbortMultipartUpload, after any failure past create_upload: the parts sent are dropped; a failed abort leaves them to the bucket's lifecycle and never changes the row's result.
+func MapAbortUpload(answer int64) rules.Mapping {
+	return abortUploadRule.Map(answer, 0)
+}
+
+// abortUploadRule is what spec/s3-v1.109.yaml:197:3 says about abort_upload's answers and its
+// access (it touches no memory).
+var abortUploadRule = newAbortUploadRule()
+
+// newAbortUploadRule builds abortUploadRule; Spec's value holds one of its own.
+func newAbortUploadRule() *rules.CallRule {
+	return &rules.CallRule{
+		Call:   "abort_upload",
+		Access: rules.AccessNone,
+		Codes: map[int64]rules.Meaning{
+			// spec/s3-v1.109.yaml:204:7
+			int64(OK): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Ready},
+					Written: rules.WrittenNo,
+				},
+			},
+		},
+		// spec/s3-v1.109.yaml:205:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -201,7 +477,7 @@ func newReplaceRule() *rules.CallRule {
 
 // MapGet maps get's answer for one row of rowBytes bytes: a byte
 // count, or a negative code.
-// The call GetObject, signed; the whole object is read into the driver's buffer and its trailer checked before any byte reaches the slot.
+// The call GetObject, signed; the whole object is read into the driver's buffer (a large row's by ranged GETs in parallel, each after the first with If-Match on its ETag) and its trailer checked before any byte reaches the slot.
 func MapGet(answer, rowBytes int64) rules.Mapping {
 	return getRule.Map(answer, rowBytes)
 }
@@ -211,7 +487,7 @@ func MapGet(answer, rowBytes int64) rules.Mapping {
 // access ended (rules.AccessRule.Ended).
 const GetAccess = rules.AccessOnReturn
 
-// getRule is what spec/s3-v1.109.yaml:121:3 says about get's answers and its
+// getRule is what spec/s3-v1.109.yaml:207:3 says about get's answers and its
 // access (on_return).
 var getRule = newGetRule()
 
@@ -221,14 +497,14 @@ func newGetRule() *rules.CallRule {
 		Call:   "get",
 		Access: GetAccess,
 		Sized:  true,
-		// spec/s3-v1.109.yaml:127:12
+		// spec/s3-v1.109.yaml:213:12
 		Whole: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenYes,
 			},
 		},
-		// spec/s3-v1.109.yaml:129:7
+		// spec/s3-v1.109.yaml:215:7
 		Short: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -237,21 +513,21 @@ func newGetRule() *rules.CallRule {
 			Text: "the object's payload length differs from the row; the destination is untouched",
 		},
 		Codes: map[int64]rules.Meaning{
-			// spec/s3-v1.109.yaml:134:7
+			// spec/s3-v1.109.yaml:220:7
 			int64(NoSuchKey): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Miss},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:135:7
+			// spec/s3-v1.109.yaml:221:7
 			int64(Corrupt): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/s3-v1.109.yaml:136:7
+			// spec/s3-v1.109.yaml:222:7
 			int64(NoSuchBucket): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -259,7 +535,7 @@ func newGetRule() *rules.CallRule {
 				},
 				Text: "the bucket does not exist; not an absent row",
 			},
-			// spec/s3-v1.109.yaml:137:7
+			// spec/s3-v1.109.yaml:223:7
 			int64(AccessDenied): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -267,15 +543,25 @@ func newGetRule() *rules.CallRule {
 				},
 				Text: "the credentials may not read this key",
 			},
-			// spec/s3-v1.109.yaml:138:7
+			// spec/s3-v1.109.yaml:224:7
 			int64(SlowDown): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
 					Written: rules.WrittenNo,
 				},
 			},
+			// spec/s3-v1.109.yaml:227:7
+			// A ranged GET's If-Match failed: the object was replaced between two
+			// of a large row's ranged GETs.
+			int64(PreconditionFailed): {
+				Mapping: rules.Mapping{
+					Result:  driver.Result{Status: driver.Fault},
+					Written: rules.WrittenNo,
+				},
+				Text: "the object was replaced while its ranges were read; the destination is untouched",
+			},
 		},
-		// spec/s3-v1.109.yaml:139:16
+		// spec/s3-v1.109.yaml:231:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},

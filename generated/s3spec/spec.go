@@ -19,9 +19,13 @@ func Spec() *rules.Spec {
 var spec = &rules.Spec{
 	Admission: admission,
 	Calls: map[string]*rules.CallRule{
-		"get":     newGetRule(),
-		"put":     newPutRule(),
-		"replace": newReplaceRule(),
+		"abort_upload":    newAbortUploadRule(),
+		"complete_upload": newCompleteUploadRule(),
+		"create_upload":   newCreateUploadRule(),
+		"get":             newGetRule(),
+		"put":             newPutRule(),
+		"replace":         newReplaceRule(),
+		"upload_part":     newUploadPartRule(),
 	},
 	Capabilities: Capabilities(),
 	Codes: map[string]int64{
@@ -33,6 +37,7 @@ var spec = &rules.Spec{
 		"INSUFFICIENT_STORAGE": int64(InsufficientStorage),
 		"NO_SUCH_BUCKET":       int64(NoSuchBucket),
 		"NO_SUCH_KEY":          int64(NoSuchKey),
+		"NO_SUCH_UPLOAD":       int64(NoSuchUpload),
 		"OK":                   int64(OK),
 		"PRECONDITION_FAILED":  int64(PreconditionFailed),
 		"QUOTA_EXCEEDED":       int64(QuotaExceeded),

@@ -19,7 +19,7 @@ import (
 // such a row was written.
 const Dest = 0xEE
 
-// Fx is a driver with a registered region of 8 slots of 64 KiB.
+// Fx is a driver with a registered region (New: 8 slots of 64 KiB).
 type Fx struct {
 	Driver driver.Driver
 	Region *hostmem.Region
@@ -31,7 +31,14 @@ type Fx struct {
 // does not drain keeps the memory, since a store may still touch it.
 func New(t *testing.T, d driver.Driver, drain time.Duration) *Fx {
 	t.Helper()
-	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 64 << 10, Slots: 8})
+	return NewSized(t, d, drain, driver.Layout{SlotBytes: 64 << 10, Slots: 8})
+}
+
+// NewSized is New over a region of the given layout (rows longer than
+// 64 KiB: S3's large rows).
+func NewSized(t *testing.T, d driver.Driver, drain time.Duration, layout driver.Layout) *Fx {
+	t.Helper()
+	r, err := hostmem.NewRegion("slots", layout)
 	if err != nil {
 		t.Fatal(err)
 	}

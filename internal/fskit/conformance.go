@@ -257,8 +257,15 @@ func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 		}
 		return k.PlantMarker(key)
 	case c.Call == "open" && code == fsspec.Corrupt:
-		obj := Object(key, payload)
+		// A byte more than the row's object, so no whole row's size: open
+		// reads the tail and refuses it before the slot is written.
+		obj := append([]byte{0}, Object(key, payload)...)
 		obj[len(obj)-trailer.Size] ^= 0xff // the trailer's first byte: its magic no longer matches
+		return k.PlantObject(key, obj)
+	case c.Call == "read" && code == fsspec.Corrupt:
+		// A whole row's size: its tail is read with the payload.
+		obj := Object(key, payload)
+		obj[len(obj)-trailer.Size] ^= 0xff
 		return k.PlantObject(key, obj)
 	case c.Call == "read" && code == fsspec.Mismatch:
 		obj := Object(key, payload)

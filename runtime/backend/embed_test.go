@@ -126,9 +126,13 @@ func TestTheEndOfAQueuedAttemptsContextFinishesIt(t *testing.T) {
 // cancel does, and the outcome says it was the deadline.
 func TestAFetchEndsWithItsDeadline(t *testing.T) {
 	e := embed(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 1})
+	// Every wait is bounded: an attempt whose signals never fire fails here
+	// in seconds, not at the test binary's timeout.
+	bounded, stop := context.WithTimeout(t.Context(), 10*time.Second)
+	defer stop()
 	pub, err := e.be.Publish(t.Context(), e.view("r", 0, 2))
 	require.NoError(t, err)
-	require.NoError(t, pub.WaitQuiesced(t.Context()))
+	require.NoError(t, pub.WaitQuiesced(bounded))
 	g := newGate()
 	e.d.before = g.hook(e.d.Driver)
 	ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(time.Hour))
@@ -138,7 +142,7 @@ func TestAFetchEndsWithItsDeadline(t *testing.T) {
 	<-g.entered
 	cancel() // stands in for the deadline passing: Cause is the same kind of answer
 	close(g.release)
-	o, err := fetch.Wait(t.Context())
+	o, err := fetch.Wait(bounded)
 	require.NoError(t, err)
 	assert.Equal(t, driver.Cancelled, o.Results[1].Status)
 	assert.ErrorIs(t, o.Err, backend.ErrCancelled)

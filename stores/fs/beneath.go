@@ -73,6 +73,30 @@ func (t *tree) openDir(rel []string, create bool, mode uint32) (int, error) {
 	return t.walkDir(rel, create, mode)
 }
 
+// openFile opens name in the directory rel beneath the root (O_NOFOLLOW
+// and O_CLOEXEC added to flags), following no link anywhere on its path:
+// one openat2 of the whole path where the kernel has it, so the file
+// opened is the one the name led to beneath the root when it was opened,
+// in one call; else a walk to the directory and an openat(2) of name in
+// it. A link at any component (the file itself included) answers ELOOP.
+func (t *tree) openFile(rel []string, name string, flags int) (int, error) {
+	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if !t.walk.Load() {
+		path := strings.Join(append(rel[:len(rel):len(rel)], name), "/")
+		fd, err := openat2(t.rootFD(), path, flags, resolveBeneath)
+		if !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EPERM) {
+			return fd, err
+		}
+		t.walk.Store(true) // as openDir: no openat2 here
+	}
+	dir, err := t.walkDir(rel, false, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(dir)
+	return unix.Openat(dir, name, flags, 0)
+}
+
 // walkDir opens rel one component at a time with O_NOFOLLOW: the kernel
 // follows no link, and one planted at any component answers ELOOP.
 func (t *tree) walkDir(rel []string, create bool, mode uint32) (int, error) {

@@ -134,6 +134,11 @@ type Driver struct {
 	fileMode, dirMode uint32
 	exact             bool
 	piece             int // readPiece; tests make it smaller than their rows
+	// markerAttempt, set only by tests (export_test.go), is called before
+	// each exclusive create of a marker with the attempt's number: the one
+	// place a test can plant what another writer would have made between a
+	// takeover and the create that follows it.
+	markerAttempt func(attempt int)
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -218,9 +223,11 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 	}, func(r driver.Row) driver.Result { return d.put(r) })
 }
 
-// Get reads each row's object: its trailer from the file's tail, then its
-// payload straight into the row's span, checked as it is read (READY only
-// once every byte passed); up to Options.RowsInFlight rows at once.
+// Get reads each row's object: its payload straight into the row's span,
+// checked as it is read, and its trailer (with the last piece for a file
+// of a whole row's size, else from the file's tail before the payload);
+// READY only once every byte passed; up to Options.RowsInFlight rows at
+// once.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
 		return fsspec.AdmitGet(rows, hint, live)
@@ -339,6 +346,9 @@ func (d *Driver) claim(p paths, key string) (int, fsspec.Code, fileStat, error) 
 
 func (d *Driver) createMarker(dir int, p paths) (fsspec.Code, fileStat, error) {
 	for attempt := 0; ; attempt++ {
+		if d.markerAttempt != nil {
+			d.markerAttempt(attempt)
+		}
 		fd, err := d.create(dir, p.markerName)
 		if err == nil {
 			st, serr := fstat(fd)
@@ -489,79 +499,102 @@ func (d *Driver) get(row driver.Row) driver.Result {
 		return driver.FaultResult(int64(fsspec.Err), "fs: %v", err)
 	}
 	span := row.Spans[0]
-	fd, h, answer, err := d.open(p, row.Key, span.Length)
+	fd, o, answer, err := d.open(p, row.Key, span.Length)
 	if m := fsspec.MapOpen(answer, span.Length); !m.Continue {
 		return m.WithCause(err)
 	}
 	defer unix.Close(fd)
-	answer, err = d.read(fd, p, row.Key, h, span.Bytes())
+	answer, err = d.read(fd, p, row.Key, o, span.Bytes())
 	return fsspec.MapRead(answer, span.Length).WithCause(err)
 }
 
-// open opens the object beneath the root, checks by fstat that it is a
-// regular file no longer than a row of rowBytes with its tag and trailer,
-// and only then reads its tail and checks the trailer there
-// (trailer.ReadHead). It answers the open file (to close once read), the
-// trailer and the payload's length, or a negative code with the file
-// closed. It writes nothing the caller lent: a file of any other size is
-// refused by its length, before a byte is read from it.
-func (d *Driver) open(p paths, key string, rowBytes int64) (int, trailer.Head, int64, error) {
-	if code, staged, err := d.seam("open", key); staged {
-		return -1, trailer.Head{}, int64(code), err
-	}
-	dir, err := d.tree.openDir(p.rel, false, 0)
-	if err != nil {
-		return -1, trailer.Head{}, int64(classify(err)), err
-	}
-	defer unix.Close(dir)
-	fd, err := unix.Openat(dir, p.name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	switch {
-	case errors.Is(err, unix.ENOENT) && d.markerLive(dir, p):
-		return -1, trailer.Head{}, int64(fsspec.Pending), fmt.Errorf("the object is absent and %s is live", p.marker)
-	case errors.Is(err, unix.ELOOP):
-		return -1, trailer.Head{}, int64(fsspec.Eloop), fmt.Errorf("%s is a symbolic link; the driver follows none under its root: %w", p.file, err)
-	case err != nil:
-		return -1, trailer.Head{}, int64(classify(err)), &os.PathError{Op: "open", Path: p.file, Err: err}
-	}
-	h, code, err := d.head(fd, p, key, rowBytes)
-	if code != fsspec.OK {
-		_ = unix.Close(fd)
-		return -1, trailer.Head{}, int64(code), err
-	}
-	return fd, h, h.Len, nil
+// opened is what open learnt of an object for read: its size, and either
+// its checked trailer (checked) or, for a file exactly a whole row's size,
+// nothing yet: read reads its tail with the payload's last piece.
+type opened struct {
+	size    int64
+	checked bool
+	h       trailer.Head
 }
 
-// head is open's checks of the open file fd: its type and size, then its
-// tail.
-func (d *Driver) head(fd int, p paths, key string, rowBytes int64) (trailer.Head, fsspec.Code, error) {
+// overhead is what follows a payload in the objects this driver writes:
+// the tag (with a row key) and the trailer.
+func (d *Driver) overhead() int64 {
+	if d.opt.Integrity.On() {
+		return trailer.TagSize + trailer.Size
+	}
+	return trailer.Size
+}
+
+// open opens the object beneath the root (tree.openFile: one openat2 of
+// the whole path where the kernel has it) and checks by fstat that it is a
+// regular file no longer than a row of rowBytes with its tag and trailer.
+// A file of exactly a whole row's size (the row's bytes and the overhead
+// of what this driver writes: the only size the row's object has) is read
+// no further: open answers the row's length, and read reads the payload
+// and the tail together and checks the trailer there, saving a call. A
+// file of any other size cannot be the row: open reads its tail and checks
+// the trailer there (trailer.ReadHead), so a file of another length, or
+// none, is refused by its tail and length alone, before a byte reaches the
+// caller's memory. It answers the open file (to close once read) and the
+// payload's length, or a negative code with the file closed.
+func (d *Driver) open(p paths, key string, rowBytes int64) (int, opened, int64, error) {
+	if code, staged, err := d.seam("open", key); staged {
+		return -1, opened{}, int64(code), err
+	}
+	fd, err := d.tree.openFile(p.rel, p.name, unix.O_RDONLY|unix.O_NONBLOCK)
+	switch {
+	case errors.Is(err, unix.ENOENT) && d.markerLive(p):
+		return -1, opened{}, int64(fsspec.Pending), fmt.Errorf("the object is absent and %s is live", p.marker)
+	case errors.Is(err, unix.ELOOP):
+		return -1, opened{}, int64(fsspec.Eloop), fmt.Errorf("a symbolic link sits on the path of %s under the root; the driver follows none: %w", p.file, err)
+	case err != nil:
+		return -1, opened{}, int64(classify(err)), &os.PathError{Op: "open", Path: p.file, Err: err}
+	}
+	o, code, err := d.head(fd, p, key, rowBytes)
+	switch {
+	case code != fsspec.OK:
+		_ = unix.Close(fd)
+		return -1, opened{}, int64(code), err
+	case !o.checked:
+		return fd, o, rowBytes, nil
+	}
+	return fd, o, o.h.Len, nil
+}
+
+// head is open's checks of the open file fd: its type and size, then, for
+// a file not of a whole row's size, its tail.
+func (d *Driver) head(fd int, p paths, key string, rowBytes int64) (opened, fsspec.Code, error) {
 	st, err := fstat(fd)
 	limit := rowBytes + trailer.TagSize + trailer.Size
 	switch {
 	case err != nil:
-		return trailer.Head{}, classify(err), &os.PathError{Op: "fstat", Path: p.file, Err: err}
+		return opened{}, classify(err), &os.PathError{Op: "fstat", Path: p.file, Err: err}
 	case st.mode == unix.S_IFDIR:
-		return trailer.Head{}, fsspec.Eisdir, fmt.Errorf("%s is a directory", p.file)
+		return opened{}, fsspec.Eisdir, fmt.Errorf("%s is a directory", p.file)
 	case !st.regular():
-		return trailer.Head{}, fsspec.Corrupt, fmt.Errorf("%s is not a regular file (mode %o)", p.file, st.mode)
+		return opened{}, fsspec.Corrupt, fmt.Errorf("%s is not a regular file (mode %o)", p.file, st.mode)
 	case st.size < trailer.Size:
-		return trailer.Head{}, fsspec.Corrupt, fmt.Errorf("%s holds %d bytes, less than a trailer", p.file, st.size)
+		return opened{}, fsspec.Corrupt, fmt.Errorf("%s holds %d bytes, less than a trailer", p.file, st.size)
 	case st.size > limit:
-		return trailer.Head{}, fsspec.Corrupt, fmt.Errorf("%s holds %d bytes, more than the row's %d with its tag and trailer; not read", p.file, st.size, rowBytes)
+		return opened{}, fsspec.Corrupt, fmt.Errorf("%s holds %d bytes, more than the row's %d with its tag and trailer; not read", p.file, st.size, rowBytes)
+	case rowBytes > 0 && st.size == rowBytes+d.overhead():
+		return opened{size: st.size}, fsspec.OK, nil
 	}
 	var buf [trailer.TailSize]byte
 	tail := buf[:min(st.size, trailer.TailSize)]
 	n, err := preadFull(fd, tail, st.size-int64(len(tail)))
 	if err != nil {
-		return trailer.Head{}, classify(err), &os.PathError{Op: "pread", Path: p.file, Err: err}
+		return opened{}, classify(err), &os.PathError{Op: "pread", Path: p.file, Err: err}
 	}
 	if n < len(tail) {
-		return trailer.Head{}, fsspec.Corrupt, fmt.Errorf("%s ended %d bytes into its %d-byte tail: it shrank while opened", p.file, n, len(tail))
+		return opened{}, fsspec.Corrupt, fmt.Errorf("%s ended %d bytes into its %d-byte tail: it shrank while opened", p.file, n, len(tail))
 	}
 	h, err := d.opt.Integrity.ReadHead(tail, st.size, key)
 	if err != nil {
-		return trailer.Head{}, fsspec.Corrupt, fmt.Errorf("%s: %w", p.file, err)
+		return opened{}, fsspec.Corrupt, fmt.Errorf("%s: %w", p.file, err)
 	}
-	return h, fsspec.OK, nil
+	return opened{size: st.size, checked: true, h: h}, fsspec.OK, nil
 }
 
 // readPiece is how much of a payload read preads at a time before it
@@ -570,20 +603,42 @@ func (d *Driver) head(fd int, p paths, key string, rowBytes int64) (trailer.Head
 // its own; large enough that a call per piece costs little.
 const readPiece = 256 << 10
 
-// read preads the payload h promised straight into dst (the row's slot,
-// as long as the payload: open checked) a readPiece at a time, feeding
-// each piece to the trailer's check while it is in cache, and answers the
-// bytes read once the check passed: MISMATCH when the bytes fail it, or
-// fewer bytes (short) when the file ended early. Every answer but the
-// whole one leaves dst holding bytes that are not the row.
-func (d *Driver) read(fd int, p paths, key string, h trailer.Head, dst []byte) (int64, error) {
+// read preads the payload straight into dst (the row's slot, as long as
+// the payload: open checked) a readPiece at a time, feeding each piece to
+// the trailer's check while it is in cache, and answers the bytes read
+// once the check passed: MISMATCH when the bytes fail it, or fewer bytes
+// (short) when the file ended early. For a file open did not read the
+// tail of (o.checked false: a whole row's size), the last piece is read
+// with the tail in one preadv and the trailer checked there before the
+// payload's check: CORRUPT when it is no trailer of this key's row. Every
+// answer but the whole one leaves dst holding bytes that are not the row.
+func (d *Driver) read(fd int, p paths, key string, o opened, dst []byte) (int64, error) {
 	if code, staged, err := d.seam("read", key); staged {
 		return int64(code), err
 	}
-	v := d.opt.Integrity.Verifier(h)
+	// win is the object's last min(size, TailSize) bytes, as ReadHead
+	// takes them: the payload's end (copied from dst once read) and tail,
+	// what follows the payload, still to read (none once open checked it).
+	var buf [trailer.TailSize]byte
+	var win, tail []byte
+	if !o.checked {
+		win = buf[:min(o.size, trailer.TailSize)]
+		tail = win[len(win)-int(o.size-int64(len(dst))):]
+	}
+	v := d.opt.Integrity.Verifier(o.h)
 	for off := 0; off < len(dst); {
 		piece := dst[off:min(off+d.piece, len(dst))]
-		n, err := preadFull(fd, piece, int64(off))
+		var n int
+		var err error
+		if last := off+len(piece) == len(dst); last && tail != nil {
+			var t int
+			n, t, err = preadvFull(fd, piece, tail, int64(off))
+			if err == nil && n == len(piece) && t < len(tail) {
+				return int64(fsspec.Corrupt), fmt.Errorf("%s ended %d bytes into its %d-byte tail: it shrank while read", p.file, t, len(tail))
+			}
+		} else {
+			n, err = preadFull(fd, piece, int64(off))
+		}
 		v.Write(piece[:n])
 		off += n
 		switch {
@@ -593,10 +648,49 @@ func (d *Driver) read(fd int, p paths, key string, h trailer.Head, dst []byte) (
 			return int64(off), fmt.Errorf("%s ended %d bytes into a payload of %d", p.file, off, len(dst))
 		}
 	}
+	if tail != nil {
+		copy(win, dst[len(dst)-(len(win)-len(tail)):])
+		h, err := d.opt.Integrity.ReadHead(win, o.size, key)
+		switch {
+		case err != nil:
+			return int64(fsspec.Corrupt), fmt.Errorf("%s: %w", p.file, err)
+		case h.Len != int64(len(dst)):
+			// A keyed object read with integrity off: its tag takes room
+			// the row's payload would.
+			return int64(fsspec.Corrupt), fmt.Errorf("%s: a payload of %d bytes, not the row's %d", p.file, h.Len, len(dst))
+		}
+		v.Against(h)
+	}
 	if err := v.Check(dst); err != nil {
 		return int64(fsspec.Mismatch), fmt.Errorf("%s: %w", p.file, err)
 	}
 	return int64(len(dst)), nil
+}
+
+// preadvFull reads piece and then tail, which follows it in the file,
+// from fd at off: in one preadv(2) when it answers them whole (a regular
+// file's read is short only at its end), else the rest of each with
+// preadFull. It answers how much of each it filled.
+func preadvFull(fd int, piece, tail []byte, off int64) (n, t int, err error) {
+	m, err := unix.Preadv(fd, [][]byte{piece, tail}, off)
+	for errors.Is(err, unix.EINTR) {
+		m, err = unix.Preadv(fd, [][]byte{piece, tail}, off)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	n, t = min(m, len(piece)), max(0, m-len(piece))
+	if n < len(piece) && m > 0 {
+		var k int
+		k, err = preadFull(fd, piece[n:], off+int64(n))
+		n += k
+	}
+	if err == nil && n == len(piece) && t < len(tail) && m > 0 {
+		var k int
+		k, err = preadFull(fd, tail[t:], off+int64(n+t))
+		t += k
+	}
+	return n, t, err
 }
 
 // preadFull reads b from fd at offset off until b is full or the file
@@ -619,8 +713,15 @@ func preadFull(fd int, b []byte, off int64) (int, error) {
 }
 
 // markerLive reports whether another writer's marker for p is live: a
-// regular file (a link there is no marker) whose TTL has not passed.
-func (d *Driver) markerLive(dir int, p paths) bool {
+// regular file (a link there is no marker) whose TTL has not passed. Only
+// a get that found no object asks, so only a miss pays for opening the
+// key's directory.
+func (d *Driver) markerLive(p paths) bool {
+	dir, err := d.tree.openDir(p.rel, false, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(dir)
 	st, err := lstatAt(dir, p.markerName)
 	return err == nil && st.regular() && !d.expired(st.mtime, d.opt.Now())
 }

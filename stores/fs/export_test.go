@@ -1,5 +1,7 @@
 package fs
 
+import "os"
+
 // ForceWalk makes d resolve every path one component at a time with
 // O_NOFOLLOW, as on a kernel without openat2.
 func ForceWalk(d *Driver) { d.tree.walk.Store(true) }
@@ -10,3 +12,10 @@ func Walks(d *Driver) bool { return d.tree.walk.Load() }
 // SetReadPiece makes d read a payload n bytes at a time, so that a test's
 // rows span several pieces.
 func SetReadPiece(d *Driver, n int) { d.piece = n }
+
+// OnMarkerAttempt makes d call f before each exclusive create of a marker,
+// with the attempt's number (0, then 1 after a takeover or a release).
+func OnMarkerAttempt(d *Driver, f func(attempt int)) { d.markerAttempt = f }
+
+// IsLink is isLink on name in the directory dir.
+func IsLink(dir *os.File, name string) bool { return isLink(int(dir.Fd()), name) }

@@ -503,3 +503,33 @@ func TestAShortObjectIsNamedForWhatItHolds(t *testing.T) {
 		})
 	}
 }
+
+// TestIsLinkIsTrueOnlyForALink: walking resolution turns the ENOTDIR that
+// O_DIRECTORY|O_NOFOLLOW answers for a link into ELOOP only when the name
+// is a symbolic link it saw: a name gone meanwhile, a file or a directory
+// is not one. Its `&&` made `||` calls a missing name a link, and either
+// `==` made `!=` misjudges a file or a link; tried, each fails a case.
+func TestIsLinkIsTrueOnlyForALink(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "file"), nil, 0o600))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "dir"), 0o700))
+	require.NoError(t, os.Symlink("dir", filepath.Join(dir, "link")))
+	require.NoError(t, os.Symlink("nowhere", filepath.Join(dir, "dangling")))
+	d, err := os.Open(dir)
+	require.NoError(t, err)
+	defer d.Close()
+	for _, c := range []struct {
+		name string
+		link bool
+	}{
+		{"link", true},
+		{"dangling", true},
+		{"file", false},
+		{"dir", false},
+		{"missing", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.link, fs.IsLink(d, c.name))
+		})
+	}
+}

@@ -62,10 +62,13 @@ var integrity = &conformance.Integrity{Factory: func(t conformance.T) driver.Dri
 // TestARowCopiedToAnotherKeyIsAFault copies tenant A's tagged object to
 // tenant B's key, as is and with its trailer's name digest rewritten for B
 // (what anyone can compute): a get of B is a FAULT, never READY. As is, the
-// trailer's name digest refuses it before a byte is read (CORRUPT, the
-// destination untouched); rewritten, only the tag can, once the payload
-// was read into the destination (MISMATCH: the spec's written "maybe";
-// those are bytes of a file under B's key, which B's driver reads anyway).
+// trailer's name digest refuses it (CORRUPT); rewritten, only the tag can
+// (MISMATCH). The copy has a whole row's size, so its tail is read with the
+// payload's last piece and either may have reached the destination (the
+// spec's written "maybe": those are bytes of a file under B's key, which
+// B's driver reads anyway). A byte shorter, the copy is no row by its
+// size: its tail is read first and it is CORRUPT with the destination
+// untouched.
 func TestARowCopiedToAnotherKeyIsAFault(t *testing.T) {
 	d := keyed(t)
 	f := blockingfx.New(t, d, 5*time.Second)
@@ -84,8 +87,9 @@ func TestARowCopiedToAnotherKeyIsAFault(t *testing.T) {
 		code      fsspec.Code
 		untouched bool
 	}{
-		{"as is", obj, fsspec.Corrupt, true},
+		{"as is", obj, fsspec.Corrupt, false},
 		{"name digest rewritten", trailer.Retarget(obj, b), fsspec.Mismatch, false},
+		{"as is, a byte shorter", obj[1:], fsspec.Corrupt, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			require.NoError(t, fskit.Plant(fileB, c.copied))
@@ -172,4 +176,57 @@ func flip(i int) func([]byte) []byte {
 		p[i] ^= 0xff
 		return p
 	}
+}
+
+// TestATailReadWithItsPayloadIsCheckedFirst: a file of a whole row's size
+// has its tail read with the payload's last piece (one call fewer), so
+// its trailer is checked only once the slot was written; whatever the tail
+// holds that is no trailer of this row (its magic spoilt, another key's
+// name digest, or a keyed object's trailer whose tag takes room the row's
+// payload would, read with integrity off) is CORRUPT, never READY, and the
+// row's own object then reads READY. The driver reads 4 KiB pieces, so the
+// tail comes with the last of several. (Tried: read skipping the trailer
+// check of a tail it read makes every case MISMATCH; checking the payload
+// against no Head fails the row's own READY.)
+func TestATailReadWithItsPayloadIsCheckedFirst(t *testing.T) {
+	const piece = 4 << 10
+	d := fskit.Open(t, env).Driver
+	fs.SetReadPiece(d, piece)
+	f := blockingfx.New(t, d, 5*time.Second)
+	k, err := driver.Key("fs-test", []byte("whole-size"))
+	require.NoError(t, err)
+	other, err := driver.Key("fs-test", []byte("another"))
+	require.NoError(t, err)
+	require.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status)
+	file, _, _ := d.Paths(k)
+	obj, err := os.ReadFile(file)
+	require.NoError(t, err)
+	payload := obj[:len(obj)-trailer.Size]
+	require.Greater(t, len(payload), 2*piece, "the row spans several pieces")
+	in, err := trailer.NewIntegrity(rowKey, nil)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		obj  []byte
+	}{
+		{"the trailer's magic spoilt", func() []byte {
+			b := bytes.Clone(obj)
+			b[len(b)-trailer.Size] ^= 0xff
+			return b
+		}()},
+		{"another key's trailer", trailer.Encode(other, payload)},
+		{"a keyed object of a shorter payload, read with integrity off", in.Encode(k, payload[:len(payload)-trailer.TagSize])},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Len(t, c.obj, len(obj), "a whole row's size")
+			require.NoError(t, fskit.Plant(file, c.obj))
+			res := f.Get(f.Row(k, 1, blockingfx.Dest))[0]
+			assert.Equal(t, driver.Fault, res.Status, "%v", res)
+			assert.Equal(t, int64(fsspec.Corrupt), res.Code, "%v", res)
+		})
+	}
+	require.NoError(t, fskit.Plant(file, obj))
+	dst := f.Row(k, 2, blockingfx.Dest)
+	require.Equal(t, driver.Ready, f.Get(dst)[0].Status, "the row's own object reads")
+	assert.Equal(t, f.Region.Slot(0).Bytes(), dst.Spans[0].Bytes())
 }

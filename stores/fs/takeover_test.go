@@ -97,3 +97,35 @@ func swapIn(marker string, at time.Time) (os.FileInfo, error) {
 	}
 	return os.Lstat(marker)
 }
+
+// TestADeadMarkerIsTakenOverOnceAPut: a put that finds a dead writer's
+// marker takes it over and tries its exclusive create once more; when a
+// marker is under the name again by then (another writer took the key
+// over and died in turn), the put gives up NOT_READY and leaves that
+// marker alone: one retry, never a loop of takeovers among writers. Making
+// the retry bound `attempt > 1` (or its `||` an `&&`) takes the second
+// marker over and answers READY; tried, both fail here.
+func TestADeadMarkerIsTakenOverOnceAPut(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	now := func() time.Time { return start.Add(time.Hour) } // every planted marker is dead
+	f, k, marker := plantedMarker(t, time.Second, now, start)
+	var attempts []int
+	var second uint64
+	fs.OnMarkerAttempt(f.Driver.(*fs.Driver), func(attempt int) {
+		attempts = append(attempts, attempt)
+		if attempt != 1 {
+			return
+		}
+		// Between the takeover and the retry, another dead writer's marker.
+		st, err := swapIn(marker, start)
+		require.NoError(t, err)
+		second = st.Sys().(*syscall.Stat_t).Ino
+	})
+
+	res := f.Put(f.Row(k, 0, 1))[0]
+	assert.Equal(t, driver.NotReady, res.Status, "%v", res)
+	assert.Equal(t, []int{0, 1}, attempts, "one retry after the takeover")
+	st, err := os.Lstat(marker)
+	require.NoError(t, err, "the second marker is gone")
+	assert.Equal(t, second, st.Sys().(*syscall.Stat_t).Ino, "the marker under the name is the one planted before the retry")
+}

@@ -16,6 +16,7 @@ import (
 var byCode = map[string]s3spec.Code{
 	"NoSuchKey": s3spec.NoSuchKey, "NotFound": s3spec.NoSuchKey,
 	"NoSuchBucket":               s3spec.NoSuchBucket,
+	"NoSuchUpload":               s3spec.NoSuchUpload,
 	"PreconditionFailed":         s3spec.PreconditionFailed,
 	"ConditionalRequestConflict": s3spec.ConditionalConflict,
 	"SlowDown":                   s3spec.SlowDown, "ServiceUnavailable": s3spec.SlowDown,

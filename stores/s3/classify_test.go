@@ -55,8 +55,9 @@ func TestClassifyTurnsAnswersIntoSpecCodes(t *testing.T) {
 		{answered(403, "SignatureDoesNotMatch"), s3spec.AccessDenied},
 		{answered(403, "InvalidAccessKeyId"), s3spec.AccessDenied},
 		{answered(500, "InternalError"), s3spec.Err},
-		{answered(409, "BucketAlreadyExists"), s3spec.Err}, // a known status under an unknown code
-		{answered(404, "NoSuchUpload"), s3spec.Err},        // never a MISS
+		{answered(409, "BucketAlreadyExists"), s3spec.Err},   // a known status under an unknown code
+		{answered(404, "NoSuchUpload"), s3spec.NoSuchUpload}, // never a MISS
+		{answered(404, "NoSuchVersion"), s3spec.Err},         // an unknown 404 code: never a MISS either
 		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, s3spec.Conn},
 		{fmt.Errorf("reading: %w", io.ErrUnexpectedEOF), s3spec.Conn},
 		{context.DeadlineExceeded, s3spec.Conn},

@@ -3,7 +3,8 @@
 // over HTTPS in production.
 //
 // spec/s3-v1.109.yaml holds the layout, the publish protocol (one
-// conditional PutObject, If-None-Match: *), what a 412 means and every
+// conditional PutObject, If-None-Match: *; a multipart upload completed
+// under the same condition for a large row, large.go), what a 412 means and every
 // answer-to-result rule: this package only issues the requests and
 // classifies their errors into the spec's codes (classify.go). A PUT's body
 // reads the caller's slot in place and is sealed before the call returns
@@ -60,6 +61,20 @@ type Options struct {
 	// W x RowsInFlight requests open, each a connection of the client's
 	// pool).
 	RowsInFlight int
+	// MultipartBytes is the longest object (payload, tag and trailer) a
+	// row is put as one PutObject and read as one GetObject (default
+	// DefaultMultipartBytes; negative: every row so). A longer one is put
+	// by multipart upload and read by ranged GETs in parallel, with the
+	// same visibility and the same first-writer-wins condition
+	// (spec/s3-v1.109.yaml, "Large rows").
+	MultipartBytes int64
+	// PartBytes is the size of each part a large row is put and read in
+	// (default DefaultPartBytes; at least MinPartBytes, S3's least).
+	PartBytes int64
+	// PartsInFlight is how many of a large row's parts are requests in
+	// flight at once (default DefaultPartsInFlight); RowsInFlight
+	// multiplies it.
+	PartsInFlight int
 	// Integrity, when set, tags every object the driver writes with the
 	// current row key and refuses (CORRUPT) every object whose tag does not
 	// verify under the current or previous key, one another writer stored
@@ -140,6 +155,18 @@ func Open(opt Options) (*Driver, error) {
 	}
 	if opt.RowsInFlight <= 0 {
 		opt.RowsInFlight = DefaultRowsInFlight
+	}
+	if opt.MultipartBytes == 0 {
+		opt.MultipartBytes = DefaultMultipartBytes
+	}
+	if opt.PartBytes == 0 {
+		opt.PartBytes = DefaultPartBytes
+	}
+	if opt.PartBytes < MinPartBytes {
+		return nil, fmt.Errorf("s3: PartBytes %d is under S3's least part, %d bytes", opt.PartBytes, MinPartBytes)
+	}
+	if opt.PartsInFlight <= 0 {
+		opt.PartsInFlight = DefaultPartsInFlight
 	}
 	d := &Driver{opt: opt, bucket: aws.String(opt.Bucket), bufs: make(chan *[]byte, 2*opt.RowsInFlight)}
 	hc := opt.HTTPClient
@@ -239,14 +266,21 @@ func (d *Driver) seam(call, key string) (code s3spec.Code, staged bool, err erro
 func (d *Driver) put(ctx context.Context, row driver.Row) driver.Result {
 	slot := row.Spans[0].Bytes()
 	tail := d.opt.Integrity.Append(nil, row.Key, slot)
-	code, err := d.putObject(ctx, "put", row.Key, slot, tail, "")
-	m := s3spec.MapPut(int64(code))
+	var m rules.Mapping
+	var err error
+	if d.large(int64(len(slot) + len(tail))) {
+		m, err = d.putParts(ctx, row.Key, slot, tail)
+	} else {
+		var code s3spec.Code
+		code, err = d.putObject(ctx, "put", row.Key, slot, tail, "")
+		m = s3spec.MapPut(int64(code))
+	}
 	if m.FollowUp != rules.FollowAskExistence {
 		return m.WithCause(err)
 	}
 	// 412: an object is under the key now. It is this row's only if it is
 	// the row's whole object.
-	obj, etag, code, err := d.getObject(ctx, row.Key, int64(len(slot)), nil)
+	obj, etag, code, err := d.fetch(ctx, row.Key, int64(len(slot)), nil)
 	switch {
 	case code == s3spec.NoSuchKey:
 		return driver.Result{Status: m.IfAbsent}
@@ -294,7 +328,7 @@ func (d *Driver) putObject(ctx context.Context, call, key string, slot, tail []b
 func (d *Driver) get(ctx context.Context, row driver.Row, buf []byte) (driver.Result, []byte) {
 	span := row.Spans[0]
 	answer := int64(0)
-	obj, _, code, err := d.getObject(ctx, row.Key, span.Length, buf)
+	obj, _, code, err := d.fetch(ctx, row.Key, span.Length, buf)
 	var payload []byte
 	if code == s3spec.OK {
 		buf = obj
@@ -314,14 +348,26 @@ func (d *Driver) get(ctx context.Context, row driver.Row, buf []byte) (driver.Re
 	return m.WithCause(err), buf
 }
 
+// fetch reads key's whole object into buf (grown as needed) and returns it
+// with its ETag: by one GetObject, or by ranged GETs (getRanges) for a row
+// whose object may be longer than Options.MultipartBytes. An object
+// longer than a row of rowBytes with its tag and trailer is CORRUPT
+// without being read.
+func (d *Driver) fetch(ctx context.Context, key string, rowBytes int64, buf []byte) ([]byte, string, s3spec.Code, error) {
+	if code, staged, err := d.seam("get", key); staged {
+		return nil, "", code, err
+	}
+	if d.large(rowBytes + trailer.TagSize + trailer.Size) {
+		return d.getRanges(ctx, key, rowBytes, buf)
+	}
+	return d.getObject(ctx, key, rowBytes, buf)
+}
+
 // getObject reads key's whole object into buf (grown as needed) and
 // returns it with its ETag. An object longer than a row of rowBytes with
 // its tag and trailer is CORRUPT without being read: it cannot be this
 // row's.
 func (d *Driver) getObject(ctx context.Context, key string, rowBytes int64, buf []byte) ([]byte, string, s3spec.Code, error) {
-	if code, staged, err := d.seam("get", key); staged {
-		return nil, "", code, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, d.opt.Timeout)
 	defer cancel()
 	out, err := d.c.GetObject(ctx, &s3.GetObjectInput{Bucket: d.bucket, Key: aws.String(key)})
@@ -361,6 +407,6 @@ func (o Options) Format(f fmt.State, _ rune) {
 	if o.SecretKey != "" {
 		secret = "[redacted]"
 	}
-	fmt.Fprintf(f, "s3.Options{Endpoint: %q, Region: %q, Bucket: %q, AccessKey: %q, SecretKey: %s, Timeout: %v, MaxAttempts: %d, RowsInFlight: %d, Integrity: %s}",
-		o.Endpoint, o.Region, o.Bucket, o.AccessKey, secret, o.Timeout, o.MaxAttempts, o.RowsInFlight, o.Integrity.String())
+	fmt.Fprintf(f, "s3.Options{Endpoint: %q, Region: %q, Bucket: %q, AccessKey: %q, SecretKey: %s, Timeout: %v, MaxAttempts: %d, RowsInFlight: %d, MultipartBytes: %d, PartBytes: %d, PartsInFlight: %d, Integrity: %s}",
+		o.Endpoint, o.Region, o.Bucket, o.AccessKey, secret, o.Timeout, o.MaxAttempts, o.RowsInFlight, o.MultipartBytes, o.PartBytes, o.PartsInFlight, o.Integrity.String())
 }

@@ -69,3 +69,31 @@ func TestTheTagBindsTheLength(t *testing.T) {
 	assert.NotEqual(t, tag(in.current, payload, t1[:]), tag(in.current, payload, t3[:]),
 		"the tag is the same for two names of one payload")
 }
+
+// TestRetargetRewritesOnlyTheNameDigest: Retarget, the stores' tool for
+// the copied-row attack, makes an unkeyed object read under the new key
+// whatever its payload's length, an empty one included (an object exactly
+// a trailer long; `len(out) <= Size` in its guard fails that case, tried),
+// and leaves a slice too short to hold a trailer as it was.
+func TestRetargetRewritesOnlyTheNameDigest(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		payload []byte
+	}{
+		{"empty payload", []byte{}},
+		{"one byte", []byte{7}},
+		{"a row", []byte("tenant A's KV row")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			obj := Encode("tenantA/v1/aa", c.payload)
+			copied := Retarget(obj, "tenantB/v1/aa")
+			got, err := Check(copied, "tenantB/v1/aa")
+			require.NoError(t, err)
+			assert.Equal(t, c.payload, got)
+			_, err = Check(obj, "tenantB/v1/aa")
+			assert.Error(t, err, "the source object is not changed in place")
+		})
+	}
+	short := []byte("short")
+	assert.Equal(t, short, Retarget(short, "k"), "too short for a trailer: as it was")
+}

@@ -100,6 +100,12 @@ func (in *Integrity) Verifier(h Head) Verifier {
 	return v
 }
 
+// Against makes v check against h: for a reader that reads an object's
+// tail together with its payload's last piece (stores/fs, in one preadv)
+// and so has fed most of the payload before it learns the Head. Check
+// then checks against h, as if v had been made from it.
+func (v *Verifier) Against(h Head) { v.h = h }
+
 // Write adds p, the payload's next bytes.
 func (v *Verifier) Write(p []byte) {
 	v.n += int64(len(p))
