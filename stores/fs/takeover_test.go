@@ -108,7 +108,7 @@ func swapIn(marker string, at time.Time) (os.FileInfo, error) {
 func TestADeadMarkerIsTakenOverOnceAPut(t *testing.T) {
 	start := time.Unix(1_700_000_000, 0)
 	now := func() time.Time { return start.Add(time.Hour) } // every planted marker is dead
-	f, k, marker := plantedMarker(t, time.Second, now, start)
+	f, k, marker := plantedMarker(t, fs.Options{MarkerTTL: time.Second, Now: now}, start)
 	var attempts []int
 	var second uint64
 	fs.OnMarkerAttempt(f.Driver.(*fs.Driver), func(attempt int) {
