@@ -23,8 +23,7 @@
 //     memory store at 4 KiB rows: each rep is 8 round trips of a view of
 //     4,096 rows (tens of milliseconds, so a rep is steady state, not a
 //     few wake-ups), beside a memcpy of the same bytes 4 KiB at a time on
-//     as many goroutines as the backend has workers, the two taking turns
-//     round trip by round trip;
+//     as many goroutines as the backend has workers;
 //   - the backend's cost per row-op as its work grows (package
 //     internal/scalebench): with 16, 256 and 4,096 one-row fetches
 //     outstanding, and over views of 1, 16, 256 and 1,024 one-row
