@@ -464,19 +464,16 @@ var nameSeed = maphash.MakeSeed()
 // it. The pass also finds where each batch ends (by the row and byte
 // limits), appending to ends, so that cut need not pass over the rows
 // again. A view of one row of one span is copied into in, without
-// allocating. The keys are made out of one allocation (driver.KeySlab),
-// whatever the rows: a key per row was a third of the submission's time.
+// allocating.
 func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline, ends []batchEnd) ([]driver.Row, []batchEnd, error) {
 	if !hint.IsZero() && !fetch {
 		return nil, nil, &InvalidSubmissionError{Rule: driver.RuleHint, Reason: "a publish takes no hint"}
 	}
-	n, nameBytes := 0, 0
+	n := 0
 	for _, vr := range v {
 		n += len(vr.Spans)
-		nameBytes += len(vr.Name)
 	}
-	keySlab := b.stem.Slab(len(v), nameBytes) // every row's key, in one allocation
-	var spans []driver.Span                   // a copy: the caller may reuse its view
+	var spans []driver.Span // a copy: the caller may reuse its view
 	var rows []driver.Row
 	if len(v) == 1 && n == 1 {
 		spans, rows = in.span[:0], in.row[:]
@@ -512,7 +509,7 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline, end
 			size, spansOK = rows[i].Bytes(), false
 		}
 		if len(vr.Name) > 0 { // an empty name keeps the empty key AdmitKeys refuses
-			rows[i].Key = keySlab.Key(vr.Name)
+			rows[i].Key, _ = b.stem.Key(vr.Name) // the stem is checked; only an empty name fails
 		}
 		if keysOK {
 			keysOK = len(vr.Name) > 0 && keys.AddHashed(rows, i, maphash.Bytes(nameSeed, vr.Name)) < 0

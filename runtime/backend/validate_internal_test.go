@@ -181,34 +181,3 @@ func BenchmarkValidate4096(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
 }
-
-// Validation allocates per view, not per row: the rows, their spans and
-// one slab for every key (driver.KeySlab), whether the view has 64 rows
-// or 4,096, publish or fetch. A key made alone per row was a third of the
-// submission's time, serial on the caller before any row reaches the
-// driver.
-func TestValidateAllocatesPerViewNotPerRow(t *testing.T) {
-	const rowBytes = 4 << 10
-	be, r, _, _ := validateRig(t, rowBytes, 4096, Config{Workers: 2})
-	for _, fetch := range []bool{false, true} {
-		for _, rows := range []int{64, 4096} {
-			v := make(View, rows)
-			for i := range v {
-				v[i] = ViewRow{Name: []byte(fmt.Sprint("set0-row-", i)), Spans: []driver.Span{r.Slot(i)}}
-			}
-			in := new(inline) // an Attempt's, allocated with it
-			allocs := testing.AllocsPerRun(20, func() {
-				var room [16]batchEnd
-				if _, _, err := be.validate(v, driver.Hint{}, fetch, in, room[:0]); err != nil {
-					t.Fatal(err)
-				}
-			})
-			// Rows, spans and keys; and, at times, the key set's table
-			// (rules.NewKeySet) when its pool has none, as under -race,
-			// where a sync.Pool drops some of what is put in it.
-			if allocs > 4 {
-				t.Errorf("fetch=%v, %d rows: %v allocations; want at most 4 (rows, spans, keys, the key set's table)", fetch, rows, allocs)
-			}
-		}
-	}
-}

@@ -207,39 +207,6 @@ func TestStemKeyAllocatesOnceAndOwnsItsBytes(t *testing.T) {
 	}
 }
 
-// A slab's keys are Stem.Key's, each over bytes of its own in one
-// allocation, and none aliases its name or another key; a slab out of
-// room panics rather than write past what it was sized for.
-func TestKeySlabMakesStemKeysInOneAllocation(t *testing.T) {
-	stem, err := KeyStem("kv/model-a")
-	require.NoError(t, err)
-	names := [][]byte{{0x00, 0x7f}, []byte("row-1"), bytes.Repeat([]byte{0x5a}, 32)}
-	var nameBytes int
-	for _, n := range names {
-		nameBytes += len(n)
-	}
-	var keys []string
-	allocs := testing.AllocsPerRun(100, func() {
-		slab := stem.Slab(len(names), nameBytes)
-		keys = keys[:0]
-		for _, n := range names {
-			keys = append(keys, slab.Key(n))
-		}
-	})
-	assert.Equal(t, 1.0, allocs, "allocations per slab of %d keys", len(names))
-	for i, n := range names {
-		want, err := stem.Key(n)
-		require.NoError(t, err)
-		assert.Equal(t, want, keys[i])
-		n[0] ^= 0xff // the name is the caller's again
-		assert.Equal(t, want, keys[i], "a key must not alias its name")
-	}
-	slab := stem.Slab(1, 2)
-	assert.Equal(t, "kv/model-a/v1/abcd", slab.Key([]byte{0xab, 0xcd}))
-	assert.Panics(t, func() { slab.Key([]byte{1}) }, "a key past the slab's room")
-	assert.Panics(t, func() { s := stem.Slab(1, 0); s.Key(nil) }, "an empty name")
-}
-
 // Property: distinct (prefix, name) pairs never encode alike, and every key
 // parses back to its pair.
 func TestDistinctNamesNeverEncodeAlike(t *testing.T) {

@@ -61,39 +61,6 @@ func (s Stem) Key(name []byte) (string, error) {
 	return unsafe.String(&b[0], len(b)), nil
 }
 
-// KeySlab makes the keys of many names under one stem out of one
-// allocation: a view of 4,096 rows costs one allocation for its keys, not
-// 4,096 (a key per row was a third of a backend's submission time). Each
-// key is a string over the slab's own bytes, written once before the
-// string is made and never again, so a key is as immutable as Key's. A
-// key keeps its whole slab alive: one who keeps a key past the call it
-// came with (a store's table of keys) copies it (strings.Clone), or the
-// slab of every view it came with stays on the heap for it.
-type KeySlab struct {
-	stem string
-	buf  []byte // room for the keys still to make
-}
-
-// Slab returns a KeySlab with room for the keys of names names of
-// nameBytes bytes in all.
-func (s Stem) Slab(names, nameBytes int) KeySlab {
-	return KeySlab{stem: s.s, buf: make([]byte, names*len(s.s)+hex.EncodedLen(nameBytes))}
-}
-
-// Key returns the key of name, which must not be empty, as Stem.Key does,
-// in the slab's next bytes. It panics when the slab has no room left:
-// Slab was given fewer names or name bytes than its keys take.
-func (k *KeySlab) Key(name []byte) string {
-	n := len(k.stem) + hex.EncodedLen(len(name))
-	if len(name) == 0 || n > len(k.buf) {
-		panic(fmt.Sprintf("driver: KeySlab.Key of a name of %d bytes with %d bytes of room", len(name), len(k.buf)))
-	}
-	b := k.buf[:n:n]
-	k.buf = k.buf[n:]
-	hex.Encode(b[copy(b, k.stem):], name)
-	return unsafe.String(&b[0], n) // b is never written again (KeySlab)
-}
-
 // Key returns prefix/v1/hex(name).
 func Key(prefix string, name []byte) (string, error) {
 	stem, err := KeyStem(prefix)
