@@ -1,9 +1,6 @@
 package memory
 
-import (
-	"hash/maphash"
-	"unsafe"
-)
+import "hash/maphash"
 
 // keyTable is the store's map from key to entry: open addressing with
 // linear probing on a hash of the key computed once per call, and
@@ -87,19 +84,8 @@ func (t *keyTable) get(key string) *entry {
 
 // insert puts e under key at p, which find returned for key (with no
 // entry) and no change to the table since, and keeps key's hash in e.
-//
-// The table keeps a copy of key of its own, in e's key buffer (entry.kb),
-// never the caller's string: a backend makes a view's keys out of one
-// allocation (driver.KeySlab), and a table that kept them would keep every
-// view's whole slab alive for any one of its keys still stored. The buffer
-// is kept with the entry when it is reused (Store.releaseEntryLocked), so
-// once warm an insert copies the key and allocates nothing. Its bytes
-// change only when the entry is under no key: the slot's string, the only
-// one made over them, left the table with the entry (remove).
 func (t *keyTable) insert(p keyPos, key string, e *entry) {
 	e.h = p.h
-	e.kb = append(e.kb[:0], key...)
-	key = unsafe.String(unsafe.SliceData(e.kb), len(e.kb))
 	t.slots[p.i] = keySlot{h: p.h, key: key, e: e}
 	t.n++
 	if 2*t.n > len(t.slots) {

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"unsafe"
 
-	"github.com/kvblob/kvblob/generated/memoryspec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -143,30 +141,4 @@ func TestKeyTableChurn(t *testing.T) {
 			}
 		})
 	}
-}
-
-// The table keeps keys of its own: a key whose bytes its maker writes
-// again once the put returned (a view's keys share one slab,
-// driver.KeySlab, which the table must not keep alive) is still found
-// under what it was, and not under what its bytes became. An entry
-// reused for another key keeps its key buffer, so a warm store copies
-// keys without allocating (TestAWarmStorePutsAndDeletesNewKeysWithoutTheHeap).
-func TestTheTableKeepsACopyOfEachKey(t *testing.T) {
-	s := NewStore(0)
-	buf := []byte("kvblob/v1/aa")
-	key := unsafe.String(&buf[0], len(buf)) // a key over bytes its maker still writes
-	w, code := s.begin(key, 64, true)
-	require.Equal(t, memoryspec.OK, code)
-	s.mu.Lock()
-	require.Equal(t, memoryspec.OK, s.commitLocked(key, w))
-	s.mu.Unlock()
-	copy(buf, "kvblob/v1/bb")
-	assert.NotNil(t, s.keys.get("kvblob/v1/aa"), "found under the key it was put under")
-	assert.Nil(t, s.keys.get("kvblob/v1/bb"), "not under what the maker's bytes became")
-	e := s.keys.get("kvblob/v1/aa")
-	s.Delete("kvblob/v1/aa")
-	kb := e.kb[:1]
-	s.SetObject("kvblob/v1/cc", []byte("x"))
-	require.Same(t, e, s.keys.get("kvblob/v1/cc"), "the entry is reused")
-	assert.Same(t, &kb[0], &e.kb[0], "with its key buffer")
 }

@@ -55,9 +55,6 @@ type entry struct {
 	// committed); a writer that still holds it commits through the key's
 	// entry found again.
 	gone bool
-	// kb holds the bytes of the key the entry is under, the table's own
-	// copy (keyTable.insert), kept when the entry is reused.
-	kb []byte
 }
 
 // object is a stored object: its bytes (room for the trailer included) in
@@ -232,7 +229,7 @@ func (s *Store) releaseEntryLocked(e *entry) {
 		e.gone = true
 		return
 	}
-	*e = entry{kb: e.kb[:0]} // the key buffer is kept for the next key
+	*e = entry{}
 	s.entries.Put(e)
 }
 
