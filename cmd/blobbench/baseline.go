@@ -62,9 +62,10 @@ func parallelCopy(dst, src []byte, rowBytes int64, n int) {
 // store's publish read slots last touched a whole step before: a baseline
 // that starts warm flatters itself against the store. It reads every line
 // of evictBytes of memory of its own, which pushes out what a step left
-// (writing back what it left dirty, untimed). A variable, so that a test
-// sees where it runs.
-var coldCaches = func() {
+// (writing back what it left dirty, untimed), and returns a sum of what it
+// read, lest the compiler drop the reads. A variable, so that a test sees
+// where it runs.
+var coldCaches = func() byte {
 	evictOnce.Do(func() {
 		evictBuf = make([]byte, evictBytes)
 		for i := range evictBuf {
@@ -75,7 +76,7 @@ var coldCaches = func() {
 	for i := 0; i < len(evictBuf); i += 64 {
 		x += evictBuf[i]
 	}
-	evictSink = x
+	return x
 }
 
 // evictBytes is twice the last-level cache of one CCD of the EPYCs this
@@ -85,7 +86,6 @@ const evictBytes = 64 << 20
 var (
 	evictOnce sync.Once
 	evictBuf  []byte
-	evictSink byte // keeps coldCaches' reads
 )
 
 // coldHeap returns the free heap to the operating system, so that an

@@ -128,10 +128,11 @@ func TestEveryTimedStepOfABandwidthRepStartsWithColdCaches(t *testing.T) {
 	var mu sync.Mutex
 	saved := coldCaches
 	t.Cleanup(func() { coldCaches = saved })
-	coldCaches = func() {
+	coldCaches = func() byte {
 		mu.Lock()
 		defer mu.Unlock()
 		log = append(log, "cold")
+		return 0
 	}
 	for _, workers := range []int{1, 2} {
 		log = nil
