@@ -53,6 +53,41 @@ func parallelCopy(dst, src []byte, rowBytes int64, n int) {
 	})
 }
 
+// coldCaches evicts the caches before each timed step of a bandwidth rep
+// (the store's publish, its fetch, and each memcpy), so that every one
+// starts with none of its bytes cached, whatever ran before it. Without
+// it the publish's memcpy ran right after the fetch's, over the same
+// bytes, and found as much of them cached as the cache holds (for rows
+// copied with ordinary stores, the destination's lines too), while the
+// store's publish read slots last touched a whole step before: a baseline
+// that starts warm flatters itself against the store. It reads every line
+// of evictBytes of memory of its own, which pushes out what a step left
+// (writing back what it left dirty, untimed), and returns a sum of what it
+// read, lest the compiler drop the reads. A variable, so that a test sees
+// where it runs.
+var coldCaches = func() byte {
+	evictOnce.Do(func() {
+		evictBuf = make([]byte, evictBytes)
+		for i := range evictBuf {
+			evictBuf[i] = byte(i) // faulted in now, not in a timed step
+		}
+	})
+	var x byte
+	for i := 0; i < len(evictBuf); i += 64 {
+		x += evictBuf[i]
+	}
+	return x
+}
+
+// evictBytes is twice the last-level cache of one CCD of the EPYCs this
+// runs on (32 MiB): a read of it leaves nothing of what ran before cached.
+const evictBytes = 64 << 20
+
+var (
+	evictOnce sync.Once
+	evictBuf  []byte
+)
+
 // coldHeap returns the free heap to the operating system, so that an
 // allocate-then-copy baseline timed next starts from fresh pages whatever
 // ran before it: without it, the same copy ran at 0.55 or 14 GB/s

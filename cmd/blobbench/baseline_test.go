@@ -2,9 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"sync"
 	"testing"
+
+	"github.com/kvblob/kvblob/runtime/backend"
+	"github.com/kvblob/kvblob/runtime/driver"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -100,5 +105,72 @@ func TestTheCheckedBaselineRefusesWhatTheDriverRefuses(t *testing.T) {
 		bad := bytes.Clone(payload)
 		bad[at] ^= 0xff
 		assert.Error(t, crcChecks("f", bad, tail), "a byte flipped at %d", at)
+	}
+}
+
+// loggedDriver logs its calls' kinds in order, once per run of the same
+// kind, beside the rig's other steps.
+type loggedDriver struct {
+	driver.Driver
+	log *[]string
+	mu  *sync.Mutex
+}
+
+func (d loggedDriver) note(what string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if n := len(*d.log); n == 0 || (*d.log)[n-1] != what {
+		*d.log = append(*d.log, what)
+	}
+}
+
+func (d loggedDriver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
+	d.note("publish")
+	return d.Driver.Put(ctx, rows)
+}
+
+func (d loggedDriver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
+	d.note("fetch")
+	return d.Driver.Get(ctx, rows, hint)
+}
+
+// TestEveryTimedStepOfABandwidthRepStartsWithColdCaches: the store's
+// publish, its fetch and each memcpy (the fetch's at the workers, the
+// publish's at backend.PublishWorkers of them when that differs) each
+// follow a coldCaches of their own, in every rep, the warm-up's included.
+// (Tried: dropping the coldCaches before the publish's memcpy fails the
+// two-worker sequence; dropping the one before the fetch fails both.)
+func TestEveryTimedStepOfABandwidthRepStartsWithColdCaches(t *testing.T) {
+	var log []string
+	var mu sync.Mutex
+	saved := coldCaches
+	t.Cleanup(func() { coldCaches = saved })
+	coldCaches = func() byte {
+		mu.Lock()
+		defer mu.Unlock()
+		log = append(log, "cold")
+		return 0
+	}
+	for _, workers := range []int{1, 2} {
+		log = nil
+		s := memoryStore()
+		mk, forget := s.make, s.forget
+		s.make = func() (driver.Driver, error) {
+			d, err := mk()
+			return loggedDriver{Driver: d, log: &log, mu: &mu}, err
+		}
+		s.forget = func(d driver.Driver, keys []string) { forget(d.(loggedDriver).Driver, keys) }
+		p := plan{reps: 2, viewBytes: 1 << 20, bytesPerCall: 256 << 10, rowsPerCall: 256}
+		_, err := measureBandwidth(s, p, 64<<10, 16, workers)
+		require.NoError(t, err)
+		rep := []string{"cold", "publish", "cold", "fetch", "cold"} // the fetch's memcpy
+		if backend.PublishWorkers(workers) != workers {
+			rep = append(rep, "cold") // the publish's
+		}
+		var want []string
+		for range p.reps + 1 {
+			want = append(want, rep...)
+		}
+		assert.Equal(t, want, log, "%d workers", workers)
 	}
 }

@@ -699,7 +699,9 @@ func measure(p plan, log io.Writer) (*report, error) {
 //
 // Every baseline starts from the same state whatever ran before it: the
 // memcpy copies between slots the rig faulted in (src filled, dst written
-// by the fetch just before), the allocate-then-copy starts from a heap
+// by the fetch just before), each timed step (the store's publish and
+// fetch, each memcpy) starts with the caches emptied of what ran before
+// (coldCaches), the allocate-then-copy starts from a heap
 // whose free pages went back to the system (coldHeap), and the store's
 // client runs after a collection, on objects and buffers written before
 // its clock starts.
@@ -730,15 +732,19 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		if s.settle != nil {
 			s.settle()
 		}
+		coldCaches()
 		t0 := time.Now()
 		if err := r.finish(r.be.Publish(context.Background(), src)); err != nil {
 			return bandwidth{}, err
 		}
-		t1 := time.Now()
+		pub := time.Since(t0)
+		coldCaches()
+		t0 = time.Now()
 		if err := r.finish(r.be.Fetch(context.Background(), dst, driver.Hint{})); err != nil {
 			return bandwidth{}, err
 		}
-		pub, get := t1.Sub(t0), time.Since(t1)
+		get := time.Since(t0)
+		coldCaches()
 		t0 = time.Now()
 		parallelCopy(dstMem, srcMem, rowBytes, workers)
 		cp := time.Since(t0)
@@ -746,6 +752,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		// is kept for fetches): its memcpy runs on as many goroutines.
 		cpPub := cp
 		if pw := backend.PublishWorkers(workers); pw != workers {
+			coldCaches()
 			t0 = time.Now()
 			parallelCopy(dstMem, srcMem, rowBytes, pw)
 			cpPub = time.Since(t0)
