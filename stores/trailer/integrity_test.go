@@ -28,24 +28,28 @@ func integrity(t *testing.T, cur, prev []byte) *Integrity {
 	return in
 }
 
+// TestKeyedRoundTrip: a keyed object reads back whole, with the key and
+// without it, down to an empty payload (an object exactly its tag and
+// trailer long, the shortest keyed object there is).
 func TestKeyedRoundTrip(t *testing.T) {
 	in := integrity(t, keyA, nil)
-	payload := []byte("a KV row")
-	obj := in.Encode("k", payload)
-	require.Len(t, obj, len(payload)+TagSize+Size)
-	got, err := in.Check(obj, "k")
-	require.NoError(t, err)
-	assert.Equal(t, payload, got)
+	for _, payload := range [][]byte{[]byte("a KV row"), {}} {
+		obj := in.Encode("k", payload)
+		require.Len(t, obj, len(payload)+TagSize+Size)
+		got, err := in.Check(obj, "k")
+		require.NoError(t, err, "%d-byte payload", len(payload))
+		assert.Equal(t, payload, got)
 
-	// A reader without a key still checks the trailer (and cannot check the tag).
-	got, err = Check(obj, "k")
-	require.NoError(t, err)
-	assert.Equal(t, payload, got)
-	var off *Integrity
-	got, err = off.Check(obj, "k")
-	require.NoError(t, err)
-	assert.Equal(t, payload, got)
-	assert.Equal(t, Encode("k", payload), off.Encode("k", payload), "integrity off writes the unkeyed trailer")
+		// A reader without a key still checks the trailer (and cannot check the tag).
+		got, err = Check(obj, "k")
+		require.NoError(t, err, "%d-byte payload", len(payload))
+		assert.Equal(t, payload, got)
+		var off *Integrity
+		got, err = off.Check(obj, "k")
+		require.NoError(t, err, "%d-byte payload", len(payload))
+		assert.Equal(t, payload, got)
+		assert.Equal(t, Encode("k", payload), off.Encode("k", payload), "integrity off writes the unkeyed trailer")
+	}
 }
 
 // forge returns an object whose trailer is whole (name, length and CRC32
