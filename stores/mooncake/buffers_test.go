@@ -82,6 +82,35 @@ func TestARegisterThatRaisedIsNotARejection(t *testing.T) {
 	}
 }
 
+// stagedSlots opens a driver with the trailer over a fake master,
+// registers 24 slots (96 KiB: more than a get's first stage of 64 KiB, so
+// a get of them all needs a stage of exactly their size) and puts a row in
+// each, READY. done unregisters the slots, drains and closes.
+func stagedSlots(t *testing.T) (m *fakesdk.Master, c *fakesdk.Client, d *mooncake.Driver, rows []driver.Row, done func()) {
+	t.Helper()
+	m = fakesdk.NewMaster(0)
+	c = fakesdk.NewClient(m, mooncakekit.Version)
+	d, err := mooncake.NewWith(c, mooncake.Options{Trailer: true})
+	require.NoError(t, err)
+	const slots = 24
+	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: slot, Slots: slots})
+	require.NoError(t, err)
+	reg, err := d.Register(r.Region)
+	require.NoError(t, err)
+	for i := range slots {
+		rows = append(rows, driver.Row{Key: "k" + string(rune('a'+i)), Spans: []driver.Span{r.Slot(i)}})
+	}
+	op, err := d.Put(context.Background(), rows)
+	require.NoError(t, err)
+	assertAll(t, op, driver.Ready)
+	return m, c, d, rows, func() {
+		require.NoError(t, d.Unregister(reg))
+		require.True(t, d.Drain(context.Background()))
+		require.NoError(t, d.Close())
+		require.NoError(t, r.Close())
+	}
+}
+
 // TestAStageTheSDKWouldNotUnregisterIsNeverFreed: with the trailer, a get
 // stages objects in the driver's own registered memory, and a get too large
 // for the stage replaces it. When unregister_buffer of the old stage does
@@ -93,23 +122,8 @@ func TestAStageTheSDKWouldNotUnregisterIsNeverFreed(t *testing.T) {
 			continue // unregistered after all: freeing it is safe, keeping it too
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			m := fakesdk.NewMaster(0)
-			c := fakesdk.NewClient(m, mooncakekit.Version)
-			d, err := mooncake.NewWith(c, mooncake.Options{Trailer: true})
-			require.NoError(t, err)
-			const slots = 24 // 96 KiB: more than the first stage's 64 KiB
-			r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: slot, Slots: slots})
-			require.NoError(t, err)
-			reg, err := d.Register(r.Region)
-			require.NoError(t, err)
-			var rows []driver.Row
-			for i := range slots {
-				rows = append(rows, driver.Row{Key: "k" + string(rune('a'+i)), Spans: []driver.Span{r.Slot(i)}})
-			}
-			op, err := d.Put(context.Background(), rows)
-			require.NoError(t, err)
-			assertAll(t, op, driver.Ready)
-			op, err = d.Get(context.Background(), rows[:1], driver.Hint{})
+			m, c, d, rows, done := stagedSlots(t)
+			op, err := d.Get(context.Background(), rows[:1], driver.Hint{})
 			require.NoError(t, err)
 			assertAll(t, op, driver.Ready)
 
@@ -120,11 +134,7 @@ func TestAStageTheSDKWouldNotUnregisterIsNeverFreed(t *testing.T) {
 			for _, b := range c.Registered() {
 				assert.True(t, mapped(b), "buffer %#x+%d is registered with the SDK but no longer mapped", b.Addr, b.Len)
 			}
-			// The kept stage is leaked on purpose; the rest closes.
-			require.NoError(t, d.Unregister(reg))
-			require.True(t, d.Drain(context.Background()))
-			require.NoError(t, d.Close())
-			require.NoError(t, r.Close())
+			done() // the kept stage is leaked on purpose; the rest closes
 		})
 	}
 }
@@ -226,22 +236,8 @@ func TestAStageThatCannotBeHadFaultsEveryRowWithNoSDKCode(t *testing.T) {
 // (here no mapping could be had), so it is READY (tried: reusing only a
 // stage strictly larger than the call's need maps a new one and faults).
 func TestAStageLargeEnoughIsReused(t *testing.T) {
-	m := fakesdk.NewMaster(0)
-	d, err := mooncake.NewWith(fakesdk.NewClient(m, mooncakekit.Version), mooncake.Options{Trailer: true})
-	require.NoError(t, err)
-	const slots = 24 // 96 KiB: more than the first stage's 64 KiB, so the stage is the get's need exactly
-	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: slot, Slots: slots})
-	require.NoError(t, err)
-	reg, err := d.Register(r.Region)
-	require.NoError(t, err)
-	var rows []driver.Row
-	for i := range slots {
-		rows = append(rows, driver.Row{Key: "k" + string(rune('a'+i)), Spans: []driver.Span{r.Slot(i)}})
-	}
-	op, err := d.Put(context.Background(), rows)
-	require.NoError(t, err)
-	assertAll(t, op, driver.Ready)
-	op, err = d.Get(context.Background(), rows, driver.Hint{})
+	_, _, d, rows, done := stagedSlots(t)
+	op, err := d.Get(context.Background(), rows, driver.Hint{})
 	require.NoError(t, err)
 	assertAll(t, op, driver.Ready)
 
@@ -250,8 +246,5 @@ func TestAStageLargeEnoughIsReused(t *testing.T) {
 	restore()
 	require.NoError(t, err)
 	assertAll(t, op, driver.Ready)
-	require.NoError(t, d.Unregister(reg))
-	require.True(t, d.Drain(context.Background()))
-	require.NoError(t, d.Close())
-	require.NoError(t, r.Close())
+	done()
 }
