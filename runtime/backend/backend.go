@@ -92,6 +92,12 @@ import (
 	"github.com/kvblob/kvblob/runtime/rules"
 )
 
+// afterFunc is context.AfterFunc, through which an attempt cancels itself
+// when its ctx ends. A test holds that cancel (export_test.go) to reach
+// the window before it runs, in which a worker may take a batch whose
+// attempt's ctx has already ended and must drop it (next, workers.go).
+var afterFunc = context.AfterFunc
+
 // Config configures a Backend. Its defaults assume nothing about the
 // driver: one worker, no row limit of the backend's own, and calls of at
 // most DefaultBytesPerBatch, so that a fetch never waits long behind one
@@ -400,7 +406,7 @@ func (b *Backend) submit(ctx context.Context, v View, hint driver.Hint, fetch bo
 	if ctx.Done() != nil {
 		// Registered before the batches are queued, so that the attempt
 		// cannot finish (and stop it) before it is set.
-		a.stopCancel = context.AfterFunc(ctx, func() { a.cancel(a.cancelCause()) })
+		a.stopCancel = afterFunc(ctx, func() { a.cancel(a.cancelCause()) })
 	}
 	b.mu.Lock()
 	var refused *SubmissionRejectedError

@@ -579,6 +579,44 @@ func TestAPublishNeverStarvesUnderAStreamOfFetches(t *testing.T) {
 	}
 }
 
+// TestABatchTakenAfterItsAttemptsCtxEndedNeverEntersTheDriver: a worker
+// that takes a batch whose attempt's ctx has ended drops it, the row
+// CANCELLED with the ctx's cause, rather than calling the driver with a
+// dead ctx, even before the cancel that ctx's end runs has got there
+// (held here: without the hold the window is a race no test can aim at).
+// (Tried: the worker's check made stopCancel == nil starts the second
+// batch, and the driver sees two gets.)
+func TestABatchTakenAfterItsAttemptsCtxEndedNeverEntersTheDriver(t *testing.T) {
+	release := make(chan struct{})
+	restore := backend.HoldCtxEndCancel(release)
+	defer restore()
+	defer close(release) // first: the held cancel then runs and ends
+	e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 1})
+	src := e.view("r", 0, 2)
+	e.fill(src, 1)
+	wait(t, must(e.be.Publish(context.Background(), src)))
+	g := newGate()
+	e.d.before = g.hook(e.d.Driver)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	a := must(e.be.Fetch(ctx, e.view("r", 10, 2), driver.Hint{}))
+	<-g.entered // the first batch is in the driver, the second queued
+	why := errors.New("the caller gave up")
+	cancel(why)
+	close(g.release)
+	o := wait(t, a)
+	gets := 0
+	for _, c := range e.d.Calls() {
+		if c.op == "get" {
+			gets++
+		}
+	}
+	assert.Equal(t, 1, gets, "the second batch entered the driver after its ctx ended")
+	assert.Equal(t, driver.Ready, o.Results[0].Status)
+	assert.Equal(t, driver.Cancelled, o.Results[1].Status)
+	assert.ErrorIs(t, o.Err, backend.ErrCancelled)
+	assert.ErrorIs(t, o.Err, why)
+}
+
 func TestABatchCountsAsStartedBeforeItEntersTheDriver(t *testing.T) {
 	e := newEnv(t, memory.Options{}, backend.Config{})
 	g := newGate()
