@@ -796,7 +796,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if r.Baseline != "" {
 		fmt.Fprintf(w, "%s: %s\n", r.Dir, r.Baseline)
-		r.printStale(w)
+		r.printRest(w)
 		return
 	}
 	how := "without -race"
@@ -823,12 +823,13 @@ func (r *Report) Print(w io.Writer) {
 	for _, s := range r.Wrong {
 		fmt.Fprintf(w, "  WRONG ENTRY %s\n", s)
 	}
-	r.printStale(w)
+	r.printRest(w)
 }
 
-// printStale names the list's entries for r's files that match no mutant
-// (or several), so the list cannot rot unseen.
-func (r *Report) printStale(w io.Writer) {
+// printRest writes what r lists besides its survivors: the equivalents
+// list's entries for r's files that match no mutant (or several), so the
+// list cannot rot unseen, then the hangs, the cuts and the flakes.
+func (r *Report) printRest(w io.Writer) {
 	for _, s := range r.Stale {
 		fmt.Fprintf(w, "  STALE ENTRY %s\n", s)
 	}
