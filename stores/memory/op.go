@@ -70,32 +70,9 @@ func newOp(d *Driver, call *driverkit.Call, put bool, rows []driver.Row) *op {
 	}
 	o.staged = make([]driver.Result, len(rows))
 	if put {
-		o.writes = takeWrites(len(rows))
+		o.writes = make([]write, len(rows))
 	}
 	return o
-}
-
-// writesPool keeps the writes arrays of puts of many rows that published
-// their results (*[]write, each cleared): once the results are published,
-// an op's writes are done with, and the next put of as many rows takes
-// the array again instead of allocating and zeroing one per call (24
-// bytes a row).
-var writesPool sync.Pool
-
-// takeWrites returns n zeroed writes, from writesPool when it has an
-// array that large.
-func takeWrites(n int) []write {
-	if p, ok := writesPool.Get().(*[]write); ok && cap(*p) >= n {
-		return (*p)[:n]
-	}
-	return make([]write, n)
-}
-
-// giveWrites clears ws (so the pool holds no object or entry) and gives
-// it to writesPool.
-func giveWrites(ws []write) {
-	clear(ws)
-	writesPool.Put(&ws)
 }
 
 // Notify makes the operation call f after each change of its results or
@@ -359,10 +336,6 @@ func (o *op) publish() {
 			}
 		}
 		st.mu.Unlock()
-		if len(o.writes) > 1 { // not the op's own room for one row
-			giveWrites(o.writes)
-			o.writes = nil
-		}
 	}
 	// staged is final: move returned and never runs again (moving), so
 	// the results are staged itself, handed over without a copy, to Poll's
