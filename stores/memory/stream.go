@@ -15,7 +15,7 @@ import "unsafe"
 // leaves those to it; below streamMin a row is too small to be worth it
 // and may well stay cached.
 const (
-	streamMin = 8 << 10
+	streamMin = 4 << 10
 	streamMax = 1 << 20
 )
 
