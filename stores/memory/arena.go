@@ -9,20 +9,9 @@ import "math/bits"
 // heap, and no page is touched for the first time. Its caller holds the
 // store's lock.
 type arena struct {
-	seg  []byte      // the current segment's unused tail
-	free []freeQueue // classIndex -> free blocks
-	kept int64       // bytes held in segments and blocks
-}
-
-// freeQueue is a class's free blocks, handed out in the order they were
-// freed (first freed, first out): a view's objects are deleted in row
-// order, so the next view's rows get their blocks in the same order, and
-// consecutive rows of a call lie in ascending addresses, where the
-// hardware prefetcher follows a copy from one row's block to the next. (A
-// stack handed them out in descending order.)
-type freeQueue struct {
-	blocks [][]byte
-	head   int // blocks[:head] were handed out
+	seg  []byte     // the current segment's unused tail
+	free [][][]byte // classIndex -> free blocks
+	kept int64      // bytes held in segments and blocks
 }
 
 // segmentBytes is one segment; an object above a quarter of it gets a
@@ -53,14 +42,11 @@ func classIndex(c int) int {
 // alloc returns a block of n bytes (its capacity is its class's).
 func (a *arena) alloc(n int) []byte {
 	c := class(n)
-	if i := classIndex(c); i < len(a.free) && a.free[i].head < len(a.free[i].blocks) {
-		q := &a.free[i]
-		b := q.blocks[q.head]
-		q.blocks[q.head] = nil
-		q.head++
-		if q.head == len(q.blocks) {
-			q.blocks, q.head = q.blocks[:0], 0
-		}
+	if i := classIndex(c); i < len(a.free) && len(a.free[i]) > 0 {
+		fl := a.free[i]
+		b := fl[len(fl)-1]
+		fl[len(fl)-1] = nil
+		a.free[i] = fl[:len(fl)-1]
 		return b[:n]
 	}
 	if c > segmentBytes/4 {
@@ -81,16 +67,7 @@ func (a *arena) release(b []byte) {
 	c := cap(b)
 	i := classIndex(c)
 	if i >= len(a.free) {
-		a.free = append(a.free, make([]freeQueue, i+1-len(a.free))...)
+		a.free = append(a.free, make([][][]byte, i+1-len(a.free))...)
 	}
-	q := &a.free[i]
-	if q.head > 0 && len(q.blocks) == cap(q.blocks) && q.head >= len(q.blocks)/2 {
-		// Full, and at least half of it handed out: move the rest to the
-		// front instead of growing, so a queue that never empties keeps
-		// to twice the blocks it holds.
-		k := copy(q.blocks, q.blocks[q.head:])
-		clear(q.blocks[k:])
-		q.blocks, q.head = q.blocks[:k], 0
-	}
-	q.blocks = append(q.blocks, b[:c])
+	a.free[i] = append(a.free[i], b[:c])
 }
