@@ -170,21 +170,15 @@ func (o *op) moveRows() (none bool) {
 		switch {
 		case pw != nil:
 			w, code := st.reserved(pw, o.rows, i)
-			if i == 0 && len(o.rows) > 1 {
-				prefetchRow(o.rows[1])
-			}
-			if i+2 < len(o.rows) {
-				prefetchRow(o.rows[i+2]) // see prefetch
+			if i+1 < len(o.rows) {
+				prefetchRow(o.rows[i+1]) // see prefetch
 			}
 			o.staged[i], o.writes[i] = fill(o.rows[i], w, code)
 		case o.put:
 			o.staged[i], o.writes[i] = o.putRow(o.rows[i])
 		case rd != nil:
 			obj, code := st.at(rd, o.rows, i)
-			if k := i + 1 - rd.start; k == 1 && k < rd.n && rd.objs[k] != nil {
-				prefetch(rd.objs[k].b) // held, as obj is
-			}
-			if k := i + 2 - rd.start; k < rd.n && rd.objs[k] != nil {
+			if k := i + 1 - rd.start; k < rd.n && rd.objs[k] != nil {
 				prefetch(rd.objs[k].b) // held, as obj is
 			}
 			o.staged[i] = o.readRow(o.rows[i], obj, code)
