@@ -174,3 +174,40 @@ func TestEveryTimedStepOfABandwidthRepStartsWithColdCaches(t *testing.T) {
 		assert.Equal(t, want, log, "%d workers", workers)
 	}
 }
+
+// TestTheHeapGoesBackToTheSystemOnlyAfterTheStoresLastStep: coldHeap (for
+// the allocate-then-copy) runs once per rep, warm-up included, and only
+// after the store's last publish and fetch, so that no step of the
+// store's starts from a heap given back to the system. (Tried: coldHeap
+// and the allocate-then-copy back inside each rep, after the memcpy, as
+// before: the log interleaves heap with publish and fetch, and the test
+// fails.)
+func TestTheHeapGoesBackToTheSystemOnlyAfterTheStoresLastStep(t *testing.T) {
+	var log []string
+	var mu sync.Mutex
+	saved := coldHeap
+	t.Cleanup(func() { coldHeap = saved })
+	coldHeap = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		log = append(log, "heap")
+	}
+	s := memoryStore()
+	mk, forget := s.make, s.forget
+	s.make = func() (driver.Driver, error) {
+		d, err := mk()
+		return loggedDriver{Driver: d, log: &log, mu: &mu}, err
+	}
+	s.forget = func(d driver.Driver, keys []string) { forget(d.(loggedDriver).Driver, keys) }
+	p := plan{reps: 2, viewBytes: 1 << 20, bytesPerCall: 256 << 10, rowsPerCall: 256}
+	_, err := measureBandwidth(s, p, 64<<10, 16, 2)
+	require.NoError(t, err)
+	var want []string
+	for range p.reps + 1 {
+		want = append(want, "publish", "fetch")
+	}
+	for range p.reps + 1 {
+		want = append(want, "heap")
+	}
+	assert.Equal(t, want, log)
+}
