@@ -161,6 +161,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	force := fs.Bool("force", false, "bench a store that holds keys under -prefix; only the keys the run wrote are deleted")
 	redisShared := fs.Bool("redis-shared-conns", false, "Redis: gets on the publishes' connections (redis.Options.FetchesShareConns), to compare with the default")
 	redisYieldFlag := fs.Bool("redis-yield", false, "Redis: publish connections yield to the driver's gets (redis.Options.PublishesYield), to compare with the default")
+	steps := fs.Bool("steps", false, "print every timed step of every bandwidth rep to stderr (each round's driver and baseline times, in ms)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	if err := refuseRenamed(args); err != nil {
 		fmt.Fprintln(stderr, err)
@@ -190,6 +191,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	})
 	redisSharedConns, redisYield = *redisShared, *redisYieldFlag
 	p.latencyGap, p.latencyElsewhere = *gap, *elsewhere
+	if *steps {
+		p.steps = stderr
+	}
 	rowsInFlightFlag = *rif
 	defer func() { rowsInFlightFlag = 0 }()
 	if *only != "" {
