@@ -115,7 +115,13 @@ func fsStore() (store, error) {
 					return plainTimes{}, err
 				}
 			}
+			// Each timed step starts with the caches cold, as the
+			// driver's publish and fetch do (measureBandwidth): else the
+			// put wrote slots plainObject had just copied, and the checked
+			// read read the files the plain read had just read, into the
+			// same slots.
 			settle()
+			coldCaches()
 			// The payload from the row's slot, then the trailer, as the
 			// driver writes them.
 			put, err := eachKey(len(keys), putConc, func(_, i int) error { return durableWrite(files[i], src[i], objs[i][len(src[i]):]) })
@@ -123,12 +129,14 @@ func fsStore() (store, error) {
 				return plainTimes{}, err
 			}
 			tails := buffers(conc, plainTail)
+			coldCaches()
 			get, err := eachKey(len(keys), conc, func(g, i int) error {
 				return preadObject(files[i], dst[i], tails[g][:len(objs[i])-len(dst[i])])
 			})
 			if err != nil {
 				return plainTimes{}, err
 			}
+			coldCaches()
 			checked, err := eachKey(len(keys), conc, func(g, i int) error {
 				tail := tails[g][:len(objs[i])-len(dst[i])]
 				if err := preadObject(files[i], dst[i], tail); err != nil {
@@ -283,6 +291,7 @@ func s3Store() (store, error) {
 				return plainTimes{}, err
 			}
 			tails := buffers(conc, plainTail)
+			coldCaches()
 			get, err := eachKey(len(keys), conc, func(g, i int) error {
 				out, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String(opt.Bucket), Key: aws.String(keys[i])})
 				if err != nil {
