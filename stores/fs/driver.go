@@ -551,7 +551,7 @@ func (d *Driver) open(p paths, key string, rowBytes int64) (int, opened, int64, 
 	if code, staged, err := d.seam("open", key); staged {
 		return -1, opened{}, int64(code), err
 	}
-	fd, err := d.tree.openFile(p.rel, p.name, unix.O_RDONLY|unix.O_NONBLOCK)
+	fd, err := d.tree.openFile(p.rel, p.name, unix.O_RDONLY|unix.O_NONBLOCK|noatime)
 	switch {
 	case errors.Is(err, unix.ENOENT) && d.markerLive(p):
 		return -1, opened{}, int64(fsspec.Pending), fmt.Errorf("the object is absent and %s is live", p.marker())
