@@ -92,8 +92,10 @@ var (
 // allocate-then-copy baseline timed next starts from fresh pages whatever
 // ran before it: without it, the same copy ran at 0.55 or 14 GB/s
 // depending on whether the store measured before had left free, faulted
-// pages on the heap.
-func coldHeap() { debug.FreeOSMemory() }
+// pages on the heap. It runs only after the store's last step of a
+// bandwidth measurement (see measureBandwidth). A variable, so that a test
+// sees where it runs.
+var coldHeap = func() { debug.FreeOSMemory() }
 
 // allocCopy copies each row of src into a fresh heap allocation, on n
 // goroutines as parallelCopy shares them, and returns the copies (the

@@ -314,3 +314,29 @@ func TestAPlainObjectIsTheObjectTheDriverStores(t *testing.T) {
 		})
 	}
 }
+
+// TestARedisRepRunsItsRounds: every bandwidth rep of a Redis store runs
+// redisRounds rounds of the driver's steps and its pipeline's, and -steps
+// prints each round's times, the pipeline's beside the driver's.
+// (Tried: dropping openRedis's rounds leaves one round a rep and fails it.)
+func TestARedisRepRunsItsRounds(t *testing.T) {
+	if ok, why := rediskit.Available(); !ok {
+		t.Skip(why)
+	}
+	srv, err := rediskit.Start()
+	require.NoError(t, err)
+	defer srv.Stop()
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"-quick", "-redis", srv.Addr, "-prefix", "bench", "-out", t.TempDir(), "-steps"}, &out, &errb), errb.String())
+	round := regexp.MustCompile(`\[publish [0-9.]+ fetch [0-9.]+ pipeline put [0-9.]+ get [0-9.]+\]`)
+	var lines int
+	for _, line := range strings.Split(errb.String(), "\n") {
+		if !strings.HasPrefix(line, "steps redis ") {
+			continue
+		}
+		lines++
+		assert.Len(t, round.FindAllString(line, -1), redisRounds, line)
+	}
+	// -quick: 2 row sizes x 2 worker counts x (1 rep + the warm-up).
+	assert.Equal(t, 8, lines, errb.String())
+}

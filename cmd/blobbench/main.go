@@ -48,7 +48,10 @@
 // publish's and fetch's times, like for like (deploy.go, pipeline): on
 // the driver's own connections, a driver call's rows per pipeline, as
 // many pipelines at once as the driver has calls in flight, and replies
-// read into buffers kept from rep to rep.
+// read into buffers kept from rep to rep. A Redis rep runs three rounds of
+// the driver's steps and the pipeline's, which goes first alternating, and
+// takes each side's fastest round (redisRounds); -steps prints every
+// round's times.
 //
 // Built with -tags mooncake (against an installed SDK: see
 // stores/mooncake/cgosdk/doc.go), it also measures "mooncake-real", the
@@ -161,6 +164,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	force := fs.Bool("force", false, "bench a store that holds keys under -prefix; only the keys the run wrote are deleted")
 	redisShared := fs.Bool("redis-shared-conns", false, "Redis: gets on the publishes' connections (redis.Options.FetchesShareConns), to compare with the default")
 	redisYieldFlag := fs.Bool("redis-yield", false, "Redis: publish connections yield to the driver's gets (redis.Options.PublishesYield), to compare with the default")
+	steps := fs.Bool("steps", false, "print every timed step of every bandwidth rep to stderr (each round's driver and baseline times, in ms)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	if err := refuseRenamed(args); err != nil {
 		fmt.Fprintln(stderr, err)
@@ -190,6 +194,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	})
 	redisSharedConns, redisYield = *redisShared, *redisYieldFlag
 	p.latencyGap, p.latencyElsewhere = *gap, *elsewhere
+	if *steps {
+		p.steps = stderr
+	}
 	rowsInFlightFlag = *rif
 	defer func() { rowsInFlightFlag = 0 }()
 	if *only != "" {

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +53,9 @@ type plan struct {
 	redis            bool
 	stores           []string     // nil: all
 	target           *redisTarget // a Redis deployment the user runs, instead of one started here
+	// steps, when set, gets every timed step of every bandwidth rep
+	// (-steps): which side moved when a ratio did.
+	steps io.Writer
 }
 
 type report struct {
@@ -336,6 +340,11 @@ type store struct {
 	// machine, which the latency phase's publish streams go to with
 	// -latency-publish-elsewhere (nil: the store has none).
 	elsewhere func() (store, error)
+	// rounds is how many times a bandwidth rep runs the driver's publish
+	// and fetch and, alternating with them, the store's own client's
+	// (0: once each); each side's figure in the rep is its fastest
+	// round's (a step's noise on a shared machine only adds time).
+	rounds int
 }
 
 // plainWork is the work of a rep's publish and fetch, for a store's own
@@ -690,20 +699,27 @@ func measure(p plan, log io.Writer) (*report, error) {
 }
 
 // measureBandwidth publishes and fetches a view of many batches, and in
-// the same rep copies the same bytes with memcpy and with a fresh heap
-// allocation per row, both on as many goroutines as the backend has
-// workers (the publish's memcpy on as many as may publish at once,
-// backend.PublishWorkers), and (when the store has one) moves them through its own client
-// at the concurrency the driver reaches; each rep's ratio is taken side by
-// side.
+// the same rep copies the same bytes with memcpy on as many goroutines as
+// the backend has workers (the publish's memcpy on as many as may publish
+// at once, backend.PublishWorkers) and (when the store has one) moves
+// them through its own client at the concurrency the driver reaches; each
+// rep's ratio is taken side by side. A rep runs store.rounds rounds of
+// the driver's steps and its client's, which goes first alternating
+// (plainFirst), and takes each side's fastest round; the memcpys run
+// once, after the rounds. After the store's reps it copies the same bytes
+// into a fresh heap allocation per row, on as many goroutines as the
+// backend has workers, as many reps again.
 //
 // Every baseline starts from the same state whatever ran before it: the
 // memcpy copies between slots the rig faulted in (src filled, dst written
-// by the fetch just before), each timed step (the store's publish and
-// fetch, each memcpy) starts with the caches emptied of what ran before
-// (coldCaches), the allocate-then-copy starts from a heap
-// whose free pages went back to the system (coldHeap), and the store's
-// client runs after a collection, on objects and buffers written before
+// by the last fetch), each timed step (the store's publish and fetch, its
+// client's work, each memcpy) starts with the caches emptied of what ran
+// before (coldCaches), the allocate-then-copy starts from a heap whose
+// free pages went back to the system (coldHeap), in reps of its own after
+// the store's, so that no step of the store's starts from that heap, the
+// driver and the store's client each start after a collection, on a store
+// that holds none of the rep's objects (each side forgets its own before
+// the other runs), and the client on objects and buffers written before
 // its clock starts.
 func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandwidth, error) {
 	r, err := newRig(s, p, rowBytes, rows, workers)
@@ -726,45 +742,37 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	pubConc, conc := reached(s.rowsInFlight, perCall, rows, workers)
 	// The store's own client's objects, kept from rep to rep.
 	objs := make([][]byte, rows)
+	rounds := max(1, s.rounds)
 	for i := 0; i <= p.reps; i++ { // rep 0 warms the store up and is not counted
-		src, dst := r.views(0, rows)
-		before := r.be.Stats().BatchesQueued
-		if s.settle != nil {
-			s.settle()
-		}
-		coldCaches()
-		t0 := time.Now()
-		if err := r.finish(r.be.Publish(context.Background(), src)); err != nil {
-			return bandwidth{}, err
-		}
-		pub := time.Since(t0)
-		coldCaches()
-		t0 = time.Now()
-		if err := r.finish(r.be.Fetch(context.Background(), dst, driver.Hint{})); err != nil {
-			return bandwidth{}, err
-		}
-		get := time.Since(t0)
-		coldCaches()
-		t0 = time.Now()
-		parallelCopy(dstMem, srcMem, rowBytes, workers)
-		cp := time.Since(t0)
-		// A publish runs on at most PublishWorkers of the workers (one
-		// is kept for fetches): its memcpy runs on as many goroutines.
-		cpPub := cp
-		if pw := backend.PublishWorkers(workers); pw != workers {
+		// The driver's steps: a publish and a fetch of a fresh view, each
+		// from cold caches; its objects forgotten after.
+		var pubT, getT []time.Duration
+		driverSteps := func() error {
+			src, dst := r.views(0, rows)
+			before := r.be.Stats().BatchesQueued
+			if s.settle != nil {
+				s.settle()
+			}
+			coldCaches()
+			t0 := time.Now()
+			if err := r.finish(r.be.Publish(context.Background(), src)); err != nil {
+				return err
+			}
+			pubT = append(pubT, time.Since(t0))
 			coldCaches()
 			t0 = time.Now()
-			parallelCopy(dstMem, srcMem, rowBytes, pw)
-			cpPub = time.Since(t0)
+			if err := r.finish(r.be.Fetch(context.Background(), dst, driver.Hint{})); err != nil {
+				return err
+			}
+			getT = append(getT, time.Since(t0))
+			batches = (r.be.Stats().BatchesQueued - before) / 2
+			r.forget(src)
+			runtime.GC()
+			return nil
 		}
-		coldHeap()
-		t0 = time.Now()
-		_ = allocCopy(srcMem, rowBytes, workers)
-		alloc := time.Since(t0)
-		batches = (r.be.Stats().BatchesQueued - before) / 2
-		r.forget(src)
-		var plain plainTimes
-		if s.plain != nil {
+		// The store's own client doing the same work, on fresh names.
+		var plainT []plainTimes
+		plainSteps := func() error {
 			pv, _ := r.views(0, rows) // fresh names, recorded as written
 			keys := r.keys(pv)
 			// Each key's own bytes, as the driver stores them: one
@@ -780,21 +788,67 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 				}
 				repObjs = objs[:len(keys)]
 			}
-			// The driver's publish starts on a collected heap (the
-			// runtime.GC below ends each rep): so does the baseline, not
-			// amid the collection of the copies above.
+			// The driver's publish starts on a collected heap: so does
+			// the baseline, not amid the collection of what ran before.
 			runtime.GC()
+			coldCaches()
 			w := plainWork{keys: keys, objs: repObjs, src: srcMem, dst: dstMem, rowBytes: rowBytes, perCall: perCall, putConc: pubConc, getConc: conc}
-			if plain, err = s.plain(r.d, w); err != nil {
-				return bandwidth{}, fmt.Errorf("plain %s: %w", s.plainName, err)
+			pt, err := s.plain(r.d, w)
+			if err != nil {
+				return fmt.Errorf("plain %s: %w", s.plainName, err)
 			}
+			plainT = append(plainT, pt)
 			r.forget(pv)
+			runtime.GC()
+			return nil
 		}
-		runtime.GC()
+		// Rounds alternate which side goes first (plainFirst), so that
+		// neither always runs on the store and machine the other left.
+		for k := 0; k < rounds; k++ {
+			steps := []func() error{driverSteps}
+			if s.plain != nil {
+				steps = append(steps, plainSteps)
+				if plainFirst(i, k) {
+					steps[0], steps[1] = steps[1], steps[0]
+				}
+			}
+			for _, step := range steps {
+				if err := step(); err != nil {
+					return bandwidth{}, err
+				}
+			}
+		}
+		coldCaches()
+		t0 := time.Now()
+		parallelCopy(dstMem, srcMem, rowBytes, workers)
+		cp := time.Since(t0)
+		// A publish runs on at most PublishWorkers of the workers (one
+		// is kept for fetches): its memcpy runs on as many goroutines.
+		cpPub := cp
+		if pw := backend.PublishWorkers(workers); pw != workers {
+			coldCaches()
+			t0 = time.Now()
+			parallelCopy(dstMem, srcMem, rowBytes, pw)
+			cpPub = time.Since(t0)
+		}
+		// Each side's figure is its fastest round: see store.rounds.
+		pub, get := slices.Min(pubT), slices.Min(getT)
+		var plain plainTimes
+		for k, pt := range plainT {
+			if k == 0 {
+				plain = pt
+				continue
+			}
+			plain.put, plain.get = min(plain.put, pt.put), min(plain.get, pt.get)
+			plain.session, plain.checked = min(plain.session, pt.session), min(plain.checked, pt.checked)
+		}
+		if p.steps != nil {
+			printSteps(p.steps, s, rowBytes, workers, i, pubT, getT, plainT)
+		}
 		if i == 0 {
 			continue
 		}
-		pubs, gets, cps, allocs = append(pubs, pub), append(gets, get), append(cps, cp), append(allocs, alloc)
+		pubs, gets, cps = append(pubs, pub), append(gets, get), append(cps, cp)
 		pubR, getR = append(pubR, float64(cpPub)/float64(pub)), append(getR, float64(cp)/float64(get))
 		if s.plain != nil {
 			pubP, getP = append(pubP, float64(plain.put)/float64(pub)), append(getP, float64(plain.get)/float64(get))
@@ -804,6 +858,23 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			if s.checkedName != "" {
 				getC = append(getC, float64(plain.checked)/float64(get))
 			}
+		}
+	}
+	// The allocate-then-copy, in reps of its own after the store's last
+	// step: coldHeap gives every free page of the heap back to the system,
+	// and in the rep before a store's publish it made the publish fault in
+	// the pages its submission allocates (memory store, 256 KiB rows: 12
+	// faults, submission 67 -> 161 µs, publish/memcpy 0.90 -> 0.78), a
+	// cost no engine that keeps its heap pays and the memcpy, which
+	// allocates nothing, never did.
+	for i := 0; i <= p.reps; i++ { // rep 0 is not counted, as above
+		coldHeap()
+		t0 := time.Now()
+		_ = allocCopy(srcMem, rowBytes, workers)
+		alloc := time.Since(t0)
+		runtime.GC()
+		if i > 0 {
+			allocs = append(allocs, alloc)
 		}
 	}
 	if err := r.close(); err != nil {
@@ -827,6 +898,26 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	}
 	return b, nil
 }
+
+// printSteps writes a bandwidth rep's timed steps, each round's, in ms:
+// the driver's publish and fetch, and its store's own client's put and get.
+func printSteps(w io.Writer, s store, rowBytes int64, workers, rep int, pubT, getT []time.Duration, plainT []plainTimes) {
+	ms := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds()*1e3, 'f', 3, 64) }
+	fmt.Fprintf(w, "steps %s %s %dw rep %d:", s.name, strings.ReplaceAll(size(rowBytes), " ", ""), workers, rep)
+	for k := range pubT {
+		fmt.Fprintf(w, " [publish %s fetch %s", ms(pubT[k]), ms(getT[k]))
+		if k < len(plainT) {
+			fmt.Fprintf(w, " %s put %s get %s", s.plainName, ms(plainT[k].put), ms(plainT[k].get))
+		}
+		fmt.Fprint(w, "]")
+	}
+	fmt.Fprintln(w)
+}
+
+// plainFirst is whether, in round k of rep i, the store's own client
+// runs before the driver: every other round, starting one later in every
+// other rep, so that over two reps each side goes first as often.
+func plainFirst(i, k int) bool { return (i+k)%2 == 1 }
 
 // measureLatency times fetches of one 1 MiB row with 2 workers, idle and
 // next to two publish streams, p.latencyFetches samples per phase and
