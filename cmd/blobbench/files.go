@@ -116,12 +116,12 @@ func fsStore() (store, error) {
 				}
 			}
 			// Each timed step starts with the caches cold, as the
-			// driver's publish and fetch do (measureBandwidth): else the
-			// put wrote slots plainObject had just copied, and the checked
-			// read read the files the plain read had just read, into the
-			// same slots.
+			// driver's publish and fetch do: the put as measureBandwidth
+			// leaves it, the reads after a coldCaches of their own (else
+			// the checked read read the files the plain read had just
+			// read, into the same slots, and each read paid for the
+			// lines the step before it left dirty).
 			settle()
-			coldCaches()
 			// The payload from the row's slot, then the trailer, as the
 			// driver writes them.
 			put, err := eachKey(len(keys), putConc, func(_, i int) error { return durableWrite(files[i], src[i], objs[i][len(src[i]):]) })
