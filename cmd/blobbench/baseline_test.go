@@ -140,41 +140,75 @@ func (d loggedDriver) Get(ctx context.Context, rows []driver.Row, hint driver.Hi
 // TestEveryTimedStepOfABandwidthRepStartsWithColdCaches: the store's
 // publish, its fetch and each memcpy (the fetch's at the workers, the
 // publish's at backend.PublishWorkers of them when that differs) each
-// follow a coldCaches of their own, in every rep, the warm-up's included.
-// (Tried: dropping the coldCaches before the publish's memcpy fails the
-// two-worker sequence; dropping the one before the fetch fails both.)
+// follow a coldCaches of their own, in every rep, the warm-up's included;
+// so does each of fs's raw client's timed steps: its put (after the one
+// measureBandwidth makes before a store's own client), its read and its
+// checked read (two inside its plain). (Tried: dropping the coldCaches
+// before the publish's memcpy fails the two-worker sequence; dropping the
+// one before the fetch fails both; dropping the one before fs's raw
+// checked read fails fs's.)
 func TestEveryTimedStepOfABandwidthRepStartsWithColdCaches(t *testing.T) {
 	var log []string
 	var mu sync.Mutex
+	note := func(what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		log = append(log, what)
+	}
 	saved := coldCaches
 	t.Cleanup(func() { coldCaches = saved })
 	coldCaches = func() byte {
-		mu.Lock()
-		defer mu.Unlock()
-		log = append(log, "cold")
+		note("cold")
 		return 0
 	}
-	for _, workers := range []int{1, 2} {
-		log = nil
-		s := memoryStore()
-		mk, forget := s.make, s.forget
-		s.make = func() (driver.Driver, error) {
-			d, err := mk()
-			return loggedDriver{Driver: d, log: &log, mu: &mu}, err
-		}
-		s.forget = func(d driver.Driver, keys []string) { forget(d.(loggedDriver).Driver, keys) }
-		p := plan{reps: 2, viewBytes: 1 << 20, bytesPerCall: 256 << 10, rowsPerCall: 256}
-		_, err := measureBandwidth(s, p, 64<<10, 16, workers)
+	fsStore := func() store {
+		s, err := fsStore()
 		require.NoError(t, err)
-		rep := []string{"cold", "publish", "cold", "fetch", "cold"} // the fetch's memcpy
-		if backend.PublishWorkers(workers) != workers {
-			rep = append(rep, "cold") // the publish's
+		t.Cleanup(s.stop)
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		s    func() store
+		raw  []string // the store's own client's steps, the cold before it included (none: no client)
+	}{
+		{"memory", memoryStore, nil},
+		{"fs", fsStore, []string{"cold", "raw", "cold", "cold", "raw end"}},
+	} {
+		for _, workers := range []int{1, 2} {
+			log = nil
+			s := tc.s()
+			mk, forget, plain := s.make, s.forget, s.plain
+			s.make = func() (driver.Driver, error) {
+				d, err := mk()
+				return loggedDriver{Driver: d, log: &log, mu: &mu}, err
+			}
+			s.forget = func(d driver.Driver, keys []string) { forget(d.(loggedDriver).Driver, keys) }
+			if plain != nil {
+				s.plain = func(d driver.Driver, w plainWork) (plainTimes, error) {
+					note("raw")
+					defer note("raw end")
+					return plain(d.(loggedDriver).Driver, w)
+				}
+			}
+			p := plan{reps: 2, viewBytes: 1 << 20, bytesPerCall: 256 << 10, rowsPerCall: 256}
+			_, err := measureBandwidth(s, p, 64<<10, 16, workers)
+			require.NoError(t, err)
+			var want []string
+			for i := range p.reps + 1 {
+				store := []string{"cold", "publish", "cold", "fetch"}
+				if plainFirst(i, 0) {
+					want = append(append(want, tc.raw...), store...)
+				} else {
+					want = append(append(want, store...), tc.raw...)
+				}
+				want = append(want, "cold") // the fetch's memcpy
+				if backend.PublishWorkers(workers) != workers {
+					want = append(want, "cold") // the publish's
+				}
+			}
+			assert.Equal(t, want, log, "%s, %d workers", tc.name, workers)
 		}
-		var want []string
-		for range p.reps + 1 {
-			want = append(want, rep...)
-		}
-		assert.Equal(t, want, log, "%d workers", workers)
 	}
 }
 

@@ -81,7 +81,8 @@
 //
 // A get is two steps. open: open <file> by one openat2 of its whole path
 // beneath the root (O_NONBLOCK, so a FIFO planted there cannot block it;
-// O_NOFOLLOW), so the file opened is the one the name led to beneath the
+// O_NOFOLLOW; O_NOATIME, so a read dirties no inode, dropped for a file
+// of another user, which open(2) refuses it for), so the file opened is the one the name led to beneath the
 // root, refuse anything but a regular file, refuse by fstat's size, before a
 // byte is read, a file longer than the row with its tag and trailer (a
 // sparse file of 64 GiB costs one fstat). A file of any size but a whole

@@ -33,6 +33,9 @@ type tree struct {
 	walk atomic.Bool
 	// trace is Options.Trace (nil: none).
 	trace func(Event)
+	// refuseNoatime, set only by tests, answers EPERM to every open with
+	// noatime, as open(2) does for a file of another user (notOwner).
+	refuseNoatime bool
 }
 
 // openTree opens root (which the operator named, links and all) as the
@@ -79,11 +82,14 @@ func (t *tree) openDir(rel []string, create bool, mode uint32) (int, error) {
 // opened is the one the name led to beneath the root when it was opened,
 // in one call; else a walk to the directory and an openat(2) of name in
 // it. A link at any component (the file itself included) answers ELOOP.
+// With noatime in flags, a file the process may not open so (open(2)
+// answers EPERM: another user's file, in a root shared by a group) is
+// opened without it; that EPERM says nothing of openat2 itself.
 func (t *tree) openFile(rel []string, name string, flags int) (int, error) {
 	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
 	if !t.walk.Load() {
 		path := strings.Join(append(rel[:len(rel):len(rel)], name), "/")
-		fd, err := openat2(t.rootFD(), path, flags, resolveBeneath)
+		fd, err := t.notOwner(flags, func(flags int) (int, error) { return openat2(t.rootFD(), path, flags, resolveBeneath) })
 		if !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EPERM) {
 			return fd, err
 		}
@@ -94,7 +100,26 @@ func (t *tree) openFile(rel []string, name string, flags int) (int, error) {
 		return -1, err
 	}
 	defer unix.Close(dir)
-	return unix.Openat(dir, name, flags, 0)
+	return t.notOwner(flags, func(flags int) (int, error) { return unix.Openat(dir, name, flags, 0) })
+}
+
+// notOwner opens with open(flags), and once more without noatime when
+// flags hold it and open answered EPERM: O_NOATIME is only for the file's
+// owner (or a process with CAP_FOWNER). With refuseNoatime set (tests,
+// which run as root) every open with noatime answers EPERM, as for
+// another user's file.
+func (t *tree) notOwner(flags int, open func(flags int) (int, error)) (int, error) {
+	if flags&noatime == 0 {
+		return open(flags)
+	}
+	fd, err := -1, error(unix.EPERM)
+	if !t.refuseNoatime {
+		fd, err = open(flags)
+	}
+	if errors.Is(err, unix.EPERM) {
+		return open(flags &^ noatime)
+	}
+	return fd, err
 }
 
 // walkDir opens rel one component at a time with O_NOFOLLOW: the kernel

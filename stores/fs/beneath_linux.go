@@ -10,3 +10,9 @@ const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RE
 func openat2(dir int, path string, flags int, resolve uint64) (int, error) {
 	return unix.Openat2(dir, path, &unix.OpenHow{Flags: uint64(flags), Resolve: resolve})
 }
+
+// noatime asks open(2) not to update the file's access time on reads: a
+// get dirties no inode (on ext4 the first read after a write would, under
+// relatime), which on a shared filesystem is a metadata write to the
+// server. Only for files the process owns (tree.notOwner).
+const noatime = unix.O_NOATIME

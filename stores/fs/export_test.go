@@ -19,3 +19,8 @@ func OnMarkerAttempt(d *Driver, f func(attempt int)) { d.markerAttempt = f }
 
 // IsLink is isLink on name in the directory dir.
 func IsLink(dir *os.File, name string) bool { return isLink(int(dir.Fd()), name) }
+
+// RefuseNoatime makes every open d asks not to update the access time of
+// answer EPERM, as open(2) does for another user's file (tests run as
+// root, which may open any file so).
+func RefuseNoatime(d *Driver) { d.tree.refuseNoatime = true }
