@@ -123,21 +123,6 @@ type redisTarget struct {
 	stop   func() // stops a server blobbench started
 }
 
-// redisRounds is how many rounds of the driver's steps and its pipeline's,
-// alternating, a Redis bandwidth rep runs (store.rounds). One step of a
-// 64 MiB view over a loopback Redis is 20-80 ms, and on two shared cores
-// a step's time is bimodal: the same step took about 30 or about 60 ms,
-// on the driver's side and the pipeline's alike, with no other process
-// running too (the client's workers and the server's thread share two
-// cores), so one round a rep compared a fast step with a slow one as
-// often as not (two whole runs of one build minutes apart gave medians
-// from 0.53 to 2.07). The fastest of three rounds of each side is a step
-// that had the cores, and with the order alternating neither side gets
-// more chances at one, nor always runs second (the second side of a
-// round was about 4% faster). Three, not more: the rounds took the Redis
-// part of a make bench from 124 s to 201 s (docs/operating.md).
-const redisRounds = 3
-
 // redisSharedConns is -redis-shared-conns: the Redis servers the run starts
 // are benched with redis.Options.FetchesShareConns.
 var redisSharedConns bool
@@ -225,7 +210,7 @@ func openRedis(t redisTarget, log io.Writer) (store, error) {
 	// lives (its reply buffers with it).
 	var base *pipeline
 	var baseOf driver.Driver
-	s := store{name: name, prefix: t.prefix, written: w, rounds: redisRounds,
+	s := store{name: name, prefix: t.prefix, written: w, rounds: shortStepRounds,
 		make: func() (driver.Driver, error) { return redis.Open(context.Background(), t.opt) },
 		forget: func(_ driver.Driver, keys []string) {
 			if len(keys) > 0 {

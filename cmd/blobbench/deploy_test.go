@@ -316,7 +316,7 @@ func TestAPlainObjectIsTheObjectTheDriverStores(t *testing.T) {
 }
 
 // TestARedisRepRunsItsRounds: every bandwidth rep of a Redis store runs
-// redisRounds rounds of the driver's steps and its pipeline's, and -steps
+// shortStepRounds rounds of the driver's steps and its pipeline's, and -steps
 // prints each round's times, the pipeline's beside the driver's.
 // (Tried: dropping openRedis's rounds leaves one round a rep and fails it.)
 func TestARedisRepRunsItsRounds(t *testing.T) {
@@ -335,7 +335,7 @@ func TestARedisRepRunsItsRounds(t *testing.T) {
 			continue
 		}
 		lines++
-		assert.Len(t, round.FindAllString(line, -1), redisRounds, line)
+		assert.Len(t, round.FindAllString(line, -1), shortStepRounds, line)
 	}
 	// -quick: 2 row sizes x 2 worker counts x (1 rep + the warm-up).
 	assert.Equal(t, 8, lines, errb.String())

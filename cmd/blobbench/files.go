@@ -98,7 +98,7 @@ func fsStore() (store, error) {
 		file, _, _ := d.(*fs.Driver).Paths(key)
 		return file
 	}
-	return store{name: "fs", plainName: "posix", checkedName: "posix_checked", rowsInFlight: opt.RowsInFlight,
+	return store{name: "fs", plainName: "posix", checkedName: "posix_checked", rowsInFlight: opt.RowsInFlight, rounds: shortStepRounds,
 		make: func() (driver.Driver, error) { return fs.Open(opt) },
 		forget: func(d driver.Driver, keys []string) {
 			for _, k := range keys {

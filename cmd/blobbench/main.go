@@ -50,7 +50,7 @@
 // many pipelines at once as the driver has calls in flight, and replies
 // read into buffers kept from rep to rep. A Redis rep runs three rounds of
 // the driver's steps and the pipeline's, which goes first alternating, and
-// takes each side's fastest round (redisRounds); -steps prints every
+// takes each side's fastest round (shortStepRounds); -steps prints every
 // round's times.
 //
 // Built with -tags mooncake (against an installed SDK: see

@@ -347,6 +347,24 @@ type store struct {
 	rounds int
 }
 
+// shortStepRounds is store.rounds for the stores whose timed steps are
+// short (Redis and Valkey over loopback, fs from the page cache): a rep
+// runs three rounds of the driver's steps and its own client's,
+// alternating which goes first, and each side counts its fastest. One
+// step of a 64 MiB view is 20-80 ms over a loopback Redis and 5-8 ms for
+// an fs fetch, and on two shared cores a step's time is bimodal: the
+// same Redis step took about 30 or about 60 ms, on the driver's side and
+// the pipeline's alike, with no other process running (the client's
+// workers and the server's thread share two cores), so one round a rep
+// compared a fast step with a slow one as often as not (two whole runs of
+// one build minutes apart gave Redis medians from 0.53 to 2.07). The
+// fastest of three rounds of each side is a step that had the cores, and
+// with the order alternating neither side gets more chances at one, nor
+// always runs second (the second side of a round was about 4% faster).
+// Three, not more: the rounds took the Redis part of a make bench from
+// 124 s to 201 s (docs/operating.md).
+const shortStepRounds = 3
+
 // plainWork is the work of a rep's publish and fetch, for a store's own
 // client to do as the driver did it: the same keys, cut into calls of
 // perCall keys as the backend cut the driver's (Backend.BatchSize, so the
