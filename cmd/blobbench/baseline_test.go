@@ -137,6 +137,18 @@ func (d loggedDriver) Get(ctx context.Context, rows []driver.Row, hint driver.Hi
 	return d.Driver.Get(ctx, rows, hint)
 }
 
+// logged is s with its drivers wrapped in loggedDriver, logging into log
+// under mu; its forget unwraps them.
+func logged(s store, log *[]string, mu *sync.Mutex) store {
+	mk, forget := s.make, s.forget
+	s.make = func() (driver.Driver, error) {
+		d, err := mk()
+		return loggedDriver{Driver: d, log: log, mu: mu}, err
+	}
+	s.forget = func(d driver.Driver, keys []string) { forget(d.(loggedDriver).Driver, keys) }
+	return s
+}
+
 // TestEveryTimedStepOfABandwidthRepStartsWithColdCaches: the store's
 // publish, its fetch and each memcpy (the fetch's at the workers, the
 // publish's at backend.PublishWorkers of them when that differs) each
@@ -179,13 +191,8 @@ func TestEveryTimedStepOfABandwidthRepStartsWithColdCaches(t *testing.T) {
 	} {
 		for _, workers := range []int{1, 2} {
 			log = nil
-			s := tc.s()
-			mk, forget, plain := s.make, s.forget, s.plain
-			s.make = func() (driver.Driver, error) {
-				d, err := mk()
-				return loggedDriver{Driver: d, log: &log, mu: &mu}, err
-			}
-			s.forget = func(d driver.Driver, keys []string) { forget(d.(loggedDriver).Driver, keys) }
+			s := logged(tc.s(), &log, &mu)
+			plain := s.plain
 			if plain != nil {
 				s.plain = func(d driver.Driver, w plainWork) (plainTimes, error) {
 					note("raw")
@@ -234,13 +241,7 @@ func TestRoundsAlternateWhichSideGoesFirst(t *testing.T) {
 		log = append(log, "cold")
 		return 0
 	}
-	s := memoryStore()
-	mk, forget := s.make, s.forget
-	s.make = func() (driver.Driver, error) {
-		d, err := mk()
-		return loggedDriver{Driver: d, log: &log, mu: &mu}, err
-	}
-	s.forget = func(d driver.Driver, keys []string) { forget(d.(loggedDriver).Driver, keys) }
+	s := logged(memoryStore(), &log, &mu)
 	s.plainName, s.rounds = "own", 2
 	s.plain = func(driver.Driver, plainWork) (plainTimes, error) {
 		mu.Lock()
@@ -334,13 +335,7 @@ func TestTheHeapGoesBackToTheSystemOnlyAfterTheStoresLastStep(t *testing.T) {
 		defer mu.Unlock()
 		log = append(log, "heap")
 	}
-	s := memoryStore()
-	mk, forget := s.make, s.forget
-	s.make = func() (driver.Driver, error) {
-		d, err := mk()
-		return loggedDriver{Driver: d, log: &log, mu: &mu}, err
-	}
-	s.forget = func(d driver.Driver, keys []string) { forget(d.(loggedDriver).Driver, keys) }
+	s := logged(memoryStore(), &log, &mu)
 	p := plan{reps: 2, viewBytes: 1 << 20, bytesPerCall: 256 << 10, rowsPerCall: 256}
 	_, err := measureBandwidth(s, p, 64<<10, 16, 2)
 	require.NoError(t, err)
