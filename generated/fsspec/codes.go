@@ -81,33 +81,33 @@
 //
 // A get is two steps. open: open <file> by one openat2 of its whole path
 // beneath the root (O_NONBLOCK, so a FIFO planted there cannot block it;
-// O_NOFOLLOW; O_NOATIME, so a read dirties no inode, dropped for a file
-// of another user, which open(2) refuses it for), so the file opened is the one the name led to beneath the
-// root, refuse anything but a regular file, refuse by fstat's size, before a
-// byte is read, a file longer than the row with its tag and trailer (a
-// sparse file of 64 GiB costs one fstat). A file of any size but a whole
-// row's (the row's length plus the tag and trailer this driver writes) is
-// no row: open preads its tail and checks the trailer there (stores/trailer
-// ReadHead: magic, version, name digest, the length it states against the
-// file's size, and with a row key that it is keyed), and refuses it with
-// the destination untouched, as CORRUPT or as a payload of another length.
-// read: pread the payload straight into the row's slot, a piece (256 KiB)
-// at a time, each piece fed to the trailer's CRC32 (and tag) while it is
-// still in cache, so the check costs no pass over memory of its own: the
-// kernel's copy is the only one. For a file of a whole row's size, open
-// reads nothing: read reads the last piece and the tail in one preadv and
-// checks the trailer there, then the payload's bytes (one call fewer per
-// row); a tail that is no trailer of the row for this key is then CORRUPT
-// with the destination written. A payload whose bytes fail the CRC32 or the
-// tag (a file damaged or forged after its trailer), or that ends early (the
-// file shrank while read), is MISMATCH, a FAULT with the destination
-// written: the slot then holds bytes that are not the row, which a FAULT
-// tells the caller not to use. Only a payload that passed every check is
-// READY: a torn or foreign object never is. (The bytes a failed read leaves
-// are the bytes of a file under the caller's key, which the caller's driver
-// could open anyway: nothing another tenant could not already read is
-// exposed.) An absent object is NOT_READY while a live marker says another
-// writer is still at it, and MISS otherwise.
+// O_NOFOLLOW; O_NOATIME, so a read dirties no inode, dropped for another
+// user's file, which open(2) refuses it for), so the file opened is the one
+// the name led to beneath the root, refuse anything but a regular file,
+// refuse by fstat's size, before a byte is read, a file longer than the row
+// with its tag and trailer (a sparse file of 64 GiB costs one fstat). A
+// file of any size but a whole row's (the row's length plus the tag and
+// trailer this driver writes) is no row: open preads its tail and checks
+// the trailer there (stores/trailer ReadHead: magic, version, name digest,
+// the length it states against the file's size, and with a row key that it
+// is keyed), and refuses it with the destination untouched, as CORRUPT or
+// as a payload of another length. read: pread the payload straight into the
+// row's slot, a piece (256 KiB) at a time, each piece fed to the trailer's
+// CRC32 (and tag) while it is still in cache, so the check costs no pass
+// over memory of its own: the kernel's copy is the only one. For a file of
+// a whole row's size, open reads nothing: read reads the last piece and the
+// tail in one preadv and checks the trailer there, then the payload's bytes
+// (one call fewer per row); a tail that is no trailer of the row for this
+// key is then CORRUPT with the destination written. A payload whose bytes
+// fail the CRC32 or the tag (a file damaged or forged after its trailer),
+// or that ends early (the file shrank while read), is MISMATCH, a FAULT
+// with the destination written: the slot then holds bytes that are not the
+// row, which a FAULT tells the caller not to use. Only a payload that
+// passed every check is READY: a torn or foreign object never is. (The
+// bytes a failed read leaves are the bytes of a file under the caller's
+// key, which the caller's driver could open anyway: nothing another tenant
+// could not already read is exposed.) An absent object is NOT_READY while a
+// live marker says another writer is still at it, and MISS otherwise.
 //
 // Every call ends its access to the caller's memory on return: no call keeps
 // a pointer into a slot past its return (no O_DIRECT, no async I/O).
