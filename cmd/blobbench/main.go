@@ -48,10 +48,10 @@
 // publish's and fetch's times, like for like (deploy.go, pipeline): on
 // the driver's own connections, a driver call's rows per pipeline, as
 // many pipelines at once as the driver has calls in flight, and replies
-// read into buffers kept from rep to rep. A Redis rep runs three rounds of
-// the driver's steps and the pipeline's, which goes first alternating, and
-// takes each side's fastest round (shortStepRounds); -steps prints every
-// round's times.
+// read into buffers kept from rep to rep. A Redis rep (and an fs one) runs
+// three rounds of the driver's steps and its client's, which goes first
+// alternating, and takes each side's fastest round (shortStepRounds);
+// -steps prints every round's times.
 //
 // Built with -tags mooncake (against an installed SDK: see
 // stores/mooncake/cgosdk/doc.go), it also measures "mooncake-real", the
