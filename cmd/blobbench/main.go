@@ -333,9 +333,18 @@ func printRatios(w io.Writer, r ratios) {
 	fmt.Fprintln(w)
 }
 
+// othersLine says how much CPU the run took and other processes took
+// meanwhile: the figures are only as good as the machine was quiet.
+func othersLine(p planJSON) string {
+	if p.OthersCPUSeconds == nil {
+		return fmt.Sprintf("the run took %.1f s of CPU (others' unknown: no /proc/stat)", p.OwnCPUSeconds)
+	}
+	return fmt.Sprintf("the run took %.1f s of CPU and other processes %.1f s meanwhile", p.OwnCPUSeconds, *p.OthersCPUSeconds)
+}
+
 func printTable(w io.Writer, rep *report) {
-	fmt.Fprintf(w, "GOMAXPROCS=%d, load average %s at the start, %d reps (median, range), views of %s cut at %s or %d rows per call (a store with batching of its own, at that: the rows/call column)\n",
-		rep.Plan.GOMAXPROCS, rep.Plan.LoadAvg, rep.Plan.Reps, size(rep.Plan.ViewBytes), size(rep.Plan.BytesPerCall), rep.Plan.RowsPerCall)
+	fmt.Fprintf(w, "GOMAXPROCS=%d, load average %s at the start, %s, %d reps (median, range), views of %s cut at %s or %d rows per call (a store with batching of its own, at that: the rows/call column)\n",
+		rep.Plan.GOMAXPROCS, rep.Plan.LoadAvg, othersLine(rep.Plan), rep.Plan.Reps, size(rep.Plan.ViewBytes), size(rep.Plan.BytesPerCall), rep.Plan.RowsPerCall)
 	fmt.Fprintln(w, "memcpy and alloc+copy run on as many goroutines as the backend has workers (publish/memcpy: as many as may publish at once, the pub column); alloc+copy starts from a heap returned to the system;")
 	fmt.Fprintln(w, "own client: the store's client doing the same work at the concurrency the driver reaches (publishing or fetching workers x the rows a call sends at once), same objects")
 	fmt.Fprintln(w)

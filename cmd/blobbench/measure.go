@@ -77,6 +77,12 @@ type planJSON struct {
 	// LoadAvg is /proc/loadavg's first three figures when the run began:
 	// the machine is shared, and a reader should know how busy it was.
 	LoadAvg string `json:"load_average"`
+	// OwnCPUSeconds is the CPU time the run took (its servers' included),
+	// and OthersCPUSeconds what every other process took meanwhile (nil:
+	// unknown, no /proc/stat): the load average at the start does not say
+	// who came later, and a run next to others is not a quiet run.
+	OwnCPUSeconds    float64  `json:"own_cpu_seconds"`
+	OthersCPUSeconds *float64 `json:"others_cpu_seconds,omitempty"`
 }
 
 // loadAvg is /proc/loadavg's 1, 5 and 15 minute averages ("?" where the
@@ -589,7 +595,16 @@ func medianDur(ds []time.Duration) time.Duration { return percentile(ds, 0.5) }
 func gbs(bytes int64, d time.Duration) float64 { return float64(bytes) / d.Seconds() / 1e9 }
 
 func measure(p plan, log io.Writer) (*report, error) {
+	clock := readCPUClock()
 	rep := &report{Plan: planJSON{Reps: p.reps, ViewBytes: p.viewBytes, BytesPerCall: p.bytesPerCall, RowsPerCall: p.rowsPerCall, GOMAXPROCS: runtime.GOMAXPROCS(0), LoadAvg: loadAvg()}}
+	defer func() {
+		others, own, ok := othersSince(clock)
+		rep.Plan.OwnCPUSeconds = own.Seconds()
+		if ok {
+			o := others.Seconds()
+			rep.Plan.OthersCPUSeconds = &o
+		}
+	}()
 	ss := []store{memoryStore(), mooncakeStore()}
 	// The stores on files: the shared filesystem always (a directory on
 	// this machine's disk), S3 when versitygw is installed.
