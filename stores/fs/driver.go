@@ -530,7 +530,7 @@ type opened struct {
 // the tag (with a row key) and the trailer.
 func (d *Driver) overhead() int64 {
 	if d.opt.Integrity.On() {
-		return trailer.TagSize + trailer.Size
+		return trailer.TailSize
 	}
 	return trailer.Size
 }
@@ -575,7 +575,7 @@ func (d *Driver) open(p paths, key string, rowBytes int64) (int, opened, int64, 
 // a file not of a whole row's size, its tail.
 func (d *Driver) head(fd int, p paths, key string, rowBytes int64) (opened, fsspec.Code, error) {
 	st, err := fstat(fd)
-	limit := rowBytes + trailer.TagSize + trailer.Size
+	limit := rowBytes + trailer.TailSize
 	switch {
 	case err != nil:
 		return opened{}, classify(err), &os.PathError{Op: "fstat", Path: p.file(), Err: err}

@@ -213,7 +213,7 @@ func (o *op) putRow(row driver.Row) (driver.Result, write) {
 	}
 	n := int(row.Bytes())
 	if in := o.d.opt.Integrity; in.On() {
-		payload := make([]byte, 0, n+trailer.TagSize+trailer.Size)
+		payload := make([]byte, 0, n+trailer.TailSize)
 		for _, s := range row.Spans {
 			payload = append(payload, s.Bytes()...)
 		}

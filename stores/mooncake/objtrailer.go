@@ -37,14 +37,14 @@ type Options struct {
 }
 
 // stageMax is the most an object carries past its row: a tag and a trailer.
-const stageMax = trailer.TagSize + trailer.Size
+const stageMax = trailer.TailSize
 
 // overhead is how many bytes the driver's trailer adds to each object it
 // writes: none with the trailer off.
 func (d *Driver) overhead() int64 {
 	switch {
 	case d.opt.Integrity.On():
-		return trailer.TagSize + trailer.Size
+		return trailer.TailSize
 	case d.opt.Trailer:
 		return trailer.Size
 	}

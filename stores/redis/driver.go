@@ -351,7 +351,7 @@ func (d *Driver) present(m rules.Mapping, get *goredis.StringCmd, row driver.Row
 // writer is read as the absent key it might as well be: deleting it is no
 // more than that writer could do.)
 func (d *Driver) readMax(row driver.Row) int64 {
-	return max(row.Bytes()+trailer.TagSize+trailer.Size, markerLen)
+	return max(row.Bytes()+trailer.TailSize, markerLen)
 }
 
 // markerLen is the length of every marker (newMarker).
@@ -646,7 +646,7 @@ func (d *Driver) transact(ctx context.Context, tx *goredis.Tx, rows []driver.Row
 func (d *Driver) object(row driver.Row) []byte {
 	n := row.Bytes()
 	if d.opt.Integrity.On() {
-		payload := d.bufs.get(n + trailer.TagSize + trailer.Size)
+		payload := d.bufs.get(n + trailer.TailSize)
 		for _, s := range row.Spans {
 			payload = append(payload, s.Bytes()...)
 		}

@@ -357,7 +357,7 @@ func (d *Driver) fetch(ctx context.Context, key string, rowBytes int64, buf []by
 	if code, staged, err := d.seam("get", key); staged {
 		return nil, "", code, err
 	}
-	if d.large(rowBytes + trailer.TagSize + trailer.Size) {
+	if d.large(rowBytes + trailer.TailSize) {
 		return d.getRanges(ctx, key, rowBytes, buf)
 	}
 	return d.getObject(ctx, key, rowBytes, buf)
@@ -376,7 +376,7 @@ func (d *Driver) getObject(ctx context.Context, key string, rowBytes int64, buf 
 	}
 	defer out.Body.Close()
 	etag := aws.ToString(out.ETag)
-	limit := rowBytes + trailer.TagSize + trailer.Size
+	limit := rowBytes + trailer.TailSize
 	n := aws.ToInt64(out.ContentLength)
 	if n > limit {
 		return nil, etag, s3spec.Corrupt, fmt.Errorf("the object holds %d bytes, more than the row's %d with its tag and trailer", n, rowBytes)

@@ -200,7 +200,7 @@ func (d *Driver) abortUpload(ctx context.Context, key, id string) {
 // An object longer than a row of rowBytes with its tag and trailer is CORRUPT once the first part named its
 // length, and read no further.
 func (d *Driver) getRanges(ctx context.Context, key string, rowBytes int64, buf []byte) ([]byte, string, s3spec.Code, error) {
-	limit := rowBytes + trailer.TagSize + trailer.Size
+	limit := rowBytes + trailer.TailSize
 	if int64(cap(buf)) < limit {
 		buf = make([]byte, limit)
 	}

@@ -146,7 +146,7 @@ func (in *Integrity) Append(obj []byte, key string, payload []byte) []byte {
 
 // Encode returns payload followed by its tag and trailer for key.
 func (in *Integrity) Encode(key string, payload []byte) []byte {
-	obj := make([]byte, 0, len(payload)+TagSize+Size)
+	obj := make([]byte, 0, len(payload)+TailSize)
 	obj = append(obj, payload...)
 	return in.Append(obj, key, payload)
 }
