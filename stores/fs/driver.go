@@ -526,15 +526,6 @@ type opened struct {
 	h       trailer.Head
 }
 
-// overhead is what follows a payload in the objects this driver writes:
-// the tag (with a row key) and the trailer.
-func (d *Driver) overhead() int64 {
-	if d.opt.Integrity.On() {
-		return trailer.TailSize
-	}
-	return trailer.Size
-}
-
 // open opens the object beneath the root (tree.openFile: one openat2 of
 // the whole path where the kernel has it) and checks by fstat that it is a
 // regular file no longer than a row of rowBytes with its tag and trailer.
@@ -587,7 +578,7 @@ func (d *Driver) head(fd int, p paths, key string, rowBytes int64) (opened, fssp
 		return opened{}, fsspec.Corrupt, fmt.Errorf("%s holds %d bytes, less than a trailer", p.file(), st.size)
 	case st.size > limit:
 		return opened{}, fsspec.Corrupt, fmt.Errorf("%s holds %d bytes, more than the row's %d with its tag and trailer; not read", p.file(), st.size, rowBytes)
-	case rowBytes > 0 && st.size == rowBytes+d.overhead():
+	case rowBytes > 0 && st.size == rowBytes+d.opt.Integrity.Overhead():
 		return opened{size: st.size}, fsspec.OK, nil
 	}
 	var buf [trailer.TailSize]byte

@@ -42,13 +42,10 @@ const stageMax = trailer.TailSize
 // overhead is how many bytes the driver's trailer adds to each object it
 // writes: none with the trailer off.
 func (d *Driver) overhead() int64 {
-	switch {
-	case d.opt.Integrity.On():
-		return trailer.TailSize
-	case d.opt.Trailer:
-		return trailer.Size
+	if !d.opt.Integrity.On() && !d.opt.Trailer {
+		return 0
 	}
-	return 0
+	return d.opt.Integrity.Overhead()
 }
 
 // stage is memory of the driver's own, off the Go heap and registered with

@@ -144,6 +144,15 @@ func (in *Integrity) Append(obj []byte, key string, payload []byte) []byte {
 	return append(obj, t[:]...)
 }
 
+// Overhead is how many bytes Append adds after a payload: a tag and a
+// trailer (TailSize) with integrity on, a trailer (Size) with it off.
+func (in *Integrity) Overhead() int64 {
+	if in == nil {
+		return Size
+	}
+	return TailSize
+}
+
 // Encode returns payload followed by its tag and trailer for key.
 func (in *Integrity) Encode(key string, payload []byte) []byte {
 	obj := make([]byte, 0, len(payload)+TailSize)
