@@ -304,6 +304,19 @@ type plainTimes struct {
 	checked time.Duration
 }
 
+// fastest is t's rounds' figure: each of its times the shortest of any
+// round's (store.rounds), the zero times for no rounds.
+func fastest(t []plainTimes) plainTimes {
+	if len(t) == 0 {
+		return plainTimes{}
+	}
+	f := t[0]
+	for _, u := range t[1:] {
+		f = plainTimes{put: min(f.put, u.put), get: min(f.get, u.get), session: min(f.session, u.session), checked: min(f.checked, u.checked)}
+	}
+	return f
+}
+
 // store makes a fresh driver of one store, and forgets objects.
 type store struct {
 	name    string
@@ -865,16 +878,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			cpPub = time.Since(t0)
 		}
 		// Each side's figure is its fastest round: see store.rounds.
-		pub, get := slices.Min(pubT), slices.Min(getT)
-		var plain plainTimes
-		for k, pt := range plainT {
-			if k == 0 {
-				plain = pt
-				continue
-			}
-			plain.put, plain.get = min(plain.put, pt.put), min(plain.get, pt.get)
-			plain.session, plain.checked = min(plain.session, pt.session), min(plain.checked, pt.checked)
-		}
+		pub, get, plain := slices.Min(pubT), slices.Min(getT), fastest(plainT)
 		if p.steps != nil {
 			printSteps(p.steps, s, rowBytes, workers, i, pubT, getT, plainT)
 		}
