@@ -126,7 +126,7 @@ func noArgs(fs *flag.FlagSet, stderr io.Writer) int {
 func runGenerate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("generate", "generate [-spec DIR] [-out DIR]", stderr)
 	specDir := fs.String("spec", "spec", "folder of spec files")
-	outDir := fs.String("out", "generated", "folder to write packages into (per spec, <package>spec/ and <package>spec/<package>cases/)")
+	outDir := fs.String("out", "generated", "folder to write packages into (per store, <store>/ and <store>/<store>cases/)")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
@@ -167,6 +167,18 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		log.Info().Str("file", p).Msg("removed stale generated file")
+	}
+	// A package folder no spec owns any more goes with its files; one
+	// still holding anything (a hand-written test) stays.
+	for _, dir := range gen.EmptiedFolders(stale) {
+		p := filepath.Join(*outDir, filepath.FromSlash(dir))
+		if entries, err := os.ReadDir(p); err == nil && len(entries) == 0 {
+			if err := os.Remove(p); err != nil {
+				fmt.Fprintln(stderr, err)
+				return 1
+			}
+			log.Info().Str("folder", p).Msg("removed stale package folder")
+		}
 	}
 	log.Info().Int("files", len(files)).Int("written", len(differ)).Int("removed", len(stale)).
 		Str("took", time.Since(start).Round(time.Microsecond).String()).Msg("generate done")

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/generated/fsspec"
-	"github.com/kvblob/kvblob/generated/fsspec/fscases"
+	fsgen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/generated/fs/fscases"
 	"github.com/kvblob/kvblob/internal/fskit"
 )
 
@@ -19,8 +19,8 @@ func TestConformance(t *testing.T) {
 		where = "temp dir; " + fskit.NoMount
 	}
 	conformance.Run(t, conformance.Suite{
-		Name: "fs", SDK: fsspec.SDKName + " file I/O, " + fsspec.SDKVersions()[0] + " (" + where + ")",
+		Name: "fs", SDK: fsgen.FsPosix().SDKName + " file I/O, " + fsgen.FsPosix().SDKVersions[0] + " (" + where + ")",
 		Factory: fskit.Factory(env), Scenarios: fskit.Scenarios(), SkipReasons: fskit.SkipReasons,
-		Cases: fscases.All(), Stage: fskit.Stage, SDKChecks: fskit.SDKChecks(), Integrity: integrity,
+		Cases: fscases.FsPosix(), Stage: fskit.Stage, SDKChecks: fskit.SDKChecks(), Integrity: integrity,
 	})
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/mooncakeversions/mooncakeversionscases"
+	"github.com/kvblob/kvblob/generated/mooncake/mooncakecases"
 	"github.com/kvblob/kvblob/internal/mooncakekit"
 	"github.com/kvblob/kvblob/internal/mooncakekit/realkit"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -83,17 +83,17 @@ func TestConformance(t *testing.T) {
 }
 
 // versionOf returns the Mooncake version whose spec holds for build.
-func versionOf(build string) (mooncakeversionscases.Version, error) {
-	all := mooncakeversionscases.All()
+func versionOf(build string) (mooncakecases.Version, error) {
+	all := mooncakecases.All()
 	specs := make([]*rules.Spec, len(all))
 	for i, v := range all {
 		specs[i] = v.Spec
 	}
 	spec, err := rules.Pick("mooncake", mooncake.SDKName, build, specs...)
 	if err != nil {
-		return mooncakeversionscases.Version{}, err
+		return mooncakecases.Version{}, err
 	}
-	return all[slices.IndexFunc(all, func(v mooncakeversionscases.Version) bool { return v.Spec == spec })], nil
+	return all[slices.IndexFunc(all, func(v mooncakecases.Version) bool { return v.Spec == spec })], nil
 }
 
 func tail(s string, n int) string {
