@@ -256,12 +256,15 @@ func Packages(want map[string][]byte) []string {
 
 // Drift compares want (as Generate returns it) with the tree under outDir.
 // It returns the files that differ or are missing, and the generated files
-// that no spec produces any more: every regular .go file (not a _test.go)
-// in any folder below outDir (not outDir itself) that starts with
-// drivergen's header and that want lacks, so a whole package folder no
-// spec owns any more (a store renamed, a spec's old layout) is stale with
-// all its files. A file drivergen did not write is never stale. A missing
-// outDir (or package folder) is no error: every file in it differs.
+// that no spec produces any more: regular .go files (not a _test.go) that
+// start with drivergen's header and that want lacks, directly inside a
+// package folder want writes (Packages), or anywhere under a folder of
+// outDir that is wholly drivergen's (every .go file in it and below,
+// tests aside, carries the header): so a whole package folder no spec
+// owns any more (a store renamed, an older layout) is stale with all its
+// files, while a folder holding Go drivergen did not write is never
+// looked into. A missing outDir (or package folder) is no error: every
+// file in it differs.
 func Drift(outDir string, want map[string][]byte) (differ, stale []string, err error) {
 	for name, b := range want {
 		got, err := os.ReadFile(filepath.Join(outDir, filepath.FromSlash(name)))
@@ -269,37 +272,91 @@ func Drift(outDir string, want map[string][]byte) (differ, stale []string, err e
 			differ = append(differ, name)
 		}
 	}
-	err = filepath.WalkDir(outDir, func(p string, e fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) && p == outDir {
-			return filepath.SkipDir
-		}
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(outDir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if !e.Type().IsRegular() || !strings.Contains(rel, "/") || !strings.HasSuffix(rel, ".go") ||
-			strings.HasSuffix(rel, "_test.go") || want[rel] != nil {
-			return nil
-		}
-		gen, err := isGeneratedFile(p)
-		if err != nil {
-			return err
-		}
-		if gen {
+	seen := map[string]bool{}
+	add := func(rel string) {
+		if want[rel] == nil && !seen[rel] {
+			seen[rel] = true
 			stale = append(stale, rel)
 		}
-		return nil
-	})
+	}
+	for _, pkg := range Packages(want) {
+		entries, err := os.ReadDir(filepath.Join(outDir, filepath.FromSlash(pkg)))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, e := range entries {
+			if !e.Type().IsRegular() || !isGoSource(e.Name()) {
+				continue
+			}
+			gen, err := isGeneratedFile(filepath.Join(outDir, filepath.FromSlash(pkg), e.Name()))
+			if err != nil {
+				return nil, nil, err
+			}
+			if gen {
+				add(pkg + "/" + e.Name())
+			}
+		}
+	}
+	top, err := os.ReadDir(outDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		top, err = nil, nil
+	}
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, e := range top {
+		if !e.IsDir() {
+			continue
+		}
+		files, ours, err := ownedFiles(outDir, e.Name())
+		if err != nil {
+			return nil, nil, err
+		}
+		if ours {
+			for _, f := range files {
+				add(f)
+			}
+		}
 	}
 	sort.Strings(differ)
 	sort.Strings(stale)
 	return differ, stale, nil
+}
+
+func isGoSource(name string) bool {
+	return strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go")
+}
+
+// ownedFiles returns the .go files (tests aside) under outDir/dir, as
+// paths relative to outDir, and whether every one of them (at least one)
+// starts with drivergen's header.
+func ownedFiles(outDir, dir string) (files []string, ours bool, err error) {
+	ours = true
+	err = filepath.WalkDir(filepath.Join(outDir, dir), func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() || !isGoSource(e.Name()) {
+			return nil
+		}
+		gen := false
+		if e.Type().IsRegular() {
+			if gen, err = isGeneratedFile(p); err != nil {
+				return err
+			}
+		}
+		if !gen {
+			ours = false
+			return filepath.SkipAll
+		}
+		rel, err := filepath.Rel(outDir, p)
+		files = append(files, filepath.ToSlash(rel))
+		return err
+	})
+	return files, ours && len(files) > 0, err
 }
 
 // EmptiedFolders returns the folders between each of removed (paths under

@@ -220,8 +220,12 @@ func (s *Spec) FileStem() string {
 // in CamelCase, each part of it between "-", "." and "_" capitalized
 // ("RedisValkey81", "Mooncake0313", "FsPosix"). Validate holds a stem to
 // stemRE, so it is an identifier.
-func (s *Spec) GoName() string {
-	return goName(strings.NewReplacer("-", "_", ".", "_").Replace(s.Stem()))
+func (s *Spec) GoName() string { return GoIdent(s.Stem()) }
+
+// GoIdent is the Go name of a spec file whose name (without .yaml) is
+// stem: "redis-valkey-8.1" gives RedisValkey81.
+func GoIdent(stem string) string {
+	return goName(strings.NewReplacer("-", "_", ".", "_").Replace(stem))
 }
 
 // stemRE is what a spec file's name (without .yaml) must be: lower-case

@@ -126,7 +126,10 @@ const DefaultSweepBudget = 1 << 16
 
 // Driver is a driver.Driver over one directory tree.
 type Driver struct {
-	opt  Options
+	opt Options
+	// spec is the spec of this operating system, picked from every spec of
+	// the store (generated/fs's Specs) at Open: its Calls map each answer.
+	spec *fsgen.Spec
 	tree *tree
 	life driverkit.Lifecycle
 	// fileMode and dirMode are the modes as open(2) and mkdir(2) take them;
@@ -143,13 +146,18 @@ type Driver struct {
 
 var _ driver.Driver = (*Driver)(nil)
 
-// Open checks that the spec holds for this operating system and that root
+// SDKName is the SDK every fs spec names (sdk.name): the POSIX file calls,
+// at the operating system's name (runtime.GOOS) as its version.
+const SDKName = "posix"
+
+// Open picks the spec that holds for this operating system, checks that root
 // is a directory, opens it (the descriptor every path is resolved from,
 // held until Close), sweeps the temporary files of dead writers within
 // Options.SweepBudget, and returns the driver.
 func Open(opt Options) (*Driver, error) {
-	if !fsgen.FsPosix().SupportsVersion(runtime.GOOS) {
-		return nil, fmt.Errorf("fs: %s has no spec; kvblob holds specs for %v (spec/fs-*.yaml)", runtime.GOOS, fsgen.FsPosix().SDKVersions)
+	spec, err := fsgen.Pick(SDKName, runtime.GOOS)
+	if err != nil {
+		return nil, err
 	}
 	if opt.Root == "" {
 		return nil, errors.New("fs: no root; set Options.Root to the shared directory")
@@ -185,7 +193,7 @@ func Open(opt Options) (*Driver, error) {
 		return nil, fmt.Errorf("fs: root: %w", err)
 	}
 	t.trace = opt.Trace
-	d := &Driver{opt: opt, tree: t, fileMode: unixMode(opt.FileMode), dirMode: unixMode(opt.DirMode), piece: readPiece}
+	d := &Driver{opt: opt, spec: spec, tree: t, fileMode: unixMode(opt.FileMode), dirMode: unixMode(opt.DirMode), piece: readPiece}
 	d.exact = d.fileMode != 0o600
 	if opt.SweepBudget > 0 {
 		_, _ = d.Sweep(opt.SweepBudget) // best effort: what it cannot reach, a later sweep may
@@ -197,11 +205,11 @@ func Open(opt Options) (*Driver, error) {
 func (d *Driver) Root() string { return d.opt.Root }
 
 // Capabilities are spec/fs-posix.yaml's.
-func (d *Driver) Capabilities() driver.Capabilities { return fsgen.FsPosix().Capabilities }
+func (d *Driver) Capabilities() driver.Capabilities { return d.spec.Capabilities }
 
 // Register admits a host region; files need no registration of their own.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
-	return d.life.Register(r, fsgen.FsPosix().Admission.Register, nil)
+	return d.life.Register(r, d.spec.Admission.Register, nil)
 }
 
 // Unregister refuses while a call that may touch the region is in progress.
@@ -219,7 +227,7 @@ func (d *Driver) Close() error { return d.life.Close(d.tree.root.Close) }
 // Options.RowsInFlight rows at once.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
 	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
-		return fsgen.FsPosix().Admission.Put(rows, live)
+		return d.spec.Admission.Put(rows, live)
 	}, func(r driver.Row) driver.Result { return d.put(r) })
 }
 
@@ -230,7 +238,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 // once.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
-		return fsgen.FsPosix().Admission.Get(rows, hint, live)
+		return d.spec.Admission.Get(rows, hint, live)
 	}, func(r driver.Row) driver.Result { return d.get(r) })
 }
 
@@ -306,17 +314,17 @@ func (d *Driver) put(row driver.Row) driver.Result {
 		return driver.FaultResult(int64(fsgen.Err), "fs: %v", err)
 	}
 	dir, code, mine, err := d.claim(p, row.Key)
-	if m := fsgen.FsPosix().Calls.Claim.Map(int64(code)); !m.Continue {
+	if m := d.spec.Calls.Claim.Map(int64(code)); !m.Continue {
 		return m.WithCause(err)
 	}
 	defer unix.Close(dir)
 	defer d.release(dir, p, mine)
 	tmp, code, err := d.write(dir, p, row.Key, row.Spans[0].Bytes())
-	if m := fsgen.FsPosix().Calls.Write.Map(int64(code)); !m.Continue {
+	if m := d.spec.Calls.Write.Map(int64(code)); !m.Continue {
 		return m.WithCause(err)
 	}
 	code, err = d.publish(dir, p, tmp, row.Key)
-	return fsgen.FsPosix().Calls.Publish.Map(int64(code)).WithCause(err)
+	return d.spec.Calls.Publish.Map(int64(code)).WithCause(err)
 }
 
 func token() string {
@@ -509,12 +517,12 @@ func (d *Driver) get(row driver.Row) driver.Result {
 	}
 	span := row.Spans[0]
 	fd, o, answer, err := d.open(p, row.Key, span.Length)
-	if m := fsgen.FsPosix().Calls.Open.Map(answer, span.Length); !m.Continue {
+	if m := d.spec.Calls.Open.Map(answer, span.Length); !m.Continue {
 		return m.WithCause(err)
 	}
 	defer unix.Close(fd)
 	answer, err = d.read(fd, p, row.Key, o, span.Bytes())
-	return fsgen.FsPosix().Calls.Read.Map(answer, span.Length).WithCause(err)
+	return d.spec.Calls.Read.Map(answer, span.Length).WithCause(err)
 }
 
 // opened is what open learnt of an object for read: its size, and either
