@@ -139,7 +139,7 @@ type Call struct {
 	Op   string // put or get
 	Doc  string
 	// Comment is the call's YAML comments, its answers' left out
-	// (entryComment): generated code carries it into Map<Call>'s doc.
+	// (entryComment): generated code carries it above the call's field of Calls.
 	Comment       string
 	TouchesMemory bool
 	AccessEnd     string // none, on_return, unless_kept, never

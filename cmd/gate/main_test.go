@@ -311,7 +311,7 @@ func TestTheRealSDKsStoreReplacesTheFakes(t *testing.T) {
 func TestGateRefusesStaleGeneratedCode(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(filepath.Join(dir, "generated"), os.DirFS("../../generated")))
-	p := filepath.Join(dir, "generated", "memoryspec", "results.go")
+	p := filepath.Join(dir, "generated", "memory", "memory_calls.go")
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(p, append(b, []byte("\n// edited by hand\n")...), 0o644))

@@ -1,5 +1,5 @@
 // Package memorykit wires the memory store into the conformance suite: the
-// scenarios its Store can stage, the stager for generated/memoryspec/memorycases,
+// scenarios its Store can stage, the stager for generated/memory/memorycases,
 // and the factories of the five ways the suite runs over it.
 package memorykit
 

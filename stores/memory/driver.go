@@ -10,7 +10,7 @@
 //     Controller (moving data, publishing results, ending access), so a
 //     row's result and the operation's access end can be observed apart.
 //
-// Every code-to-result decision comes from generated/memoryspec (spec/memory.yaml).
+// Every code-to-result decision comes from generated/memory (spec/memory.yaml).
 // Objects carry the trailer of stores/trailer (keyed when Options.Integrity
 // is set); a trailer or tag that does not match is a FAULT naming what was
 // wrong, and leaves the destination untouched.

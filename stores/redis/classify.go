@@ -14,7 +14,7 @@ import (
 	redisgen "github.com/kvblob/kvblob/generated/redis"
 )
 
-// classify turns a go-redis reply error into a code of generated/redisspec's
+// classify turns a go-redis reply error into a code of generated/redis's
 // table, which every spec the driver serves shares (builds.go). It returns
 // the error too, so a FAULT can carry its text. What each code means for a
 // row is the picked spec's, not this function's.

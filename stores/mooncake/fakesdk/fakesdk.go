@@ -6,7 +6,7 @@
 // 0.3.12.post1) answered in the runs ../shared/mooncake-real.md records, and
 // stores/mooncake/testdata/mcscenario holds those answers; the replay test
 // in internal/mcscenario fails when this fake disagrees with one. Its
-// decisions are its own: it names codes (generated/mooncakespec's Code names the
+// decisions are its own: it names codes (generated/mooncake's Code names the
 // values of types.h), but never asks our spec what an answer means.
 //
 // What it models, and the real behaviour each rests on:
