@@ -98,6 +98,10 @@ const DefaultRowsInFlight = 8
 // Driver is a driver.Driver over one bucket.
 type Driver struct {
 	opt Options
+	// spec is the spec of the SDK this binary was built with, picked from
+	// every spec of the store (generated/s3's Specs) at Open: its Calls
+	// map each answer.
+	spec *s3gen.Spec
 	// bufs are the buffers gets read objects into, kept between calls
 	// (up to 2 x RowsInFlight): a sync.Pool drops them at every second
 	// collection, and the SDK's garbage brings one every few requests, so
@@ -132,11 +136,19 @@ func SDKVersion() string {
 	return ""
 }
 
-// Open checks that the spec holds for the SDK this binary was built with,
-// and returns a driver. It sends nothing.
+// SDKName is the SDK every s3 spec names (sdk.name).
+const SDKName = "aws-sdk-go-v2/service/s3"
+
+// Open picks the spec that holds for the SDK this binary was built with
+// (the store's first spec when the build has no module information to
+// tell), and returns a driver. It sends nothing.
 func Open(opt Options) (*Driver, error) {
-	if v := SDKVersion(); v != "" && !s3gen.S3V1109().SupportsVersion(v) {
-		return nil, fmt.Errorf("s3: %s %s has no spec; kvblob holds specs for %v (spec/s3-*.yaml)", s3gen.S3V1109().SDKName, v, s3gen.S3V1109().SDKVersions)
+	spec := s3gen.Specs()[0]
+	if v := SDKVersion(); v != "" {
+		var err error
+		if spec, err = s3gen.Pick(SDKName, v); err != nil {
+			return nil, err
+		}
 	}
 	if opt.Bucket == "" {
 		return nil, errors.New("s3: no bucket; set Options.Bucket")
@@ -168,7 +180,7 @@ func Open(opt Options) (*Driver, error) {
 	if opt.PartsInFlight <= 0 {
 		opt.PartsInFlight = DefaultPartsInFlight
 	}
-	d := &Driver{opt: opt, bucket: aws.String(opt.Bucket), bufs: make(chan *[]byte, 2*opt.RowsInFlight)}
+	d := &Driver{opt: opt, spec: spec, bucket: aws.String(opt.Bucket), bufs: make(chan *[]byte, 2*opt.RowsInFlight)}
 	hc := opt.HTTPClient
 	if hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -202,11 +214,11 @@ func (d *Driver) Client() *s3.Client { return d.c }
 func (d *Driver) Bucket() string { return d.opt.Bucket }
 
 // Capabilities are spec/s3-v1.109.yaml's.
-func (d *Driver) Capabilities() driver.Capabilities { return s3gen.S3V1109().Capabilities }
+func (d *Driver) Capabilities() driver.Capabilities { return d.spec.Capabilities }
 
 // Register admits a host region; objects need no registration of their own.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
-	return d.life.Register(r, s3gen.S3V1109().Admission.Register, nil)
+	return d.life.Register(r, d.spec.Admission.Register, nil)
 }
 
 // Unregister refuses while a call that may touch the region is in progress.
@@ -231,7 +243,7 @@ func (d *Driver) Close() error {
 // Options.RowsInFlight rows at once.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
 	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
-		return s3gen.S3V1109().Admission.Put(rows, live)
+		return d.spec.Admission.Put(rows, live)
 	}, func(r driver.Row) driver.Result { return d.put(ctx, r) })
 }
 
@@ -239,7 +251,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 // payload into the row's span, up to Options.RowsInFlight rows at once.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
-		return s3gen.S3V1109().Admission.Get(rows, hint, live)
+		return d.spec.Admission.Get(rows, hint, live)
 	}, func(r driver.Row) driver.Result {
 		var buf *[]byte
 		select {
@@ -273,7 +285,7 @@ func (d *Driver) put(ctx context.Context, row driver.Row) driver.Result {
 	} else {
 		var code s3gen.Code
 		code, err = d.putObject(ctx, "put", row.Key, slot, tail, "")
-		m = s3gen.S3V1109().Calls.Put.Map(int64(code))
+		m = d.spec.Calls.Put.Map(int64(code))
 	}
 	if m.FollowUp != rules.FollowAskExistence {
 		return m.WithCause(err)
@@ -294,7 +306,7 @@ func (d *Driver) put(ctx context.Context, row driver.Row) driver.Result {
 		// the row key): replace exactly that object, so the row's writer
 		// repairs it and no object stored since is overwritten.
 		code, rerr := d.putObject(ctx, "replace", row.Key, slot, tail, etag)
-		return s3gen.S3V1109().Calls.Replace.Map(int64(code)).WithCause(fmt.Errorf("key %q held %d bytes that are no row for it (%v); replacing them: %w", row.Key, len(obj), err, rerr))
+		return d.spec.Calls.Replace.Map(int64(code)).WithCause(fmt.Errorf("key %q held %d bytes that are no row for it (%v); replacing them: %w", row.Key, len(obj), err, rerr))
 	case !bytes.Equal(payload, slot):
 		return m.Other(fmt.Sprintf("key %q holds a %d-byte object that is not this row's %d bytes", row.Key, len(payload), len(slot)))
 	}
@@ -341,7 +353,7 @@ func (d *Driver) get(ctx context.Context, row driver.Row, buf []byte) (driver.Re
 	} else {
 		answer = int64(code)
 	}
-	m := s3gen.S3V1109().Calls.Get.Map(answer, span.Length)
+	m := d.spec.Calls.Get.Map(answer, span.Length)
 	if m.Written == rules.WrittenYes {
 		copy(span.Bytes(), payload)
 	}

@@ -107,7 +107,7 @@ func inParallel(n, limit int, f func(i int) (s3gen.Code, error)) (s3gen.Code, er
 // returns.
 func (d *Driver) putParts(ctx context.Context, key string, slot, tail []byte) (rules.Mapping, error) {
 	id, code, err := d.createUpload(ctx, key)
-	if m := s3gen.S3V1109().Calls.CreateUpload.Map(int64(code)); !m.Continue {
+	if m := d.spec.Calls.CreateUpload.Map(int64(code)); !m.Continue {
 		return m, err
 	}
 	completed := false
@@ -117,12 +117,12 @@ func (d *Driver) putParts(ctx context.Context, key string, slot, tail []byte) (r
 		}
 	}()
 	done, code, err := d.uploadParts(ctx, key, id, slot, tail)
-	if m := s3gen.S3V1109().Calls.UploadPart.Map(int64(code)); !m.Continue {
+	if m := d.spec.Calls.UploadPart.Map(int64(code)); !m.Continue {
 		return m, err
 	}
 	code, err = d.completeUpload(ctx, key, id, done)
 	completed = code == s3gen.OK
-	return s3gen.S3V1109().Calls.CompleteUpload.Map(int64(code)), err
+	return d.spec.Calls.CompleteUpload.Map(int64(code)), err
 }
 
 func (d *Driver) createUpload(ctx context.Context, key string) (string, s3gen.Code, error) {
