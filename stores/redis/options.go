@@ -41,8 +41,8 @@ type Options struct {
 	// tag does not verify under the current or previous key, an unkeyed
 	// row another writer stored included (see trailer.Integrity).
 	Integrity *trailer.Integrity
-	// FetchesShareConns sends gets on the publishes' connections (the
-	// driver before issue 35). By default gets go on connections of their
+	// FetchesShareConns sends gets on the publishes' connections, as
+	// the driver once did. By default gets go on connections of their
 	// own, so that no publish pipeline is queued ahead of a get on one
 	// connection (lanes.go).
 	FetchesShareConns bool
