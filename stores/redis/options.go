@@ -66,10 +66,10 @@ type Options struct {
 	Hooks []goredis.Hook
 	// Logger receives the driver's events (zero value: discarded;
 	// docs/operating.md lists them): one warning when a dial fails after
-	// the server was reachable, one line when a dial succeeds again, and
-	// the go-redis client's own lines logged on a command of this driver.
-	// Nothing goes to stderr: see SetClientLogger for the client's other
-	// lines.
+	// the server was reachable, one line when a dial succeeds again, and,
+	// once the program called SetClientLogger, the go-redis client's own
+	// lines logged on a command of this driver (without it, go-redis
+	// prints its lines to stderr, or to the logger the program gave it).
 	Logger zerolog.Logger
 	// DownFor is how long after a failed dial every dial fails at once with
 	// that dial's error, so that each row of a call to a server that is
