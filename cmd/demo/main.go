@@ -342,7 +342,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if c.role == "publish" {
 		a, err = be.Publish(ctx, view)
 	} else {
-		a, err = be.Fetch(ctx, view, driver.Hint{})
+		a, err = be.Fetch(ctx, view)
 	}
 	if err != nil {
 		return err
