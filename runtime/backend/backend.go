@@ -4,7 +4,7 @@
 // attempt which rows were delivered and whether any store may still touch
 // the attempt's slots.
 //
-// The rules, each pinned by a test named after it:
+// The rules:
 //
 //   - Submission validates the whole view with the admission helpers
 //     drivers run (package rules), cuts batches by rows, bytes and the
@@ -14,7 +14,8 @@
 //     answer READY while one overwrote the other.
 //   - Config.Workers goroutines call Put and Get. Fetches go first; after
 //     four fetch batches taken while a publish batch waited, that publish
-//     goes next. Publishes use at most max(1, Workers-1) workers.
+//     goes next. Publishes use at most max(1, min(Workers-1,
+//     GOMAXPROCS-1)) workers, so a fetch always finds a worker and a core.
 //   - A batch counts as started before it enters the driver.
 //   - One progress goroutine is the only observer of operations a worker
 //     could not settle. Each batch records its results and its access end
