@@ -7,7 +7,7 @@ GO ?= go
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: run test check generate golden bench soak fuzz deps demo mutate
+.PHONY: run test check generate golden examples bench soak fuzz deps demo mutate
 
 run: deps ## the main job: check generated/, run every store's conformance suite
 	$(GO) run ./cmd/gate
@@ -69,6 +69,9 @@ generate: ## rewrite generated/ from spec/
 
 golden: ## rewrite the generator's golden files
 	$(GO) test ./gen -run TestGolden -update
+
+examples: ## rewrite the example outputs the docs show (blocks marked <!-- output: ID -->) from what the commands print now
+	$(GO) test ./docs -run TestExampleOutputs -update
 
 bench: ## the benchmark table, JSON, SVG and ratios line
 	$(GO) run ./cmd/blobbench
