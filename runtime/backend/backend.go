@@ -111,7 +111,10 @@ type Config struct {
 	// DefaultBytesPerBatch; NoByteBound: no bound of the backend's own).
 	// A row larger than the bound goes alone.
 	BytesPerBatch int64
-	// Prefix is the key prefix (default "kvblob").
+	// Prefix is the key prefix (default "kvblob"): segments joined by '/',
+	// none of a key version's form (driver.KeyStem), so that the pattern a
+	// tenant is granted (prefix/v1/*, driver.Stem.Pattern) matches no other
+	// prefix's keys (docs/security.md, Tenant prefixes).
 	Prefix string
 	// SlowCall is how long a driver call may run before one warning is
 	// logged (0: 60 s).
