@@ -112,7 +112,10 @@ type Config struct {
 	// DefaultBytesPerBatch; NoByteBound: no bound of the backend's own).
 	// A row larger than the bound goes alone.
 	BytesPerBatch int64
-	// Prefix is the key prefix (default "kvblob").
+	// Prefix is the key prefix (default "kvblob"): segments joined by '/',
+	// none of a key version's form (driver.KeyStem), so that the pattern a
+	// tenant is granted (prefix/v1/*, driver.Stem.Pattern) matches no other
+	// prefix's keys (docs/security.md, Tenant prefixes).
 	Prefix string
 	// SlowCall is how long a driver call may run before one warning is
 	// logged (0: 60 s).
@@ -302,7 +305,22 @@ type Backend struct {
 // goroutines and one progress goroutine, which run until Shutdown. The
 // binding is the backend's from now on: Shutdown unregisters its regions
 // and releases its hold.
+//
+// New refuses, naming the argument, a nil binding, one not made by Bind
+// (the zero RegionBinding has no driver and no hold), one whose hold was
+// released (a Shutdown unregistered its regions) and one another backend
+// already owns: each would otherwise panic, or unregister regions under
+// a running backend, on a goroutine of the backend's, where the caller
+// cannot recover.
 func New(binding *RegionBinding, cfg Config) (*Backend, error) {
+	switch {
+	case binding == nil:
+		return nil, errors.New("backend: New's binding is nil; build one with Bind")
+	case binding.d == nil || binding.hold == nil || binding.regs == nil:
+		return nil, errors.New("backend: New's binding was not made by Bind (a RegionBinding literal has no driver and no hold); build one with Bind")
+	case binding.HoldReleased():
+		return nil, errors.New("backend: New's binding has released its hold (a backend's Shutdown unregistered its regions); Bind the regions again")
+	}
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
@@ -313,6 +331,9 @@ func New(binding *RegionBinding, cfg Config) (*Backend, error) {
 	wake := cfg.Wake
 	if wake == nil {
 		wake = func() {}
+	}
+	if !binding.taken.CompareAndSwap(false, true) {
+		return nil, errors.New("backend: New's binding belongs to another backend already; Bind the regions again for a second backend")
 	}
 	d := binding.Driver()
 	b := &Backend{
