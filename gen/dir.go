@@ -153,7 +153,7 @@ func CheckSet(specs []*Spec) ErrorList {
 		}
 		taken := names[s.Store]
 		if !stemRE.MatchString(s.Stem()) {
-			at(top, "the spec file's name %q (without .yaml) must be lower-case letters and digits in parts joined by \"-\", \".\" or \"_\", starting with a letter (redis-valkey-8.1): it names the spec's value (Go name) and files in generated/%s", s.Stem(), s.Store)
+			at(top, "the spec file's name %q (without .yaml) must be letters and digits in parts joined by \"-\", \".\", \"_\" or \"+\", starting with a letter (redis-valkey-8.1): it names the spec's value (Go name) and files in generated/%s", s.Stem(), s.Store)
 		} else if prev, dup := taken[s.GoName()]; dup {
 			at(top, "the spec file's name %q becomes the Go name %s, which %s declares too; rename the spec file", s.Stem(), s.GoName(), prev)
 		} else {

@@ -548,7 +548,7 @@ func TestOneStoresSpecsShareItsPackage(t *testing.T) {
 		{"a call missing", "  put_call:\n", "  put_it:\n", "b.yaml", `9:3: call put_it is not a call of `, ""},
 		{"a call answering otherwise", "    answers: size\n    whole: {result: READY, written: \"yes\"}\n    short: {result: FAULT, written: \"yes\"}\n", "    answers: code\n", "b.yaml", `17:3: call get_call answers code here and size in `, ""},
 		{"a variant in one spec only", "store: s\n\n", "store: s\nvariant: fast\n", "b.yaml", `2:10: variant is "fast" here and "" in `, ""},
-		{"a file name that is no Go name", "", "", "B.yaml", `1:1: the spec file's name "B" (without .yaml) must be lower-case letters and digits`, ""},
+		{"a file name that is no Go name", "", "", "1b.yaml", `1:1: the spec file's name "1b" (without .yaml) must be letters and digits`, ""},
 		{"a file name that is a package name", "", "", "specs.yaml", `1:1: the spec file's name "specs" becomes the Go name Specs, which the generated package's own Specs declares too`, ""},
 		{"a file name that is a code's", "", "", "not-found.yaml", `1:1: the spec file's name "not-found" becomes the Go name NotFound, which code NOT_FOUND (`, ""},
 	} {

@@ -209,15 +209,15 @@ type Config struct {
 func (s *Spec) Stem() string { return strings.TrimSuffix(path.Base(s.File), ".yaml") }
 
 // FileStem is what the names of the spec's generated files start with:
-// Stem with every "-" and "." turned "_" ("redis_valkey_8_1"), so
+// Stem with every "-", "." and "+" turned "_" ("redis_valkey_8_1"), so
 // redis_valkey_8_1_spec.go, redis_valkey_8_1_calls.go and
 // redis_valkey_8_1_cases.go.
 func (s *Spec) FileStem() string {
-	return strings.NewReplacer("-", "_", ".", "_").Replace(s.Stem())
+	return stemParts.Replace(s.Stem())
 }
 
 // GoName is the Go name of the spec's value in its store's package: Stem
-// in CamelCase, each part of it between "-", "." and "_" capitalized
+// in CamelCase, each part of it between "-", ".", "_" and "+" capitalized
 // ("RedisValkey81", "Mooncake0313", "FsPosix"). Validate holds a stem to
 // stemRE, so it is an identifier.
 func (s *Spec) GoName() string { return GoIdent(s.Stem()) }
@@ -225,13 +225,17 @@ func (s *Spec) GoName() string { return GoIdent(s.Stem()) }
 // GoIdent is the Go name of a spec file whose name (without .yaml) is
 // stem: "redis-valkey-8.1" gives RedisValkey81.
 func GoIdent(stem string) string {
-	return goName(strings.NewReplacer("-", "_", ".", "_").Replace(stem))
+	return goName(stemParts.Replace(stem))
 }
 
-// stemRE is what a spec file's name (without .yaml) must be: lower-case
-// letters and digits in parts joined by "-", "." or "_", starting with a
-// letter, so its GoName is an identifier and FileStem a file name.
-var stemRE = regexp.MustCompile(`^[a-z][a-z0-9]*([-._][a-z0-9]+)*$`)
+// stemRE is what a spec file's name (without .yaml) must be: letters and
+// digits in parts joined by "-", ".", "_" or "+", starting with a letter,
+// so its GoName is an identifier and FileStem a file name (a version such
+// as "0.3.12.post1+b1" may name it).
+var stemRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*([-._+][A-Za-z0-9]+)*$`)
+
+// stemParts turns every part separator of a stem into "_".
+var stemParts = strings.NewReplacer("-", "_", ".", "_", "+", "_")
 
 // StorePackage is the Go package of store (and its folder under
 // generated/): named after the store.
