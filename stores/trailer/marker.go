@@ -22,7 +22,7 @@ import (
 // (TestNoObjectIsAMarker).
 const (
 	MarkerMagic    = "kvblob-pending:"
-	MarkerTokenLen = 24
+	MarkerTokenLen = 32 // 16 random bytes, as long as a claim token's text
 	MarkerLen      = len(MarkerMagic) + MarkerTokenLen
 )
 
