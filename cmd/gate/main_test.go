@@ -478,3 +478,37 @@ func TestTheSDKsOwnLogIsInNoReportMessage(t *testing.T) {
 		"failed":  "got FAULT\n" + glog[len("raw:"):] + "\n" + glog[len("raw:"):],
 	}, got)
 }
+
+// TestEachRowIsOnePackagesSuite runs two packages whose TestConformance
+// both run a store named "mooncake" (testdata/twosdks, as stores/mooncake
+// and its cgosdk are) through a real go test -json with the real SDK's
+// tag: the collector keeps one row per package and store, no check name
+// twice in a row, and --sdk real's row is the real package's alone.
+func TestEachRowIsOnePackagesSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs two packages' tests")
+	}
+	const dir = "github.com/kvblob/kvblob/cmd/gate/testdata/twosdks/"
+	root, err := moduleRoot()
+	require.NoError(t, err)
+	var stream bytes.Buffer
+	args := testArgs([]string{"./cmd/gate/testdata/twosdks/..."}, nil, true, 5*time.Minute)
+	require.NoError(t, execGoTest(root, args, nil, &stream))
+	c := newCollector(io.Discard, false)
+	require.NoError(t, c.read(&stream))
+	rows, broken := c.rows()
+	require.Empty(t, broken, "%s", stream.String())
+	require.Len(t, rows, 2, "one row per package")
+	for _, r := range rows {
+		seen := map[string]bool{}
+		for _, k := range r.Checks {
+			assert.False(t, seen[k.Name], "%s (%s) holds check %s twice", r.Store, r.pkg, k.Name)
+			seen[k.Name] = true
+		}
+		assert.Equal(t, r.total, len(r.Checks), "%s (%s): the suite announced %d checks", r.Store, r.pkg, r.total)
+	}
+	got := realReplacesFake(rows, map[string]bool{dir + "realsdk": true})
+	require.Len(t, got, 1)
+	assert.Equal(t, "twosdks real", got[0].SDK)
+	assert.Equal(t, dir+"realsdk", got[0].pkg)
+}

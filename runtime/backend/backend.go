@@ -4,7 +4,7 @@
 // attempt which rows were delivered and whether any store may still touch
 // the attempt's slots.
 //
-// The rules, each pinned by a test named after it:
+// The rules:
 //
 //   - Submission validates the whole view with the admission helpers
 //     drivers run (package rules), cuts batches by rows, bytes and the
@@ -14,7 +14,8 @@
 //     answer READY while one overwrote the other.
 //   - Config.Workers goroutines call Put and Get. Fetches go first; after
 //     four fetch batches taken while a publish batch waited, that publish
-//     goes next. Publishes use at most max(1, Workers-1) workers.
+//     goes next. Publishes use at most max(1, min(Workers-1,
+//     GOMAXPROCS-1)) workers, so a fetch always finds a worker and a core.
 //   - A batch counts as started before it enters the driver.
 //   - One progress goroutine is the only observer of operations a worker
 //     could not settle. Each batch records its results and its access end
@@ -399,13 +400,22 @@ func (b *Backend) Publish(ctx context.Context, v View) (*Attempt, error) {
 	return b.submit(ctx, v, driver.Hint{}, false)
 }
 
-// Fetch reads a view's rows into its spans. A non-zero hint goes unchanged
-// to every get of a driver that declares hints, and is refused for any
-// other driver. A view whose destinations overlap is refused
-// (RuleOverlappingDestinations). ctx and errors are Publish's; it is safe
-// from any goroutine.
-func (b *Backend) Fetch(ctx context.Context, v View, hint driver.Hint) (*Attempt, error) {
-	return b.submit(ctx, v, hint, true)
+// Fetch reads a view's rows into its spans. The hint is optional, and most
+// callers give none: at most one, which goes unchanged to every get of a
+// driver that declares hints and is refused (RuleHint) for any other
+// driver when it is not the zero Hint. A view whose destinations overlap
+// is refused (RuleOverlappingDestinations). ctx and errors are Publish's;
+// it is safe from any goroutine.
+func (b *Backend) Fetch(ctx context.Context, v View, hint ...driver.Hint) (*Attempt, error) {
+	var h driver.Hint
+	switch len(hint) {
+	case 0:
+	case 1:
+		h = hint[0]
+	default:
+		return nil, &InvalidSubmissionError{Rule: driver.RuleHint, Reason: fmt.Sprintf("Fetch takes at most one hint, got %d", len(hint))}
+	}
+	return b.submit(ctx, v, h, true)
 }
 
 func (b *Backend) submit(ctx context.Context, v View, hint driver.Hint, fetch bool) (*Attempt, error) {

@@ -513,8 +513,8 @@ func (d *Driver) storeWatchedOne(ctx context.Context, c *goredis.Client, key str
 // A standalone server whose user may transact never gets here: Put takes
 // putWatched, whose transactions store without the script (the script
 // copies the object into a Lua string and again into the key; a plain SET
-// does not, which is the point of issue 18; and a tenant who may not EVAL
-// cannot stall every other tenant with an endless script, issue 29),
+// does not, which is why transactions are preferred; and a tenant who may
+// not EVAL cannot stall every other tenant with an endless script),
 // except a row whose WATCH the ACL refused. On a Cluster, WATCH
 // and MULTI need every key of a transaction in one slot, and a request's
 // keys spread over all of them: a transaction per key would cost three
@@ -744,7 +744,7 @@ func (d *Driver) holdsRow(v []byte, row driver.Row) bool {
 // garbage made the collector run about ten times per 64 MiB fetch. A key
 // holding a value longer than any object of its row (another writer's, of
 // any length up to 512 MiB) fills the buffer and is refused by that length:
-// readMax+1 bytes of it crossed the network, never the rest (issue 29).
+// readMax+1 bytes of it crossed the network, never the rest.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return d.build.spec.Admission.Get(rows, hint, live) })
 	if err != nil {
