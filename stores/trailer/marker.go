@@ -8,7 +8,8 @@ import (
 // A pending marker is what a writer stores under a key it claimed until
 // its object replaces it, in a store that keeps a key's marker and its
 // object in one value (stores/redis; stores/fs keeps its markers in files
-// of their own, and S3 and Mooncake claim no key). Readers answer
+// of their own, the memory store a key's state beside its bytes, and S3
+// and Mooncake claim no key). Readers answer
 // NOT_READY for a marker, so a payload must never be taken for one: a
 // marker is recognised only by a form no object can have, and a reader
 // checks an object's trailer first (IsMarker).
