@@ -76,7 +76,9 @@ type Fault struct {
 	Dir    Dir
 	Action Action
 	// After, when set, starts the count at the end of the Skip+1-th
-	// occurrence of these bytes in the direction's stream since arming.
+	// occurrence of these bytes in the direction's stream since arming,
+	// ASCII letters matched in either case (a client may spell a command
+	// "set" or "SET"); at most 256 bytes.
 	After []byte
 	Skip  int
 	// At is how many bytes past the start of the count are forwarded
@@ -417,13 +419,14 @@ func (a *Armed) scan(u *pump, chunk []byte) (st faultState, pos int, ok bool) {
 		if a.After == nil {
 			st.owner = u
 		} else {
-			seen := append(append([]byte(nil), u.tail...), chunk...)
+			seen := asciiLower(append(append([]byte(nil), u.tail...), chunk...))
+			after := asciiLower(bytes.Clone(a.After))
 			for from := 0; st.seen <= a.Skip; {
-				i := bytes.Index(seen[from:], a.After)
+				i := bytes.Index(seen[from:], after)
 				if i < 0 {
 					break
 				}
-				end := from + i + len(a.After)
+				end := from + i + len(after)
 				if end > len(u.tail) { // ends in chunk: not counted before
 					st.seen++
 					start = end - len(u.tail)
@@ -442,4 +445,15 @@ func (a *Armed) scan(u *pump, chunk []byte) (st faultState, pos int, ok bool) {
 		return st, 0, false
 	}
 	return st, start + int(left), true
+}
+
+// asciiLower lowers the ASCII letters of b in place, byte for byte (a
+// stream is no UTF-8: bytes.ToLower would change its length).
+func asciiLower(b []byte) []byte {
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return b
 }

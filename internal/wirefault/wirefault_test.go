@@ -182,7 +182,9 @@ func TestDropEndsEveryConnection(t *testing.T) {
 // TestAfterIsCountedOnceAcrossReads: an occurrence of After is counted
 // once, whether it ends a read, or is split across two.
 func TestAfterIsCountedOnceAcrossReads(t *testing.T) {
-	for _, parts := range [][]string{{"a SET", "b SET c"}, {"a SE", "Tb SET c"}} {
+	for _, parts := range [][]string{{"a SET", "b set c", "a SETb set"}, {"a SE", "Tb SET c", "a SETb SET"},
+		// Bytes that are no UTF-8 do not move the count.
+		{"\xff\xfe SET", "\xc1b SET c", "\xff\xfe SET\xc1b SET"}} {
 		t.Run(parts[0], func(t *testing.T) {
 			e := startEcho(t)
 			p, err := wirefault.Start(e.ln.Addr().String())
@@ -202,7 +204,7 @@ func TestAfterIsCountedOnceAcrossReads(t *testing.T) {
 			_, err = c.Write([]byte(parts[1]))
 			require.NoError(t, err)
 			<-e.ends
-			assert.Equal(t, "a SETb SET", e.received())
+			assert.Equal(t, parts[2], e.received())
 		})
 	}
 }
