@@ -321,6 +321,31 @@ var redisWitnesses = []redisWitness{
 		f.warm(t)
 		return f.wput(t, f.row(f.key(), 0), &wirefault.Fault{Dir: wirefault.Reply, Action: wirefault.Reset}, nil)
 	}},
+	{"claim.NIL", "the key holds this row's object", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
+		row := f.row(f.key(), 0)
+		f.src(0x5A) // what wput puts
+		r, _ := f.put(t, row)
+		require.Equal(t, driver.Ready, r.Status)
+		o := f.wput(t, row, nil, nil)
+		o.Branch = witness.Exists
+		return o
+	}},
+	{"claim.NIL", "the key holds another writer's marker", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
+		row := f.row(f.key(), 0)
+		require.NoError(t, f.direct.Set(t.Context(), row.Key, trailer.NewMarker(), 0).Err())
+		o := f.wput(t, row, nil, nil)
+		o.Branch = witness.Absent
+		return o
+	}},
+	{"claim.NIL", "the key holds another row's object", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
+		row := f.row(f.key(), 0)
+		f.src(0x77)
+		r, _ := f.put(t, row)
+		require.Equal(t, driver.Ready, r.Status)
+		o := f.wput(t, row, nil, nil)
+		o.Branch = witness.Other
+		return o
+	}},
 	{"claim.OOM", "a server over its maxmemory (noeviction)", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
 		full(t, f)
 		return f.wput(t, f.row(f.key(), 0), nil, nil)
@@ -368,7 +393,6 @@ func lostWitness(rule string) redisWitness {
 // why.
 var redisUnreached = map[string]string{
 	"get.NOPERM":        "needs an ACL user refused the key; no wire fault makes the server answer NOPERM",
-	"claim.NIL":         "not witnessed yet: the existence question's three branches need their own runs",
 	"claim.NOPERM":      "needs an ACL user refused the key; no wire fault makes the server answer NOPERM",
 	"store.NOPERM":      "needs the ACL to change between the claim and the store; no wire fault makes the server answer NOPERM",
 	"release.OK":        "a cleanup: its answer never reaches a row's result",
