@@ -4,9 +4,9 @@
 // slices (one small write at a time) a request or a reply.
 //
 // A fault is armed on the proxy and fires on the first connection whose
-// stream in its direction reaches its byte: At bytes past the arming, or
-// At bytes past the end of the Skip+1-th occurrence of After seen since
-// the arming (so "the store step's SET" is After "\r\nSET\r\n", Skip 1,
+// stream in its direction reaches its byte: At bytes past the arming (each
+// connection counted alone), or At bytes past the end of the Skip+1-th
+// occurrence of After seen since the arming (so "the store step's SET" is After "\r\nSET\r\n", Skip 1,
 // when the claim's SET comes first). The bytes before that byte are
 // forwarded; what happens to the rest is the fault's Action.
 //
@@ -402,9 +402,12 @@ const tailKeep = 256
 
 // faultState is an armed fault's progress.
 type faultState struct {
-	owner *pump // the pump it bound to (nil until its After is seen, or its first byte)
+	owner *pump // the pump its After was seen on (nil until then, and without After)
 	seen  int   // occurrences of After seen
-	count int64 // bytes counted toward At
+	count int64 // bytes counted toward At on owner
+	// counts are the bytes each pump passed since arming, for a fault
+	// without After: the first to reach At gets it.
+	counts map[*pump]int64
 }
 
 // scan is a's state after chunk passes through u, and the offset in chunk
@@ -415,29 +418,38 @@ func (a *Armed) scan(u *pump, chunk []byte) (st faultState, pos int, ok bool) {
 		return st, 0, false
 	}
 	start := 0 // where in chunk the count runs from
-	if st.owner == nil {
-		if a.After == nil {
-			st.owner = u
-		} else {
-			seen := asciiLower(append(append([]byte(nil), u.tail...), chunk...))
-			after := asciiLower(bytes.Clone(a.After))
-			for from := 0; st.seen <= a.Skip; {
-				i := bytes.Index(seen[from:], after)
-				if i < 0 {
-					break
-				}
-				end := from + i + len(after)
-				if end > len(u.tail) { // ends in chunk: not counted before
-					st.seen++
-					start = end - len(u.tail)
-				}
-				from += i + 1
+	if a.After == nil {
+		n := st.counts[u]
+		if int64(len(chunk)) < a.At-n {
+			counts := make(map[*pump]int64, len(st.counts)+1)
+			for k, v := range st.counts {
+				counts[k] = v
 			}
-			if st.seen <= a.Skip {
-				return st, 0, false
-			}
-			st.owner = u
+			counts[u] = n + int64(len(chunk))
+			st.counts = counts
+			return st, 0, false
 		}
+		return st, int(a.At - n), true
+	}
+	if st.owner == nil {
+		seen := asciiLower(append(append([]byte(nil), u.tail...), chunk...))
+		after := asciiLower(bytes.Clone(a.After))
+		for from := 0; st.seen <= a.Skip; {
+			i := bytes.Index(seen[from:], after)
+			if i < 0 {
+				break
+			}
+			end := from + i + len(after)
+			if end > len(u.tail) { // ends in chunk: not counted before
+				st.seen++
+				start = end - len(u.tail)
+			}
+			from += i + 1
+		}
+		if st.seen <= a.Skip {
+			return st, 0, false
+		}
+		st.owner = u
 	}
 	left := a.At - st.count
 	if int64(len(chunk)-start) < left {

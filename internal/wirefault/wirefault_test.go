@@ -208,3 +208,35 @@ func TestAfterIsCountedOnceAcrossReads(t *testing.T) {
 		})
 	}
 }
+
+// TestAtCountsEachConnectionAlone: a fault without After fires on the
+// first connection that passes At bytes, not on the first that passes
+// any.
+func TestAtCountsEachConnectionAlone(t *testing.T) {
+	e := startEcho(t)
+	p, err := wirefault.Start(e.ln.Addr().String())
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, p.Close()) }()
+	a := p.Arm(wirefault.Fault{Dir: wirefault.Request, Action: wirefault.Cut, At: 5})
+	small, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer small.Close()
+	_, err = small.Write([]byte("abc"))
+	require.NoError(t, err)
+	_ = small.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.ReadFull(small, make([]byte, 3)) // through, and echoed
+	require.NoError(t, err)
+	big, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer big.Close()
+	_, err = big.Write([]byte("0123456789"))
+	require.NoError(t, err)
+	<-a.Fired()
+	got, err := readAll(big, 2*time.Second)
+	assert.True(t, isEOF(err), "the big connection's read ended with %v", err)
+	assert.Contains(t, []string{"", "01234"}, got)
+	_, err = small.Write([]byte("d"))
+	require.NoError(t, err)
+	_, err = io.ReadFull(small, make([]byte, 1))
+	assert.NoError(t, err, "the small connection was cut")
+}
