@@ -222,7 +222,7 @@ func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, 
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- c.read(pr) }()
-	err := g.goTest(root, testArgs(pkgs, o.stores, real, o.timeout), env, pw)
+	err := g.goTest(root, testArgs(pkgs, o.stores, witnessStems(specs, o.stores), real, o.timeout), env, pw)
 	pw.Close()
 	if rerr := <-done; err == nil {
 		err = rerr
@@ -238,6 +238,7 @@ func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, 
 
 	rows, broken := c.rows()
 	rows = realReplacesFake(rows, realPkgs)
+	c.witnessRows(rows, specs)
 	if o.sdkInclude != "" {
 		named := false
 		for _, r := range rows {

@@ -28,6 +28,7 @@ import (
 	"strings"
 
 	"github.com/kvblob/kvblob/gen"
+	"github.com/kvblob/kvblob/internal/suitelog"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
@@ -277,4 +278,10 @@ func Covered(specs []*gen.Spec, stem string, witnessed []string, unreached map[s
 		errs = append(errs, fmt.Errorf("witness: %s has no rule %s, yet a witness names it", s.File, id))
 	}
 	return errors.Join(errs...)
+}
+
+// Announce logs r's spec position as the gate reads it (suitelog), so a
+// witness run's check carries the rule it holds.
+func (r Rule) Announce(t interface{ Log(...any) }) {
+	t.Log(suitelog.Line(suitelog.Spec, r.Pos.String()))
 }

@@ -310,6 +310,7 @@ func TestWitness(t *testing.T) {
 		rule, err := witness.Find(specs, stem, r.rule)
 		require.NoError(t, err)
 		t.Run(stem+"/"+r.rule+"/"+r.how, func(t *testing.T) {
+			rule.Announce(t)
 			o := r.obs(t)
 			t.Logf("%v", o.Result)
 			if err := rule.Check(o); err != nil {

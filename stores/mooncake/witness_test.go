@@ -94,6 +94,7 @@ func TestWitness(t *testing.T) {
 				}
 				checkable := into == nil || !touched[into.Buf]
 				t.Run(fmt.Sprintf("%s/%s/%s: %s key %d", stem, rule.ID(), s.Name, st.Name, i), func(t *testing.T) {
+					rule.Announce(t)
 					if !checkable {
 						t.Skip("an earlier step wrote this destination: its written claim cannot be read off the recording")
 					}

@@ -426,6 +426,7 @@ func TestWitness(t *testing.T) {
 				rule, err := witness.Find(specs, stem, w.rule)
 				require.NoError(t, err)
 				t.Run(w.rule+"/"+w.how, func(t *testing.T) {
+					rule.Announce(t)
 					f := newWfx(t, b)
 					o := w.run(t, f, b)
 					t.Logf("%s: %v", w.how, o.Result)

@@ -312,6 +312,7 @@ func TestWitness(t *testing.T) {
 		rule, err := witness.Find(specs, stem, w.rule)
 		require.NoError(t, err)
 		t.Run(stem+"/"+w.rule+"/"+w.how, func(t *testing.T) {
+			rule.Announce(t)
 			f := newS3w(t, w.set)
 			o := w.run(t, f)
 			t.Logf("%v", o.Result)
