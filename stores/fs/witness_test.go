@@ -301,6 +301,39 @@ func TestWitness(t *testing.T) {
 		damage(t, f.root, -5)
 	})
 
+	// States planted at the object's or the marker's path (objectPath
+	// finds it from a put of the key, then removes the object).
+	plantPut := func(rule, how string, stage func(t *testing.T, file string)) {
+		runs = append(runs, run{rule, how, func(t *testing.T) witness.Observed {
+			f := newFsw(t)
+			src := f.row(0)
+			stage(t, objectPath(t, f, src))
+			return f.put(t, src, nil)
+		}})
+	}
+	plantGet := func(rule, how string, stage func(t *testing.T, file string)) {
+		runs = append(runs, run{rule, how, func(t *testing.T) witness.Observed {
+			f := newFsw(t)
+			src := f.row(0)
+			stage(t, objectPath(t, f, src))
+			return f.get(t, at(src, 1, f.region), nil)
+		}})
+	}
+	liveMarker := func(t *testing.T, file string) { require.NoError(t, os.WriteFile(file+".pending", nil, 0o600)) }
+	dirAt := func(t *testing.T, file string) { require.NoError(t, os.Mkdir(file, 0o700)) }
+	linkAt := func(suffix string) func(t *testing.T, file string) {
+		return func(t *testing.T, file string) { require.NoError(t, os.Symlink(filepath.Dir(file), file+suffix)) }
+	}
+	plantPut("claim.EEXIST", "a live marker under the key", liveMarker)
+	plantPut("claim.ELOOP", "a symbolic link at the marker's path", linkAt(".pending"))
+	plantPut("publish.EISDIR", "a directory at the object's path", dirAt)
+	plantGet("open.PENDING", "no object, a live marker", liveMarker)
+	plantGet("open.EISDIR", "a directory at the object's path", dirAt)
+	plantGet("open.ELOOP", "a symbolic link at the object's path", linkAt(""))
+	plantGet("open.CORRUPT", "a file of another size whose tail is no trailer", func(t *testing.T, file string) {
+		require.NoError(t, os.WriteFile(file, bytes.Repeat([]byte{7}, 1000), 0o600))
+	})
+
 	var ids []string
 	for _, r := range runs {
 		ids = append(ids, r.rule)
@@ -341,16 +374,26 @@ func damage(t *testing.T, root string, off int64) {
 	require.NoError(t, os.WriteFile(file, b, 0o600))
 }
 
+// objectPath is the path of row's object under f's root: found from a
+// put of the row, whose object it then removes.
+func objectPath(t *testing.T, f *fsw, row driver.Row) string {
+	t.Helper()
+	require.Equal(t, driver.Ready, f.put(t, row, nil).Result.Status)
+	var file string
+	require.NoError(t, filepath.WalkDir(f.root, func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() && !strings.Contains(e.Name(), ".") {
+			file = p
+		}
+		return err
+	}))
+	require.NotEmpty(t, file)
+	require.NoError(t, os.Remove(file))
+	return file
+}
+
 // fsUnreached are the rules of spec/fs-posix.yaml no witness here
 // reaches, and why.
 var fsUnreached = map[string]string{
-	"claim.EEXIST":      "a live marker planted under the key: the conformance suite's stageable case, not witnessed here yet",
-	"claim.ELOOP":       "a link planted on the key's path: the hostile tests' case, not witnessed here yet",
-	"publish.EISDIR":    "a directory planted at the object's path: the conformance suite's stageable case, not witnessed here yet",
-	"open.PENDING":      "a live marker planted beside an absent object: not witnessed here yet",
-	"open.CORRUPT":      "a file of another size whose tail is no trailer: not witnessed here yet",
-	"open.EISDIR":       "a directory at the object's path: not witnessed here yet",
-	"open.ELOOP":        "a link at the object's path: not witnessed here yet",
 	"release.OK":        "a cleanup: its answer never reaches a row's result",
 	"release.otherwise": "a cleanup: its answer never reaches a row's result",
 }
