@@ -44,9 +44,19 @@ type wfx struct {
 	n      int // keys handed out
 }
 
-func newWfx(t *testing.T, b *rediskit.Build) *wfx {
+// wTenant is the ACL user a tenant witness's driver connects as: its
+// keys are wPrefix's (rediskit.TenantUser).
+const wTenant, wTenantPassword = "witness", "witness-password"
+
+// newWfx starts the world; tenant: the driver connects as wTenant.
+func newWfx(t *testing.T, b *rediskit.Build, tenant ...bool) *wfx {
 	t.Helper()
-	srv, err := rediskit.StartWith(rediskit.Config{Build: b})
+	cfg := rediskit.Config{Build: b}
+	asTenant := len(tenant) > 0 && tenant[0]
+	if asTenant {
+		cfg.Users = [][]string{rediskit.TenantUser(wTenant, wTenantPassword, wPrefix, false)}
+	}
+	srv, err := rediskit.StartWith(cfg)
 	require.NoError(t, err)
 	t.Cleanup(srv.Stop)
 	f := &wfx{srv: srv}
@@ -57,8 +67,12 @@ func newWfx(t *testing.T, b *rediskit.Build) *wfx {
 	t.Cleanup(func() { _ = f.direct.Close() })
 	// ReadTimeout is what ends a call over a stalled connection; it is
 	// longer than a witness takes to change the server under a stall.
-	f.d, err = redis.Open(t.Context(), redis.Options{Addrs: []string{f.proxy.Addr()},
-		DialTimeout: time.Second, ReadTimeout: 700 * time.Millisecond, WriteTimeout: 700 * time.Millisecond, DownFor: -1})
+	opt := redis.Options{Addrs: []string{f.proxy.Addr()},
+		DialTimeout: time.Second, ReadTimeout: 700 * time.Millisecond, WriteTimeout: 700 * time.Millisecond, DownFor: -1}
+	if asTenant {
+		opt.Username, opt.Password = wTenant, wTenantPassword
+	}
+	f.d, err = redis.Open(t.Context(), opt)
 	require.NoError(t, err)
 	f.region, err = hostmem.NewRegion("wit", driver.Layout{SlotBytes: wRowBytes, Slots: 4})
 	require.NoError(t, err)
@@ -346,6 +360,17 @@ var redisWitnesses = []redisWitness{
 		o.Branch = witness.Other
 		return o
 	}},
+	{"get.NOPERM", asTenant("an ACL user reads another tenant's key"), func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
+		return f.wget(t, otherTenants(f, 1), nil)
+	}},
+	{"claim.NOPERM", asTenant("an ACL user puts another tenant's key"), func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
+		return f.wput(t, otherTenants(f, 0), nil, nil)
+	}},
+	{"store.NOPERM", asTenant("the ACL takes the key from the user while its store is stalled"), func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
+		return f.wput(t, f.row(f.key(), 0), storeStep(wirefault.Stall, 0), func() {
+			require.NoError(t, f.direct.Do(context.Background(), "acl", "setuser", wTenant, "resetkeys", "~other/v1/*").Err())
+		})
+	}},
 	{"claim.OOM", "a server over its maxmemory (noeviction)", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
 		full(t, f)
 		return f.wput(t, f.row(f.key(), 0), nil, nil)
@@ -389,12 +414,31 @@ func lostWitness(rule string) redisWitness {
 	}}
 }
 
+// asTenant marks the witness of how as one whose driver connects as
+// wTenant.
+func asTenant(how string) string {
+	tenantHows[how] = true
+	return how
+}
+
+var tenantHows = map[string]bool{}
+
+// otherTenants is a row over slot of a key under another tenant's prefix.
+func otherTenants(f *wfx, slot int) driver.Row {
+	stem, err := driver.KeyStem("other")
+	if err != nil {
+		panic(err)
+	}
+	key, err := stem.Key([]byte{0x42})
+	if err != nil {
+		panic(err)
+	}
+	return f.row(key, slot)
+}
+
 // redisUnreached are the rules of both specs no witness here reaches, and
 // why.
 var redisUnreached = map[string]string{
-	"get.NOPERM":        "needs an ACL user refused the key; no wire fault makes the server answer NOPERM",
-	"claim.NOPERM":      "needs an ACL user refused the key; no wire fault makes the server answer NOPERM",
-	"store.NOPERM":      "needs the ACL to change between the claim and the store; no wire fault makes the server answer NOPERM",
 	"release.OK":        "a cleanup: its answer never reaches a row's result",
 	"release.otherwise": "a cleanup: its answer never reaches a row's result",
 }
@@ -427,7 +471,7 @@ func TestWitness(t *testing.T) {
 				require.NoError(t, err)
 				t.Run(w.rule+"/"+w.how, func(t *testing.T) {
 					rule.Announce(t)
-					f := newWfx(t, b)
+					f := newWfx(t, b, tenantHows[w.how])
 					o := w.run(t, f, b)
 					t.Logf("%s: %v", w.how, o.Result)
 					if err := rule.Check(o); err != nil {
