@@ -19,7 +19,7 @@ func MapClaim(answer int64) rules.Mapping {
 	return claimRule.Map(answer, 0)
 }
 
-// claimRule is what spec/fs-posix.yaml:139:3 says about claim's answers and its
+// claimRule is what spec/fs-posix.yaml:144:3 says about claim's answers and its
 // access (it touches no memory).
 var claimRule = newClaimRule()
 
@@ -29,7 +29,7 @@ func newClaimRule() *rules.CallRule {
 		Call:   "claim",
 		Access: rules.AccessNone,
 		Codes: map[int64]rules.Meaning{
-			// spec/fs-posix.yaml:146:7
+			// spec/fs-posix.yaml:151:7
 			// The marker is this writer's: go on to write.
 			int64(OK): {
 				Mapping: rules.Mapping{
@@ -37,28 +37,28 @@ func newClaimRule() *rules.CallRule {
 					Written:  rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:147:7
+			// spec/fs-posix.yaml:152:7
 			int64(Eexist): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.NotReady},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:148:7
+			// spec/fs-posix.yaml:153:7
 			int64(Enospc): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:149:7
+			// spec/fs-posix.yaml:154:7
 			int64(Edquot): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:150:7
+			// spec/fs-posix.yaml:155:7
 			int64(Eloop): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -67,7 +67,7 @@ func newClaimRule() *rules.CallRule {
 				Text: "a symbolic link sits on the key's path under the root; the driver follows none",
 			},
 		},
-		// spec/fs-posix.yaml:154:16
+		// spec/fs-posix.yaml:159:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -89,7 +89,7 @@ func MapWrite(answer int64) rules.Mapping {
 // access ended (rules.AccessRule.Ended).
 const WriteAccess = rules.AccessOnReturn
 
-// writeRule is what spec/fs-posix.yaml:156:3 says about write's answers and its
+// writeRule is what spec/fs-posix.yaml:161:3 says about write's answers and its
 // access (on_return).
 var writeRule = newWriteRule()
 
@@ -99,7 +99,7 @@ func newWriteRule() *rules.CallRule {
 		Call:   "write",
 		Access: WriteAccess,
 		Codes: map[int64]rules.Meaning{
-			// spec/fs-posix.yaml:164:7
+			// spec/fs-posix.yaml:169:7
 			// The temporary file holds the row: go on to publish it.
 			int64(OK): {
 				Mapping: rules.Mapping{
@@ -107,14 +107,14 @@ func newWriteRule() *rules.CallRule {
 					Written:  rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:165:7
+			// spec/fs-posix.yaml:170:7
 			int64(Enospc): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:166:7
+			// spec/fs-posix.yaml:171:7
 			int64(Edquot): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
@@ -122,7 +122,7 @@ func newWriteRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/fs-posix.yaml:167:16
+		// spec/fs-posix.yaml:172:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -139,7 +139,7 @@ func MapPublish(answer int64) rules.Mapping {
 	return publishRule.Map(answer, 0)
 }
 
-// publishRule is what spec/fs-posix.yaml:169:3 says about publish's answers and its
+// publishRule is what spec/fs-posix.yaml:174:3 says about publish's answers and its
 // access (it touches no memory).
 var publishRule = newPublishRule()
 
@@ -149,28 +149,28 @@ func newPublishRule() *rules.CallRule {
 		Call:   "publish",
 		Access: rules.AccessNone,
 		Codes: map[int64]rules.Meaning{
-			// spec/fs-posix.yaml:175:7
+			// spec/fs-posix.yaml:180:7
 			int64(OK): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Ready},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:176:7
+			// spec/fs-posix.yaml:181:7
 			int64(Enospc): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:177:7
+			// spec/fs-posix.yaml:182:7
 			int64(Edquot): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Declined},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:178:7
+			// spec/fs-posix.yaml:183:7
 			int64(Eisdir): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -179,7 +179,7 @@ func newPublishRule() *rules.CallRule {
 				Text: "a directory sits at the object's path",
 			},
 		},
-		// spec/fs-posix.yaml:182:16
+		// spec/fs-posix.yaml:187:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -196,7 +196,7 @@ func MapRelease(answer int64) rules.Mapping {
 	return releaseRule.Map(answer, 0)
 }
 
-// releaseRule is what spec/fs-posix.yaml:184:3 says about release's answers and its
+// releaseRule is what spec/fs-posix.yaml:189:3 says about release's answers and its
 // access (it touches no memory).
 var releaseRule = newReleaseRule()
 
@@ -206,7 +206,7 @@ func newReleaseRule() *rules.CallRule {
 		Call:   "release",
 		Access: rules.AccessNone,
 		Codes: map[int64]rules.Meaning{
-			// spec/fs-posix.yaml:191:7
+			// spec/fs-posix.yaml:196:7
 			int64(OK): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Ready},
@@ -214,7 +214,7 @@ func newReleaseRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/fs-posix.yaml:192:16
+		// spec/fs-posix.yaml:197:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -232,7 +232,7 @@ func MapOpen(answer, rowBytes int64) rules.Mapping {
 	return openRule.Map(answer, rowBytes)
 }
 
-// openRule is what spec/fs-posix.yaml:194:3 says about open's answers and its
+// openRule is what spec/fs-posix.yaml:199:3 says about open's answers and its
 // access (it touches no memory).
 var openRule = newOpenRule()
 
@@ -242,7 +242,7 @@ func newOpenRule() *rules.CallRule {
 		Call:   "open",
 		Access: rules.AccessNone,
 		Sized:  true,
-		// spec/fs-posix.yaml:201:12
+		// spec/fs-posix.yaml:206:12
 		// The object's payload is the row's length (by its trailer, or by a
 		// file of a whole row's size, whose tail read checks): go on to read it.
 		Whole: rules.Meaning{
@@ -251,7 +251,7 @@ func newOpenRule() *rules.CallRule {
 				Written:  rules.WrittenNo,
 			},
 		},
-		// spec/fs-posix.yaml:203:7
+		// spec/fs-posix.yaml:208:7
 		Short: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -260,35 +260,35 @@ func newOpenRule() *rules.CallRule {
 			Text: "the object's payload length differs from the row; the destination is untouched",
 		},
 		Codes: map[int64]rules.Meaning{
-			// spec/fs-posix.yaml:208:7
+			// spec/fs-posix.yaml:213:7
 			int64(Enoent): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Miss},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:209:7
+			// spec/fs-posix.yaml:214:7
 			int64(Pending): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.NotReady},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:210:7
+			// spec/fs-posix.yaml:215:7
 			int64(Corrupt): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:211:7
+			// spec/fs-posix.yaml:216:7
 			int64(Eisdir): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
 					Written: rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:212:7
+			// spec/fs-posix.yaml:217:7
 			int64(Eloop): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -296,7 +296,7 @@ func newOpenRule() *rules.CallRule {
 				},
 				Text: "a symbolic link sits on the key's path under the root; the driver follows none",
 			},
-			// spec/fs-posix.yaml:217:7
+			// spec/fs-posix.yaml:222:7
 			int64(Eio): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -304,7 +304,7 @@ func newOpenRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/fs-posix.yaml:218:16
+		// spec/fs-posix.yaml:223:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},
@@ -327,7 +327,7 @@ func MapRead(answer, rowBytes int64) rules.Mapping {
 // access ended (rules.AccessRule.Ended).
 const ReadAccess = rules.AccessOnReturn
 
-// readRule is what spec/fs-posix.yaml:220:3 says about read's answers and its
+// readRule is what spec/fs-posix.yaml:225:3 says about read's answers and its
 // access (on_return).
 var readRule = newReadRule()
 
@@ -337,14 +337,14 @@ func newReadRule() *rules.CallRule {
 		Call:   "read",
 		Access: ReadAccess,
 		Sized:  true,
-		// spec/fs-posix.yaml:226:12
+		// spec/fs-posix.yaml:231:12
 		Whole: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Ready},
 				Written: rules.WrittenYes,
 			},
 		},
-		// spec/fs-posix.yaml:230:7
+		// spec/fs-posix.yaml:235:7
 		// The file ended before the payload its trailer states: it shrank
 		// between open's fstat and the read (replaced in place, or truncated).
 		Short: rules.Meaning{
@@ -355,7 +355,7 @@ func newReadRule() *rules.CallRule {
 			Text: "the object's file ended before its payload did; the destination holds part of it",
 		},
 		Codes: map[int64]rules.Meaning{
-			// spec/fs-posix.yaml:238:7
+			// spec/fs-posix.yaml:243:7
 			// A file of a whole row's size whose tail, read with the payload's
 			// last piece, is no trailer of the row for this key (its magic,
 			// version, name digest, length, or with a row key no tag): what open
@@ -367,7 +367,7 @@ func newReadRule() *rules.CallRule {
 				},
 				Text: "the object's trailer, read with its payload, is not the row's for this key; the destination holds bytes that are not the row",
 			},
-			// spec/fs-posix.yaml:243:7
+			// spec/fs-posix.yaml:248:7
 			int64(Mismatch): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -375,7 +375,7 @@ func newReadRule() *rules.CallRule {
 				},
 				Text: "the payload read into the destination fails its trailer's CRC32 or tag; the destination holds bytes that are not the row",
 			},
-			// spec/fs-posix.yaml:248:7
+			// spec/fs-posix.yaml:253:7
 			int64(Eio): {
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -383,7 +383,7 @@ func newReadRule() *rules.CallRule {
 				},
 			},
 		},
-		// spec/fs-posix.yaml:249:16
+		// spec/fs-posix.yaml:254:16
 		Otherwise: rules.Meaning{
 			Mapping: rules.Mapping{
 				Result:  driver.Result{Status: driver.Fault},

@@ -19,7 +19,7 @@ import (
 func All() []conformance.Case {
 	return []conformance.Case{{
 		ID:          "claim/OK",
-		Pos:         "spec/fs-posix.yaml:146:11",
+		Pos:         "spec/fs-posix.yaml:151:11",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
@@ -29,7 +29,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/EEXIST",
-		Pos:         "spec/fs-posix.yaml:147:15",
+		Pos:         "spec/fs-posix.yaml:152:15",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -17, CodeName: "EEXIST"},
@@ -39,7 +39,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/ENOSPC",
-		Pos:         "spec/fs-posix.yaml:148:15",
+		Pos:         "spec/fs-posix.yaml:153:15",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -28, CodeName: "ENOSPC"},
@@ -48,7 +48,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "claim/EDQUOT",
-		Pos:         "spec/fs-posix.yaml:149:15",
+		Pos:         "spec/fs-posix.yaml:154:15",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -122, CodeName: "EDQUOT"},
@@ -57,7 +57,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "claim/ELOOP",
-		Pos:         "spec/fs-posix.yaml:151:9",
+		Pos:         "spec/fs-posix.yaml:156:9",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -40, CodeName: "ELOOP"},
@@ -68,7 +68,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/otherwise-ENOTDIR",
-		Pos:         "spec/fs-posix.yaml:154:16",
+		Pos:         "spec/fs-posix.yaml:159:16",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -20, CodeName: "ENOTDIR"},
@@ -78,7 +78,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "write/OK",
-		Pos:         "spec/fs-posix.yaml:164:11",
+		Pos:         "spec/fs-posix.yaml:169:11",
 		Op:          conformance.OpPut,
 		Call:        "write",
 		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
@@ -88,7 +88,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "write/ENOSPC",
-		Pos:         "spec/fs-posix.yaml:165:15",
+		Pos:         "spec/fs-posix.yaml:170:15",
 		Op:          conformance.OpPut,
 		Call:        "write",
 		Answer:      conformance.Answer{Code: -28, CodeName: "ENOSPC"},
@@ -98,7 +98,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "write/EDQUOT",
-		Pos:         "spec/fs-posix.yaml:166:15",
+		Pos:         "spec/fs-posix.yaml:171:15",
 		Op:          conformance.OpPut,
 		Call:        "write",
 		Answer:      conformance.Answer{Code: -122, CodeName: "EDQUOT"},
@@ -107,7 +107,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "write/otherwise-EIO",
-		Pos:         "spec/fs-posix.yaml:167:16",
+		Pos:         "spec/fs-posix.yaml:172:16",
 		Op:          conformance.OpPut,
 		Call:        "write",
 		Answer:      conformance.Answer{Code: -5, CodeName: "EIO"},
@@ -117,7 +117,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "publish/OK",
-		Pos:         "spec/fs-posix.yaml:175:11",
+		Pos:         "spec/fs-posix.yaml:180:11",
 		Op:          conformance.OpPut,
 		Call:        "publish",
 		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
@@ -127,7 +127,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "publish/ENOSPC",
-		Pos:         "spec/fs-posix.yaml:176:15",
+		Pos:         "spec/fs-posix.yaml:181:15",
 		Op:          conformance.OpPut,
 		Call:        "publish",
 		Answer:      conformance.Answer{Code: -28, CodeName: "ENOSPC"},
@@ -136,7 +136,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "publish/EDQUOT",
-		Pos:         "spec/fs-posix.yaml:177:15",
+		Pos:         "spec/fs-posix.yaml:182:15",
 		Op:          conformance.OpPut,
 		Call:        "publish",
 		Answer:      conformance.Answer{Code: -122, CodeName: "EDQUOT"},
@@ -145,7 +145,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "publish/EISDIR",
-		Pos:         "spec/fs-posix.yaml:179:9",
+		Pos:         "spec/fs-posix.yaml:184:9",
 		Op:          conformance.OpPut,
 		Call:        "publish",
 		Answer:      conformance.Answer{Code: -21, CodeName: "EISDIR"},
@@ -156,7 +156,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "publish/otherwise-EIO",
-		Pos:         "spec/fs-posix.yaml:182:16",
+		Pos:         "spec/fs-posix.yaml:187:16",
 		Op:          conformance.OpPut,
 		Call:        "publish",
 		Answer:      conformance.Answer{Code: -5, CodeName: "EIO"},
@@ -166,7 +166,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "open/whole",
-		Pos:         "spec/fs-posix.yaml:201:12",
+		Pos:         "spec/fs-posix.yaml:206:12",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Size: conformance.SizeWhole},
@@ -176,7 +176,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "open/short",
-		Pos:         "spec/fs-posix.yaml:203:7",
+		Pos:         "spec/fs-posix.yaml:208:7",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Size: conformance.SizeShort},
@@ -186,7 +186,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "open/ENOENT",
-		Pos:         "spec/fs-posix.yaml:208:15",
+		Pos:         "spec/fs-posix.yaml:213:15",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Code: -2, CodeName: "ENOENT"},
@@ -196,7 +196,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "open/PENDING",
-		Pos:         "spec/fs-posix.yaml:209:16",
+		Pos:         "spec/fs-posix.yaml:214:16",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Code: -1001, CodeName: "PENDING"},
@@ -206,7 +206,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "open/CORRUPT",
-		Pos:         "spec/fs-posix.yaml:210:16",
+		Pos:         "spec/fs-posix.yaml:215:16",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Code: -1002, CodeName: "CORRUPT"},
@@ -217,7 +217,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "open/EISDIR",
-		Pos:         "spec/fs-posix.yaml:211:15",
+		Pos:         "spec/fs-posix.yaml:216:15",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Code: -21, CodeName: "EISDIR"},
@@ -228,7 +228,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "open/ELOOP",
-		Pos:         "spec/fs-posix.yaml:213:9",
+		Pos:         "spec/fs-posix.yaml:218:9",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Code: -40, CodeName: "ELOOP"},
@@ -239,7 +239,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "open/EIO",
-		Pos:         "spec/fs-posix.yaml:217:12",
+		Pos:         "spec/fs-posix.yaml:222:12",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Code: -5, CodeName: "EIO"},
@@ -249,7 +249,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "open/otherwise-ESTALE",
-		Pos:         "spec/fs-posix.yaml:218:16",
+		Pos:         "spec/fs-posix.yaml:223:16",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Code: -116, CodeName: "ESTALE"},
@@ -259,7 +259,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "read/whole",
-		Pos:         "spec/fs-posix.yaml:226:12",
+		Pos:         "spec/fs-posix.yaml:231:12",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Size: conformance.SizeWhole},
@@ -269,7 +269,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/short",
-		Pos:         "spec/fs-posix.yaml:230:7",
+		Pos:         "spec/fs-posix.yaml:235:7",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Size: conformance.SizeShort},
@@ -278,7 +278,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "read/CORRUPT",
-		Pos:         "spec/fs-posix.yaml:239:9",
+		Pos:         "spec/fs-posix.yaml:244:9",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Code: -1002, CodeName: "CORRUPT"},
@@ -289,7 +289,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/MISMATCH",
-		Pos:         "spec/fs-posix.yaml:244:9",
+		Pos:         "spec/fs-posix.yaml:249:9",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Code: -1004, CodeName: "MISMATCH"},
@@ -300,7 +300,7 @@ func All() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/EIO",
-		Pos:         "spec/fs-posix.yaml:248:12",
+		Pos:         "spec/fs-posix.yaml:253:12",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Code: -5, CodeName: "EIO"},
@@ -310,7 +310,7 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "read/otherwise-ESTALE",
-		Pos:         "spec/fs-posix.yaml:249:16",
+		Pos:         "spec/fs-posix.yaml:254:16",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Code: -116, CodeName: "ESTALE"},
@@ -320,14 +320,14 @@ func All() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:        "keys/dot-segment",
-		Pos:       "spec/fs-posix.yaml:116:16",
+		Pos:       "spec/fs-posix.yaml:121:16",
 		Op:        conformance.OpPut,
 		Stageable: true,
 		Key:       conformance.KeyDotSegment,
 		Rejected:  driver.RuleKeyFormat,
 	}, {
 		ID:        "keys/dotdot-segment",
-		Pos:       "spec/fs-posix.yaml:116:16",
+		Pos:       "spec/fs-posix.yaml:121:16",
 		Op:        conformance.OpPut,
 		Stageable: true,
 		Key:       conformance.KeyDotDotSegment,
