@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -27,6 +28,7 @@ import (
 	"github.com/kvblob/kvblob/runtime/claim"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
+	"github.com/kvblob/kvblob/runtime/sweep"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
@@ -135,6 +137,9 @@ type Driver struct {
 	fileMode, dirMode uint32
 	exact             bool
 	piece             int // readPiece; tests make it smaller than their rows
+	// sweepMu serializes sweeps; sweepAt is where the last one stopped.
+	sweepMu sync.Mutex
+	sweepAt sweep.Cursor
 	// markerAttempt, set only by tests (export_test.go), is called before
 	// each exclusive create of a marker with the attempt's number: the one
 	// place a test can plant what another writer would have made between a
