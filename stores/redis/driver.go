@@ -22,9 +22,7 @@ package redis
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -37,6 +35,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/kvblob/kvblob/generated/redisspec"
+	"github.com/kvblob/kvblob/runtime/claim"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -355,7 +354,7 @@ func (d *Driver) readMax(row driver.Row) int64 {
 }
 
 // markerLen is the length of every marker (newMarker).
-const markerLen = int64(len(markerPrefix) + 24)
+const markerLen = int64(len(markerPrefix) + claim.TextLen)
 
 // stored maps the store step's code of each row of idx into its result,
 // and releases the rows that were not stored.
@@ -735,11 +734,10 @@ func (d *Driver) holdsRow(v []byte, row driver.Row) bool {
 	return true
 }
 
-func newMarker() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return markerPrefix + hex.EncodeToString(b[:])
-}
+// newMarker is a put's marker: markerPrefix and a new claim.Token, the
+// claim's identity, which the server compares (SET NX, the compare
+// scripts, IFEQ, WATCH and GET) before the put treats the key as its own.
+func newMarker() string { return markerPrefix + claim.New().String() }
 
 // Get reads each row's object, checks its trailer and only then copies its
 // payload into the row's spans.
