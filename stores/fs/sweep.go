@@ -64,11 +64,11 @@ func (d *Driver) sweep(budget int) (int, sweep.Stats, error) {
 	if err != nil {
 		return 0, sweep.Stats{}, fmt.Errorf("fs: sweep: %w", err)
 	}
-	root := &dir{fd: fd, name: d.opt.Root}
+	root := &sweepDir{fd: fd, name: d.opt.Root}
 	defer root.Close()
 	now := d.opt.Now()
 	removed := 0
-	st, err := sweep.Walk(root, sweep.Limits{Budget: budget, Depth: SweepDepth, Batch: SweepBatch}, &d.sweepAt, func(dir *dir, _ []string, e sweep.Entry) error {
+	st, err := sweep.Walk(root, sweep.Limits{Budget: budget, Depth: SweepDepth, Batch: SweepBatch}, &d.sweepAt, func(dir *sweepDir, _ []string, e sweep.Entry) error {
 		if !strings.Contains(e.Name, tempInfix) && !strings.Contains(e.Name, asideInfix) {
 			return nil
 		}
@@ -94,20 +94,20 @@ func (d *Driver) dead(st fileStat, now time.Time) bool {
 	return st.mtime.After(now.Add(d.opt.MaxClockSkew)) || now.Sub(st.mtime) > d.opt.MarkerTTL+d.opt.MaxClockSkew
 }
 
-// dir is a directory a sweep reads, a sweep.Dir: its descriptor, read
+// sweepDir is a directory a sweep reads, a sweep.Dir: its descriptor, read
 // through a fixed buffer by getdents64.
-type dir struct {
+type sweepDir struct {
 	fd     int
-	parent *dir   // nil for the root
-	name   string // its name in parent (the root's path for the root)
-	buf    []byte // made at the first Read
-	at     int    // buf[at:n] is still to parse
+	parent *sweepDir // nil for the root
+	name   string    // its name in parent (the root's path for the root)
+	buf    []byte    // made at the first Read
+	at     int       // buf[at:n] is still to parse
 	n      int
 }
 
 // path is the directory's path, for errors: made only when asked for, from
 // the directories the walk holds open above it.
-func (d *dir) path() string {
+func (d *sweepDir) path() string {
 	if d.parent == nil {
 		return d.name
 	}
@@ -117,7 +117,7 @@ func (d *dir) path() string {
 // Read hands out up to len(ents) entries, reading the directory a buffer
 // at a time; an entry whose type the filesystem does not report is
 // lstat'ed.
-func (d *dir) Read(ents []sweep.Entry) (int, error) {
+func (d *sweepDir) Read(ents []sweep.Entry) (int, error) {
 	if d.buf == nil {
 		d.buf = make([]byte, direntBuf)
 	}
@@ -177,7 +177,7 @@ func indexNUL(b []byte) int {
 
 // Resume makes the next Read continue after the entry whose d_off is next
 // (lseek(2) on the directory, as seekdir(3) does).
-func (d *dir) Resume(next int64) error {
+func (d *sweepDir) Resume(next int64) error {
 	d.at, d.n = 0, 0
 	if _, err := unix.Seek(d.fd, next, 0); err != nil {
 		return &os.PathError{Op: "seek", Path: d.path(), Err: err}
@@ -187,13 +187,13 @@ func (d *dir) Resume(next int64) error {
 
 // Open opens the subdirectory name, following no link (a link there is
 // ELOOP or ENOTDIR, and not entered).
-func (d *dir) Open(name string) (*dir, error) {
+func (d *sweepDir) Open(name string) (*sweepDir, error) {
 	fd, err := unix.Openat(d.fd, name, dirFlags|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: filepath.Join(d.path(), name), Err: err}
 	}
-	return &dir{fd: fd, parent: d, name: name}, nil
+	return &sweepDir{fd: fd, parent: d, name: name}, nil
 }
 
 // Close closes the directory's descriptor.
-func (d *dir) Close() error { return unix.Close(d.fd) }
+func (d *sweepDir) Close() error { return unix.Close(d.fd) }
