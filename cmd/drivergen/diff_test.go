@@ -214,3 +214,51 @@ func TestValidateOnlyTheSpecOfTheBuild(t *testing.T) {
 	assert.Contains(t, stderr, "the SDK 3 has no spec; kvblob holds specs for hdr-sdk 1 ("+one+"); hdr-sdk 2 ("+two+")")
 	assert.Contains(t, stderr, "'drivergen new --from "+two+" --version 3'")
 }
+
+// TestNewTakesNamesOnlyAsOnePlainSegment: drivergen builds a file's name
+// from a version (new --from: STORE-VERSION.yaml beside SPEC) or a store
+// (new: spec/STORE.yaml and its folders), so each is taken only as one
+// plain file-name segment; anything else is refused with exit 2 and an
+// error naming the argument and what is allowed, and nothing is written,
+// inside the spec's folder or out of it (tried: without the version's
+// check, "../../escaped" writes a spec two folders up).
+func TestNewTakesNamesOnlyAsOnePlainSegment(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "repo", "spec")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	from := filepath.Join(dir, "hdr-1.yaml")
+	src, err := os.ReadFile(oldSpec)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(from, src, 0o644))
+	for _, c := range []struct {
+		args []string
+		want string // what stderr must say
+	}{
+		{[]string{"--from", from, "--version", "../../escaped"}, `--version "../../escaped" is not one plain file-name segment`},
+		{[]string{"--from", from, "--version", "../x"}, `--version "../x" is not one plain file-name segment`},
+		{[]string{"--from", from, "--version", "2/3"}, `--version "2/3" is not one plain file-name segment`},
+		{[]string{"--from", from, "--version", `2\3`}, `--version "2\\3" is not one plain file-name segment`},
+		{[]string{"--from", from, "--version", ".."}, `--version ".." is not one plain file-name segment`},
+		{[]string{"--from", from, "--version", ".hidden"}, `--version ".hidden" is not one plain file-name segment`},
+		{[]string{"--from", from, "--version", "1 2"}, `--version "1 2" is not one plain file-name segment`},
+		{[]string{"-root", root, "../escaped"}, `store name "../escaped" must be lower-case letters and digits`},
+		{[]string{"-root", root, "a/b"}, `store name "a/b" must be lower-case letters and digits`},
+	} {
+		t.Run(strings.Join(c.args[len(c.args)-1:], ""), func(t *testing.T) {
+			code, out, stderr := runCLI(append([]string{"new"}, c.args...)...)
+			assert.Equal(t, 2, code, "stdout: %s", out)
+			assert.Contains(t, stderr, c.want)
+			var files []string
+			require.NoError(t, filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+				if err == nil && !e.IsDir() {
+					files = append(files, p)
+				}
+				return err
+			}))
+			assert.Equal(t, []string{from}, files, "new wrote a file")
+		})
+	}
+	code, _, stderr := runCLI("new", "--from", from, "--version", "0.3.12.post1+b1_x")
+	assert.Equal(t, 0, code, stderr)
+	assert.FileExists(t, filepath.Join(dir, "hdr-0.3.12.post1+b1_x.yaml"))
+}

@@ -51,6 +51,10 @@ func runNewVersion(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "drivergen new: --from needs --version V, the SDK version the new spec holds for")
 		return 2
 	}
+	if err := plainSegment("--version", *version); err != nil {
+		fmt.Fprintf(stderr, "drivergen new: %v\n", err)
+		return 2
+	}
 	old, ok := loadSpecFile(*from, stderr)
 	if !ok {
 		return 1
@@ -71,6 +75,9 @@ func runNewVersion(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *out == "" {
+		// old.Store is a package name (the spec's validation holds it to
+		// lower-case letters and digits) and *version a plain segment, so
+		// the file lands beside --from, never elsewhere.
 		*out = filepath.Join(filepath.Dir(*from), old.Store+"-"+*version+".yaml")
 	}
 	data, err := gen.ReadSpec(*from)
@@ -210,4 +217,26 @@ func respec(data []byte, version, pkg string) ([]byte, error) {
 		lines[e.line-1] = l[:e.col] + e.with + l[e.end:]
 	}
 	return []byte(strings.Join(lines, "")), nil
+}
+
+// plainSegment refuses a name that is not one plain file-name segment:
+// drivergen builds a file's name from it (STORE-VERSION.yaml beside the
+// spec it started from), so a '/', a backslash or a leading '.' ("../", a
+// hidden file) would put the file somewhere else. A plain segment is
+// letters, digits and '.', '_', '+', '-', starting with a letter or a
+// digit: every SDK version the specs hold ("0.3.12.post1", "v1.109.1",
+// "8.1.x", "2.0-rc1") is one.
+func plainSegment(flag, s string) error {
+	ok := s != "" && isAlnum(rune(s[0]))
+	for _, r := range s {
+		ok = ok && (isAlnum(r) || strings.ContainsRune("._+-", r))
+	}
+	if !ok {
+		return fmt.Errorf("%s %q is not one plain file-name segment; want letters, digits and '.', '_', '+', '-', starting with a letter or a digit (no '/', no '..'), since it names the new spec's file", flag, s)
+	}
+	return nil
+}
+
+func isAlnum(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
 }

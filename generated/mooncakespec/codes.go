@@ -15,8 +15,8 @@
 //
 // Mooncake store, SDK 0.3.13 (kvcache-ai/Mooncake).
 //
-// Sources, as read from the public repository (see ../shared/mooncake-0.3.13.md
-// for the notes this was written from):
+// Sources, as read from the public repository (docs/mooncake-sdk.md holds
+// the notes this was written from and what a real build answered):
 //   - codes: mooncake-store/include/types.h, enum class ErrorCode : int32_t;
 //     all 72 names and values checked against main at 3b5a594 (2026-08-22).
 //   - the session calls: mooncake-integration/store/store_py.cpp

@@ -61,7 +61,7 @@ func newBatchPutSessionStartRule() *rules.CallRule {
 			},
 			// spec/mooncake-0.3.13.yaml:204:7
 			// The client refuses, before the master is asked, a key it holds a
-			// session for, however old (real, mooncake-real.md b3: -600, never ages
+			// session for, however old (real, docs/mooncake-sdk.md b3: -600, never ages
 			// out) and an empty key (b6: -600). The driver starts neither, so this
 			// can only be something else, such as a cachelib master's
 			// 16 MiB - 16 B object cap.
@@ -210,7 +210,7 @@ func newBatchPutSessionEndRule() *rules.CallRule {
 			},
 			// spec/mooncake-0.3.13.yaml:249:7
 			// Another client took the key over after put_start_discard_timeout_sec
-			// (real, mooncake-real.md g1: -601 forever). The driver revokes it,
+			// (real, docs/mooncake-sdk.md g1: -601 forever). The driver revokes it,
 			// which answers -601 too, and keeps the key held.
 			int64(IllegalClient): {
 				Mapping: rules.Mapping{
@@ -270,7 +270,7 @@ func newBatchPutSessionRevokeRule() *rules.CallRule {
 			},
 			// spec/mooncake-0.3.13.yaml:273:7
 			// The client holds no local session for the key, and the master is
-			// never asked: a key never started (real, mooncake-real.md c1/c2: -600),
+			// never asked: a key never started (real, docs/mooncake-sdk.md c1/c2: -600),
 			// one already ended or revoked (c4/c5: -600), another client's (c3:
 			// -600), or a start that timed out and was applied late (h5: -600, an
 			// orphan the master discards after put_start_discard_timeout_sec).
@@ -387,7 +387,7 @@ func newBatchGetIntoRule() *rules.CallRule {
 			},
 			// spec/mooncake-0.3.13.yaml:329:7
 			// The future gave up while the transfer may still run: access is kept
-			// (real, mooncake-real.md Stalls and testdata/mcscenario/
+			// (real, docs/mooncake-sdk.md Stalls and testdata/mcscenario/
 			// s3-get-transfer-wait-lands-late.json: with the owner frozen past the
 			// 60 s wait, the whole object landed within 1-3 s of the thaw, after
 			// the call returned). It ends once the client is torn down (real,

@@ -10,7 +10,6 @@ import (
 
 	"github.com/kvblob/kvblob/generated/memoryspec"
 	"github.com/kvblob/kvblob/runtime/backend"
-	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/memory"
 )
 
@@ -50,7 +49,7 @@ func TestOperatingDocNamesEveryFamilyAndEvent(t *testing.T) {
 	e.wait(pub)
 	e.quiesce(pub)
 	d.Store().Inject(memory.CallGet, e.key(0), memoryspec.IOError)
-	get, err := e.be.Fetch(t.Context(), e.view(0, 1, 4), driver.Hint{})
+	get, err := e.be.Fetch(t.Context(), e.view(0, 1, 4))
 	require.NoError(t, err)
 	e.wait(get)
 	e.quiesce(get)

@@ -242,11 +242,11 @@ func TestScrapeSeesRowsMove(t *testing.T) {
 	require.NoError(t, err)
 	e.wait(pub)
 	e.quiesce(pub)
-	get, err := e.be.Fetch(t.Context(), e.view(0, 4, 4), driver.Hint{})
+	get, err := e.be.Fetch(t.Context(), e.view(0, 4, 4))
 	require.NoError(t, err)
 	e.wait(get)
 	e.quiesce(get)
-	miss, err := e.be.Fetch(t.Context(), e.view(100, 2, 8), driver.Hint{})
+	miss, err := e.be.Fetch(t.Context(), e.view(100, 2, 8))
 	require.NoError(t, err)
 	assert.Equal(t, 0, e.wait(miss).InOrder)
 	e.quiesce(miss)
@@ -284,7 +284,7 @@ func TestScrapeSeesACallInFlight(t *testing.T) {
 	e := newEnv(t, d, "memory", backend.Config{})
 	entered, release := d.Store().Hold(memory.CallGet, e.key(0))
 	defer release()
-	a, err := e.be.Fetch(t.Context(), e.view(0, 1, 0), driver.Hint{})
+	a, err := e.be.Fetch(t.Context(), e.view(0, 1, 0))
 	require.NoError(t, err)
 	select {
 	case <-entered:
@@ -292,7 +292,7 @@ func TestScrapeSeesACallInFlight(t *testing.T) {
 		t.Fatal("the get never entered the store")
 	}
 	// One worker: a second fetch waits in the queue behind the held one.
-	queued, err := e.be.Fetch(t.Context(), e.view(1, 1, 1), driver.Hint{})
+	queued, err := e.be.Fetch(t.Context(), e.view(1, 1, 1))
 	require.NoError(t, err)
 	during := e.scrape()
 	assert.Equal(t, 1.0, during[so("kvblob_driver_calls_in_flight", "get")])
@@ -368,7 +368,7 @@ func TestScrapeSeesFaults(t *testing.T) {
 	e.quiesce(pub)
 	d.Store().Inject(memory.CallGet, e.key(1), memoryspec.IOError)
 	before := e.scrape()
-	a, err := e.be.Fetch(t.Context(), e.view(0, 2, 4), driver.Hint{})
+	a, err := e.be.Fetch(t.Context(), e.view(0, 2, 4))
 	require.NoError(t, err)
 	o := e.wait(a)
 	e.quiesce(a)
@@ -416,7 +416,7 @@ func TestScrapeSeesRejectionsAndViolations(t *testing.T) {
 	ev := e.logs.waitFor(t, "driver: call rejected")
 	assert.Equal(t, driver.RuleClosed, ev["rule"])
 
-	get, err := e.be.Fetch(t.Context(), e.view(0, 3, 4), driver.Hint{})
+	get, err := e.be.Fetch(t.Context(), e.view(0, 3, 4))
 	require.NoError(t, err)
 	e.wait(get)
 	after := e.scrape()
@@ -443,7 +443,7 @@ func TestSlowCallFieldsAreStable(t *testing.T) {
 	e := newEnv(t, d, "memory", backend.Config{SlowCall: time.Millisecond})
 	entered, release := d.Store().Hold(memory.CallGet, e.key(0))
 	defer release()
-	a, err := e.be.Fetch(t.Context(), e.view(0, 2, 0), driver.Hint{})
+	a, err := e.be.Fetch(t.Context(), e.view(0, 2, 0))
 	require.NoError(t, err)
 	<-entered
 	ev := e.logs.waitFor(t, "backend: a driver call is taking longer than the slow-call threshold")

@@ -67,21 +67,23 @@ func (s *Spec) Verified(v string) (bool, string) {
 	}
 	b := ParseBuild(v)
 	if b.Commit == "" {
-		return false, fmt.Sprintf("build %q reports no commit; %s was verified on commits %s only", v, s.Source, listOrNone(s.SDKVerified))
+		return false, fmt.Sprintf("build %q reports no commit; %s", v, s.verifiedOn())
 	}
 	for _, c := range s.SDKVerified {
 		if SameCommit(c, b.Commit) {
 			return true, ""
 		}
 	}
-	return false, fmt.Sprintf("build %q is commit %s; %s was verified on commits %s only", v, b.Commit, s.Source, listOrNone(s.SDKVerified))
+	return false, fmt.Sprintf("build %q is commit %s; %s", v, b.Commit, s.verifiedOn())
 }
 
-func listOrNone(l []string) string {
-	if len(l) == 0 {
-		return "none"
+// verifiedOn says which commits the spec was verified on, or that it names
+// none yet (a new version's spec, before its first real run).
+func (s *Spec) verifiedOn() string {
+	if len(s.SDKVerified) == 0 {
+		return s.Source + " names no verified commit yet: run the gate on a real build and record its commit in sdk.verified"
 	}
-	return strings.Join(l, ", ")
+	return s.Source + " was verified on commits " + strings.Join(s.SDKVerified, ", ") + " only"
 }
 
 // Build is an SDK build as it reports itself: a release and, when it was

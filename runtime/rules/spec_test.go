@@ -139,7 +139,7 @@ func TestVerified(t *testing.T) {
 		{mc, "0.3.12.post1 (git: 6c1b1e0fa)", false, `build "0.3.12.post1 (git: 6c1b1e0fa)" is commit 6c1b1e0fa; spec/mooncake-0.3.13.yaml was verified on commits 3b5a59413 only`},
 		{mc, "0.3.12.post1 (git: unknown)", false, "reports no commit"},
 		{mc, "0.3.12.post1", false, "reports no commit"},
-		{none, "0.3.14 (git: 3b5a59413)", false, "verified on commits none only"},
+		{none, "0.3.14 (git: 3b5a59413)", false, "names no verified commit yet: run the gate on a real build and record its commit in sdk.verified"},
 		{redis, "7.0.15", true, ""},
 	} {
 		got, why := c.s.Verified(c.v)

@@ -333,7 +333,7 @@ func TestBackendRoundTripBetweenTwoHosts(t *testing.T) {
 		return o
 	}
 	assert.Equal(t, rows, outcome(pub.be.Publish(t.Context(), src)).InOrder)
-	assert.Equal(t, rows, outcome(sub.be.Fetch(t.Context(), dst, driver.Hint{})).InOrder)
+	assert.Equal(t, rows, outcome(sub.be.Fetch(t.Context(), dst)).InOrder)
 	for i := range src {
 		require.True(t, bytes.Equal(src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes()), "row %d", i)
 	}

@@ -506,7 +506,7 @@ func TestAHostRegionWithoutAnAddressIsRefused(t *testing.T) {
 // TestDrainClosesWhenOnlyMetadataIsLeft: a session left open is metadata
 // only, so whatever its revoke answers, drain answers true; the revoke's
 // answer says only whether the driver still holds the key. Each case is an
-// answer the real SDK gave (../shared/mooncake-real.md).
+// answer the real SDK gave (docs/mooncake-sdk.md).
 func TestDrainClosesWhenOnlyMetadataIsLeft(t *testing.T) {
 	cases := []struct {
 		name  string

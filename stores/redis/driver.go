@@ -5,7 +5,10 @@
 // trailer of stores/trailer (keyed when Options.Integrity is set). A
 // connection may authenticate as an ACL user and run over TLS (Options).
 // A put claims each key with a pending marker
-// (SET NX PX), then replaces its own marker with the object: on a
+// (SET NX PX; trailer.NewMarker, a form no object has: a get checks the
+// object's trailer first, then trailer.IsMarker, so a payload that begins
+// with a marker's bytes is its row's), then replaces its own marker with
+// the object: on a
 // standalone Redis 7 with WATCH, GET and MULTI/SET/EXEC, pipelined across
 // keys, and no script; on a Redis 7 Cluster (or for a user who may not
 // transact) with a compare-and-set script; on Valkey 8.1 with one SET IFEQ
@@ -35,15 +38,10 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/kvblob/kvblob/generated/redisspec"
-	"github.com/kvblob/kvblob/runtime/claim"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
 )
-
-// markerPrefix starts every pending marker. An object always ends in a
-// trailer, so a marker (which has none) is never read as an object.
-const markerPrefix = "kvblob-pending:"
 
 // casScript replaces KEYS[1] with ARGV[2] only if it still holds this
 // writer's marker ARGV[1]: 1 when stored, 0 when the marker was gone.
@@ -242,7 +240,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 	}
 	defer call.End()
 	results := make([]driver.Result, len(rows))
-	marker := newMarker()
+	marker := trailer.NewMarker()
 	if c, ok := d.c.(*goredis.Client); ok && d.build.watched && d.mayTransact(ctx, c) {
 		d.putWatched(ctx, c, rows, marker, results)
 		return driverkit.Finished(results), nil
@@ -329,12 +327,14 @@ func (d *Driver) present(m rules.Mapping, get *goredis.StringCmd, row driver.Row
 	switch {
 	case err != nil && err != goredis.Nil:
 		return m.WithCause(err)
-	case err != nil || len(v) == 0 || bytes.HasPrefix(v, []byte(markerPrefix)):
+	case err != nil || len(v) == 0:
 		return driver.Result{Status: m.IfAbsent}
 	case int64(len(v)) > d.readMax(row):
 		return m.Other(fmt.Sprintf("key %q holds more than %d bytes, longer than any object of this %d-byte row; the driver read no further", row.Key, d.readMax(row), row.Bytes()))
 	case d.holdsRow(v, row):
 		return driver.Result{Status: m.IfExists}
+	case trailer.IsMarker(v): // after the object's check: a payload may begin with a marker's bytes
+		return driver.Result{Status: m.IfAbsent}
 	default:
 		return m.Other(fmt.Sprintf("key %q holds %d bytes that are not this row's %d-byte object", row.Key, len(v), row.Bytes()))
 	}
@@ -353,8 +353,8 @@ func (d *Driver) readMax(row driver.Row) int64 {
 	return max(row.Bytes()+trailer.TailSize, markerLen)
 }
 
-// markerLen is the length of every marker (newMarker).
-const markerLen = int64(len(markerPrefix) + claim.TextLen)
+// markerLen is the length of every marker (trailer.NewMarker).
+const markerLen = int64(trailer.MarkerLen)
 
 // stored maps the store step's code of each row of idx into its result,
 // and releases the rows that were not stored.
@@ -513,8 +513,8 @@ func (d *Driver) storeWatchedOne(ctx context.Context, c *goredis.Client, key str
 // A standalone server whose user may transact never gets here: Put takes
 // putWatched, whose transactions store without the script (the script
 // copies the object into a Lua string and again into the key; a plain SET
-// does not, which is the point of issue 18; and a tenant who may not EVAL
-// cannot stall every other tenant with an endless script, issue 29),
+// does not, which is why transactions are preferred; and a tenant who may
+// not EVAL cannot stall every other tenant with an endless script),
 // except a row whose WATCH the ACL refused. On a Cluster, WATCH
 // and MULTI need every key of a transaction in one slot, and a request's
 // keys spread over all of them: a transaction per key would cost three
@@ -734,11 +734,6 @@ func (d *Driver) holdsRow(v []byte, row driver.Row) bool {
 	return true
 }
 
-// newMarker is a put's marker: markerPrefix and a new claim.Token, the
-// claim's identity, which the server compares (SET NX, the compare
-// scripts, IFEQ, WATCH and GET) before the put treats the key as its own.
-func newMarker() string { return markerPrefix + claim.New().String() }
-
 // Get reads each row's object, checks its trailer and only then copies its
 // payload into the row's spans.
 //
@@ -749,7 +744,7 @@ func newMarker() string { return markerPrefix + claim.New().String() }
 // garbage made the collector run about ten times per 64 MiB fetch. A key
 // holding a value longer than any object of its row (another writer's, of
 // any length up to 512 MiB) fills the buffer and is refused by that length:
-// readMax+1 bytes of it crossed the network, never the rest (issue 29).
+// readMax+1 bytes of it crossed the network, never the rest.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return d.build.spec.Admission.Get(rows, hint, live) })
 	if err != nil {
@@ -800,11 +795,14 @@ func (d *Driver) got(row driver.Row, v []byte, err error) driver.Result {
 		return d.calls.get.Map(int64(len(v)), row.Bytes()).WithCause(
 			fmt.Errorf("the key holds more than %d bytes, longer than any object of this row; the driver read no further", long))
 	}
-	if bytes.HasPrefix(v, []byte(markerPrefix)) {
-		return d.calls.get.Map(int64(redisspec.Pending), row.Bytes()).Result
-	}
+	// The object's trailer first, then the marker's exact form
+	// (trailer.IsMarker): a payload may begin with a marker's bytes, or be
+	// one, and is its row's all the same.
 	payload, err := d.opt.Integrity.Check(v, row.Key)
 	if err != nil {
+		if trailer.IsMarker(v) {
+			return d.calls.get.Map(int64(redisspec.Pending), row.Bytes()).Result
+		}
 		return d.calls.get.Map(int64(redisspec.Corrupt), row.Bytes()).WithCause(err)
 	}
 	m := d.calls.get.Map(int64(len(payload)), row.Bytes())

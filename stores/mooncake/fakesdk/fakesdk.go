@@ -3,7 +3,7 @@
 // local put sessions and registered buffers, moving real bytes.
 //
 // It answers as a real build (Mooncake main at 3b5a594, reporting
-// 0.3.12.post1) answered in the runs ../shared/mooncake-real.md records, and
+// 0.3.12.post1) answered in the runs docs/mooncake-sdk.md records, and
 // stores/mooncake/testdata/mcscenario holds those answers; the replay test
 // in internal/mcscenario fails when this fake disagrees with one. Its
 // decisions are its own: it names codes (generated/mooncakespec's Code names the
