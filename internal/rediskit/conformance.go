@@ -109,7 +109,7 @@ func fillMemory(admin goredis.UniversalClient) error {
 
 // Marker is another writer's pending claim: a marker of the one form a
 // reader takes for one (trailer.IsMarker), with a fixed token.
-const Marker = trailer.MarkerMagic + "a0a1a2a3a4a5a6a7a8a9aaab"
+const Marker = trailer.MarkerMagic + "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
 
 func set(admin goredis.UniversalClient, key string, v any) error {
 	return admin.Set(context.Background(), key, v, 0).Err()

@@ -16,10 +16,10 @@ import (
 )
 
 // markerMagic and aMarker are how the driver's pending markers look: the
-// magic, then 24 hex digits.
+// magic, then a claim.Token's 32 hex digits.
 const (
 	markerMagic = "kvblob-pending:"
-	aMarker     = markerMagic + "0123456789abcdef01234567"
+	aMarker     = markerMagic + "0123456789abcdef0123456789abcdef"
 )
 
 // TestAPayloadThatLooksLikeAMarkerIsARow: a marker and an object share a
