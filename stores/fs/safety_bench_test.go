@@ -19,14 +19,15 @@ import (
 //
 //	BenchmarkSafetyPut    a put of one 4 KiB row: its claim (a marker
 //	                      holding a claim.Token) and release (read back
-//	                      and compared) are on it
+//	                      and compared) are on it; on the kit's tmpfs
+//	                      (tmpfs, as root) and under TMPDIR (disk)
 //	BenchmarkSafetySweep  a sweep of a tree of 512 keys' objects in 4
 //	                      fan-out directories and one dead temporary file,
 //	                      planted anew before each sweep, which removes it:
 //	                      the bounded walk (runtime/sweep) is all of it
 //
-// Both run on the kit's tmpfs as root (where fsync costs nothing, so only
-// the driver's own work shows), else under TMPDIR:
+// The kit's tmpfs (as root; else TMPDIR) is where fsync costs nothing, so
+// only the driver's own work shows:
 //
 //	go test ./stores/fs -run '^$' -bench Safety -benchtime 2000x
 
@@ -45,7 +46,12 @@ func benchRoot(b *testing.B) string {
 }
 
 func BenchmarkSafetyPut(b *testing.B) {
-	d, err := fs.Open(fs.Options{Root: benchRoot(b), SweepBudget: -1})
+	b.Run("tmpfs", func(b *testing.B) { benchSafetyPut(b, benchRoot(b)) })
+	b.Run("disk", func(b *testing.B) { benchSafetyPut(b, b.TempDir()) })
+}
+
+func benchSafetyPut(b *testing.B, root string) {
+	d, err := fs.Open(fs.Options{Root: root, SweepBudget: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
