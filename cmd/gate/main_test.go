@@ -18,7 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/memoryspec/memorycases"
+	"github.com/kvblob/kvblob/generated/memory/memorycases"
 	"github.com/kvblob/kvblob/internal/suitelog"
 )
 
@@ -378,7 +378,7 @@ func TestTheRealSDKsStoreReplacesTheFakes(t *testing.T) {
 func TestGateRefusesStaleGeneratedCode(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(filepath.Join(dir, "generated"), os.DirFS("../../generated")))
-	p := filepath.Join(dir, "generated", "memoryspec", "results.go")
+	p := filepath.Join(dir, "generated", "memory", "memory_calls.go")
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(p, append(b, []byte("\n// edited by hand\n")...), 0o644))
@@ -471,7 +471,7 @@ func TestTheGateFailsOnABrokenStore(t *testing.T) {
 
 	// The broken store fails the check its twin breaks, and the generated
 	// case that pins NOT_FOUND => MISS, at that rule's spec position.
-	pos := storekit.SpecPos(memorycases.All(), "store_get/NOT_FOUND")
+	pos := storekit.SpecPos(memorycases.Memory(), "store_get/NOT_FOUND")
 	var sawCheck, sawCase bool
 	for _, c := range suites["broken"].Cases {
 		assert.Equal(t, "broken", c.Classname)
