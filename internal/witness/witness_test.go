@@ -16,7 +16,6 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const spec = `store: w
-package: w
 sdk: {name: w, versions: ["1"]}
 capabilities: {absent_is_miss: true}
 codes:
