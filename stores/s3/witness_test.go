@@ -3,6 +3,7 @@ package s3_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,8 @@ import (
 
 const (
 	swRowBytes = 128 << 10
+	// swBigBytes is a large row's: two ranged GETs of MinPartBytes.
+	swBigBytes = s3.MinPartBytes + 1<<20
 	swCanary   = 0xEE
 	swMidBody  = 40000
 )
@@ -54,7 +57,7 @@ func newS3w(t *testing.T, set func(*s3.Options)) *s3w {
 			set(o)
 		}
 	})
-	f.region, err = hostmem.NewRegion("s3w", driver.Layout{SlotBytes: swRowBytes, Slots: 2})
+	f.region, err = hostmem.NewRegion("s3w", driver.Layout{SlotBytes: swBigBytes, Slots: 2})
 	require.NoError(t, err)
 	f.reg, err = f.k.Register(f.region.Region)
 	require.NoError(t, err)
@@ -87,6 +90,7 @@ func (f *s3w) row(slot int, n ...int64) driver.Row {
 		panic(err)
 	}
 	s := f.region.Slot(slot)
+	s.Length = swRowBytes
 	if len(n) > 0 {
 		s.Length = n[0]
 	}
@@ -260,6 +264,29 @@ var s3Witnesses = []s3Witness{
 		return f.put(t, row, nil)
 	}},
 
+	{"get.PRECONDITION_FAILED", "the object replaced while the first of a large row's ranged GETs is stalled", func(o *s3.Options) {
+		o.MultipartBytes, o.PartBytes, o.Timeout = 1, s3.MinPartBytes, 20*time.Second
+	}, func(t *testing.T, f *s3w) witness.Observed {
+		dst := f.published(t, swBigBytes)
+		a := f.proxy.Arm(wirefault.Fault{Dir: wirefault.Reply, Action: wirefault.Stall, At: swMidBody})
+		// Once the first GET stalls, another writer's object goes under
+		// the key; the first GET then goes on with the old one's bytes
+		// and ETag.
+		planted, returned := make(chan error, 1), make(chan struct{})
+		go func() {
+			select {
+			case <-a.Fired():
+				planted <- f.k.Plant(dst.Key, bytes.Repeat([]byte{9}, 1000))
+				a.Release()
+			case <-returned:
+				planted <- errors.New("the get returned before its first range stalled")
+			}
+		}()
+		o := f.get(t, dst, nil)
+		close(returned)
+		require.NoError(t, <-planted)
+		return o
+	}},
 	{"create_upload.OK", "a large row, request sliced", large, putFault(&wirefault.Fault{Dir: wirefault.Request, Action: wirefault.Slice, SliceBytes: 1000})},
 	{"upload_part.OK", "a large row", large, putFault(nil)},
 	{"complete_upload.OK", "a large row", large, putFault(nil)},
@@ -275,7 +302,6 @@ var s3Witnesses = []s3Witness{
 var s3Unreached = map[string]string{
 	"get.ACCESS_DENIED":                    "credentials the gateway refuses: no wire fault makes a signed request AccessDenied",
 	"get.SLOW_DOWN":                        "versitygw never sheds load with 503",
-	"get.PRECONDITION_FAILED":              "an object replaced between two ranged GETs of a large row: needs a write between two requests of one get, not witnessed here yet",
 	"put.CONDITIONAL_CONFLICT":             "AWS S3 only: versitygw never answers 409",
 	"put.SLOW_DOWN":                        "versitygw never sheds load with 503",
 	"put.QUOTA_EXCEEDED":                   "a quota on the gateway's disk: not witnessed here",
