@@ -139,7 +139,7 @@ func redisStore(b *rediskit.Build, prefix string, log io.Writer) (store, error) 
 	if err != nil {
 		return store{}, err
 	}
-	s, err := openRedis(redisTarget{opt: redis.Options{Addrs: []string{srv.Addr}, FetchesShareConns: redisSharedConns, PublishesYield: redisYield}, name: b.Store, prefix: prefix, stop: func() { srv.Stop() }}, log)
+	s, err := openRedis(redisTarget{opt: redis.Options{Addrs: []string{srv.Addr}, FetchesShareConns: redisSharedConns, PublishesYield: redisYield}, name: b.Store, prefix: prefix, stop: srv.Stop}, log)
 	if err != nil {
 		srv.Stop()
 		return s, err

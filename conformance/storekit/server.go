@@ -201,6 +201,8 @@ type Server struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed when the current process exited
 	stop sync.Once
+	// polite: Stop's SIGTERM ended the server.
+	polite bool
 }
 
 // Start starts a server of spec on a free loopback port and waits until it
@@ -499,15 +501,24 @@ func (s *Server) Restart() error {
 
 // Stop asks the server to exit (thawing it first, then SIGTERM), kills
 // its processes when it has not exited within Spec.StopWait (default
-// 5 s), and removes its folder. It may be called more than once, and
-// returns whether the server exited when asked (false: it was killed, or
-// had exited before).
-func (s *Server) Stop() (polite bool) {
+// 5 s), and removes its folder. It may be called more than once;
+// ExitedWhenAsked says how it went.
+func (s *Server) Stop() {
 	s.stop.Do(func() {
-		polite = s.terminate()
+		polite := s.terminate()
+		s.mu.Lock()
+		s.polite = polite
+		s.mu.Unlock()
 		os.RemoveAll(s.Dir)
 	})
-	return polite
+}
+
+// ExitedWhenAsked reports whether Stop's SIGTERM ended the server: false
+// when Stop had to kill it, when it had exited before, or before Stop.
+func (s *Server) ExitedWhenAsked() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.polite
 }
 
 // terminate is Stop's SIGTERM, bounded wait and SIGKILL.
