@@ -15,12 +15,12 @@ import (
 // that a full filesystem is real).
 func TestConformance(t *testing.T) {
 	where := "tmpfs"
-	if !env.Tmpfs {
+	if !tree.Value().Tmpfs {
 		where = "temp dir; " + fskit.NoMount
 	}
 	conformance.Run(t, conformance.Suite{
 		Name: "fs", SDK: fsspec.SDKName + " file I/O, " + fsspec.SDKVersions()[0] + " (" + where + ")",
-		Factory: fskit.Factory(env), Scenarios: fskit.Scenarios(), SkipReasons: fskit.SkipReasons,
+		Factory: fskit.Factory(tree.Value()), Scenarios: fskit.Scenarios(), SkipReasons: fskit.SkipReasons,
 		Cases: fscases.All(), Stage: fskit.Stage, SDKChecks: fskit.SDKChecks(), Integrity: integrity,
 	})
 }

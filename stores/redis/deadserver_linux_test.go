@@ -134,7 +134,7 @@ func awaitPoolProbes(t *testing.T, ignore goleak.Option) {
 // Options.Logger), and the dials that reach the network do not grow with
 // the rows (after one failed dial the guard fails the others at once).
 func TestADeadServerIsQuietAndBounded(t *testing.T) {
-	needServer(t)
+	redis7.Need(t)
 	ignore := goleak.IgnoreCurrent()
 	restore := captureStderr(t)
 	d8, log8, took8 := deadPublish(t, 8, time.Minute)
