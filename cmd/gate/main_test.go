@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/conformance/storekit"
+	"github.com/kvblob/kvblob/gen"
 	"github.com/kvblob/kvblob/generated/memoryspec/memorycases"
 	"github.com/kvblob/kvblob/internal/suitelog"
 )
@@ -123,7 +124,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"--json", "/dev/null/gate.json"}, 2, "cannot write /dev/null/gate.json: no folder /dev/null"},
 		{[]string{"-spec", "no-such-spec"}, 2, "gate: -spec no-such-spec is no folder; run the gate from the root of a kvblob checkout"},
 		{append(base[:2:2], "-out", "no-such-out"), 2, "gate: -out no-such-out is no folder"},
-		{append(base, "--store", "nosuch"), 2, `gate: unknown store "nosuch"; want one of fs, memory, mooncake, redis, redis-valkey-8.1, s3`},
+		{append(base, "--store", "nosuch"), 2, `gate: unknown store "nosuch"; want one of ` + strings.Join(specNames(t, "../../spec"), ", ") + "\n"},
 	}
 	for _, c := range cases {
 		never := func(string, []string, []string, io.Writer) error {
@@ -134,6 +135,46 @@ func TestUsage(t *testing.T) {
 		assert.Equal(t, c.code, code, "%v", c.args)
 		assert.Contains(t, stderr, c.want, "%v", c.args)
 	}
+}
+
+// specNames are the stores the gate knows: a name per spec file in dir,
+// as the gate's table names them (gen.VersionName). No test lists stores
+// by hand, so a new store's spec is all it takes to be known.
+func specNames(t *testing.T, dir string) []string {
+	t.Helper()
+	specs, err := gen.LoadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, s := range specs {
+		names = append(names, gen.VersionName(specs, s))
+	}
+	require.NotEmpty(t, names, "no spec in %s", dir)
+	return names
+}
+
+// TestANewSpecIsANewStore: a spec added to the spec folder names a store
+// the gate knows, with no other edit (a copy of memory's spec under
+// another store's name stands in for a new store's).
+func TestANewSpecIsANewStore(t *testing.T) {
+	dir := t.TempDir()
+	entries, err := os.ReadDir("../../spec")
+	require.NoError(t, err)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".yaml") {
+			b, err := os.ReadFile(filepath.Join("../../spec", e.Name()))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
+		}
+	}
+	b, err := os.ReadFile("../../spec/memory.yaml")
+	require.NoError(t, err)
+	newStore := strings.Replace(strings.Replace(string(b), "store: memory\n", "store: zzthrowaway\n", 1), "package: memory\n", "package: zzthrowaway\n", 1)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "zzthrowaway.yaml"), []byte(newStore), 0o644))
+	names := specNames(t, dir)
+	assert.Contains(t, names, "zzthrowaway")
+	never := func(string, []string, []string, io.Writer) error { return nil }
+	_, _, stderr := runWith(never, "-spec", dir, "-out", "../../generated", "--store", "nosuch")
+	assert.Contains(t, stderr, `want one of `+strings.Join(names, ", ")+"\n")
 }
 
 // TestOutsideTheCheckoutIsASetUpError: run outside kvblob's module (in
