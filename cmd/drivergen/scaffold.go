@@ -171,8 +171,10 @@ func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unreg
 // Drain waits for the calls in progress.
 func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil) }
 
-// Close closes the driver once drained. TODO: pass a function that closes
-// the SDK client.
+// Close closes the driver once every call ended and every region is
+// unregistered; an idle driver needs no Drain first, and Close says when
+// one must come first (a call still in progress). TODO: pass a function
+// that closes the SDK client.
 func (d *Driver) Close() error { return d.life.Close(nil) }
 
 // Put stores each row through the spec's sdk_put call. A row ctx stopped
@@ -262,10 +264,10 @@ type Driver struct {
 	Seam *driverkit.Seam
 }
 
-// Open opens a driver with a seam. TODO: start the store for t (a server
-// started on loopback with storekit.Start, stopped at t's cleanup, or one
-// started once in TestMain through storekit.Main) and point the driver's
-// Options at it.
+// Open opens a driver with a seam. TODO: point the driver's Options at the
+// store's server (a storekit.Spec started with storekit.Start, owned by
+// the test package: storekit.Own), in a namespace of its own
+// (storekit.Namespace: a database, table, bucket or prefix).
 func Open(t conformance.T) *Driver {
 	seam := &driverkit.Seam{}
 	d, err := STORE.Open(STORE.Options{Seam: seam})
@@ -308,10 +310,11 @@ import (
 	"github.com/kvblob/kvblob/internal/STOREkit"
 )
 
-// TestMain runs the tests and fails on a goroutine they leaked. TODO: start
-// the store's server here once for the package (storekit.Main's setup),
-// when one server serves every test.
-func TestMain(m *testing.M) { storekit.Main(m, nil) }
+// TestMain runs the tests and fails on a goroutine they leaked. TODO: when
+// the store has a server, own it here (var srv = storekit.Own(available,
+// start, stop); storekit.MainOwning(m, srv)) and take it in tests with
+// srv.Need(t).
+func TestMain(m *testing.M) { storekit.MainOwning(m) }
 
 // TestConformance runs the lifecycle checks (admission, registration,
 // access ends, drain, unregister, close), which the adapter passes before

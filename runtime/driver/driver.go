@@ -201,8 +201,11 @@ type Driver interface {
 	// all that is left, it tears the client down, which ends their access,
 	// and takes no new call after that (RuleClosed).
 	Drain(ctx context.Context) bool
-	// Close releases the driver. It is refused unless a drain returned true
-	// and every region is unregistered.
+	// Close releases the driver once nothing can touch the caller's
+	// memory: every call ended (no Drain is needed first) and every
+	// region is unregistered. It is refused (RejectedError, saying which)
+	// while a call is in progress, where Drain must come first, and for
+	// good once an operation is unprovable.
 	Close() error
 }
 
