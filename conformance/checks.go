@@ -474,6 +474,9 @@ func checks() []Check {
 			s.Full(h.D, key)
 			res, _ := h.Put(h.Row(key, 0))
 			want(h.T, res[0], driver.Declined, "put of "+h.RowName(key)+" into a full store")
+			if res[0].Status == driver.Declined && res[0].Text == "" {
+				h.T.Errorf("put of %s into a full store: DECLINED says nothing of the store's answer; a DECLINED carries the answer that refused the row (Result.Code and Text, as the spec's mapping gives them)", h.RowName(key))
+			}
 		}},
 		{Name: "a_failure_inside_a_put_is_a_row_fault", Group: Data, Needs: FailPut, Run: func(h *Harness, s Scenarios) {
 			key := h.Key("a")
