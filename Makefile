@@ -7,14 +7,18 @@ GO ?= go
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: run test check generate golden bench soak fuzz deps demo mutate
+.PHONY: run test check generate golden examples bench soak fuzz deps demo mutate
 
 run: deps ## the main job: check generated/, run every store's conformance suite
 	$(GO) run ./cmd/gate
 
-test: deps ## every test, with the race detector; ends with the totals
+# A test binary that runs past TEST_TIMEOUT fails with every goroutine's
+# stack, instead of hanging the run: the slowest packages (cmd/blobbench,
+# cmd/mutate) take about 4 minutes on a busy two-core machine.
+TEST_TIMEOUT ?= 12m
+test: deps ## every test, with the race detector; a progress line every 30 s on stderr; ends with the totals
 	$(GO) build -o .bin/testsum ./cmd/testsum
-	$(GO) test -race -count=1 -json ./... | .bin/testsum
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -json ./... | .bin/testsum
 
 # Each store whose tests start a server sets it up in its own folder's
 # deps.sh (stores/<store>/deps.sh, steps from scripts/deps.sh): make deps
@@ -42,6 +46,9 @@ generate: ## rewrite generated/ from spec/
 
 golden: ## rewrite the generator's golden files
 	$(GO) test ./gen -run TestGolden -update
+
+examples: ## rewrite the example outputs the docs show (blocks marked <!-- output: ID -->) from what the commands print now
+	$(GO) test ./docs -run TestExampleOutputs -update
 
 bench: ## the benchmark table, JSON, SVG and ratios line
 	$(GO) run ./cmd/blobbench

@@ -132,11 +132,11 @@ func TestSuiteSelects(t *testing.T) {
 func TestKnownFailuresMustStillFail(t *testing.T) {
 	fails := Check{Name: "fails", Group: Data, Run: func(h *Harness, _ Scenarios) { h.T.Errorf("broken") }}
 	passes := Check{Name: "passes", Group: Data, Run: func(*Harness, Scenarios) {}}
-	s := Suite{KnownFailures: map[string]string{"fails": "issue 1", "passes": "issue 2"}}
+	s := Suite{KnownFailures: map[string]string{"fails": "reason one", "passes": "reason two"}}
 	f := func(T) driver.Driver { return &stuckDriver{drains: true} }
 	v := runRecorded(fails, f, s)
 	assert.True(t, v.Skipped, v.Reason)
-	assert.Contains(t, v.Reason, "known failure (issue 1): broken")
+	assert.Contains(t, v.Reason, "known failure (reason one): broken")
 	v = runRecorded(passes, f, s)
 	assert.False(t, v.Passed || v.Skipped)
 	assert.Contains(t, v.Reason, "remove it from Suite.KnownFailures")

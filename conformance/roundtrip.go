@@ -67,7 +67,7 @@ func roundTripCheck() Check {
 		}
 		start := time.Now()
 		pub := wait(be.Publish(ctx, src))
-		got := wait(be.Fetch(ctx, dst, driver.Hint{}))
+		got := wait(be.Fetch(ctx, dst))
 		took := time.Since(start)
 		if pub.InOrder != tripRows || got.InOrder != tripRows {
 			t.Errorf("round trip delivered %d published, %d fetched of %d rows: %v; %v", pub.InOrder, got.InOrder, tripRows, pub.Err, got.Err)

@@ -807,7 +807,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			pubT = append(pubT, time.Since(t0))
 			coldCaches()
 			t0 = time.Now()
-			if err := r.finish(r.be.Fetch(context.Background(), dst, driver.Hint{})); err != nil {
+			if err := r.finish(r.be.Fetch(context.Background(), dst)); err != nil {
 				return err
 			}
 			getT = append(getT, time.Since(t0))
@@ -1020,7 +1020,7 @@ func measureLatency(s store, p plan, log io.Writer) (latency, error) {
 				time.Sleep(time.Until(start.Add(time.Duration(i) * p.latencyGap))) // the schedule, not a wait for an event
 			}
 			t0 := time.Now()
-			if err := r.finish(r.be.Fetch(context.Background(), dst, driver.Hint{})); err != nil {
+			if err := r.finish(r.be.Fetch(context.Background(), dst)); err != nil {
 				return nil, err
 			}
 			t1 := time.Now()
@@ -1197,7 +1197,7 @@ func measureRowOps(s store, p plan) (rowOps, error) {
 			if err := r.finish(r.be.Publish(context.Background(), src)); err != nil {
 				return rowOps{}, err
 			}
-			if err := r.finish(r.be.Fetch(context.Background(), dst, driver.Hint{})); err != nil {
+			if err := r.finish(r.be.Fetch(context.Background(), dst)); err != nil {
 				return rowOps{}, err
 			}
 			el += time.Since(t0)

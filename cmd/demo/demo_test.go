@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -24,7 +25,7 @@ import (
 // re-executes os.Executable(), which here is this binary.
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(runMain())
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -171,4 +172,53 @@ func TestDemoServesMetricsOnLoopbackOnly(t *testing.T) {
 		assert.Equal(t, 2, run(context.Background(), []string{"-metrics-addr", addr}, &stdout, &stderr), addr)
 		assert.Contains(t, stderr.String(), "want a loopback host:port")
 	}
+}
+
+// TestServeKeepsMetricsUpUntilStopped: with -serve, the fetching process
+// keeps serving /metrics after the rows moved, however long past -timeout,
+// until the demo is stopped; then it shuts down and the demo cleans up and
+// exits 0.
+func TestServeKeepsMetricsUpUntilStopped(t *testing.T) {
+	needRedis(t)
+	const timeout = 5 * time.Second
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	start := time.Now()
+	pr, pw := io.Pipe()
+	var stderr bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, []string{"-rows", "4", "-row-bytes", "4096", "-timeout", timeout.String(), "-serve"}, pw, &stderr)
+		pw.Close()
+	}()
+	serving := regexp.MustCompile(`fetch\[\d+\]: serving /metrics at (http://127\.0\.0\.1:\d+/metrics) until stopped`)
+	var out strings.Builder
+	sc := bufio.NewScanner(pr)
+	url := ""
+	for url == "" && sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if m := serving.FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+		}
+	}
+	if url == "" {
+		stop()
+		<-code
+		t.Fatalf("no serving line:\n%s%s", out.String(), stderr.String())
+	}
+	// Past -timeout, the server still answers: scrape until a second past
+	// it, each scrape a full answer.
+	for deadline := start.Add(timeout + time.Second); time.Now().Before(deadline); {
+		resp, err := http.Get(url)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Contains(t, string(body), "kvblob_")
+	}
+	stop()
+	go io.Copy(&out, pr) //nolint:errcheck // drains the rest until run closes the pipe
+	assert.Equal(t, 0, <-code, "%s", stderr.String())
+	_, err := http.Get(url)
+	assert.Error(t, err, "still serving after the demo ended")
 }

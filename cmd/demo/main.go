@@ -52,14 +52,16 @@ import (
 // childEnv marks a process the demo started for one role.
 const childEnv = "KVBLOB_DEMO_CHILD"
 
-func main() {
-	// Ctrl-C or a closed pipe still ends in the clean-up: keys deleted,
-	// the server stopped.
+func main() { os.Exit(runMain()) }
+
+// runMain is the process's body, as main and the test binary's children
+// run it. Ctrl-C or a closed pipe still ends in the clean-up: keys
+// deleted, the server stopped.
+func runMain() int {
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 }
 
 type config struct {
@@ -74,6 +76,11 @@ type config struct {
 	timeout  time.Duration
 	// metricsAddr is where each process serves /metrics: loopback only.
 	metricsAddr string
+	// hold keeps the fetching process serving /metrics after the rows
+	// moved, until the demo is stopped (Ctrl-C, SIGTERM).
+	hold bool
+	// stopped ends when the demo is stopped: a signal, not -timeout.
+	stopped context.Context
 	// serving, when set (a test's), is called with the /metrics URL once
 	// the rows moved, while the process still serves it.
 	serving func(metricsURL string)
@@ -91,6 +98,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.batch, "batch-rows", 16, "rows of one driver call (0: all in one)")
 	fs.DurationVar(&c.timeout, "timeout", time.Minute, "bound on the whole run")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "127.0.0.1:0", "loopback host:port each process serves /metrics on while it runs (port 0: a free one; it prints the address)")
+	fs.BoolVar(&c.hold, "serve", false, "after the rows moved, keep serving the fetching process's /metrics until stopped (Ctrl-C), for a scraper or a browser; -timeout bounds the rest")
 	fs.StringVar(&c.role, "role", "", "internal: publish or fetch (the demo starts these itself)")
 	fs.StringVar(&c.prefix, "prefix", "", "internal: the key prefix of this run")
 	if err := fs.Parse(args); err != nil {
@@ -125,6 +133,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	c.stopped = ctx
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	switch c.role {
@@ -226,11 +235,21 @@ func child(ctx context.Context, c config, role string, stdout, stderr io.Writer)
 	if c.cluster {
 		args = append(args, "-cluster")
 	}
+	if c.hold && role == "fetch" {
+		// It serves until stopped: -timeout no longer bounds it.
+		args, ctx = append(args, "-serve"), c.stopped
+	}
 	cmd := exec.CommandContext(ctx, exe, args...)
+	// Stopped, the process is asked to finish (shut its backend down,
+	// release its memory) before it is killed.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Run(); err != nil && !(c.hold && cmd.ProcessState != nil && cmd.ProcessState.Success()) {
+		// (A process serving until stopped that then exits 0 finished
+		// well: Run answers the ctx's error all the same.)
 		return fmt.Errorf("demo: the %s process failed: %w", role, err)
 	}
 	fmt.Fprintf(stdout, "demo: the %s process (start to exit) took %v\n", role, time.Since(start).Round(time.Millisecond))
@@ -342,7 +361,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if c.role == "publish" {
 		a, err = be.Publish(ctx, view)
 	} else {
-		a, err = be.Fetch(ctx, view, driver.Hint{})
+		a, err = be.Fetch(ctx, view)
 	}
 	if err != nil {
 		return err
@@ -386,6 +405,14 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	if err := printMetrics(ctx, stdout, who, metricsURL); err != nil {
 		return err
+	}
+	if c.hold {
+		fmt.Fprintf(stdout, "%s: serving /metrics at %s until stopped (Ctrl-C)\n", who, metricsURL)
+		<-c.stopped.Done()
+		// Stopped: the shutdown below still gets its own bound.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
 	}
 
 	// Shutdown never closes the driver. An error means a store may still

@@ -33,9 +33,12 @@ type collector struct {
 	stderr       io.Writer
 	verbose, tty bool
 
-	stores map[string]*storeRow // by test name, TestConformance/<store>
+	// stores and checks are keyed by package and test name: two packages
+	// may run a store of one name (stores/mooncake over the fake SDK,
+	// stores/mooncake/cgosdk over the real one), and each is its own row.
+	stores map[testKey]*storeRow // TestConformance/<store>
 	order  []*storeRow
-	checks map[string]*checkRow // by test name
+	checks map[testKey]*checkRow
 	// names are every store a package's TestConformance announced, run
 	// or filtered out by -run.
 	names map[string]bool
@@ -67,9 +70,12 @@ type pkgRun struct {
 	failed bool
 }
 
+// testKey names one test of one package.
+type testKey struct{ pkg, test string }
+
 func newCollector(stderr io.Writer, verbose bool) *collector {
 	return &collector{stderr: stderr, verbose: verbose, tty: isTerminal(stderr),
-		stores: map[string]*storeRow{}, checks: map[string]*checkRow{}, names: map[string]bool{}, pkgs: map[string]*pkgRun{}}
+		stores: map[testKey]*storeRow{}, checks: map[testKey]*checkRow{}, names: map[string]bool{}, pkgs: map[string]*pkgRun{}}
 }
 
 // read consumes a go test -json stream to its end. A line that is not an
@@ -143,10 +149,10 @@ func (c *collector) addPackage(e event) {
 }
 
 func (c *collector) addStore(e event, name string) {
-	s := c.stores[e.Test]
+	s := c.stores[testKey{e.Package, e.Test}]
 	if s == nil {
 		s = &storeRow{storeResult: storeResult{Store: name}, pkg: e.Package}
-		c.stores[e.Test] = s
+		c.stores[testKey{e.Package, e.Test}] = s
 		c.order = append(c.order, s)
 	}
 	switch e.Action {
@@ -197,14 +203,15 @@ func (c *collector) finishStore(s *storeRow) {
 }
 
 func (c *collector) addCheck(e event, name string) {
-	s := c.stores[conformanceTest+"/"+strings.SplitN(e.Test, "/", 3)[1]]
+	s := c.stores[testKey{e.Package, conformanceTest + "/" + strings.SplitN(e.Test, "/", 3)[1]}]
 	if s == nil {
 		return // a check of a store that never started: not the suite's
 	}
-	k := c.checks[e.Test]
+	key := testKey{e.Package, e.Test}
+	k := c.checks[key]
 	if k == nil {
 		k = &checkRow{store: s, result: checkResult{Name: name, Kind: kindCheck}}
-		c.checks[e.Test] = k
+		c.checks[key] = k
 	}
 	switch e.Action {
 	case "output":

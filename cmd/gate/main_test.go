@@ -18,8 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/gen"
-	"github.com/kvblob/kvblob/generated/memoryspec/memorycases"
+	"github.com/kvblob/kvblob/generated/memory/memorycases"
 	"github.com/kvblob/kvblob/internal/suitelog"
 )
 
@@ -124,7 +123,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"--json", "/dev/null/gate.json"}, 2, "cannot write /dev/null/gate.json: no folder /dev/null"},
 		{[]string{"-spec", "no-such-spec"}, 2, "gate: -spec no-such-spec is no folder; run the gate from the root of a kvblob checkout"},
 		{append(base[:2:2], "-out", "no-such-out"), 2, "gate: -out no-such-out is no folder"},
-		{append(base, "--store", "nosuch"), 2, `gate: unknown store "nosuch"; want one of ` + strings.Join(specNames(t, "../../spec"), ", ") + "\n"},
+		{[]string{"-C", filepath.Join("no", "such", "dir")}, 2, "gate: -C no/such/dir: chdir no/such/dir: no such file or directory"},
 	}
 	for _, c := range cases {
 		never := func(string, []string, []string, io.Writer) error {
@@ -135,46 +134,6 @@ func TestUsage(t *testing.T) {
 		assert.Equal(t, c.code, code, "%v", c.args)
 		assert.Contains(t, stderr, c.want, "%v", c.args)
 	}
-}
-
-// specNames are the stores the gate knows: a name per spec file in dir,
-// as the gate's table names them (gen.VersionName). No test lists stores
-// by hand, so a new store's spec is all it takes to be known.
-func specNames(t *testing.T, dir string) []string {
-	t.Helper()
-	specs, err := gen.LoadDir(dir)
-	require.NoError(t, err)
-	var names []string
-	for _, s := range specs {
-		names = append(names, gen.VersionName(specs, s))
-	}
-	require.NotEmpty(t, names, "no spec in %s", dir)
-	return names
-}
-
-// TestANewSpecIsANewStore: a spec added to the spec folder names a store
-// the gate knows, with no other edit (a copy of memory's spec under
-// another store's name stands in for a new store's).
-func TestANewSpecIsANewStore(t *testing.T) {
-	dir := t.TempDir()
-	entries, err := os.ReadDir("../../spec")
-	require.NoError(t, err)
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".yaml") {
-			b, err := os.ReadFile(filepath.Join("../../spec", e.Name()))
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
-		}
-	}
-	b, err := os.ReadFile("../../spec/memory.yaml")
-	require.NoError(t, err)
-	newStore := strings.Replace(strings.Replace(string(b), "store: memory\n", "store: zzthrowaway\n", 1), "package: memory\n", "package: zzthrowaway\n", 1)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "zzthrowaway.yaml"), []byte(newStore), 0o644))
-	names := specNames(t, dir)
-	assert.Contains(t, names, "zzthrowaway")
-	never := func(string, []string, []string, io.Writer) error { return nil }
-	_, _, stderr := runWith(never, "-spec", dir, "-out", "../../generated", "--store", "nosuch")
-	assert.Contains(t, stderr, `want one of `+strings.Join(names, ", ")+"\n")
 }
 
 // TestOutsideTheCheckoutIsASetUpError: run outside kvblob's module (in
@@ -192,12 +151,79 @@ func TestOutsideTheCheckoutIsASetUpError(t *testing.T) {
 	} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			t.Chdir(dir)
-			code, _, stderr := runWith(never, "--junit", filepath.Join(dir, "gate.xml"))
+			code, _, stderr := runWith(never, "--junit", filepath.Join(dir, "gate.xml"), "--json", filepath.Join(dir, "gate.json"))
 			assert.Equal(t, 2, code)
 			assert.Contains(t, stderr, want)
-			assert.NoFileExists(t, filepath.Join(dir, "gate.xml"))
+			assertSetupReports(t, dir, want)
 		})
 	}
+}
+
+// assertSetupReports checks that dir holds the reports of a gate that
+// could not set up: one error entry saying want, and exit code 2.
+func assertSetupReports(t *testing.T, dir, want string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "gate.xml"))
+	require.NoError(t, err, "a set-up error still writes the JUnit report")
+	assertValidJUnit(t, b)
+	assert.Contains(t, string(b), "<error")
+	assert.Contains(t, string(b), xmlEscaped(want))
+	b, err = os.ReadFile(filepath.Join(dir, "gate.json"))
+	require.NoError(t, err, "a set-up error still writes the JSON report")
+	var got report
+	require.NoError(t, json.Unmarshal(b, &got))
+	assert.Equal(t, 2, got.ExitCode)
+	require.Len(t, got.Stores, 1)
+	require.Len(t, got.Stores[0].Checks, 1)
+	assert.Equal(t, statusError, got.Stores[0].Checks[0].Status)
+	assert.Contains(t, got.Stores[0].Checks[0].Message, want)
+}
+
+func xmlEscaped(s string) string {
+	var b bytes.Buffer
+	_ = xml.EscapeText(&b, []byte(s))
+	return b.String()
+}
+
+// TestAStoreIsARowOfTheTable: --store takes any row a package announces,
+// one no spec names included (s3-large is the S3 package's second suite);
+// a name no package announces is refused after the run, naming every row,
+// and the reports carry the refusal as an error entry.
+func TestAStoreIsARowOfTheTable(t *testing.T) {
+	announce := func() *stream {
+		s := &stream{}
+		s.out(conformanceTest, suitelog.Line(suitelog.Store, "s3"))
+		s.out(conformanceTest, suitelog.Line(suitelog.Store, "s3-large"))
+		return s
+	}
+	s := announce()
+	s.store("s3-large").check("s3-large", "a_check", "pass", kind("check")).end("s3-large", "pass")
+	code, out, stderr := runWith(s.goTest, append(base, "--store", "s3-large")...)
+	assert.Equal(t, 0, code, "%s\n%s", out, stderr)
+	assert.Contains(t, strings.Join(s.args, " "), "-run ^TestConformance$/^(s3-large)$")
+	assert.Regexp(t, `(?m)^s3-large\s`, out)
+
+	dir := t.TempDir()
+	code, _, stderr = runWith(announce().goTest, append(base, "--store", "nosuch", "--junit", filepath.Join(dir, "gate.xml"), "--json", filepath.Join(dir, "gate.json"))...)
+	assert.Equal(t, 2, code)
+	want := `unknown store "nosuch"; want one of s3, s3-large`
+	assert.Contains(t, stderr, want)
+	assertSetupReports(t, dir, want)
+}
+
+// TestDashCRunsInTheCheckoutGiven: -C DIR runs the gate as if started in
+// DIR, a kvblob checkout, from anywhere (here: a folder outside any
+// module), and takes relative paths from there.
+func TestDashCRunsInTheCheckoutGiven(t *testing.T) {
+	root, err := moduleRoot()
+	require.NoError(t, err)
+	t.Chdir(t.TempDir())
+	s := &stream{}
+	s.store("memory").check("memory", "a_check", "pass", kind("check")).end("memory", "pass")
+	code, out, stderr := runWith(s.goTest, "-C", root, "--store", "memory")
+	assert.Equal(t, 0, code, "%s\n%s", out, stderr)
+	assert.Contains(t, stderr, "gate: checking generated against spec")
+	assert.Regexp(t, `(?m)^memory\s`, out)
 }
 
 // TestGoTestArgs: every store's TestConformance, or the stores named (by
@@ -352,7 +378,7 @@ func TestTheRealSDKsStoreReplacesTheFakes(t *testing.T) {
 func TestGateRefusesStaleGeneratedCode(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(filepath.Join(dir, "generated"), os.DirFS("../../generated")))
-	p := filepath.Join(dir, "generated", "memoryspec", "results.go")
+	p := filepath.Join(dir, "generated", "memory", "memory_calls.go")
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(p, append(b, []byte("\n// edited by hand\n")...), 0o644))
@@ -445,7 +471,7 @@ func TestTheGateFailsOnABrokenStore(t *testing.T) {
 
 	// The broken store fails the check its twin breaks, and the generated
 	// case that pins NOT_FOUND => MISS, at that rule's spec position.
-	pos := storekit.SpecPos(memorycases.All(), "store_get/NOT_FOUND")
+	pos := storekit.SpecPos(memorycases.Memory(), "store_get/NOT_FOUND")
 	var sawCheck, sawCase bool
 	for _, c := range suites["broken"].Cases {
 		assert.Equal(t, "broken", c.Classname)
@@ -518,4 +544,38 @@ func TestTheSDKsOwnLogIsInNoReportMessage(t *testing.T) {
 		"skipped": "the reason",
 		"failed":  "got FAULT\n" + glog[len("raw:"):] + "\n" + glog[len("raw:"):],
 	}, got)
+}
+
+// TestEachRowIsOnePackagesSuite runs two packages whose TestConformance
+// both run a store named "mooncake" (testdata/twosdks, as stores/mooncake
+// and its cgosdk are) through a real go test -json with the real SDK's
+// tag: the collector keeps one row per package and store, no check name
+// twice in a row, and --sdk real's row is the real package's alone.
+func TestEachRowIsOnePackagesSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs two packages' tests")
+	}
+	const dir = "github.com/kvblob/kvblob/cmd/gate/testdata/twosdks/"
+	root, err := moduleRoot()
+	require.NoError(t, err)
+	var stream bytes.Buffer
+	args := testArgs([]string{"./cmd/gate/testdata/twosdks/..."}, nil, true, 5*time.Minute)
+	require.NoError(t, execGoTest(root, args, nil, &stream))
+	c := newCollector(io.Discard, false)
+	require.NoError(t, c.read(&stream))
+	rows, broken := c.rows()
+	require.Empty(t, broken, "%s", stream.String())
+	require.Len(t, rows, 2, "one row per package")
+	for _, r := range rows {
+		seen := map[string]bool{}
+		for _, k := range r.Checks {
+			assert.False(t, seen[k.Name], "%s (%s) holds check %s twice", r.Store, r.pkg, k.Name)
+			seen[k.Name] = true
+		}
+		assert.Equal(t, r.total, len(r.Checks), "%s (%s): the suite announced %d checks", r.Store, r.pkg, r.total)
+	}
+	got := realReplacesFake(rows, map[string]bool{dir + "realsdk": true})
+	require.Len(t, got, 1)
+	assert.Equal(t, "twosdks real", got[0].SDK)
+	assert.Equal(t, dir+"realsdk", got[0].pkg)
 }

@@ -10,6 +10,12 @@
 // The totals line is always the last: CI reads it. It exits 1 when a
 // test, a package or a build failed. make test pipes go test through it,
 // so a run always closes with its skips and its totals.
+//
+// A fresh -race build of the tree takes minutes before the first package
+// reports, and some packages run for minutes, so testsum says on stderr
+// that it is waiting as soon as it starts, and again every 30 s in which
+// it printed nothing else: how long the run has taken, how many packages
+// are done and which are running.
 package main
 
 import (
@@ -21,6 +27,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 type event struct {
@@ -42,15 +49,69 @@ type tally struct {
 // skip is one skipped test.
 type skip struct{ pkg, test string }
 
-func main() { os.Exit(run(os.Stdin, os.Stdout)) }
+// progressEvery is how long testsum stays silent at most.
+const progressEvery = 30 * time.Second
 
+func main() {
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	os.Exit(summarize(lines(os.Stdin), os.Stdout, progress{w: os.Stderr, tick: tick.C, start: time.Now()}))
+}
+
+// progress is where and when testsum says how far the run is: at each
+// time tick sends, counted from start.
+type progress struct {
+	w     io.Writer
+	tick  <-chan time.Time
+	start time.Time
+}
+
+// run summarizes with no progress lines (its tests' form).
 func run(in io.Reader, out io.Writer) int {
+	return summarize(lines(in), out, progress{w: io.Discard})
+}
+
+// lines sends each line of in, then closes the channel.
+func lines(in io.Reader) <-chan []byte {
+	ch := make(chan []byte)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			ch <- append([]byte(nil), sc.Bytes()...)
+		}
+		if err := sc.Err(); err != nil {
+			ch <- []byte(fmt.Sprintf("testsum: reading go test's output: %v", err))
+		}
+	}()
+	return ch
+}
+
+// summarize reads go test's events from src until it closes, printing
+// results to out and progress to pr.w at each of pr's ticks.
+func summarize(src <-chan []byte, out io.Writer, pr progress) int {
 	t := tally{skips: map[string][]skip{}}
 	outputs := map[string][]string{} // package/test -> output lines
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		line := sc.Bytes()
+	fmt.Fprintf(pr.w, "testsum: waiting for go test (a fresh -race build takes minutes before the first package reports); a line every %s\n", progressEvery)
+	running := map[string]bool{}
+	done := 0
+	quiet := true // nothing printed since the last tick
+	for {
+		var line []byte
+		select {
+		case at := <-pr.tick:
+			if quiet {
+				fmt.Fprintln(pr.w, progressLine(at.Sub(pr.start), done, running))
+			}
+			quiet = true
+			continue
+		case l, ok := <-src:
+			if !ok {
+				return t.finish(out)
+			}
+			line = l
+		}
 		var e event
 		if err := json.Unmarshal(line, &e); err != nil {
 			fmt.Fprintln(out, string(line)) // not an event: pass it through
@@ -58,6 +119,8 @@ func run(in io.Reader, out io.Writer) int {
 		}
 		key := e.Package + "/" + e.Test
 		switch e.Action {
+		case "start":
+			running[e.Package] = true
 		case "output":
 			trimmed := strings.TrimLeft(e.Output, " ")
 			if e.Test != "" {
@@ -74,6 +137,9 @@ func run(in io.Reader, out io.Writer) int {
 		case "pass", "fail", "skip":
 			if e.Test == "" {
 				printPackage(out, e, outputs[key])
+				quiet = false
+				delete(running, e.Package)
+				done++
 				if e.Action == "fail" {
 					t.packagesFailed++
 				}
@@ -94,6 +160,29 @@ func run(in io.Reader, out io.Writer) int {
 			delete(outputs, key)
 		}
 	}
+}
+
+// progressLine says how far a run is: its time, the packages done and
+// those running, by name (the first few).
+func progressLine(took time.Duration, done int, running map[string]bool) string {
+	names := make([]string, 0, len(running))
+	for p := range running {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	const show = 3
+	list := strings.Join(names[:min(show, len(names))], ", ")
+	if len(names) > show {
+		list += fmt.Sprintf(" and %d more", len(names)-show)
+	}
+	if len(names) == 0 {
+		list = "none yet: go test is still building"
+	}
+	return fmt.Sprintf("testsum: %s: %d packages done; running: %s", took.Round(time.Second), done, list)
+}
+
+// finish prints the skips and the totals line, and returns the exit code.
+func (t *tally) finish(out io.Writer) int {
 	printSkips(out, t.skips)
 	failed := t.failed > 0 || t.packagesFailed > 0 || t.buildFailed > 0
 	if failed && t.failed == 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -89,4 +90,47 @@ skipped 1: the store stages no HoldAccess scenario (Scenarios.HoldAccess is nil)
 tests: 1 passed, 0 failed, 5 skipped
 `
 	assert.True(t, strings.HasSuffix(s, want), "got:\n%s", s)
+}
+
+// TestProgressWhileSilent: testsum says at once that it waits, and at each
+// tick with nothing else printed since the last one, how long the run has
+// taken, how many packages are done and which run; a tick after a package
+// line prints nothing. Sends on unbuffered channels order the events: the
+// loop takes the next only after it handled the last.
+func TestProgressWhileSilent(t *testing.T) {
+	src, tick := make(chan []byte), make(chan time.Time)
+	var out, prog bytes.Buffer
+	clock := time.Unix(0, 0)
+	done := make(chan int)
+	pr := progress{w: &prog, tick: tick, start: clock}
+	go func() { done <- summarize(src, &out, pr) }()
+	send := func(s string) { src <- []byte(s) }
+	advance := func(d time.Duration) { clock = clock.Add(d); tick <- clock }
+
+	advance(30 * time.Second) // nothing has started
+	send(`{"Action":"start","Package":"kv/a"}`)
+	send(`{"Action":"start","Package":"kv/b"}`)
+	advance(30 * time.Second)
+	send(`{"Action":"pass","Package":"kv/a","Test":"TestX"}`)
+	send(`{"Action":"pass","Package":"kv/a","Elapsed":1}`)
+	advance(30 * time.Second) // a package line was printed: quiet
+	advance(30 * time.Second)
+	send(`{"Action":"pass","Package":"kv/b","Elapsed":1}`)
+	close(src)
+	assert.Equal(t, 0, <-done)
+
+	got := strings.Split(strings.TrimSuffix(prog.String(), "\n"), "\n")
+	want := []string{
+		"testsum: waiting for go test (a fresh -race build takes minutes before the first package reports); a line every 30s",
+		"testsum: 30s: 0 packages done; running: none yet: go test is still building",
+		"testsum: 1m0s: 0 packages done; running: kv/a, kv/b",
+		"testsum: 2m0s: 1 packages done; running: kv/b",
+	}
+	assert.Equal(t, want, got)
+	assert.True(t, strings.HasSuffix(out.String(), "tests: 1 passed, 0 failed, 0 skipped\n"))
+}
+
+func TestProgressLineNamesAFewRunningPackages(t *testing.T) {
+	running := map[string]bool{"d": true, "a": true, "c": true, "b": true, "e": true}
+	assert.Equal(t, "testsum: 1m5s: 7 packages done; running: a, b, c and 2 more", progressLine(65*time.Second, 7, running))
 }

@@ -43,7 +43,7 @@
 // A run of bytes is labelled "untouched" (the canary the runner filled),
 // "zero", a key's name (the bytes that key's source held at those offsets),
 // or "other". A recording need not name every step nor every field:
-// recordings transcribed from ../shared/mooncake-real.md hold only what
+// recordings transcribed from docs/mooncake-sdk.md hold only what
 // that document states exactly, and Compare checks only what a recording
 // holds. A recorder writes every step and field.
 package mcscenario
@@ -218,7 +218,7 @@ type Step struct {
 // Scenario is a named script.
 type Scenario struct {
 	Name   string
-	About  string // what it stages; the row of mooncake-real.md it covers
+	About  string // what it stages; the row of docs/mooncake-sdk.md it covers
 	Config Config
 	Bufs   []Buf
 	Steps  []Step

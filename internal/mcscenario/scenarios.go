@@ -72,7 +72,7 @@ func steps(parts ...any) []Step {
 	return out
 }
 
-// All is the script: every row of mooncake-real.md's probe table, its
+// All is the script: every row of docs/mooncake-sdk.md's probe table, its
 // master faults, its stalls, and the answers it found agreeing.
 func All() []Scenario {
 	stall := Config{Clients: 2, PoolOn: B}
@@ -324,7 +324,7 @@ func All() []Scenario {
 		},
 		{
 			Name: "p1-get-peer-frozen-teardown",
-			About: "issue 31: a get from a frozen peer, MC_TCP_STATUS_TIMEOUT_SEC=120, answers TRANSFER_FAIL at the 60 s transfer wait " +
+			About: "a get from a frozen peer, MC_TCP_STATUS_TIMEOUT_SEC=120, answers TRANSFER_FAIL at the 60 s transfer wait " +
 				"with its transfer still running (s3: it lands after thaw); client A is then torn down (Close: tearDownAll and " +
 				"destroy) and the peer thawed: the bytes must not land, so the teardown ended the get's access",
 			Config: Config{Clients: 2, PoolOn: B, StatusTimeout: 120 * time.Second},
@@ -336,7 +336,7 @@ func All() []Scenario {
 		},
 		{
 			Name: "p2-get-peer-killed-teardown",
-			About: "issue 31: the peer holding the only replica is killed: a get answers TRANSFER_FAIL at once (nothing can " +
+			About: "the peer holding the only replica is killed: a get answers TRANSFER_FAIL at once (nothing can " +
 				"write any more: the process is gone); client A's teardown returns and the destination stays untouched",
 			Config: Config{Clients: 2, PoolOn: B},
 			Bufs:   []Buf{src, dst},

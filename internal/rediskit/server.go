@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/kvblob/kvblob/conformance/storekit"
+	"github.com/kvblob/kvblob/runtime/driver"
 )
 
 // Available reports whether redis-server (Redis7) is installed, and if
@@ -57,13 +58,19 @@ type Config struct {
 	clusterBus bool
 }
 
-// TenantUser is an ACL user limited to the keys under prefix (kvblob keys
-// are prefix/v1/hex) and to the commands the driver sends, standalone or
-// on a Cluster (TenantRules); its password is given to the
-// server as its SHA-256, so no process listing shows it.
+// TenantUser is an ACL user limited to the keys under prefix (the
+// pattern of its stem, prefix/v1/*, which matches no other prefix's keys:
+// driver.Stem.Pattern) and to the commands the driver sends, standalone
+// or on a Cluster (TenantRules); its password is given to the server as
+// its SHA-256, so no process listing shows it. It panics on a prefix
+// driver.KeyStem refuses: a test's own mistake.
 func TenantUser(name, password, prefix string, cluster bool) []string {
+	stem, err := driver.KeyStem(prefix)
+	if err != nil {
+		panic(err)
+	}
 	sum := sha256.Sum256([]byte(password))
-	return append([]string{name, "on", "#" + hex.EncodeToString(sum[:]), "~" + prefix + "/*", "resetchannels"}, TenantRules(cluster)...)
+	return append([]string{name, "on", "#" + hex.EncodeToString(sum[:]), "~" + stem.Pattern(), "resetchannels"}, TenantRules(cluster)...)
 }
 
 // TenantCommands are the ACL command rules every tenant needs: the

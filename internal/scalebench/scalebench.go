@@ -183,7 +183,7 @@ func (r *Rig) Outstanding(ops int) (time.Duration, error) {
 	ring := make([]*backend.Attempt, n)
 	var err error
 	for i := range ring {
-		if ring[i], err = r.Fetch(submit, r.rows[i:i+1], driver.Hint{}); err != nil {
+		if ring[i], err = r.Fetch(submit, r.rows[i:i+1]); err != nil {
 			return 0, err
 		}
 	}
@@ -192,7 +192,7 @@ func (r *Rig) Outstanding(ops int) (time.Duration, error) {
 		if err := r.Settle(ctx, ring[i%n]); err != nil {
 			return 0, err
 		}
-		if ring[i%n], err = r.Fetch(submit, r.rows[i%n:i%n+1], driver.Hint{}); err != nil {
+		if ring[i%n], err = r.Fetch(submit, r.rows[i%n:i%n+1]); err != nil {
 			return 0, err
 		}
 	}
@@ -214,7 +214,7 @@ func (r *Rig) Views(ops int) (time.Duration, int, error) {
 	start := time.Now()
 	rows := 0
 	for rows < ops {
-		a, err := r.Fetch(submit, r.rows, driver.Hint{})
+		a, err := r.Fetch(submit, r.rows)
 		if err == nil {
 			err = r.Settle(ctx, a)
 		}

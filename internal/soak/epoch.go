@@ -247,7 +247,7 @@ func (e *epoch) submit(k int, fetch bool) error {
 	var err error
 	var a *backend.Attempt
 	if fetch {
-		a, err = e.be.Fetch(context.Background(), view, driver.Hint{})
+		a, err = e.be.Fetch(context.Background(), view)
 	} else {
 		a, err = e.be.Publish(context.Background(), view)
 	}

@@ -4,7 +4,7 @@
 // attempt which rows were delivered and whether any store may still touch
 // the attempt's slots.
 //
-// The rules, each pinned by a test named after it:
+// The rules:
 //
 //   - Submission validates the whole view with the admission helpers
 //     drivers run (package rules), cuts batches by rows, bytes and the
@@ -14,7 +14,8 @@
 //     answer READY while one overwrote the other.
 //   - Config.Workers goroutines call Put and Get. Fetches go first; after
 //     four fetch batches taken while a publish batch waited, that publish
-//     goes next. Publishes use at most max(1, Workers-1) workers.
+//     goes next. Publishes use at most max(1, min(Workers-1,
+//     GOMAXPROCS-1)) workers, so a fetch always finds a worker and a core.
 //   - A batch counts as started before it enters the driver.
 //   - One progress goroutine is the only observer of operations a worker
 //     could not settle. Each batch records its results and its access end
@@ -111,7 +112,10 @@ type Config struct {
 	// DefaultBytesPerBatch; NoByteBound: no bound of the backend's own).
 	// A row larger than the bound goes alone.
 	BytesPerBatch int64
-	// Prefix is the key prefix (default "kvblob").
+	// Prefix is the key prefix (default "kvblob"): segments joined by '/',
+	// none of a key version's form (driver.KeyStem), so that the pattern a
+	// tenant is granted (prefix/v1/*, driver.Stem.Pattern) matches no other
+	// prefix's keys (docs/security.md, Tenant prefixes).
 	Prefix string
 	// SlowCall is how long a driver call may run before one warning is
 	// logged (0: 60 s).
@@ -301,7 +305,22 @@ type Backend struct {
 // goroutines and one progress goroutine, which run until Shutdown. The
 // binding is the backend's from now on: Shutdown unregisters its regions
 // and releases its hold.
+//
+// New refuses, naming the argument, a nil binding, one not made by Bind
+// (the zero RegionBinding has no driver and no hold), one whose hold was
+// released (a Shutdown unregistered its regions) and one another backend
+// already owns: each would otherwise panic, or unregister regions under
+// a running backend, on a goroutine of the backend's, where the caller
+// cannot recover.
 func New(binding *RegionBinding, cfg Config) (*Backend, error) {
+	switch {
+	case binding == nil:
+		return nil, errors.New("backend: New's binding is nil; build one with Bind")
+	case binding.d == nil || binding.hold == nil || binding.regs == nil:
+		return nil, errors.New("backend: New's binding was not made by Bind (a RegionBinding literal has no driver and no hold); build one with Bind")
+	case binding.HoldReleased():
+		return nil, errors.New("backend: New's binding has released its hold (a backend's Shutdown unregistered its regions); Bind the regions again")
+	}
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
@@ -312,6 +331,9 @@ func New(binding *RegionBinding, cfg Config) (*Backend, error) {
 	wake := cfg.Wake
 	if wake == nil {
 		wake = func() {}
+	}
+	if !binding.taken.CompareAndSwap(false, true) {
+		return nil, errors.New("backend: New's binding belongs to another backend already; Bind the regions again for a second backend")
 	}
 	d := binding.Driver()
 	b := &Backend{
@@ -378,13 +400,22 @@ func (b *Backend) Publish(ctx context.Context, v View) (*Attempt, error) {
 	return b.submit(ctx, v, driver.Hint{}, false)
 }
 
-// Fetch reads a view's rows into its spans. A non-zero hint goes unchanged
-// to every get of a driver that declares hints, and is refused for any
-// other driver. A view whose destinations overlap is refused
-// (RuleOverlappingDestinations). ctx and errors are Publish's; it is safe
-// from any goroutine.
-func (b *Backend) Fetch(ctx context.Context, v View, hint driver.Hint) (*Attempt, error) {
-	return b.submit(ctx, v, hint, true)
+// Fetch reads a view's rows into its spans. The hint is optional, and most
+// callers give none: at most one, which goes unchanged to every get of a
+// driver that declares hints and is refused (RuleHint) for any other
+// driver when it is not the zero Hint. A view whose destinations overlap
+// is refused (RuleOverlappingDestinations). ctx and errors are Publish's;
+// it is safe from any goroutine.
+func (b *Backend) Fetch(ctx context.Context, v View, hint ...driver.Hint) (*Attempt, error) {
+	var h driver.Hint
+	switch len(hint) {
+	case 0:
+	case 1:
+		h = hint[0]
+	default:
+		return nil, &InvalidSubmissionError{Rule: driver.RuleHint, Reason: fmt.Sprintf("Fetch takes at most one hint, got %d", len(hint))}
+	}
+	return b.submit(ctx, v, h, true)
 }
 
 func (b *Backend) submit(ctx context.Context, v View, hint driver.Hint, fetch bool) (*Attempt, error) {

@@ -241,7 +241,7 @@ func TestRoundTripThroughTheBackendIsByteForByte(t *testing.T) {
 	o := wait(t, must(e.be.Publish(t.Context(), src)))
 	assert.Equal(t, 10, o.InOrder)
 	dst := e.view("r", 20, 10)
-	a := must(e.be.Fetch(t.Context(), dst, driver.Hint{}))
+	a := must(e.be.Fetch(t.Context(), dst))
 	o = wait(t, a)
 	e.waitQuiesced(a)
 	assert.Equal(t, 10, o.InOrder)
@@ -264,24 +264,25 @@ func TestSubmissionValidatesTheWholeViewAndNeverCallsTheDriver(t *testing.T) {
 	cases := []struct {
 		name  string
 		view  backend.View
-		hint  driver.Hint
+		hint  []driver.Hint
 		fetch bool
 		want  string
 	}{
-		{"no rows", nil, driver.Hint{}, false, "no rows"},
-		{"empty name", backend.View{{Name: nil, Spans: good[0].Spans}}, driver.Hint{}, false, "row 0 has an empty key"},
-		{"no span", backend.View{{Name: []byte("x")}}, driver.Hint{}, false, "row 0 (\"kvblob/v1/78\") has no span"},
-		{"invalid span", backend.View{{Name: []byte("x"), Spans: []driver.Span{{Region: e.region, Offset: -1, Length: 8}}}}, driver.Hint{}, false, "negative"},
-		{"a region the backend did not register", backend.View{{Name: []byte("x"), Spans: []driver.Span{foreign.Slot(0)}}}, driver.Hint{}, false, "no live registration"},
-		{"repeated name", backend.View{good[0], good[0]}, driver.Hint{}, false, "rows 0 and 1 repeat key"},
-		{"hint to a hint-free driver", good, driver.NewHint([]byte("h")), true, "does not declare hints"},
-		{"a bad row after good ones", append(append(backend.View{}, good...), backend.ViewRow{Name: []byte("z")}), driver.Hint{}, true, "row 2 (\"kvblob/v1/7a\") has no span"},
+		{"no rows", nil, nil, false, "no rows"},
+		{"empty name", backend.View{{Name: nil, Spans: good[0].Spans}}, nil, false, "row 0 has an empty key"},
+		{"no span", backend.View{{Name: []byte("x")}}, nil, false, "row 0 (\"kvblob/v1/78\") has no span"},
+		{"invalid span", backend.View{{Name: []byte("x"), Spans: []driver.Span{{Region: e.region, Offset: -1, Length: 8}}}}, nil, false, "negative"},
+		{"a region the backend did not register", backend.View{{Name: []byte("x"), Spans: []driver.Span{foreign.Slot(0)}}}, nil, false, "no live registration"},
+		{"repeated name", backend.View{good[0], good[0]}, nil, false, "rows 0 and 1 repeat key"},
+		{"hint to a hint-free driver", good, []driver.Hint{driver.NewHint([]byte("h"))}, true, "does not declare hints"},
+		{"two hints", good, []driver.Hint{{}, {}}, true, "Fetch takes at most one hint, got 2"},
+		{"a bad row after good ones", append(append(backend.View{}, good...), backend.ViewRow{Name: []byte("z")}), nil, true, "row 2 (\"kvblob/v1/7a\") has no span"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var err error
 			if c.fetch {
-				_, err = e.be.Fetch(t.Context(), c.view, c.hint)
+				_, err = e.be.Fetch(t.Context(), c.view, c.hint...)
 			} else {
 				_, err = e.be.Publish(t.Context(), c.view) // a publish has no hint parameter at all
 			}
@@ -331,7 +332,7 @@ func TestAFetchWhoseDestinationsOverlapIsRefusedAtSubmission(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			calls := len(e.d.Calls())
-			_, err := e.be.Fetch(t.Context(), c.view, driver.Hint{})
+			_, err := e.be.Fetch(t.Context(), c.view)
 			var inv *backend.InvalidSubmissionError
 			require.ErrorAs(t, err, &inv, "a fetch whose rows could overwrite each other must never run, or both could answer READY")
 			assert.Equal(t, backend.RuleOverlappingDestinations, inv.Rule)
@@ -460,10 +461,10 @@ func TestFetchesGoFirstAndAPublishGoesAfterFourFetches(t *testing.T) {
 	g := newGate()
 	e.d.before = g.hook(e.d.Driver)
 	// A first fetch occupies the only worker, so everything after it queues.
-	first := must(e.be.Fetch(t.Context(), e.view("f0", 0, 1), driver.Hint{}))
+	first := must(e.be.Fetch(t.Context(), e.view("f0", 0, 1)))
 	<-g.entered
 	pub := must(e.be.Publish(t.Context(), e.view("p", 1, 2)))
-	fetch := must(e.be.Fetch(t.Context(), e.view("f", 3, 6), driver.Hint{}))
+	fetch := must(e.be.Fetch(t.Context(), e.view("f", 3, 6)))
 	close(g.release)
 	wait(t, first)
 	wait(t, pub)
@@ -498,7 +499,7 @@ func TestPublishesUseAtMostWorkersMinusOne(t *testing.T) {
 			// A fetch still finds a free worker when there are two or more.
 			var fetch *backend.Attempt
 			if workers > 1 {
-				fetch = must(e.be.Fetch(t.Context(), e.view("f", 20, 1), driver.Hint{}))
+				fetch = must(e.be.Fetch(t.Context(), e.view("f", 20, 1)))
 				assert.Equal(t, "get", <-g.entered)
 			}
 			close(g.release)
@@ -557,12 +558,12 @@ func TestAPublishNeverStarvesUnderAStreamOfFetches(t *testing.T) {
 	e := newEnv(t, memory.Options{}, backend.Config{Workers: 1, RowsPerBatch: 1})
 	g := newGate()
 	e.d.before = g.hook(e.d.Driver)
-	first := must(e.be.Fetch(t.Context(), e.view("f0", 0, 1), driver.Hint{}))
+	first := must(e.be.Fetch(t.Context(), e.view("f0", 0, 1)))
 	<-g.entered
 	pub := must(e.be.Publish(t.Context(), e.view("p", 1, 1)))
 	var fetches []*backend.Attempt
 	for i := 0; i < 20; i++ {
-		fetches = append(fetches, must(e.be.Fetch(t.Context(), e.view(fmt.Sprint("s", i), 2+i, 1), driver.Hint{})))
+		fetches = append(fetches, must(e.be.Fetch(t.Context(), e.view(fmt.Sprint("s", i), 2+i, 1))))
 	}
 	close(g.release)
 	wait(t, pub)
@@ -598,7 +599,7 @@ func TestABatchTakenAfterItsAttemptsCtxEndedNeverEntersTheDriver(t *testing.T) {
 	g := newGate()
 	e.d.before = g.hook(e.d.Driver)
 	ctx, cancel := context.WithCancelCause(context.Background())
-	a := must(e.be.Fetch(ctx, e.view("r", 10, 2), driver.Hint{}))
+	a := must(e.be.Fetch(ctx, e.view("r", 10, 2)))
 	<-g.entered // the first batch is in the driver, the second queued
 	why := errors.New("the caller gave up")
 	cancel(why)
@@ -648,7 +649,7 @@ func TestAFetchWithAFaultInItsThirdBatchOfFiveMarksOnlyTheDeliveredPrefix(t *tes
 	e.fill(src, 1)
 	wait(t, must(e.be.Publish(t.Context(), src)))
 	e.failGets(src[4:5], "kvblob") // the third batch holds rows 4 and 5
-	o := wait(t, must(e.be.Fetch(t.Context(), e.view("r", 20, 10), driver.Hint{})))
+	o := wait(t, must(e.be.Fetch(t.Context(), e.view("r", 20, 10))))
 	assert.Equal(t, 4, o.InOrder)
 	assert.Equal(t, []bool{true, true, true, true, false, true, false, false, false, false}, o.Delivered)
 	assert.Equal(t, driver.Fault, o.Results[4].Status)
@@ -713,7 +714,7 @@ func TestAfterAFaultTheOutcomeWaitsForBatchesAlreadyStarted(t *testing.T) {
 	k0, _ := driver.Key("kvblob", src[0].Name)
 	entered, release := e.d.Store().Hold(memory.CallGet, k0)
 	e.failGets(src[1:2], "kvblob")
-	a := must(e.be.Fetch(t.Context(), e.view("r", 10, 2), driver.Hint{}))
+	a := must(e.be.Fetch(t.Context(), e.view("r", 10, 2)))
 	<-entered
 	// The second batch faults while the first is still inside the store.
 	e.w.until(t, "the faulted get settled", func() bool { return e.be.Stats().BatchesSettled >= 2 }) // 1 publish + the faulted get
@@ -803,7 +804,7 @@ func TestShutdownDropsEveryQueuedAttempt(t *testing.T) {
 	<-g.entered // the only worker is busy: the attempts after it stay queued
 	var queued []*backend.Attempt
 	for i := 0; i < 5; i++ {
-		queued = append(queued, must(e.be.Fetch(t.Context(), e.view(fmt.Sprint("q", i), 10+i, 1), driver.Hint{})))
+		queued = append(queued, must(e.be.Fetch(t.Context(), e.view(fmt.Sprint("q", i), 10+i, 1))))
 	}
 	err := e.be.Shutdown(timeout(t, 20*time.Millisecond))
 	var se *backend.ShutdownError
@@ -832,7 +833,7 @@ func TestProtocolViolationsRefuseEveryLaterSubmission(t *testing.T) {
 			submit := e.be.Publish
 			if op == "fetch" {
 				submit = func(ctx context.Context, v backend.View) (*backend.Attempt, error) {
-					return e.be.Fetch(ctx, v, driver.Hint{})
+					return e.be.Fetch(ctx, v)
 				}
 			}
 			a := must(submit(t.Context(), e.view("r", 0, 3)))
@@ -877,7 +878,7 @@ func TestProtocolViolationsRefuseEveryLaterSubmission(t *testing.T) {
 		}
 		o := wait(t, must(e.be.Publish(t.Context(), e.view("r", 0, 2))))
 		assert.Equal(t, driver.Fault, o.Results[0].Status)
-		_, err := e.be.Fetch(t.Context(), e.view("r", 10, 1), driver.Hint{})
+		_, err := e.be.Fetch(t.Context(), e.view("r", 10, 1))
 		var rej *backend.SubmissionRejectedError
 		require.ErrorAs(t, err, &rej)
 		assert.Contains(t, rej.Reason, "answered 1 results for 2 rows")
@@ -1028,7 +1029,7 @@ func TestDoneClosesWhenQueuedBatchesAreDropped(t *testing.T) {
 		e.d.before = g.hook(e.d.Driver)
 		first := must(e.be.Publish(t.Context(), e.view("p", 0, 1)))
 		<-g.entered // the only worker is busy: the next attempt stays queued
-		queued := must(e.be.Fetch(t.Context(), e.view("p", 10, 1), driver.Hint{}))
+		queued := must(e.be.Fetch(t.Context(), e.view("p", 10, 1)))
 		queued.Cancel()
 		require.True(t, closed(queued.Done()), "an attempt whose every batch was dropped is final at once")
 		o, err := queued.Wait(context.Background())
@@ -1043,7 +1044,7 @@ func TestDoneClosesWhenQueuedBatchesAreDropped(t *testing.T) {
 		src := e.view("r", 0, 3)
 		wait(t, must(e.be.Publish(t.Context(), src)))
 		e.failGets(src[0:1], "kvblob")
-		a := must(e.be.Fetch(t.Context(), e.view("r", 10, 3), driver.Hint{}))
+		a := must(e.be.Fetch(t.Context(), e.view("r", 10, 3)))
 		o := wait(t, a)
 		assert.Equal(t, []driver.Status{driver.Fault, driver.Cancelled, driver.Cancelled},
 			[]driver.Status{o.Results[0].Status, o.Results[1].Status, o.Results[2].Status})
@@ -1106,7 +1107,7 @@ func TestAShutdownPinnedLeavesCallsThatEndAtTeardown(t *testing.T) {
 	e.d.before = func(c call) (driver.Operation, error, bool) {
 		return atTeardownOp{n: len(c.rows)}, nil, true
 	}
-	a := must(e.be.Fetch(t.Context(), e.view("r", 4, 1), driver.Hint{}))
+	a := must(e.be.Fetch(t.Context(), e.view("r", 4, 1)))
 	wait(t, a)
 	assert.False(t, closed(a.Quiesced()), "its access has not ended")
 	err := bound.Value(t, 10*time.Second, "Shutdown with no deadline, waiting for a teardown that cannot come beside an unprovable call,",
@@ -1174,7 +1175,7 @@ func TestADrainThatDidNotTearDownIsTriedAgain(t *testing.T) {
 	e.d.before = func(c call) (driver.Operation, error, bool) {
 		return tornOp{n: len(c.rows), teardown: td}, nil, true
 	}
-	a := must(e.be.Fetch(t.Context(), e.view("r", 0, 1), driver.Hint{}))
+	a := must(e.be.Fetch(t.Context(), e.view("r", 0, 1)))
 	wait(t, a)
 	var drains atomic.Int32
 	e.d.mu.Lock()
@@ -1208,7 +1209,7 @@ func TestAShutdownPinnedLeavesOnlyTeardownWaitersPinned(t *testing.T) {
 	e.d.before = func(c call) (driver.Operation, error, bool) {
 		return laterOp{n: len(c.rows), end: &end}, nil, true
 	}
-	a := must(e.be.Fetch(t.Context(), e.view("r", 4, 1), driver.Hint{}))
+	a := must(e.be.Fetch(t.Context(), e.view("r", 4, 1)))
 	wait(t, a)
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()

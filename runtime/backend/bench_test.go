@@ -71,7 +71,7 @@ func BenchmarkRoundTrip4KiB(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		r.done(r.be.Publish(context.Background(), r.src))
-		r.done(r.be.Fetch(context.Background(), r.dst, driver.Hint{}))
+		r.done(r.be.Fetch(context.Background(), r.dst))
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*2*rows), "ns/row")
@@ -111,7 +111,7 @@ func BenchmarkRowOps4KiB(b *testing.B) {
 			r.done(r.be.Publish(context.Background(), src))
 		}
 		t1 := time.Now()
-		r.done(r.be.Fetch(context.Background(), dst, driver.Hint{}))
+		r.done(r.be.Fetch(context.Background(), dst))
 		put, get = put+t1.Sub(t0), get+time.Since(t1)
 		if !fetchOnly {
 			b.StopTimer()
@@ -149,7 +149,7 @@ func BenchmarkSubmit4096(b *testing.B) {
 		put += time.Since(t0)
 		r.done(a, err)
 		t1 := time.Now()
-		a, err = r.be.Fetch(context.Background(), r.dst, driver.Hint{})
+		a, err = r.be.Fetch(context.Background(), r.dst)
 		get += time.Since(t1)
 		r.done(a, err)
 	}
@@ -314,7 +314,7 @@ func BenchmarkOneRowCtx(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				r.done(r.be.Publish(ctx, r.src))
-				r.done(r.be.Fetch(ctx, r.dst, driver.Hint{}))
+				r.done(r.be.Fetch(ctx, r.dst))
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/attempt")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,10 @@ type RegionBinding struct {
 	d    driver.Driver
 	hold Hold
 
+	// taken is whether a backend owns the binding (New): a second New
+	// over it would unregister its regions under the first.
+	taken atomic.Bool
+
 	mu       sync.Mutex
 	regs     map[*driver.Region]driver.Registration
 	order    []*driver.Region
@@ -46,6 +51,10 @@ type RegionBinding struct {
 
 // Bind registers regions with d under hold.
 //
+//   - A nil ctx, driver or hold, a nil region, or a region with slots that
+//     is no valid region is refused before the driver is called, with an
+//     error naming the argument (bindArgs); Bind releases a non-nil hold
+//     and returns ErrConstructionRejected.
 //   - With no region the driver can access, it releases the hold and
 //     returns ErrConstructionRejected.
 //   - Two regions whose memory overlaps (two Region values over the same
@@ -81,11 +90,20 @@ type RegionBinding struct {
 //     signal that the regions may be freed (hostmem frees them itself).
 //     If that rollback fails, the hold stays kept, as for any rollback.
 func Bind(ctx context.Context, regions []*driver.Region, d driver.Driver, hold Hold) (*RegionBinding, error) {
+	if err := bindArgs(ctx, regions, d, hold); err != nil {
+		if isNil(hold) {
+			return nil, fmt.Errorf("%w: %w", ErrConstructionRejected, err)
+		}
+		if rerr := hold.Release(); rerr != nil {
+			return nil, fmt.Errorf("%w: %w, and releasing the hold failed: %w", ErrHoldKept, err, rerr)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrConstructionRejected, err)
+	}
 	b := &RegionBinding{d: d, hold: hold, regs: map[*driver.Region]driver.Registration{}}
 	caps := d.Capabilities()
 	var served []*driver.Region
 	for _, r := range regions {
-		if r == nil || r.Layout.Slots <= 0 {
+		if r.Layout.Slots <= 0 {
 			continue
 		}
 		if r.Kind == driver.Host || (r.Kind == driver.Device && caps.DeviceMemory) {
@@ -149,6 +167,51 @@ func Bind(ctx context.Context, regions []*driver.Region, d driver.Driver, hold H
 		what = fmt.Sprintf("registering region %q", r.Name)
 	}
 	return nil, fmt.Errorf("%w: %w while the driver was %s; the call runs to its end, then every region is unregistered and the hold released (the lender's Hold.Release says when the regions may be freed)", ErrHoldKept, context.Cause(ctx), what)
+}
+
+// bindArgs refuses what Bind cannot work with, naming the argument, before
+// anything reaches the driver: a nil ctx, driver or hold (a nil interface,
+// or one holding a nil pointer, map, func or chan, whose methods would
+// panic on Bind's goroutine or, later, on the backend's progress
+// goroutine, where the caller cannot recover), a nil region, and a region
+// with slots that is no valid region (driver.Region.Validate: an unknown
+// kind, a slot of no bytes, host memory shorter than its layout, which a
+// worker would slice past its end). A region with no slots is no misuse:
+// Bind leaves it out, as its doc says.
+func bindArgs(ctx context.Context, regions []*driver.Region, d driver.Driver, hold Hold) error {
+	switch {
+	case ctx == nil:
+		return errors.New("Bind's ctx is nil; pass context.Background() or a ctx that bounds the registrations")
+	case isNil(d):
+		return fmt.Errorf("Bind's driver is nil (%T); pass the store's opened driver", d)
+	case isNil(hold):
+		return fmt.Errorf("Bind's hold is nil (%T); pass the lender's Hold (hostmem.Lender.Hold), which the binding releases once every region is unregistered", hold)
+	}
+	for i, r := range regions {
+		if r == nil {
+			return fmt.Errorf("Bind's regions[%d] is nil; pass only the lender's regions", i)
+		}
+		if r.Layout.Slots <= 0 {
+			continue
+		}
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("Bind's regions[%d] is no valid region: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer,
+// map, slice, func or chan.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // register registers served in order on Bind's own goroutine, publishing in

@@ -137,7 +137,7 @@ func TestAFetchEndsWithItsDeadline(t *testing.T) {
 	e.d.before = g.hook(e.d.Driver)
 	ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(time.Hour))
 	defer cancel()
-	fetch, err := e.be.Fetch(ctx, e.view("r", 4, 2), driver.Hint{})
+	fetch, err := e.be.Fetch(ctx, e.view("r", 4, 2))
 	require.NoError(t, err)
 	<-g.entered
 	cancel() // stands in for the deadline passing: Cause is the same kind of answer

@@ -87,7 +87,7 @@ func Example() {
 	}
 	fmt.Println("published:", o.InOrder, "of", len(o.Results))
 
-	fetch, err := be.Fetch(ctx, view(4), driver.Hint{})
+	fetch, err := be.Fetch(ctx, view(4))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func FuzzSubmission(f *testing.F) {
 		var a *backend.Attempt
 		var err error
 		if fetch {
-			a, err = be.Fetch(context.Background(), v, driver.Hint{})
+			a, err = be.Fetch(context.Background(), v)
 		} else {
 			a, err = be.Publish(context.Background(), v)
 		}

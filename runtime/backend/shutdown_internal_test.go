@@ -47,3 +47,27 @@ func TestShutdownLearningOfThePinFromDoneIsAnError(t *testing.T) {
 	}
 	assert.False(t, hold.Released(), "the hold stays out: the memory is kept")
 }
+
+// TestShutdownErrorNeverReadsAsSafe: while any attempt is pinned or still
+// settling, the message says first that a store may still write its
+// slots, whatever spans the unprovable calls named (a settling attempt
+// names none).
+func TestShutdownErrorNeverReadsAsSafe(t *testing.T) {
+	r := &driver.Region{Name: "r"}
+	cases := []struct {
+		err  ShutdownError
+		want string
+	}{
+		{ShutdownError{Settling: 1, Registered: []*driver.Region{r}},
+			`backend: shutdown did not finish: a store may still write the slots of 1 attempts (0 pinned by unprovable calls, which may write them at any time; 1 still settling), 1 regions still registered ["r"]; the hold is kept: keep the lender's memory`},
+		{ShutdownError{Pinned: 2, Kept: []driver.Span{{Region: r}}, Registered: []*driver.Region{r}},
+			`backend: shutdown did not finish: a store may still write the slots of 2 attempts (2 pinned by unprovable calls, which may write them at any time; 0 still settling), 1 regions still registered ["r"]; the hold is kept: keep the lender's memory`},
+		{ShutdownError{Registered: []*driver.Region{r}, Unregistering: errors.New("no")},
+			`backend: shutdown did not finish, 1 regions still registered ["r"]; the hold is kept: keep the lender's memory; the driver would not unregister: no`},
+	}
+	for _, c := range cases {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
+		}
+	}
+}

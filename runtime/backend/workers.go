@@ -601,9 +601,8 @@ func (b *Backend) drainAndUnregister() error {
 //     in the background, and a later Shutdown may return nil;
 //   - at once, whatever ctx allows, when every open attempt is pinned by an
 //     unprovable call: the answer can never change, so it does not wait;
-//   - once the drained driver refused to unregister a region
-//     unregisterTries times in a row (Unregistering holds its last
-//     refusal): the region stays registered and the hold kept for good,
+//   - once the drained driver refused to unregister a region 12 times in
+//     a row (Unregistering holds its last refusal): the region stays registered and the hold kept for good,
 //     and every later Shutdown answers the same at once.
 //
 // Shutdown is safe to call from any goroutine and more than once; every
@@ -684,8 +683,14 @@ type ShutdownError struct {
 
 func (e *ShutdownError) Error() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "backend: shutdown did not finish: %d attempts pinned by unprovable calls (%d spans a store may still touch), %d attempts still settling",
-		e.Pinned, len(e.Kept), e.Settling)
+	// Every attempt counted here may still have its slots written, so the
+	// message leads with that, whatever the spans Kept names: a settling
+	// attempt's calls are still inside the driver, and name no span.
+	sb.WriteString("backend: shutdown did not finish")
+	if n := e.Pinned + e.Settling; n > 0 {
+		fmt.Fprintf(&sb, ": a store may still write the slots of %d attempts (%d pinned by unprovable calls, which may write them at any time; %d still settling)",
+			n, e.Pinned, e.Settling)
+	}
 	names := make([]string, len(e.Registered))
 	for i, r := range e.Registered {
 		names[i] = fmt.Sprintf("%q", r.Name)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -216,7 +217,7 @@ func TestStemKeyAllocatesOnceAndOwnsItsBytes(t *testing.T) {
 // parses back to its pair.
 func TestDistinctNamesNeverEncodeAlike(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	prefixes := []string{"a", "a/b", "a/v1", "v1", "kv/model-a", "a.b", "a-b"}
+	prefixes := []string{"a", "a/b", "a/v1x", "v1a", "kv/model-a", "a.b", "a-b", "V1"}
 	seen := map[string][2]string{}
 	for i := 0; i < 20000; i++ {
 		p := prefixes[rng.Intn(len(prefixes))]
@@ -293,4 +294,83 @@ func BenchmarkStemKey(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestTenantPrefixesNeverNest: a prefix whose segment has a key version's
+// form ("v1", "v2", "v10") is refused, naming it; of every two distinct
+// prefixes KeyStem takes, neither's Pattern (the glob a Redis ACL or an
+// S3 policy grants a tenant) matches a key of the other, even when one
+// prefix starts the other ("kv", "kv/model-a"), and each matches its own
+// keys. The prefixes are every path of up to three segments over a few
+// names, key versions among them (tried: taking "v1" as a segment lets
+// "kv"'s pattern match "kv/v1"'s keys).
+func TestTenantPrefixesNeverNest(t *testing.T) {
+	for _, p := range []string{"v1", "kv/v1", "kv/v1/model-a", "v2/kv", "kv/v10"} {
+		_, err := KeyStem(p)
+		assert.ErrorContains(t, err, "the form of a key version", "prefix %q", p)
+	}
+	for _, p := range []string{"v", "kv/v", "kv/v1a", "kv/V1", "kv/vv1", "kv/1"} {
+		_, err := KeyStem(p)
+		assert.NoError(t, err, "prefix %q", p)
+	}
+	assert.Equal(t, "kv/model-a/v1/*", mustStem(t, "kv/model-a").Pattern())
+	assert.Empty(t, Stem{}.Pattern(), "the zero Stem matches nothing")
+
+	segs := []string{"kv", "model-a", "v1", "v2", "a"}
+	var prefixes []string
+	var walk func(p string, depth int)
+	walk = func(p string, depth int) {
+		if depth == 3 {
+			return
+		}
+		for _, s := range segs {
+			q := s
+			if p != "" {
+				q = p + "/" + s
+			}
+			prefixes = append(prefixes, q)
+			walk(q, depth+1)
+		}
+	}
+	walk("", 0)
+	// matches is a Redis ACL key pattern's (and an S3 policy resource's)
+	// match of a pattern ending in its only '*'.
+	matches := func(pattern, key string) bool {
+		return strings.HasPrefix(key, strings.TrimSuffix(pattern, "*"))
+	}
+	type tenant struct {
+		prefix, pattern string
+		keys            []string
+	}
+	var tenants []tenant
+	for _, p := range prefixes {
+		stem, err := KeyStem(p)
+		if err != nil {
+			continue
+		}
+		tn := tenant{prefix: p, pattern: stem.Pattern()}
+		for _, name := range [][]byte{{0}, {0xab, 0xcd}, []byte("/v1/x")} {
+			k, err := stem.Key(name)
+			require.NoError(t, err)
+			tn.keys = append(tn.keys, k)
+		}
+		tenants = append(tenants, tn)
+	}
+	for _, a := range tenants {
+		for _, b := range tenants {
+			for _, k := range b.keys {
+				if got := matches(a.pattern, k); got != (a.prefix == b.prefix) {
+					t.Fatalf("tenant %q's pattern %q matches key %q of tenant %q: %v", a.prefix, a.pattern, k, b.prefix, got)
+				}
+			}
+		}
+	}
+	assert.Equal(t, 3+9+27, len(tenants), "every path of up to three of the three names that are no key version")
+}
+
+func mustStem(t *testing.T, prefix string) Stem {
+	t.Helper()
+	s, err := KeyStem(prefix)
+	require.NoError(t, err)
+	return s
 }

@@ -22,6 +22,17 @@ type Stem struct{ s string }
 // A segment may not be "." or "..": a store that keeps objects as paths
 // (a filesystem, an object store with path semantics) would read them as
 // "this directory" and "its parent", and a key could leave its root.
+//
+// Tenant prefixes never nest. A segment may not be a key version ('v'
+// and digits: "v1", "v2", ...), so the stem prefix/v1/ ends every
+// prefix: no key under one prefix starts with another prefix's stem, and
+// the stem's pattern (Stem.Pattern: prefix/v1/*), which a Redis ACL or an
+// S3 policy grants a tenant, matches the keys of that prefix and no other
+// prefix's, even when one prefix is the start of another ("kv" and
+// "kv/model-a"), which a pattern of the prefix alone (prefix/*) would
+// match too. (A key is prefix/v1/hex(name), with no '/' after the stem:
+// for a stem to start another prefix's key, that prefix would hold the
+// segment "v1".) docs/security.md builds its recipes on this rule.
 func KeyStem(prefix string) (Stem, error) {
 	if prefix == "" {
 		return Stem{}, fmt.Errorf("driver: key prefix is empty; want segments like \"kv/model-a\"")
@@ -38,12 +49,41 @@ func KeyStem(prefix string) (Stem, error) {
 				return Stem{}, fmt.Errorf("driver: key prefix %q has %q; want only [A-Za-z0-9_.-] and '/'", prefix, c)
 			}
 		}
+		if isKeyVersion(seg) {
+			return Stem{}, fmt.Errorf("driver: key prefix %q has the segment %q, the form of a key version; a tenant's ACL or policy pattern (prefix/%s/*) would then match the keys of the prefix before it, so name the segment otherwise (e.g. %q)", prefix, seg, KeyVersion, "model-"+seg)
+		}
 	}
 	return Stem{s: prefix + "/" + KeyVersion + "/"}, nil
 }
 
 // String returns the stem, ending in "/v1/".
 func (s Stem) String() string { return s.s }
+
+// Pattern is the glob of every key under the stem and of no key under any
+// other prefix's: the stem and '*' ("kv/model-a/v1/*"). It is the key
+// pattern of a tenant's Redis ACL (~PATTERN) and the resource of its S3
+// policy (arn:aws:s3:::BUCKET/PATTERN); a prefix holds no glob character
+// of either ('*', '?', '[', ']', a backslash). The zero Stem has none: "".
+func (s Stem) Pattern() string {
+	if s.s == "" {
+		return ""
+	}
+	return s.s + "*"
+}
+
+// isKeyVersion reports whether seg has the form of a key version: 'v'
+// and one or more digits.
+func isKeyVersion(seg string) bool {
+	if len(seg) < 2 || seg[0] != 'v' {
+		return false
+	}
+	for _, c := range seg[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // Key returns the key of name under the stem. name must not be empty.
 // It allocates once: the key's bytes, which nothing else refers to.

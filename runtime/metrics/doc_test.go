@@ -8,9 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/generated/memoryspec"
+	memorygen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/runtime/backend"
-	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/memory"
 )
 
@@ -49,8 +48,8 @@ func TestOperatingDocNamesEveryFamilyAndEvent(t *testing.T) {
 	release()
 	e.wait(pub)
 	e.quiesce(pub)
-	d.Store().Inject(memory.CallGet, e.key(0), memoryspec.IOError)
-	get, err := e.be.Fetch(t.Context(), e.view(0, 1, 4), driver.Hint{})
+	d.Store().Inject(memory.CallGet, e.key(0), memorygen.IOError)
+	get, err := e.be.Fetch(t.Context(), e.view(0, 1, 4))
 	require.NoError(t, err)
 	e.wait(get)
 	e.quiesce(get)

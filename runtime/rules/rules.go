@@ -69,6 +69,42 @@ func (o Meaning) apply(code int64, answered func() string) Mapping {
 	return m
 }
 
+// CodeCall is a call that answers a code per row: a generated Calls
+// table holds one per such call of the spec, so a driver reaches each of
+// its calls by a typed field, never by name. Its rule is unexported, so no
+// caller can change what another maps.
+type CodeCall struct{ rule *CallRule }
+
+// NewCodeCall wraps r, a call that answers codes (r.Sized false); generated
+// code calls it.
+func NewCodeCall(r *CallRule) CodeCall { return CodeCall{rule: r} }
+
+// Map returns what the call's answer code means for a row.
+func (c CodeCall) Map(answer int64) Mapping { return c.rule.Map(answer, 0) }
+
+// Access says when the call's access to the caller's memory ends.
+func (c CodeCall) Access() AccessRule { return c.rule.Access }
+
+// Name is the call's name in the spec.
+func (c CodeCall) Name() string { return c.rule.Call }
+
+// SizeCall is a call that answers a byte count per row, or a negative
+// code (answers: size), held by a generated Calls table as CodeCall is.
+type SizeCall struct{ rule *CallRule }
+
+// NewSizeCall wraps r, a call that answers sizes (r.Sized true);
+// generated code calls it.
+func NewSizeCall(r *CallRule) SizeCall { return SizeCall{rule: r} }
+
+// Map returns what the call's answer means for a row of rowBytes bytes.
+func (c SizeCall) Map(answer, rowBytes int64) Mapping { return c.rule.Map(answer, rowBytes) }
+
+// Access says when the call's access to the caller's memory ends.
+func (c SizeCall) Access() AccessRule { return c.rule.Access }
+
+// Name is the call's name in the spec.
+func (c SizeCall) Name() string { return c.rule.Call }
+
 // Admission is a spec's admission rules.
 type Admission struct {
 	// MaxRowsPerOp bounds a call's rows (0: no bound).

@@ -17,7 +17,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/fsspec"
+	fsgen "github.com/kvblob/kvblob/generated/fs"
 	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/backend"
@@ -121,7 +121,7 @@ func TestATornObjectIsAFaultAndTheDestinationIsUntouched(t *testing.T) {
 			dst := f.Row(k, 1, blockingfx.Dest)
 			res := f.Get(dst)[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
-			assert.Equal(t, int64(fsspec.Corrupt), res.Code, "%v", res)
+			assert.Equal(t, int64(fsgen.Corrupt), res.Code, "%v", res)
 			blockingfx.Untouched(t, dst)
 		})
 	}
@@ -138,7 +138,7 @@ func TestAnIOErrorIsAFault(t *testing.T) {
 		f.kit.Seam.Raise(call, k, &os.PathError{Op: call, Path: k, Err: syscall.EIO})
 		res := f.Put(f.Row(k, 0, 1))[0]
 		assert.Equal(t, driver.Fault, res.Status, "%s: %v", call, res)
-		assert.Equal(t, int64(fsspec.Eio), res.Code, "%s: %v", call, res)
+		assert.Equal(t, int64(fsgen.Eio), res.Code, "%s: %v", call, res)
 		file, _, err := f.kit.Paths(k)
 		require.NoError(t, err)
 		siblings, _ := filepath.Glob(file + "*")
@@ -151,7 +151,7 @@ func TestAnIOErrorIsAFault(t *testing.T) {
 		dst := f.Row(k, 1, blockingfx.Dest)
 		res := f.Get(dst)[0]
 		assert.Equal(t, driver.Fault, res.Status, "%s: %v", call, res)
-		assert.Equal(t, int64(fsspec.Eio), res.Code, "%s: %v", call, res)
+		assert.Equal(t, int64(fsgen.Eio), res.Code, "%s: %v", call, res)
 		if call == "open" {
 			blockingfx.Untouched(t, dst)
 		}
@@ -172,7 +172,7 @@ func TestAnUnreadableObjectIsAFault(t *testing.T) {
 	dst := f.Row(k, 1, blockingfx.Dest)
 	res := f.Get(dst)[0]
 	assert.Equal(t, driver.Fault, res.Status)
-	assert.Equal(t, int64(fsspec.Eacces), res.Code)
+	assert.Equal(t, int64(fsgen.Eacces), res.Code)
 	blockingfx.Untouched(t, dst)
 }
 
@@ -190,7 +190,7 @@ func TestAFIFOAtTheObjectDoesNotBlockAGet(t *testing.T) {
 	select {
 	case res := <-got:
 		assert.Equal(t, driver.Fault, res.Status)
-		assert.Equal(t, int64(fsspec.Corrupt), res.Code, "%v", res)
+		assert.Equal(t, int64(fsgen.Corrupt), res.Code, "%v", res)
 		blockingfx.Untouched(t, dst)
 	case <-time.After(conformance.DefaultDeadline):
 		w, err := os.OpenFile(file, os.O_WRONLY, 0) // unblock the get
@@ -333,7 +333,7 @@ func TestBackendRoundTripBetweenTwoHosts(t *testing.T) {
 		return o
 	}
 	assert.Equal(t, rows, outcome(pub.be.Publish(t.Context(), src)).InOrder)
-	assert.Equal(t, rows, outcome(sub.be.Fetch(t.Context(), dst, driver.Hint{})).InOrder)
+	assert.Equal(t, rows, outcome(sub.be.Fetch(t.Context(), dst)).InOrder)
 	for i := range src {
 		require.True(t, bytes.Equal(src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes()), "row %d", i)
 	}

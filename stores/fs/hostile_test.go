@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/generated/fsspec"
+	fsgen "github.com/kvblob/kvblob/generated/fs"
 	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -90,7 +90,7 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 
 					res := f.Put(f.Row(k, 0, 1))[0]
 					assert.Equal(t, driver.Fault, res.Status, "link at %s: %v", at, res)
-					assert.Equal(t, int64(fsspec.Eloop), res.Code, "link at %s: %v", at, res)
+					assert.Equal(t, int64(fsgen.Eloop), res.Code, "link at %s: %v", at, res)
 					assert.Contains(t, res.Text, "symbolic link", "link at %s", at)
 					if r.name == "walk" { // the walk names the component it refused
 						assert.Contains(t, res.Text, at+": a symbolic link", "the fault names the link")
@@ -100,7 +100,7 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 					dst := f.Row(k, 1, blockingfx.Dest)
 					res = f.Get(dst)[0]
 					assert.Equal(t, driver.Fault, res.Status, "get through a link at %s: %v", at, res)
-					assert.Equal(t, int64(fsspec.Eloop), res.Code, "%v", res)
+					assert.Equal(t, int64(fsgen.Eloop), res.Code, "%v", res)
 					blockingfx.Untouched(t, dst)
 					require.NoError(t, os.Remove(at))
 				}
@@ -119,12 +119,12 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 				require.NoError(t, fskit.Plant(dir, nil))
 				res := f.Put(f.Row(k, 0, 1))[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
-				assert.Equal(t, int64(fsspec.Enotdir), res.Code, "%v", res)
+				assert.Equal(t, int64(fsgen.Enotdir), res.Code, "%v", res)
 				assert.NotContains(t, res.Text, "symbolic link")
 				dst := f.Row(k, 1, blockingfx.Dest)
 				res = f.Get(dst)[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
-				assert.Equal(t, int64(fsspec.Enotdir), res.Code, "%v", res)
+				assert.Equal(t, int64(fsgen.Enotdir), res.Code, "%v", res)
 				blockingfx.Untouched(t, dst)
 			})
 			t.Run("object", func(t *testing.T) {
@@ -136,7 +136,7 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 				dst := f.Row(k, 1, blockingfx.Dest)
 				res := f.Get(dst)[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
-				assert.Equal(t, int64(fsspec.Eloop), res.Code, "%v", res)
+				assert.Equal(t, int64(fsgen.Eloop), res.Code, "%v", res)
 				blockingfx.Untouched(t, dst)
 			})
 			t.Run("marker", func(t *testing.T) {
@@ -151,7 +151,7 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 				f.kit.Clock.Advance(fskit.TTL + time.Minute) // no TTL makes a link a marker
 				res := f.Put(f.Row(k, 0, 1))[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
-				assert.Equal(t, int64(fsspec.Eloop), res.Code, "%v", res)
+				assert.Equal(t, int64(fsgen.Eloop), res.Code, "%v", res)
 				empty(t, out)
 				fi, err := os.Lstat(marker)
 				require.NoError(t, err)
@@ -231,7 +231,7 @@ func TestAHugeSparseFileIsRefusedByItsLength(t *testing.T) {
 			res := f.Get(dst)[0]
 			runtime.ReadMemStats(&after)
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
-			assert.Equal(t, int64(fsspec.Corrupt), res.Code, "%v", res)
+			assert.Equal(t, int64(fsgen.Corrupt), res.Code, "%v", res)
 			assert.Contains(t, res.Text, "more than the row's")
 			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "the get allocated for the file's length")
 			blockingfx.Untouched(t, dst)
@@ -487,7 +487,7 @@ func TestAShortObjectIsNamedForWhatItHolds(t *testing.T) {
 		code int64
 		says string
 	}{
-		{"one byte short of a trailer", func(k string) []byte { return trailer.Encode(k, nil)[1:] }, int64(fsspec.Corrupt), "less than a trailer"},
+		{"one byte short of a trailer", func(k string) []byte { return trailer.Encode(k, nil)[1:] }, int64(fsgen.Corrupt), "less than a trailer"},
 		{"a trailer and no payload", func(k string) []byte { return trailer.Encode(k, nil) }, 0, "payload length differs"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/generated/fsspec"
+	fsgen "github.com/kvblob/kvblob/generated/fs"
 	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -43,7 +43,7 @@ func TestAFailedPublishRemovesItsTemporaryFile(t *testing.T) {
 	require.NoError(t, err)
 	fx := blockingfx.New(t, d, conformance.DefaultDeadline)
 	k := key(t, "a")
-	seam.Answer("publish", k, int64(fsspec.Eio))
+	seam.Answer("publish", k, int64(fsgen.Eio))
 	res := fx.Put(fx.Row(k, 0, 1))[0]
 	require.Equal(t, driver.Fault, res.Status, "%v", res)
 	var ops []string

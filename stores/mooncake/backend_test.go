@@ -62,7 +62,7 @@ func TestBackendRoundTripBetweenTwoClients(t *testing.T) {
 		return o
 	}
 	assert.Equal(t, rows, outcome(pubBE.Publish(t.Context(), src)).InOrder)
-	assert.Equal(t, rows, outcome(getBE.Fetch(t.Context(), dst, driver.Hint{})).InOrder)
+	assert.Equal(t, rows, outcome(getBE.Fetch(t.Context(), dst)).InOrder)
 	for i := range src {
 		require.True(t, bytes.Equal(src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes()), "row %d", i)
 	}
@@ -120,7 +120,7 @@ func TestBackendShutsDownAfterAFetchWhoseTransferFailed(t *testing.T) {
 	_, out := wait(be.Publish(t.Context(), src))
 	require.Equal(t, 1, out.InOrder)
 	master.FreezePeer()
-	fetch, out := wait(be.Fetch(t.Context(), dst, driver.Hint{}))
+	fetch, out := wait(be.Fetch(t.Context(), dst))
 	require.Equal(t, driver.Fault, out.Results[0].Status, out.Results[0].Text)
 	// A window in which a timer-polled operation is polled ~100 times (the
 	// backend backs off to a poll every 2 ms) and a signalled one not once

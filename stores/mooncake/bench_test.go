@@ -78,7 +78,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 						src[k] = backend.ViewRow{Name: name, Spans: []driver.Span{r.Slot(k)}}
 						dst[k] = backend.ViewRow{Name: name, Spans: []driver.Span{r.Slot(rows + k)}}
 					}
-					if !finish(be.Publish(context.Background(), src)) || !finish(be.Fetch(context.Background(), dst, driver.Hint{})) {
+					if !finish(be.Publish(context.Background(), src)) || !finish(be.Fetch(context.Background(), dst)) {
 						break
 					}
 					for _, row := range src {

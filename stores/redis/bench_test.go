@@ -60,7 +60,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					finish(be.Publish(context.Background(), view(i, 0)))
-					finish(be.Fetch(context.Background(), view(i, rows), driver.Hint{}))
+					finish(be.Fetch(context.Background(), view(i, rows)))
 				}
 				b.StopTimer()
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -5,7 +5,10 @@
 // trailer of stores/trailer (keyed when Options.Integrity is set). A
 // connection may authenticate as an ACL user and run over TLS (Options).
 // A put claims each key with a pending marker
-// (SET NX PX), then replaces its own marker with the object: on a
+// (SET NX PX; trailer.NewMarker, a form no object has: a get checks the
+// object's trailer first, then trailer.IsMarker, so a payload that begins
+// with a marker's bytes is its row's), then replaces its own marker with
+// the object: on a
 // standalone Redis 7 with WATCH, GET and MULTI/SET/EXEC, pipelined across
 // keys, and no script; on a Redis 7 Cluster (or for a user who may not
 // transact) with a compare-and-set script; on Valkey 8.1 with one SET IFEQ
@@ -22,9 +25,7 @@ package redis
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -36,15 +37,11 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/kvblob/kvblob/generated/redisspec"
+	redisgen "github.com/kvblob/kvblob/generated/redis"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
 )
-
-// markerPrefix starts every pending marker. An object always ends in a
-// trailer, so a marker (which has none) is never read as an object.
-const markerPrefix = "kvblob-pending:"
 
 // casScript replaces KEYS[1] with ARGV[2] only if it still holds this
 // writer's marker ARGV[1]: 1 when stored, 0 when the marker was gone.
@@ -65,10 +62,9 @@ type Driver struct {
 	opt  Options
 	ver  string
 
-	// build is the server build the driver talks to, and calls the rules
-	// of its spec for each call the driver makes.
+	// build is the server build the driver talks to; its spec's Calls
+	// map the answer of each call the driver makes.
 	build build
-	calls calls
 
 	life driverkit.Lifecycle
 
@@ -147,12 +143,12 @@ func Open(ctx context.Context, opt Options) (*Driver, error) {
 		closeAll()
 		return nil, openError(opt, err)
 	}
-	b, calls, ver, err := pickBuildOf(hellos)
+	b, ver, err := pickBuildOf(hellos)
 	if err != nil {
 		closeAll()
 		return nil, err
 	}
-	return &Driver{c: c, g: g, gate: gate, opt: opt, ver: ver, build: b, calls: calls}, nil
+	return &Driver{c: c, g: g, gate: gate, opt: opt, ver: ver, build: b}, nil
 }
 
 // serverHellos asks each server the driver writes to for HELLO: the one
@@ -185,7 +181,7 @@ func (d *Driver) String() string {
 func (d *Driver) ServerVersion() string { return d.ver }
 
 // Spec is the spec that holds for the server the driver talks to.
-func (d *Driver) Spec() *rules.Spec { return d.build.spec }
+func (d *Driver) Spec() *rules.Spec { return d.build.spec.Spec }
 
 // Client returns the go-redis client puts go out on (for tests and
 // diagnostics).
@@ -244,7 +240,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 	}
 	defer call.End()
 	results := make([]driver.Result, len(rows))
-	marker := newMarker()
+	marker := trailer.NewMarker()
 	if c, ok := d.c.(*goredis.Client); ok && d.build.watched && d.mayTransact(ctx, c) {
 		d.putWatched(ctx, c, rows, marker, results)
 		return driverkit.Finished(results), nil
@@ -286,7 +282,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 				d.bufs.put(objs[i])
 			}
 		}()
-		codes := make([]redisspec.Code, len(rows))
+		codes := make([]redisgen.Code, len(rows))
 		errs := make([]error, len(rows))
 		d.build.store(d, ctx, rows, store, objs, marker, codes, errs)
 		d.stored(ctx, rows, store, marker, codes, errs, results)
@@ -314,9 +310,9 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 func (d *Driver) claimed(ok bool, err error) (rules.Mapping, error) {
 	code, cerr := classify(err)
 	if err == nil && !ok {
-		code = redisspec.Nil
+		code = redisgen.Nil
 	}
-	return d.calls.claim.Map(int64(code), 0), cerr
+	return d.build.spec.Calls.Claim.Map(int64(code)), cerr
 }
 
 // present answers the existence question of a row whose key the claim
@@ -331,12 +327,14 @@ func (d *Driver) present(m rules.Mapping, get *goredis.StringCmd, row driver.Row
 	switch {
 	case err != nil && err != goredis.Nil:
 		return m.WithCause(err)
-	case err != nil || len(v) == 0 || bytes.HasPrefix(v, []byte(markerPrefix)):
+	case err != nil || len(v) == 0:
 		return driver.Result{Status: m.IfAbsent}
 	case int64(len(v)) > d.readMax(row):
 		return m.Other(fmt.Sprintf("key %q holds more than %d bytes, longer than any object of this %d-byte row; the driver read no further", row.Key, d.readMax(row), row.Bytes()))
 	case d.holdsRow(v, row):
 		return driver.Result{Status: m.IfExists}
+	case trailer.IsMarker(v): // after the object's check: a payload may begin with a marker's bytes
+		return driver.Result{Status: m.IfAbsent}
 	default:
 		return m.Other(fmt.Sprintf("key %q holds %d bytes that are not this row's %d-byte object", row.Key, len(v), row.Bytes()))
 	}
@@ -355,15 +353,15 @@ func (d *Driver) readMax(row driver.Row) int64 {
 	return max(row.Bytes()+trailer.TailSize, markerLen)
 }
 
-// markerLen is the length of every marker (newMarker).
-const markerLen = int64(len(markerPrefix) + 24)
+// markerLen is the length of every marker (trailer.NewMarker).
+const markerLen = int64(trailer.MarkerLen)
 
 // stored maps the store step's code of each row of idx into its result,
 // and releases the rows that were not stored.
-func (d *Driver) stored(ctx context.Context, rows []driver.Row, idx []int, marker string, codes []redisspec.Code, errs []error, results []driver.Result) {
+func (d *Driver) stored(ctx context.Context, rows []driver.Row, idx []int, marker string, codes []redisgen.Code, errs []error, results []driver.Result) {
 	var release []int
 	for _, i := range idx {
-		m := d.calls.store.Map(int64(codes[i]), 0)
+		m := d.build.spec.Calls.Store.Map(int64(codes[i]))
 		results[i] = m.WithCause(errs[i])
 		// A release deletes the key only if it still holds this
 		// writer's marker, so it is safe after any answer, also one
@@ -405,7 +403,7 @@ func (d *Driver) putWatched(ctx context.Context, c *goredis.Client, rows []drive
 			}
 		}
 	}()
-	codes := make([]redisspec.Code, len(rows))
+	codes := make([]redisgen.Code, len(rows))
 	errs := make([]error, len(rows))
 	var store, undecided, aborted []int
 	_ = c.Watch(ctx, func(tx *goredis.Tx) error {
@@ -465,9 +463,9 @@ const watchAttempts = 3
 // aborts again (the key itself changed, but still holds the marker: it was
 // rewritten with the same bytes) is tried again, at most watchAttempts
 // times; then the row faults with ERR, saying so.
-func (d *Driver) storeWatchedOne(ctx context.Context, c *goredis.Client, key string, obj []byte, marker string) (redisspec.Code, error) {
+func (d *Driver) storeWatchedOne(ctx context.Context, c *goredis.Client, key string, obj []byte, marker string) (redisgen.Code, error) {
 	for range watchAttempts {
-		var code redisspec.Code
+		var code redisgen.Code
 		var cerr error
 		err := c.Watch(ctx, func(tx *goredis.Tx) error {
 			var get *goredis.StringCmd
@@ -479,7 +477,7 @@ func (d *Driver) storeWatchedOne(ctx context.Context, c *goredis.Client, key str
 			v, err := get.Result()
 			switch {
 			case err == goredis.Nil || err == nil && v != marker:
-				code = redisspec.Lost
+				code = redisgen.Lost
 				return tx.Unwatch(ctx).Err()
 			case err != nil:
 				code, cerr = classify(err)
@@ -496,13 +494,13 @@ func (d *Driver) storeWatchedOne(ctx context.Context, c *goredis.Client, key str
 			return err
 		})
 		switch {
-		case err != nil && code == redisspec.OK: // no reply decided the row
+		case err != nil && code == redisgen.OK: // no reply decided the row
 			return classify(err)
 		case !errors.Is(err, goredis.TxFailedErr):
 			return code, cerr
 		}
 	}
-	return redisspec.Err, fmt.Errorf("the key changed under each of %d transactions while it held this writer's marker", watchAttempts)
+	return redisgen.Err, fmt.Errorf("the key changed under each of %d transactions while it held this writer's marker", watchAttempts)
 }
 
 // storeObjects is a Redis 7 store for rows already claimed: it replaces
@@ -515,8 +513,8 @@ func (d *Driver) storeWatchedOne(ctx context.Context, c *goredis.Client, key str
 // A standalone server whose user may transact never gets here: Put takes
 // putWatched, whose transactions store without the script (the script
 // copies the object into a Lua string and again into the key; a plain SET
-// does not, which is the point of issue 18; and a tenant who may not EVAL
-// cannot stall every other tenant with an endless script, issue 29),
+// does not, which is why transactions are preferred; and a tenant who may
+// not EVAL cannot stall every other tenant with an endless script),
 // except a row whose WATCH the ACL refused. On a Cluster, WATCH
 // and MULTI need every key of a transaction in one slot, and a request's
 // keys spread over all of them: a transaction per key would cost three
@@ -524,7 +522,7 @@ func (d *Driver) storeWatchedOne(ctx context.Context, c *goredis.Client, key str
 // script; so does a user without transactions, and a put whose first
 // question whether the user may transact found no answer (the next put
 // asks again).
-func (d *Driver) storeObjects(ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []redisspec.Code, errs []error) {
+func (d *Driver) storeObjects(ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []redisgen.Code, errs []error) {
 	if len(idx) == 0 {
 		return
 	}
@@ -538,7 +536,7 @@ func (d *Driver) storeObjects(ctx context.Context, rows []driver.Row, idx []int,
 		n, err := cas[k].Int()
 		codes[i], errs[i] = classify(err)
 		if err == nil && n == 0 {
-			codes[i] = redisspec.Lost
+			codes[i] = redisgen.Lost
 		}
 	}
 }
@@ -577,7 +575,7 @@ func (d *Driver) mayTransact(ctx context.Context, c *goredis.Client) bool {
 
 func isNoperm(err error) bool {
 	code, _ := classify(err)
-	return code == redisspec.Noperm
+	return code == redisgen.Noperm
 }
 
 // What the replies to a claimed row's WATCH and GET say of it.
@@ -589,7 +587,7 @@ const (
 
 // watchedRow sorts claimed row i by the replies to its WATCH and GET,
 // setting codes[i] and errs[i] when they decide it.
-func (d *Driver) watchedRow(i int, watch *goredis.StatusCmd, get *goredis.StringCmd, marker string, codes []redisspec.Code, errs []error) int {
+func (d *Driver) watchedRow(i int, watch *goredis.StatusCmd, get *goredis.StringCmd, marker string, codes []redisgen.Code, errs []error) int {
 	err := watch.Err()
 	if err == nil {
 		err = get.Err()
@@ -599,7 +597,7 @@ func (d *Driver) watchedRow(i int, watch *goredis.StatusCmd, get *goredis.String
 		d.tx.Store(txRefused) // the ACL changed under us: the script decides
 		return rowUndecided
 	case err == goredis.Nil || err == nil && v != marker:
-		codes[i], errs[i] = redisspec.Lost, nil
+		codes[i], errs[i] = redisgen.Lost, nil
 	case err != nil:
 		codes[i], errs[i] = classify(err)
 	default:
@@ -613,7 +611,7 @@ func (d *Driver) watchedRow(i int, watch *goredis.StatusCmd, get *goredis.String
 // changed since its WATCH, and returns the rows it could not settle (it
 // aborted, or another row's SET was refused). With no row, it only ends
 // the watch.
-func (d *Driver) transact(ctx context.Context, tx *goredis.Tx, rows []driver.Row, ours []int, objs [][]byte, codes []redisspec.Code, errs []error) (undecided []int) {
+func (d *Driver) transact(ctx context.Context, tx *goredis.Tx, rows []driver.Row, ours []int, objs [][]byte, codes []redisgen.Code, errs []error) (undecided []int) {
 	if len(ours) == 0 {
 		_ = tx.Unwatch(ctx).Err()
 		return nil
@@ -736,12 +734,6 @@ func (d *Driver) holdsRow(v []byte, row driver.Row) bool {
 	return true
 }
 
-func newMarker() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return markerPrefix + hex.EncodeToString(b[:])
-}
-
 // Get reads each row's object, checks its trailer and only then copies its
 // payload into the row's spans.
 //
@@ -752,7 +744,7 @@ func newMarker() string {
 // garbage made the collector run about ten times per 64 MiB fetch. A key
 // holding a value longer than any object of its row (another writer's, of
 // any length up to 512 MiB) fills the buffer and is refused by that length:
-// readMax+1 bytes of it crossed the network, never the rest (issue 29).
+// readMax+1 bytes of it crossed the network, never the rest.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return d.build.spec.Admission.Get(rows, hint, live) })
 	if err != nil {
@@ -795,22 +787,25 @@ func (d *Driver) got(row driver.Row, v []byte, err error) driver.Result {
 	}
 	if err != nil {
 		code, cerr := classify(err)
-		return d.calls.get.Map(int64(code), row.Bytes()).WithCause(cerr)
+		return d.build.spec.Calls.Get.Map(int64(code), row.Bytes()).WithCause(cerr)
 	}
 	if long := d.readMax(row); int64(len(v)) > long {
 		// The size rule (payload length differs), with the length the
 		// driver knows: more than long bytes.
-		return d.calls.get.Map(int64(len(v)), row.Bytes()).WithCause(
+		return d.build.spec.Calls.Get.Map(int64(len(v)), row.Bytes()).WithCause(
 			fmt.Errorf("the key holds more than %d bytes, longer than any object of this row; the driver read no further", long))
 	}
-	if bytes.HasPrefix(v, []byte(markerPrefix)) {
-		return d.calls.get.Map(int64(redisspec.Pending), row.Bytes()).Result
-	}
+	// The object's trailer first, then the marker's exact form
+	// (trailer.IsMarker): a payload may begin with a marker's bytes, or be
+	// one, and is its row's all the same.
 	payload, err := d.opt.Integrity.Check(v, row.Key)
 	if err != nil {
-		return d.calls.get.Map(int64(redisspec.Corrupt), row.Bytes()).WithCause(err)
+		if trailer.IsMarker(v) {
+			return d.build.spec.Calls.Get.Map(int64(redisgen.Pending), row.Bytes()).Result
+		}
+		return d.build.spec.Calls.Get.Map(int64(redisgen.Corrupt), row.Bytes()).WithCause(err)
 	}
-	m := d.calls.get.Map(int64(len(payload)), row.Bytes())
+	m := d.build.spec.Calls.Get.Map(int64(len(payload)), row.Bytes())
 	if m.Written == rules.WrittenYes {
 		for _, s := range row.Spans {
 			payload = payload[copy(s.Bytes(), payload):]

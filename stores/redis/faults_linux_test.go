@@ -110,7 +110,7 @@ func (f *faultFx) run(t *testing.T, fetch bool) backend.Outcome {
 				b[j] = poison
 			}
 		}
-		a, err = f.be.Fetch(t.Context(), f.view(faultRows), driver.Hint{})
+		a, err = f.be.Fetch(t.Context(), f.view(faultRows))
 	} else {
 		a, err = f.be.Publish(t.Context(), f.view(0))
 	}

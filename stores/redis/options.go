@@ -41,8 +41,8 @@ type Options struct {
 	// tag does not verify under the current or previous key, an unkeyed
 	// row another writer stored included (see trailer.Integrity).
 	Integrity *trailer.Integrity
-	// FetchesShareConns sends gets on the publishes' connections (the
-	// driver before issue 35). By default gets go on connections of their
+	// FetchesShareConns sends gets on the publishes' connections, as
+	// the driver once did. By default gets go on connections of their
 	// own, so that no publish pipeline is queued ahead of a get on one
 	// connection (lanes.go).
 	FetchesShareConns bool
@@ -66,10 +66,10 @@ type Options struct {
 	Hooks []goredis.Hook
 	// Logger receives the driver's events (zero value: discarded;
 	// docs/operating.md lists them): one warning when a dial fails after
-	// the server was reachable, one line when a dial succeeds again, and
-	// the go-redis client's own lines logged on a command of this driver.
-	// Nothing goes to stderr: see SetClientLogger for the client's other
-	// lines.
+	// the server was reachable, one line when a dial succeeds again, and,
+	// once the program called SetClientLogger, the go-redis client's own
+	// lines logged on a command of this driver (without it, go-redis
+	// prints its lines to stderr, or to the logger the program gave it).
 	Logger zerolog.Logger
 	// DownFor is how long after a failed dial every dial fails at once with
 	// that dial's error, so that each row of a call to a server that is

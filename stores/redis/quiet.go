@@ -19,10 +19,11 @@ const DefaultDownFor = time.Second
 // routeOnce installs routed as go-redis's process-wide logger, once.
 var routeOnce sync.Once
 
-// routed is go-redis's logger once a driver is open: a line logged with a
-// driver's command context goes to that driver's Options.Logger, any other
-// (the pool logs its dials on a context of its own) to SetClientLogger's
-// logger; both at warn level (docs/operating.md).
+// routed is go-redis's logger once SetClientLogger was called: a line
+// logged with a driver's command context goes to that driver's
+// Options.Logger, any other (the pool logs its dials on a context of its
+// own) to SetClientLogger's logger; both at warn level
+// (docs/operating.md).
 type routed struct{}
 
 func (routed) Printf(ctx context.Context, format string, v ...any) {
@@ -40,13 +41,20 @@ func init() {
 	clientLogger.Store(&nop)
 }
 
-// SetClientLogger sets where the go-redis client's own lines go that no
-// driver call logged: the connection pool's dial failures and
-// housekeeping, of any go-redis client in the process once a driver is
-// open (Open replaces go-redis's process-wide logger, which printed to
-// stderr). The default discards them: each driver logs its server's
-// reachability itself, to Options.Logger.
-func SetClientLogger(l zerolog.Logger) { clientLogger.Store(&l) }
+// SetClientLogger routes the go-redis client's own lines, which it
+// otherwise prints to stderr: a line logged on one of a driver's commands
+// goes to that driver's Options.Logger, and any other (the connection
+// pool's dial failures and housekeeping) to l.
+//
+// go-redis has one logger per process, so this replaces it for every
+// go-redis client in the process, the embedder's own included; that is
+// why Open never does it, and a program calls it once, in main, if at
+// all. A later call changes only l. Each driver logs its server's
+// reachability to Options.Logger either way.
+func SetClientLogger(l zerolog.Logger) {
+	clientLogger.Store(&l)
+	routeOnce.Do(func() { goredis.SetLogger(routed{}) })
+}
 
 type loggerKey struct{}
 
@@ -126,7 +134,6 @@ func (e *downError) Error() string {
 func (e *downError) Unwrap() error { return e.err }
 
 func newGuard(opt Options) *guard {
-	routeOnce.Do(func() { goredis.SetLogger(routed{}) })
 	l := opt.Logger
 	g := &guard{log: &l, downFor: opt.DownFor, now: time.Now}
 	if g.downFor == 0 {

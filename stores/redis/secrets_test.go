@@ -121,7 +121,7 @@ func TestSecretsStayOutOfEveryOutput(t *testing.T) {
 	copy(slots.Slot(0).Bytes(), "row zero")
 	copy(slots.Slot(1).Bytes(), "row one")
 	assert.Equal(t, 2, wait(be.Publish(t.Context(), view(0, "r0", "r1"))).InOrder)
-	assert.Equal(t, 2, wait(be.Fetch(t.Context(), view(2, "r0", "r1"), driver.Hint{})).InOrder)
+	assert.Equal(t, 2, wait(be.Fetch(t.Context(), view(2, "r0", "r1"))).InOrder)
 
 	// Rows the integrity check refuses: an unkeyed one, one under another
 	// key. Their FAULT text goes into the outcome.
@@ -138,9 +138,9 @@ func TestSecretsStayOutOfEveryOutput(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Set(context.Background(), key("unkeyed"), trailer.Encode(key("unkeyed"), payload), 0).Err())
 	require.NoError(t, c.Set(context.Background(), key("otherkey"), other.Encode(key("otherkey"), payload), 0).Err())
-	o := wait(be.Fetch(t.Context(), view(4, "unkeyed"), driver.Hint{}))
+	o := wait(be.Fetch(t.Context(), view(4, "unkeyed")))
 	assert.Equal(t, driver.Fault, o.Results[0].Status)
-	o = wait(be.Fetch(t.Context(), view(5, "otherkey"), driver.Hint{}))
+	o = wait(be.Fetch(t.Context(), view(5, "otherkey")))
 	assert.Equal(t, driver.Fault, o.Results[0].Status)
 	stats := be.Stats()
 	out.print(fmt.Sprintf("%+v", stats))

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/generated/s3spec"
+	s3gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
@@ -106,7 +106,7 @@ func TestARowCopiedToAnotherKeyIsAFault(t *testing.T) {
 			dst := f.Row(b, 1, blockingfx.Dest)
 			res := f.Get(dst)[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
-			assert.Equal(t, int64(s3spec.Corrupt), res.Code, "%v", res)
+			assert.Equal(t, int64(s3gen.Corrupt), res.Code, "%v", res)
 			blockingfx.Untouched(t, dst)
 		})
 	}

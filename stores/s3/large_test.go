@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/generated/s3spec"
+	s3gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/s3kit"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -130,7 +130,7 @@ func TestAnAbandonedUploadIsAborted(t *testing.T) {
 			})
 			res := f.Put(f.Row(key(t, "abandoned"), 0, 1))[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
-			assert.Equal(t, int64(s3spec.Conn), res.Code, "%v", res)
+			assert.Equal(t, int64(s3gen.Conn), res.Code, "%v", res)
 			assert.Zero(t, uploadsLeft(t, k), "the abandoned upload was not aborted")
 		})
 	}
@@ -190,7 +190,7 @@ func TestAnObjectReplacedBetweenItsRangesIsNotRead(t *testing.T) {
 	dst := f.Row(kk, 1, blockingfx.Dest)
 	res := f.Get(dst)[0]
 	assert.Equal(t, driver.Fault, res.Status, "%v", res)
-	assert.Equal(t, int64(s3spec.PreconditionFailed), res.Code, "%v", res)
+	assert.Equal(t, int64(s3gen.PreconditionFailed), res.Code, "%v", res)
 	blockingfx.Untouched(t, dst)
 }
 
@@ -226,7 +226,7 @@ func TestARangeAnsweredShortIsNeverRead(t *testing.T) {
 	dst := f.Row(kk, 1, blockingfx.Dest)
 	res := f.Get(dst)[0]
 	require.Equal(t, driver.Fault, res.Status, "%v", res)
-	assert.Equal(t, int64(s3spec.Err), res.Code, "%v", res)
+	assert.Equal(t, int64(s3gen.Err), res.Code, "%v", res)
 	assert.Contains(t, res.Text, fmt.Sprintf("bytes %d-%d of the object answered %d bytes", part, 2*part-1, cut))
 	blockingfx.Untouched(t, dst)
 }
@@ -272,7 +272,7 @@ func TestAFailedAbortLeavesTheRowsResult(t *testing.T) {
 	k.Seam.Raise("abort_upload", kk, &smithy.GenericAPIError{Code: "AccessDenied", Message: "staged"})
 	res := f.Put(f.Row(kk, 0, 1))[0]
 	assert.Equal(t, driver.Fault, res.Status, "%v", res)
-	assert.Equal(t, int64(s3spec.Conn), res.Code, "the part's failure, not the abort's: %v", res)
+	assert.Equal(t, int64(s3gen.Conn), res.Code, "the part's failure, not the abort's: %v", res)
 	out, err := k.Client().ListMultipartUploads(context.Background(), &awss3.ListMultipartUploadsInput{Bucket: aws.String(k.Bucket())})
 	require.NoError(t, err)
 	require.Len(t, out.Uploads, 1, "the upload the failed abort left")

@@ -18,7 +18,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/s3spec"
+	s3gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/s3kit"
 	"github.com/kvblob/kvblob/runtime/backend"
@@ -84,7 +84,7 @@ func TestAPutsAccessEndsWhenItReturns(t *testing.T) {
 	f := blockingfx.New(t, d, 10*time.Second)
 	res := f.Put(f.Row(key(t, "a"), 0, 1))
 	require.Equal(t, driver.Fault, res[0].Status, "the transport failed the request")
-	assert.Equal(t, int64(s3spec.Conn), res[0].Code)
+	assert.Equal(t, int64(s3gen.Conn), res[0].Code)
 	require.Equal(t, 100, late.first, "the transport read the body's first bytes before it gave up")
 	close(late.returned)
 	<-late.done
@@ -144,7 +144,7 @@ func TestSignedHTTPS(t *testing.T) {
 			assert.Equal(t, driver.Fault, res[1].Status, "%v", res[1])
 			blockingfx.Untouched(t, dst)
 			if name == "wrong secret" {
-				assert.Equal(t, int64(s3spec.AccessDenied), res[0].Code, "%v", res[0])
+				assert.Equal(t, int64(s3gen.AccessDenied), res[0].Code, "%v", res[0])
 			}
 			for _, r := range res {
 				assert.NotContains(t, r.Text, gw.Value().SecretKey)
@@ -179,7 +179,7 @@ func TestTheServerKilledFrozenAndRestarted(t *testing.T) {
 		t.Helper()
 		res := f.Put(f.Row(key(t, stage), 2, 3))
 		assert.Equal(t, driver.Fault, res[0].Status, "%s: put %v", stage, res[0])
-		assert.Equal(t, int64(s3spec.Conn), res[0].Code, "%s: put %v", stage, res[0])
+		assert.Equal(t, int64(s3gen.Conn), res[0].Code, "%s: put %v", stage, res[0])
 		dst := f.Row(ready[0].Key, 3, blockingfx.Dest)
 		res = f.Get(dst)
 		assert.Equal(t, driver.Fault, res[0].Status, "%s: get %v", stage, res[0])
@@ -295,7 +295,7 @@ func TestBackendRoundTripBetweenTwoHosts(t *testing.T) {
 		return o
 	}
 	assert.Equal(t, rows, outcome(pub.be.Publish(t.Context(), src)).InOrder)
-	assert.Equal(t, rows, outcome(sub.be.Fetch(t.Context(), dst, driver.Hint{})).InOrder)
+	assert.Equal(t, rows, outcome(sub.be.Fetch(t.Context(), dst)).InOrder)
 	for i := range src {
 		require.True(t, bytes.Equal(src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes()), "row %d", i)
 	}
@@ -476,7 +476,7 @@ func TestAnAnswerWithoutALengthIsReadToTheRowsLimit(t *testing.T) {
 	dst = f.Row(long, 1, blockingfx.Dest)
 	res = f.Get(dst)[0]
 	assert.Equal(t, driver.Fault, res.Status, "%v", res)
-	assert.Equal(t, int64(s3spec.Corrupt), res.Code, "%v", res)
+	assert.Equal(t, int64(s3gen.Corrupt), res.Code, "%v", res)
 	assert.Contains(t, res.Text, "longer than the row's", "%v", res)
 	blockingfx.Untouched(t, dst)
 }

@@ -74,7 +74,7 @@ func (m *Master) ThawPeer() {
 // it had not yet applied never lands, a get of an object in its segment
 // answers TRANSFER_FAIL at once, and after Knobs.ClientTTL the master
 // expires it and unmounts its segment (its objects are gone) (real,
-// mooncake-real.md turn 3: TRANSFER_FAIL in 1-4 ms until ~10 s, then
+// docs/mooncake-sdk.md, "Later runs": TRANSFER_FAIL in 1-4 ms until ~10 s, then
 // OBJECT_NOT_FOUND). A scatter into its segment is not modelled: it lands
 // as if the owner were alive.
 func (m *Master) KillPeer() {

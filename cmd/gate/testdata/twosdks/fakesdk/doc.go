@@ -1,0 +1,2 @@
+// Package fakesdk is twosdks' store as every build runs it.
+package fakesdk
