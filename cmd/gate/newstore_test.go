@@ -29,20 +29,23 @@ func TestAThrowawayStoreJoinsWithNoEditElsewhere(t *testing.T) {
 	}
 	dst := t.TempDir()
 	for _, f := range strings.Split(strings.TrimRight(string(files), "\x00"), "\x00") {
-		b, err := os.ReadFile(filepath.Join(root, f))
-		if os.IsNotExist(err) {
-			continue // deleted in the work tree
+		fi, err := os.Lstat(filepath.Join(root, f))
+		if os.IsNotExist(err) || (err == nil && !fi.Mode().IsRegular()) {
+			continue // deleted in the work tree, or a link to what is not the module's
 		}
 		require.NoError(t, err)
-		fi, err := os.Stat(filepath.Join(root, f))
+		b, err := os.ReadFile(filepath.Join(root, f))
 		require.NoError(t, err)
 		require.NoError(t, os.MkdirAll(filepath.Join(dst, filepath.Dir(f)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dst, f), b, fi.Mode().Perm()))
 	}
-	// What make deps fetched into the checkout is not the module's: the
-	// copy shares it, so that only the new store's step has work to do.
-	if _, err := os.Stat(filepath.Join(root, ".bin")); err == nil {
-		require.NoError(t, os.Symlink(filepath.Join(root, ".bin"), filepath.Join(dst, ".bin")))
+	// The other stores' servers are the checkout's business: their steps
+	// go from the copy, so that make deps there sets up nothing but the
+	// new store's (and fetches nothing).
+	others, err := filepath.Glob(filepath.Join(dst, "stores", "*", "deps.sh"))
+	require.NoError(t, err)
+	for _, f := range others {
+		require.NoError(t, os.Remove(f))
 	}
 
 	// The guide's steps: a spec, the store's folder with its conformance
