@@ -272,7 +272,15 @@ func credential(name string) (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("storekit: running the server as user %s needs root (the tests run as uid %d); run them as root or as %s", name, os.Getuid(), name)
 	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+	// The user's own groups, not the test process's (root's) kept.
+	var groups []uint32
+	ids, _ := u.GroupIds() // none found: the primary group alone
+	for _, id := range ids {
+		if g, err := strconv.ParseUint(id, 10, 32); err == nil {
+			groups = append(groups, uint32(g))
+		}
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: groups}, nil
 }
 
 // prepare hands the server's folder to its user and runs Spec.Init.

@@ -25,7 +25,7 @@ import (
 
 // The test binary is its own server: run with SERVERPROC_FAKE=host it
 // listens on host:port (port from its last argument) and answers each line:
-// PING with PONG, UID with its user id, CHILD with the pid of a child it
+// PING with PONG, UID with its user id, GROUPS with its groups, CHILD with the pid of a child it
 // forks (a sleeper, as PostgreSQL forks its backends); on SIGTERM it exits
 // (SERVERPROC_TERM=ignore: it ignores SIGTERM), and with
 // SERVERPROC_NEEDINIT=1 it refuses to start until SERVERPROC_FAKE=init
@@ -120,6 +120,9 @@ func fakeServer(host string) {
 				switch sc.Text() {
 				case "UID":
 					fmt.Fprintln(c, os.Getuid())
+				case "GROUPS":
+					groups, _ := os.Getgroups()
+					fmt.Fprintln(c, groups)
 				case "CHILD":
 					child := exec.Command(os.Args[0])
 					child.Env = append(os.Environ(), "SERVERPROC_FAKE=sleeper")
@@ -450,6 +453,11 @@ func TestAServerRunsAsItsUser(t *testing.T) {
 	uid, err := ask(s.Addr, "UID")
 	require.NoError(t, err)
 	assert.Equal(t, nobody.Uid, uid, "the server's uid")
+	groups, err := ask(s.Addr, "GROUPS")
+	require.NoError(t, err)
+	want, err := nobody.GroupIds()
+	require.NoError(t, err)
+	assert.ElementsMatch(t, want, strings.Fields(strings.Trim(groups, "[]")), "the server's groups are its user's, none kept from the test process")
 	b, err := os.ReadFile(filepath.Join(s.Dir, initMark))
 	require.NoError(t, err)
 	assert.Equal(t, "initialised by uid "+nobody.Uid+"\n", string(b), "Init's program ran as the server's user")
