@@ -13,8 +13,9 @@ type scaffoldFile struct{ path, body string }
 // block, an adapter on the shared lifecycle that honours cancellation, takes
 // its fault seam in Options and turns every answer (and every error the SDK
 // raises, classified into the spec's codes) into a row result through the
-// spec, a test kit in internal/STOREkit that stages through that seam, and a
-// test that runs the conformance suite.
+// spec, a test kit in internal/STOREkit that stages through that seam, a
+// test that runs the conformance suite, and the store's deps.sh, where
+// make deps finds the servers its tests need.
 func scaffold(store string) []scaffoldFile {
 	r := strings.NewReplacer("STORE", store, "SPECGO", gen.GoIdent(store))
 	return []scaffoldFile{
@@ -22,8 +23,19 @@ func scaffold(store string) []scaffoldFile {
 		{"stores/" + store + "/driver.go", r.Replace(driverTemplate)},
 		{"stores/" + store + "/conformance_test.go", r.Replace(testTemplate)},
 		{"internal/" + store + "kit/" + store + "kit.go", r.Replace(kitTemplate)},
+		{"stores/" + store + "/deps.sh", r.Replace(depsTemplate)},
 	}
 }
+
+const depsTemplate = `#!/usr/bin/env bash
+# What STORE's tests start on loopback: make deps runs this file, and
+# scripts/deps.sh says how each step runs. TODO: a step per server the
+# tests need (none yet), and a row per step in README.md's first-run
+# table (a test holds the two alike), e.g. for a server Debian packages:
+#   apt_step STORE-server STORE-server STORE-server
+set -uo pipefail
+. scripts/deps.sh
+`
 
 const specTemplate = `# Store STORE over STORE-sdk 1.0. spec/README.md documents every key.
 # Rename it after the SDK version it was read from (spec/STORE-1.0.yaml);
