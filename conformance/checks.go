@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -251,6 +252,21 @@ func checks() []Check {
 			a := h.Row(h.Key("a"), 0)
 			_, err := h.D.Put(h.Ctx, []driver.Row{a, h.Row("", 1)})
 			rejected(h.T, err, driver.RuleEmptyKey, fmt.Sprintf("put of %s and %s", h.RowName(a.Key), h.RowName("")))
+			res, _ := h.Get(driver.Hint{}, h.Row(a.Key, 3))
+			if res[0].Status == driver.Ready {
+				h.T.Errorf("get of %s: READY after the put that named it was rejected; a rejection certifies nothing was recorded", h.RowName(a.Key))
+			}
+		}},
+		{Name: "a_key_past_MaxKeyBytes_is_rejected_and_nothing_recorded", Group: Lifecycle, Run: func(h *Harness, _ Scenarios) {
+			// Every store's bound, whatever its spec says: one byte more
+			// than driver.MaxKeyBytes is refused by Put and Get alike.
+			a := h.Row(h.Key("a"), 0)
+			long := h.Key(strings.Repeat("k", driver.MaxKeyBytes/2))
+			what := fmt.Sprintf("put of %s and a key of %d bytes", h.RowName(a.Key), len(long))
+			_, err := h.D.Put(h.Ctx, []driver.Row{a, h.Row(long, 1)})
+			rejected(h.T, err, driver.RuleKeyTooLong, what)
+			_, err = h.D.Get(h.Ctx, []driver.Row{h.Row(long, 2)}, driver.Hint{})
+			rejected(h.T, err, driver.RuleKeyTooLong, fmt.Sprintf("get of a key of %d bytes", len(long)))
 			res, _ := h.Get(driver.Hint{}, h.Row(a.Key, 3))
 			if res[0].Status == driver.Ready {
 				h.T.Errorf("get of %s: READY after the put that named it was rejected; a rejection certifies nothing was recorded", h.RowName(a.Key))

@@ -431,13 +431,6 @@ func qual(name string) *jen.Statement {
 // CheckSet a spec whose Go name is, or two of a store's names that agree.
 var packageNames = []string{"Store", "Code", "Spec", "Specs", "Pick", "Calls", "Variant", "Version", "All"}
 
-// localName turns batch_get_into or io_write into batchGetInto or ioWrite:
-// goName with its first word lower case, for a name the package keeps.
-func localName(s string) string {
-	first, rest, _ := strings.Cut(strings.TrimLeft(strings.ToLower(s), "_"), "_")
-	return first + goName(rest)
-}
-
 // goName turns OBJECT_NOT_FOUND or batch_get_into into ObjectNotFound or
 // BatchGetInto. Initialisms stay upper case.
 func goName(s string) string {

@@ -39,7 +39,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"generate", "generate [-spec DIR] [-out DIR]", "write every spec's package into generated/", runGenerate},
+		{"generate", "generate [-spec DIR] [-out DIR]", "write every store's package into generated/", runGenerate},
 		{"check", "check [-spec DIR] [-out DIR]", "exit 1 naming each file of generated/ that differs from what the specs generate", runCheck},
 		{"validate", "validate [-header F -enum E] FILE...", "load and validate spec files; print every error as file:line:col", runValidateCmd},
 		{"new", "new [-root DIR] STORE", "scaffold spec/STORE.yaml, stores/STORE/driver.go and its conformance test", runNewCmd},

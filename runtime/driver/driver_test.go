@@ -192,6 +192,20 @@ func TestKeyStemRefusesBadPrefixes(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// TestKeyStemLeavesRoomForAName: a prefix is refused once no key under it
+// (prefix/v1/ and two hex digits) fits MaxKeyBytes, and admitted while the
+// shortest key fits exactly (tried: the bound off by one either way fails).
+func TestKeyStemLeavesRoomForAName(t *testing.T) {
+	room := MaxKeyBytes - len("/"+KeyVersion+"/") - 2
+	stem, err := KeyStem(strings.Repeat("a", room))
+	require.NoError(t, err)
+	k, err := stem.Key([]byte{1})
+	require.NoError(t, err)
+	assert.Len(t, k, MaxKeyBytes)
+	_, err = KeyStem(strings.Repeat("a", room+1))
+	assert.ErrorContains(t, err, "MaxKeyBytes")
+}
+
 // A key is built in one allocation, and owns its bytes: the name it was
 // built from may be reused at once.
 func TestStemKeyAllocatesOnceAndOwnsItsBytes(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 )
 
 // markerMagic and aMarker are how the driver's pending markers look: the
-// magic, then 32 hex digits.
+// magic, then a claim.Token's 32 hex digits.
 const (
 	markerMagic = "kvblob-pending:"
 	aMarker     = markerMagic + "0123456789abcdef0123456789abcdef"
