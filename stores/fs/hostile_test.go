@@ -616,7 +616,7 @@ func TestASweepsCostIsBoundedByItsBudgetWhateverTheTreesShape(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root, err := os.MkdirTemp(env.Dir, "shape-")
+			root, err := os.MkdirTemp(tree.Value().Dir, "shape-")
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = os.RemoveAll(root) })
 			tc.make(t, root)
