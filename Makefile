@@ -29,7 +29,9 @@ test: deps ## every test, with the race detector; a progress line every 30 s on 
 deps: ## install or fetch the servers the tests start, each store's stores/<store>/deps.sh (first run: minutes, README.md's First run)
 	@for f in stores/*/deps.sh; do GO="$(GO)" bash "$$f" || { echo "make deps: $$f failed"; exit 1; }; done
 
-demo: deps ## two processes move a request's KV rows through a redis-server on loopback, then clean up
+# The demo needs only redis-server, so it runs only that step.
+demo: ## two processes move a request's KV rows through a redis-server on loopback, then clean up
+	@GO="$(GO)" KVBLOB_DEPS_ONLY=redis-server bash stores/redis/deps.sh
 	$(GO) run ./cmd/demo
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2

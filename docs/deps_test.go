@@ -82,6 +82,12 @@ func TestAStoreDepsStep(t *testing.T) {
 	}
 	aptOK := script("apt-ok", `[ "$1" = install ] && printf '#!/bin/sh\n' > `+bin+`/kvblob-installed && chmod +x `+bin+`/kvblob-installed; exit 0`+"\n")
 	aptFail := script("apt-fail", "exit 100\n")
+	// Another process holds the package lock: for the first two calls, or
+	// for good.
+	lockMsg := "echo 'E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242 (apt-get)' >&2; exit 100"
+	aptLockedTwice := script("apt-locked-twice", `n=$(cat `+tmp+`/tries 2>/dev/null || echo 0); echo $((n+1)) > `+tmp+`/tries; [ "$n" -lt 2 ] && { `+lockMsg+`; }
+[ "$1" = install ] && printf '#!/bin/sh\n' > `+bin+`/kvblob-waited && chmod +x `+bin+`/kvblob-waited; exit 0`+"\n")
+	aptLocked := script("apt-locked", lockMsg+"\n")
 	goFake := script("go", `case "$1" in env) [ "$2" = GOPATH ] && echo `+tmp+`/gopath ;; install) i=0; while [ $i -lt 120 ]; do echo example.com/pkg$i; i=$((i+1)); done ;; esac`+"\n")
 	asRoot := os.Geteuid() == 0
 	for _, c := range []struct {
@@ -97,6 +103,16 @@ func TestAStoreDepsStep(t *testing.T) {
 		{"cannot be installed, under CI", "apt_step nope pkg kvblob-nope", aptFail, "true", 1,
 			[]string{"make deps: nope: apt-get update and install Debian's pkg (about 10 s)", "make deps: nope: apt-get install pkg failed; its tests will skip",
 				"make deps: nope: CI=true: failing, since the tests would only skip"}},
+		{"the package lock is held, then released", "apt_step wait kvblob-waited kvblob-waited", aptLockedTwice, "", 0,
+			[]string{"make deps: wait: apt-get update and install Debian's kvblob-waited (about 10 s)",
+				"make deps: wait: another process holds Debian's package lock; waiting for it (at most 3 s, 0 s so far)",
+				"make deps: wait: installed"}},
+		{"the package lock stays held", "apt_step held pkg kvblob-held", aptLocked, "", 0,
+			[]string{"make deps: held: apt-get update and install Debian's pkg (about 10 s)",
+				"make deps: held: another process holds Debian's package lock; waiting for it (at most 3 s, 0 s so far)",
+				"make deps: held: another process held Debian's package lock for 3 s; its tests will skip (retry: make deps)"}},
+		{"left out by KVBLOB_DEPS_ONLY", "KVBLOB_DEPS_ONLY='a b' apt_step nope pkg kvblob-nope; KVBLOB_DEPS_ONLY='a nope' fetch_step nope /nonexistent 'a thing' false", aptFail, "", 0,
+			[]string{"make deps: nope: fetching a thing", "make deps: nope: could not fetch (retry: false); its tests will skip"}},
 		{"go install", "go_step gw example.com/gw@v1 kvblob-gw", aptFail, "", 0,
 			[]string{"make deps: gw: go install example.com/gw@v1: downloads its modules and compiles its packages; that can take minutes, a line every 50 packages compiled",
 				"make deps: gw: 50 packages compiled", "make deps: gw: 100 packages compiled", "make deps: gw: installed (in go env GOBIN, or GOPATH/bin)"}},
@@ -108,7 +124,8 @@ func TestAStoreDepsStep(t *testing.T) {
 			}
 			cmd := exec.Command("bash", "-c", ". scripts/deps.sh; "+c.step)
 			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "PATH="+bin+":/usr/bin:/bin", "GO="+goFake, "KVBLOB_APT_GET="+c.apt, "CI="+c.ci)
+			cmd.Env = append(os.Environ(), "PATH="+bin+":/usr/bin:/bin", "GO="+goFake, "KVBLOB_APT_GET="+c.apt, "CI="+c.ci,
+				"KVBLOB_APT_LOCK_WAIT=3", "KVBLOB_APT_LOCK_POLL=1")
 			out, err := cmd.Output()
 			code := 0
 			if err != nil {
