@@ -225,8 +225,8 @@ func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unreg
 // return, so no operation is ever unprovable.
 func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil) }
 
-// Close closes the driver, and its descriptor of the root, once a drain
-// returned true and every region is unregistered.
+// Close closes the driver, and its descriptor of the root, once every
+// call ended and every region is unregistered (driverkit.Lifecycle.Close).
 func (d *Driver) Close() error { return d.life.Close(d.tree.root.Close) }
 
 // Put publishes each row: claim, write, publish, release; up to
