@@ -35,6 +35,7 @@ const (
 )
 
 type s3w struct {
+	env    *s3kit.Env
 	k      *s3kit.Driver
 	proxy  *wirefault.Proxy
 	region *hostmem.Region
@@ -44,7 +45,8 @@ type s3w struct {
 
 func newS3w(t *testing.T, set func(*s3.Options)) *s3w {
 	t.Helper()
-	f := &s3w{}
+	env := gw.Need(t)
+	f := &s3w{env: env}
 	var err error
 	f.proxy, err = wirefault.Start(strings.TrimPrefix(env.Endpoint, "https://"))
 	require.NoError(t, err)
@@ -192,7 +194,7 @@ func large(o *s3.Options) { o.MultipartBytes = 1 }
 // the kit cannot mount one).
 func full(run func(t *testing.T, f *s3w) witness.Observed) func(t *testing.T, f *s3w) witness.Observed {
 	return func(t *testing.T, f *s3w) witness.Observed {
-		if !env.Tmpfs {
+		if !f.env.Tmpfs {
 			t.Skip(s3kit.NoMount)
 		}
 		require.NoError(t, f.k.Fill())
@@ -345,7 +347,7 @@ func TestWitness(t *testing.T) {
 		ids = append(ids, w.rule)
 	}
 	require.NoError(t, witness.Covered(specs, stem, ids, s3Unreached))
-	need(t)
+	gw.Need(t)
 	for _, w := range s3Witnesses {
 		rule, err := witness.Find(specs, stem, w.rule)
 		require.NoError(t, err)
