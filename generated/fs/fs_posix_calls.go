@@ -13,13 +13,13 @@ import (
 // rules.CallRule.Map.
 func callsFsPosix() Calls {
 	return Calls{
-		// spec/fs-posix.yaml:138:3: claim (access: it touches no memory).
+		// spec/fs-posix.yaml:143:3: claim (access: it touches no memory).
 		// The call open the key's directory beneath the root, making it (no link followed), then openat(<file>.pending, O_CREAT|O_EXCL|O_NOFOLLOW), taking over a marker whose TTL passed.
 		Claim: rules.NewCodeCall(&rules.CallRule{
 			Call:   "claim",
 			Access: rules.AccessNone,
 			Codes: map[int64]rules.Meaning{
-				// spec/fs-posix.yaml:145:7
+				// spec/fs-posix.yaml:150:7
 				// The marker is this writer's: go on to write.
 				int64(OK): {
 					Mapping: rules.Mapping{
@@ -27,28 +27,28 @@ func callsFsPosix() Calls {
 						Written:  rules.WrittenNo,
 					},
 				},
-				// spec/fs-posix.yaml:146:7
+				// spec/fs-posix.yaml:151:7
 				int64(Eexist): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.NotReady},
 						Written: rules.WrittenNo,
 					},
 				},
-				// spec/fs-posix.yaml:147:7
+				// spec/fs-posix.yaml:152:7
 				int64(Enospc): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Declined},
 						Written: rules.WrittenNo,
 					},
 				},
-				// spec/fs-posix.yaml:148:7
+				// spec/fs-posix.yaml:153:7
 				int64(Edquot): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Declined},
 						Written: rules.WrittenNo,
 					},
 				},
-				// spec/fs-posix.yaml:149:7
+				// spec/fs-posix.yaml:154:7
 				int64(Eloop): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Fault},
@@ -57,7 +57,7 @@ func callsFsPosix() Calls {
 					Text: "a symbolic link sits on the key's path under the root; the driver follows none",
 				},
 			},
-			// spec/fs-posix.yaml:153:16
+			// spec/fs-posix.yaml:158:16
 			Otherwise: rules.Meaning{
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -66,13 +66,13 @@ func callsFsPosix() Calls {
 			},
 			CodeName: codeName,
 		}),
-		// spec/fs-posix.yaml:155:3: write (access: on_return).
+		// spec/fs-posix.yaml:160:3: write (access: on_return).
 		// The call create <file>.tmp-<random>, write the span and the trailer, fsync, close; write(2) copies out of the slot before it returns.
 		Write: rules.NewCodeCall(&rules.CallRule{
 			Call:   "write",
 			Access: rules.AccessOnReturn,
 			Codes: map[int64]rules.Meaning{
-				// spec/fs-posix.yaml:163:7
+				// spec/fs-posix.yaml:168:7
 				// The temporary file holds the row: go on to publish it.
 				int64(OK): {
 					Mapping: rules.Mapping{
@@ -80,14 +80,14 @@ func callsFsPosix() Calls {
 						Written:  rules.WrittenNo,
 					},
 				},
-				// spec/fs-posix.yaml:164:7
+				// spec/fs-posix.yaml:169:7
 				int64(Enospc): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Declined},
 						Written: rules.WrittenNo,
 					},
 				},
-				// spec/fs-posix.yaml:165:7
+				// spec/fs-posix.yaml:170:7
 				int64(Edquot): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Declined},
@@ -95,7 +95,7 @@ func callsFsPosix() Calls {
 					},
 				},
 			},
-			// spec/fs-posix.yaml:166:16
+			// spec/fs-posix.yaml:171:16
 			Otherwise: rules.Meaning{
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -104,34 +104,34 @@ func callsFsPosix() Calls {
 			},
 			CodeName: codeName,
 		}),
-		// spec/fs-posix.yaml:168:3: publish (access: it touches no memory).
+		// spec/fs-posix.yaml:173:3: publish (access: it touches no memory).
 		// The call rename the temporary file over <file>, then fsync the directory.
 		Publish: rules.NewCodeCall(&rules.CallRule{
 			Call:   "publish",
 			Access: rules.AccessNone,
 			Codes: map[int64]rules.Meaning{
-				// spec/fs-posix.yaml:174:7
+				// spec/fs-posix.yaml:179:7
 				int64(OK): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Ready},
 						Written: rules.WrittenNo,
 					},
 				},
-				// spec/fs-posix.yaml:175:7
+				// spec/fs-posix.yaml:180:7
 				int64(Enospc): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Declined},
 						Written: rules.WrittenNo,
 					},
 				},
-				// spec/fs-posix.yaml:176:7
+				// spec/fs-posix.yaml:181:7
 				int64(Edquot): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Declined},
 						Written: rules.WrittenNo,
 					},
 				},
-				// spec/fs-posix.yaml:177:7
+				// spec/fs-posix.yaml:182:7
 				int64(Eisdir): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Fault},
@@ -140,7 +140,7 @@ func callsFsPosix() Calls {
 					Text: "a directory sits at the object's path",
 				},
 			},
-			// spec/fs-posix.yaml:181:16
+			// spec/fs-posix.yaml:186:16
 			Otherwise: rules.Meaning{
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -149,13 +149,13 @@ func callsFsPosix() Calls {
 			},
 			CodeName: codeName,
 		}),
-		// spec/fs-posix.yaml:183:3: release (access: it touches no memory).
+		// spec/fs-posix.yaml:188:3: release (access: it touches no memory).
 		// The call remove this writer's marker (and its temporary file after a failure); a marker left behind expires after its TTL.
 		Release: rules.NewCodeCall(&rules.CallRule{
 			Call:   "release",
 			Access: rules.AccessNone,
 			Codes: map[int64]rules.Meaning{
-				// spec/fs-posix.yaml:190:7
+				// spec/fs-posix.yaml:195:7
 				int64(OK): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Ready},
@@ -163,7 +163,7 @@ func callsFsPosix() Calls {
 					},
 				},
 			},
-			// spec/fs-posix.yaml:191:16
+			// spec/fs-posix.yaml:196:16
 			Otherwise: rules.Meaning{
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -172,13 +172,13 @@ func callsFsPosix() Calls {
 			},
 			CodeName: codeName,
 		}),
-		// spec/fs-posix.yaml:193:3: open (access: it touches no memory).
+		// spec/fs-posix.yaml:198:3: open (access: it touches no memory).
 		// The call openat2 <file> beneath the root O_NONBLOCK|O_NOFOLLOW|O_NOATIME (without O_NOATIME for another user's file), fstat (a file longer than the row with its tag and trailer is CORRUPT, unread); a file of a whole row's size answers the row's length, its tail left to read; any other: pread its tail and check the trailer there (and that it is keyed, with a row key); answers the payload's length, the destination untouched.
 		Open: rules.NewSizeCall(&rules.CallRule{
 			Call:   "open",
 			Access: rules.AccessNone,
 			Sized:  true,
-			// spec/fs-posix.yaml:200:12
+			// spec/fs-posix.yaml:205:12
 			// The object's payload is the row's length (by its trailer, or by a
 			// file of a whole row's size, whose tail read checks): go on to read it.
 			Whole: rules.Meaning{
@@ -187,7 +187,7 @@ func callsFsPosix() Calls {
 					Written:  rules.WrittenNo,
 				},
 			},
-			// spec/fs-posix.yaml:202:7
+			// spec/fs-posix.yaml:207:7
 			Short: rules.Meaning{
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -196,35 +196,35 @@ func callsFsPosix() Calls {
 				Text: "the object's payload length differs from the row; the destination is untouched",
 			},
 			Codes: map[int64]rules.Meaning{
-				// spec/fs-posix.yaml:207:7
+				// spec/fs-posix.yaml:212:7
 				int64(Enoent): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Miss},
 						Written: rules.WrittenNo,
 					},
 				},
-				// spec/fs-posix.yaml:208:7
+				// spec/fs-posix.yaml:213:7
 				int64(Pending): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.NotReady},
 						Written: rules.WrittenNo,
 					},
 				},
-				// spec/fs-posix.yaml:209:7
+				// spec/fs-posix.yaml:214:7
 				int64(Corrupt): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Fault},
 						Written: rules.WrittenNo,
 					},
 				},
-				// spec/fs-posix.yaml:210:7
+				// spec/fs-posix.yaml:215:7
 				int64(Eisdir): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Fault},
 						Written: rules.WrittenNo,
 					},
 				},
-				// spec/fs-posix.yaml:211:7
+				// spec/fs-posix.yaml:216:7
 				int64(Eloop): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Fault},
@@ -232,7 +232,7 @@ func callsFsPosix() Calls {
 					},
 					Text: "a symbolic link sits on the key's path under the root; the driver follows none",
 				},
-				// spec/fs-posix.yaml:216:7
+				// spec/fs-posix.yaml:221:7
 				int64(Eio): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Fault},
@@ -240,7 +240,7 @@ func callsFsPosix() Calls {
 					},
 				},
 			},
-			// spec/fs-posix.yaml:217:16
+			// spec/fs-posix.yaml:222:16
 			Otherwise: rules.Meaning{
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},
@@ -249,20 +249,20 @@ func callsFsPosix() Calls {
 			},
 			CodeName: codeName,
 		}),
-		// spec/fs-posix.yaml:219:3: read (access: on_return).
+		// spec/fs-posix.yaml:224:3: read (access: on_return).
 		// The call pread the payload straight into the slot a piece at a time, each piece fed to the trailer's CRC32 (and tag) while in cache, the last with the tail in one preadv when open left it (then its trailer is checked first); answers the bytes read once every check passed.
 		Read: rules.NewSizeCall(&rules.CallRule{
 			Call:   "read",
 			Access: rules.AccessOnReturn,
 			Sized:  true,
-			// spec/fs-posix.yaml:225:12
+			// spec/fs-posix.yaml:230:12
 			Whole: rules.Meaning{
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Ready},
 					Written: rules.WrittenYes,
 				},
 			},
-			// spec/fs-posix.yaml:229:7
+			// spec/fs-posix.yaml:234:7
 			// The file ended before the payload its trailer states: it shrank
 			// between open's fstat and the read (replaced in place, or truncated).
 			Short: rules.Meaning{
@@ -273,7 +273,7 @@ func callsFsPosix() Calls {
 				Text: "the object's file ended before its payload did; the destination holds part of it",
 			},
 			Codes: map[int64]rules.Meaning{
-				// spec/fs-posix.yaml:237:7
+				// spec/fs-posix.yaml:242:7
 				// A file of a whole row's size whose tail, read with the payload's
 				// last piece, is no trailer of the row for this key (its magic,
 				// version, name digest, length, or with a row key no tag): what open
@@ -285,7 +285,7 @@ func callsFsPosix() Calls {
 					},
 					Text: "the object's trailer, read with its payload, is not the row's for this key; the destination holds bytes that are not the row",
 				},
-				// spec/fs-posix.yaml:242:7
+				// spec/fs-posix.yaml:247:7
 				int64(Mismatch): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Fault},
@@ -293,7 +293,7 @@ func callsFsPosix() Calls {
 					},
 					Text: "the payload read into the destination fails its trailer's CRC32 or tag; the destination holds bytes that are not the row",
 				},
-				// spec/fs-posix.yaml:247:7
+				// spec/fs-posix.yaml:252:7
 				int64(Eio): {
 					Mapping: rules.Mapping{
 						Result:  driver.Result{Status: driver.Fault},
@@ -301,7 +301,7 @@ func callsFsPosix() Calls {
 					},
 				},
 			},
-			// spec/fs-posix.yaml:248:16
+			// spec/fs-posix.yaml:253:16
 			Otherwise: rules.Meaning{
 				Mapping: rules.Mapping{
 					Result:  driver.Result{Status: driver.Fault},

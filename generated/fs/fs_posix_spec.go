@@ -52,10 +52,14 @@ import (
 // Publishing is atomic by rename, and another writer is seen by a marker:
 //  1. claim: make the key's directories that are missing (fsyncing each new
 //     one's parent, so it survives a crash), then create <file>.pending
-//     with O_CREAT|O_EXCL (exclusive on NFSv3+,
-//     Lustre, CephFS). A marker already there whose mtime + TTL has passed
-//     (by the driver's clock) belongs to a dead writer: it is renamed aside,
-//     removed, and the create is tried once more. A marker whose mtime is
+//     with O_CREAT|O_EXCL (exclusive on NFSv3+, Lustre, CephFS) and write
+//     a new random token into it (runtime/claim): the claim's identity,
+//     which no filesystem reuses as it may reuse a freed inode's number.
+//     A marker already there whose mtime + TTL has passed (by the driver's
+//     clock) belongs to a dead writer: its token is read, it is renamed
+//     aside, and it is removed only if what moved holds that token and is
+//     still dead (else it is put back: another writer's fresh marker), and
+//     the create is tried once more. A marker whose mtime is
 //     more than MaxClockSkew (default 10 s) ahead of the driver's clock is
 //     expired at once: no sane clock dated it, and it must not hold its key
 //     for as long as it says. A link at the marker's path is ELOOP.
@@ -65,7 +69,8 @@ import (
 //     returns, so the call's access to the caller's memory ends on return.
 //  3. publish: rename the temporary file over <file>, then fsync the
 //     directory, so a reader on any host sees no object or the whole one.
-//  4. release: remove the marker (and, after a failure, the temporary file).
+//  4. release: remove the marker while it holds this writer's token (and,
+//     after a failure, the temporary file).
 //
 // A put of a key that already holds an object writes it again: its READY is
 // for the bytes it wrote. Two writers that both took an expired marker both
@@ -130,7 +135,7 @@ func buildFsPosix() *Spec {
 			Capabilities: driver.Capabilities{
 				AbsentIsMiss: true,
 			},
-			// spec/fs-posix.yaml:251:3: empty_key, repeated_key, multi_span, span_outside_registration, hint, device_region, key_format.
+			// spec/fs-posix.yaml:256:3: empty_key, repeated_key, multi_span, span_outside_registration, hint, device_region, key_format.
 			Admission: rules.Admission{
 				Keys: rules.KeyRule{
 					WellFormed: true,

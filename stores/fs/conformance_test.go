@@ -14,13 +14,13 @@ import (
 // (a tmpfs when run as root, so that a full filesystem is real).
 func TestConformance(t *testing.T) {
 	where := "tmpfs"
-	if !env.Tmpfs {
+	if !tree.Value().Tmpfs {
 		where = "temp dir; " + fskit.NoMount
 	}
 	for _, v := range fscases.All() {
 		conformance.Run(t, conformance.Suite{
 			Name: v.Name, SDK: v.Spec.SDKName + " file I/O, " + v.Spec.SDKVersions[0] + " (" + where + ")",
-			Factory: fskit.Factory(env), Scenarios: fskit.Scenarios(), SkipReasons: fskit.SkipReasons,
+			Factory: fskit.Factory(tree.Value()), Scenarios: fskit.Scenarios(), SkipReasons: fskit.SkipReasons,
 			Cases: v.Cases, Stage: fskit.Stage, SDKChecks: fskit.SDKChecks(), Integrity: integrity,
 		})
 	}

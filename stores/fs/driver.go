@@ -19,13 +19,16 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	fsgen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/runtime/claim"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
+	"github.com/kvblob/kvblob/runtime/sweep"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
@@ -137,6 +140,9 @@ type Driver struct {
 	fileMode, dirMode uint32
 	exact             bool
 	piece             int // readPiece; tests make it smaller than their rows
+	// sweepMu serializes sweeps; sweepAt is where the last one stopped.
+	sweepMu sync.Mutex
+	sweepAt sweep.Cursor
 	// markerAttempt, set only by tests (export_test.go), is called before
 	// each exclusive create of a marker with the attempt's number: the one
 	// place a test can plant what another writer would have made between a
@@ -219,8 +225,8 @@ func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unreg
 // return, so no operation is ever unprovable.
 func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil) }
 
-// Close closes the driver, and its descriptor of the root, once a drain
-// returned true and every region is unregistered.
+// Close closes the driver, and its descriptor of the root, once every
+// call ended and every region is unregistered (driverkit.Lifecycle.Close).
 func (d *Driver) Close() error { return d.life.Close(d.tree.root.Close) }
 
 // Put publishes each row: claim, write, publish, release; up to
@@ -342,73 +348,134 @@ func (d *Driver) expired(mtime, now time.Time) bool {
 }
 
 // claim opens the key's directory beneath the root (making it), then
-// creates the key's marker exclusively, taking over one whose TTL has
-// passed. It returns the directory (to close once the put is done) and the
-// marker it created, so release removes only its own.
-func (d *Driver) claim(p paths, key string) (int, fsgen.Code, fileStat, error) {
+// creates the key's marker exclusively, holding a new claim.Token, taking
+// over one whose TTL has passed. It returns the directory (to close once
+// the put is done) and the token it wrote, so release removes only its own
+// marker.
+func (d *Driver) claim(p paths, key string) (int, fsgen.Code, claim.Token, error) {
 	if code, staged, err := d.seam("claim", key); staged {
-		return -1, code, fileStat{}, err
+		return -1, code, claim.Token{}, err
 	}
 	dir, err := d.tree.openDir(p.rel, true, d.dirMode)
 	if err != nil {
-		return -1, classify(err), fileStat{}, err
+		return -1, classify(err), claim.Token{}, err
 	}
-	code, mine, err := d.createMarker(dir, p)
+	mine := claim.New()
+	code, err := d.createMarker(dir, p, mine)
 	if code != fsgen.OK {
 		_ = unix.Close(dir)
-		return -1, code, fileStat{}, err
+		return -1, code, claim.Token{}, err
 	}
 	return dir, fsgen.OK, mine, nil
 }
 
-func (d *Driver) createMarker(dir int, p paths) (fsgen.Code, fileStat, error) {
+// createMarker makes the key's marker holding mine, or takes a dead
+// writer's over once (the claim package's rules): it reads the old
+// marker's token and judges it by its mtime, moves it aside, reads what it
+// moved, and removes it only when that is the marker it judged dead (the
+// same token, still dead). A fresh marker another writer made in between
+// holds another token, whatever inode number the filesystem reused for
+// it: it goes back under its name (or, when yet another marker holds the
+// name by then, stays aside for the sweep), and the put is NOT_READY.
+func (d *Driver) createMarker(dir int, p paths, mine claim.Token) (fsgen.Code, error) {
 	for attempt := 0; ; attempt++ {
 		if d.markerAttempt != nil {
 			d.markerAttempt(attempt)
 		}
 		fd, err := d.create(dir, p.markerName)
 		if err == nil {
-			st, serr := fstat(fd)
+			var buf [claim.TextLen]byte
+			err = writeFull(fd, mine.AppendText(buf[:0]))
 			_ = unix.Close(fd)
-			if serr != nil {
-				return classify(serr), fileStat{}, &os.PathError{Op: "fstat", Path: p.marker(), Err: serr}
+			if err != nil {
+				_ = unix.Unlinkat(dir, p.markerName, 0)
+				return classify(err), &os.PathError{Op: "write", Path: p.marker(), Err: err}
 			}
-			return fsgen.OK, st, nil
+			return fsgen.OK, nil
 		}
 		if !errors.Is(err, unix.EEXIST) || attempt > 0 {
-			return classify(err), fileStat{}, &os.PathError{Op: "create", Path: p.marker(), Err: err}
+			return classify(err), &os.PathError{Op: "create", Path: p.marker(), Err: err}
 		}
-		old, serr := lstatAt(dir, p.markerName)
+		old, err := d.seeMarker(dir, p.markerName, true)
 		switch {
-		case errors.Is(serr, unix.ENOENT): // released meanwhile: try once more
+		case errors.Is(err, unix.ENOENT): // released meanwhile: try once more
 			continue
-		case serr != nil:
-			return classify(serr), fileStat{}, &os.PathError{Op: "lstat", Path: p.marker(), Err: serr}
-		case old.mode == unix.S_IFLNK:
-			return fsgen.Eloop, fileStat{}, fmt.Errorf("%s is a symbolic link, not a marker; the driver follows none under its root: %w", p.marker(), unix.ELOOP)
-		case !old.regular():
-			return fsgen.Err, fileStat{}, fmt.Errorf("%s is not a regular file, so not a marker (mode %o)", p.marker(), old.mode)
-		case !d.expired(old.mtime, d.opt.Now()):
-			return fsgen.Eexist, fileStat{}, fmt.Errorf("marker %s is live until %v", p.marker(), old.mtime.Add(d.opt.MarkerTTL))
+		case errors.Is(err, unix.ELOOP):
+			return fsgen.Eloop, fmt.Errorf("%s is a symbolic link, not a marker; the driver follows none under its root: %w", p.marker(), err)
+		case err != nil:
+			return classify(err), &os.PathError{Op: "open", Path: p.marker(), Err: err}
+		case !old.Dead:
+			return fsgen.Eexist, fmt.Errorf("marker %s is another writer's, live until its TTL (%v) has passed", p.marker(), d.opt.MarkerTTL)
 		}
 		// A dead writer's marker: move it aside, and put it back if what
-		// moved was a fresh marker another writer made in between.
+		// moved is not the marker judged dead.
 		aside := p.markerName + asideInfix + token()
 		if err := unix.Renameat(dir, p.markerName, dir, aside); err != nil {
 			continue // another writer took it over first
 		}
-		if moved, err := lstatAt(dir, aside); err == nil && !moved.same(old) {
-			_ = unix.Linkat(dir, aside, dir, p.markerName, 0)
-			_ = unix.Unlinkat(dir, aside, 0)
-			return fsgen.Eexist, fileStat{}, fmt.Errorf("marker %s was taken over by another writer", p.marker())
+		if moved, err := d.seeMarker(dir, aside, true); err != nil || !claim.Judged(old).Is(moved) {
+			if unix.Linkat(dir, aside, dir, p.markerName, 0) == nil {
+				_ = unix.Unlinkat(dir, aside, 0)
+			} // else another marker holds the name: this one stays aside, for the sweep
+			return fsgen.Eexist, fmt.Errorf("marker %s was taken over by another writer", p.marker())
 		}
 		_ = unix.Unlinkat(dir, aside, 0)
 	}
 }
 
+// seeMarker reads the marker name in dir: its token (zero when it holds
+// none) and, with judge, whether it is dead by its mtime, judged once the
+// marker is closed. A link there is ELOOP, a FIFO cannot block it
+// (O_NONBLOCK), and anything but a regular file is no marker (an error
+// naming it).
+func (d *Driver) seeMarker(dir int, name string, judge bool) (claim.Seen, error) {
+	tok, mtime, err := readMarker(dir, name)
+	if err != nil {
+		return claim.Seen{}, err
+	}
+	return claim.Seen{Token: tok, Dead: judge && d.expired(mtime, d.opt.Now())}, nil
+}
+
+// readMarker is seeMarker's read: the marker's token and mtime.
+func readMarker(dir int, name string) (claim.Token, time.Time, error) {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return claim.Token{}, time.Time{}, err
+	}
+	defer unix.Close(fd)
+	st, err := fstat(fd)
+	if err != nil {
+		return claim.Token{}, time.Time{}, err
+	}
+	if !st.regular() {
+		return claim.Token{}, time.Time{}, fmt.Errorf("not a regular file, so not a marker (mode %o)", st.mode)
+	}
+	var buf [claim.TextLen + 1]byte // one byte more: a longer file is no token
+	n, err := preadFull(fd, buf[:], 0)
+	return claim.Parse(buf[:n]), st.mtime, err
+}
+
+// writeFull writes b to fd whole.
+func writeFull(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
 // create makes name in dir exclusively (O_EXCL: never through a link), with
 // the driver's file mode, set exactly when it is not the private default.
 func (d *Driver) create(dir int, name string) (int, error) {
+	if e, _ := fault("openat", name); e != 0 {
+		return -1, e
+	}
 	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, d.fileMode)
 	if err == nil && d.exact {
 		if err = unix.Fchmod(fd, d.fileMode); err != nil {
@@ -419,10 +486,11 @@ func (d *Driver) create(dir int, name string) (int, error) {
 	return fd, err
 }
 
-// release removes the marker this writer created (not one that replaced it
-// after its TTL ran out). A marker it cannot remove expires.
-func (d *Driver) release(dir int, p paths, mine fileStat) {
-	if st, err := lstatAt(dir, p.markerName); err == nil && st.same(mine) {
+// release removes the marker while it holds this writer's token (not one
+// that replaced it after its TTL ran out, whatever inode it has). A marker
+// it cannot remove expires.
+func (d *Driver) release(dir int, p paths, mine claim.Token) {
+	if seen, err := d.seeMarker(dir, p.markerName, false); err == nil && seen.Token == mine {
 		_ = unix.Unlinkat(dir, p.markerName, 0)
 	}
 }
@@ -439,9 +507,9 @@ func (d *Driver) write(dir int, p paths, key string, payload []byte) (string, fs
 		return "", classify(err), &os.PathError{Op: "create", Path: filepath.Join(p.dir(), tmp), Err: err}
 	}
 	f := os.NewFile(uintptr(fd), filepath.Join(p.dir(), tmp))
-	_, err = f.Write(payload)
+	err = writeAll(fd, tmp, payload)
 	if err == nil {
-		_, err = f.Write(d.opt.Integrity.Append(nil, key, payload))
+		err = writeAll(fd, tmp, d.opt.Integrity.Append(nil, key, payload))
 	}
 	if err == nil {
 		d.trace(EventWrite, p, tmp, "")
@@ -460,6 +528,9 @@ func (d *Driver) write(dir int, p paths, key string, payload []byte) (string, fs
 // fsync fsyncs fd, p's file name (or p's directory, for EventSyncDir), and
 // tells Options.Trace once it succeeded.
 func (d *Driver) fsync(fd int, op EventOp, p paths, name string) error {
+	if e, _ := fault("fsync", name); e != 0 {
+		return e
+	}
 	err := unix.Fsync(fd)
 	if err == nil {
 		d.trace(op, p, name, "")
@@ -499,7 +570,13 @@ func (d *Driver) publish(dir int, p paths, tmp, key string) (fsgen.Code, error) 
 	}
 	// renameat(2) replaces whatever is at the object's name, a link
 	// included, and follows none.
-	if err := unix.Renameat(dir, tmp, dir, p.name); err != nil {
+	var err error
+	if e, _ := fault("renameat", p.name); e != 0 {
+		err = e
+	} else {
+		err = unix.Renameat(dir, tmp, dir, p.name)
+	}
+	if err != nil {
 		d.remove(dir, p, tmp)
 		return classify(err), &os.LinkError{Op: "rename", Old: filepath.Join(p.dir(), tmp), New: p.file(), Err: err}
 	}
@@ -680,9 +757,9 @@ func (d *Driver) read(fd int, p paths, key string, o opened, dst []byte) (int64,
 // file's read is short only at its end), else the rest of each with
 // preadFull. It answers how much of each it filled.
 func preadvFull(fd int, piece, tail []byte, off int64) (n, t int, err error) {
-	m, err := unix.Preadv(fd, [][]byte{piece, tail}, off)
+	m, err := preadv(fd, piece, tail, off)
 	for errors.Is(err, unix.EINTR) {
-		m, err = unix.Preadv(fd, [][]byte{piece, tail}, off)
+		m, err = preadv(fd, piece, tail, off)
 	}
 	if err != nil {
 		return 0, 0, err
@@ -706,7 +783,7 @@ func preadvFull(fd int, piece, tail []byte, off int64) (n, t int, err error) {
 func preadFull(fd int, b []byte, off int64) (int, error) {
 	n := 0
 	for n < len(b) {
-		m, err := unix.Pread(fd, b[n:], off+int64(n))
+		m, err := pread(fd, b[n:], off+int64(n))
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue
@@ -732,4 +809,26 @@ func (d *Driver) markerLive(p paths) bool {
 	defer unix.Close(dir)
 	st, err := lstatAt(dir, p.markerName)
 	return err == nil && st.regular() && !d.expired(st.mtime, d.opt.Now())
+}
+
+// pread is pread(2), through sysFault.
+func pread(fd int, b []byte, off int64) (int, error) {
+	e, limit := fault("pread", "")
+	if e != 0 {
+		return 0, e
+	}
+	return unix.Pread(fd, limitTo(b, limit), off)
+}
+
+// preadv is preadv(2) of piece then tail, through sysFault (a limit cuts
+// piece; tail is then not read).
+func preadv(fd int, piece, tail []byte, off int64) (int, error) {
+	e, limit := fault("preadv", "")
+	switch {
+	case e != 0:
+		return 0, e
+	case limit != 0:
+		return unix.Pread(fd, limitTo(piece, limit), off)
+	}
+	return unix.Preadv(fd, [][]byte{piece, tail}, off)
 }

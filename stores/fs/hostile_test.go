@@ -380,8 +380,8 @@ func TestATempFileOfAKilledWriterIsSwept(t *testing.T) {
 }
 
 // TestASweepLooksAtNoMoreThanItsBudget: each sweep reads at most budget
-// directory entries, and repeated sweeps (each starting a directory at a
-// random entry) remove every dead file, even where objects the sweep keeps
+// directory entries, and repeated sweeps (each continuing from where the
+// last stopped) remove every dead file, even where objects the sweep keeps
 // come first in the directory's order.
 func TestASweepLooksAtNoMoreThanItsBudget(t *testing.T) {
 	f := newFx(t)
@@ -428,7 +428,7 @@ func TestFilesArePrivateByDefault(t *testing.T) {
 	// set exactly too, whatever the umask (tried: chmod'ing only when those
 	// bits are not exactly 0o001 leaves the umask's 0o700).
 	t.Run("traversable by others", func(t *testing.T) {
-		root, err := os.MkdirTemp(env.Dir, "traverse-")
+		root, err := os.MkdirTemp(tree.Value().Dir, "traverse-")
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = os.RemoveAll(root) })
 		old := syscall.Umask(0o077)
@@ -450,7 +450,7 @@ func TestFilesArePrivateByDefault(t *testing.T) {
 			t.Skip("giving the root another group needs root")
 		}
 		const gid = 4242
-		root, err := os.MkdirTemp(env.Dir, "shared-")
+		root, err := os.MkdirTemp(tree.Value().Dir, "shared-")
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = os.RemoveAll(root) })
 		require.NoError(t, os.Chown(root, -1, gid))
@@ -571,6 +571,77 @@ func TestAGetLeavesTheAccessTimeAndReadsAnotherUsersFileAnyway(t *testing.T) {
 			assert.Equal(t, driver.Ready, res.Status, "%v", res)
 			assert.Equal(t, f.Region.Slot(0).Bytes(), dst.Spans[0].Bytes())
 			assert.Equal(t, walks, fs.Walks(f.kit.Driver), "an EPERM for O_NOATIME changed how the driver resolves")
+		})
+	}
+}
+
+// TestASweepsCostIsBoundedByItsBudgetWhateverTheTreesShape: a neighbour
+// who can write the root makes one directory of 20,000 names, or a chain
+// of directories 3,000 deep. A sweep's memory and descriptors are bounded
+// by its budget and SweepDepth, not by that shape: a sweep of budget 16
+// over the wide directory, and one of the default budget down the chain
+// with the process's descriptors limited to 64 more than it holds, each
+// allocate under 512 KiB and fail nothing. A sweep that read a whole
+// directory before it counted an entry allocated megabytes for the wide
+// one; one that held a descriptor and a path per level allocated
+// megabytes down the chain (its paths grow with the square of the depth)
+// and ran out of descriptors.
+func TestASweepsCostIsBoundedByItsBudgetWhateverTheTreesShape(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		budget int
+		make   func(t *testing.T, root string)
+	}{
+		{"a wide directory", 16, func(t *testing.T, root string) {
+			dir := filepath.Join(root, "wide")
+			require.NoError(t, os.Mkdir(dir, 0o700))
+			fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+			require.NoError(t, err)
+			defer unix.Close(fd)
+			for i := range 20_000 {
+				require.NoError(t, unix.Mknodat(fd, fmt.Sprintf("%064x.tmp-%d", i, i), unix.S_IFREG|0o600, 0))
+			}
+		}},
+		{"a deep chain", fs.DefaultSweepBudget, func(t *testing.T, root string) {
+			fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+			require.NoError(t, err)
+			for range 3_000 {
+				require.NoError(t, unix.Mkdirat(fd, "d", 0o700))
+				next, err := unix.Openat(fd, "d", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+				_ = unix.Close(fd)
+				require.NoError(t, err)
+				fd = next
+			}
+			_ = unix.Close(fd)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, err := os.MkdirTemp(tree.Value().Dir, "shape-")
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = os.RemoveAll(root) })
+			tc.make(t, root)
+			d, err := fs.Open(fs.Options{Root: root, SweepBudget: -1})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = d.Close() })
+
+			held, err := os.ReadDir("/proc/self/fd")
+			require.NoError(t, err)
+			var lim unix.Rlimit
+			require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &lim))
+			low := lim
+			low.Cur = uint64(len(held) + 64)
+			require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &low))
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			_, err = d.Sweep(tc.budget)
+			took := time.Since(start)
+			runtime.ReadMemStats(&after)
+			require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lim))
+			t.Logf("the sweep allocated %d bytes in %v", after.TotalAlloc-before.TotalAlloc, took)
+			assert.NoError(t, err, "the sweep ran out of something")
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(512<<10), "bytes the sweep allocated")
 		})
 	}
 }

@@ -1,9 +1,6 @@
 package trailer
 
-import (
-	"crypto/rand"
-	"encoding/hex"
-)
+import "github.com/kvblob/kvblob/runtime/claim"
 
 // A pending marker is what a writer stores under a key it claimed until
 // its object replaces it, in a store that keeps a key's marker and its
@@ -14,16 +11,17 @@ import (
 // form no object can have, and a reader checks an object's trailer first
 // (IsMarker).
 //
-// A marker is exactly MarkerLen bytes: MarkerMagic, then MarkerTokenLen
-// lower-case hex digits, random per writer. No object is one, whatever its
-// payload: every object ends in a trailer starting with Magic, so the
-// only objects of MarkerLen bytes (unkeyed, of a MarkerLen-Size-byte
-// payload; a keyed object is at least TailSize bytes) hold Magic at byte
-// MarkerLen-Size, inside the marker's magic, where a marker holds other
-// bytes (TestNoObjectIsAMarker).
+// A marker is exactly MarkerLen bytes: MarkerMagic, then a claim.Token's
+// text (runtime/claim: 32 lower-case hex digits, random per claim, the
+// claim's identity every store writes into its marker). No object is one,
+// whatever its payload: every object ends in a trailer starting with
+// Magic, so the only objects of MarkerLen bytes (unkeyed, of a
+// MarkerLen-Size-byte payload; a keyed object is at least TailSize bytes)
+// hold Magic at byte MarkerLen-Size, inside the marker's magic, where a
+// marker holds other bytes (TestNoObjectIsAMarker).
 const (
 	MarkerMagic    = "kvblob-pending:"
-	MarkerTokenLen = 32 // 16 random bytes, as long as a claim token's text
+	MarkerTokenLen = claim.TextLen
 	MarkerLen      = len(MarkerMagic) + MarkerTokenLen
 )
 
@@ -37,13 +35,8 @@ var (
 	_ [len(MarkerMagic) - (MarkerLen - Size + len(Magic))]struct{}
 )
 
-// NewMarker returns a fresh marker: MarkerMagic and MarkerTokenLen random
-// lower-case hex digits.
-func NewMarker() string {
-	var b [MarkerTokenLen / 2]byte
-	_, _ = rand.Read(b[:])
-	return MarkerMagic + hex.EncodeToString(b[:])
-}
+// NewMarker returns a fresh marker: MarkerMagic and a new claim.Token.
+func NewMarker() string { return MarkerMagic + claim.New().String() }
 
 // IsMarker reports whether v is a marker: exactly MarkerLen bytes,
 // MarkerMagic, then lower-case hex digits. A value that begins with the

@@ -16,7 +16,7 @@ import (
 func FsPosix() []conformance.Case {
 	return []conformance.Case{{
 		ID:          "claim/OK",
-		Pos:         "spec/fs-posix.yaml:145:11",
+		Pos:         "spec/fs-posix.yaml:150:11",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
@@ -26,7 +26,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/EEXIST",
-		Pos:         "spec/fs-posix.yaml:146:15",
+		Pos:         "spec/fs-posix.yaml:151:15",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -17, CodeName: "EEXIST"},
@@ -36,7 +36,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/ENOSPC",
-		Pos:         "spec/fs-posix.yaml:147:15",
+		Pos:         "spec/fs-posix.yaml:152:15",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -28, CodeName: "ENOSPC"},
@@ -45,7 +45,7 @@ func FsPosix() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "claim/EDQUOT",
-		Pos:         "spec/fs-posix.yaml:148:15",
+		Pos:         "spec/fs-posix.yaml:153:15",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -122, CodeName: "EDQUOT"},
@@ -54,7 +54,7 @@ func FsPosix() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "claim/ELOOP",
-		Pos:         "spec/fs-posix.yaml:150:9",
+		Pos:         "spec/fs-posix.yaml:155:9",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -40, CodeName: "ELOOP"},
@@ -65,7 +65,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "claim/otherwise-ENOTDIR",
-		Pos:         "spec/fs-posix.yaml:153:16",
+		Pos:         "spec/fs-posix.yaml:158:16",
 		Op:          conformance.OpPut,
 		Call:        "claim",
 		Answer:      conformance.Answer{Code: -20, CodeName: "ENOTDIR"},
@@ -75,7 +75,7 @@ func FsPosix() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "write/OK",
-		Pos:         "spec/fs-posix.yaml:163:11",
+		Pos:         "spec/fs-posix.yaml:168:11",
 		Op:          conformance.OpPut,
 		Call:        "write",
 		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
@@ -85,7 +85,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "write/ENOSPC",
-		Pos:         "spec/fs-posix.yaml:164:15",
+		Pos:         "spec/fs-posix.yaml:169:15",
 		Op:          conformance.OpPut,
 		Call:        "write",
 		Answer:      conformance.Answer{Code: -28, CodeName: "ENOSPC"},
@@ -95,7 +95,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "write/EDQUOT",
-		Pos:         "spec/fs-posix.yaml:165:15",
+		Pos:         "spec/fs-posix.yaml:170:15",
 		Op:          conformance.OpPut,
 		Call:        "write",
 		Answer:      conformance.Answer{Code: -122, CodeName: "EDQUOT"},
@@ -104,7 +104,7 @@ func FsPosix() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "write/otherwise-EIO",
-		Pos:         "spec/fs-posix.yaml:166:16",
+		Pos:         "spec/fs-posix.yaml:171:16",
 		Op:          conformance.OpPut,
 		Call:        "write",
 		Answer:      conformance.Answer{Code: -5, CodeName: "EIO"},
@@ -114,7 +114,7 @@ func FsPosix() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "publish/OK",
-		Pos:         "spec/fs-posix.yaml:174:11",
+		Pos:         "spec/fs-posix.yaml:179:11",
 		Op:          conformance.OpPut,
 		Call:        "publish",
 		Answer:      conformance.Answer{Code: 0, CodeName: "OK"},
@@ -124,7 +124,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "publish/ENOSPC",
-		Pos:         "spec/fs-posix.yaml:175:15",
+		Pos:         "spec/fs-posix.yaml:180:15",
 		Op:          conformance.OpPut,
 		Call:        "publish",
 		Answer:      conformance.Answer{Code: -28, CodeName: "ENOSPC"},
@@ -133,7 +133,7 @@ func FsPosix() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "publish/EDQUOT",
-		Pos:         "spec/fs-posix.yaml:176:15",
+		Pos:         "spec/fs-posix.yaml:181:15",
 		Op:          conformance.OpPut,
 		Call:        "publish",
 		Answer:      conformance.Answer{Code: -122, CodeName: "EDQUOT"},
@@ -142,7 +142,7 @@ func FsPosix() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "publish/EISDIR",
-		Pos:         "spec/fs-posix.yaml:178:9",
+		Pos:         "spec/fs-posix.yaml:183:9",
 		Op:          conformance.OpPut,
 		Call:        "publish",
 		Answer:      conformance.Answer{Code: -21, CodeName: "EISDIR"},
@@ -153,7 +153,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "publish/otherwise-EIO",
-		Pos:         "spec/fs-posix.yaml:181:16",
+		Pos:         "spec/fs-posix.yaml:186:16",
 		Op:          conformance.OpPut,
 		Call:        "publish",
 		Answer:      conformance.Answer{Code: -5, CodeName: "EIO"},
@@ -163,7 +163,7 @@ func FsPosix() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "open/whole",
-		Pos:         "spec/fs-posix.yaml:200:12",
+		Pos:         "spec/fs-posix.yaml:205:12",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Size: conformance.SizeWhole},
@@ -173,7 +173,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "open/short",
-		Pos:         "spec/fs-posix.yaml:202:7",
+		Pos:         "spec/fs-posix.yaml:207:7",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Size: conformance.SizeShort},
@@ -183,7 +183,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "open/ENOENT",
-		Pos:         "spec/fs-posix.yaml:207:15",
+		Pos:         "spec/fs-posix.yaml:212:15",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Code: -2, CodeName: "ENOENT"},
@@ -193,7 +193,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "open/PENDING",
-		Pos:         "spec/fs-posix.yaml:208:16",
+		Pos:         "spec/fs-posix.yaml:213:16",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Code: -1001, CodeName: "PENDING"},
@@ -203,7 +203,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "open/CORRUPT",
-		Pos:         "spec/fs-posix.yaml:209:16",
+		Pos:         "spec/fs-posix.yaml:214:16",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Code: -1002, CodeName: "CORRUPT"},
@@ -214,7 +214,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "open/EISDIR",
-		Pos:         "spec/fs-posix.yaml:210:15",
+		Pos:         "spec/fs-posix.yaml:215:15",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Code: -21, CodeName: "EISDIR"},
@@ -225,7 +225,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "open/ELOOP",
-		Pos:         "spec/fs-posix.yaml:212:9",
+		Pos:         "spec/fs-posix.yaml:217:9",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Code: -40, CodeName: "ELOOP"},
@@ -236,7 +236,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "open/EIO",
-		Pos:         "spec/fs-posix.yaml:216:12",
+		Pos:         "spec/fs-posix.yaml:221:12",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Code: -5, CodeName: "EIO"},
@@ -246,7 +246,7 @@ func FsPosix() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "open/otherwise-ESTALE",
-		Pos:         "spec/fs-posix.yaml:217:16",
+		Pos:         "spec/fs-posix.yaml:222:16",
 		Op:          conformance.OpGet,
 		Call:        "open",
 		Answer:      conformance.Answer{Code: -116, CodeName: "ESTALE"},
@@ -256,7 +256,7 @@ func FsPosix() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "read/whole",
-		Pos:         "spec/fs-posix.yaml:225:12",
+		Pos:         "spec/fs-posix.yaml:230:12",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Size: conformance.SizeWhole},
@@ -266,7 +266,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/short",
-		Pos:         "spec/fs-posix.yaml:229:7",
+		Pos:         "spec/fs-posix.yaml:234:7",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Size: conformance.SizeShort},
@@ -275,7 +275,7 @@ func FsPosix() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "read/CORRUPT",
-		Pos:         "spec/fs-posix.yaml:238:9",
+		Pos:         "spec/fs-posix.yaml:243:9",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Code: -1002, CodeName: "CORRUPT"},
@@ -286,7 +286,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/MISMATCH",
-		Pos:         "spec/fs-posix.yaml:243:9",
+		Pos:         "spec/fs-posix.yaml:248:9",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Code: -1004, CodeName: "MISMATCH"},
@@ -297,7 +297,7 @@ func FsPosix() []conformance.Case {
 		Stageable:   true,
 	}, {
 		ID:          "read/EIO",
-		Pos:         "spec/fs-posix.yaml:247:12",
+		Pos:         "spec/fs-posix.yaml:252:12",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Code: -5, CodeName: "EIO"},
@@ -307,7 +307,7 @@ func FsPosix() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:          "read/otherwise-ESTALE",
-		Pos:         "spec/fs-posix.yaml:248:16",
+		Pos:         "spec/fs-posix.yaml:253:16",
 		Op:          conformance.OpGet,
 		Call:        "read",
 		Answer:      conformance.Answer{Code: -116, CodeName: "ESTALE"},
@@ -317,14 +317,14 @@ func FsPosix() []conformance.Case {
 		AccessEnded: true,
 	}, {
 		ID:        "keys/dot-segment",
-		Pos:       "spec/fs-posix.yaml:115:16",
+		Pos:       "spec/fs-posix.yaml:120:16",
 		Op:        conformance.OpPut,
 		Stageable: true,
 		Key:       conformance.KeyDotSegment,
 		Rejected:  driver.RuleKeyFormat,
 	}, {
 		ID:        "keys/dotdot-segment",
-		Pos:       "spec/fs-posix.yaml:115:16",
+		Pos:       "spec/fs-posix.yaml:120:16",
 		Op:        conformance.OpPut,
 		Stageable: true,
 		Key:       conformance.KeyDotDotSegment,
