@@ -25,7 +25,7 @@ func TestACallNeverHasMoreThanRowsInFlightRows(t *testing.T) {
 		{"three", 3, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			root, err := os.MkdirTemp(env.Dir, "ceiling-")
+			root, err := os.MkdirTemp(tree.Value().Dir, "ceiling-")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -33,7 +33,7 @@ func TestASweepKeepsADeadWritersFileForTheTTLAndTheSkew(t *testing.T) {
 		t.Run(skew.is.String(), func(t *testing.T) {
 			clock := fskit.NewClock()
 			now := clock.Now()
-			root, err := os.MkdirTemp(env.Dir, "margin-")
+			root, err := os.MkdirTemp(tree.Value().Dir, "margin-")
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = os.RemoveAll(root) })
 			d, err := fs.Open(fs.Options{Root: root, MarkerTTL: ttl, MaxClockSkew: skew.set, Now: clock.Now, SweepBudget: -1})

@@ -32,11 +32,11 @@ import (
 func TestAUserGrantedPartOfTheTransactionCommandsStillStores(t *testing.T) {
 	b := builds()[0]
 	require.Equal(t, rediskit.Redis7, b.build)
-	need(t, b.server != nil, b.absent)
+	srv := b.owned.Need(t)
 	recipe := docACL(t)[0]
 	const pass = "pw-partial-5d7a"
 	ctx := context.Background()
-	admin := goredis.NewClient(&goredis.Options{Addr: b.server.Addr})
+	admin := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	t.Cleanup(func() {
 		_ = admin.Do(ctx, "acl", "deluser", "tenantA").Err()
 		_ = admin.Close()
@@ -55,7 +55,7 @@ func TestAUserGrantedPartOfTheTransactionCommandsStillStores(t *testing.T) {
 				args = append(args, f)
 			}
 			require.NoError(t, admin.Do(ctx, args...).Err())
-			a := openTenant(t, redis.Options{Addrs: []string{b.server.Addr}, Username: "tenantA", Password: pass})
+			a := openTenant(t, redis.Options{Addrs: []string{srv.Addr}, Username: "tenantA", Password: pass})
 			for round := range 2 {
 				var src, dst []driver.Row
 				for i := range 2 {

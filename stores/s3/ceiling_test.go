@@ -17,7 +17,7 @@ import (
 // connection each), which the floor's test,
 // TestACallsRowsAreInFlightTogether, cannot see.
 func TestACallNeverHasMoreThanRowsInFlightRows(t *testing.T) {
-	need(t)
+	e := gw.Need(t)
 	for _, c := range []struct {
 		name       string
 		set, limit int
@@ -27,7 +27,7 @@ func TestACallNeverHasMoreThanRowsInFlightRows(t *testing.T) {
 		{"three", 3, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			kit := s3kit.OpenWith(t, env, func(o *s3.Options) { o.RowsInFlight = c.set })
+			kit := s3kit.OpenWith(t, e, func(o *s3.Options) { o.RowsInFlight = c.set })
 			f := blockingfx.NewSized(t, kit, 5*time.Second, driver.Layout{SlotBytes: 4 << 10, Slots: s3.DefaultRowsInFlight + 2})
 			keys := make([]string, s3.DefaultRowsInFlight+2) // more than every limit here
 			for i := range keys {
