@@ -50,14 +50,14 @@ var hostileTwins = map[string]func(inner driver.Driver) driver.Driver{
 			}
 		}}
 	},
-	// A driver whose put leaves a neighbour's object in place and answers
-	// READY.
-	"a_put_replaces_a_neighbours_object": func(in driver.Driver) driver.Driver {
+	// A driver whose put takes whatever a key holds for another writer's
+	// pending row.
+	"a_neighbours_object_never_holds_a_put_pending": func(in driver.Driver) driver.Driver {
 		d := &Driver{Inner: in}
 		d.put = func(_ context.Context, rows []driver.Row) (driver.Operation, error) {
 			res := make([]driver.Result, len(rows))
 			for i := range res {
-				res[i] = driver.Result{Status: driver.Ready}
+				res[i] = driver.Result{Status: driver.NotReady}
 			}
 			return doneOp{res}, nil
 		}
