@@ -68,6 +68,11 @@ type Suite struct {
 	// suite without one skips them, saying so, but the tenant check,
 	// which needs none.
 	Neighbour Neighbour
+	// NeighbourFactory, when set, makes the drivers the hostile checks
+	// attack, in place of Factory's: for a store whose default driver
+	// trusts every writer of its medium by design (Mooncake without its
+	// trailer), the drivers with the framing that stands against one.
+	NeighbourFactory Factory
 	// CodeEnum names the enum in the SDK's headers that declares its codes
 	// (Mooncake: ErrorCode), for 'gate --sdk-include DIR', which checks the
 	// spec's code table against it.
@@ -225,7 +230,10 @@ func (s Suite) Checks() []Check {
 		out = append(out, integrityCheck(s.Integrity))
 	}
 	if s.selects(Data) {
-		out = append(out, HostileChecks(s.Neighbour)...)
+		for _, c := range HostileChecks(s.Neighbour) {
+			c.factory = s.NeighbourFactory
+			out = append(out, c)
+		}
 	}
 	if s.selects(SpecCases) {
 		out = append(out, s.caseChecks()...)

@@ -33,7 +33,7 @@ func TestConformance(t *testing.T) {
 		Setup:     func(conformance.T) (string, error) { return skip, nil },
 		Factory:   func(t conformance.T) driver.Driver { return s3kit.Open(t, env) },
 		Scenarios: s3kit.Scenarios(), Cases: small, Stage: s3kit.Stage, SDKChecks: s3kit.SDKChecks(),
-		Integrity: integrity,
+		Integrity: integrity, Neighbour: s3kit.Neighbour{},
 	})
 	// Every row large: the multipart calls' cases, and every get's through
 	// ranged GETs.
@@ -41,7 +41,7 @@ func TestConformance(t *testing.T) {
 		Name: "s3-large", SDK: s3gen.S3V1109().SDKName + " " + s3gen.S3V1109().SDKVersions[0] + " (" + where + "), every row in parts",
 		Setup:   func(conformance.T) (string, error) { return skip, nil },
 		Factory: func(t conformance.T) driver.Driver { return s3kit.OpenWith(t, env, s3kit.Large) },
-		Cases:   large, Stage: s3kit.Stage,
+		Cases:   large, Stage: s3kit.Stage, Neighbour: s3kit.Neighbour{},
 	})
 }
 
