@@ -190,7 +190,7 @@ func hostileMagic(h *Harness, n Neighbour) {
 	needNeighbour(h, n)
 	m, ok := n.(MarkerWriter)
 	if !ok {
-		h.T.Skipf("the store's Neighbour writes no marker (it implements no conformance.MarkerWriter): the store keeps no marker in a value")
+		h.T.Skipf("the store's Neighbour writes no marker (it implements no conformance.MarkerWriter, which a store that keeps no marker in a value leaves out)")
 	}
 	mk := m.Marker()
 	for i, c := range []struct {
@@ -219,7 +219,7 @@ func hostileWrongType(h *Harness, n Neighbour) {
 	needNeighbour(h, n)
 	w, ok := n.(WrongTypeWriter)
 	if !ok {
-		h.T.Skipf("the store's Neighbour writes no value of another type (it implements no conformance.WrongTypeWriter): the store's values have one type")
+		h.T.Skipf("the store's Neighbour writes no value of another type (it implements no conformance.WrongTypeWriter, which a store whose values have one type leaves out)")
 	}
 	key := h.Key("wrong type")
 	if err := w.WriteWrongType(h.D, key); err != nil {
@@ -282,7 +282,7 @@ func hostileTree(h *Harness, n Neighbour) {
 	needNeighbour(h, n)
 	w, ok := n.(TreeWriter)
 	if !ok {
-		h.T.Skipf("the store's Neighbour makes no folders (it implements no conformance.TreeWriter): the store keeps no folders of its own")
+		h.T.Skipf("the store's Neighbour makes no folders (it implements no conformance.TreeWriter, which a store that keeps no folders of its own leaves out)")
 	}
 	open, err := w.OverTree(h.T, TreeWide, TreeDeep)
 	if err != nil {
