@@ -370,7 +370,7 @@ const nextSteps = `next:
   5. in stores/STORE/conformance_test.go, run the whole suite with the kit's scenarios, one suite per STOREcases.All()
   6. stage on the real store what it can (internal/STOREkit; conformance/storekit starts a server on loopback)
   7. the gate (make run) runs TestConformance of stores/STORE/conformance_test.go through go test: nothing to register
-  8. a server the tests need: add its Debian package where the Makefile's deps target installs redis-server
+  8. a server the tests need: a step in stores/STORE/deps.sh (scripts/deps.sh's apt_step, go_step, fetch_step) and its row in README.md's first-run table
 docs/writing-a-store.md walks through each step, following stores/fs.
 `
 

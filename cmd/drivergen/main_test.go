@@ -146,7 +146,7 @@ func TestNewScaffoldsAStoreAndRefusesToOverwrite(t *testing.T) {
 	code, out, _ := runCLI("new", "-root", root, "acme")
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "spec/acme.yaml")
-	for _, f := range []string{"spec/acme.yaml", "stores/acme/driver.go", "stores/acme/conformance_test.go", "internal/acmekit/acmekit.go"} {
+	for _, f := range []string{"spec/acme.yaml", "stores/acme/driver.go", "stores/acme/conformance_test.go", "internal/acmekit/acmekit.go", "stores/acme/deps.sh"} {
 		_, err := os.Stat(filepath.Join(root, f))
 		assert.NoError(t, err, f)
 	}

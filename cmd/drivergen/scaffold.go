@@ -13,8 +13,9 @@ type scaffoldFile struct{ path, body string }
 // block, an adapter on the shared lifecycle that honours cancellation, takes
 // its fault seam in Options and turns every answer (and every error the SDK
 // raises, classified into the spec's codes) into a row result through the
-// spec, a test kit in internal/STOREkit that stages through that seam, and a
-// test that runs the conformance suite.
+// spec, a test kit in internal/STOREkit that stages through that seam, a
+// test that runs the conformance suite, and the store's deps.sh, where
+// make deps finds the servers its tests need.
 func scaffold(store string) []scaffoldFile {
 	r := strings.NewReplacer("STORE", store, "SPECGO", gen.GoIdent(store))
 	return []scaffoldFile{
@@ -22,8 +23,19 @@ func scaffold(store string) []scaffoldFile {
 		{"stores/" + store + "/driver.go", r.Replace(driverTemplate)},
 		{"stores/" + store + "/conformance_test.go", r.Replace(testTemplate)},
 		{"internal/" + store + "kit/" + store + "kit.go", r.Replace(kitTemplate)},
+		{"stores/" + store + "/deps.sh", r.Replace(depsTemplate)},
 	}
 }
+
+const depsTemplate = `#!/usr/bin/env bash
+# What STORE's tests start on loopback: make deps runs this file, and
+# scripts/deps.sh says how each step runs. TODO: a step per server the
+# tests need (none yet), and a row per step in README.md's first-run
+# table (a test holds the two alike), e.g. for a server Debian packages:
+#   apt_step STORE-server STORE-server STORE-server
+set -uo pipefail
+. scripts/deps.sh
+`
 
 const specTemplate = `# Store STORE over STORE-sdk 1.0. spec/README.md documents every key.
 # Rename it after the SDK version it was read from (spec/STORE-1.0.yaml);
@@ -180,8 +192,10 @@ func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unreg
 // Drain waits for the calls in progress.
 func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil) }
 
-// Close closes the driver once drained. TODO: pass a function that closes
-// the SDK client.
+// Close closes the driver once every call ended and every region is
+// unregistered; an idle driver needs no Drain first, and Close says when
+// one must come first (a call still in progress). TODO: pass a function
+// that closes the SDK client.
 func (d *Driver) Close() error { return d.life.Close(nil) }
 
 // Put stores each row through the spec's sdk_put call. A row ctx stopped
@@ -271,10 +285,10 @@ type Driver struct {
 	Seam *driverkit.Seam
 }
 
-// Open opens a driver with a seam. TODO: start the store for t (a server
-// started on loopback with storekit.Start, stopped at t's cleanup, or one
-// started once in TestMain through storekit.Main) and point the driver's
-// Options at it.
+// Open opens a driver with a seam. TODO: point the driver's Options at the
+// store's server (a storekit.Spec started with storekit.Start, owned by
+// the test package: storekit.Own), in a namespace of its own
+// (storekit.Namespace: a database, table, bucket or prefix).
 func Open(t conformance.T) *Driver {
 	seam := &driverkit.Seam{}
 	d, err := STORE.Open(STORE.Options{Seam: seam})
@@ -317,10 +331,11 @@ import (
 	"github.com/kvblob/kvblob/internal/STOREkit"
 )
 
-// TestMain runs the tests and fails on a goroutine they leaked. TODO: start
-// the store's server here once for the package (storekit.Main's setup),
-// when one server serves every test.
-func TestMain(m *testing.M) { storekit.Main(m, nil) }
+// TestMain runs the tests and fails on a goroutine they leaked. TODO: when
+// the store has a server, own it here (var srv = storekit.Own(available,
+// start, stop); storekit.MainOwning(m, srv)) and take it in tests with
+// srv.Need(t).
+func TestMain(m *testing.M) { storekit.MainOwning(m) }
 
 // TestConformance runs the lifecycle checks (admission, registration,
 // access ends, drain, unregister, close), which the adapter passes before

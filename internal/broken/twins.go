@@ -227,7 +227,7 @@ var twins = map[string]func(inner driver.Driver) driver.Driver{
 		}
 		return d
 	},
-	"close_only_after_drain_and_unregister": func(in driver.Driver) driver.Driver {
+	"close_only_when_idle_and_unregistered": func(in driver.Driver) driver.Driver {
 		closed := false
 		return &Driver{Inner: in, close: func() error {
 			if !closed {

@@ -59,23 +59,22 @@ func (e *Env) Transport() *http.Transport {
 	return &http.Transport{TLSClientConfig: e.Certs.TrustConfig(), MaxIdleConnsPerHost: 64, ForceAttemptHTTP2: false}
 }
 
-// NewBucket creates a bucket with a fresh name through a driver's client,
-// and removes its directory at t's cleanup.
+// NewBucket creates a bucket of its own for a driver (storekit.Namespace)
+// through a client of the gateway, and removes its directory at t's
+// cleanup.
 func (e *Env) NewBucket(t conformance.T) string {
-	name := "kvblob-" + random(8)
-	tr := e.Transport()
-	defer tr.CloseIdleConnections()
-	c := awss3.New(awss3.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(e.Endpoint), UsePathStyle: true,
-		Credentials: staticCreds(e), HTTPClient: &http.Client{Transport: tr},
-	})
-	cx, cancel := ctx()
-	defer cancel()
-	if _, err := c.CreateBucket(cx, &awss3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
-		t.Fatalf("s3kit: create bucket: %v", err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(filepath.Join(e.Root, name)) })
-	return name
+	return storekit.Namespace(t, func(name string) error {
+		tr := e.Transport()
+		defer tr.CloseIdleConnections()
+		c := awss3.New(awss3.Options{
+			Region: "us-east-1", BaseEndpoint: aws.String(e.Endpoint), UsePathStyle: true,
+			Credentials: staticCreds(e), HTTPClient: &http.Client{Transport: tr},
+		})
+		cx, cancel := ctx()
+		defer cancel()
+		_, err := c.CreateBucket(cx, &awss3.CreateBucketInput{Bucket: aws.String(name)})
+		return err
+	}, func(name string) error { return os.RemoveAll(filepath.Join(e.Root, name)) })
 }
 
 // Open opens a driver over a fresh bucket in e.

@@ -21,7 +21,8 @@ import (
 	"github.com/kvblob/kvblob/conformance/storekit"
 )
 
-// Version is the versitygw release the kit runs; Install installs it.
+// Version is the versitygw release the kit runs (stores/s3/deps.sh
+// installs it; a test holds the two alike); Install installs it.
 const (
 	Version = "v1.8.0"
 	Install = "go install github.com/versity/versitygw/cmd/versitygw@" + Version

@@ -15,15 +15,15 @@ import (
 // hostile checks through the kit's Neighbour.
 func TestConformance(t *testing.T) {
 	where := "tmpfs"
-	if !env.Tmpfs {
+	if !tree.Value().Tmpfs {
 		where = "temp dir; " + fskit.NoMount
 	}
 	for _, v := range fscases.All() {
 		conformance.Run(t, conformance.Suite{
 			Name: v.Name, SDK: v.Spec.SDKName + " file I/O, " + v.Spec.SDKVersions[0] + " (" + where + ")",
-			Factory: fskit.Factory(env), Scenarios: fskit.Scenarios(), SkipReasons: fskit.SkipReasons,
+			Factory: fskit.Factory(tree.Value()), Scenarios: fskit.Scenarios(), SkipReasons: fskit.SkipReasons,
 			Cases: v.Cases, Stage: fskit.Stage, SDKChecks: fskit.SDKChecks(), Integrity: integrity,
-			Neighbour: fskit.Neighbour{Env: env},
+			Neighbour: fskit.Neighbour{Env: tree.Value()},
 		})
 	}
 }

@@ -34,7 +34,7 @@ type fx struct {
 
 func newFx(t *testing.T) *fx {
 	t.Helper()
-	d := fskit.Open(t, env)
+	d := fskit.Open(t, tree.Value())
 	return &fx{Fx: blockingfx.New(t, d, 5*time.Second), kit: d}
 }
 
@@ -48,7 +48,7 @@ func key(t *testing.T, name string) string {
 // for real: the put is DECLINED, neither the object, its temporary file nor
 // its marker is left, and once space is freed the key takes a put.
 func TestAFullFilesystemDeclinesAndLeavesNothingBehind(t *testing.T) {
-	if !env.Tmpfs {
+	if !tree.Value().Tmpfs {
 		t.Skip(fskit.NoMount)
 	}
 	f := newFx(t)
@@ -288,8 +288,8 @@ func TestOpenRefusesWhatItCannotUse(t *testing.T) {
 // one share would, with four workers, byte for byte.
 func TestBackendRoundTripBetweenTwoHosts(t *testing.T) {
 	root := t.TempDir()
-	if env.Tmpfs {
-		root = env.Dir
+	if tree.Value().Tmpfs {
+		root = tree.Value().Dir
 	}
 	const rows = 64
 	type host struct {
@@ -373,7 +373,7 @@ func TestACancelledContextStartsNoRow(t *testing.T) {
 // another writer's marker for key "a" dated at.
 func plantedMarker(t *testing.T, opt fs.Options, at time.Time) (f *blockingfx.Fx, k, marker string) {
 	t.Helper()
-	root, err := os.MkdirTemp(env.Dir, "marker-")
+	root, err := os.MkdirTemp(tree.Value().Dir, "marker-")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(root) })
 	opt.Root = root

@@ -428,7 +428,7 @@ func TestFilesArePrivateByDefault(t *testing.T) {
 	// set exactly too, whatever the umask (tried: chmod'ing only when those
 	// bits are not exactly 0o001 leaves the umask's 0o700).
 	t.Run("traversable by others", func(t *testing.T) {
-		root, err := os.MkdirTemp(env.Dir, "traverse-")
+		root, err := os.MkdirTemp(tree.Value().Dir, "traverse-")
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = os.RemoveAll(root) })
 		old := syscall.Umask(0o077)
@@ -450,7 +450,7 @@ func TestFilesArePrivateByDefault(t *testing.T) {
 			t.Skip("giving the root another group needs root")
 		}
 		const gid = 4242
-		root, err := os.MkdirTemp(env.Dir, "shared-")
+		root, err := os.MkdirTemp(tree.Value().Dir, "shared-")
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = os.RemoveAll(root) })
 		require.NoError(t, os.Chown(root, -1, gid))
@@ -616,7 +616,7 @@ func TestASweepsCostIsBoundedByItsBudgetWhateverTheTreesShape(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root, err := os.MkdirTemp(env.Dir, "shape-")
+			root, err := os.MkdirTemp(tree.Value().Dir, "shape-")
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = os.RemoveAll(root) })
 			tc.make(t, root)

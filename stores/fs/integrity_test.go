@@ -22,13 +22,13 @@ import (
 
 var rowKey = bytes.Repeat([]byte{0x42}, 32)
 
-// keyed opens a driver with a row key over a fresh directory of env.
+// keyed opens a driver with a row key over a fresh directory of tree.
 func keyed(t conformance.T) *fs.Driver {
 	in, err := trailer.NewIntegrity(rowKey, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := os.MkdirTemp(env.Dir, "keyed-")
+	root, err := os.MkdirTemp(tree.Value().Dir, "keyed-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestAPayloadThatFailsItsCheckIsNeverReady(t *testing.T) {
 			if c.keyed {
 				d = keyed(t)
 			} else {
-				d = fskit.Open(t, env).Driver
+				d = fskit.Open(t, tree.Value()).Driver
 			}
 			fs.SetReadPiece(d, piece)
 			f := blockingfx.New(t, d, 5*time.Second)
@@ -190,7 +190,7 @@ func flip(i int) func([]byte) []byte {
 // against no Head fails the row's own READY.)
 func TestATailReadWithItsPayloadIsCheckedFirst(t *testing.T) {
 	const piece = 4 << 10
-	d := fskit.Open(t, env).Driver
+	d := fskit.Open(t, tree.Value()).Driver
 	fs.SetReadPiece(d, piece)
 	f := blockingfx.New(t, d, 5*time.Second)
 	k, err := driver.Key("fs-test", []byte("whole-size"))

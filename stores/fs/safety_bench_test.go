@@ -34,8 +34,8 @@ import (
 func benchRoot(b *testing.B) string {
 	b.Helper()
 	parent := ""
-	if env.Tmpfs {
-		parent = env.Dir
+	if tree.Value().Tmpfs {
+		parent = tree.Value().Dir
 	}
 	root, err := os.MkdirTemp(parent, "safety-")
 	if err != nil {

@@ -171,7 +171,7 @@ func TestATakeoverNeverMovesAFreshMarkerInADeadOnesInode(t *testing.T) {
 		fresh func(marker string, ino uint64, tok claim.Token, at time.Time) (bool, error)
 	}{
 		{"reused", func(t *testing.T) string { return t.TempDir() }, reuseInode},
-		{"rewritten", func(t *testing.T) string { return env.Dir }, rewriteInPlace},
+		{"rewritten", func(t *testing.T) string { return tree.Value().Dir }, rewriteInPlace},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := fskit.NewClock()

@@ -197,6 +197,9 @@ func (d *Driver) Drain(ctx context.Context) bool {
 	})
 }
 
-// Close releases the driver. It is refused unless a drain returned true
-// since the last operation and every region is unregistered.
-func (d *Driver) Close() error { return d.life.Close(nil) }
+// Close releases the driver once every operation ended and every region
+// is unregistered (no Drain is needed first), after its background
+// goroutines, each past its last stage by then, returned.
+func (d *Driver) Close() error {
+	return d.life.Close(func() error { d.background.Wait(); return nil })
+}

@@ -178,7 +178,7 @@ func TestStoreAnswersBecomeRowResults(t *testing.T) {
 	}{
 		{"store error on put is a fault", func(f *fixture) { f.d.Store().Inject(memory.CallPut, "k", memorygen.IOError) }, true, driver.Fault, int64(memorygen.IOError)},
 		{"store error on get is a fault", func(f *fixture) { f.d.Store().Inject(memory.CallGet, "k", memorygen.IOError) }, false, driver.Fault, int64(memorygen.IOError)},
-		{"a full store declines", func(f *fixture) { f.d.Store().SetCapacity(10) }, true, driver.Declined, 0},
+		{"a full store declines", func(f *fixture) { f.d.Store().SetCapacity(10) }, true, driver.Declined, int64(memorygen.Full)},
 		{"another writer's key is not ready to put", func(f *fixture) { f.d.Store().BeginExternal("k") }, true, driver.NotReady, 0},
 		{"another writer's key is not ready to get", func(f *fixture) { f.d.Store().BeginExternal("k") }, false, driver.NotReady, 0},
 		{"a shorter object is a fault", func(f *fixture) { f.d.Store().SetObject("k", trailer.Encode("k", []byte("short"))) }, false, driver.Fault, 0},

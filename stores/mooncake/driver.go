@@ -318,10 +318,13 @@ func (d *Driver) endAgain(keys []string, holds []holding) {
 	}
 }
 
-// Close closes the SDK client once a drain returned true and every region
-// is unregistered.
+// Close closes the SDK client once every call ended and every region is
+// unregistered (no Drain is needed first), after revoking the sessions
+// left open, as Drain does (metadata only: a failed revoke leaves a
+// session for the master to discard after put_start_discard_timeout_sec).
 func (d *Driver) Close() error {
 	return d.life.Close(func() error {
+		d.revokeLeftOpen(context.Background())
 		err := d.closeSDK()
 		d.mu.Lock()
 		defer d.mu.Unlock()

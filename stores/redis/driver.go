@@ -208,8 +208,9 @@ func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unreg
 // return, so no operation is ever unprovable.
 func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil) }
 
-// Close closes the client once a drain returned true and every region is
-// unregistered, and drops the object buffers it kept.
+// Close closes the client once every call ended and every region is
+// unregistered (driverkit.Lifecycle.Close), and drops the object buffers
+// it kept.
 func (d *Driver) Close() error {
 	return d.life.Close(func() error {
 		d.bufs.drop()

@@ -46,8 +46,8 @@ func TestAPayloadThatLooksLikeAMarkerIsARow(t *testing.T) {
 	for _, b := range builds() {
 		for _, keyed := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/keyed=%v", b.build.Name, keyed), func(t *testing.T) {
-				need(t, b.server != nil, b.absent)
-				opt := redis.Options{Addrs: []string{b.server.Addr}}
+				b.owned.Need(t)
+				opt := redis.Options{Addrs: []string{b.owned.Value().Addr}}
 				if keyed {
 					opt.Integrity = in
 				}

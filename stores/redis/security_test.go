@@ -38,9 +38,9 @@ type secure struct {
 func startSecure(t *testing.T, b *rediskit.Build, cluster bool) *secure {
 	t.Helper()
 	if b == rediskit.Valkey81 {
-		needValkey(t)
+		valkey81.Need(t)
 	} else {
-		needServer(t)
+		redis7.Need(t)
 	}
 	certs, err := storekit.NewCerts(t.TempDir())
 	require.NoError(t, err)
@@ -239,7 +239,7 @@ func TestTenantsAreKeptApart(t *testing.T) {
 func TestATLSMismatchFailsFastAndSaysTLS(t *testing.T) {
 	for _, b := range builds() {
 		t.Run(b.build.Name, func(t *testing.T) {
-			need(t, b.server != nil, b.absent)
+			b.owned.Need(t)
 			certs, err := storekit.NewCerts(t.TempDir())
 			require.NoError(t, err)
 			tlsServer, err := rediskit.StartWith(rediskit.Config{Build: b.build, TLS: certs})
@@ -252,7 +252,7 @@ func TestATLSMismatchFailsFastAndSaysTLS(t *testing.T) {
 				opt  redis.Options
 				want []string
 			}{
-				{"TLS client, plain port", redis.Options{Addrs: []string{b.server.Addr}, TLS: withTLS, DialTimeout: dial, ReadTimeout: dial},
+				{"TLS client, plain port", redis.Options{Addrs: []string{b.owned.Value().Addr}, TLS: withTLS, DialTimeout: dial, ReadTimeout: dial},
 					[]string{"answers plain TCP on this port, not TLS", "unset Options.TLS"}},
 				{"plain client, TLS port", redis.Options{Addrs: []string{tlsServer.Addr}, DialTimeout: dial, ReadTimeout: dial},
 					[]string{"as a TLS-only port does", "set Options.TLS"}},

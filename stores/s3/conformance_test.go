@@ -30,8 +30,8 @@ func TestConformance(t *testing.T) {
 	}
 	conformance.Run(t, conformance.Suite{
 		Name: "s3", SDK: s3gen.S3V1109().SDKName + " " + s3gen.S3V1109().SDKVersions[0] + " (" + where + ")",
-		Setup:     func(conformance.T) (string, error) { return skip, nil },
-		Factory:   func(t conformance.T) driver.Driver { return s3kit.Open(t, env) },
+		Setup:     gw.Setup,
+		Factory:   func(t conformance.T) driver.Driver { return s3kit.Open(t, gw.Value()) },
 		Scenarios: s3kit.Scenarios(), Cases: small, Stage: s3kit.Stage, SDKChecks: s3kit.SDKChecks(),
 		Integrity: integrity, Neighbour: s3kit.Neighbour{},
 	})
@@ -39,8 +39,8 @@ func TestConformance(t *testing.T) {
 	// ranged GETs.
 	conformance.Run(t, conformance.Suite{
 		Name: "s3-large", SDK: s3gen.S3V1109().SDKName + " " + s3gen.S3V1109().SDKVersions[0] + " (" + where + "), every row in parts",
-		Setup:   func(conformance.T) (string, error) { return skip, nil },
-		Factory: func(t conformance.T) driver.Driver { return s3kit.OpenWith(t, env, s3kit.Large) },
+		Setup:   gw.Setup,
+		Factory: func(t conformance.T) driver.Driver { return s3kit.OpenWith(t, gw.Value(), s3kit.Large) },
 		Cases:   large, Stage: s3kit.Stage, Neighbour: s3kit.Neighbour{},
 	})
 }

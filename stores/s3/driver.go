@@ -228,8 +228,9 @@ func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unreg
 // return (a PUT's body is sealed first), so no operation is unprovable.
 func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil) }
 
-// Close closes the driver once a drain returned true and every region is
-// unregistered, and closes the idle connections of a client it made.
+// Close closes the driver once every call ended and every region is
+// unregistered (driverkit.Lifecycle.Close), and closes the idle
+// connections of a client it made.
 func (d *Driver) Close() error {
 	return d.life.Close(func() error {
 		if d.idle != nil {

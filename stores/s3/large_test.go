@@ -38,7 +38,7 @@ type hook func(r *http.Request, next http.RoundTripper) (*http.Response, error)
 // s3.MinPartBytes, over slots of largeRow bytes, its requests passing
 // through h (nil: straight to the transport).
 func largeFx(t *testing.T, h hook) (*blockingfx.Fx, *s3kit.Driver) {
-	k := s3kit.OpenWith(t, env, func(o *s3.Options) {
+	k := s3kit.OpenWith(t, gw.Value(), func(o *s3.Options) {
 		s3kit.Large(o)
 		o.PartBytes = s3.MinPartBytes
 		if h != nil {
@@ -64,7 +64,7 @@ func uploadsLeft(t *testing.T, k *s3kit.Driver) int {
 // without If-None-Match fails the header's check; the later ranges
 // without If-Match fail theirs.)
 func TestALargeRowGoesInPartsBothWays(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	var mu sync.Mutex
 	var seen []string
 	f, k := largeFx(t, func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
@@ -110,7 +110,7 @@ func TestALargeRowGoesInPartsBothWays(t *testing.T) {
 // a FAULT and the bucket holds no upload after. (Tried: no abort leaves
 // one upload per case.)
 func TestAnAbandonedUploadIsAborted(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	refused := errors.New("the transport refuses this request")
 	for _, c := range []struct {
 		name string
@@ -144,9 +144,9 @@ func TestAnAbandonedUploadIsAborted(t *testing.T) {
 // the complete no If-None-Match, it would replace the winner's object and
 // answer READY (tried).
 func TestTheFirstWriterWinsWhicheverWayItWrote(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	f, k := largeFx(t, nil)
-	other, err := s3.Open(env.Options(k.Bucket(), k.Transport))
+	other, err := s3.Open(gw.Value().Options(k.Bucket(), k.Transport))
 	require.NoError(t, err)
 	g := blockingfx.NewSized(t, other, 10*time.Second, driver.Layout{SlotBytes: largeRow, Slots: 2})
 	kk := key(t, "contended")
@@ -172,7 +172,7 @@ func TestTheFirstWriterWinsWhicheverWayItWrote(t *testing.T) {
 // ranges without If-Match read a mix of the two objects, which the CRC32
 // refuses as CORRUPT, not this.)
 func TestAnObjectReplacedBetweenItsRangesIsNotRead(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	var k *s3kit.Driver
 	var once sync.Once
 	kk := key(t, "replaced")
@@ -203,7 +203,7 @@ func TestAnObjectReplacedBetweenItsRangesIsNotRead(t *testing.T) {
 // CRC32, which fails the code's check; the range's last byte misnamed
 // fails the message's check.)
 func TestARangeAnsweredShortIsNeverRead(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	const part, cut = s3.MinPartBytes, 1000
 	second := fmt.Sprintf("bytes=%d-", part)
 	f, _ := largeFx(t, func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
@@ -235,7 +235,7 @@ func TestARangeAnsweredShortIsNeverRead(t *testing.T) {
 // before the put returns, so a transport still holding one reads nothing
 // of the slot after. (Tried: a part's body left unsealed reads the slot.)
 func TestALargePutsAccessEndsWhenItReturns(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	f, k := largeFx(t, nil)
 	var mu sync.Mutex
 	var bodies []io.Reader
@@ -261,7 +261,7 @@ func TestALargePutsAccessEndsWhenItReturns(t *testing.T) {
 // (here: the test aborts it). It pins the rule for a later change: no
 // line today hands the abort's answer on.
 func TestAFailedAbortLeavesTheRowsResult(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	f, k := largeFx(t, func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
 		if r.URL.Query().Get("partNumber") == "2" {
 			return nil, errors.New("the transport refuses this part")

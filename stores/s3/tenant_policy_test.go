@@ -42,7 +42,7 @@ func docPolicy(t *testing.T) map[string]any {
 // prefix alone), tenant "kv" read and overwrote "kv/model-a"'s rows (this
 // test failed so).
 func TestNestedTenantPrefixesStayApart(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	e, err := s3kit.SetupIAM()
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, e.Close()) })
