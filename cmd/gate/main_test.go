@@ -443,7 +443,7 @@ func TestTheGateFailsOnABrokenStore(t *testing.T) {
 		"--junit", xmlFile, "--json", jsonFile)...)
 	require.Equal(t, 1, code, "%s\n%s", out, stderr)
 	assert.Contains(t, out, "gate: FAILED")
-	assert.Regexp(t, `memory\s+kvblob-memory 1\s+\d+\s+0\s+0\s+-\s+\S+\s+16 x 256 KiB in \S+`, out)
+	assert.Regexp(t, `memory\s+kvblob-memory 1\s+\d+\s+0\s+\d+\s+-\s+\S+\s+16 x 256 KiB in \S+`, out)
 
 	b, err := os.ReadFile(xmlFile)
 	require.NoError(t, err)
