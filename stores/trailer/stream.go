@@ -5,23 +5,26 @@ import (
 	"crypto/hmac"
 	"encoding/binary"
 	"fmt"
-	"hash"
 	"hash/crc32"
 )
 
-// TailSize is the most an object's tag and trailer take at its end: a
-// reader that reads an object's tail before its payload (ReadHead) reads
-// its last min(size, TailSize) bytes.
-const TailSize = TagSize + Size
+// TailSize is the most an object's tag and trailer take at its end (a
+// format VersionHMAC object's: its tag is the longest): a reader that
+// reads an object's tail before its payload (ReadHead) reads its last
+// min(size, TailSize) bytes.
+const TailSize = max(TagSize, HMACTagSize) + Size
 
 // Head is what an object's tail says, read before its payload: the
 // payload's length, and what its bytes must check against (Verifier).
 type Head struct {
-	Len   int64 // the payload's length, which the trailer states and the object's size agrees with
-	crc   uint32
-	keyed bool
-	tag   [TagSize]byte
-	t     [Size]byte
+	Len     int64 // the payload's length, which the trailer states and the object's size agrees with
+	crc     uint32
+	version uint16
+	// tag is the bytes between the payload and the trailer: the nonce
+	// and the GMAC tag (VersionKeyed, TagSize bytes), or the HMAC-SHA256
+	// tag (VersionHMAC).
+	tag [max(TagSize, HMACTagSize)]byte
+	t   [Size]byte
 }
 
 // head checks the trailer at the end of tail, the last min(size,
@@ -39,25 +42,29 @@ func head(tail []byte, size int64, key string) (Head, error) {
 		return h, fmt.Errorf("trailer magic %q, expected %q", t[0:4], Magic)
 	}
 	body := size - Size
-	switch v := binary.LittleEndian.Uint16(t[4:6]); v {
+	v := binary.LittleEndian.Uint16(t[4:6])
+	tagSize := 0
+	switch v {
 	case Version:
 	case VersionKeyed:
-		if body < TagSize {
-			return h, fmt.Errorf("keyed object of %d bytes is shorter than its tag and trailer", size)
-		}
-		h.keyed = true
-		body -= TagSize
-		copy(h.tag[:], tail[len(tail)-TailSize:])
+		tagSize = TagSize
+	case VersionHMAC:
+		tagSize = HMACTagSize
 	default:
-		return h, fmt.Errorf("format version %d, expected %d or %d", v, Version, VersionKeyed)
+		return h, fmt.Errorf("format version %d, expected %d, %d or %d", v, Version, VersionHMAC, VersionKeyed)
 	}
+	if body < int64(tagSize) {
+		return h, fmt.Errorf("keyed object of %d bytes (format version %d) is shorter than its tag and trailer", size, v)
+	}
+	body -= int64(tagSize)
+	copy(h.tag[:], tail[len(tail)-Size-tagSize:len(tail)-Size])
 	if d := NameDigest(key); !bytes.Equal(t[8:24], d[:]) {
 		return h, fmt.Errorf("name digest does not match key %q", key)
 	}
 	if n := binary.LittleEndian.Uint64(t[24:32]); n != uint64(body) {
 		return h, fmt.Errorf("payload length %d, trailer says %d", body, n)
 	}
-	h.Len, h.crc = body, binary.LittleEndian.Uint32(t[32:36])
+	h.Len, h.crc, h.version = body, binary.LittleEndian.Uint32(t[32:36]), v
 	copy(h.t[:], t)
 	return h, nil
 }
@@ -73,7 +80,7 @@ func head(tail []byte, size int64, key string) (Head, error) {
 // untouched.
 func (in *Integrity) ReadHead(tail []byte, size int64, key string) (Head, error) {
 	h, err := head(tail, size, key)
-	if err == nil && in != nil && !h.keyed {
+	if err == nil && in != nil && h.version == Version {
 		return Head{}, fmt.Errorf("%w: the object has an unkeyed trailer (format version %d), which anyone who can write to the store can compute", ErrUnverified, Version)
 	}
 	return h, err
@@ -82,20 +89,22 @@ func (in *Integrity) ReadHead(tail []byte, size int64, key string) (Head, error)
 // Verifier checks a payload read a piece at a time, in order, against
 // its Head: its length, its CRC32 and (with integrity on) its tag. A
 // reader feeds it each piece while the piece is still in cache, so the
-// check costs no pass over memory of its own.
+// check costs no pass over memory of its own (but for a row of format
+// VersionHMAC, or one tagged under the previous key, whose tag Check
+// computes over the payload once more).
 type Verifier struct {
 	in  *Integrity
 	h   Head
 	n   int64
 	crc uint32
-	mac hash.Hash // under the current key; nil with integrity off
+	c   chunker // under the current key; unused with integrity off
 }
 
 // Verifier returns a Verifier of h's payload.
 func (in *Integrity) Verifier(h Head) Verifier {
 	v := Verifier{in: in, h: h}
 	if in != nil {
-		v.mac = in.current()
+		v.c = newChunker(in.current(), h.Len)
 	}
 	return v
 }
@@ -110,8 +119,8 @@ func (v *Verifier) Against(h Head) { v.h = h }
 func (v *Verifier) Write(p []byte) {
 	v.n += int64(len(p))
 	v.crc = crc32.Update(v.crc, crc32.IEEETable, p)
-	if v.mac != nil {
-		v.mac.Write(p)
+	if v.in != nil {
+		v.c.write(p)
 	}
 }
 
@@ -128,12 +137,27 @@ func (v *Verifier) Check(payload []byte) error {
 	case v.in == nil:
 		return nil
 	}
-	v.mac.Write(v.h.t[:])
-	if hmac.Equal(v.h.tag[:], v.mac.Sum(nil)) {
+	if v.verifies(v.in.current(), &v.c, payload) {
 		return nil
 	}
-	if v.in.previous != nil && hmac.Equal(v.h.tag[:], tag(v.in.previous, payload, v.h.t[:])) {
-		return nil
+	if v.in.previous != nil {
+		c := newChunker(v.in.previous(), v.h.Len)
+		c.write(payload)
+		if v.verifies(v.in.previous(), &c, payload) {
+			return nil
+		}
 	}
 	return fmt.Errorf("%w: the tag does not verify under the current or the previous row key", ErrUnverified)
+}
+
+// verifies reports whether h's tag verifies under k: for format
+// VersionKeyed, that of c's chunks (c holds every payload byte); for
+// format VersionHMAC, one computed over payload.
+func (v *Verifier) verifies(k *keyset, c *chunker, payload []byte) bool {
+	if v.h.version == VersionHMAC {
+		return hmac.Equal(v.h.tag[:HMACTagSize], hmacTag(k, payload, v.h.t[:]))
+	}
+	var sum [MACSize]byte
+	got := c.sum(sum[:0], v.h.tag[:NonceSize], &v.h.t)
+	return hmac.Equal(v.h.tag[NonceSize:TagSize], got)
 }
