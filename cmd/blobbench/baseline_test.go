@@ -20,9 +20,10 @@ import (
 
 // TestTheBaselinesShareTheRowsTheSameWay: share cuts the rows into n
 // contiguous runs that cover each row once (more goroutines than rows
-// included), and parallelCopy and allocCopy, which both run on those
-// shares, copy every row. (Tried: a share's hi of rows*(g+1)/n-1 fails
-// the cover; parallelCopy stepping by two rows fails the copy.)
+// included), and parallelCopy, allocCopy and parallelTag, which all run
+// on those shares, copy every row. (Tried: a share's hi of
+// rows*(g+1)/n-1 fails the cover; parallelCopy stepping by two rows fails
+// the copy; so does parallelTag.)
 func TestTheBaselinesShareTheRowsTheSameWay(t *testing.T) {
 	const rowBytes = 64
 	for _, c := range []struct{ rows, n int }{{1, 1}, {7, 2}, {8, 2}, {3, 4}, {16, 3}} {
@@ -50,6 +51,9 @@ func TestTheBaselinesShareTheRowsTheSameWay(t *testing.T) {
 			objs := allocCopy(src, rowBytes, c.n)
 			require.Len(t, objs, c.rows)
 			assert.Equal(t, src, bytes.Join(objs, nil), "allocCopy")
+			tagged := make([]byte, len(src))
+			parallelTag(rowKey, tagged, src, rowBytes, c.n)
+			assert.Equal(t, src, tagged, "parallelTag copies every row")
 		})
 	}
 }

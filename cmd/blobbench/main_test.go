@@ -58,7 +58,7 @@ func TestQuickRunWritesEveryOutput(t *testing.T) {
 		}
 		return b.String()
 	}
-	keyed := []string{"publish_keyed_vs_off", "fetch_keyed_vs_off", "publish_keyed_vs_tag_bound", "fetch_keyed_vs_tag_bound", "tag_bound_gb_s"}
+	keyed := []string{"publish_keyed_vs_off", "fetch_keyed_vs_off", "publish_keyed_vs_tag_bound", "fetch_keyed_vs_tag_bound", "tag_bound_gb_s", "tag_only_gb_s"}
 	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[memory\]: workers=2`+sizes("", keyed...)+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+` row_ops_per_s=\d+ \(\d+–\d+\) row_ops_vs_memcpy=`+f+
 		` row_op_cost_max_vs_min_over_attempts=`+f+` over_batches_per_view=`+f+`$`), out.String())
 	assert.Contains(t, out.String(), "cost per row-op as work grows", "the table prints the sizes")
