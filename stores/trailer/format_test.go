@@ -139,3 +139,23 @@ func TestPiecesMakeTheSameObject(t *testing.T) {
 		})
 	}
 }
+
+// TestAKeyedReaderRefusesAChangedPayloadByItsTag: with integrity on the
+// reader takes no CRC32, and a payload changed with its CRC32 left stale
+// is refused all the same, by the tag (tried: a Check that skips the tag
+// when it skips the CRC32 passes it).
+func TestAKeyedReaderRefusesAChangedPayloadByItsTag(t *testing.T) {
+	in := integrity(t, keyA, nil)
+	for _, obj := range [][]byte{in.Encode("k", []byte("a KV row")), readTestdata(t, "format2-keyed.obj")} {
+		key := "k"
+		if len(obj) > 1000 {
+			key = oldKey
+		}
+		bad := bytes.Clone(obj)
+		bad[0] ^= 1
+		_, err := Check(bad, key)
+		require.ErrorContains(t, err, "CRC32", "a keyless reader refuses it by its CRC32")
+		_, err = in.Check(bad, key)
+		require.ErrorIs(t, err, ErrUnverified)
+	}
+}
