@@ -51,9 +51,11 @@ func TestTheBaselinesShareTheRowsTheSameWay(t *testing.T) {
 			objs := allocCopy(src, rowBytes, c.n)
 			require.Len(t, objs, c.rows)
 			assert.Equal(t, src, bytes.Join(objs, nil), "allocCopy")
-			tagged := make([]byte, len(src))
-			parallelTag(rowKey, tagged, src, rowBytes, c.n)
-			assert.Equal(t, src, tagged, "parallelTag copies every row")
+			for _, pass := range []tagPass{sealCopy, verifyCopy} {
+				tagged := make([]byte, len(src))
+				parallelTag(rowKey, tagged, src, rowBytes, c.n, pass)
+				assert.Equal(t, src, tagged, "parallelTag (pass %d) copies every row", pass)
+			}
 		})
 	}
 }

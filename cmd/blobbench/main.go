@@ -48,13 +48,14 @@
 // publish_keyed_vs_off and fetch_keyed_vs_off (Mooncake also
 // publish_unkeyed_vs_off and fetch_unkeyed_vs_off), and
 // publish_keyed_vs_tag_bound and fetch_keyed_vs_tag_bound: the integrity
-// code's own single pass over the same rows (trailer.Sealer.Copy: each
-// row copied, its CRC32 and tag taken a chunk at a time while in cache,
-// the least any publish or fetch that moves a row and tags it does) on
-// as many goroutines as the publish's and the fetch's workers, over the
-// store's time with the key on; then that pass's bandwidth
-// (tag_bound_gb_s) and the CRC32 and tag's alone, nothing copied
-// (tag_only_gb_s).
+// code's own single pass over the same rows (each row copied and, a
+// chunk at a time while in cache, checksummed and tagged as a writer does
+// (trailer.Sealer.Copy) or verified as a reader does (trailer.Verifier):
+// the least any publish or fetch that moves a row and tags or verifies it
+// does) on as many goroutines as the publish's and the fetch's workers,
+// over the store's time with the key on; then the reader's pass's
+// bandwidth (tag_bound_gb_s) and a writer's CRC32 and tag alone, nothing
+// copied (tag_only_gb_s).
 //
 // With -redis host:port (or -redis-cluster host:port,...) it benches a
 // Redis deployment you run instead of starting one: it refuses a store

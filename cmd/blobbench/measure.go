@@ -155,9 +155,10 @@ type bandwidth struct {
 // in every rep: its publish and fetch bandwidth with the unkeyed trailer
 // (where off writes none: Mooncake) and with the row key on over integrity
 // off, and with the row key on over the integrity code's own single pass
-// over the same rows at the same parallelism (trailer.Sealer.Copy: each
-// row copied, checksummed and tagged a chunk at a time, on as many
-// goroutines as the publish's and the fetch's workers; parallelTag): the
+// over the same rows at the same parallelism (parallelTag: each row
+// copied and, a chunk at a time while in cache, checksummed and tagged as
+// a writer does for the publish, verified as a reader does for the fetch,
+// on as many goroutines as the publish's and the fetch's workers): the
 // bound a store with the key on is judged against, since every publish
 // and fetch moves the row once.
 type integrityRatios struct {
@@ -167,9 +168,9 @@ type integrityRatios struct {
 	FetchKeyedVsOff        *spread `json:"fetch_keyed_vs_off,omitempty"`
 	PublishKeyedVsTagBound *spread `json:"publish_keyed_vs_tag_bound,omitempty"`
 	FetchKeyedVsTagBound   *spread `json:"fetch_keyed_vs_tag_bound,omitempty"`
-	// TagBoundGBs is the integrity code's own pass, copying, at the
-	// fetch's workers; TagOnlyGBs the checksum and tag alone, nothing
-	// copied.
+	// TagBoundGBs is the integrity code's own pass of a reader, copying
+	// (verifyCopy), at the fetch's workers; TagOnlyGBs a writer's CRC32
+	// and tag alone, nothing copied.
 	TagBoundGBs *spread `json:"tag_bound_gb_s,omitempty"`
 	TagOnlyGBs  *spread `json:"tag_only_gb_s,omitempty"`
 }
@@ -938,18 +939,15 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		}
 		var tagGet, tagPub, tagOnly time.Duration
 		if len(modes) > 0 && modes[len(modes)-1].name == "keyed" {
-			timed := func(dst []byte, n int) time.Duration {
+			timed := func(pass tagPass, n int) time.Duration {
 				coldCaches()
 				t0 := time.Now()
-				parallelTag(rowKey, dst, srcMem, rowBytes, n)
+				parallelTag(rowKey, dstMem, srcMem, rowBytes, n, pass)
 				return time.Since(t0)
 			}
-			tagGet = timed(dstMem, workers)
-			tagPub = tagGet
-			if pw := backend.PublishWorkers(workers); pw != workers {
-				tagPub = timed(dstMem, pw)
-			}
-			tagOnly = timed(nil, workers)
+			tagGet = timed(verifyCopy, workers)
+			tagPub = timed(sealCopy, backend.PublishWorkers(workers))
+			tagOnly = timed(sealOnly, workers)
 		}
 		coldCaches()
 		t0 := time.Now()
