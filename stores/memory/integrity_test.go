@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -17,7 +17,8 @@ import (
 // lower-case hex digits, random per writer. No object is one, whatever its
 // payload: every object ends in a trailer starting with Magic, so the
 // only objects of MarkerLen bytes (a 3-byte payload, unkeyed; a keyed
-// object is at least TailSize bytes) hold Magic at byte MarkerLen-Size,
+// object is at least TagSize+Size bytes, and one of format VersionHMAC
+// TailSize) hold Magic at byte MarkerLen-Size,
 // inside the marker's magic, where a marker holds other bytes
 // (TestNoObjectIsAMarker).
 const (
@@ -32,7 +33,8 @@ const (
 // magic (whose bytes there TestNoObjectIsAMarker holds unlike Magic).
 // Re-check the doc above if either fails to compile.
 var (
-	_ [TailSize - MarkerLen - 1]struct{}
+	_ [TagSize + Size - MarkerLen - 1]struct{}
+	_ [HMACTagSize + Size - MarkerLen - 1]struct{}
 	_ [len(MarkerMagic) - (MarkerLen - Size + len(Magic))]struct{}
 )
 
