@@ -1,8 +1,8 @@
 # kvblob. Each target does its own set-up and needs only Go to start: the
 # first `make run`, `make test` or `make demo` runs `make deps`, which
-# installs or fetches the servers the Redis, Valkey and S3 tests start on
-# loopback (README.md, "First run", says what and how long), and says so,
-# a line per step. CI installs them beforehand (see .ci/run).
+# installs or fetches the servers the stores' tests start on loopback
+# (README.md, "First run", says what and how long), and says so, a line
+# per step. CI installs them beforehand (see .ci/run).
 GO ?= go
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
@@ -20,39 +20,18 @@ test: deps ## every test, with the race detector; a progress line every 30 s on 
 	$(GO) build -o .bin/testsum ./cmd/testsum
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -json ./... | .bin/testsum
 
-# The S3 tests start versitygw (Apache-2.0) on loopback; keep the version in
-# step with internal/s3kit.Version.
-VERSITYGW_VERSION ?= v1.8.0
+# Each store whose tests start a server sets it up in its own folder's
+# deps.sh (stores/<store>/deps.sh, steps from scripts/deps.sh): make deps
+# runs every one, in folder order, each step printing "make deps: NAME:
+# ..." lines while it works and nothing when it finds its server. A
+# server it cannot set up skips its tests (the step says why); under
+# CI=true it fails here instead.
+deps: ## install or fetch the servers the tests start, each store's stores/<store>/deps.sh (first run: minutes, README.md's First run)
+	@for f in stores/*/deps.sh; do GO="$(GO)" bash "$$f" || { echo "make deps: $$f failed"; exit 1; }; done
 
-# The Redis tests and the demo start their own redis-server on loopback.
-# Install it from Debian's packages when we can; otherwise the tests skip
-# (and fail under CI=true) and the demo says how to install it. The same
-# tests run over Valkey 8.1 (spec/redis-valkey-8.1.yaml), which Debian 12
-# lacks: scripts/fetch-valkey.sh puts Debian 13's in .bin/valkey-8.1,
-# without installing anything (internal/rediskit looks there; KVBLOB_VALKEY_SERVER
-# and KVBLOB_VALKEY_CLI name a Valkey 8.1 of your own instead). Under
-# CI=true a missing server fails here, not as a skip.
-VALKEY_DIR = .bin/valkey-8.1
-deps: ## install or fetch the servers the tests start (first run: redis-server ~10 s, Valkey ~20 s, versitygw several minutes)
-	@command -v redis-server >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "make deps: [1/3] redis-server for the Redis tests and the demo: apt-get update and install Debian's package (about 10 s)"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null && \
-	    echo "make deps: [1/3] redis-server installed"; \
-	  else echo "make deps: [1/3] redis-server not found; the Redis tests will skip (apt-get install redis-server)"; test "$$CI" != true; fi; }
-	@test -e $(VALKEY_DIR)/.complete || { \
-	  echo "make deps: [2/3] Valkey 8.1 for the Valkey tests: fetching Debian trixie's packages into $(VALKEY_DIR), installing nothing (about 20 s)"; \
-	  scripts/fetch-valkey.sh $(VALKEY_DIR) || { \
-	    echo "make deps: could not fetch Valkey 8.1 (retry: scripts/fetch-valkey.sh $(VALKEY_DIR)); its tests will skip"; \
-	    test "$$CI" != true; }; }
-	@command -v versitygw >/dev/null 2>&1 || test -x "$$($(GO) env GOBIN)/versitygw" || test -x "$$($(GO) env GOPATH)/bin/versitygw" || { \
-	  echo "make deps: [3/3] versitygw $(VERSITYGW_VERSION) for the S3 tests: go install downloads about 75 modules and compiles about 590 packages;"; \
-	  echo "make deps: [3/3] that takes minutes (8 on a busy 2-core machine); a line every 50 packages compiled"; \
-	  $(GO) install -v github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION) 2>&1 | \
-	    awk '/[ :]/ { print; next } { if (++n % 50 == 0) { printf "make deps: [3/3] versitygw: %d packages compiled\n", n; fflush() } }' && \
-	  echo "make deps: [3/3] versitygw installed (in go env GOBIN, or GOPATH/bin)"; }
-
-demo: deps ## two processes move a request's KV rows through a redis-server on loopback, then clean up
+# The demo needs only redis-server, so it runs only that step.
+demo: ## two processes move a request's KV rows through a redis-server on loopback, then clean up
+	@GO="$(GO)" KVBLOB_DEPS_ONLY=redis-server bash stores/redis/deps.sh
 	$(GO) run ./cmd/demo
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2

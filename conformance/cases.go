@@ -69,6 +69,9 @@ func runCase(h *Harness, c Case, stage Stager, stageableOnly bool) {
 	if c.WantCode != 0 && got.Code != c.WantCode {
 		t.Errorf("%s (%s): %s: got code %d (%s), want %d", c.ID, c.Pos, what, got.Code, got.Text, c.WantCode)
 	}
+	if c.Want == driver.Declined && got.Status == driver.Declined && c.Answer.Size == SizeNone && (got.Code != c.Answer.Code || got.Text == "") {
+		t.Errorf("%s (%s): %s: got %v; a DECLINED carries the store's answer that refused the row, here %s (its code, %d, and a text saying it), so that a test can tell which answer caused it", c.ID, c.Pos, what, got, c.Answer, c.Answer.Code)
+	}
 	if c.Op == OpGet && c.Written == rules.WrittenNo {
 		if d := differs(before, Snapshot(dst)); d != "" {
 			t.Errorf("%s (%s): %s wrote its destination (%s); the spec says this answer leaves it untouched", c.ID, c.Pos, what, d)

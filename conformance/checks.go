@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -256,6 +257,21 @@ func checks() []Check {
 				h.T.Errorf("get of %s: READY after the put that named it was rejected; a rejection certifies nothing was recorded", h.RowName(a.Key))
 			}
 		}},
+		{Name: "a_key_past_MaxKeyBytes_is_rejected_and_nothing_recorded", Group: Lifecycle, Run: func(h *Harness, _ Scenarios) {
+			// Every store's bound, whatever its spec says: one byte more
+			// than driver.MaxKeyBytes is refused by Put and Get alike.
+			a := h.Row(h.Key("a"), 0)
+			long := h.Key(strings.Repeat("k", driver.MaxKeyBytes/2))
+			what := fmt.Sprintf("put of %s and a key of %d bytes", h.RowName(a.Key), len(long))
+			_, err := h.D.Put(h.Ctx, []driver.Row{a, h.Row(long, 1)})
+			rejected(h.T, err, driver.RuleKeyTooLong, what)
+			_, err = h.D.Get(h.Ctx, []driver.Row{h.Row(long, 2)}, driver.Hint{})
+			rejected(h.T, err, driver.RuleKeyTooLong, fmt.Sprintf("get of a key of %d bytes", len(long)))
+			res, _ := h.Get(driver.Hint{}, h.Row(a.Key, 3))
+			if res[0].Status == driver.Ready {
+				h.T.Errorf("get of %s: READY after the put that named it was rejected; a rejection certifies nothing was recorded", h.RowName(a.Key))
+			}
+		}},
 		{Name: "a_span_outside_a_live_registration_is_rejected", Group: Lifecycle, Run: func(h *Harness, _ Scenarios) {
 			other := &driver.Region{Name: "unregistered", Kind: driver.Host, Layout: driver.Layout{SlotBytes: SlotBytes, Slots: 1}, Mem: make([]byte, SlotBytes)}
 			key := h.Key("a")
@@ -441,23 +457,21 @@ func checks() []Check {
 			h.Put(h.Row(key, 0))
 			rejected(h.T, h.D.Unregister(h.Reg), "", "Unregister while the put of "+h.RowName(key)+" is unprovable")
 		}},
-		{Name: "close_only_after_drain_and_unregister", Group: Lifecycle, Run: func(h *Harness, _ Scenarios) {
-			h.Put(h.Row(h.Key("a"), 0))
-			if err := h.D.Close(); err == nil {
-				h.T.Fatalf("Close succeeded with a region registered and no drain")
-			}
-			if !h.D.Drain(Within(h.Deadline)) {
-				h.T.Fatalf("Drain did not answer true within %v with nothing in progress", h.Deadline)
+		{Name: "close_only_when_idle_and_unregistered", Group: Lifecycle, Run: func(h *Harness, _ Scenarios) {
+			_, op := h.Put(h.Row(h.Key("a"), 0))
+			if !WaitAccess(op, h.Deadline) {
+				h.T.Fatalf("the put's access never ended within %v", h.Deadline)
 			}
 			if err := h.D.Close(); err == nil {
-				h.T.Fatalf("Close succeeded with a region still registered")
+				h.T.Fatalf("Close succeeded with a region registered")
 			}
 			if err := h.D.Unregister(h.Reg); err != nil {
-				h.T.Fatalf("Unregister after a drain that answered true: %v", err)
+				h.T.Fatalf("Unregister after the put's access ended: %v", err)
 			}
 			h.Reg = nil
+			// No Drain: every call ended, so nothing can touch memory.
 			if err := h.D.Close(); err != nil {
-				h.T.Errorf("Close after a drain and an unregister: %v", err)
+				h.T.Errorf("Close of an idle driver (its one put ended, its region unregistered) without a Drain: %v; a driver whose calls all ended closes without one", err)
 			}
 		}},
 		{Name: "a_key_another_client_is_writing_is_NOT_READY", Group: Data, Needs: Writing, Run: func(h *Harness, s Scenarios) {
@@ -476,6 +490,9 @@ func checks() []Check {
 			s.Full(h.D, key)
 			res, _ := h.Put(h.Row(key, 0))
 			want(h.T, res[0], driver.Declined, "put of "+h.RowName(key)+" into a full store")
+			if res[0].Status == driver.Declined && res[0].Text == "" {
+				h.T.Errorf("put of %s into a full store: DECLINED says nothing of the store's answer; a DECLINED carries the answer that refused the row (Result.Code and Text, as the spec's mapping gives them)", h.RowName(key))
+			}
 		}},
 		{Name: "a_failure_inside_a_put_is_a_row_fault", Group: Data, Needs: FailPut, Run: func(h *Harness, s Scenarios) {
 			key := h.Key("a")

@@ -40,7 +40,7 @@ func TestTheHarnessKeepsMemoryADriverMayTouch(t *testing.T) {
 	for _, drains := range []bool{false, true} {
 		var h *Harness
 		c := Check{Name: "capture", Run: func(x *Harness, _ Scenarios) { h = x }}
-		v := runRecorded(c, func(T) driver.Driver { return &stuckDriver{drains: drains} }, Suite{Deadline: 10 * time.Millisecond})
+		v := runRecorded(c, func(T) driver.Driver { return &stuckDriver{drains: drains} }, Suite{Deadline: 250 * time.Millisecond})
 		assert.True(t, v.Passed, v.Reason)
 		assert.Equal(t, !drains, h.Mem.Mapped(), "drains=%v", drains)
 		if !drains {

@@ -48,8 +48,8 @@ type Suite struct {
 	// on what Setup found (a tmpfs mounted, a helper client up).
 	ScenariosAfterSetup func() Scenarios
 	// Cases are the conformance cases generated from the store's spec
-	// (generated/<pkg>spec/<pkg>cases.All()). They run through Stage, which must be set
-	// when Cases is not empty.
+	// (a version's Cases in generated/<store>/<store>cases's All()). They
+	// run through Stage, which must be set when Cases is not empty.
 	Cases []Case
 	// Stage makes the store answer a case.
 	Stage Stager

@@ -1,7 +1,6 @@
 package gen
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -197,14 +196,11 @@ func (s *Spec) accessEnded(c *Call, kept bool) bool {
 
 func (e *emitter) cases(f *jen.File) {
 	cs := e.s.cases()
-	f.PackageComment(fmt.Sprintf("Package %s holds the conformance cases derived from %s", e.s.CasesPackage(), e.s.File))
-	f.PackageComment(fmt.Sprintf("(store %q). Tests and kits import it; the store's driver imports", e.s.Store))
-	f.PackageComment(fmt.Sprintf("package %s and never this one, so it does not compile the cases in.", e.s.SpecPackage()))
-	f.Commentf("All returns the conformance cases derived from %s, a new slice each", e.s.File)
+	f.Commentf("%s returns the conformance cases derived from %s, a new slice each", e.s.GoName(), e.s.File)
 	f.Comment("call: the SDK answers a call for one row, and the driver must report")
 	f.Comment("the wanted result and access state. Package conformance runs them")
 	f.Comment("through a store's stager.")
-	f.Func().Id("All").Params().Index().Add(qual("Case")).Block(jen.Return(jen.Index().Add(qual("Case")).ValuesFunc(func(g *jen.Group) {
+	f.Func().Id(e.s.GoName()).Params().Index().Add(qual("Case")).Block(jen.Return(jen.Index().Add(qual("Case")).ValuesFunc(func(g *jen.Group) {
 		for _, k := range cs {
 			if k.key != "" {
 				d := []litField{

@@ -7,10 +7,10 @@ import (
 )
 
 // The spec's YAML comments are part of what it says: generated code carries
-// them into its doc comments (the file's head into the package doc, a
-// code's into its constant's, a call's into Map<Call>'s, an answer's beside
-// its rule), so a reader of the Go reads what the spec's author wrote
-// beside each rule. The text is taken from the YAML as written, in file
+// them into its doc comments (the file's head into the spec value's doc,
+// a code's into its constant's, a call's above its field of Calls, an
+// answer's beside its rule), so a reader of the Go reads what the spec's
+// author wrote beside each rule. The text is taken from the YAML as written, in file
 // order, so generation stays deterministic.
 
 // answerFields are the fields of a call that are answers: their comments

@@ -14,7 +14,7 @@ import (
 type SpecDiff struct {
 	Old string `json:"old"` // the spec files
 	New string `json:"new"`
-	// Identity holds changes of store, package, SDK name and versions.
+	// Identity holds changes of store, variant, SDK name and versions.
 	Identity []FieldChange `json:"identity"`
 	// Codes added, removed or renumbered (same name, another value).
 	Codes CodeDiff `json:"codes"`
@@ -126,7 +126,7 @@ func Diff(a, b *Spec) *SpecDiff {
 		}
 	}
 	field(&d.Identity, "store", a.Store, b.Store, a.StorePos, b.StorePos)
-	field(&d.Identity, "package", a.Package, b.Package, a.PackagePos, b.PackagePos)
+	field(&d.Identity, "variant", a.Variant, b.Variant, a.VariantPos, b.VariantPos)
 	field(&d.Identity, "sdk.name", a.SDK.Name, b.SDK.Name, Pos{}, Pos{})
 	field(&d.Identity, "sdk.versions", fmt.Sprint(a.SDK.Versions), fmt.Sprint(b.SDK.Versions), Pos{}, Pos{})
 	field(&d.Identity, "sdk.verified", verifiedText(a.SDK), verifiedText(b.SDK), Pos{}, Pos{})

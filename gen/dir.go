@@ -101,39 +101,134 @@ func LoadDir(dir string) ([]*Spec, error) {
 	return specs, nil
 }
 
-// CheckSet refuses two specs of one store and SDK whose versions overlap
-// (the same version, or a release line and a version in it: "7" and
-// "7.2"), and two specs for one package: each error names the other's
-// position. Two SDK versions of one store are two spec files with two
-// packages, and the driver picks by the SDK and version it reports
-// (rules.Pick), so a reported version must lead to exactly one spec.
+// CheckSet refuses what one store's specs cannot share its generated
+// package with (each error names the other's position):
+//
+//   - two specs of one store and SDK whose versions overlap (the same
+//     version, or a release line and a version in it: "7.x" and "7.2"):
+//     the driver picks by the SDK and version it reports (rules.Pick), so
+//     a reported version must lead to exactly one spec;
+//   - a spec file whose name is no stem of lower-case parts (stemRE), or
+//     whose Go name (Spec.GoName) is another's of its store, one of the
+//     package's own names, or a code's;
+//   - specs of one store that declare different calls, or one call
+//     answering differently (code or size): one driver makes the same
+//     calls to every version, through the typed fields of one Calls;
+//   - a code name with two values, or a value with two names, across one
+//     store's specs: the store's package declares one Code constant per
+//     name;
+//   - some specs of a store naming a variant and others none.
 func CheckSet(specs []*Spec) ErrorList {
 	var errs ErrorList
-	pkgs := map[string]*Spec{}
+	at := func(p Pos, format string, args ...any) {
+		errs = append(errs, Error{Pos: p, Msg: fmt.Sprintf(format, args...)})
+	}
+	first := map[string]*Spec{}
+	names := map[string]map[string]string{} // per store: Go name -> what declares it
+	codes := map[string]map[string]Code{}   // per store: code name -> its first declaration
+	values := map[string]map[int64]Code{}   // per store: code value -> its first declaration
 	for i, s := range specs {
 		for _, prev := range specs[:i] {
 			if prev.Store != s.Store || prev.SDK.Name != s.SDK.Name {
 				continue
 			}
 			if v, w, ok := rules.VersionsOverlap(s.SDK.Versions, prev.SDK.Versions); ok {
-				what := fmt.Sprintf("is also described by %s (package %s)", prev.StorePos, prev.Package)
+				what := fmt.Sprintf("is also described by %s", prev.StorePos)
 				if v != w {
-					what = fmt.Sprintf("overlaps version %q of %s (package %s): a release line holds for every patch release in it", w, prev.StorePos, prev.Package)
+					what = fmt.Sprintf("overlaps version %q of %s: a release line holds for every patch release in it", w, prev.StorePos)
 				}
-				errs = append(errs, Error{Pos: s.StorePos, Msg: fmt.Sprintf(
-					"store %q at %s version %q %s; each version of a store has one spec", s.Store, s.SDK.Name, v, what)})
+				at(s.StorePos, "store %q at %s version %q %s; each version of a store has one spec", s.Store, s.SDK.Name, v, what)
 				break
 			}
 		}
-		if prev, ok := pkgs[s.Package]; ok {
-			errs = append(errs, Error{Pos: s.PackagePos, Msg: fmt.Sprintf(
-				"package %q is also emitted by %s; give each spec its own package", s.Package, prev.PackagePos)})
+		top := Pos{s.File, 1, 1}
+		f, ok := first[s.Store]
+		if !ok {
+			first[s.Store], f = s, s
+			names[s.Store] = map[string]string{}
+			for _, n := range packageNames {
+				names[s.Store][n] = "the generated package's own " + n
+			}
+			codes[s.Store], values[s.Store] = map[string]Code{}, map[int64]Code{}
+		}
+		taken := names[s.Store]
+		if !stemRE.MatchString(s.Stem()) {
+			at(top, "the spec file's name %q (without .yaml) must be letters and digits in parts joined by \"-\", \".\", \"_\" or \"+\", starting with a letter (redis-valkey-8.1): it names the spec's value (Go name) and files in generated/%s", s.Stem(), s.Store)
+		} else if prev, dup := taken[s.GoName()]; dup {
+			at(top, "the spec file's name %q becomes the Go name %s, which %s declares too; rename the spec file", s.Stem(), s.GoName(), prev)
 		} else {
-			pkgs[s.Package] = s
+			taken[s.GoName()] = "spec " + s.File
+		}
+		for _, c := range s.Codes {
+			if prev, ok := codes[s.Store][c.Name]; ok {
+				if prev.Value != c.Value {
+					at(c.Pos, "code %s is %d here and %d in %s; store %q's package declares one constant per code name, so every spec of the store gives a code one value (a renumbered code is a new name)", c.Name, c.Value, prev.Value, prev.Pos, s.Store)
+				}
+				continue
+			}
+			if prev, ok := values[s.Store][c.Value]; ok && prev.Name != c.Name {
+				at(c.Pos, "code %s has value %d, which %s names %s; every spec of store %q gives a value one name", c.Name, c.Value, prev.Pos, prev.Name, s.Store)
+				continue
+			}
+			if prev, dup := taken[goName(c.Name)]; dup {
+				at(c.Pos, "code %s becomes the Go name %s, which %s declares too; the store's package would not compile, so give the code another name", c.Name, goName(c.Name), prev)
+				continue
+			}
+			taken[goName(c.Name)] = fmt.Sprintf("code %s (%s)", c.Name, c.Pos)
+			codes[s.Store][c.Name], values[s.Store][c.Value] = c, c
+		}
+		if s == f {
+			if s.Variant != "" {
+				if prev, dup := taken["Variant"+goName(s.Variant)]; dup {
+					at(s.VariantPos, "variant %s becomes the Go name Variant%s, which %s declares too; name the variant otherwise", s.Variant, goName(s.Variant), prev)
+				}
+				taken["Variant"+goName(s.Variant)] = "variant " + s.Variant
+			}
+			continue
+		}
+		switch {
+		case (s.Variant == "") != (f.Variant == ""):
+			p, q := s.VariantPos, f.VariantPos
+			if s.Variant == "" {
+				p = top
+			}
+			at(p, "variant is %q here and %q in %s (store %q's first spec, %s); every spec of a store names its variant, or none does", s.Variant, f.Variant, f.File, s.Store, q)
+		case s.Variant != "":
+			if prev, dup := taken["Variant"+goName(s.Variant)]; dup && prev != "variant "+s.Variant {
+				at(s.VariantPos, "variant %s becomes the Go name Variant%s, which %s declares too; name the variant otherwise", s.Variant, goName(s.Variant), prev)
+			}
+			taken["Variant"+goName(s.Variant)] = "variant " + s.Variant
+		}
+		fc := map[string]*Call{}
+		for _, c := range f.Calls {
+			fc[c.Name] = c
+		}
+		for _, c := range s.Calls {
+			o, ok := fc[c.Name]
+			switch {
+			case !ok:
+				at(c.Pos, "call %s is not a call of %s (store %q's first spec, which declares %s); every spec of a store declares the same calls, since one driver makes them through the store's Calls", c.Name, f.File, s.Store, callNames(f))
+			case o.Answers != c.Answers:
+				at(c.Pos, "call %s answers %s here and %s in %s (%s); its field of the store's Calls has one type, so every spec of the store says alike", c.Name, c.Answers, o.Answers, f.File, o.Pos)
+			}
+			delete(fc, c.Name)
+		}
+		for _, c := range f.Calls {
+			if _, missing := fc[c.Name]; missing {
+				at(top, "declares no call %s, which %s (store %q's first spec) declares at %s; every spec of a store declares the same calls, since one driver makes them through the store's Calls", c.Name, f.File, s.Store, c.Pos)
+			}
 		}
 	}
 	errs.sort()
 	return errs
+}
+
+func callNames(s *Spec) string {
+	var n []string
+	for _, c := range s.Calls {
+		n = append(n, c.Name)
+	}
+	return strings.Join(n, ", ")
 }
 
 // IsGenerated reports whether b starts with the drivergen header, so that
@@ -143,9 +238,8 @@ func IsGenerated(b []byte) bool {
 }
 
 // Packages returns the package folders that want's files (as Generate
-// returns them, "<package>spec/<file>" and
-// "<package>spec/<package>cases/<file>") live in, sorted. These are the
-// only folders drivergen owns under an output folder.
+// returns them: "<store>/<file>" and "<store>/<store>cases/<file>") live
+// in, sorted. These are the folders generate writes into.
 func Packages(want map[string][]byte) []string {
 	seen := map[string]bool{}
 	var pkgs []string
@@ -162,16 +256,27 @@ func Packages(want map[string][]byte) []string {
 
 // Drift compares want (as Generate returns it) with the tree under outDir.
 // It returns the files that differ or are missing, and the generated files
-// that no spec produces any more. It looks for stale files only directly
-// inside the package folders want owns (Packages), and takes only
-// regular .go files that start with drivergen's header: a file anywhere
-// else, or one drivergen did not write, is never stale. A missing outDir
-// (or package folder) is no error: every file in it differs.
+// that no spec produces any more: regular .go files (not a _test.go) that
+// start with drivergen's header and that want lacks, directly inside a
+// package folder want writes (Packages), or anywhere under a folder of
+// outDir that is wholly drivergen's (every .go file in it and below,
+// tests aside, carries the header): so a whole package folder no spec
+// owns any more (a store renamed, an older layout) is stale with all its
+// files, while a folder holding Go drivergen did not write is never
+// looked into. A missing outDir (or package folder) is no error: every
+// file in it differs.
 func Drift(outDir string, want map[string][]byte) (differ, stale []string, err error) {
 	for name, b := range want {
 		got, err := os.ReadFile(filepath.Join(outDir, filepath.FromSlash(name)))
 		if err != nil || !bytes.Equal(got, b) {
 			differ = append(differ, name)
+		}
+	}
+	seen := map[string]bool{}
+	add := func(rel string) {
+		if want[rel] == nil && !seen[rel] {
+			seen[rel] = true
+			stale = append(stale, rel)
 		}
 	}
 	for _, pkg := range Packages(want) {
@@ -183,8 +288,7 @@ func Drift(outDir string, want map[string][]byte) (differ, stale []string, err e
 			return nil, nil, err
 		}
 		for _, e := range entries {
-			rel := pkg + "/" + e.Name()
-			if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".go") || want[rel] != nil {
+			if !e.Type().IsRegular() || !isGoSource(e.Name()) {
 				continue
 			}
 			gen, err := isGeneratedFile(filepath.Join(outDir, filepath.FromSlash(pkg), e.Name()))
@@ -192,13 +296,90 @@ func Drift(outDir string, want map[string][]byte) (differ, stale []string, err e
 				return nil, nil, err
 			}
 			if gen {
-				stale = append(stale, rel)
+				add(pkg + "/" + e.Name())
+			}
+		}
+	}
+	top, err := os.ReadDir(outDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		top, err = nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range top {
+		if !e.IsDir() {
+			continue
+		}
+		files, ours, err := ownedFiles(outDir, e.Name())
+		if err != nil {
+			return nil, nil, err
+		}
+		if ours {
+			for _, f := range files {
+				add(f)
 			}
 		}
 	}
 	sort.Strings(differ)
 	sort.Strings(stale)
 	return differ, stale, nil
+}
+
+func isGoSource(name string) bool {
+	return strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go")
+}
+
+// ownedFiles returns the .go files (tests aside) under outDir/dir, as
+// paths relative to outDir, and whether every one of them (at least one)
+// starts with drivergen's header.
+func ownedFiles(outDir, dir string) (files []string, ours bool, err error) {
+	ours = true
+	err = filepath.WalkDir(filepath.Join(outDir, dir), func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() || !isGoSource(e.Name()) {
+			return nil
+		}
+		gen := false
+		if e.Type().IsRegular() {
+			if gen, err = isGeneratedFile(p); err != nil {
+				return err
+			}
+		}
+		if !gen {
+			ours = false
+			return filepath.SkipAll
+		}
+		rel, err := filepath.Rel(outDir, p)
+		files = append(files, filepath.ToSlash(rel))
+		return err
+	})
+	return files, ours && len(files) > 0, err
+}
+
+// EmptiedFolders returns the folders between each of removed (paths under
+// outDir, as Drift returns them) and outDir, deepest first: once the stale
+// files are removed, generate removes each of these that is left empty,
+// so a package folder no spec owns goes with its files, while one still
+// holding anything (a hand-written test) stays.
+func EmptiedFolders(removed []string) []string {
+	seen := map[string]bool{}
+	var dirs []string
+	for _, name := range removed {
+		for d := path.Dir(name); d != "." && !seen[d]; d = path.Dir(d) {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
+	}
+	sort.Slice(dirs, func(i, j int) bool {
+		if a, b := strings.Count(dirs[i], "/"), strings.Count(dirs[j], "/"); a != b {
+			return a > b
+		}
+		return dirs[i] < dirs[j]
+	})
+	return dirs
 }
 
 // isGeneratedFile reports whether the file at p starts with drivergen's

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -41,38 +41,35 @@ var (
 )
 
 // Generate renders every file for specs, keyed by their path under
-// generated/ (e.g. "mooncakespec/codes.go" and
-// "mooncakespec/mooncakecases/cases.go"). It writes nothing. Two specs that
-// emit the same package are an error.
+// generated/: per store one package, generated/<store>/ (store.go, and per
+// spec <file stem>_spec.go and <file stem>_calls.go), and one package of
+// its conformance cases, generated/<store>/<store>cases/ (per spec <file
+// stem>_cases.go, and all.go). It writes nothing. Specs a store's package
+// cannot hold together are refused (CheckSet).
 func Generate(specs []*Spec, opt Options) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	owner := map[string]string{}
+	if errs := CheckSet(specs); len(errs) > 0 {
+		return nil, errs
+	}
+	var stores []string
+	byStore := map[string][]*Spec{}
 	for _, s := range specs {
-		if prev, ok := owner[s.Package]; ok {
-			return nil, fmt.Errorf("%s: package %q is already emitted by %s; give each spec its own package", s.File, s.Package, prev)
+		if byStore[s.Store] == nil {
+			stores = append(stores, s.Store)
 		}
-		owner[s.Package] = s.File
-		files, err := GenerateOne(s, opt)
+		byStore[s.Store] = append(byStore[s.Store], s)
+	}
+	out := map[string][]byte{}
+	for _, store := range stores {
+		files, err := generateStore(store, byStore[store], opt)
 		if err != nil {
 			return nil, err
 		}
 		for name, b := range files {
-			out[path.Join(s.SpecPackage(), name)] = b
+			out[path.Join(StorePackage(store), name)] = b
 		}
-	}
-	versions, err := GenerateVersions(specs, opt)
-	if err != nil {
-		return nil, err
-	}
-	for name, b := range versions {
-		out[name] = b
 	}
 	return out, nil
 }
-
-// VersionsPackage is the name (and folder under generated/) of the
-// package that lists every spec of store: "mooncakeversions".
-func VersionsPackage(store string) string { return store + "versions" }
 
 // VersionName is the name a spec's version of its store goes by in the
 // gate's table: the store's name for its first spec (in file order), and
@@ -87,160 +84,334 @@ func VersionName(specs []*Spec, s *Spec) string {
 			break
 		}
 	}
-	return strings.TrimSuffix(path.Base(s.File), ".yaml")
+	return s.Stem()
 }
 
-// GenerateVersions renders, per store, the list of its spec versions, so
-// that a driver picks among every spec its store has and a new version is
-// a spec file plus 'make generate', with no edit of the driver: the
-// package <store>versions (versions.go: Specs, the Spec of each) and, in
-// a folder of its own inside it, <store>versionscases (cases.go: All,
-// each version's name, Spec and conformance cases) for tests and kits.
-// Stores and their specs come in the order of specs.
-func GenerateVersions(specs []*Spec, opt Options) (map[string][]byte, error) {
-	var stores []string
-	byStore := map[string][]*Spec{}
-	for _, s := range specs {
-		if byStore[s.Store] == nil {
-			stores = append(stores, s.Store)
-		}
-		byStore[s.Store] = append(byStore[s.Store], s)
+// generateStore renders store's two packages from its specs vs (in file
+// order), keyed by their path under the store's folder.
+func generateStore(store string, vs []*Spec, opt Options) (map[string][]byte, error) {
+	importPath := opt.ImportRoot + "/" + StorePackage(store)
+	cases := CasesPackage(store)
+	var sources []string
+	for _, s := range vs {
+		sources = append(sources, s.File)
 	}
+	st := &storeEmitter{name: store, specs: vs, importPath: importPath}
+	type file struct {
+		name, importPath, pkg string
+		sources               []string
+		fn                    func(*jen.File)
+	}
+	files := []file{{"store.go", importPath, StorePackage(store), sources, st.emit}}
+	for _, s := range vs {
+		e := &emitter{s: s, st: st}
+		files = append(files,
+			file{s.FileStem() + "_spec.go", importPath, StorePackage(store), []string{s.File}, e.spec},
+			file{s.FileStem() + "_calls.go", importPath, StorePackage(store), []string{s.File}, e.calls},
+			file{cases + "/" + s.FileStem() + "_cases.go", importPath + "/" + cases, cases, []string{s.File}, e.cases})
+	}
+	files = append(files, file{cases + "/all.go", importPath + "/" + cases, cases, sources, func(f *jen.File) { st.all(f, opt) }})
 	out := map[string][]byte{}
-	for _, store := range stores {
-		vs := byStore[store]
-		pkg := VersionsPackage(store)
-		cases := pkg + "cases"
-		var sources []string
-		for _, s := range vs {
-			sources = append(sources, s.File)
+	for _, fl := range files {
+		f := jen.NewFilePathName(fl.importPath, fl.pkg)
+		f.HeaderComment(Header)
+		f.HeaderComment("// source: " + strings.Join(fl.sources, ", "))
+		fl.fn(f)
+		var buf bytes.Buffer
+		if err := f.Render(&buf); err != nil {
+			return nil, fmt.Errorf("%s: rendering %s/%s: %v", fl.sources[0], StorePackage(store), fl.name, err)
 		}
-		for _, em := range []struct {
-			name, importPath, pkg string
-			fn                    func(*jen.File)
-		}{
-			{pkg + "/versions.go", opt.ImportRoot + "/" + pkg, pkg, func(f *jen.File) { emitVersions(f, opt, store, vs) }},
-			{pkg + "/" + cases + "/cases.go", opt.ImportRoot + "/" + pkg + "/" + cases, cases, func(f *jen.File) { emitVersionCases(f, opt, store, specs, vs) }},
-		} {
-			f := jen.NewFilePathName(em.importPath, em.pkg)
-			f.HeaderComment(Header)
-			f.HeaderComment("// source: " + strings.Join(sources, ", "))
-			em.fn(f)
-			var buf bytes.Buffer
-			if err := f.Render(&buf); err != nil {
-				return nil, fmt.Errorf("%s: rendering %s: %v", vs[0].File, em.name, err)
-			}
-			out[em.name] = buf.Bytes()
-		}
+		out[fl.name] = buf.Bytes()
 	}
 	return out, nil
 }
 
-/*
-	func Specs() []*rules.Spec {
-		return []*rules.Spec{mooncakespec.Spec(), mooncake0314spec.Spec()}
-	}
-*/
-func emitVersions(f *jen.File, opt Options, store string, vs []*Spec) {
-	pkg := VersionsPackage(store)
-	f.PackageComment(fmt.Sprintf("Package %s lists every spec of store %q, one per SDK version,", pkg, store))
-	f.PackageComment("so that its driver picks among all of them by the version its SDK")
-	f.PackageComment("reports (rules.Pick): a new version is a spec file and 'make generate',")
-	f.PackageComment("never an edit of the driver. Its conformance cases, per version, are")
-	f.PackageComment(fmt.Sprintf("in %s/%scases, which tests and kits import and a driver does not.", pkg, pkg))
-	f.Commentf("Specs returns the Spec of each version of store %q, in the order of", store)
-	f.Comment("their spec files:")
-	f.Comment("")
-	for _, s := range vs {
-		f.Commentf("  - %s %s (%s)", s.SDK.Name, strings.Join(s.SDK.Versions, ", "), s.File)
-	}
-	f.Func().Id("Specs").Params().Index().Op("*").Add(qual("Spec")).Block(
-		jen.Return(jen.Index().Op("*").Add(qual("Spec")).ValuesFunc(func(g *jen.Group) {
-			for _, s := range vs {
-				g.Qual(opt.ImportRoot+"/"+s.SpecPackage(), "Spec").Call()
+// storeEmitter emits what a store's package declares once for all its
+// specs.
+type storeEmitter struct {
+	name       string
+	specs      []*Spec
+	importPath string
+}
+
+// emitter emits one spec's files.
+type emitter struct {
+	s  *Spec
+	st *storeEmitter
+}
+
+// storeCode is one constant of the store's Code: a code of one or more of
+// its specs (CheckSet holds each name to one value).
+type storeCode struct {
+	Code
+	in []string // the files of the specs that declare it
+}
+
+// codes returns the store's codes, in the order of its first spec's
+// table, then each later spec's new codes in its order.
+func (st *storeEmitter) codes() []storeCode {
+	var out []storeCode
+	at := map[string]int{}
+	for _, s := range st.specs {
+		for _, c := range s.Codes {
+			if i, ok := at[c.Name]; ok {
+				out[i].in = append(out[i].in, s.File)
+				continue
 			}
-		})),
+			at[c.Name] = len(out)
+			out = append(out, storeCode{Code: c, in: []string{s.File}})
+		}
+	}
+	return out
+}
+
+// variants returns the store's variants in the order of its specs, each
+// once ("" for none).
+func (st *storeEmitter) variants() []string {
+	var out []string
+	for _, s := range st.specs {
+		if s.Variant != "" && !slices.Contains(out, s.Variant) {
+			out = append(out, s.Variant)
+		}
+	}
+	return out
+}
+
+/*
+store emits, for store "redis":
+
+	const Store = "redis"
+
+	type Code int64
+
+	const (
+		OK Code = 0
+		...
+	)
+
+	func (c Code) String() string { ... }
+
+	type Variant string // when its specs name variants
+
+	type Spec struct {
+		*rules.Spec
+		Calls   Calls
+		Variant Variant
+		codes   []Code
+	}
+
+	func (s *Spec) Codes() []Code
+
+	type Calls struct {
+		Claim rules.CodeCall
+		Get   rules.SizeCall
+		...
+	}
+
+	func Specs() []*Spec { return []*Spec{specRedis7, specRedisValkey81} }
+
+	func Pick(sdk, v string) (*Spec, error)
+*/
+func (st *storeEmitter) emit(f *jen.File) {
+	cases := CasesPackage(st.name)
+	f.PackageComment(fmt.Sprintf("Package %s holds what the specs of store %q say, one value per spec", StorePackage(st.name), st.name))
+	f.PackageComment("file, in the order of the files:")
+	f.PackageComment("")
+	for _, s := range st.specs {
+		f.PackageComment(fmt.Sprintf("  - %s: %s (%s %s)", s.GoName(), s.File, s.SDK.Name, strings.Join(s.SDK.Versions, ", ")))
+	}
+	f.PackageComment("")
+	f.PackageComment("Every code-to-result decision of the store's driver is made here; the")
+	f.PackageComment("driver holds no numeric code and no code name of its own, and reaches")
+	f.PackageComment("each call through a typed field of its spec's Calls, never by name, so")
+	f.PackageComment("a call or code a spec lacks is a compile error. Specs lists every spec")
+	f.PackageComment("and Pick picks the one that holds for the version an SDK reports: a new")
+	f.PackageComment("version is a spec file and 'make generate', never an edit of the driver.")
+	f.PackageComment("A spec's value is read only: Codes returns a new slice each call, and")
+	f.PackageComment("its calls' rules are unexported.")
+	f.PackageComment(fmt.Sprintf("The conformance cases of every spec are in package %s (%s/%s),", cases, StorePackage(st.name), cases))
+	f.PackageComment("which tests and kits import and a driver does not.")
+
+	f.Comment("A stale package stops compiling here: re-run drivergen.")
+	f.Const().Defs(
+		jen.Id("_").Op("=").Add(qual("EnforceVersion")).Call(jen.Lit(1).Op("-").Add(qual("MinGenVersion"))),
+		jen.Id("_").Op("=").Add(qual("EnforceVersion")).Call(qual("MaxGenVersion").Op("-").Lit(1)),
+	)
+	f.Line()
+	f.Comment("Store is the store this package describes.")
+	f.Const().Id("Store").Op("=").Lit(st.name)
+	f.Line()
+
+	codes := st.codes()
+	f.Comment("Code is a result code of the SDK, as the store's specs declare it.")
+	f.Type().Id("Code").Int64()
+	f.Line()
+	f.Comment("The SDK's code table. The values are the SDK's own; never renumber them.")
+	f.Const().DefsFunc(func(g *jen.Group) {
+		for _, c := range codes {
+			text := goName(c.Name) + " (" + c.Name + ")"
+			switch {
+			case c.Doc != "" && c.Comment != "":
+				text += ": " + c.Doc + "\n\n" + c.Comment
+			case c.Doc != "":
+				text += ": " + c.Doc
+			case c.Comment != "":
+				text += ": " + c.Comment
+			}
+			if len(c.in) < len(st.specs) {
+				text += "\n\nDeclared by " + strings.Join(c.in, ", ") + " only."
+			}
+			commentLines(g.Comment, text)
+			g.Id(goName(c.Name)).Id("Code").Op("=").Lit(int(c.Value))
+		}
+	})
+	f.Line()
+	f.Comment("String returns the code's name as the SDK spells it.")
+	f.Func().Params(jen.Id("c").Id("Code")).Id("String").Params().String().Block(
+		jen.Switch(jen.Id("c")).BlockFunc(func(g *jen.Group) {
+			for _, c := range codes {
+				g.Case(jen.Id(goName(c.Name))).Return(jen.Lit(c.Name))
+			}
+		}),
+		jen.Return(jen.Lit("Code(").Op("+").Qual("strconv", "FormatInt").Call(jen.Int64().Call(jen.Id("c")), jen.Lit(10)).Op("+").Lit(")")),
+	)
+	f.Line()
+	f.Comment("codeName names a code in fault texts.")
+	f.Func().Id("codeName").Params(jen.Id("c").Int64()).String().Block(jen.Return(jen.Id("Code").Call(jen.Id("c")).Dot("String").Call()))
+	f.Line()
+
+	variants := st.variants()
+	if len(variants) > 0 {
+		f.Comment("Variant names the driver's code path a spec's SDK build needs (the")
+		f.Comment("spec's variant): the store's builds differ in the commands its driver")
+		f.Comment("sends, and the driver switches on its spec's Variant.")
+		f.Type().Id("Variant").String()
+		f.Line()
+		f.Comment("The variants the store's specs name.")
+		f.Const().DefsFunc(func(g *jen.Group) {
+			for _, v := range variants {
+				var in []string
+				for _, s := range st.specs {
+					if s.Variant == v {
+						in = append(in, s.File)
+					}
+				}
+				g.Commentf("Variant%s is %s's.", goName(v), strings.Join(in, "'s and "))
+				g.Id("Variant" + goName(v)).Id("Variant").Op("=").Lit(v)
+			}
+		})
+		f.Line()
+	}
+
+	var names []string
+	for _, s := range st.specs {
+		names = append(names, s.GoName())
+	}
+	f.Commentf("Spec is what one spec file of store %q says, one value per file (%s):", st.name, strings.Join(names, ", "))
+	f.Comment("the spec as the rule engine's value (the embedded *rules.Spec: its")
+	f.Comment("identity, capabilities, admission, environment and defaults, which")
+	f.Comment("rules.Pick and the gate read) and Calls, the typed table of its calls.")
+	f.Type().Id("Spec").StructFunc(func(g *jen.Group) {
+		g.Op("*").Add(qual("Spec"))
+		g.Comment("Calls holds each call the spec declares, typed by what it answers.")
+		g.Id("Calls").Id("Calls")
+		if len(variants) > 0 {
+			g.Comment("Variant is the driver's code path for the spec's builds.")
+			g.Id("Variant").Id("Variant")
+		}
+		g.Id("codes").Index().Id("Code")
+	})
+	f.Line()
+	f.Comment("Codes returns the spec's code table in its order, a new slice each call.")
+	f.Func().Params(jen.Id("s").Op("*").Id("Spec")).Id("Codes").Params().Index().Id("Code").Block(
+		jen.Return(jen.Append(jen.Index().Id("Code").Call(jen.Nil()), jen.Id("s").Dot("codes").Op("..."))))
+	f.Line()
+
+	first := st.specs[0]
+	f.Commentf("Calls is the table of the calls every spec of store %q declares", st.name)
+	f.Comment("(CheckSet holds them to one set): a field per call, a rules.CodeCall")
+	f.Comment("for a call that answers codes and a rules.SizeCall for one that")
+	f.Comment("answers a byte count, so a driver maps each answer through a typed")
+	f.Comment("field, never by the call's name.")
+	f.Type().Id("Calls").StructFunc(func(g *jen.Group) {
+		for _, c := range first.Calls {
+			text := fmt.Sprintf("%s is %s", goName(c.Name), c.Name)
+			if c.Doc != "" {
+				text += ": " + c.Doc
+			}
+			commentLines(g.Comment, text+".")
+			typ := "CodeCall"
+			if c.Answers == "size" {
+				typ = "SizeCall"
+			}
+			g.Id(goName(c.Name)).Add(qual(typ))
+		}
+	})
+	f.Line()
+	f.Commentf("Specs returns every spec of store %q, in the order of their files:", st.name)
+	f.Comment("a driver that serves several versions of its SDK picks among them")
+	f.Comment("(Pick), so a new version is a spec file and 'make generate'.")
+	f.Func().Id("Specs").Params().Index().Op("*").Id("Spec").Block(
+		jen.Return(jen.Index().Op("*").Id("Spec").ValuesFunc(func(g *jen.Group) {
+			for _, s := range st.specs {
+				g.Id("spec" + s.GoName())
+			}
+		})))
+	f.Line()
+	f.Comment("Pick returns the spec that holds for SDK sdk at version v (rules.Pick),")
+	f.Comment("or an error naming what was reported and every spec the store has.")
+	f.Func().Id("Pick").Params(jen.Id("sdk"), jen.Id("v").String()).Params(jen.Op("*").Id("Spec"), jen.Error()).Block(
+		jen.Id("specs").Op(":=").Id("Specs").Call(),
+		jen.Id("held").Op(":=").Make(jen.Index().Op("*").Add(qual("Spec")), jen.Len(jen.Id("specs"))),
+		jen.For(jen.List(jen.Id("i"), jen.Id("s")).Op(":=").Range().Id("specs")).Block(
+			jen.Id("held").Index(jen.Id("i")).Op("=").Id("s").Dot("Spec")),
+		jen.List(jen.Id("picked"), jen.Err()).Op(":=").Add(qual("Pick")).Call(jen.Id("Store"), jen.Id("sdk"), jen.Id("v"), jen.Id("held").Op("...")),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Return(jen.Id("specs").Index(jen.Qual("slices", "Index").Call(jen.Id("held"), jen.Id("picked"))), jen.Nil()),
 	)
 }
 
 /*
+all emits, for store "redis":
+
 	type Version struct {
 		Name  string
-		Spec  *rules.Spec
+		Spec  *redis.Spec
 		Cases []conformance.Case
 	}
 
 	func All() []Version {
-		return []Version{{Name: "mooncake", Spec: mooncakespec.Spec(), Cases: mooncakecases.All()}}
+		return []Version{{Name: "redis", Spec: redis.Redis7(), Cases: Redis7()}, ...}
 	}
 */
-func emitVersionCases(f *jen.File, opt Options, store string, specs, vs []*Spec) {
-	f.PackageComment(fmt.Sprintf("Package %scases holds, per version of store %q, its spec and", VersionsPackage(store), store))
-	f.PackageComment("its conformance cases: a store's conformance test runs one suite per")
-	f.PackageComment("version, so a new spec joins the gate with no edit of the test.")
+func (st *storeEmitter) all(f *jen.File, opt Options) {
+	cases := CasesPackage(st.name)
+	f.PackageComment(fmt.Sprintf("Package %s holds the conformance cases derived from every spec of", cases))
+	f.PackageComment(fmt.Sprintf("store %q, one function per spec file (named as the spec's value in", st.name))
+	f.PackageComment(fmt.Sprintf("package %s), and All, each version's spec and cases: a store's", StorePackage(st.name)))
+	f.PackageComment("conformance test runs one suite per version, so a new spec joins the")
+	f.PackageComment("gate with no edit of the test. Tests and kits import it; the store's")
+	f.PackageComment("driver never does, so it does not compile the cases in.")
 	f.Comment("Version is one spec of the store and the cases generated from it.")
 	f.Type().Id("Version").Struct(
 		jen.Comment("Name is the version's name in the gate's table (gen.VersionName)."),
 		jen.Id("Name").String(),
-		jen.Id("Spec").Op("*").Add(qual("Spec")),
+		jen.Id("Spec").Op("*").Qual(st.importPath, "Spec"),
 		jen.Id("Cases").Index().Add(qual("Case")),
 	)
 	f.Line()
-	f.Commentf("All returns every version of store %q, in the order of their spec files.", store)
+	f.Commentf("All returns every version of store %q, in the order of their spec files.", st.name)
 	f.Func().Id("All").Params().Index().Id("Version").Block(
 		jen.Return(jen.Index().Id("Version").ValuesFunc(func(g *jen.Group) {
-			for _, s := range vs {
-				base := opt.ImportRoot + "/" + s.SpecPackage()
+			for _, s := range st.specs {
 				g.Values(jen.Dict{
-					jen.Id("Name"):  jen.Lit(VersionName(specs, s)),
-					jen.Id("Spec"):  jen.Qual(base, "Spec").Call(),
-					jen.Id("Cases"): jen.Qual(base+"/"+s.CasesPackage(), "All").Call(),
+					jen.Id("Name"):  jen.Lit(VersionName(st.specs, s)),
+					jen.Id("Spec"):  jen.Qual(st.importPath, s.GoName()).Call(),
+					jen.Id("Cases"): jen.Id(s.GoName()).Call(),
 				})
 			}
 		})),
 	)
-}
-
-// GenerateOne renders one spec's two packages, keyed by their path under
-// the spec's package folder: the driver's package (codes.go, results.go,
-// admission.go and spec.go) and, in a folder of its own inside it, the
-// conformance cases ("<package>cases/cases.go"), which only tests and kits
-// import, so a production driver does not compile them in.
-func GenerateOne(s *Spec, opt Options) (map[string][]byte, error) {
-	e := emitter{s: s, importPath: opt.ImportRoot + "/" + s.SpecPackage()}
-	cases := s.CasesPackage()
-	emitters := []struct {
-		name, pkg string
-		fn        func(*jen.File)
-	}{
-		{"codes.go", "", e.codes},
-		{"results.go", "", e.results},
-		{"admission.go", "", e.admission},
-		{"spec.go", "", e.spec},
-		{cases + "/cases.go", cases, e.cases},
-	}
-	out := map[string][]byte{}
-	for _, em := range emitters {
-		importPath, pkg := e.importPath, s.SpecPackage()
-		if em.pkg != "" {
-			importPath, pkg = importPath+"/"+em.pkg, em.pkg
-		}
-		f := jen.NewFilePathName(importPath, pkg)
-		f.HeaderComment(Header)
-		f.HeaderComment("// source: " + s.File)
-		em.fn(f)
-		var buf bytes.Buffer
-		if err := f.Render(&buf); err != nil {
-			return nil, fmt.Errorf("%s: rendering %s/%s: %v", s.File, s.SpecPackage(), em.name, err)
-		}
-		out[em.name] = buf.Bytes()
-	}
-	return out, nil
-}
-
-type emitter struct {
-	s          *Spec
-	importPath string
 }
 
 func qual(name string) *jen.Statement {
@@ -253,20 +424,12 @@ func qual(name string) *jen.Statement {
 	return jen.Qual(rulesPath, name)
 }
 
-// packageNames are the exported names every generated driver package
-// declares, beside a constant per code and, per call, Map<Call> (and
-// <Call>Access for a call that touches memory). Validate refuses a code
-// whose Go name is one of them.
-var packageNames = []string{"Store", "SDKName", "SDKVersions", "SDKVerified", "SupportsVersion", "Code", "Codes",
-	"Capabilities", "MaxRowBytes", "AdmissionAtOpen", "MaxKeyBytes", "DefaultWorkers", "DefaultRowsPerBatch",
-	"DefaultBytesPerBatch", "AdmitPut", "AdmitGet", "AdmitRegister", "CheckEnvironment", "Spec"}
-
-// localName turns batch_get_into or io_write into batchGetInto or ioWrite:
-// goName with its first word lower case, for a name the package keeps.
-func localName(s string) string {
-	first, rest, _ := strings.Cut(strings.TrimLeft(strings.ToLower(s), "_"), "_")
-	return first + goName(rest)
-}
+// packageNames are the exported names every store's package (and its
+// cases package) declares, beside a constant per code, a value per spec
+// (Spec.GoName) and, when its specs name variants, a Variant<Name> per
+// variant. Validate refuses a code whose Go name is one of them, and
+// CheckSet a spec whose Go name is, or two of a store's names that agree.
+var packageNames = []string{"Store", "Code", "Spec", "Specs", "Pick", "Calls", "Variant", "Version", "All"}
 
 // goName turns OBJECT_NOT_FOUND or batch_get_into into ObjectNotFound or
 // BatchGetInto. Initialisms stay upper case.
@@ -310,165 +473,6 @@ var followIdents = map[string]string{
 }
 var accessIdents = map[string]string{
 	"": "AccessNone", "on_return": "AccessOnReturn", "unless_kept": "AccessUnlessKept", "never": "AccessNever",
-}
-
-func (e *emitter) codes(f *jen.File) {
-	s := e.s
-	f.PackageComment(fmt.Sprintf("Package %s holds what spec %s says about store %q (%s %s).",
-		s.SpecPackage(), s.File, s.Store, s.SDK.Name, strings.Join(s.SDK.Versions, ", ")))
-	f.PackageComment("")
-	f.PackageComment("Every code-to-result decision of its driver is made here; the driver")
-	f.PackageComment("holds no numeric code and no code name of its own. Its tables are")
-	f.PackageComment("the package's own: Codes, SDKVersions and Capabilities return a new")
-	f.PackageComment("value each call, so no caller can change what another reads, and Spec")
-	f.PackageComment("is read only.")
-	f.PackageComment(fmt.Sprintf("The spec's conformance cases are in package %s (%s/%s), which", s.CasesPackage(), s.SpecPackage(), s.CasesPackage()))
-	f.PackageComment("tests and kits import and a driver does not.")
-	if s.Comment != "" {
-		f.PackageComment("")
-		f.PackageComment("The spec says:")
-		f.PackageComment("")
-		for _, line := range strings.Split(s.Comment, "\n") {
-			f.PackageComment(line)
-		}
-	}
-
-	/*
-		const (
-			_ = rules.EnforceVersion(1 - rules.MinGenVersion)
-			_ = rules.EnforceVersion(rules.MaxGenVersion - 1)
-		)
-	*/
-	f.Comment("A stale package stops compiling here: re-run drivergen.")
-	f.Const().Defs(
-		jen.Id("_").Op("=").Add(qual("EnforceVersion")).Call(jen.Lit(1).Op("-").Add(qual("MinGenVersion"))),
-		jen.Id("_").Op("=").Add(qual("EnforceVersion")).Call(qual("MaxGenVersion").Op("-").Lit(1)),
-	)
-	f.Line()
-	f.Comment("Store is the store this package describes.")
-	f.Const().Id("Store").Op("=").Lit(s.Store)
-	f.Line()
-	f.Comment("SDKName is the SDK the spec was read from.")
-	f.Const().Id("SDKName").Op("=").Lit(s.SDK.Name)
-	f.Line()
-	f.Comment("SDKVersions returns the SDK versions (or release lines) the spec holds")
-	f.Comment("for; a driver refuses any other.")
-	f.Func().Id("SDKVersions").Params().Index().String().Block(
-		jen.Return(jen.Index().String().ValuesFunc(func(g *jen.Group) {
-			for _, v := range s.SDK.Versions {
-				g.Lit(v)
-			}
-		})),
-	)
-	f.Line()
-	if s.SDK.HasVerified {
-		f.Comment("SDKVerified returns the commits the spec was verified on (sdk.verified):")
-		f.Comment("a build of another commit holds (SupportsVersion) but is unverified,")
-		f.Comment("and a driver runs it only when its operator opts in (rules.Spec.Verified).")
-		f.Func().Id("SDKVerified").Params().Index().String().Block(
-			jen.Return(jen.Index().String().ValuesFunc(func(g *jen.Group) {
-				for _, v := range s.SDK.Verified {
-					g.Lit(v)
-				}
-			})),
-		)
-		f.Line()
-	}
-	f.Comment("SupportsVersion reports whether the spec holds for SDK version v: v is")
-	f.Comment("a build of one of SDKVersions, or of a release in one that is a line")
-	f.Comment("(\"7.x\"), whatever its commit (rules.VersionHolds).")
-	f.Func().Id("SupportsVersion").Params(jen.Id("v").String()).Bool().Block(
-		jen.Return(qual("VersionHolds").Call(jen.Id("SDKVersions").Call(), jen.Id("v"))),
-	)
-	f.Line()
-	f.Comment("Code is a result code of the SDK.")
-	f.Type().Id("Code").Int64()
-	f.Line()
-	f.Comment("The SDK's code table. The values are the SDK's own; never renumber them.")
-	f.Const().DefsFunc(func(g *jen.Group) {
-		for _, c := range s.Codes {
-			switch {
-			case c.Doc != "" && c.Comment != "":
-				commentLines(g.Comment, goName(c.Name)+" ("+c.Name+"): "+c.Doc+"\n\n"+c.Comment)
-			case c.Doc != "":
-				g.Comment(goName(c.Name) + " (" + c.Name + "): " + c.Doc)
-			case c.Comment != "":
-				commentLines(g.Comment, goName(c.Name)+" ("+c.Name+"): "+c.Comment)
-			}
-			g.Id(goName(c.Name)).Id("Code").Op("=").Lit(int(c.Value))
-		}
-	})
-	f.Line()
-	f.Comment("String returns the code's name as the SDK spells it.")
-	f.Func().Params(jen.Id("c").Id("Code")).Id("String").Params().String().Block(
-		jen.Switch(jen.Id("c")).BlockFunc(func(g *jen.Group) {
-			for _, c := range s.Codes {
-				g.Case(jen.Id(goName(c.Name))).Return(jen.Lit(c.Name))
-			}
-		}),
-		jen.Return(jen.Lit("Code(").Op("+").Qual("strconv", "FormatInt").Call(jen.Int64().Call(jen.Id("c")), jen.Lit(10)).Op("+").Lit(")")),
-	)
-	f.Line()
-	f.Comment("Codes returns every code in the order of the spec's table.")
-	f.Func().Id("Codes").Params().Index().Id("Code").Block(
-		jen.Return(jen.Index().Id("Code").ValuesFunc(func(g *jen.Group) {
-			for _, c := range s.Codes {
-				g.Id(goName(c.Name))
-			}
-		})),
-	)
-}
-
-// spec emits the package's Spec: the spec as one value, for a driver that
-// serves several SDK versions and picks one spec by the version its SDK
-// reports (rules.Pick).
-func (e *emitter) spec(f *jen.File) {
-	s := e.s
-	f.Commentf("Spec returns what %s says, as one value: the same value each", s.File)
-	f.Comment("call, so a spec is known by its identity (rules.Pick returns one of")
-	f.Comment("those it is given); it is read only. A driver that serves several")
-	f.Comment("versions of its SDK holds the Spec of each version's package and picks")
-	f.Comment("by the version its SDK reports.")
-	f.Func().Id("Spec").Params().Op("*").Add(qual("Spec")).Block(jen.Return(jen.Id("spec")))
-	f.Line()
-	f.Commentf("spec is Spec's value. Its call rules are its own (the Map functions")
-	f.Comment("use the package's), so nothing done to it changes a mapping.")
-	f.Var().Id("spec").Op("=").Op("&").Add(qual("Spec")).Values(jen.DictFunc(func(d jen.Dict) {
-		d[jen.Id("Store")] = jen.Id("Store")
-		d[jen.Id("Source")] = jen.Lit(s.File)
-		d[jen.Id("SDKName")] = jen.Id("SDKName")
-		d[jen.Id("SDKVersions")] = jen.Id("SDKVersions").Call()
-		if s.SDK.HasVerified {
-			d[jen.Id("VerifiesCommits")] = jen.True()
-			d[jen.Id("SDKVerified")] = jen.Id("SDKVerified").Call()
-		}
-		d[jen.Id("Capabilities")] = jen.Id("Capabilities").Call()
-		d[jen.Id("Admission")] = jen.Id("admission")
-		d[jen.Id("Environment")] = jen.Id("environment").Call()
-		if s.MaxRowBytesAtOpen {
-			d[jen.Id("RowLimitAtOpen")] = jen.True()
-		}
-		d[jen.Id("Calls")] = jen.Map(jen.String()).Op("*").Add(qual("CallRule")).Values(jen.DictFunc(func(cd jen.Dict) {
-			for _, c := range s.Calls {
-				cd[jen.Lit(c.Name)] = jen.Id("new" + goName(c.Name) + "Rule").Call()
-			}
-		}))
-		d[jen.Id("Codes")] = jen.Map(jen.String()).Int64().Values(jen.DictFunc(func(cd jen.Dict) {
-			for _, c := range s.Codes {
-				cd[jen.Lit(c.Name)] = jen.Int64().Call(jen.Id(goName(c.Name)))
-			}
-		}))
-	}))
-}
-
-func (e *emitter) results(f *jen.File) {
-	f.Comment("codeName names a code in fault texts.")
-	f.Func().Id("codeName").Params(jen.Id("c").Int64()).String().Block(jen.Return(jen.Id("Code").Call(jen.Id("c")).Dot("String").Call()))
-	f.Line()
-	for _, c := range e.s.Calls {
-		e.callRule(f, c)
-		f.Line()
-	}
 }
 
 func orNone(s string) string {
@@ -543,227 +547,6 @@ func meaning(typ *jen.Statement, o *Meaning) *jen.Statement {
 		d = append(d, named("Text", jen.Lit(o.Text)))
 	}
 	return values(typ, d)
-}
-
-/*
-callRule emits, for batch_get_into:
-
-	// MapBatchGetInto maps batch_get_into's answer for one row of rowBytes bytes.
-	// The call ... (its doc, then its YAML comments)
-	func MapBatchGetInto(answer, rowBytes int64) rules.Mapping { return batchGetIntoRule.Map(answer, rowBytes) }
-
-	// BatchGetIntoAccess is when batch_get_into's access ends (a call that touches memory).
-	const BatchGetIntoAccess = rules.AccessUnlessKept
-
-	// batchGetIntoRule is what spec/x.yaml:12:3 says about batch_get_into's answers.
-	var batchGetIntoRule = newBatchGetIntoRule()
-
-	// newBatchGetIntoRule builds batchGetIntoRule; Spec's value holds one of its own.
-	func newBatchGetIntoRule() *rules.CallRule {
-		return &rules.CallRule{Call: "batch_get_into", Access: BatchGetIntoAccess, Sized: true,
-			Whole: rules.Meaning{...}, Short: ..., Codes: map[int64]rules.Meaning{int64(ObjectNotFound): ...},
-			Otherwise: ..., CodeName: codeName}
-	}
-*/
-func (e *emitter) callRule(f *jen.File, c *Call) {
-	name, rule := goName(c.Name), localName(c.Name)+"Rule"
-	access := qual(accessIdents[c.AccessEnd])
-	if c.TouchesMemory {
-		access = jen.Id(name + "Access")
-	}
-	d := []litField{
-		named("Call", jen.Lit(c.Name)),
-		named("Access", access),
-	}
-	if c.Answers == "size" {
-		d = append(d, named("Sized", jen.True()),
-			litField{name: jen.Id("Whole"), value: outcome(c.Whole), note: answerNote(c.Whole.Pos, c.Whole)},
-			litField{name: jen.Id("Short"), value: outcome(c.Short), note: answerNote(c.Short.Pos, c.Short)})
-	}
-	if len(c.Codes) > 0 {
-		codes := make([]litField, len(c.Codes))
-		for i := range c.Codes {
-			r := &c.Codes[i]
-			codes[i] = litField{name: jen.Int64().Call(jen.Id(goName(r.Code))), value: meaning(nil, &r.Meaning), note: answerNote(r.Pos, &r.Meaning)}
-		}
-		d = append(d, named("Codes", values(jen.Map(jen.Int64()).Add(qual("Meaning")), codes)))
-	}
-	d = append(d, litField{name: jen.Id("Otherwise"), value: outcome(c.Otherwise), note: answerNote(c.Otherwise.Pos, c.Otherwise)},
-		named("CodeName", jen.Id("codeName")))
-
-	if c.Answers == "size" {
-		f.Commentf("Map%s maps %s's answer for one row of rowBytes bytes: a byte", name, c.Name)
-		f.Comment("count, or a negative code.")
-	} else {
-		f.Commentf("Map%s maps %s's answer code for one row.", name, c.Name)
-	}
-	if c.Doc != "" {
-		f.Commentf("The call %s.", c.Doc)
-	}
-	if c.Comment != "" {
-		f.Comment("")
-		commentLines(f.Comment, c.Comment)
-	}
-	if c.Answers == "size" {
-		f.Func().Id("Map"+name).Params(jen.Id("answer"), jen.Id("rowBytes").Int64()).Add(qual("Mapping")).Block(
-			jen.Return(jen.Id(rule).Dot("Map").Call(jen.Id("answer"), jen.Id("rowBytes"))))
-	} else {
-		f.Func().Id("Map" + name).Params(jen.Id("answer").Int64()).Add(qual("Mapping")).Block(
-			jen.Return(jen.Id(rule).Dot("Map").Call(jen.Id("answer"), jen.Lit(0))))
-	}
-	f.Line()
-	if c.TouchesMemory {
-		f.Commentf("%sAccess says when %s's access to the caller's memory", name, c.Name)
-		f.Commentf("ends (access_end: %s): a driver asks it whether a call proved its", c.AccessEnd)
-		f.Comment("access ended (rules.AccessRule.Ended).")
-		f.Const().Id(name + "Access").Op("=").Add(qual(accessIdents[c.AccessEnd]))
-		f.Line()
-	}
-	f.Commentf("%s is what %s says about %s's answers and its", rule, c.Pos, c.Name)
-	f.Commentf("access (%s).", orNone(c.AccessEnd))
-	f.Var().Id(rule).Op("=").Id("new" + name + "Rule").Call()
-	f.Line()
-	f.Commentf("new%sRule builds %s; Spec's value holds one of its own.", name, rule)
-	f.Func().Id("new" + name + "Rule").Params().Op("*").Add(qual("CallRule")).Block(
-		jen.Return(jen.Op("&").Add(values(qual("CallRule"), d))))
-}
-
-func (e *emitter) admission(f *jen.File) {
-	s := e.s
-	caps := s.Capabilities
-	f.Comment("Capabilities returns the driver's capabilities, as the spec declares them.")
-	f.Func().Id("Capabilities").Params().Add(qual("Capabilities")).Block(jen.Return(qual("Capabilities").Values(jen.DictFunc(func(d jen.Dict) {
-		set := func(name string, v bool) {
-			if v {
-				d[jen.Id(name)] = jen.True()
-			}
-		}
-		set("Hints", caps.Hints)
-		set("AbsentIsMiss", caps.AbsentIsMiss)
-		set("DeviceMemory", caps.DeviceMemory)
-		set("MultiSpan", caps.MultiSpan)
-		set("Probe", caps.Probe)
-		set("Evicts", caps.Evicts)
-		if caps.MaxRowsPerOp > 0 {
-			d[jen.Id("MaxRowsPerOp")] = jen.Lit(int(caps.MaxRowsPerOp))
-		}
-	}))))
-	f.Line()
-	if s.MaxRowBytesAtOpen {
-		f.Comment("MaxRowBytes bounds the row limit the driver reads at open: rows must")
-		f.Comment("be under the limit read, which may not exceed this bound.")
-	} else {
-		f.Comment("MaxRowBytes bounds a row: rows must be under it (0: no bound).")
-	}
-	f.Const().Id("MaxRowBytes").Op("=").Lit(int(s.MaxRowBytes))
-	f.Line()
-	if s.MaxRowBytesAtOpen {
-		f.Comment("AdmissionAtOpen returns the spec's admission rules with the row limit")
-		f.Comment("the driver read from its deployment at open. It refuses a limit of 0")
-		f.Comment("or less, or over MaxRowBytes (the spec's bound). The driver admits")
-		f.Comment("through the rules.Admission it returns; AdmitPut and AdmitGet hold only")
-		f.Comment("the bound.")
-		f.Func().Id("AdmissionAtOpen").Params(jen.Id("maxRowBytes").Int64()).Params(qual("Admission"), jen.Error()).Block(
-			jen.Return(jen.Id("admission").Dot("WithMaxRowBytes").Call(jen.Id("maxRowBytes"))))
-		f.Line()
-	}
-	f.Comment("MaxKeyBytes bounds a key: keys must be at most this many bytes (0: no")
-	f.Comment("bound).")
-	f.Const().Id("MaxKeyBytes").Op("=").Lit(int(s.Keys.MaxBytes))
-	f.Line()
-	f.Comment("Backend defaults for this store (0: the backend's own default).")
-	f.Const().Defs(
-		jen.Id("DefaultWorkers").Op("=").Lit(int(s.Config.Workers)),
-		jen.Id("DefaultRowsPerBatch").Op("=").Lit(int(s.Config.RowsPerBatch)),
-		jen.Id("DefaultBytesPerBatch").Op("=").Lit(int(s.Config.BytesPerBatch)),
-	)
-	f.Line()
-
-	listed := map[string]bool{}
-	var names []string
-	for _, r := range s.Admission {
-		listed[r.Name] = true
-		names = append(names, r.Name)
-	}
-	f.Commentf("admission holds the spec's admission rules: %s.", strings.Join(names, ", "))
-	f.Var().Id("admission").Op("=").Add(qual("Admission")).Values(jen.DictFunc(func(d jen.Dict) {
-		if caps.MaxRowsPerOp > 0 {
-			d[jen.Id("MaxRowsPerOp")] = jen.Lit(int(caps.MaxRowsPerOp))
-		}
-		if !listed["multi_span"] {
-			d[jen.Id("MultiSpan")] = jen.True()
-		}
-		if s.MaxRowBytes > 0 {
-			d[jen.Id("MaxRowBytes")] = jen.Id("MaxRowBytes")
-		}
-		if caps.Hints {
-			d[jen.Id("Hints")] = jen.True()
-		}
-		if k := s.Keys; k.MaxBytes > 0 || len(k.Refuse) > 0 || k.WellFormed {
-			d[jen.Id("Keys")] = qual("KeyRule").Values(jen.DictFunc(func(kd jen.Dict) {
-				if k.MaxBytes > 0 {
-					kd[jen.Id("MaxBytes")] = jen.Id("MaxKeyBytes")
-				}
-				if len(k.Refuse) > 0 {
-					var set *jen.Statement
-					for _, c := range k.Refuse {
-						id := qual(keyClassIdents[c])
-						if set == nil {
-							set = id
-						} else {
-							set = set.Op("|").Add(id)
-						}
-					}
-					kd[jen.Id("Refuse")] = set
-				}
-				if k.WellFormed {
-					kd[jen.Id("WellFormed")] = jen.True()
-				}
-			}))
-		}
-		if caps.DeviceMemory {
-			d[jen.Id("DeviceMemory")] = jen.True()
-		}
-	}))
-	f.Line()
-	live := jen.Id("live").Func().Params(jen.Op("*").Add(qual("Region"))).Bool()
-	f.Comment("AdmitPut checks a put's rows against the spec's admission rules before")
-	f.Comment("anything is recorded. live reports whether a region has a live")
-	f.Comment("registration. A refusal is a *driver.RejectedError naming the rule.")
-	f.Func().Id("AdmitPut").Params(jen.Id("rows").Index().Add(qual("Row")), live.Clone()).Error().Block(
-		jen.Return(jen.Id("admission").Dot("Put").Call(jen.Id("rows"), jen.Id("live"))))
-	f.Line()
-	f.Comment("AdmitGet checks a get's hint and rows against the spec's admission rules.")
-	f.Func().Id("AdmitGet").Params(jen.Id("rows").Index().Add(qual("Row")), jen.Id("hint").Add(qual("Hint")), live.Clone()).Error().Block(
-		jen.Return(jen.Id("admission").Dot("Get").Call(jen.Id("rows"), jen.Id("hint"), jen.Id("live"))))
-	f.Line()
-	f.Comment("AdmitRegister checks a region before registration: a device region is")
-	f.Comment("refused unless the store declares device memory.")
-	f.Func().Id("AdmitRegister").Params(jen.Id("r").Op("*").Add(qual("Region"))).Error().Block(
-		jen.Return(jen.Id("admission").Dot("Register").Call(jen.Id("r"))))
-	f.Line()
-
-	envs := append([]EnvRule(nil), s.Environment...)
-	sort.Slice(envs, func(i, j int) bool { return envs[i].Name < envs[j].Name })
-	f.Comment("environment lists the settings the driver refuses, each with its reason.")
-	f.Func().Id("environment").Params().Index().Add(qual("EnvRule")).Block(jen.Return(jen.Index().Add(qual("EnvRule")).ValuesFunc(func(g *jen.Group) {
-		for _, env := range envs {
-			g.Values(jen.Dict{
-				jen.Id("Name"): jen.Lit(env.Name),
-				jen.Id("Allow"): jen.Index().String().ValuesFunc(func(l *jen.Group) {
-					for _, a := range env.Allow {
-						l.Lit(a)
-					}
-				}),
-				jen.Id("Reason"): jen.Lit(env.Reason),
-			})
-		}
-	})))
-	f.Line()
-	f.Comment("CheckEnvironment refuses the settings the spec's environment block")
-	f.Comment("names, each with its reason. getenv is os.Getenv in production.")
-	f.Func().Id("CheckEnvironment").Params(jen.Id("getenv").Func().Params(jen.String()).String()).Error().Block(
-		jen.Return(qual("CheckEnvironment").Call(jen.Id("environment").Call(), jen.Id("getenv"))))
 }
 
 // commentLines emits text one comment a line through comment (jen renders a

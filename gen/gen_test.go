@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"go/ast"
@@ -21,9 +22,12 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// TestGolden runs every gen/testdata/*.txtar case: a spec.yaml, and either
-// want/<file> for each generated file or want.stderr for a spec that must
-// fail. -update rewrites the wants.
+// TestGolden runs every gen/testdata/*.txtar case: a spec.yaml (named
+// spec/<case>.yaml, as a spec file is named after its store and version)
+// or several spec/<name>.yaml of one store (generated together, in name
+// order, as one store's package), and either want/<file> for each
+// generated file or want.stderr for specs that must fail. -update
+// rewrites the wants.
 func TestGolden(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txtar")
 	require.NoError(t, err)
@@ -32,21 +36,32 @@ func TestGolden(t *testing.T) {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
 			ar, err := txtar.ParseFile(file)
 			require.NoError(t, err)
-			var spec []byte
+			var specFiles []txtar.File
 			want := map[string]string{}
 			for _, f := range ar.Files {
-				if f.Name == "spec.yaml" {
-					spec = f.Data
-				} else {
+				switch {
+				case f.Name == "spec.yaml":
+					specFiles = append(specFiles, txtar.File{Name: "spec/" + strings.TrimSuffix(filepath.Base(file), ".txtar") + ".yaml", Data: f.Data})
+				case strings.HasPrefix(f.Name, "spec/") && strings.HasSuffix(f.Name, ".yaml"):
+					specFiles = append(specFiles, f)
+				default:
 					want[f.Name] = string(f.Data)
 				}
 			}
-			require.NotNil(t, spec, "%s has no spec.yaml", file)
+			require.NotEmpty(t, specFiles, "%s has no spec.yaml", file)
+			sort.Slice(specFiles, func(i, j int) bool { return specFiles[i].Name < specFiles[j].Name })
 			got := map[string]string{}
-			s, err := Load("spec.yaml", spec)
+			var specs []*Spec
+			for _, f := range specFiles {
+				s, lerr := Load(f.Name, f.Data)
+				if lerr != nil {
+					err = errors.Join(err, lerr)
+				}
+				specs = append(specs, s)
+			}
 			if err == nil {
 				var out map[string][]byte
-				out, err = GenerateOne(s, DefaultOptions)
+				out, err = Generate(specs, DefaultOptions)
 				for name, b := range out {
 					got["want/"+name] = string(b)
 				}
@@ -60,8 +75,13 @@ func TestGolden(t *testing.T) {
 				require.Error(t, err, "%s: the validator accepts this spec", file)
 			}
 			if *update {
-				ar.Files = ar.Files[:0]
-				ar.Files = append(ar.Files, txtar.File{Name: "spec.yaml", Data: spec})
+				kept := ar.Files[:0]
+				for _, f := range ar.Files {
+					if f.Name == "spec.yaml" || strings.HasPrefix(f.Name, "spec/") {
+						kept = append(kept, f)
+					}
+				}
+				ar.Files = kept
 				names := make([]string, 0, len(got))
 				for n := range got {
 					names = append(names, n)
@@ -107,7 +127,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 }
 
 const validSpec = `store: s
-package: s
+
 sdk: {name: s-sdk, versions: ["1"]}
 capabilities: {absent_is_miss: true}
 codes:
@@ -153,7 +173,7 @@ func TestSpecErrorsPointAtLineAndColumn(t *testing.T) {
 		{"miss that writes", `NOT_FOUND: {result: MISS, written: "no"}`, `NOT_FOUND: {result: MISS, written: "yes"}`, `25:18: code NOT_FOUND of call get_call is a MISS whose destination may be written`},
 		{"missing admission rule", "multi_span, ", "", `27:12: admission lacks "multi_span"`},
 		{"unknown admission rule", "hint,", "hint, fly,", `27:83: admission rule is "fly"`},
-		{"bad yaml", "store: s\n", "store: [s\n", `1:1: invalid YAML`},
+		{"bad yaml", "store: s\n", "store: [s\n", `2:1: invalid YAML`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -223,7 +243,7 @@ func FuzzGenerate(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if s := checkLoad(t, data); s != nil {
-			if _, err := GenerateOne(s, DefaultOptions); err != nil {
+			if _, err := Generate([]*Spec{s}, DefaultOptions); err != nil {
 				t.Fatalf("a valid spec failed to generate: %v", err)
 			}
 		}
@@ -238,7 +258,8 @@ func TestLineDiffNamesChangedLines(t *testing.T) {
 
 // TestGoldenOutputsCompile writes each golden case's generated files into a
 // folder under testdata (inside this module, so the driver package
-// resolves) and vets it: testdata is invisible to ./..., so nothing else
+// resolves; the cases package's import of its store's package is pointed
+// there) and vets it: testdata is invisible to ./..., so nothing else
 // would compile them.
 func TestGoldenOutputsCompile(t *testing.T) {
 	if testing.Short() {
@@ -265,7 +286,8 @@ func TestGoldenOutputsCompile(t *testing.T) {
 			for _, f := range outs {
 				p := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(f.Name, "want/")))
 				require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-				require.NoError(t, os.WriteFile(p, f.Data, 0o644))
+				data := bytes.ReplaceAll(f.Data, []byte(`"`+DefaultOptions.ImportRoot+"/"), []byte(`"github.com/kvblob/kvblob/gen/`+filepath.ToSlash(dir)+"/"))
+				require.NoError(t, os.WriteFile(p, data, 0o644))
 			}
 			out, err := exec.Command("go", "vet", "./"+filepath.ToSlash(dir)+"/...").CombinedOutput()
 			require.NoError(t, err, "%s", out)
@@ -338,7 +360,7 @@ func TestLoadRefusesWhatItCannotRead(t *testing.T) {
 		{"a byte that is not UTF-8", func(*testing.T) string { return line19 },
 			[]string{`19:13: byte 0xff is not UTF-8; a spec is UTF-8 text`}},
 		{"an empty file", func(*testing.T) string { return "" },
-			[]string{`1:1: the spec is empty; want a mapping with store, package`}},
+			[]string{`1:1: the spec is empty; want a mapping with store, sdk`}},
 		{"only comments", func(*testing.T) string { return "# nothing yet\n" },
 			[]string{`1:1: the spec is empty`}},
 		{"a tagged string for an integer", func(t *testing.T) string { return edit(t, "NOT_FOUND: -1", "NOT_FOUND: !!str -1") },
@@ -390,13 +412,12 @@ func TestSchemaErrorsDoNotHideValidation(t *testing.T) {
 	})
 	// Each schema error alone: the validator adds nothing about the field.
 	cases := []struct{ name, old, new, want string }{
-		{"package of the wrong type", "package: s\n", "package: [s]\n", `2:10: package must be a string, found a list`},
-		{"package missing", "package: s\n", "", `1:1: the spec has no "package"`},
-		{"store missing", "store: s\n", "", `1:1: the spec has no "store"`},
+		{"variant of the wrong type", "store: s\n\n", "store: s\nvariant: [s]\n", `2:10: variant must be a string, found a list`},
+		{"store missing", "store: s\n", "", `2:1: the spec has no "store"`},
 		{"sdk not a mapping", `sdk: {name: s-sdk, versions: ["1"]}`, `sdk: s-sdk`, `3:6: sdk must be a mapping`},
 		{"a code named as the package's Spec", "NOT_FOUND: -1", "NOT_FOUND: -1\n  SPEC: -2", `8:3: code SPEC becomes the Go name Spec, which the generated package's own Spec declares too`},
-		{"a code named as a call's map function", "NOT_FOUND: -1", "NOT_FOUND: -1\n  MAP_GET_CALL: -2", `8:3: code MAP_GET_CALL becomes the Go name MapGetCall, which call get_call (`},
-		{"a code named as a call's access", "NOT_FOUND: -1", "NOT_FOUND: -1\n  GET_CALL_ACCESS: -2", `8:3: code GET_CALL_ACCESS becomes the Go name GetCallAccess, which call get_call (`},
+		{"a code named as the package's Calls", "NOT_FOUND: -1", "NOT_FOUND: -1\n  CALLS: -2", `8:3: code CALLS becomes the Go name Calls, which the generated package's own Calls declares too`},
+		{"a code named as the package's Pick", "NOT_FOUND: -1", "NOT_FOUND: -1\n  PICK: -2", `8:3: code PICK becomes the Go name Pick, which the generated package's own Pick declares too`},
 		{"two codes of one Go name", "NOT_FOUND: -1", "NOT_FOUND: -1\n  NOT__FOUND: -2", `8:3: code NOT__FOUND becomes the Go name NotFound, which code NOT_FOUND (`},
 		{"an empty version", `versions: ["1"]`, `versions: ["1", ""]`, `3:36: sdk.versions entry "" is empty`},
 		{"a version with a trailing dot", `versions: ["1"]`, `versions: ["8.1."]`, `3:31: sdk.versions entry "8.1." ends in a dot; a release line ends in ".x"`},
@@ -480,12 +501,12 @@ func TestLoadDirNamesTheRealPath(t *testing.T) {
 }
 
 func TestLoadDirRefusesTwoSpecsForOneStoreVersion(t *testing.T) {
-	other := strings.Replace(validSpec, "package: s\n", "package: s2\n", 1)
+	other := validSpec
 	dir := writeSpecs(t, map[string]string{"a.yaml": validSpec, "b.yaml": other})
 	_, err := LoadDir(dir)
 	require.Error(t, err)
 	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
-	assert.Equal(t, b+`:1:8: store "s" at s-sdk version "1" is also described by `+a+`:1:8 (package s); each version of a store has one spec`, err.Error())
+	assert.Equal(t, b+`:1:8: store "s" at s-sdk version "1" is also described by `+a+`:1:8; each version of a store has one spec`, err.Error())
 
 	// A release line and a release in it would both hold for 1.2.
 	line := strings.Replace(other, `versions: ["1"]`, `versions: ["1.x"]`, 1)
@@ -505,11 +526,46 @@ func TestLoadDirRefusesTwoSpecsForOneStoreVersion(t *testing.T) {
 	assert.NoError(t, err, "two versions of one store are two specs")
 
 	same := strings.Replace(validSpec, "store: s\n", "store: t\n", 1)
-	dir = writeSpecs(t, map[string]string{"a.yaml": validSpec, "b.yaml": same})
-	_, err = LoadDir(dir)
-	require.Error(t, err)
-	a, b = filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
-	assert.Equal(t, b+`:2:10: package "s" is also emitted by `+a+`:2:10; give each spec its own package`, err.Error())
+	_, err = LoadDir(writeSpecs(t, map[string]string{"a.yaml": validSpec, "b.yaml": same}))
+	assert.NoError(t, err, "two stores are two packages")
+}
+
+// TestOneStoresSpecsShareItsPackage: every spec of a store goes into one
+// package (a Code constant per code name, one Calls type, a value per
+// spec), so CheckSet refuses what that package could not hold, each error
+// at its place.
+func TestOneStoresSpecsShareItsPackage(t *testing.T) {
+	v2 := strings.Replace(validSpec, `versions: ["1"]`, `versions: ["2"]`, 1)
+	for _, c := range []struct {
+		name, old, new string
+		file           string // the second spec's file name
+		want           string // "b.yaml:" + this
+		first          string // the first spec ("": validSpec)
+	}{
+		{"a code renumbered", "  NOT_FOUND: -1\n", "  NOT_FOUND: -2\n", "b.yaml", `7:3: code NOT_FOUND is -2 here and -1 in `, ""},
+		{"a value renamed", "  NOT_FOUND: -1\n", "  NOT_FOUND: -1\n  GONE: -3\n", "b.yaml", `8:3: code GONE has value -3, which `,
+			strings.Replace(validSpec, "  NOT_FOUND: -1\n", "  NOT_FOUND: -1\n  LOST: -3\n", 1)},
+		{"a call missing", "  put_call:\n", "  put_it:\n", "b.yaml", `9:3: call put_it is not a call of `, ""},
+		{"a call answering otherwise", "    answers: size\n    whole: {result: READY, written: \"yes\"}\n    short: {result: FAULT, written: \"yes\"}\n", "    answers: code\n", "b.yaml", `17:3: call get_call answers code here and size in `, ""},
+		{"a variant in one spec only", "store: s\n\n", "store: s\nvariant: fast\n", "b.yaml", `2:10: variant is "fast" here and "" in `, ""},
+		{"a file name that is no Go name", "", "", "1b.yaml", `1:1: the spec file's name "1b" (without .yaml) must be letters and digits`, ""},
+		{"a file name that is a package name", "", "", "specs.yaml", `1:1: the spec file's name "specs" becomes the Go name Specs, which the generated package's own Specs declares too`, ""},
+		{"a file name that is a code's", "", "", "not-found.yaml", `1:1: the spec file's name "not-found" becomes the Go name NotFound, which code NOT_FOUND (`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := strings.Replace(v2, c.old, c.new, 1)
+			if c.old != "" {
+				require.NotEqual(t, v2, src, "the edit applied")
+			}
+			first := validSpec
+			if c.first != "" {
+				first = c.first
+			}
+			dir := writeSpecs(t, map[string]string{"a.yaml": first, c.file: src})
+			_, err := LoadDir(dir)
+			assert.ErrorContains(t, err, filepath.Join(dir, c.file)+":"+c.want)
+		})
+	}
 }
 
 func TestReadSpecRefusesWhatIsNoSpecFile(t *testing.T) {

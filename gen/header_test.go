@@ -13,9 +13,9 @@ import (
 
 func loadHeaderSpec(t *testing.T) *Spec {
 	t.Helper()
-	data, err := os.ReadFile("testdata/header/spec.yaml")
+	data, err := os.ReadFile("testdata/header/hdr-1.yaml")
 	require.NoError(t, err)
-	s, err := Load("testdata/header/spec.yaml", data)
+	s, err := Load("testdata/header/hdr-1.yaml", data)
 	require.NoError(t, err)
 	return s
 }
@@ -47,7 +47,7 @@ func TestCheckHeaderNamesBothPositions(t *testing.T) {
 	require.NoError(t, err)
 	errs := CheckHeader(loadHeaderSpec(t), codes, "ErrorCode")
 	want := filepath.Join("testdata/header/renumbered", "sdk.h")
-	assert.Equal(t, "testdata/header/spec.yaml:13:3: code LEASE_EXPIRED is -707 here, but "+want+":8 declares LEASE_EXPIRED = -708", errs.Error())
+	assert.Equal(t, "testdata/header/hdr-1.yaml:13:3: code LEASE_EXPIRED is -707 here, but "+want+":8 declares LEASE_EXPIRED = -708", errs.Error())
 }
 
 // TestCheckHeaderNamesMissingAndExtraCodes: a code only the spec lists, and
@@ -66,8 +66,8 @@ func TestCheckHeaderNamesMissingAndExtraCodes(t *testing.T) {
 	require.NoError(t, err)
 	errs := CheckHeader(loadHeaderSpec(t), codes, "ErrorCode")
 	assert.Equal(t, strings.Join([]string{
-		"testdata/header/spec.yaml:10:3: x.h:5 declares BUFFER_UNDERFLOW = -11, which the spec's code table does not list",
-		"testdata/header/spec.yaml:13:3: code LEASE_EXPIRED = -707 is not in the SDK's enum ErrorCode (x.h)",
+		"testdata/header/hdr-1.yaml:10:3: x.h:5 declares BUFFER_UNDERFLOW = -11, which the spec's code table does not list",
+		"testdata/header/hdr-1.yaml:13:3: code LEASE_EXPIRED = -707 is not in the SDK's enum ErrorCode (x.h)",
 	}, "\n"), errs.Error())
 }
 

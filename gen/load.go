@@ -33,7 +33,7 @@ func Load(file string, data []byte) (*Spec, error) {
 		return nil, d.errs
 	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 {
-		d.errs = append(d.errs, Error{Pos: Pos{file, 1, 1}, Msg: "the spec is empty; want a mapping with store, package, sdk, capabilities, codes, calls and admission"})
+		d.errs = append(d.errs, Error{Pos: Pos{file, 1, 1}, Msg: "the spec is empty; want a mapping with store, sdk, capabilities, codes, calls and admission"})
 		return nil, d.errs
 	}
 	var next yaml.Node
@@ -365,9 +365,9 @@ func (d *decoder) spec(n *yaml.Node, s *Spec) {
 			s.StorePos = d.pos(n)
 			d.str(&s.Store, "store")(n)
 		})},
-		field{"package", true, key("package", func(n *yaml.Node) {
-			s.PackagePos = d.pos(n)
-			d.str(&s.Package, "package")(n)
+		field{"variant", false, key("variant", func(n *yaml.Node) {
+			s.VariantPos = d.pos(n)
+			d.str(&s.Variant, "variant")(n)
 		})},
 		field{"sdk", true, key("sdk", func(n *yaml.Node) {
 			d.fields(n, "sdk",

@@ -8,6 +8,8 @@ package gen
 
 import (
 	"fmt"
+	"path"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -60,10 +62,14 @@ type Spec struct {
 	// its first key), "#" stripped: the generated package's doc carries it.
 	Comment string
 	Store   string
-	Package string
+	// Variant names the driver's code path the spec's SDK build needs,
+	// when one store's builds differ in the commands its driver sends
+	// (Redis's WATCH/MULTI/EXEC and Valkey's SET IFEQ); "" when its
+	// builds do not. Every spec of a store names one, or none does.
+	Variant string
 	SDK     SDK
 
-	StorePos, PackagePos Pos // where store and package are given
+	StorePos, VariantPos Pos // where store and variant are given
 
 	Capabilities Capabilities
 	MaxRowBytes  int64 // rows must be under this many bytes; 0: no bound
@@ -133,7 +139,7 @@ type Call struct {
 	Op   string // put or get
 	Doc  string
 	// Comment is the call's YAML comments, its answers' left out
-	// (entryComment): generated code carries it into Map<Call>'s doc.
+	// (entryComment): generated code carries it above the call's field of Calls.
 	Comment       string
 	TouchesMemory bool
 	AccessEnd     string // none, on_return, unless_kept, never
@@ -197,16 +203,49 @@ type Config struct {
 	Workers, RowsPerBatch, BytesPerBatch int64
 }
 
-// SpecPackage is the name of the Go package generated for the driver
-// (package "fs" in the spec: fsspec): one that needs no import alias, and
-// names neither the store's own package nor a standard library one. It is
-// also its folder under generated/.
-func (s *Spec) SpecPackage() string { return s.Package + "spec" }
+// Stem is the spec file's name without ".yaml" ("redis-valkey-8.1"): the
+// name of the spec's version in the gate's table when it is not its
+// store's first (VersionName).
+func (s *Spec) Stem() string { return strings.TrimSuffix(path.Base(s.File), ".yaml") }
 
-// CasesPackage is the name of the Go package of the spec's conformance
-// cases (fscases), in a folder of its own inside SpecPackage's, so a
-// driver does not compile the cases in.
-func (s *Spec) CasesPackage() string { return s.Package + "cases" }
+// FileStem is what the names of the spec's generated files start with:
+// Stem with every "-", "." and "+" turned "_" ("redis_valkey_8_1"), so
+// redis_valkey_8_1_spec.go, redis_valkey_8_1_calls.go and
+// redis_valkey_8_1_cases.go.
+func (s *Spec) FileStem() string {
+	return stemParts.Replace(s.Stem())
+}
+
+// GoName is the Go name of the spec's value in its store's package: Stem
+// in CamelCase, each part of it between "-", ".", "_" and "+" capitalized
+// ("RedisValkey81", "Mooncake0313", "FsPosix"). Validate holds a stem to
+// stemRE, so it is an identifier.
+func (s *Spec) GoName() string { return GoIdent(s.Stem()) }
+
+// GoIdent is the Go name of a spec file whose name (without .yaml) is
+// stem: "redis-valkey-8.1" gives RedisValkey81.
+func GoIdent(stem string) string {
+	return goName(stemParts.Replace(stem))
+}
+
+// stemRE is what a spec file's name (without .yaml) must be: letters and
+// digits in parts joined by "-", ".", "_" or "+", starting with a letter,
+// so its GoName is an identifier and FileStem a file name (a version such
+// as "0.3.12.post1+b1" may name it).
+var stemRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*([-._+][A-Za-z0-9]+)*$`)
+
+// stemParts turns every part separator of a stem into "_".
+var stemParts = strings.NewReplacer("-", "_", ".", "_", "+", "_")
+
+// StorePackage is the Go package of store (and its folder under
+// generated/): named after the store.
+func StorePackage(store string) string { return store }
+
+// CasesPackage is the Go package holding the conformance cases of every
+// spec of store, in a folder of its own inside StorePackage's
+// ("rediscases" in generated/redis/rediscases), so a driver does not
+// compile the cases in.
+func CasesPackage(store string) string { return store + "cases" }
 
 // relabel names the spec file in s and in every position it holds.
 func (s *Spec) relabel(file string) {
@@ -218,7 +257,7 @@ func (s *Spec) relabel(file string) {
 
 // positions returns every position s holds.
 func (s *Spec) positions() []*Pos {
-	ps := []*Pos{&s.StorePos, &s.PackagePos, &s.AdmissionPos, &s.Keys.Pos, &s.Keys.MaxBytesPos, &s.Keys.WellFormedPos}
+	ps := []*Pos{&s.StorePos, &s.VariantPos, &s.AdmissionPos, &s.Keys.Pos, &s.Keys.MaxBytesPos, &s.Keys.WellFormedPos}
 	for i := range s.Keys.RefusePos {
 		ps = append(ps, &s.Keys.RefusePos[i])
 	}

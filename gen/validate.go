@@ -16,14 +16,14 @@ func (d *decoder) validate(s *Spec) {
 		d.errs = append(d.errs, Error{Pos: p, Msg: fmt.Sprintf(format, args...)})
 	}
 	top := Pos{d.file, 1, 1}
-	if d.ok["package"] && (!packageRE.MatchString(s.Package) || token.IsKeyword(s.Package)) {
-		at(s.PackagePos, "package %q is not a Go package name; want lower-case letters and digits", s.Package)
+	if d.ok["variant"] && !identRE.MatchString(s.Variant) {
+		at(s.VariantPos, "variant %q must be lower-case letters, digits and _, starting with a letter: it becomes the Go constant Variant<Name> of the store's package", s.Variant)
 	}
 	switch {
 	case d.ok["store"] && s.Store == "":
 		at(s.StorePos, "store is empty; want the store's name, e.g. \"mooncake\"")
 	case d.ok["store"] && (!packageRE.MatchString(s.Store) || token.IsKeyword(s.Store)):
-		at(s.StorePos, "store %q must be lower-case letters and digits: it names the package of the store's versions (generated/%sversions)", s.Store, s.Store)
+		at(s.StorePos, "store %q must be lower-case letters and digits: it names the store's generated package (generated/%s)", s.Store, s.Store)
 	}
 	if d.ok["sdk"] && len(s.SDK.Versions) == 0 {
 		at(top, "sdk.versions is empty; want the SDK version or versions this spec was read from")
@@ -43,18 +43,22 @@ func (d *decoder) validate(s *Spec) {
 		byValue[c.Value] = c
 	}
 
-	// Each code becomes a Go constant of the generated package, beside the
-	// names the package always declares and each call's Map<Call> (and
-	// <Call>Access): a code whose Go name is taken would not compile.
+	// Each code becomes a Go constant of the store's package, beside the
+	// names the package always declares: a code whose Go name is taken
+	// would not compile. (Names of the store's other specs are CheckSet's.)
 	taken := map[string]string{}
 	for _, n := range packageNames {
 		taken[n] = "the generated package's own " + n
 	}
+	// Each call becomes a field of the store's Calls: two calls whose Go
+	// names agree would be one field.
+	fields := map[string]*Call{}
 	for _, c := range s.Calls {
-		taken["Map"+goName(c.Name)] = fmt.Sprintf("call %s (%s)", c.Name, c.Pos)
-		if c.TouchesMemory {
-			taken[goName(c.Name)+"Access"] = fmt.Sprintf("call %s (%s)", c.Name, c.Pos)
+		if prev, ok := fields[goName(c.Name)]; ok && !d.bad[c.Pos] {
+			at(c.Pos, "call %s becomes the Go name %s, as call %s (%s) does; the generated Calls would have one field for both, so give the call another name", c.Name, goName(c.Name), prev.Name, prev.Pos)
+			continue
 		}
+		fields[goName(c.Name)] = c
 	}
 	for _, c := range s.Codes {
 		g := goName(c.Name)

@@ -18,7 +18,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"golang.org/x/sys/unix"
 
-	"github.com/kvblob/kvblob/generated/s3spec"
+	s3gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/internal/s3kit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/fs"
@@ -277,7 +277,7 @@ func s3Store() (store, error) {
 	// which the raw client's goroutines never do (about 4% of the
 	// publish at 1 MiB).
 	return store{name: "s3", plainName: "sdk", rowsInFlight: opt.RowsInFlight,
-		rowsPerCall: s3spec.DefaultRowsPerBatch, bytesPerCall: s3spec.DefaultBytesPerBatch,
+		rowsPerCall: s3gen.S3V1109().Defaults.RowsPerBatch, bytesPerCall: s3gen.S3V1109().Defaults.BytesPerBatch,
 		make: func() (driver.Driver, error) { return s3.Open(opt) },
 		keyed: func(in *trailer.Integrity) (driver.Driver, error) {
 			o := opt

@@ -75,7 +75,7 @@ func TestDiffRedis7ToValkey81(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{
-		"~ package: redis -> valkey81",
+		"~ variant: watch -> ifeq",
 		"~ sdk.name: redis-server -> valkey-server",
 		"~ sdk.versions: [7.x] -> [8.1.x]",
 		"- LOST = -4",
@@ -98,7 +98,7 @@ func TestDiffUsage(t *testing.T) {
 }
 
 // TestNewFromStartsTheNextVersion: new --from copies a spec, comments and
-// all, with the new version and package; the copy loads, differs from its
+// all, with the new version; the copy loads, differs from its
 // origin in identity alone, and is never written over an existing file.
 func TestNewFromStartsTheNextVersion(t *testing.T) {
 	dir := t.TempDir()
@@ -110,11 +110,10 @@ func TestNewFromStartsTheNextVersion(t *testing.T) {
 	code, out, stderr := runCLI("new", "--from", from, "--version", "2.0-rc1")
 	require.Equal(t, 0, code, stderr)
 	to := filepath.Join(dir, "hdr-2.0-rc1.yaml")
-	assert.Contains(t, out, "wrote "+to+" (store hdr, package hdr20rc1, SDK hdr-sdk 2.0-rc1)")
+	assert.Contains(t, out, "wrote "+to+" (store hdr, Hdr20Rc1 in generated/hdr, SDK hdr-sdk 2.0-rc1)")
 	got, err := os.ReadFile(to)
 	require.NoError(t, err)
 	assert.Contains(t, string(got), "# gen/diff_test.go: new.yaml differs", "comments are kept")
-	assert.Contains(t, string(got), "\npackage: hdr20rc1\n")
 	assert.Contains(t, string(got), `sdk: {name: hdr-sdk, versions: ["2.0-rc1"]}`)
 
 	code, out, _ = runCLI("diff", "-json", from, to)
@@ -125,10 +124,9 @@ func TestNewFromStartsTheNextVersion(t *testing.T) {
 		Codes    struct{ Added, Removed, Renumbered []any }
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &d))
-	require.Len(t, d.Identity, 2)
-	assert.Equal(t, "package", d.Identity[0].Field)
-	assert.Equal(t, "sdk.versions", d.Identity[1].Field)
-	assert.Equal(t, "[2.0-rc1]", d.Identity[1].New)
+	require.Len(t, d.Identity, 1)
+	assert.Equal(t, "sdk.versions", d.Identity[0].Field)
+	assert.Equal(t, "[2.0-rc1]", d.Identity[0].New)
 	assert.Empty(t, d.Rules)
 	assert.Empty(t, d.Codes.Renumbered)
 
@@ -140,12 +138,12 @@ func TestNewFromStartsTheNextVersion(t *testing.T) {
 	assert.Contains(t, stderr, "--from needs --version")
 }
 
-// TestNewFromRewritesABlockList: versions written as a block list, and a
-// quoted package, are rewritten too.
+// TestNewFromRewritesABlockList: versions written as a block list are
+// rewritten too.
 func TestNewFromRewritesABlockList(t *testing.T) {
-	got, err := respec([]byte("store: s\npackage: \"s\"\nsdk:\n  name: n\n  versions:\n    - \"1\"\n    - \"1.1\"\ncodes: {}\n"), "2", "s2")
+	got, err := respec([]byte("store: s\nsdk:\n  name: n\n  versions:\n    - \"1\"\n    - \"1.1\"\ncodes: {}\n"), "2")
 	require.NoError(t, err)
-	assert.Equal(t, "store: s\npackage: s2\nsdk:\n  name: n\n  versions: [\"2\"]\ncodes: {}\n", string(got))
+	assert.Equal(t, "store: s\nsdk:\n  name: n\n  versions: [\"2\"]\ncodes: {}\n", string(got))
 }
 
 // TestNewFromEmptiesVerified: a new release was verified on no commit, so
@@ -153,10 +151,10 @@ func TestNewFromRewritesABlockList(t *testing.T) {
 // or a block list.
 func TestNewFromEmptiesVerified(t *testing.T) {
 	for in, want := range map[string]string{
-		"store: s\npackage: s\nsdk:\n  name: n\n  versions: [\"1\"]\n  verified: [\"3b5a59413\"] # main\ncodes: {}\n":           "store: s\npackage: s2\nsdk:\n  name: n\n  versions: [\"2\"]\n  verified: [] # main\ncodes: {}\n",
-		"store: s\npackage: s\nsdk:\n  name: n\n  versions: [\"1\"]\n  verified:\n    - 3b5a59413\n    - 0123abcd\ncodes: {}\n": "store: s\npackage: s2\nsdk:\n  name: n\n  versions: [\"2\"]\n  verified: []\ncodes: {}\n",
+		"store: s\nsdk:\n  name: n\n  versions: [\"1\"]\n  verified: [\"3b5a59413\"] # main\ncodes: {}\n":           "store: s\nsdk:\n  name: n\n  versions: [\"2\"]\n  verified: [] # main\ncodes: {}\n",
+		"store: s\nsdk:\n  name: n\n  versions: [\"1\"]\n  verified:\n    - 3b5a59413\n    - 0123abcd\ncodes: {}\n": "store: s\nsdk:\n  name: n\n  versions: [\"2\"]\n  verified: []\ncodes: {}\n",
 	} {
-		got, err := respec([]byte(in), "2", "s2")
+		got, err := respec([]byte(in), "2")
 		require.NoError(t, err)
 		assert.Equal(t, want, string(got))
 	}
@@ -166,7 +164,7 @@ func TestNewFromEmptiesVerified(t *testing.T) {
 // a renumbered code is an error at the spec's position naming the
 // header's line.
 func TestValidateHeader(t *testing.T) {
-	spec := "../../gen/testdata/header/spec.yaml"
+	spec := "../../gen/testdata/header/hdr-1.yaml"
 	code, out, stderr := runCLI("validate", "-header", "../../gen/testdata/header/ok", "-enum", "ErrorCode", spec)
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, spec+": ok, codes match ErrorCode in ../../gen/testdata/header/ok/sdk.h (6 codes)\n", out)
@@ -191,7 +189,7 @@ func TestValidateHeader(t *testing.T) {
 func TestValidateOnlyTheSpecOfTheBuild(t *testing.T) {
 	dir := t.TempDir()
 	one := filepath.Join(dir, "hdr-1.yaml")
-	src, err := os.ReadFile("../../gen/testdata/header/spec.yaml")
+	src, err := os.ReadFile("../../gen/testdata/header/hdr-1.yaml")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(one, src, 0o644))
 	code, _, stderr := runCLI("new", "--from", one, "--version", "2")

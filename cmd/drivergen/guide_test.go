@@ -31,7 +31,7 @@ func pathsIn(text string) []string {
 // after it) writes path, or a folder holding what it writes.
 func scaffolded(store, path string) bool {
 	path = strings.TrimSuffix(path, "/")
-	written := []string{"generated/" + store + "spec/" + store + "cases/cases.go"}
+	written := []string{"generated/" + store + "/store.go", "generated/" + store + "/" + store + "cases/all.go"}
 	for _, f := range scaffold(store) {
 		written = append(written, f.path)
 	}

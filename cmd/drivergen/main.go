@@ -39,7 +39,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"generate", "generate [-spec DIR] [-out DIR]", "write every spec's package into generated/", runGenerate},
+		{"generate", "generate [-spec DIR] [-out DIR]", "write every store's package into generated/", runGenerate},
 		{"check", "check [-spec DIR] [-out DIR]", "exit 1 naming each file of generated/ that differs from what the specs generate", runCheck},
 		{"validate", "validate [-header F -enum E] FILE...", "load and validate spec files; print every error as file:line:col", runValidateCmd},
 		{"new", "new [-root DIR] STORE", "scaffold spec/STORE.yaml, stores/STORE/driver.go and its conformance test", runNewCmd},
@@ -126,7 +126,7 @@ func noArgs(fs *flag.FlagSet, stderr io.Writer) int {
 func runGenerate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("generate", "generate [-spec DIR] [-out DIR]", stderr)
 	specDir := fs.String("spec", "spec", "folder of spec files")
-	outDir := fs.String("out", "generated", "folder to write packages into (per spec, <package>spec/ and <package>spec/<package>cases/)")
+	outDir := fs.String("out", "generated", "folder to write packages into (per store, <store>/ and <store>/<store>cases/)")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
@@ -167,6 +167,18 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		log.Info().Str("file", p).Msg("removed stale generated file")
+	}
+	// A package folder no spec owns any more goes with its files; one
+	// still holding anything (a hand-written test) stays.
+	for _, dir := range gen.EmptiedFolders(stale) {
+		p := filepath.Join(*outDir, filepath.FromSlash(dir))
+		if entries, err := os.ReadDir(p); err == nil && len(entries) == 0 {
+			if err := os.Remove(p); err != nil {
+				fmt.Fprintln(stderr, err)
+				return 1
+			}
+			log.Info().Str("folder", p).Msg("removed stale package folder")
+		}
 	}
 	log.Info().Int("files", len(files)).Int("written", len(differ)).Int("removed", len(stale)).
 		Str("took", time.Since(start).Round(time.Microsecond).String()).Msg("generate done")
@@ -342,7 +354,7 @@ func runNew(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", p)
 	}
-	fmt.Fprint(stdout, strings.NewReplacer("STORE", store).Replace(nextSteps))
+	fmt.Fprint(stdout, strings.NewReplacer("STORE", store, "SPECGO", gen.GoIdent(store)).Replace(nextSteps))
 	return 0
 }
 
@@ -352,13 +364,13 @@ func runNew(args []string, stdout, stderr io.Writer) int {
 // to each other).
 const nextSteps = `next:
   1. fill in spec/STORE.yaml: the SDK's code table and what each call's answers mean (spec/README.md)
-  2. make generate              # writes generated/STOREspec/ and generated/STOREspec/STOREcases/
+  2. make generate              # writes generated/STORE/ and generated/STORE/STOREcases/
   3. go test ./stores/STORE/     # the lifecycle checks pass already
-  4. write the SDK calls where stores/STORE/driver.go says TODO: answers map through STOREspec.Map*, raised errors through classify
-  5. in stores/STORE/conformance_test.go, run the whole suite with the kit's scenarios and STOREcases.All()
+  4. write the SDK calls where stores/STORE/driver.go says TODO: answers map through the picked spec's Calls, raised errors through classify
+  5. in stores/STORE/conformance_test.go, run the whole suite with the kit's scenarios, one suite per STOREcases.All()
   6. stage on the real store what it can (internal/STOREkit; conformance/storekit starts a server on loopback)
   7. the gate (make run) runs TestConformance of stores/STORE/conformance_test.go through go test: nothing to register
-  8. a server the tests need: add its Debian package where the Makefile's deps target installs redis-server
+  8. a server the tests need: a step in stores/STORE/deps.sh (scripts/deps.sh's apt_step, go_step, fetch_step) and its row in README.md's first-run table
 docs/writing-a-store.md walks through each step, following stores/fs.
 `
 

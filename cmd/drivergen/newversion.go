@@ -30,16 +30,16 @@ func runNewCmd(args []string, stdout, stderr io.Writer) int {
 	return runNew(args, stdout, stderr)
 }
 
-// runNewVersion is 'drivergen new --from SPEC --version V [-package P] [-o
-// FILE]': a copy of SPEC, comments and all, whose sdk.versions is [V] and
-// whose package is P (default: the store's name and V's letters and
-// digits). The copy is validated before it is written, and never
-// overwrites a file.
+// runNewVersion is 'drivergen new --from SPEC --version V [-o FILE]': a
+// copy of SPEC, comments and all, whose sdk.versions is [V] (and
+// sdk.verified, when given, empty), named STORE-V.yaml beside SPEC. Its
+// store's package (generated/STORE) holds it beside SPEC once generated,
+// so the copy is validated, with SPEC, as one store's specs before it is
+// written, and never overwrites a file.
 func runNewVersion(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("new", "new --from SPEC --version V [-package NAME] [-o FILE]", stderr)
+	fs := newFlags("new", "new --from SPEC --version V [-o FILE]", stderr)
 	from := fs.String("from", "", "the spec of the last SDK version")
 	version := fs.String("version", "", "the new SDK version")
-	pkg := fs.String("package", "", "the new spec's package (default: the store's name and the version's letters and digits)")
 	out := fs.String("o", "", "the file to write (default: STORE-VERSION.yaml beside --from)")
 	if code := parse(fs, args); code >= 0 {
 		return code
@@ -59,21 +59,6 @@ func runNewVersion(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	if *pkg == "" {
-		*pkg = old.Store + strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-				return r
-			}
-			if r >= 'A' && r <= 'Z' {
-				return r + 'a' - 'A'
-			}
-			return -1
-		}, *version)
-	}
-	if !isPackageName(*pkg) {
-		fmt.Fprintf(stderr, "drivergen new: package %q must be lower-case letters and digits (it names a Go package)\n", *pkg)
-		return 2
-	}
 	if *out == "" {
 		// old.Store is a package name (the spec's validation holds it to
 		// lower-case letters and digits) and *version a plain segment, so
@@ -85,13 +70,19 @@ func runNewVersion(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	text, err := respec(data, *version, *pkg)
+	text, err := respec(data, *version)
 	if err != nil {
 		fmt.Fprintf(stderr, "drivergen new: %s: %v\n", *from, err)
 		return 1
 	}
 	text = append([]byte(fmt.Sprintf("# Started from %s by 'drivergen new --from': read the SDK's changes since\n# %v, edit what they change, then 'drivergen diff %s %s'.\n", *from, old.SDK.Versions, *from, *out)), text...)
-	if _, err := gen.Load(*out, text); err != nil {
+	s, err := gen.Load(*out, text)
+	if err == nil {
+		if errs := gen.CheckSet([]*gen.Spec{old, s}); len(errs) > 0 {
+			err = errs
+		}
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "drivergen new: the copy does not load:\n%v\n", err)
 		return 1
 	}
@@ -113,15 +104,14 @@ func runNewVersion(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "wrote %s (store %s, package %s, SDK %s %s)\n", *out, old.Store, *pkg, old.SDK.Name, *version)
+	fmt.Fprintf(stdout, "wrote %s (store %s, %s in generated/%s, SDK %s %s)\n", *out, old.Store, s.GoName(), gen.StorePackage(old.Store), old.SDK.Name, *version)
 	fmt.Fprintf(stdout, "next: edit it for the SDK's changes, 'drivergen diff %s %s', 'make generate', then the gate\n", *from, *out)
 	return 0
 }
 
-// respec returns data with sdk.versions set to [version], sdk.verified
-// (when given) set to [] and package set to pkg, every other byte
-// (comments included) as it was.
-func respec(data []byte, version, pkg string) ([]byte, error) {
+// respec returns data with sdk.versions set to [version] and sdk.verified
+// (when given) set to [], every other byte (comments included) as it was.
+func respec(data []byte, version string) ([]byte, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, err
@@ -137,10 +127,9 @@ func respec(data []byte, version, pkg string) ([]byte, error) {
 		}
 		return nil, nil
 	}
-	_, pv := value(root.Content[0], "package")
 	_, sdk := value(root.Content[0], "sdk")
-	if pv == nil || sdk == nil || pv.Kind != yaml.ScalarNode || sdk.Kind != yaml.MappingNode {
-		return nil, errors.New("no package or sdk to rewrite")
+	if sdk == nil || sdk.Kind != yaml.MappingNode {
+		return nil, errors.New("no sdk to rewrite")
 	}
 	vk, vv := value(sdk, "versions")
 	if vv == nil || vv.Kind != yaml.SequenceNode {
@@ -195,16 +184,7 @@ func respec(data []byte, version, pkg string) ([]byte, error) {
 			edits = append(edits, edit{vk2.Line, colon, colon, " []"})
 		}
 	}
-	pl := lines[pv.Line-1]
-	width := len(pv.Value)
-	if pv.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
-		width += 2
-	}
-	if pv.Column-1+width > len(pl) || pv.Line == vv.Line {
-		return nil, errors.New("cannot place package")
-	}
-	edits = append(edits, edit{pv.Line, pv.Column - 1, pv.Column - 1 + width, pkg})
-	// Apply from the last line up (a package after sdk stays placed).
+	// Apply from the last line up, so earlier positions stay true.
 	for i := 0; i < len(edits); i++ {
 		for j := i + 1; j < len(edits); j++ {
 			if edits[j].line > edits[i].line || edits[j].line == edits[i].line && edits[j].col > edits[i].col {

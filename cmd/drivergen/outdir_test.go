@@ -32,7 +32,7 @@ func TestGenerateWritesOnlyInsideTheModule(t *testing.T) {
 		assert.Equal(t, 1, code, out)
 		assert.Contains(t, stderr, "is outside the module at", out)
 		assert.Contains(t, stderr, "generate writes only inside it", out)
-		_, err := os.Stat(filepath.Join(out, "memoryspec"))
+		_, err := os.Stat(filepath.Join(out, "memory"))
 		assert.True(t, os.IsNotExist(err), "%s: generate wrote outside the module", out)
 	}
 	assert.Empty(t, snapshot(t, elsewhere))
@@ -42,7 +42,7 @@ func TestGenerateWritesOnlyInsideTheModule(t *testing.T) {
 	inside := filepath.Join(dir, "deeper", "gen")
 	code, _, stderr := runCLI("generate", "-spec", specDir, "-out", inside)
 	require.Equal(t, 0, code, stderr)
-	_, err = os.Stat(filepath.Join(inside, "memoryspec", "codes.go"))
+	_, err = os.Stat(filepath.Join(inside, "memory", "store.go"))
 	assert.NoError(t, err)
 
 	// Specs in no module: nothing says where the module is, so nothing is

@@ -1,6 +1,10 @@
 package main
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/kvblob/kvblob/gen"
+)
 
 type scaffoldFile struct{ path, body string }
 
@@ -9,28 +13,41 @@ type scaffoldFile struct{ path, body string }
 // block, an adapter on the shared lifecycle that honours cancellation, takes
 // its fault seam in Options and turns every answer (and every error the SDK
 // raises, classified into the spec's codes) into a row result through the
-// spec, a test kit in internal/STOREkit that stages through that seam, and a
-// test that runs the conformance suite.
+// spec, a test kit in internal/STOREkit that stages through that seam, a
+// test that runs the conformance suite, and the store's deps.sh, where
+// make deps finds the servers its tests need.
 func scaffold(store string) []scaffoldFile {
-	r := strings.NewReplacer("STORE", store)
+	r := strings.NewReplacer("STORE", store, "SPECGO", gen.GoIdent(store))
 	return []scaffoldFile{
 		{"spec/" + store + ".yaml", r.Replace(specTemplate)},
 		{"stores/" + store + "/driver.go", r.Replace(driverTemplate)},
 		{"stores/" + store + "/conformance_test.go", r.Replace(testTemplate)},
 		{"internal/" + store + "kit/" + store + "kit.go", r.Replace(kitTemplate)},
+		{"stores/" + store + "/deps.sh", r.Replace(depsTemplate)},
 	}
 }
 
-const specTemplate = `# Store STORE over STORE-sdk 1.0. spec/README.md documents every key;
-# rename this file after the SDK version it was read from
-# (spec/STORE-1.0.yaml). Comments here are carried into the generated
-# code's doc comments.
+const depsTemplate = `#!/usr/bin/env bash
+# What STORE's tests start on loopback: make deps runs this file, and
+# scripts/deps.sh says how each step runs. TODO: a step per server the
+# tests need (none yet), and a row per step in README.md's first-run
+# table (a test holds the two alike), e.g. for a server Debian packages:
+#   apt_step STORE-server STORE-server STORE-server
+set -uo pipefail
+. scripts/deps.sh
+`
+
+const specTemplate = `# Store STORE over STORE-sdk 1.0. spec/README.md documents every key.
+# Rename it after the SDK version it was read from (spec/STORE-1.0.yaml);
+# its name names its value in generated/STORE (STOREgen.SPECGO, then
+# STOREgen.SPECGO10), which the driver picks by the version its SDK
+# reports. Comments here are carried into the generated code's doc
+# comments.
 store: STORE
-package: STORE
 sdk:
   name: STORE-sdk
   # The versions (or release lines, "1.x") this spec was read from; the
-  # driver refuses any other (STOREspec.SupportsVersion).
+  # driver refuses any other (STOREgen.Pick).
   versions: ["1.0"]
 
 capabilities:
@@ -44,7 +61,7 @@ capabilities:
 
 # The largest row the store takes; or {bound: N, at_open: true} when the
 # deployment sets it (the driver then admits through
-# STOREspec.AdmissionAtOpen). Add row_too_large to admission with it.
+# its spec's Admission.WithMaxRowBytes). Add row_too_large to admission with it.
 # limits:
 #   max_row_bytes: 536870912
 
@@ -92,7 +109,7 @@ admission:
   - hint
   - device_region
 
-# Settings the driver refuses at open (STOREspec.CheckEnvironment), each
+# Settings the driver refuses at open (its spec's CheckEnvironment), each
 # with the reason it prints.
 # environment:
 #   STORE_UNSAFE: {allow: ["", "0"], reason: "it lets the SDK reuse a buffer after the call returned"}
@@ -105,7 +122,7 @@ config:
 `
 
 const driverTemplate = `// Package STORE is kvblob's driver for STORE. Every code-to-result rule is
-// spec/STORE.yaml's (generated/STOREspec): this package only calls the SDK
+// spec/STORE.yaml's (generated/STORE): this package only calls the SDK
 // and classifies what it raises into the spec's codes.
 package STORE
 
@@ -114,7 +131,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/kvblob/kvblob/generated/STOREspec"
+	STOREgen "github.com/kvblob/kvblob/generated/STORE"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 )
@@ -136,32 +153,36 @@ type Options struct {
 // (registrations, calls in progress, drain, close) is driverkit's.
 type Driver struct {
 	opt  Options
+	spec *STOREgen.Spec // the spec of the SDK's version, picked at Open
 	life driverkit.Lifecycle
 }
 
 var _ driver.Driver = (*Driver)(nil)
 
-// Open checks that the spec holds for the SDK and that the environment is
-// one the spec allows, and returns the driver.
+// Open picks the spec that holds for the SDK's version among every spec
+// of the store (generated/STORE's Specs: a new version is a spec file and
+// 'make generate'), checks that the environment is one it allows, and
+// returns the driver.
 func Open(opt Options) (*Driver, error) {
 	version := "1.0" // TODO: the version the SDK (or the server) reports
-	if !STOREspec.SupportsVersion(version) {
-		return nil, fmt.Errorf("STORE: %s %s has no spec; kvblob holds specs for %v (spec/STORE*.yaml)", STOREspec.SDKName, version, STOREspec.SDKVersions())
+	spec, err := STOREgen.Pick("STORE-sdk", version)
+	if err != nil {
+		return nil, err
 	}
-	if err := STOREspec.CheckEnvironment(os.Getenv); err != nil {
+	if err := spec.CheckEnvironment(os.Getenv); err != nil {
 		return nil, fmt.Errorf("STORE: %w", err)
 	}
 	// TODO: open the SDK client.
-	return &Driver{opt: opt}, nil
+	return &Driver{opt: opt, spec: spec}, nil
 }
 
-// Capabilities are spec/STORE.yaml's.
-func (d *Driver) Capabilities() driver.Capabilities { return STOREspec.Capabilities() }
+// Capabilities are the picked spec's.
+func (d *Driver) Capabilities() driver.Capabilities { return d.spec.Capabilities }
 
 // Register admits r. TODO: register its memory with the SDK in the attach
 // function (return its handle), if the SDK needs that.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
-	return d.life.Register(r, STOREspec.AdmitRegister, nil)
+	return d.life.Register(r, d.spec.Admission.Register, nil)
 }
 
 // Unregister refuses while a call may touch the region. TODO: unregister
@@ -171,22 +192,24 @@ func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unreg
 // Drain waits for the calls in progress.
 func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil) }
 
-// Close closes the driver once drained. TODO: pass a function that closes
-// the SDK client.
+// Close closes the driver once every call ended and every region is
+// unregistered; an idle driver needs no Drain first, and Close says when
+// one must come first (a call still in progress). TODO: pass a function
+// that closes the SDK client.
 func (d *Driver) Close() error { return d.life.Close(nil) }
 
 // Put stores each row through the spec's sdk_put call. A row ctx stopped
 // before it started is CANCELLED (driverkit.Lifecycle.EachRow).
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
 	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
-		return STOREspec.AdmitPut(rows, live)
+		return d.spec.Admission.Put(rows, live)
 	}, func(r driver.Row) driver.Result { return d.put(ctx, r) })
 }
 
 // Get reads each row through the spec's sdk_get call.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	return d.life.EachRow(ctx, rows, func(live func(*driver.Region) bool) error {
-		return STOREspec.AdmitGet(rows, hint, live)
+		return d.spec.Admission.Get(rows, hint, live)
 	}, func(r driver.Row) driver.Result { return d.get(ctx, r) })
 }
 
@@ -196,7 +219,7 @@ func (d *Driver) put(ctx context.Context, r driver.Row) driver.Result {
 		// ctx when it takes one) and return its answer code.
 		return 0, notWritten("sdk_put")
 	})
-	return STOREspec.MapSdkPut(code).WithCause(err)
+	return d.spec.Calls.SdkPut.Map(code).WithCause(err)
 }
 
 func (d *Driver) get(ctx context.Context, r driver.Row) driver.Result {
@@ -206,7 +229,7 @@ func (d *Driver) get(ctx context.Context, r driver.Row) driver.Result {
 		// or a negative code.
 		return 0, notWritten("sdk_get")
 	})
-	return STOREspec.MapSdkGet(answer, r.Bytes()).WithCause(err)
+	return d.spec.Calls.SdkGet.Map(answer, r.Bytes()).WithCause(err)
 }
 
 // call makes one spec call on key through the seam: a test may hold it,
@@ -228,11 +251,11 @@ func (d *Driver) call(call, key string, sdk func() (int64, error)) (int64, error
 // classify turns an error the SDK raised into a code of spec/STORE.yaml.
 // TODO: give the errors the spec names (a timeout, a refused connection,
 // a full store) codes of their own; every other error is ERR.
-func classify(err error) STOREspec.Code {
+func classify(err error) STOREgen.Code {
 	if err == nil {
-		return STOREspec.OK
+		return STOREgen.OK
 	}
-	return STOREspec.Err
+	return STOREgen.Err
 }
 
 func notWritten(call string) error {
@@ -262,10 +285,10 @@ type Driver struct {
 	Seam *driverkit.Seam
 }
 
-// Open opens a driver with a seam. TODO: start the store for t (a server
-// started on loopback with storekit.Start, stopped at t's cleanup, or one
-// started once in TestMain through storekit.Main) and point the driver's
-// Options at it.
+// Open opens a driver with a seam. TODO: point the driver's Options at the
+// store's server (a storekit.Spec started with storekit.Start, owned by
+// the test package: storekit.Own), in a namespace of its own
+// (storekit.Namespace: a database, table, bucket or prefix).
 func Open(t conformance.T) *Driver {
 	seam := &driverkit.Seam{}
 	d, err := STORE.Open(STORE.Options{Seam: seam})
@@ -304,27 +327,31 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/STOREspec"
+	STOREgen "github.com/kvblob/kvblob/generated/STORE"
 	"github.com/kvblob/kvblob/internal/STOREkit"
 )
 
-// TestMain runs the tests and fails on a goroutine they leaked. TODO: start
-// the store's server here once for the package (storekit.Main's setup),
-// when one server serves every test.
-func TestMain(m *testing.M) { storekit.Main(m, nil) }
+// TestMain runs the tests and fails on a goroutine they leaked. TODO: when
+// the store has a server, own it here (var srv = storekit.Own(available,
+// start, stop); storekit.MainOwning(m, srv)) and take it in tests with
+// srv.Need(t).
+func TestMain(m *testing.M) { storekit.MainOwning(m) }
 
 // TestConformance runs the lifecycle checks (admission, registration,
 // access ends, drain, unregister, close), which the adapter passes before
 // any SDK call is written; the gate (make run) runs it through go test.
 // Once Put and Get call the SDK, run the whole suite with the kit's
-// scenarios and the generated cases (generated/STOREspec/STOREcases):
+// scenarios and the generated cases (generated/STORE/STOREcases):
 //
-//	conformance.Run(t, conformance.Suite{
-//		Name: "STORE", SDK: sdk, Factory: STOREkit.Factory(),
-//		Scenarios: STOREkit.Scenarios(), Cases: STOREcases.All(), Stage: STOREkit.Stage,
-//	})
+//	for _, v := range STOREcases.All() { // one suite per spec
+//		conformance.Run(t, conformance.Suite{
+//			Name: v.Name, SDK: v.Spec.SDKName + " " + v.Spec.SDKVersions[0], Factory: STOREkit.Factory(),
+//			Scenarios: STOREkit.Scenarios(), Cases: v.Cases, Stage: STOREkit.Stage,
+//		})
+//	}
 func TestConformance(t *testing.T) {
-	sdk := STOREspec.SDKName + " " + STOREspec.SDKVersions()[0]
+	spec := STOREgen.Specs()[0]
+	sdk := spec.SDKName + " " + spec.SDKVersions[0]
 	conformance.Run(t, conformance.Suite{Name: "STORE", SDK: sdk, Factory: STOREkit.Factory(), Only: conformance.Lifecycle})
 }
 `

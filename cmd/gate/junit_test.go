@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -239,10 +240,14 @@ func hasAttr(n xmlNode, name string) bool {
 	return false
 }
 
+// junitXSD is the schema's path, taken before any test changes the
+// working directory.
+var junitXSD, _ = filepath.Abs(filepath.Join("testdata", "junit", "junit-10.xsd"))
+
 // assertValidJUnit fails t when the JUnit report b breaks junit-10.xsd.
 func assertValidJUnit(t *testing.T, b []byte) {
 	t.Helper()
-	s, err := loadXSD("testdata/junit/junit-10.xsd")
+	s, err := loadXSD(junitXSD)
 	require.NoError(t, err)
 	assert.Empty(t, s.validate(b), "the JUnit report is not valid against junit-10.xsd:\n%s", b)
 }

@@ -14,10 +14,12 @@
 // Exit codes: 0 when every check passed (or was skipped), 1 when a check
 // failed or generated/ is stale, 2 on bad usage or when the gate could not
 // set up or read what it needs. Set-up problems it can see before it runs
-// anything it checks first (flags, a run outside a kvblob checkout, -spec
-// or -out not a folder, a report file it cannot write, a --store no spec
-// names); the run finds the rest (a store's server, a package that does not
-// build, a header).
+// anything it checks first (flags, a -C folder that is not there, a run
+// outside a kvblob checkout, -spec or -out not a folder, a report file it
+// cannot write); the run finds the rest (a --store no package runs, a
+// store's server, a package that does not build, a header). Each report
+// asked for is written whatever the outcome, a set-up problem as an error
+// entry.
 // 'make run' runs it; docs/sdk-ci.md shows it in an SDK's CI.
 package main
 
@@ -45,6 +47,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // options are the gate's flags.
 type options struct {
+	dir                 string
 	stores, packages    stringList
 	sdk                 string
 	specDir, outDir     string
@@ -69,7 +72,7 @@ func (g gate) run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: gate [--store NAME]... [--sdk fake|real] [-spec DIR] [-out DIR] [-v]")
+		fmt.Fprintln(stderr, "usage: gate [-C DIR] [--store NAME]... [--sdk fake|real] [-spec DIR] [-out DIR] [-v]")
 		fmt.Fprintln(stderr, "            [--junit FILE] [--json FILE] [--sdk-include DIR [--sdk-enum NAME]] [--packages PKG]...")
 		fmt.Fprintln(stderr, "       gate cgoflags [-format sh|github] BUILD_DIR   (the cgo flags of a Mooncake build tree)")
 		fmt.Fprintln(stderr, "\nChecks generated/ against spec/, then runs every store's TestConformance through")
@@ -81,7 +84,8 @@ func (g gate) run(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	var o options
-	fs.Var(&o.stores, "store", "run only this store (repeatable); default: every store")
+	fs.StringVar(&o.dir, "C", "", "run in `DIR`, a kvblob checkout, as if started there (as go -C does); report paths are taken from there too")
+	fs.Var(&o.stores, "store", "run only this store, a row of the table (repeatable); default: every store")
 	fs.StringVar(&o.sdk, "sdk", "fake", "fake: Mooncake over the fake SDK; real: the cgo SDK (-tags mooncake, MOONCAKE_REAL=1; needs an installed SDK)")
 	fs.StringVar(&o.specDir, "spec", "spec", "folder of spec files")
 	fs.StringVar(&o.outDir, "out", "generated", "folder of generated packages")
@@ -101,9 +105,19 @@ func (g gate) run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	// usage reports a problem found before or instead of the run: it
+	// exits 2, and still writes the reports asked for (a CI step that
+	// uploads them "if: always()" then finds an error entry, not nothing).
 	usage := func(format string, args ...any) int {
-		fmt.Fprintf(stderr, "gate: "+format+"\n", args...)
+		msg := fmt.Sprintf(format, args...)
+		fmt.Fprintln(stderr, "gate: "+msg)
+		setupReport(o, msg, stderr)
 		return 2
+	}
+	if o.dir != "" {
+		if err := os.Chdir(o.dir); err != nil {
+			return usage("-C %s: %v", o.dir, err)
+		}
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -135,22 +149,9 @@ func (g gate) run(args []string, stdout, stderr io.Writer) int {
 			return usage("%s %s is no folder; run the gate from the root of a kvblob checkout (%s), or pass %s DIR", d.flag, d.dir, root, d.flag)
 		}
 	}
-	if len(o.packages) == 0 && len(o.stores) > 0 {
-		// A store's row is its spec version's name (gen.VersionName); with
-		// --packages, rows come from packages the specs do not name, and
-		// an unknown store is found by the run.
-		if specs, err := gen.LoadDir(o.specDir); err == nil {
-			var names []string
-			for _, s := range specs {
-				names = append(names, gen.VersionName(specs, s))
-			}
-			for _, st := range o.stores {
-				if !slices.Contains(names, st) {
-					return usage("unknown store %q; want one of %s", st, strings.Join(names, ", "))
-				}
-			}
-		}
-	}
+	// A --store names a row of the table: a spec's (gen.VersionName) or
+	// one a store's package adds (s3-large), so an unknown one is found
+	// by the run, which hears every row each package announces.
 
 	rep := &report{}
 	// 1. generated/ must be what spec/ generates.
@@ -158,13 +159,14 @@ func (g gate) run(args []string, stdout, stderr io.Writer) int {
 	specs := upToDate(o.specDir, o.outDir, &rep.Generated, stderr)
 	// 2. Each store's TestConformance, through go test.
 	if rep.Generated.Status == statusPassed {
-		if code := g.runStores(o, root, specs, rep, stdout, stderr); code != 0 {
-			return code
+		if msg := g.runStores(o, root, specs, rep, stdout, stderr); msg != "" {
+			return usage("%s", msg)
 		}
 	}
 	rep.finish()
 	if err := writeReports(rep, o.junit, o.json); err != nil {
-		return usage("writing the report: %v", err)
+		fmt.Fprintf(stderr, "gate: writing the report: %v\n", err)
+		return 2
 	}
 	switch rep.ExitCode {
 	case 0:
@@ -178,10 +180,10 @@ func (g gate) run(args []string, stdout, stderr io.Writer) int {
 }
 
 // runStores runs the stores' tests and puts their rows in rep, printing
-// the table. It returns a non-zero exit code only for a usage problem the
-// run revealed (a store no package runs, headers no store names the enum
-// of), when no report is written.
-func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, stdout, stderr io.Writer) int {
+// the table. It returns what went wrong when the run revealed a set-up
+// problem that no row can carry (a store no package runs, headers no
+// store names the enum of), else "".
+func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, stdout, stderr io.Writer) string {
 	real := o.sdk == "real"
 	pkgs, realPkgs := []string(o.packages), map[string]bool{}
 	for i, p := range pkgs {
@@ -194,14 +196,12 @@ func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, 
 	if len(pkgs) == 0 {
 		var err error
 		if pkgs, err = storePackages(root, ""); err != nil {
-			fmt.Fprintf(stderr, "gate: %v\n", err)
-			return 2
+			return err.Error()
 		}
 		if real {
 			tagged, err := storePackages(root, realSDKTag)
 			if err != nil {
-				fmt.Fprintf(stderr, "gate: %v\n", err)
-				return 2
+				return err.Error()
 			}
 			for _, p := range tagged {
 				if !slices.Contains(pkgs, p) {
@@ -210,8 +210,7 @@ func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, 
 				}
 			}
 			if len(realPkgs) == 0 {
-				fmt.Fprintf(stderr, "gate: --sdk real: no package under %s declares its TestConformance behind -tags %s\n", storesPattern, realSDKTag)
-				return 2
+				return fmt.Sprintf("--sdk real: no package under %s declares its TestConformance behind -tags %s", storesPattern, realSDKTag)
 			}
 		}
 	}
@@ -229,13 +228,11 @@ func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, 
 		err = rerr
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "gate: running go test: %v\n", err)
-		return 2
+		return fmt.Sprintf("running go test: %v", err)
 	}
 	for _, s := range o.stores {
 		if !c.names[s] {
-			fmt.Fprintf(stderr, "gate: unknown store %q; want one of %s\n", s, strings.Join(sortedKeys(c.names), ", "))
-			return 2
+			return fmt.Sprintf("unknown store %q; want one of %s", s, strings.Join(sortedKeys(c.names), ", "))
 		}
 	}
 
@@ -254,8 +251,7 @@ func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, 
 			}
 		}
 		if !named {
-			fmt.Fprintln(stderr, "gate: --sdk-include: no selected store names the enum of its codes (conformance.Suite.CodeEnum); name it with --sdk-enum NAME")
-			return 2
+			return "--sdk-include: no selected store names the enum of its codes (conformance.Suite.CodeEnum); name it with --sdk-enum NAME"
 		}
 	}
 	for _, r := range rows {
@@ -273,7 +269,31 @@ func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, 
 		rep.Stores = append(rep.Stores, row)
 	}
 	printTable(stdout, rep.Stores)
-	return 0
+	return ""
+}
+
+// setupReport writes the reports o asks for, each holding one error
+// entry: the set-up problem msg that kept the gate from running (or from
+// finishing) its checks. A report file it cannot write is said on stderr
+// and skipped.
+func setupReport(o options, msg string, stderr io.Writer) {
+	if o.junit == "" && o.json == "" {
+		return
+	}
+	rep := &report{Generated: checkResult{Name: "up_to_date", Kind: kindGenerated, Status: statusSkipped, Message: "not checked: the gate could not set up"}}
+	row := storeResult{Store: "gate", SkipReason: "set-up failed: " + firstLine(msg)}
+	row.add(checkResult{Name: "setup", Kind: kindSetup, Status: statusError, Message: msg})
+	rep.Stores = append(rep.Stores, row)
+	rep.finish()
+	for _, f := range []struct{ junit, json string }{{o.junit, ""}, {"", o.json}} {
+		name := f.junit + f.json
+		if name == "" || writable(name) != nil {
+			continue
+		}
+		if err := writeReports(rep, f.junit, f.json); err != nil {
+			fmt.Fprintf(stderr, "gate: writing the report: %v\n", err)
+		}
+	}
 }
 
 // writable says why the gate could not write a report to f, or nil: f

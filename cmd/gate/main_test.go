@@ -18,7 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/memoryspec/memorycases"
+	"github.com/kvblob/kvblob/generated/memory/memorycases"
 	"github.com/kvblob/kvblob/internal/suitelog"
 )
 
@@ -123,7 +123,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"--json", "/dev/null/gate.json"}, 2, "cannot write /dev/null/gate.json: no folder /dev/null"},
 		{[]string{"-spec", "no-such-spec"}, 2, "gate: -spec no-such-spec is no folder; run the gate from the root of a kvblob checkout"},
 		{append(base[:2:2], "-out", "no-such-out"), 2, "gate: -out no-such-out is no folder"},
-		{append(base, "--store", "nosuch"), 2, `gate: unknown store "nosuch"; want one of fs, memory, mooncake, redis, redis-valkey-8.1, s3`},
+		{[]string{"-C", filepath.Join("no", "such", "dir")}, 2, "gate: -C no/such/dir: chdir no/such/dir: no such file or directory"},
 	}
 	for _, c := range cases {
 		never := func(string, []string, []string, io.Writer) error {
@@ -151,12 +151,79 @@ func TestOutsideTheCheckoutIsASetUpError(t *testing.T) {
 	} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			t.Chdir(dir)
-			code, _, stderr := runWith(never, "--junit", filepath.Join(dir, "gate.xml"))
+			code, _, stderr := runWith(never, "--junit", filepath.Join(dir, "gate.xml"), "--json", filepath.Join(dir, "gate.json"))
 			assert.Equal(t, 2, code)
 			assert.Contains(t, stderr, want)
-			assert.NoFileExists(t, filepath.Join(dir, "gate.xml"))
+			assertSetupReports(t, dir, want)
 		})
 	}
+}
+
+// assertSetupReports checks that dir holds the reports of a gate that
+// could not set up: one error entry saying want, and exit code 2.
+func assertSetupReports(t *testing.T, dir, want string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "gate.xml"))
+	require.NoError(t, err, "a set-up error still writes the JUnit report")
+	assertValidJUnit(t, b)
+	assert.Contains(t, string(b), "<error")
+	assert.Contains(t, string(b), xmlEscaped(want))
+	b, err = os.ReadFile(filepath.Join(dir, "gate.json"))
+	require.NoError(t, err, "a set-up error still writes the JSON report")
+	var got report
+	require.NoError(t, json.Unmarshal(b, &got))
+	assert.Equal(t, 2, got.ExitCode)
+	require.Len(t, got.Stores, 1)
+	require.Len(t, got.Stores[0].Checks, 1)
+	assert.Equal(t, statusError, got.Stores[0].Checks[0].Status)
+	assert.Contains(t, got.Stores[0].Checks[0].Message, want)
+}
+
+func xmlEscaped(s string) string {
+	var b bytes.Buffer
+	_ = xml.EscapeText(&b, []byte(s))
+	return b.String()
+}
+
+// TestAStoreIsARowOfTheTable: --store takes any row a package announces,
+// one no spec names included (s3-large is the S3 package's second suite);
+// a name no package announces is refused after the run, naming every row,
+// and the reports carry the refusal as an error entry.
+func TestAStoreIsARowOfTheTable(t *testing.T) {
+	announce := func() *stream {
+		s := &stream{}
+		s.out(conformanceTest, suitelog.Line(suitelog.Store, "s3"))
+		s.out(conformanceTest, suitelog.Line(suitelog.Store, "s3-large"))
+		return s
+	}
+	s := announce()
+	s.store("s3-large").check("s3-large", "a_check", "pass", kind("check")).end("s3-large", "pass")
+	code, out, stderr := runWith(s.goTest, append(base, "--store", "s3-large")...)
+	assert.Equal(t, 0, code, "%s\n%s", out, stderr)
+	assert.Contains(t, strings.Join(s.args, " "), "-run ^TestConformance$/^(s3-large)$")
+	assert.Regexp(t, `(?m)^s3-large\s`, out)
+
+	dir := t.TempDir()
+	code, _, stderr = runWith(announce().goTest, append(base, "--store", "nosuch", "--junit", filepath.Join(dir, "gate.xml"), "--json", filepath.Join(dir, "gate.json"))...)
+	assert.Equal(t, 2, code)
+	want := `unknown store "nosuch"; want one of s3, s3-large`
+	assert.Contains(t, stderr, want)
+	assertSetupReports(t, dir, want)
+}
+
+// TestDashCRunsInTheCheckoutGiven: -C DIR runs the gate as if started in
+// DIR, a kvblob checkout, from anywhere (here: a folder outside any
+// module), and takes relative paths from there.
+func TestDashCRunsInTheCheckoutGiven(t *testing.T) {
+	root, err := moduleRoot()
+	require.NoError(t, err)
+	t.Chdir(t.TempDir())
+	s := &stream{}
+	s.store("memory").check("memory", "a_check", "pass", kind("check")).end("memory", "pass")
+	code, out, stderr := runWith(s.goTest, "-C", root, "--store", "memory")
+	assert.Equal(t, 0, code, "%s\n%s", out, stderr)
+	assert.Contains(t, stderr, "gate: checking generated against spec")
+	assert.Regexp(t, `(?m)^memory\s`, out)
 }
 
 // TestGoTestArgs: every store's TestConformance, or the stores named (by
@@ -311,7 +378,7 @@ func TestTheRealSDKsStoreReplacesTheFakes(t *testing.T) {
 func TestGateRefusesStaleGeneratedCode(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(filepath.Join(dir, "generated"), os.DirFS("../../generated")))
-	p := filepath.Join(dir, "generated", "memoryspec", "results.go")
+	p := filepath.Join(dir, "generated", "memory", "memory_calls.go")
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(p, append(b, []byte("\n// edited by hand\n")...), 0o644))
@@ -404,7 +471,7 @@ func TestTheGateFailsOnABrokenStore(t *testing.T) {
 
 	// The broken store fails the check its twin breaks, and the generated
 	// case that pins NOT_FOUND => MISS, at that rule's spec position.
-	pos := storekit.SpecPos(memorycases.All(), "store_get/NOT_FOUND")
+	pos := storekit.SpecPos(memorycases.Memory(), "store_get/NOT_FOUND")
 	var sawCheck, sawCase bool
 	for _, c := range suites["broken"].Cases {
 		assert.Equal(t, "broken", c.Classname)

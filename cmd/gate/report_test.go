@@ -85,7 +85,7 @@ func tableCounts(t *testing.T, out string) map[string][3]int {
 func TestReportsOnAStaleTree(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(filepath.Join(dir, "generated"), os.DirFS("../../generated")))
-	p := filepath.Join(dir, "generated", "memoryspec", "codes.go")
+	p := filepath.Join(dir, "generated", "memory", "store.go")
 	require.NoError(t, os.Remove(p))
 	xmlFile := filepath.Join(dir, "gate.xml")
 	code, _, _ := runCLI("-spec", "../../spec", "-out", filepath.Join(dir, "generated"), "--store", "memory", "--junit", xmlFile)

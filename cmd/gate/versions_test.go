@@ -39,10 +39,11 @@ func TestASecondMooncakeVersionJoinsTheGate(t *testing.T) {
 
 	goRun("./cmd/drivergen", "new", "--from", "spec/mooncake-0.3.13.yaml", "--version", "0.3.14")
 	goRun("./cmd/drivergen", "generate")
-	require.FileExists(t, filepath.Join(dir, "generated/mooncake0314spec/spec.go"))
-	versions, err := os.ReadFile(filepath.Join(dir, "generated/mooncakeversions/versions.go"))
+	require.FileExists(t, filepath.Join(dir, "generated/mooncake/mooncake_0_3_14_spec.go"))
+	require.FileExists(t, filepath.Join(dir, "generated/mooncake/mooncakecases/mooncake_0_3_14_cases.go"))
+	store, err := os.ReadFile(filepath.Join(dir, "generated/mooncake/store.go"))
 	require.NoError(t, err)
-	assert.Contains(t, string(versions), "mooncake0314spec.Spec()")
+	assert.Contains(t, string(store), "return []*Spec{specMooncake0313, specMooncake0314}", "the store's Specs lists both versions")
 
 	report := filepath.Join(dir, "gate.json")
 	goRun("./cmd/gate", "--packages", "./stores/mooncake", "--store", "mooncake", "--store", "mooncake-0.3.14", "--json", report)

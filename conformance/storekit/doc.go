@@ -1,8 +1,10 @@
 // Package storekit is what a store's test kit is built from, so that no
-// kit copies another's: a real server started on a free loopback port with
-// proof it listens on loopback only, frozen, thawed, killed and restarted
-// (Spec, Start, Server); programs found where go install puts them
-// (FindBinary); a full filesystem (Mount, FillFS); test certificates
+// kit copies another's: a real server, found where Debian or go install
+// put it or where the kit says (FindBinaryIn), its folder prepared once
+// (Spec.Init), run as the user it needs (Spec.User), started on a free
+// loopback port with proof it listens on loopback only, frozen, thawed,
+// killed and restarted, asked to stop before it is killed, and dying with
+// the test process however that ends (Spec, Start, Server); a full filesystem (Mount, FillFS); test certificates
 // (NewCerts); a row key for the integrity check (RowKey); the spec position of a generated case (SpecPos); the kit's
 // driver behind whatever wraps it (Unwrap); and a TestMain that sets up,
 // runs the tests and fails on a goroutine they leaked (Main).

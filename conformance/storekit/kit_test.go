@@ -32,6 +32,53 @@ func TestFindBinaryLooksWhereGoInstallPuts(t *testing.T) {
 	assert.Equal(t, "kvblob-no-such-server is not installed (go install example.com/x@v1)", why)
 }
 
+// TestFindBinaryLooksWhereDebianPutsServers: the kit's folders come first,
+// each glob's matches highest version first (PostgreSQL's
+// /usr/lib/postgresql/<v>/bin), and Debian's sbin folders, which a user's
+// PATH leaves out, are searched too.
+func TestFindBinaryLooksWhereDebianPutsServers(t *testing.T) {
+	lib := t.TempDir()
+	for _, v := range []string{"9", "15", "13"} {
+		dir := filepath.Join(lib, v, "bin")
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "kvblob-test-server"), []byte("#!/bin/sh\n"), 0o755))
+	}
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("GOBIN", "")
+	p, ok := FindBinaryIn("kvblob-test-server", []string{filepath.Join(lib, "*", "bin")})
+	assert.True(t, ok)
+	assert.Equal(t, filepath.Join(lib, "15", "bin", "kvblob-test-server"), p, "the highest version")
+	ok, _ = Available(Spec{Binary: "kvblob-test-server", Dirs: []string{filepath.Join(lib, "*", "bin")}})
+	assert.True(t, ok, "Available looks in Spec.Dirs")
+
+	for _, dir := range sbinDirs {
+		if _, err := os.Stat(filepath.Join(dir, "ldconfig")); err == nil {
+			p, ok := FindBinary("ldconfig")
+			assert.True(t, ok, "ldconfig, in %s, is not found with PATH empty", dir)
+			assert.Equal(t, filepath.Join(dir, "ldconfig"), p)
+			return
+		}
+	}
+	t.Log("no ldconfig in Debian's sbin folders; the sbin search went untested")
+}
+
+func TestCompareVersions(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{
+		{"/usr/lib/postgresql/9/bin", "/usr/lib/postgresql/15/bin", -1},
+		{"15", "15", 0},
+		{"v1.10.0", "v1.9.2", 1},
+		{"010", "9", 1},
+		{"a", "b", -1},
+		{"pg15", "pg15a", -1},
+	} {
+		assert.Equal(t, c.want, compareVersions(c.a, c.b), "%s vs %s", c.a, c.b)
+		assert.Equal(t, -c.want, compareVersions(c.b, c.a), "%s vs %s", c.b, c.a)
+	}
+}
+
 func TestSpecPos(t *testing.T) {
 	cases := []conformance.Case{{ID: "get/NIL", Pos: "spec/x.yaml:3:5"}}
 	assert.Equal(t, "spec/x.yaml:3:5", SpecPos(cases, "get/NIL"))

@@ -3,10 +3,14 @@ package storekit
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
+	"os/signal"
+	"os/user"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -20,20 +24,37 @@ import (
 )
 
 // The test binary is its own server: run with SERVERPROC_FAKE=host it
-// listens on host:port (port from its last argument) and answers each line
-// with PONG; with SERVERPROC_FAKE=fail it prints a line and exits; with
-// SERVERPROC_FAKE=parent it starts such a server, prints its pid and waits
-// to be killed.
+// listens on host:port (port from its last argument) and answers each line:
+// PING with PONG, UID with its user id, GROUPS with its groups, CHILD with the pid of a child it
+// forks (a sleeper, as PostgreSQL forks its backends); on SIGTERM it exits
+// (SERVERPROC_TERM=ignore: it ignores SIGTERM), and with
+// SERVERPROC_NEEDINIT=1 it refuses to start until SERVERPROC_FAKE=init
+// prepared its folder. With SERVERPROC_FAKE=fail it prints a line and
+// exits; with SERVERPROC_FAKE=parent it starts such a server (as the user
+// SERVERPROC_USER names, from the binary SERVERPROC_BIN names), prints its
+// pid and waits to be killed.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "fake-init") {
+		os.Exit(fakeInit(os.Args[1]))
+	}
 	switch mode := os.Getenv("SERVERPROC_FAKE"); mode {
 	case "":
 		goleak.VerifyTestMain(m)
 	case "fail":
 		fmt.Println("fake: refusing to start")
 		os.Exit(3)
+	case "sleeper":
+		if os.Getenv("SERVERPROC_TERM") == "ignore" {
+			signal.Ignore(syscall.SIGTERM)
+		}
+		never := make(chan os.Signal, 1)
+		signal.Notify(never, syscall.SIGUSR1) // never sent: it idles until killed
+		<-never
 	case "parent":
 		// A test process that starts a server and is then killed.
-		s, err := Start(fake("127.0.0.1"))
+		spec := fake("127.0.0.1")
+		spec.Binary, spec.User = os.Getenv("SERVERPROC_BIN"), os.Getenv("SERVERPROC_USER")
+		s, err := Start(spec)
 		if err != nil {
 			fmt.Println(err)
 			os.Exit(1)
@@ -41,25 +62,94 @@ func TestMain(m *testing.M) {
 		fmt.Println(s.PID())
 		select {}
 	default:
-		l, err := net.Listen("tcp", net.JoinHostPort(mode, os.Args[len(os.Args)-1]))
-		if err != nil {
-			fmt.Println(err)
+		fakeServer(mode)
+	}
+}
+
+// initMark is the file the fake's init writes in the server's folder.
+const initMark = "initialised"
+
+// fakeInit is the fake's init program (its first argument fake-init):
+// it adds a line to initMark in its folder; fake-init-fail fails, saying
+// so.
+func fakeInit(mode string) int {
+	if mode == "fake-init-fail" {
+		fmt.Println("fake init: refusing")
+		return 1
+	}
+	f, err := os.OpenFile(initMark, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err == nil {
+		_, err = fmt.Fprintln(f, "initialised by uid", os.Getuid())
+		f.Close()
+	}
+	if err != nil {
+		fmt.Println("fake init:", err)
+		return 1
+	}
+	return 0
+}
+
+func fakeServer(host string) {
+	if os.Getenv("SERVERPROC_TERM") == "ignore" {
+		signal.Ignore(syscall.SIGTERM)
+	} else {
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		go func() { <-term; fmt.Println("fake: SIGTERM, exiting"); os.Exit(0) }()
+	}
+	if os.Getenv("SERVERPROC_NEEDINIT") == "1" {
+		if _, err := os.Stat(initMark); err != nil {
+			fmt.Println("fake: my folder was never initialised")
 			os.Exit(1)
 		}
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				os.Exit(1)
-			}
-			go func() {
-				defer c.Close()
-				sc := bufio.NewScanner(c)
-				for sc.Scan() {
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, os.Args[len(os.Args)-1]))
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			os.Exit(1)
+		}
+		go func() {
+			defer c.Close()
+			sc := bufio.NewScanner(c)
+			for sc.Scan() {
+				switch sc.Text() {
+				case "UID":
+					fmt.Fprintln(c, os.Getuid())
+				case "GROUPS":
+					groups, _ := os.Getgroups()
+					fmt.Fprintln(c, groups)
+				case "CHILD":
+					child := exec.Command(os.Args[0])
+					child.Env = append(os.Environ(), "SERVERPROC_FAKE=sleeper")
+					if err := child.Start(); err != nil {
+						fmt.Fprintln(c, err)
+						continue
+					}
+					fmt.Fprintln(c, child.Process.Pid)
+				default:
 					fmt.Fprintln(c, "PONG")
 				}
-			}()
-		}
+			}
+		}()
 	}
+}
+
+// ask sends one line to the fake at addr and returns its answer.
+func ask(addr, line string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	fmt.Fprintln(c, line)
+	answer, err := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimSpace(answer), err
 }
 
 func ping(addr string) error {
@@ -191,31 +281,190 @@ func TestParseProcAddr(t *testing.T) {
 }
 
 // A test killed mid-run (a timeout, Ctrl-C, a crash) must not leave its
-// servers running: each server dies with the process that started it.
+// servers running: each server dies with the process that started it,
+// also when it runs as another user (a change of user clears a process's
+// parent-death signal, so the child must set it after switching).
 func TestAServerDiesWithTheProcessThatStartedIt(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SERVERPROC_FAKE=parent")
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err, "the parent did not report its server")
-	pid, err := strconv.Atoi(strings.TrimSpace(line))
-	require.NoError(t, err, "the parent said %q", line)
-	require.NoError(t, cmd.Process.Kill())
-	_ = cmd.Wait()
+	for _, c := range []struct{ name, user string }{{"as the test's user", ""}, {"as another user", "nobody"}} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.user != "" {
+				needRoot(t)
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "SERVERPROC_FAKE=parent", "SERVERPROC_USER="+c.user, "SERVERPROC_BIN="+sharedBinary(t))
+			out, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			line, err := bufio.NewReader(out).ReadString('\n')
+			require.NoError(t, err, "the parent did not report its server")
+			pid, err := strconv.Atoi(strings.TrimSpace(line))
+			require.NoError(t, err, "the parent said %q", line)
+			require.NoError(t, cmd.Process.Kill())
+			_ = cmd.Wait()
+			if !waitGone(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("server pid %d still runs 10 s after the process that started it was killed", pid)
+			}
+		})
+	}
+}
+
+// waitGone waits up to 10 s for process pid to exit (gone, or dead and
+// not yet reaped), and reports whether it did.
+func waitGone(pid int) bool {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil || procState(b) == 'Z' {
-			return // gone, or dead and not yet reaped
+			return true
 		}
 		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("server pid %d still runs 10 s after the process that started it was killed", pid)
+			return false
 		}
 		time.Sleep(time.Millisecond) // paces a poll of the kernel's state
 	}
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("running a server as another user needs root")
+	}
+}
+
+// sharedBinary is a copy of the test binary that any user may run (the
+// go command's build folder is its owner's alone), for a fake server run
+// as another user.
+func sharedBinary(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "kvblob-storekit-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	src, err := os.Open(os.Args[0])
+	require.NoError(t, err)
+	defer src.Close()
+	p := filepath.Join(dir, "fake-server")
+	dst, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o755)
+	require.NoError(t, err)
+	_, err = io.Copy(dst, src)
+	require.NoError(t, err)
+	require.NoError(t, dst.Close())
+	return p
+}
+
+// TestStopAsksBeforeItKills: Stop sends SIGTERM to the server's process
+// group and waits; a server that exits is not killed, one that ignores
+// SIGTERM is killed after StopWait. Either way nothing the server forked
+// outlives it.
+func TestStopAsksBeforeItKills(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		env    string
+		polite bool
+	}{{"a server that exits on SIGTERM", "SERVERPROC_TERM=", true}, {"a server that ignores SIGTERM", "SERVERPROC_TERM=ignore", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			spec := fake("127.0.0.1")
+			spec.Env = append(spec.Env, c.env)
+			spec.StopWait = 300 * time.Millisecond
+			if c.polite {
+				spec.StopWait = time.Minute // never reached: the server exits when asked
+			}
+			s, err := Start(spec)
+			require.NoError(t, err)
+			pid := s.PID()
+			child, err := ask(s.Addr, "CHILD")
+			require.NoError(t, err)
+			cpid, err := strconv.Atoi(child)
+			require.NoError(t, err, "the fake answered %q", child)
+			began := time.Now()
+			assert.False(t, s.ExitedWhenAsked(), "before Stop")
+			s.Stop()
+			assert.Equal(t, c.polite, s.ExitedWhenAsked(), "whether the server exited when asked")
+			if !c.polite {
+				assert.GreaterOrEqual(t, time.Since(began), spec.StopWait, "killed only once StopWait passed")
+			}
+			assert.True(t, waitGone(pid), "the server still runs after Stop")
+			assert.True(t, waitGone(cpid), "the server's child still runs after Stop")
+			s.Stop()
+			assert.Equal(t, c.polite, s.ExitedWhenAsked(), "a second Stop changes nothing")
+		})
+	}
+}
+
+// TestKillEndsWhatTheServerForked: a crash (Kill) takes the server's
+// whole process group, as a restart needs the port and folder free.
+func TestKillEndsWhatTheServerForked(t *testing.T) {
+	s, err := Start(fake("127.0.0.1"))
+	require.NoError(t, err)
+	defer s.Stop()
+	child, err := ask(s.Addr, "CHILD")
+	require.NoError(t, err)
+	cpid, err := strconv.Atoi(child)
+	require.NoError(t, err, "the fake answered %q", child)
+	s.Kill()
+	assert.True(t, waitGone(cpid), "the server's child still runs after Kill")
+}
+
+// TestInitPreparesTheFolderOnce: a server that needs its folder prepared
+// starts only after Spec.Init ran, and Init does not run again on a
+// Restart; an Init program that fails or is missing fails Start with
+// what it printed.
+func TestInitPreparesTheFolderOnce(t *testing.T) {
+	spec := fake("127.0.0.1")
+	spec.Env = append(spec.Env, "SERVERPROC_NEEDINIT=1")
+	_, err := Start(spec)
+	assert.ErrorContains(t, err, "my folder was never initialised", "the fake refuses an unprepared folder")
+
+	spec.Init = func(_ string, run func(string, ...string) error) error { return run(os.Args[0], "fake-init") }
+	s, err := Start(spec)
+	require.NoError(t, err)
+	defer s.Stop()
+	s.Kill()
+	require.NoError(t, s.Restart())
+	b, err := os.ReadFile(filepath.Join(s.Dir, initMark))
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("initialised by uid %d\n", os.Getuid()), string(b), "Init ran once, before the first start only")
+
+	for _, c := range []struct{ name, program, arg, want string }{
+		{"fails", os.Args[0], "fake-init-fail", "fake init: refusing"},
+		{"is missing", "kvblob-no-such-init", "", "kvblob-no-such-init, which Init runs, is not installed"},
+	} {
+		spec.Init = func(_ string, run func(string, ...string) error) error { return run(c.program, c.arg) }
+		_, err := Start(spec)
+		assert.ErrorContains(t, err, c.want, "an Init program that %s", c.name)
+		assert.ErrorContains(t, err, "preparing", "an Init program that %s", c.name)
+	}
+}
+
+// TestAServerRunsAsItsUser: with Spec.User the server and Init's programs
+// run as that user, in a folder that user owns (PostgreSQL refuses root).
+func TestAServerRunsAsItsUser(t *testing.T) {
+	needRoot(t)
+	nobody, err := user.Lookup("nobody")
+	require.NoError(t, err)
+	spec := fake("127.0.0.1")
+	spec.Binary, spec.User = sharedBinary(t), "nobody"
+	spec.Env = append(spec.Env, "SERVERPROC_NEEDINIT=1")
+	spec.Init = func(_ string, run func(string, ...string) error) error { return run(spec.Binary, "fake-init") }
+	s, err := Start(spec)
+	require.NoError(t, err)
+	defer s.Stop()
+	uid, err := ask(s.Addr, "UID")
+	require.NoError(t, err)
+	assert.Equal(t, nobody.Uid, uid, "the server's uid")
+	groups, err := ask(s.Addr, "GROUPS")
+	require.NoError(t, err)
+	want, err := nobody.GroupIds()
+	require.NoError(t, err)
+	assert.ElementsMatch(t, want, strings.Fields(strings.Trim(groups, "[]")), "the server's groups are its user's, none kept from the test process")
+	b, err := os.ReadFile(filepath.Join(s.Dir, initMark))
+	require.NoError(t, err)
+	assert.Equal(t, "initialised by uid "+nobody.Uid+"\n", string(b), "Init's program ran as the server's user")
+
+	spec.User = "kvblob-no-such-user"
+	_, err = Start(spec)
+	assert.ErrorContains(t, err, `no user "kvblob-no-such-user" to run the server as`)
 }
 
 // The parent-death signal follows the thread that forked the server, not

@@ -130,8 +130,9 @@ var twins = map[string]func(inner driver.Driver) driver.Driver{
 	"MaxRowsPerOp_is_honoured": func(in driver.Driver) driver.Driver {
 		return &Driver{Inner: in, caps: func(c driver.Capabilities) driver.Capabilities { c.MaxRowsPerOp = 2; return c }}
 	},
-	"a_repeated_key_is_rejected_and_nothing_recorded": recordsBeforeRejecting(driver.RuleRepeatedKey),
-	"an_empty_key_is_rejected_and_nothing_recorded":   recordsBeforeRejecting(driver.RuleEmptyKey),
+	"a_repeated_key_is_rejected_and_nothing_recorded":         recordsBeforeRejecting(driver.RuleRepeatedKey),
+	"an_empty_key_is_rejected_and_nothing_recorded":           recordsBeforeRejecting(driver.RuleEmptyKey),
+	"a_key_past_MaxKeyBytes_is_rejected_and_nothing_recorded": recordsBeforeRejecting(driver.RuleKeyTooLong),
 	"a_span_outside_a_live_registration_is_rejected": func(in driver.Driver) driver.Driver {
 		d := &Driver{Inner: in}
 		d.put = func(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
@@ -226,7 +227,7 @@ var twins = map[string]func(inner driver.Driver) driver.Driver{
 		}
 		return d
 	},
-	"close_only_after_drain_and_unregister": func(in driver.Driver) driver.Driver {
+	"close_only_when_idle_and_unregistered": func(in driver.Driver) driver.Driver {
 		closed := false
 		return &Driver{Inner: in, close: func() error {
 			if !closed {
@@ -391,7 +392,7 @@ func recordsBeforeRejecting(rule string) func(driver.Driver) driver.Driver {
 			seen := map[string]bool{}
 			var keep []driver.Row
 			for _, r := range rows {
-				if r.Key != "" && !seen[r.Key] {
+				if r.Key != "" && !seen[r.Key] && len(r.Key) <= driver.MaxKeyBytes {
 					seen[r.Key] = true
 					keep = append(keep, r)
 				}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/fsspec"
+	fsgen "github.com/kvblob/kvblob/generated/fs"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/stores/fs"
@@ -206,9 +206,9 @@ var SkipReasons = map[conformance.Scenario]string{conformance.Full: NoMount}
 
 // injected are the answers no filesystem gives on cue: the seam raises
 // them as the errno of the call's system call, so classify still runs.
-var injected = map[fsspec.Code]syscall.Errno{
-	fsspec.Eio: syscall.EIO, fsspec.Enospc: syscall.ENOSPC, fsspec.Edquot: syscall.EDQUOT,
-	fsspec.Estale: syscall.ESTALE, fsspec.Eacces: syscall.EACCES,
+var injected = map[fsgen.Code]syscall.Errno{
+	fsgen.Eio: syscall.EIO, fsgen.Enospc: syscall.ENOSPC, fsgen.Edquot: syscall.EDQUOT,
+	fsgen.Estale: syscall.ESTALE, fsgen.Eacces: syscall.EACCES,
 }
 
 // Stage makes the filesystem answer case c for key. A case the spec marks
@@ -222,52 +222,52 @@ func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 	if done || err != nil {
 		return err
 	}
-	code := fsspec.Code(c.Answer.Code)
+	code := fsgen.Code(c.Answer.Code)
 	switch {
-	case code == fsspec.OK:
+	case code == fsgen.OK:
 		return nil
-	case c.Call == "claim" && code == fsspec.Eexist:
+	case c.Call == "claim" && code == fsgen.Eexist:
 		return k.PlantMarker(key)
-	case c.Call == "claim" && code == fsspec.Enotdir:
+	case c.Call == "claim" && code == fsgen.Enotdir:
 		// A file where the key's directory goes.
 		file, _, err := k.Paths(key)
 		if err != nil {
 			return err
 		}
 		return Plant(filepath.Dir(file), nil)
-	case c.Call == "write" && code == fsspec.Enospc:
+	case c.Call == "write" && code == fsgen.Enospc:
 		if k.full == nil {
 			return fmt.Errorf("%s", NoMount)
 		}
 		return k.full()
-	case c.Call == "claim" && code == fsspec.Eloop:
+	case c.Call == "claim" && code == fsgen.Eloop:
 		_, err := k.LinkDirOut(key)
 		return err
-	case c.Call == "open" && code == fsspec.Eloop:
+	case c.Call == "open" && code == fsgen.Eloop:
 		return k.LinkObjectOut(key, Object(key, payload))
-	case (c.Call == "publish" || c.Call == "open") && code == fsspec.Eisdir:
+	case (c.Call == "publish" || c.Call == "open") && code == fsgen.Eisdir:
 		return k.DirAtObject(key)
-	case c.Call == "open" && code == fsspec.Enoent:
+	case c.Call == "open" && code == fsgen.Enoent:
 		file, _, _ := k.Paths(key)
 		return os.Remove(file)
-	case c.Call == "open" && code == fsspec.Pending:
+	case c.Call == "open" && code == fsgen.Pending:
 		file, _, _ := k.Paths(key)
 		if err := os.Remove(file); err != nil {
 			return err
 		}
 		return k.PlantMarker(key)
-	case c.Call == "open" && code == fsspec.Corrupt:
+	case c.Call == "open" && code == fsgen.Corrupt:
 		// A byte more than the row's object, so no whole row's size: open
 		// reads the tail and refuses it before the slot is written.
 		obj := append([]byte{0}, Object(key, payload)...)
 		obj[len(obj)-trailer.Size] ^= 0xff // the trailer's first byte: its magic no longer matches
 		return k.PlantObject(key, obj)
-	case c.Call == "read" && code == fsspec.Corrupt:
+	case c.Call == "read" && code == fsgen.Corrupt:
 		// A whole row's size: its tail is read with the payload.
 		obj := Object(key, payload)
 		obj[len(obj)-trailer.Size] ^= 0xff
 		return k.PlantObject(key, obj)
-	case c.Call == "read" && code == fsspec.Mismatch:
+	case c.Call == "read" && code == fsgen.Mismatch:
 		obj := Object(key, payload)
 		obj[7] ^= 0xff // a payload byte: the CRC32 no longer matches
 		return k.PlantObject(key, obj)

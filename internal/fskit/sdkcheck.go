@@ -10,8 +10,8 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/fsspec"
-	"github.com/kvblob/kvblob/generated/fsspec/fscases"
+	fsgen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/generated/fs/fscases"
 )
 
 // SDKChecks ask the filesystem under the driver's root, not the driver,
@@ -23,11 +23,11 @@ import (
 // otherwise (an NFS mount without exclusive create, say) fails here,
 // naming the rule.
 func SDKChecks() []conformance.SDKCheck {
-	pos := func(id string) string { return storekit.SpecPos(fscases.All(), id) }
+	pos := func(id string) string { return storekit.SpecPos(fscases.FsPosix(), id) }
 	return []conformance.SDKCheck{
 		{Name: "the_os_is_one_the_spec_holds_for", Run: func(h *conformance.Harness) {
-			if !fsspec.SupportsVersion(runtime.GOOS) {
-				h.T.Errorf("the spec holds for %v, and this is %s", fsspec.SDKVersions(), runtime.GOOS)
+			if !fsgen.FsPosix().SupportsVersion(runtime.GOOS) {
+				h.T.Errorf("the spec holds for %v, and this is %s", fsgen.FsPosix().SDKVersions, runtime.GOOS)
 			}
 		}},
 		{Name: "an_exclusive_create_of_a_present_file_answers_EEXIST", Spec: pos("claim/EEXIST"), Run: func(h *conformance.Harness) {

@@ -1,5 +1,5 @@
 // Package memorykit wires the memory store into the conformance suite: the
-// scenarios its Store can stage, the stager for generated/memoryspec/memorycases,
+// scenarios its Store can stage, the stager for generated/memory/memorycases,
 // and the factories of the five ways the suite runs over it.
 package memorykit
 
@@ -8,8 +8,8 @@ import (
 	"github.com/kvblob/kvblob/stores/trailer"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/generated/memoryspec"
-	"github.com/kvblob/kvblob/generated/memoryspec/memorycases"
+	memorygen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/generated/memory/memorycases"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/memory"
 )
@@ -24,9 +24,9 @@ func Scenarios() conformance.Scenarios {
 			return Memory(d).Store().Hold(memory.CallGet, key)
 		},
 		Writing:    func(d driver.Driver, key string) func() { return Memory(d).Store().BeginExternal(key) },
-		Full:       func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallPut, key, memoryspec.Full) },
-		FailPut:    func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallPut, key, memoryspec.IOError) },
-		FailRead:   func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallGet, key, memoryspec.IOError) },
+		Full:       func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallPut, key, memorygen.Full) },
+		FailPut:    func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallPut, key, memorygen.IOError) },
+		FailRead:   func(d driver.Driver, key string) { Memory(d).Store().Inject(memory.CallGet, key, memorygen.IOError) },
 		Unprovable: func(d driver.Driver, _ string) { Memory(d).LoseEvidenceNext() },
 		HoldAccess: func(d driver.Driver) func() { return Memory(d).HoldAccessNext() },
 	}
@@ -39,8 +39,8 @@ func Suite(name string, opt memory.Options) conformance.Suite {
 	keyed := opt
 	keyed.Integrity = storekit.RowKey()
 	return conformance.Suite{
-		Name: name, SDK: memoryspec.SDKName + " " + memoryspec.SDKVersions()[0],
-		Factory: Factory(opt), Scenarios: Scenarios(), Cases: memorycases.All(), Stage: Stage,
+		Name: name, SDK: memorygen.Memory().SDKName + " " + memorygen.Memory().SDKVersions[0],
+		Factory: Factory(opt), Scenarios: Scenarios(), Cases: memorycases.Memory(), Stage: Stage,
 		Integrity: &conformance.Integrity{Factory: Factory(keyed), Plant: Foreign},
 	}
 }
@@ -59,14 +59,14 @@ func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 		return nil
 	}
 	switch {
-	case memoryspec.Code(c.Answer.Code) == memoryspec.OK:
-	case memoryspec.Code(c.Answer.Code) == memoryspec.Pending:
+	case memorygen.Code(c.Answer.Code) == memorygen.OK:
+	case memorygen.Code(c.Answer.Code) == memorygen.Pending:
 		st.BeginExternal(key)
 		st.SetObject(key, nil)
 		st.Delete(key)
-	case memoryspec.Code(c.Answer.Code) == memoryspec.NotFound && c.Op == conformance.OpGet:
+	case memorygen.Code(c.Answer.Code) == memorygen.NotFound && c.Op == conformance.OpGet:
 		st.Delete(key)
-	case memoryspec.Code(c.Answer.Code) == memoryspec.Corrupt:
+	case memorygen.Code(c.Answer.Code) == memorygen.Corrupt:
 		obj := trailer.Encode(key, payload)
 		obj[0] ^= 0xff
 		st.SetObject(key, obj)
@@ -75,7 +75,7 @@ func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 		if c.Op == conformance.OpGet {
 			call = memory.CallGet
 		}
-		st.Inject(call, key, memoryspec.Code(c.Answer.Code))
+		st.Inject(call, key, memorygen.Code(c.Answer.Code))
 	}
 	return nil
 }

@@ -1,6 +1,6 @@
 // Package mooncakekit wires the Mooncake driver over the fake 0.3.13 SDK into the
 // conformance suite: a factory, the scenarios the fake can stage, and the
-// stager of generated/mooncakespec/mooncakecases.
+// stager of generated/mooncake/mooncakecases.
 package mooncakekit
 
 import (
@@ -9,7 +9,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/mooncakespec"
+	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
 	"github.com/kvblob/kvblob/stores/mooncake"
@@ -89,10 +89,10 @@ func Scenarios() conformance.Scenarios {
 			return func() { m.DropForeign(key) }
 		},
 		Full: func(d driver.Driver, key string) {
-			Master(d).Answer(fakesdk.CallStart, key, mooncakespec.NoAvailableHandle)
+			Master(d).Answer(fakesdk.CallStart, key, mooncakegen.NoAvailableHandle)
 		},
 		FailPut:  func(d driver.Driver, key string) { Master(d).Raise(fakesdk.CallStart, key) },
-		FailRead: func(d driver.Driver, key string) { Master(d).Answer(fakesdk.CallGet, key, mooncakespec.InternalError) },
+		FailRead: func(d driver.Driver, key string) { Master(d).Answer(fakesdk.CallGet, key, mooncakegen.InternalError) },
 		// A scatter that raises leaves its access unproven for good.
 		Unprovable: func(d driver.Driver, key string) { Master(d).Raise(fakesdk.CallScatter, key) },
 	}
@@ -114,7 +114,7 @@ func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 	for i := range row {
 		row[i] = byte(i * 3)
 	}
-	code := mooncakespec.Code(c.Answer.Code)
+	code := mooncakegen.Code(c.Answer.Code)
 	if c.Op == conformance.OpGet {
 		m.Plant(key, row)
 	}
@@ -123,21 +123,21 @@ func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 		m.Short(key)
 	case c.Call == fakesdk.CallGet && c.Answer.Size == conformance.SizeShort:
 		m.Plant(key, row[:len(row)/2])
-	case c.Answer.Size == conformance.SizeWhole, c.Answer.Size == conformance.SizeNone && code == mooncakespec.OK:
-	case c.Call == fakesdk.CallStart && code == mooncakespec.ObjectAlreadyExists:
+	case c.Answer.Size == conformance.SizeWhole, c.Answer.Size == conformance.SizeNone && code == mooncakegen.OK:
+	case c.Call == fakesdk.CallStart && code == mooncakegen.ObjectAlreadyExists:
 		if c.Exists {
 			m.Plant(key, row) // a complete object
 		} else {
 			m.BeginForeign(key, conformance.RowBytes) // another client's unfinished put
 		}
-	case c.Call == fakesdk.CallGet && code == mooncakespec.ObjectNotFound:
+	case c.Call == fakesdk.CallGet && code == mooncakegen.ObjectNotFound:
 		m.Delete(key)
-	case c.Call == fakesdk.CallGet && code == mooncakespec.ReplicaIsNotReady:
+	case c.Call == fakesdk.CallGet && code == mooncakegen.ReplicaIsNotReady:
 		m.Delete(key)
 		m.BeginForeign(key, conformance.RowBytes)
-	case c.Call == fakesdk.CallGet && code == mooncakespec.InvalidParams:
+	case c.Call == fakesdk.CallGet && code == mooncakegen.InvalidParams:
 		m.Plant(key, append(row, 1, 2, 3)) // longer than its row: refused before any transfer
-	case c.Call == fakesdk.CallGet && (code == mooncakespec.LeaseExpired || code == mooncakespec.TransferFail):
+	case c.Call == fakesdk.CallGet && (code == mooncakegen.LeaseExpired || code == mooncakegen.TransferFail):
 		m.AnswerAfterWriting(fakesdk.CallGet, key, code) // the bytes landed anyway
 	case c.Answer.Size == conformance.SizeNone:
 		m.Answer(c.Call, key, code)
@@ -145,7 +145,7 @@ func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 		return errors.New("no staging for this answer")
 	}
 	if c.Reread != nil && c.Reread.Size == conformance.SizeNone {
-		m.AnswerAfterWriting(fakesdk.CallGet, key, mooncakespec.Code(c.Reread.Code))
+		m.AnswerAfterWriting(fakesdk.CallGet, key, mooncakegen.Code(c.Reread.Code))
 	}
 	return nil
 }

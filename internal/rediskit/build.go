@@ -12,10 +12,8 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/redisspec"
-	"github.com/kvblob/kvblob/generated/redisspec/rediscases"
-	"github.com/kvblob/kvblob/generated/valkey81spec"
-	"github.com/kvblob/kvblob/generated/valkey81spec/valkey81cases"
+	redisgen "github.com/kvblob/kvblob/generated/redis"
+	"github.com/kvblob/kvblob/generated/redis/rediscases"
 	"github.com/kvblob/kvblob/runtime/rules"
 )
 
@@ -54,7 +52,7 @@ func (b *Build) Named() bool {
 
 // Redis7 is Debian's redis-server 7 (spec/redis-7.yaml).
 var Redis7 = &Build{
-	Name: "redis-7", Store: "redis", Spec: redisspec.Spec(), Cases: rediscases.All(),
+	Name: "redis-7", Store: "redis", Spec: redisgen.Redis7().Spec, Cases: rediscases.Redis7(),
 	Server: onPath("redis-server", "apt-get install redis-server"),
 	CLI:    onPath("redis-cli", "apt-get install redis-tools"),
 }
@@ -64,7 +62,7 @@ var Redis7 = &Build{
 // the trixie C library it runs on (Debian 12 has no Valkey 8.1).
 // KVBLOB_VALKEY_SERVER and KVBLOB_VALKEY_CLI name other programs.
 var Valkey81 = &Build{
-	Name: "valkey-8.1", Store: "redis-valkey-8.1", Spec: valkey81spec.Spec(), Cases: valkey81cases.All(),
+	Name: "valkey-8.1", Store: "redis-valkey-8.1", Spec: redisgen.RedisValkey81().Spec, Cases: rediscases.RedisValkey81(),
 	Server: valkey("KVBLOB_VALKEY_SERVER", "valkey-server"),
 	CLI:    valkey("KVBLOB_VALKEY_CLI", "valkey-cli"),
 	Env:    []string{"KVBLOB_VALKEY_SERVER", "KVBLOB_VALKEY_CLI"},

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/redisspec"
+	redisgen "github.com/kvblob/kvblob/generated/redis"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/redis"
 	"github.com/kvblob/kvblob/stores/trailer"
@@ -109,7 +109,7 @@ func fillMemory(admin goredis.UniversalClient) error {
 
 // Marker is another writer's pending claim: a marker of the one form a
 // reader takes for one (trailer.IsMarker), with a fixed token.
-const Marker = trailer.MarkerMagic + "a0a1a2a3a4a5a6a7a8a9aaab"
+const Marker = trailer.MarkerMagic + "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
 
 func set(admin goredis.UniversalClient, key string, v any) error {
 	return admin.Set(context.Background(), key, v, 0).Err()
@@ -139,7 +139,7 @@ func Scenarios() conformance.Scenarios {
 		// not the driver's).
 		FailPut: func(d driver.Driver, key string) {
 			r, f := parts(d)
-			f.Error(storeCmd(r), key, codeError[redisspec.Err])
+			f.Error(storeCmd(r), key, codeError[redisgen.Err])
 		},
 		FailRead: func(d driver.Driver, key string) {
 			a := adminOf(d)
@@ -157,13 +157,13 @@ func KnownFailures() map[string]string {
 }
 
 // codeError is the client error that classify maps to each code.
-var codeError = map[redisspec.Code]error{
-	redisspec.Nil:     goredis.Nil,
-	redisspec.OOM:     RedisError("OOM command not allowed when used memory > 'maxmemory'."),
-	redisspec.Conn:    ConnError,
-	redisspec.Timeout: context.DeadlineExceeded,
-	redisspec.Err:     RedisError("ERR injected by rediskit"),
-	redisspec.Noperm:  RedisError("NOPERM No permissions to access a key"),
+var codeError = map[redisgen.Code]error{
+	redisgen.Nil:     goredis.Nil,
+	redisgen.OOM:     RedisError("OOM command not allowed when used memory > 'maxmemory'."),
+	redisgen.Conn:    ConnError,
+	redisgen.Timeout: context.DeadlineExceeded,
+	redisgen.Err:     RedisError("ERR injected by rediskit"),
+	redisgen.Noperm:  RedisError("NOPERM No permissions to access a key"),
 }
 
 // cmdOf is the command each spec call sends first for a key (a get reads
@@ -208,32 +208,32 @@ func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 	if done || err != nil {
 		return err
 	}
-	code := redisspec.Code(c.Answer.Code)
+	code := redisgen.Code(c.Answer.Code)
 	switch {
-	case code == redisspec.OK:
-	case c.Call == "claim" && code == redisspec.Nil && c.Other:
+	case code == redisgen.OK:
+	case c.Call == "claim" && code == redisgen.Nil && c.Other:
 		// The row's length, other bytes: only comparing the bytes tells
 		// it from the row's own object (stores/redis tests the lengths).
 		return set(a, key, trailer.Encode(key, payload))
-	case c.Call == "claim" && code == redisspec.Nil && c.Exists:
+	case c.Call == "claim" && code == redisgen.Nil && c.Exists:
 		return set(a, key, trailer.Encode(key, conformance.Filled(conformance.RowBytes, conformance.CaseSeed)))
-	case c.Call == "claim" && code == redisspec.Nil:
+	case c.Call == "claim" && code == redisgen.Nil:
 		return set(a, key, Marker)
-	case code == redisspec.OOM && c.Call != "get":
+	case code == redisgen.OOM && c.Call != "get":
 		if c.Call == "store" {
 			f.Before(storeHook(r), key, func() { _ = fillMemory(a) })
 			h.StagedThrough("a hook that fills memory between claim and store")
 			return nil
 		}
 		return fillMemory(a)
-	case c.Call == "store" && (code == redisspec.Lost || code == redisspec.Nil):
+	case c.Call == "store" && (code == redisgen.Lost || code == redisgen.Nil):
 		f.Before(storeHook(r), key, func() { _ = a.Del(context.Background(), key).Err() })
 		h.StagedThrough("a hook that deletes the marker between claim and store")
-	case c.Call == "get" && code == redisspec.Nil:
+	case c.Call == "get" && code == redisgen.Nil:
 		return a.Del(context.Background(), key).Err()
-	case c.Call == "get" && code == redisspec.Pending:
+	case c.Call == "get" && code == redisgen.Pending:
 		return set(a, key, Marker)
-	case c.Call == "get" && code == redisspec.Corrupt:
+	case c.Call == "get" && code == redisgen.Corrupt:
 		obj := trailer.Encode(key, payload)
 		obj[0] ^= 0xff
 		return set(a, key, obj)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/s3spec"
+	s3gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/stores/s3"
@@ -59,23 +59,22 @@ func (e *Env) Transport() *http.Transport {
 	return &http.Transport{TLSClientConfig: e.Certs.TrustConfig(), MaxIdleConnsPerHost: 64, ForceAttemptHTTP2: false}
 }
 
-// NewBucket creates a bucket with a fresh name through a driver's client,
-// and removes its directory at t's cleanup.
+// NewBucket creates a bucket of its own for a driver (storekit.Namespace)
+// through a client of the gateway, and removes its directory at t's
+// cleanup.
 func (e *Env) NewBucket(t conformance.T) string {
-	name := "kvblob-" + random(8)
-	tr := e.Transport()
-	defer tr.CloseIdleConnections()
-	c := awss3.New(awss3.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(e.Endpoint), UsePathStyle: true,
-		Credentials: staticCreds(e), HTTPClient: &http.Client{Transport: tr},
-	})
-	cx, cancel := ctx()
-	defer cancel()
-	if _, err := c.CreateBucket(cx, &awss3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
-		t.Fatalf("s3kit: create bucket: %v", err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(filepath.Join(e.Root, name)) })
-	return name
+	return storekit.Namespace(t, func(name string) error {
+		tr := e.Transport()
+		defer tr.CloseIdleConnections()
+		c := awss3.New(awss3.Options{
+			Region: "us-east-1", BaseEndpoint: aws.String(e.Endpoint), UsePathStyle: true,
+			Credentials: staticCreds(e), HTTPClient: &http.Client{Transport: tr},
+		})
+		cx, cancel := ctx()
+		defer cancel()
+		_, err := c.CreateBucket(cx, &awss3.CreateBucketInput{Bucket: aws.String(name)})
+		return err
+	}, func(name string) error { return os.RemoveAll(filepath.Join(e.Root, name)) })
 }
 
 // Open opens a driver over a fresh bucket in e.
@@ -191,21 +190,21 @@ func connRefused() error {
 
 // injected are the answers versitygw gives on no cue: the seam raises each
 // as the client would report it, so classify still runs.
-var injected = map[s3spec.Code]error{
-	s3spec.ConditionalConflict: &smithy.GenericAPIError{Code: "ConditionalRequestConflict", Message: "staged by s3kit"},
-	s3spec.SlowDown:            &smithy.GenericAPIError{Code: "SlowDown", Message: "staged by s3kit"},
-	s3spec.QuotaExceeded:       &smithy.GenericAPIError{Code: "QuotaExceeded", Message: "staged by s3kit"},
-	s3spec.AccessDenied:        &smithy.GenericAPIError{Code: "AccessDenied", Message: "staged by s3kit"},
-	s3spec.Conn:                connRefused(),
-	s3spec.NoSuchUpload:        &smithy.GenericAPIError{Code: "NoSuchUpload", Message: "staged by s3kit"},
-	s3spec.InsufficientStorage: &smithy.GenericAPIError{Code: "InsufficientStorage", Message: "staged by s3kit"},
-	s3spec.Err:                 &smithy.GenericAPIError{Code: "InternalError", Message: "staged by s3kit"},
+var injected = map[s3gen.Code]error{
+	s3gen.ConditionalConflict: &smithy.GenericAPIError{Code: "ConditionalRequestConflict", Message: "staged by s3kit"},
+	s3gen.SlowDown:            &smithy.GenericAPIError{Code: "SlowDown", Message: "staged by s3kit"},
+	s3gen.QuotaExceeded:       &smithy.GenericAPIError{Code: "QuotaExceeded", Message: "staged by s3kit"},
+	s3gen.AccessDenied:        &smithy.GenericAPIError{Code: "AccessDenied", Message: "staged by s3kit"},
+	s3gen.Conn:                connRefused(),
+	s3gen.NoSuchUpload:        &smithy.GenericAPIError{Code: "NoSuchUpload", Message: "staged by s3kit"},
+	s3gen.InsufficientStorage: &smithy.GenericAPIError{Code: "InsufficientStorage", Message: "staged by s3kit"},
+	s3gen.Err:                 &smithy.GenericAPIError{Code: "InternalError", Message: "staged by s3kit"},
 }
 
 // replaceErrors are the answers a replace gets on no cue that the other
 // calls stage for real: the S3 error code the seam raises for each.
-var replaceErrors = map[s3spec.Code]string{
-	s3spec.PreconditionFailed: "PreconditionFailed", s3spec.NoSuchKey: "NoSuchKey", s3spec.InsufficientStorage: "InsufficientStorage",
+var replaceErrors = map[s3gen.Code]string{
+	s3gen.PreconditionFailed: "PreconditionFailed", s3gen.NoSuchKey: "NoSuchKey", s3gen.InsufficientStorage: "InsufficientStorage",
 }
 
 // Stage makes the server answer case c for key. A case the spec marks
@@ -218,13 +217,13 @@ func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 	if done || err != nil {
 		return err
 	}
-	code := s3spec.Code(c.Answer.Code)
+	code := s3gen.Code(c.Answer.Code)
 	if c.Call == "replace" {
 		// The put's 412 finds an object that is no row (a payload byte
 		// flipped): the driver replaces it, and the replace answers code.
 		obj := trailer.Encode(key, payload)
 		obj[7] ^= 0xff
-		if err := k.Plant(key, obj); err != nil || code == s3spec.OK {
+		if err := k.Plant(key, obj); err != nil || code == s3gen.OK {
 			return err
 		}
 		err := injected[code]
@@ -234,25 +233,25 @@ func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 		return conformance.SeamRaise(h, k.Seam, c, key, err)
 	}
 	switch {
-	case code == s3spec.OK:
+	case code == s3gen.OK:
 		return nil
-	case code == s3spec.PreconditionFailed && c.Other:
+	case code == s3gen.PreconditionFailed && c.Other:
 		return k.Plant(key, trailer.Encode(key, payload[:len(payload)/2]))
-	case code == s3spec.PreconditionFailed && c.Exists:
+	case code == s3gen.PreconditionFailed && c.Exists:
 		return k.Plant(key, trailer.Encode(key, conformance.Filled(conformance.RowBytes, conformance.CaseSeed)))
-	case code == s3spec.PreconditionFailed:
+	case code == s3gen.PreconditionFailed:
 		// The object vanished between the 412 and the driver's look, or
 		// (get) was replaced between two ranged GETs: no server does
 		// either on cue.
 		k.Seam.Answer(c.Call, key, int64(code))
 		return nil
-	case code == s3spec.InsufficientStorage && c.Call == "put":
+	case code == s3gen.InsufficientStorage && c.Call == "put":
 		return k.Fill()
-	case code == s3spec.NoSuchBucket:
+	case code == s3gen.NoSuchBucket:
 		return k.DropBucket()
-	case code == s3spec.NoSuchKey:
+	case code == s3gen.NoSuchKey:
 		return k.Remove(key)
-	case code == s3spec.Corrupt:
+	case code == s3gen.Corrupt:
 		obj := trailer.Encode(key, payload)
 		obj[7] ^= 0xff // a payload byte: the CRC32 no longer matches
 		return k.Plant(key, obj)

@@ -21,7 +21,8 @@ import (
 	"github.com/kvblob/kvblob/conformance/storekit"
 )
 
-// Version is the versitygw release the kit runs; Install installs it.
+// Version is the versitygw release the kit runs (stores/s3/deps.sh
+// installs it; a test holds the two alike); Install installs it.
 const (
 	Version = "v1.8.0"
 	Install = "go install github.com/versity/versitygw/cmd/versitygw@" + Version
@@ -73,7 +74,14 @@ func Setup() (*Env, error) { return SetupSized(TmpfsBytes) }
 
 // SetupSized is Setup with a tmpfs of tmpfsBytes: blobbench's views need
 // room for hundreds of megabytes, the tests a full disk in milliseconds.
-func SetupSized(tmpfsBytes int64) (*Env, error) {
+func SetupSized(tmpfsBytes int64) (*Env, error) { return setup(tmpfsBytes, false) }
+
+// SetupIAM is Setup with versitygw's internal IAM (--iam-dir), so that a
+// test can add users (Env.CreateUser) and grant them keys by a bucket
+// policy (Env.PutBucketPolicy), as a tenant is granted its key pattern.
+func SetupIAM() (*Env, error) { return setup(TmpfsBytes, true) }
+
+func setup(tmpfsBytes int64, iam bool) (*Env, error) {
 	dir, err := os.MkdirTemp("", "kvblob-s3-")
 	if err != nil {
 		return nil, err
@@ -92,11 +100,20 @@ func SetupSized(tmpfsBytes int64) (*Env, error) {
 	if e.Certs, err = storekit.NewCerts(dir); err != nil {
 		return fail(err)
 	}
+	if iam {
+		if err := os.Mkdir(filepath.Join(dir, "iam"), 0o700); err != nil {
+			return fail(err)
+		}
+	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: e.Certs.TrustConfig()}, Timeout: 2 * time.Second}
 	defer client.CloseIdleConnections()
 	spec := server
 	spec.Args = func(host string, port int, _ string) []string {
-		return []string{"--port", host + ":" + strconv.Itoa(port), "--cert", e.Certs.ServerCertFile, "--key", e.Certs.ServerKey, "posix", e.Root}
+		args := []string{"--port", host + ":" + strconv.Itoa(port), "--cert", e.Certs.ServerCertFile, "--key", e.Certs.ServerKey}
+		if iam {
+			args = append(args, "--iam-dir", filepath.Join(dir, "iam"))
+		}
+		return append(args, "posix", e.Root)
 	}
 	// The root user's keys through the environment, not argv, where any
 	// user of the machine could read them.

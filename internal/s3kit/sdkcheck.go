@@ -12,8 +12,8 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/s3spec"
-	"github.com/kvblob/kvblob/generated/s3spec/s3cases"
+	s3gen "github.com/kvblob/kvblob/generated/s3"
+	"github.com/kvblob/kvblob/generated/s3/s3cases"
 	"github.com/kvblob/kvblob/stores/s3"
 )
 
@@ -23,11 +23,11 @@ import (
 // what a concurrent writer sees: nothing of an unfinished upload, and 412
 // for the writer that finishes second.
 func SDKChecks() []conformance.SDKCheck {
-	pos := func(id string) string { return storekit.SpecPos(s3cases.All(), id) }
+	pos := func(id string) string { return storekit.SpecPos(s3cases.S3V1109(), id) }
 	return []conformance.SDKCheck{
 		{Name: "the_sdk_is_one_the_spec_holds_for", Run: func(h *conformance.Harness) {
-			if v := s3.SDKVersion(); v != "" && !s3spec.SupportsVersion(v) {
-				h.T.Errorf("the spec holds for %v, and this is %s", s3spec.SDKVersions(), v)
+			if v := s3.SDKVersion(); v != "" && !s3gen.S3V1109().SupportsVersion(v) {
+				h.T.Errorf("the spec holds for %v, and this is %s", s3gen.S3V1109().SDKVersions, v)
 			}
 		}},
 		{Name: "the_server_listens_on_loopback_only", Run: func(h *conformance.Harness) {

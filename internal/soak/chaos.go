@@ -9,8 +9,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/kvblob/kvblob/generated/memoryspec"
-	"github.com/kvblob/kvblob/generated/mooncakespec"
+	memorygen "github.com/kvblob/kvblob/generated/memory"
+	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/memory"
 	"github.com/kvblob/kvblob/stores/mooncake"
@@ -90,7 +90,7 @@ func (c *chaosSDK) bufferCall(call string, b mooncake.Buffer, real func(mooncake
 	switch c.d.intn(3) {
 	case 0:
 		c.t.fault(call + "_refused")
-		codes := mooncakespec.Codes()
+		codes := mooncakegen.Mooncake0313().Codes()
 		return int64(codes[1+c.d.intn(len(codes)-1)]), nil // any code but OK
 	case 1:
 		c.t.fault(call + "_raised")
@@ -132,9 +132,9 @@ func (c *chaosSDK) call(n int, real func() ([]int64, error)) ([]int64, error) {
 		// TRANSFER_FAIL is the one answer that keeps access (the transfer
 		// may still run): replacing it would be a lie about memory, which no
 		// contract can survive, not a fault.
-		if out[i] != int64(mooncakespec.TransferFail) && c.d.roll(0.02) {
+		if out[i] != int64(mooncakegen.TransferFail) && c.d.roll(0.02) {
 			c.t.fault("random_code")
-			codes := mooncakespec.Codes()
+			codes := mooncakegen.Mooncake0313().Codes()
 			out[i] = int64(codes[1+c.d.intn(len(codes)-1)]) // any code but OK
 		}
 	}
@@ -215,7 +215,7 @@ func (c *chaosMemory) stage(call string, rows []driver.Row) {
 	for _, r := range rows {
 		if c.d.roll(0.02) {
 			c.t.fault("random_code")
-			codes := memoryspec.Codes()
+			codes := memorygen.Memory().Codes()
 			st.Inject(call, r.Key, codes[1+c.d.intn(len(codes)-1)])
 		}
 		if c.d.roll(0.02) {

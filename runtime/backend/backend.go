@@ -495,7 +495,8 @@ var nameSeed = maphash.MakeSeed()
 // screens the spans for the usual view: one span a row, in bounds of a
 // registered region and, for a fetch, each past the one before, so
 // disjoint. Then it runs only the rules the pass did not prove:
-// a view with a repeated or empty key goes through rules.AdmitKeys, and
+// a view with a repeated or empty key goes through rules.AdmitKeys, one
+// with a key over driver.MaxKeyBytes through rules.AdmitKeyRule, and
 // one the screen did not pass through rules.AdmitSpans and admitDisjoint,
 // so a refusal is theirs, naming the rule and the first row that breaks
 // it. The pass also finds where each batch ends (by the row and byte
@@ -519,6 +520,7 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline, end
 	}
 	keys := rules.NewKeySet(len(rows))
 	keysOK := true // every row so far has a key no row before it has
+	long := false  // some row's key is over driver.MaxKeyBytes
 	// spansOK: every row so far has one valid span in a registered region
 	// and, for a fetch, each span starts at or past the end of the one
 	// before (so the spans in each region are in order, and disjoint);
@@ -547,6 +549,7 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline, end
 		}
 		if len(vr.Name) > 0 { // an empty name keeps the empty key AdmitKeys refuses
 			rows[i].Key, _ = b.stem.Key(vr.Name) // the stem is checked; only an empty name fails
+			long = long || len(rows[i].Key) > driver.MaxKeyBytes
 		}
 		if keysOK {
 			keysOK = len(vr.Name) > 0 && keys.AddHashed(rows, i, maphash.Bytes(nameSeed, vr.Name)) < 0
@@ -580,6 +583,9 @@ func (b *Backend) validate(v View, hint driver.Hint, fetch bool, in *inline, end
 	}
 	if err == nil && !keysOK {
 		err = rules.AdmitKeys(rows)
+	}
+	if err == nil && long {
+		err = rules.AdmitKeyRule(rows, rules.KeyRule{}) // the bound every store's admission holds
 	}
 	if err == nil && !spansOK {
 		err = rules.AdmitSpans(rows, b.caps.MultiSpan, 0, b.binding.registeredFunc())

@@ -181,21 +181,21 @@ func Bind(ctx context.Context, regions []*driver.Region, d driver.Driver, hold H
 func bindArgs(ctx context.Context, regions []*driver.Region, d driver.Driver, hold Hold) error {
 	switch {
 	case ctx == nil:
-		return errors.New("Bind's ctx is nil; pass context.Background() or a ctx that bounds the registrations")
+		return errors.New("backend: Bind's ctx is nil; pass context.Background() or a ctx that bounds the registrations")
 	case isNil(d):
-		return fmt.Errorf("Bind's driver is nil (%T); pass the store's opened driver", d)
+		return fmt.Errorf("backend: Bind's driver is nil (%T); pass the store's opened driver", d)
 	case isNil(hold):
-		return fmt.Errorf("Bind's hold is nil (%T); pass the lender's Hold (hostmem.Lender.Hold), which the binding releases once every region is unregistered", hold)
+		return fmt.Errorf("backend: Bind's hold is nil (%T); pass the lender's Hold (hostmem.Lender.Hold), which the binding releases once every region is unregistered", hold)
 	}
 	for i, r := range regions {
 		if r == nil {
-			return fmt.Errorf("Bind's regions[%d] is nil; pass only the lender's regions", i)
+			return fmt.Errorf("backend: Bind's regions[%d] is nil; pass only the lender's regions", i)
 		}
 		if r.Layout.Slots <= 0 {
 			continue
 		}
 		if err := r.Validate(); err != nil {
-			return fmt.Errorf("Bind's regions[%d] is no valid region: %w", i, err)
+			return fmt.Errorf("backend: Bind's regions[%d] is no valid region: %w", i, err)
 		}
 	}
 	return nil

@@ -34,9 +34,11 @@ func TestMisuseIsAnErrorNamingTheArgument(t *testing.T) {
 		nilDrv  bool
 		typed   bool // a typed nil driver: (*regDriver)(nil)
 		nilHold bool
+		typedH  bool // a typed nil hold: (*testHold)(nil)
 		want    string
 	}{
 		{name: "nil hold", nilHold: true, want: "Bind's hold is nil"},
+		{name: "typed nil hold", nilHold: true, typedH: true, want: "Bind's hold is nil (*backend_test.testHold)"},
 		{name: "nil driver", nilDrv: true, want: "Bind's driver is nil"},
 		{name: "typed nil driver", nilDrv: true, typed: true, want: "Bind's driver is nil (*backend_test.regDriver)"},
 		{name: "nil ctx", ctx: nilCtx, want: "Bind's ctx is nil"},
@@ -66,6 +68,9 @@ func TestMisuseIsAnErrorNamingTheArgument(t *testing.T) {
 			var hold backend.Hold = h
 			if c.nilHold {
 				hold = nil
+				if c.typedH {
+					hold = (*testHold)(nil)
+				}
 			}
 			b, err := backend.Bind(ctx, regions, drv, hold)
 			require.Error(t, err)

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -50,6 +51,9 @@ func validateByTheRules(be *Backend, v View, hint driver.Hint, fetch bool) ([]dr
 	}
 	if err == nil {
 		err = rules.AdmitKeys(rows)
+	}
+	if err == nil {
+		err = rules.AdmitKeyRule(rows, rules.KeyRule{})
 	}
 	if err == nil {
 		err = rules.AdmitSpans(rows, be.caps.MultiSpan, 0, be.binding.Registered)
@@ -106,7 +110,7 @@ func TestValidateAnswersWhatTheRulesAnswer(t *testing.T) {
 					continue
 				}
 				s := &v[i].Spans[0]
-				switch rng.IntN(14) {
+				switch rng.IntN(15) {
 				case 0:
 					v[i].Name = append([]byte(nil), v[rng.IntN(n)].Name...)
 				case 1:
@@ -137,6 +141,8 @@ func TestValidateAnswersWhatTheRulesAnswer(t *testing.T) {
 					*s = a.Slot(slots - 1 - i) // descending, and may meet a row's slot
 				case 13:
 					v[i].Name = []byte(fmt.Sprint("other-", iter))
+				case 14: // a key of MaxKeyBytes, or one byte over (hex: two)
+					v[i].Name = bytes.Repeat([]byte{byte(iter)}, (driver.MaxKeyBytes-len(be.stem.String()))/2+rng.IntN(2))
 				}
 			}
 			var in inline

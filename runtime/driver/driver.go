@@ -49,11 +49,15 @@ func ParseStatus(name string) (Status, bool) {
 	return Pending, false
 }
 
-// Result is one row's result. Code and Text are set only for a Fault.
+// Result is one row's result. Code and Text are set only for a Fault,
+// which must say what went wrong, and a Declined, which says the store's
+// answer when it has one (the code of the answer that refused the row:
+// a full disk, an out-of-memory reply), so that a caller can tell which
+// answer caused it.
 type Result struct {
 	Status Status
-	Code   int64  // the store's numeric code, for a Fault
-	Text   string // what went wrong, for a Fault
+	Code   int64  // the store's numeric code, for a Fault or Declined
+	Text   string // what went wrong (Fault), what the store answered (Declined)
 }
 
 // FaultResult returns a Fault with the store's code and a text saying what
@@ -63,14 +67,14 @@ func FaultResult(code int64, format string, args ...any) Result {
 }
 
 func (r Result) String() string {
-	if r.Status == Fault {
-		return fmt.Sprintf("FAULT(%d: %s)", r.Code, r.Text)
+	if r.Status == Fault || (r.Status == Declined && (r.Code != 0 || r.Text != "")) {
+		return fmt.Sprintf("%s(%d: %s)", r.Status, r.Code, r.Text)
 	}
 	return r.Status.String()
 }
 
 // Validate refuses a status out of range, a fault without text and a code
-// or text on anything but a fault.
+// or text on anything but a fault or a decline.
 func (r Result) Validate() error {
 	if r.Status == Pending || int(r.Status) >= len(statusNames) {
 		return fmt.Errorf("driver: result status %d is out of range", uint8(r.Status))
@@ -78,8 +82,8 @@ func (r Result) Validate() error {
 	if r.Status == Fault && r.Text == "" {
 		return fmt.Errorf("driver: a FAULT must say what went wrong (code %d has no text)", r.Code)
 	}
-	if r.Status != Fault && (r.Code != 0 || r.Text != "") {
-		return fmt.Errorf("driver: %s carries code %d %q; only a FAULT has a code", r.Status, r.Code, r.Text)
+	if r.Status != Fault && r.Status != Declined && (r.Code != 0 || r.Text != "") {
+		return fmt.Errorf("driver: %s carries code %d %q; only a FAULT or DECLINED has a code", r.Status, r.Code, r.Text)
 	}
 	return nil
 }
@@ -201,8 +205,11 @@ type Driver interface {
 	// all that is left, it tears the client down, which ends their access,
 	// and takes no new call after that (RuleClosed).
 	Drain(ctx context.Context) bool
-	// Close releases the driver. It is refused unless a drain returned true
-	// and every region is unregistered.
+	// Close releases the driver once nothing can touch the caller's
+	// memory: every call ended (no Drain is needed first) and every
+	// region is unregistered. It is refused (RejectedError, saying which)
+	// while a call is in progress, where Drain must come first, and for
+	// good once an operation is unprovable.
 	Close() error
 }
 

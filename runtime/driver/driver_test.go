@@ -48,7 +48,10 @@ func TestValuesValidateThemselves(t *testing.T) {
 		{"result pending", Result{}.Validate(), "out of range"},
 		{"result out of range", Result{Status: 42}.Validate(), "out of range"},
 		{"fault without text", Result{Status: Fault, Code: -1}.Validate(), "must say"},
-		{"code on ready", Result{Status: Ready, Code: 3}.Validate(), "only a FAULT"},
+		{"code on ready", Result{Status: Ready, Code: 3}.Validate(), "only a FAULT or DECLINED"},
+		{"code on miss", Result{Status: Miss, Code: 3}.Validate(), "only a FAULT or DECLINED"},
+		{"declined with the store's answer", Result{Status: Declined, Code: -28, Text: "write answered ENOSPC (-28)"}.Validate(), ""},
+		{"declined without one", Result{Status: Declined}.Validate(), ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -116,6 +119,8 @@ func TestStatusNames(t *testing.T) {
 func TestAResultPrintsAFaultsCodeAndText(t *testing.T) {
 	assert.Equal(t, "FAULT(-706: the object has a lease)", FaultResult(-706, "the object has a %s", "lease").String())
 	assert.Equal(t, "READY", Result{Status: Ready, Code: 3, Text: "ignored"}.String())
+	assert.Equal(t, "DECLINED(-28: write answered ENOSPC (-28))", Result{Status: Declined, Code: -28, Text: "write answered ENOSPC (-28)"}.String())
+	assert.Equal(t, "DECLINED", Result{Status: Declined}.String())
 }
 
 // stubDriver and wrapDriver are drivers for As: wrapDriver reaches the
@@ -185,6 +190,20 @@ func TestKeyStemRefusesBadPrefixes(t *testing.T) {
 	assert.ErrorContains(t, err, "name is empty")
 	_, err = Stem{}.Key([]byte("x"))
 	assert.Error(t, err)
+}
+
+// TestKeyStemLeavesRoomForAName: a prefix is refused once no key under it
+// (prefix/v1/ and two hex digits) fits MaxKeyBytes, and admitted while the
+// shortest key fits exactly (tried: the bound off by one either way fails).
+func TestKeyStemLeavesRoomForAName(t *testing.T) {
+	room := MaxKeyBytes - len("/"+KeyVersion+"/") - 2
+	stem, err := KeyStem(strings.Repeat("a", room))
+	require.NoError(t, err)
+	k, err := stem.Key([]byte{1})
+	require.NoError(t, err)
+	assert.Len(t, k, MaxKeyBytes)
+	_, err = KeyStem(strings.Repeat("a", room+1))
+	assert.ErrorContains(t, err, "MaxKeyBytes")
 }
 
 // A key is built in one allocation, and owns its bytes: the name it was

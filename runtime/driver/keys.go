@@ -10,6 +10,19 @@ import (
 // KeyVersion is the key format's version segment.
 const KeyVersion = "v1"
 
+// MaxKeyBytes bounds every key, prefix/v1/hex(name), of every store: the
+// admission every generated driver runs (package rules) refuses a longer
+// one with a RejectedError naming RuleKeyTooLong before any store call,
+// and a spec's keys.max_bytes may only lower it. One bound for every host
+// and every way a store resolves a key: the fs store's key becomes a path,
+// which openat2 refuses past PATH_MAX (4096) while a walk of components
+// takes any length, so without it two hosts answer one key differently;
+// and a key of any length costs a store work and room in proportion to it
+// (the fs store makes a directory per 200 hex digits). 1024 is S3's bound
+// on an object key, and, with the fs layout's few bytes more, far under
+// PATH_MAX.
+const MaxKeyBytes = 1024
+
 // Stem is a checked key prefix: every key under it is Stem + hex(name).
 type Stem struct{ s string }
 
@@ -21,7 +34,9 @@ type Stem struct{ s string }
 // "//". These rules keep distinct (prefix, name) pairs from encoding alike.
 // A segment may not be "." or "..": a store that keeps objects as paths
 // (a filesystem, an object store with path semantics) would read them as
-// "this directory" and "its parent", and a key could leave its root.
+// "this directory" and "its parent", and a key could leave its root. A
+// prefix that leaves no room under MaxKeyBytes for a one-byte name is
+// refused: no key under it would be admitted.
 //
 // Tenant prefixes never nest. A segment may not be a key version ('v'
 // and digits: "v1", "v2", ...), so the stem prefix/v1/ ends every
@@ -36,6 +51,9 @@ type Stem struct{ s string }
 func KeyStem(prefix string) (Stem, error) {
 	if prefix == "" {
 		return Stem{}, fmt.Errorf("driver: key prefix is empty; want segments like \"kv/model-a\"")
+	}
+	if n := len(prefix) + len(KeyVersion) + 2 + 2; n > MaxKeyBytes {
+		return Stem{}, fmt.Errorf("driver: key prefix of %d bytes leaves no room for a name: a key is at most MaxKeyBytes (%d) bytes; shorten the prefix", len(prefix), MaxKeyBytes)
 	}
 	for _, seg := range strings.Split(prefix, "/") {
 		if seg == "" {
@@ -86,7 +104,9 @@ func isKeyVersion(seg string) bool {
 }
 
 // Key returns the key of name under the stem. name must not be empty.
-// It allocates once: the key's bytes, which nothing else refers to.
+// A key longer than MaxKeyBytes is returned all the same; admission
+// refuses it (RuleKeyTooLong). It allocates once: the key's bytes, which
+// nothing else refers to.
 func (s Stem) Key(name []byte) (string, error) {
 	if s.s == "" {
 		return "", fmt.Errorf("driver: zero Stem; build one with KeyStem")

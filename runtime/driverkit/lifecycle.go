@@ -3,7 +3,7 @@
 // Lifecycle is the one state machine every driver shares: its live
 // registrations, its calls in progress and the regions they may touch, the
 // calls that lost the evidence that their access ended, and the rule that a
-// driver closes only after a drain that returned true. A driver holds one
+// driver closes only once none of its calls can touch memory any more. A driver holds one
 // Lifecycle and forwards Register, Unregister, Drain and Close to it, adding
 // only its SDK calls; Put and Get begin a Call and end it when the store can
 // no longer touch the call's memory. The rules are written and tested once
@@ -35,7 +35,6 @@ type Lifecycle struct {
 	unprovable int                    // calls that lost the evidence of their access end
 	atTeardown []*Call                // calls whose access ends only when the store client is torn down
 	tornDown   bool                   // the store client was torn down (or is being): no call is admitted
-	drained    bool
 	closed     bool
 	// Begin's liveness answer for its admission: the first row's region,
 	// looked up once per call, and live, a method value made once, so
@@ -188,7 +187,6 @@ func (l *Lifecycle) Begin(rows []driver.Row, admit func(live func(*driver.Region
 		l.pinned[r]++
 	}
 	l.inProgress++
-	l.drained = false
 	return c, nil
 }
 
@@ -235,8 +233,8 @@ func (l *Lifecycle) leaveLocked() {
 // Drain waits until no call is in progress or ctx is done, then runs finish
 // (nil for none: the driver's own clean-up, such as revoking writes left
 // open) and reports whether nothing is left. It answers false at once while
-// a call is unprovable, since that call's access never ends. A true answer
-// is what Close requires; any call begun after it clears it again.
+// a call is unprovable, since that call's access never ends. Close needs
+// no drain when every call already ended (Close says when it does).
 func (l *Lifecycle) Drain(ctx context.Context, finish func(context.Context) bool) bool {
 	return l.DrainTearingDown(ctx, finish, nil)
 }
@@ -276,8 +274,7 @@ func (l *Lifecycle) DrainTearingDown(ctx context.Context, finish func(context.Co
 		l.atTeardown = nil
 	}
 	defer l.mu.Unlock()
-	l.drained = l.inProgress == 0 && l.unprovable == 0 && len(l.atTeardown) == 0
-	return l.drained
+	return l.inProgress == 0 && l.unprovable == 0 && len(l.atTeardown) == 0
 }
 
 // TornDown reports whether a drain tore the store client down.
@@ -320,28 +317,44 @@ func (l *Lifecycle) Unprovable() bool {
 	return l.unprovable > 0
 }
 
-// Close runs release (nil for none: closing the SDK client) once, and only
-// after a drain returned true with no call begun since and every region
-// unregistered; otherwise it is refused (RejectedError). A second Close
-// answers nil.
+// Close runs release (nil for none: closing the SDK client) once, when
+// nothing can touch the caller's memory any more: no call in progress,
+// none unprovable, none whose access waits for the client's teardown, and
+// no region registered. An idle driver (every call it made has ended)
+// needs no Drain first. Drain must come first only while a call is in
+// progress (an operation that returned before it finished): it waits for
+// it, and tears the client down for the calls only that ends. Otherwise
+// Close is refused (RejectedError) saying which of these holds. A second
+// Close answers nil.
 func (l *Lifecycle) Close(release func() error) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return nil
 	}
-	if !l.drained || l.inProgress > 0 {
+	if err := l.busyLocked(); err != nil {
 		l.mu.Unlock()
-		return driver.Reject(driver.RuleAccessOpen, "close needs a drain that returned true first")
-	}
-	if n := len(l.regs); n > 0 {
-		l.mu.Unlock()
-		return driver.Reject(driver.RuleAccessOpen, "%d regions are still registered; unregister them first", n)
+		return err
 	}
 	l.closed = true
 	l.mu.Unlock()
 	if release != nil {
 		return release()
+	}
+	return nil
+}
+
+// busyLocked says why the driver cannot close yet, or nil. l.mu is held.
+func (l *Lifecycle) busyLocked() error {
+	switch {
+	case l.unprovable > 0:
+		return driver.Reject(driver.RuleAccessOpen, "close refused: %d calls lost the evidence that their access ended, so the store may still touch their memory; the driver never closes (keep its regions for the life of the process)", l.unprovable)
+	case len(l.atTeardown) > 0:
+		return driver.Reject(driver.RuleAccessOpen, "close refused: %d calls keep access that only the client's teardown ends; Drain tears the client down, then Close", len(l.atTeardown))
+	case l.inProgress > 0:
+		return driver.Reject(driver.RuleAccessOpen, "close refused: %d calls are in progress (an operation that returned before it finished); Drain until it answers true, then Close", l.inProgress)
+	case len(l.regs) > 0:
+		return driver.Reject(driver.RuleAccessOpen, "close refused: %d regions are still registered; unregister them first", len(l.regs))
 	}
 	return nil
 }

@@ -100,26 +100,46 @@ func TestLifecycleRules(t *testing.T) {
 			_, err := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
 			assert.NoError(t, err, "still live")
 		}},
-		{"close needs a drain, then no registration", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
-			assert.Equal(t, driver.RuleAccessOpen, rule(l.Close(nil)), "no drain yet")
-			require.True(t, l.Drain(bg, nil))
-			assert.Equal(t, driver.RuleAccessOpen, rule(l.Close(nil)), "a region is registered")
+		{"an idle driver closes without a drain once its regions are unregistered", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
+			c, _ := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
+			c.End()
+			err := l.Close(nil)
+			assert.Equal(t, driver.RuleAccessOpen, rule(err), "a region is registered")
+			assert.ErrorContains(t, err, "1 regions are still registered; unregister them first")
 			require.NoError(t, l.Unregister(reg, nil))
 			closes := 0
-			require.NoError(t, l.Close(func() error { closes++; return nil }))
+			require.NoError(t, l.Close(func() error { closes++; return nil }), "no drain: every call ended")
 			require.NoError(t, l.Close(func() error { closes++; return nil }))
 			assert.Equal(t, 1, closes, "release runs once")
-			_, err := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
+			_, err = l.Begin(rowsIn(r), admitLive(rowsIn(r)))
 			assert.Equal(t, driver.RuleClosed, rule(err))
 			_, err = l.Register(r, admitAll, nil)
 			assert.Equal(t, driver.RuleClosed, rule(err))
 		}},
-		{"a call begun after a drain clears it", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
-			require.True(t, l.Drain(bg, nil))
+		{"close while a call is in progress says to drain first", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
 			c, _ := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
-			c.End()
+			c.Done() // its results are in; its access is not over
+			err := l.Close(nil)
+			assert.Equal(t, driver.RuleAccessOpen, rule(err))
+			assert.ErrorContains(t, err, "close refused: 1 calls are in progress (an operation that returned before it finished); Drain until it answers true, then Close")
+			c.EndAccess()
 			require.NoError(t, l.Unregister(reg, nil))
-			assert.Equal(t, driver.RuleAccessOpen, rule(l.Close(nil)))
+			require.NoError(t, l.Close(nil))
+		}},
+		{"close with a call whose access only a teardown ends says to drain", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
+			c, _ := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
+			c.EndsAtTeardown()
+			err := l.Close(nil)
+			assert.Equal(t, driver.RuleAccessOpen, rule(err))
+			assert.ErrorContains(t, err, "close refused: 1 calls keep access that only the client's teardown ends; Drain tears the client down, then Close")
+		}},
+		{"an unprovable call keeps the driver from closing for good", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
+			c, _ := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
+			c.Unprovable()
+			assert.False(t, l.Drain(bg, nil))
+			err := l.Close(nil)
+			assert.Equal(t, driver.RuleAccessOpen, rule(err))
+			assert.ErrorContains(t, err, "close refused: 1 calls lost the evidence that their access ended")
 		}},
 		{"drain waits for a call in progress, and gives up with ctx", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
 			c, _ := l.Begin(rowsIn(r), admitLive(rowsIn(r)))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/generated/memoryspec"
+	memorygen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/stores/memory"
 )
@@ -48,7 +48,7 @@ func TestOperatingDocNamesEveryFamilyAndEvent(t *testing.T) {
 	release()
 	e.wait(pub)
 	e.quiesce(pub)
-	d.Store().Inject(memory.CallGet, e.key(0), memoryspec.IOError)
+	d.Store().Inject(memory.CallGet, e.key(0), memorygen.IOError)
 	get, err := e.be.Fetch(t.Context(), e.view(0, 1, 4))
 	require.NoError(t, err)
 	e.wait(get)

@@ -24,7 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/kvblob/kvblob/generated/memoryspec"
+	memorygen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -366,7 +366,7 @@ func TestScrapeSeesFaults(t *testing.T) {
 	require.NoError(t, err)
 	e.wait(pub)
 	e.quiesce(pub)
-	d.Store().Inject(memory.CallGet, e.key(1), memoryspec.IOError)
+	d.Store().Inject(memory.CallGet, e.key(1), memorygen.IOError)
 	before := e.scrape()
 	a, err := e.be.Fetch(t.Context(), e.view(0, 2, 4))
 	require.NoError(t, err)
@@ -385,7 +385,7 @@ func TestScrapeSeesFaults(t *testing.T) {
 	assert.Equal(t, "get", ev["op"])
 	assert.EqualValues(t, 1, ev["rows"])
 	assert.EqualValues(t, slotBytes, ev["bytes"])
-	assert.EqualValues(t, int64(memoryspec.IOError), ev["code"])
+	assert.EqualValues(t, int64(memorygen.IOError), ev["code"])
 	assert.NotEmpty(t, ev["error"])
 }
 
@@ -500,7 +500,7 @@ func TestRowFaultLogsAreRateLimited(t *testing.T) {
 	require.NoError(t, err)
 	key, err := stem.Key([]byte("k"))
 	require.NoError(t, err)
-	get := func(code memoryspec.Code) {
+	get := func(code memorygen.Code) {
 		t.Helper()
 		d.Store().Inject(memory.CallGet, key, code)
 		op, err := w.Get(t.Context(), []driver.Row{{Key: key, Spans: []driver.Span{r.Slot(0)}}}, driver.Hint{})
@@ -520,21 +520,21 @@ func TestRowFaultLogsAreRateLimited(t *testing.T) {
 		return out
 	}
 
-	get(memoryspec.IOError) // logged: the first of its code
-	get(memoryspec.IOError) // held back: within the second
-	get(memoryspec.IOError) // held back
-	get(memoryspec.Corrupt) // another code: logged
+	get(memorygen.IOError) // logged: the first of its code
+	get(memorygen.IOError) // held back: within the second
+	get(memorygen.IOError) // held back
+	get(memorygen.Corrupt) // another code: logged
 	now = now.Add(999 * time.Millisecond)
-	get(memoryspec.IOError) // held back: still within the second
+	get(memorygen.IOError) // held back: still within the second
 	require.Len(t, faulted(), 2, "one event per code within FaultLogEvery")
 	assert.EqualValues(t, 0, faulted()[0][metrics.FieldSuppressed])
-	assert.EqualValues(t, int64(memoryspec.Corrupt), faulted()[1][metrics.FieldCode])
+	assert.EqualValues(t, int64(memorygen.Corrupt), faulted()[1][metrics.FieldCode])
 
 	now = now.Add(time.Millisecond)
-	get(memoryspec.IOError) // a second after the first: logged, with what was held back
+	get(memorygen.IOError) // a second after the first: logged, with what was held back
 	evs := faulted()
 	require.Len(t, evs, 3)
-	assert.EqualValues(t, int64(memoryspec.IOError), evs[2][metrics.FieldCode])
+	assert.EqualValues(t, int64(memorygen.IOError), evs[2][metrics.FieldCode])
 	assert.EqualValues(t, 3, evs[2][metrics.FieldSuppressed], "three events held back since the last")
 	assert.EqualValues(t, 3, evs[2][metrics.FieldSuppressedRows])
 

@@ -174,9 +174,10 @@ func (k KeyBytes) has(b byte) (string, bool) {
 }
 
 // KeyRule is what a spec's keys block says about a store's keys. The zero
-// KeyRule admits every key.
+// KeyRule admits every key of at most driver.MaxKeyBytes bytes.
 type KeyRule struct {
-	// MaxBytes: keys must be at most this many bytes (0: no bound).
+	// MaxBytes: keys must be at most this many bytes (0: driver.MaxKeyBytes;
+	// a bound over driver.MaxKeyBytes is driver.MaxKeyBytes).
 	MaxBytes int
 	// Refuse holds the byte classes no key may hold.
 	Refuse KeyBytes
@@ -185,19 +186,28 @@ type KeyRule struct {
 	WellFormed bool
 }
 
-// IsZero reports whether k admits every key.
-func (k KeyRule) IsZero() bool { return k == KeyRule{} }
-
-// AdmitKeyRule refuses a key longer than k.MaxBytes (key_too_long), one
-// holding a refused byte (key_bytes) and, under k.WellFormed, one that is
-// not a driver key (key_format), in that order.
-func AdmitKeyRule(rows []driver.Row, k KeyRule) error {
-	if k.IsZero() {
-		return nil
+// maxBytes is the bound k admits keys under: the spec's, where it is
+// lower than the framework's.
+func (k KeyRule) maxBytes() int {
+	if k.MaxBytes > 0 && k.MaxBytes < driver.MaxKeyBytes {
+		return k.MaxBytes
 	}
+	return driver.MaxKeyBytes
+}
+
+// AdmitKeyRule refuses a key longer than the bound (key_too_long: the
+// spec's k.MaxBytes where it is lower than driver.MaxKeyBytes, which binds
+// every store: one bound on every host, whatever the store resolves keys
+// by), one holding a refused byte (key_bytes) and, under k.WellFormed, one
+// that is not a driver key (key_format), in that order.
+func AdmitKeyRule(rows []driver.Row, k KeyRule) error {
+	max := k.maxBytes()
 	for i, r := range rows {
-		if k.MaxBytes > 0 && len(r.Key) > k.MaxBytes {
-			return driver.Reject(driver.RuleKeyTooLong, "row %d has a key of %d bytes; this store takes keys of at most %d", i, len(r.Key), k.MaxBytes)
+		if len(r.Key) > max {
+			if max == driver.MaxKeyBytes {
+				return driver.Reject(driver.RuleKeyTooLong, "row %d has a key of %d bytes; keys are at most driver.MaxKeyBytes (%d) on every store: shorten the prefix or the name", i, len(r.Key), max)
+			}
+			return driver.Reject(driver.RuleKeyTooLong, "row %d has a key of %d bytes; this store takes keys of at most %d", i, len(r.Key), max)
 		}
 		if k.Refuse != 0 {
 			for j := 0; j < len(r.Key); j++ {

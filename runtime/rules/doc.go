@@ -8,9 +8,10 @@
 // refusals read alike.
 //
 // Generated packages import this package, package driver (the contract)
-// and package conformance (their conformance cases), and nothing else. Driver
-// authors call the generated Map<Call> and Admit* wrappers, rarely this
-// package directly; a driver that serves several versions of its SDK, one
-// spec and package each, holds each package's Spec and calls Pick with the
-// version its SDK reports.
+// and package conformance (their conformance cases), and nothing else. A
+// driver reads its store's generated package: one Spec value per spec
+// file, each embedding a *Spec and holding a typed table of its calls
+// (CodeCall and SizeCall fields), and the store's Code constants. A driver
+// that serves several versions of its SDK picks among its package's Specs
+// by the version its SDK reports (the generated Pick, over Pick here).
 package rules

@@ -184,11 +184,12 @@ func AfterReread(m Mapping) Mapping {
 	return m
 }
 
-// WithCause returns the mapped result, and for a FAULT adds what the
-// client reported (cause) to the spec's text, so an operator sees both.
+// WithCause returns the mapped result, and for a FAULT or DECLINED adds
+// what the client reported (cause) to the spec's text, so an operator
+// sees both.
 func (m Mapping) WithCause(cause error) driver.Result {
 	r := m.Result
-	if r.Status == driver.Fault && cause != nil {
+	if (r.Status == driver.Fault || r.Status == driver.Declined) && cause != nil {
 		r.Text += ": " + cause.Error()
 	}
 	return r

@@ -41,34 +41,69 @@ type CallRule struct {
 func (c *CallRule) Map(answer, rowBytes int64) Mapping {
 	if c.Sized && answer >= 0 {
 		if answer == rowBytes {
-			return c.Whole.apply(func(string) driver.Result { return driver.Result{} })
+			return c.Whole.apply(0, nil)
 		}
-		return c.Short.apply(func(text string) driver.Result {
-			return driver.FaultResult(0, "%s answered %d bytes for a row of %d%s", c.Call, answer, rowBytes, text)
-		})
+		return c.Short.apply(0, func() string { return fmt.Sprintf("%s answered %d bytes for a row of %d", c.Call, answer, rowBytes) })
 	}
 	o, ok := c.Codes[answer]
 	if !ok {
 		o = c.Otherwise
 	}
-	return o.apply(func(text string) driver.Result {
-		return driver.FaultResult(answer, "%s answered %s (%d)%s", c.Call, c.CodeName(answer), answer, text)
-	})
+	return o.apply(answer, func() string { return fmt.Sprintf("%s answered %s (%d)", c.Call, c.CodeName(answer), answer) })
 }
 
-// apply returns the outcome's mapping, with the fault's text built by
-// fault when the outcome is a FAULT.
-func (o Meaning) apply(fault func(text string) driver.Result) Mapping {
+// apply returns the outcome's mapping. A FAULT or DECLINED carries the
+// store's answer: its code (0 for a size) and a text saying what the call
+// answered (built by answered, only then: the other answers allocate
+// nothing), and the spec's own words when it has some, so that a test or
+// an operator can tell which answer caused it.
+func (o Meaning) apply(code int64, answered func() string) Mapping {
 	m := o.Mapping
-	if m.Result.Status == driver.Fault {
-		text := ""
+	if st := m.Result.Status; st == driver.Fault || st == driver.Declined {
+		text := answered()
 		if o.Text != "" {
-			text = ": " + o.Text
+			text += ": " + o.Text
 		}
-		m.Result = fault(text)
+		m.Result = driver.Result{Status: st, Code: code, Text: text}
 	}
 	return m
 }
+
+// CodeCall is a call that answers a code per row: a generated Calls
+// table holds one per such call of the spec, so a driver reaches each of
+// its calls by a typed field, never by name. Its rule is unexported, so no
+// caller can change what another maps.
+type CodeCall struct{ rule *CallRule }
+
+// NewCodeCall wraps r, a call that answers codes (r.Sized false); generated
+// code calls it.
+func NewCodeCall(r *CallRule) CodeCall { return CodeCall{rule: r} }
+
+// Map returns what the call's answer code means for a row.
+func (c CodeCall) Map(answer int64) Mapping { return c.rule.Map(answer, 0) }
+
+// Access says when the call's access to the caller's memory ends.
+func (c CodeCall) Access() AccessRule { return c.rule.Access }
+
+// Name is the call's name in the spec.
+func (c CodeCall) Name() string { return c.rule.Call }
+
+// SizeCall is a call that answers a byte count per row, or a negative
+// code (answers: size), held by a generated Calls table as CodeCall is.
+type SizeCall struct{ rule *CallRule }
+
+// NewSizeCall wraps r, a call that answers sizes (r.Sized true);
+// generated code calls it.
+func NewSizeCall(r *CallRule) SizeCall { return SizeCall{rule: r} }
+
+// Map returns what the call's answer means for a row of rowBytes bytes.
+func (c SizeCall) Map(answer, rowBytes int64) Mapping { return c.rule.Map(answer, rowBytes) }
+
+// Access says when the call's access to the caller's memory ends.
+func (c SizeCall) Access() AccessRule { return c.rule.Access }
+
+// Name is the call's name in the spec.
+func (c SizeCall) Name() string { return c.rule.Call }
 
 // Admission is a spec's admission rules.
 type Admission struct {

@@ -18,6 +18,8 @@ func TestCallRuleMapsEveryKindOfAnswer(t *testing.T) {
 		Codes: map[int64]Meaning{
 			-1: {Mapping: Mapping{Result: driver.Result{Status: driver.Miss}, Written: WrittenNo}},
 			-2: {Mapping: Mapping{Result: driver.Result{Status: driver.Fault}, KeepsAccess: true}, Text: "still running"},
+			-3: {Mapping: Mapping{Result: driver.Result{Status: driver.Declined}, Written: WrittenNo}},
+			-4: {Mapping: Mapping{Result: driver.Result{Status: driver.Declined}, Written: WrittenNo}, Text: "the pool is full"},
 		},
 		Otherwise: fault,
 		CodeName:  func(c int64) string { return "C" + strconv.FormatInt(-c, 10) },
@@ -33,6 +35,9 @@ func TestCallRuleMapsEveryKindOfAnswer(t *testing.T) {
 		{-1, 64, driver.Result{Status: driver.Miss}, WrittenNo, false},
 		{-2, 64, driver.FaultResult(-2, "get answered C2 (-2): still running"), 0, true},
 		{-9, 64, driver.FaultResult(-9, "get answered C9 (-9)"), WrittenMaybe, false},
+		// A DECLINED says which answer refused the row, as a FAULT does.
+		{-3, 64, driver.Result{Status: driver.Declined, Code: -3, Text: "get answered C3 (-3)"}, WrittenNo, false},
+		{-4, 64, driver.Result{Status: driver.Declined, Code: -4, Text: "get answered C4 (-4): the pool is full"}, WrittenNo, false},
 	}
 	for _, k := range cases {
 		m := c.Map(k.answer, k.row)
@@ -69,10 +74,12 @@ func TestOtherIsNeverReady(t *testing.T) {
 	assert.Equal(t, driver.Result{Status: driver.NotReady}, asked.Other("x"))
 }
 
-func TestWithCauseAddsTheClientsErrorToAFaultOnly(t *testing.T) {
+func TestWithCauseAddsTheClientsErrorToAFaultOrDeclineOnly(t *testing.T) {
 	f := Mapping{Result: driver.FaultResult(-3, "claim answered OOM")}
 	assert.Equal(t, "claim answered OOM: connection reset", f.WithCause(errors.New("connection reset")).Text)
 	assert.Equal(t, "claim answered OOM", f.WithCause(nil).Text)
+	d := Mapping{Result: driver.Result{Status: driver.Declined, Code: -28, Text: "write answered ENOSPC (-28)"}}
+	assert.Equal(t, driver.Result{Status: driver.Declined, Code: -28, Text: "write answered ENOSPC (-28): no space left on device"}, d.WithCause(errors.New("no space left on device")))
 	ok := Mapping{Result: driver.Result{Status: driver.Ready}}
 	assert.Equal(t, driver.Result{Status: driver.Ready}, ok.WithCause(errors.New("ignored")))
 }

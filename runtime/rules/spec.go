@@ -2,18 +2,19 @@ package rules
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
-// Spec is one spec file as a value: every generated package declares one
-// (its Spec variable). A driver that serves several versions of its SDK,
-// each described by its own spec file and package, holds the Spec of each
-// and calls Pick with what its SDK reports, so that every code-to-result
-// decision it makes comes from the spec of the version it is talking to.
+// Spec is one spec file as a value: a store's generated package holds one
+// per spec file (embedded in the package's own Spec type, beside the typed
+// table of its calls). A driver that serves several versions of its SDK,
+// each described by its own spec file, picks among them with what its SDK
+// reports (Pick, or the generated package's Pick), so that every
+// code-to-result decision it makes comes from the spec of the version it
+// is talking to.
 type Spec struct {
 	// Store is the store the spec describes; Source is its file
 	// ("spec/redis-7.yaml").
@@ -39,10 +40,20 @@ type Spec struct {
 	// is only the bound, so the driver admits through
 	// Admission.WithMaxRowBytes(the limit it read), never Admission alone.
 	RowLimitAtOpen bool
-	// Calls holds each SDK call's rule by the call's name in the spec.
-	Calls map[string]*CallRule
-	// Codes is the SDK's code table: each code's value by its name.
+	// Defaults are the spec's blob defaults (its config block).
+	Defaults Defaults
+	// Codes is the SDK's code table: each code's value by its name, for
+	// fault texts and reports (CodeName). A driver reads its calls and
+	// codes through its store's generated package, typed (its Spec's
+	// Calls and its Code constants), never by name: a spec that lacks one
+	// is then a compile error, not an error at open.
 	Codes map[string]int64
+}
+
+// Defaults are a spec's backend defaults (0: the backend's own default).
+type Defaults struct {
+	Workers, RowsPerBatch int
+	BytesPerBatch         int64
 }
 
 // Holds reports whether the spec holds for SDK sdk at version v: v is a
@@ -137,20 +148,16 @@ func SameCommit(a, b string) bool {
 	return a != "" && strings.HasPrefix(b, a)
 }
 
-// Call returns the rule of the call the spec names name. A driver asks for
-// each call it makes when it opens, so a spec that lacks one is an error at
-// open, not a nil rule in the middle of a put.
-func (s *Spec) Call(name string) (*CallRule, error) {
-	if c, ok := s.Calls[name]; ok {
-		return c, nil
-	}
-	names := make([]string, 0, len(s.Calls))
-	for n := range s.Calls {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return nil, fmt.Errorf("%s has no call %q (it names %s); the driver makes that call for %s %s, so the spec must say what its answers mean",
-		s.Source, name, strings.Join(names, ", "), s.SDKName, strings.Join(s.SDKVersions, ", "))
+// SupportsVersion reports whether the spec holds for SDK version v,
+// whatever the SDK's name: v is a build of one of SDKVersions
+// (VersionHolds).
+func (s *Spec) SupportsVersion(v string) bool { return VersionHolds(s.SDKVersions, v) }
+
+// CheckEnvironment refuses the settings the spec's environment block names,
+// each with its reason (CheckEnvironment). getenv is os.Getenv in
+// production.
+func (s *Spec) CheckEnvironment(getenv func(string) string) error {
+	return CheckEnvironment(s.Environment, getenv)
 }
 
 // CodeName names code as the spec's code table does ("OBJECT_NOT_FOUND"),

@@ -161,18 +161,6 @@ func TestCheckCommit(t *testing.T) {
 	}
 }
 
-func TestSpecCall(t *testing.T) {
-	get := &CallRule{Call: "get"}
-	s := &Spec{Source: "spec/x.yaml", SDKName: "x", SDKVersions: []string{"1"}, Calls: map[string]*CallRule{"get": get, "put": {}}}
-	if c, err := s.Call("get"); c != get || err != nil {
-		t.Errorf("Call(get) = %v, %v", c, err)
-	}
-	_, err := s.Call("store")
-	if err == nil || !strings.Contains(err.Error(), `spec/x.yaml has no call "store" (it names get, put)`) {
-		t.Errorf("Call(store) error = %v", err)
-	}
-}
-
 func TestPickWithNoSpecs(t *testing.T) {
 	_, err := Pick("x", "x-sdk", "1")
 	if err == nil || !strings.Contains(err.Error(), "kvblob holds specs for none") {

@@ -34,8 +34,8 @@ import (
 //	go test ./stores/fs -run '^$' -bench VersusOS -benchtime 9x
 func BenchmarkVersusOS(b *testing.B) {
 	dirs := map[string]string{"disk": ""}
-	if env.Tmpfs {
-		dirs["tmpfs"] = env.Dir
+	if tree.Value().Tmpfs {
+		dirs["tmpfs"] = tree.Value().Dir
 	}
 	for _, where := range []string{"disk", "tmpfs"} {
 		if _, ok := dirs[where]; !ok {

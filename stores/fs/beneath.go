@@ -201,18 +201,19 @@ func (t *tree) pathErr(rel []string, err error) error {
 	return &os.PathError{Op: "open", Path: p, Err: err}
 }
 
-// fileStat is what the driver reads of a file: its type, identity, size and
-// mtime, without following a link.
+// fileStat is what the driver reads of a file: its type, size and mtime,
+// without following a link. Not its device and inode: a filesystem may
+// give a freed inode's number to the next file at once, so they identify
+// nothing over time (a marker is identified by its claim.Token).
 type fileStat struct {
-	mode     uint32 // S_IFMT bits
-	dev, ino uint64
-	size     int64
-	mtime    time.Time
+	mode  uint32 // S_IFMT bits
+	size  int64
+	mtime time.Time
 }
 
 func statOf(st *unix.Stat_t) fileStat {
 	return fileStat{
-		mode: uint32(st.Mode) & unix.S_IFMT, dev: uint64(st.Dev), ino: uint64(st.Ino), size: st.Size,
+		mode: uint32(st.Mode) & unix.S_IFMT, size: st.Size,
 		mtime: time.Unix(st.Mtim.Unix()),
 	}
 }
@@ -235,9 +236,6 @@ func fstat(fd int) (fileStat, error) {
 }
 
 func (s fileStat) regular() bool { return s.mode == unix.S_IFREG }
-func (s fileStat) same(o fileStat) bool {
-	return s.dev == o.dev && s.ino == o.ino
-}
 
 // unixMode is m's permission and setgid bits as open(2) and mkdir(2) take
 // them.

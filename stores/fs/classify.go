@@ -4,13 +4,13 @@ import (
 	"errors"
 	"syscall"
 
-	"github.com/kvblob/kvblob/generated/fsspec"
+	fsgen "github.com/kvblob/kvblob/generated/fs"
 )
 
 // named holds the codes of spec/fs-posix.yaml that are negated errno values.
-var named = func() map[fsspec.Code]bool {
-	m := map[fsspec.Code]bool{}
-	for _, c := range fsspec.Codes() {
+var named = func() map[fsgen.Code]bool {
+	m := map[fsgen.Code]bool{}
+	for _, c := range fsgen.FsPosix().Codes() {
 		if c < 0 && c > -4096 {
 			m[c] = true
 		}
@@ -21,18 +21,18 @@ var named = func() map[fsspec.Code]bool {
 // classify turns a system call's error into a spec/fs-posix.yaml code: the
 // negated errno when the table names it (EPERM counts as EACCES), and ERR
 // otherwise. What each code means for a row is the spec's.
-func classify(err error) fsspec.Code {
+func classify(err error) fsgen.Code {
 	var errno syscall.Errno
 	switch {
 	case err == nil:
-		return fsspec.OK
+		return fsgen.OK
 	case !errors.As(err, &errno):
-		return fsspec.Err
+		return fsgen.Err
 	case errno == syscall.EPERM:
-		return fsspec.Eacces
+		return fsgen.Eacces
 	}
-	if c := fsspec.Code(-int64(errno)); named[c] {
+	if c := fsgen.Code(-int64(errno)); named[c] {
 		return c
 	}
-	return fsspec.Err
+	return fsgen.Err
 }

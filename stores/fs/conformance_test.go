@@ -4,23 +4,24 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/generated/fsspec"
-	"github.com/kvblob/kvblob/generated/fsspec/fscases"
+	"github.com/kvblob/kvblob/generated/fs/fscases"
 	"github.com/kvblob/kvblob/internal/fskit"
 )
 
-// TestConformance runs the whole suite, every case generated from
-// spec/fs-posix.yaml and the checks of the filesystem itself, each on a
-// directory of its own in the package's Env (a tmpfs when run as root, so
-// that a full filesystem is real).
+// TestConformance runs the whole suite, every case generated from each fs
+// spec (generated/fs/fscases: spec/fs-posix.yaml) and the checks of the
+// filesystem itself, each on a directory of its own in the package's Env
+// (a tmpfs when run as root, so that a full filesystem is real).
 func TestConformance(t *testing.T) {
 	where := "tmpfs"
-	if !env.Tmpfs {
+	if !tree.Value().Tmpfs {
 		where = "temp dir; " + fskit.NoMount
 	}
-	conformance.Run(t, conformance.Suite{
-		Name: "fs", SDK: fsspec.SDKName + " file I/O, " + fsspec.SDKVersions()[0] + " (" + where + ")",
-		Factory: fskit.Factory(env), Scenarios: fskit.Scenarios(), SkipReasons: fskit.SkipReasons,
-		Cases: fscases.All(), Stage: fskit.Stage, SDKChecks: fskit.SDKChecks(), Integrity: integrity,
-	})
+	for _, v := range fscases.All() {
+		conformance.Run(t, conformance.Suite{
+			Name: v.Name, SDK: v.Spec.SDKName + " file I/O, " + v.Spec.SDKVersions[0] + " (" + where + ")",
+			Factory: fskit.Factory(tree.Value()), Scenarios: fskit.Scenarios(), SkipReasons: fskit.SkipReasons,
+			Cases: v.Cases, Stage: fskit.Stage, SDKChecks: fskit.SDKChecks(), Integrity: integrity,
+		})
+	}
 }

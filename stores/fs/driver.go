@@ -19,13 +19,16 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kvblob/kvblob/generated/fsspec"
+	fsgen "github.com/kvblob/kvblob/generated/fs"
+	"github.com/kvblob/kvblob/runtime/claim"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
+	"github.com/kvblob/kvblob/runtime/sweep"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
@@ -126,7 +129,10 @@ const DefaultSweepBudget = 1 << 16
 
 // Driver is a driver.Driver over one directory tree.
 type Driver struct {
-	opt  Options
+	opt Options
+	// spec is the spec of this operating system, picked from every spec of
+	// the store (generated/fs's Specs) at Open: its Calls map each answer.
+	spec *fsgen.Spec
 	tree *tree
 	life driverkit.Lifecycle
 	// fileMode and dirMode are the modes as open(2) and mkdir(2) take them;
@@ -134,6 +140,9 @@ type Driver struct {
 	fileMode, dirMode uint32
 	exact             bool
 	piece             int // readPiece; tests make it smaller than their rows
+	// sweepMu serializes sweeps; sweepAt is where the last one stopped.
+	sweepMu sync.Mutex
+	sweepAt sweep.Cursor
 	// markerAttempt, set only by tests (export_test.go), is called before
 	// each exclusive create of a marker with the attempt's number: the one
 	// place a test can plant what another writer would have made between a
@@ -143,13 +152,18 @@ type Driver struct {
 
 var _ driver.Driver = (*Driver)(nil)
 
-// Open checks that the spec holds for this operating system and that root
+// SDKName is the SDK every fs spec names (sdk.name): the POSIX file calls,
+// at the operating system's name (runtime.GOOS) as its version.
+const SDKName = "posix"
+
+// Open picks the spec that holds for this operating system, checks that root
 // is a directory, opens it (the descriptor every path is resolved from,
 // held until Close), sweeps the temporary files of dead writers within
 // Options.SweepBudget, and returns the driver.
 func Open(opt Options) (*Driver, error) {
-	if !fsspec.SupportsVersion(runtime.GOOS) {
-		return nil, fmt.Errorf("fs: %s has no spec; kvblob holds specs for %v (spec/fs-*.yaml)", runtime.GOOS, fsspec.SDKVersions())
+	spec, err := fsgen.Pick(SDKName, runtime.GOOS)
+	if err != nil {
+		return nil, err
 	}
 	if opt.Root == "" {
 		return nil, errors.New("fs: no root; set Options.Root to the shared directory")
@@ -185,7 +199,7 @@ func Open(opt Options) (*Driver, error) {
 		return nil, fmt.Errorf("fs: root: %w", err)
 	}
 	t.trace = opt.Trace
-	d := &Driver{opt: opt, tree: t, fileMode: unixMode(opt.FileMode), dirMode: unixMode(opt.DirMode), piece: readPiece}
+	d := &Driver{opt: opt, spec: spec, tree: t, fileMode: unixMode(opt.FileMode), dirMode: unixMode(opt.DirMode), piece: readPiece}
 	d.exact = d.fileMode != 0o600
 	if opt.SweepBudget > 0 {
 		_, _ = d.Sweep(opt.SweepBudget) // best effort: what it cannot reach, a later sweep may
@@ -197,11 +211,11 @@ func Open(opt Options) (*Driver, error) {
 func (d *Driver) Root() string { return d.opt.Root }
 
 // Capabilities are spec/fs-posix.yaml's.
-func (d *Driver) Capabilities() driver.Capabilities { return fsspec.Capabilities() }
+func (d *Driver) Capabilities() driver.Capabilities { return d.spec.Capabilities }
 
 // Register admits a host region; files need no registration of their own.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
-	return d.life.Register(r, fsspec.AdmitRegister, nil)
+	return d.life.Register(r, d.spec.Admission.Register, nil)
 }
 
 // Unregister refuses while a call that may touch the region is in progress.
@@ -211,15 +225,15 @@ func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unreg
 // return, so no operation is ever unprovable.
 func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil) }
 
-// Close closes the driver, and its descriptor of the root, once a drain
-// returned true and every region is unregistered.
+// Close closes the driver, and its descriptor of the root, once every
+// call ended and every region is unregistered (driverkit.Lifecycle.Close).
 func (d *Driver) Close() error { return d.life.Close(d.tree.root.Close) }
 
 // Put publishes each row: claim, write, publish, release; up to
 // Options.RowsInFlight rows at once.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
 	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
-		return fsspec.AdmitPut(rows, live)
+		return d.spec.Admission.Put(rows, live)
 	}, func(r driver.Row) driver.Result { return d.put(r) })
 }
 
@@ -230,7 +244,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 // once.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
-		return fsspec.AdmitGet(rows, hint, live)
+		return d.spec.Admission.Get(rows, hint, live)
 	}, func(r driver.Row) driver.Result { return d.get(r) })
 }
 
@@ -296,27 +310,27 @@ const maxChunk = 200
 
 // seam enters the seam for call on key (driverkit.Stage): staged reports
 // that a test answered for the store, with the code and the error to answer.
-func (d *Driver) seam(call, key string) (code fsspec.Code, staged bool, err error) {
+func (d *Driver) seam(call, key string) (code fsgen.Code, staged bool, err error) {
 	return driverkit.Stage(d.opt.Seam, call, key, classify)
 }
 
 func (d *Driver) put(row driver.Row) driver.Result {
 	p, err := pathOf(d.opt.Root, row.Key)
 	if err != nil { // admission refused it already
-		return driver.FaultResult(int64(fsspec.Err), "fs: %v", err)
+		return driver.FaultResult(int64(fsgen.Err), "fs: %v", err)
 	}
 	dir, code, mine, err := d.claim(p, row.Key)
-	if m := fsspec.MapClaim(int64(code)); !m.Continue {
+	if m := d.spec.Calls.Claim.Map(int64(code)); !m.Continue {
 		return m.WithCause(err)
 	}
 	defer unix.Close(dir)
 	defer d.release(dir, p, mine)
 	tmp, code, err := d.write(dir, p, row.Key, row.Spans[0].Bytes())
-	if m := fsspec.MapWrite(int64(code)); !m.Continue {
+	if m := d.spec.Calls.Write.Map(int64(code)); !m.Continue {
 		return m.WithCause(err)
 	}
 	code, err = d.publish(dir, p, tmp, row.Key)
-	return fsspec.MapPublish(int64(code)).WithCause(err)
+	return d.spec.Calls.Publish.Map(int64(code)).WithCause(err)
 }
 
 func token() string {
@@ -334,68 +348,126 @@ func (d *Driver) expired(mtime, now time.Time) bool {
 }
 
 // claim opens the key's directory beneath the root (making it), then
-// creates the key's marker exclusively, taking over one whose TTL has
-// passed. It returns the directory (to close once the put is done) and the
-// marker it created, so release removes only its own.
-func (d *Driver) claim(p paths, key string) (int, fsspec.Code, fileStat, error) {
+// creates the key's marker exclusively, holding a new claim.Token, taking
+// over one whose TTL has passed. It returns the directory (to close once
+// the put is done) and the token it wrote, so release removes only its own
+// marker.
+func (d *Driver) claim(p paths, key string) (int, fsgen.Code, claim.Token, error) {
 	if code, staged, err := d.seam("claim", key); staged {
-		return -1, code, fileStat{}, err
+		return -1, code, claim.Token{}, err
 	}
 	dir, err := d.tree.openDir(p.rel, true, d.dirMode)
 	if err != nil {
-		return -1, classify(err), fileStat{}, err
+		return -1, classify(err), claim.Token{}, err
 	}
-	code, mine, err := d.createMarker(dir, p)
-	if code != fsspec.OK {
+	mine := claim.New()
+	code, err := d.createMarker(dir, p, mine)
+	if code != fsgen.OK {
 		_ = unix.Close(dir)
-		return -1, code, fileStat{}, err
+		return -1, code, claim.Token{}, err
 	}
-	return dir, fsspec.OK, mine, nil
+	return dir, fsgen.OK, mine, nil
 }
 
-func (d *Driver) createMarker(dir int, p paths) (fsspec.Code, fileStat, error) {
+// createMarker makes the key's marker holding mine, or takes a dead
+// writer's over once (the claim package's rules): it reads the old
+// marker's token and judges it by its mtime, moves it aside, reads what it
+// moved, and removes it only when that is the marker it judged dead (the
+// same token, still dead). A fresh marker another writer made in between
+// holds another token, whatever inode number the filesystem reused for
+// it: it goes back under its name (or, when yet another marker holds the
+// name by then, stays aside for the sweep), and the put is NOT_READY.
+func (d *Driver) createMarker(dir int, p paths, mine claim.Token) (fsgen.Code, error) {
 	for attempt := 0; ; attempt++ {
 		if d.markerAttempt != nil {
 			d.markerAttempt(attempt)
 		}
 		fd, err := d.create(dir, p.markerName)
 		if err == nil {
-			st, serr := fstat(fd)
+			var buf [claim.TextLen]byte
+			err = writeFull(fd, mine.AppendText(buf[:0]))
 			_ = unix.Close(fd)
-			if serr != nil {
-				return classify(serr), fileStat{}, &os.PathError{Op: "fstat", Path: p.marker(), Err: serr}
+			if err != nil {
+				_ = unix.Unlinkat(dir, p.markerName, 0)
+				return classify(err), &os.PathError{Op: "write", Path: p.marker(), Err: err}
 			}
-			return fsspec.OK, st, nil
+			return fsgen.OK, nil
 		}
 		if !errors.Is(err, unix.EEXIST) || attempt > 0 {
-			return classify(err), fileStat{}, &os.PathError{Op: "create", Path: p.marker(), Err: err}
+			return classify(err), &os.PathError{Op: "create", Path: p.marker(), Err: err}
 		}
-		old, serr := lstatAt(dir, p.markerName)
+		old, err := d.seeMarker(dir, p.markerName, true)
 		switch {
-		case errors.Is(serr, unix.ENOENT): // released meanwhile: try once more
+		case errors.Is(err, unix.ENOENT): // released meanwhile: try once more
 			continue
-		case serr != nil:
-			return classify(serr), fileStat{}, &os.PathError{Op: "lstat", Path: p.marker(), Err: serr}
-		case old.mode == unix.S_IFLNK:
-			return fsspec.Eloop, fileStat{}, fmt.Errorf("%s is a symbolic link, not a marker; the driver follows none under its root: %w", p.marker(), unix.ELOOP)
-		case !old.regular():
-			return fsspec.Err, fileStat{}, fmt.Errorf("%s is not a regular file, so not a marker (mode %o)", p.marker(), old.mode)
-		case !d.expired(old.mtime, d.opt.Now()):
-			return fsspec.Eexist, fileStat{}, fmt.Errorf("marker %s is live until %v", p.marker(), old.mtime.Add(d.opt.MarkerTTL))
+		case errors.Is(err, unix.ELOOP):
+			return fsgen.Eloop, fmt.Errorf("%s is a symbolic link, not a marker; the driver follows none under its root: %w", p.marker(), err)
+		case err != nil:
+			return classify(err), &os.PathError{Op: "open", Path: p.marker(), Err: err}
+		case !old.Dead:
+			return fsgen.Eexist, fmt.Errorf("marker %s is another writer's, live until its TTL (%v) has passed", p.marker(), d.opt.MarkerTTL)
 		}
 		// A dead writer's marker: move it aside, and put it back if what
-		// moved was a fresh marker another writer made in between.
+		// moved is not the marker judged dead.
 		aside := p.markerName + asideInfix + token()
 		if err := unix.Renameat(dir, p.markerName, dir, aside); err != nil {
 			continue // another writer took it over first
 		}
-		if moved, err := lstatAt(dir, aside); err == nil && !moved.same(old) {
-			_ = unix.Linkat(dir, aside, dir, p.markerName, 0)
-			_ = unix.Unlinkat(dir, aside, 0)
-			return fsspec.Eexist, fileStat{}, fmt.Errorf("marker %s was taken over by another writer", p.marker())
+		if moved, err := d.seeMarker(dir, aside, true); err != nil || !claim.Judged(old).Is(moved) {
+			if unix.Linkat(dir, aside, dir, p.markerName, 0) == nil {
+				_ = unix.Unlinkat(dir, aside, 0)
+			} // else another marker holds the name: this one stays aside, for the sweep
+			return fsgen.Eexist, fmt.Errorf("marker %s was taken over by another writer", p.marker())
 		}
 		_ = unix.Unlinkat(dir, aside, 0)
 	}
+}
+
+// seeMarker reads the marker name in dir: its token (zero when it holds
+// none) and, with judge, whether it is dead by its mtime, judged once the
+// marker is closed. A link there is ELOOP, a FIFO cannot block it
+// (O_NONBLOCK), and anything but a regular file is no marker (an error
+// naming it).
+func (d *Driver) seeMarker(dir int, name string, judge bool) (claim.Seen, error) {
+	tok, mtime, err := readMarker(dir, name)
+	if err != nil {
+		return claim.Seen{}, err
+	}
+	return claim.Seen{Token: tok, Dead: judge && d.expired(mtime, d.opt.Now())}, nil
+}
+
+// readMarker is seeMarker's read: the marker's token and mtime.
+func readMarker(dir int, name string) (claim.Token, time.Time, error) {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return claim.Token{}, time.Time{}, err
+	}
+	defer unix.Close(fd)
+	st, err := fstat(fd)
+	if err != nil {
+		return claim.Token{}, time.Time{}, err
+	}
+	if !st.regular() {
+		return claim.Token{}, time.Time{}, fmt.Errorf("not a regular file, so not a marker (mode %o)", st.mode)
+	}
+	var buf [claim.TextLen + 1]byte // one byte more: a longer file is no token
+	n, err := preadFull(fd, buf[:], 0)
+	return claim.Parse(buf[:n]), st.mtime, err
+}
+
+// writeFull writes b to fd whole.
+func writeFull(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
 }
 
 // create makes name in dir exclusively (O_EXCL: never through a link), with
@@ -411,17 +483,18 @@ func (d *Driver) create(dir int, name string) (int, error) {
 	return fd, err
 }
 
-// release removes the marker this writer created (not one that replaced it
-// after its TTL ran out). A marker it cannot remove expires.
-func (d *Driver) release(dir int, p paths, mine fileStat) {
-	if st, err := lstatAt(dir, p.markerName); err == nil && st.same(mine) {
+// release removes the marker while it holds this writer's token (not one
+// that replaced it after its TTL ran out, whatever inode it has). A marker
+// it cannot remove expires.
+func (d *Driver) release(dir int, p paths, mine claim.Token) {
+	if seen, err := d.seeMarker(dir, p.markerName, false); err == nil && seen.Token == mine {
 		_ = unix.Unlinkat(dir, p.markerName, 0)
 	}
 }
 
 // write writes payload and its trailer to a new temporary file beside the
 // object and fsyncs it; on any failure the temporary file is removed.
-func (d *Driver) write(dir int, p paths, key string, payload []byte) (string, fsspec.Code, error) {
+func (d *Driver) write(dir int, p paths, key string, payload []byte) (string, fsgen.Code, error) {
 	if code, staged, err := d.seam("write", key); staged {
 		return "", code, err
 	}
@@ -446,7 +519,7 @@ func (d *Driver) write(dir int, p paths, key string, payload []byte) (string, fs
 		d.remove(dir, p, tmp)
 		return "", classify(err), err
 	}
-	return tmp, fsspec.OK, nil
+	return tmp, fsgen.OK, nil
 }
 
 // fsync fsyncs fd, p's file name (or p's directory, for EventSyncDir), and
@@ -484,7 +557,7 @@ func (d *Driver) trace(op EventOp, p paths, name, to string) {
 // publish renames tmp over the object and fsyncs the directory. A failed
 // rename removes tmp; a failed directory fsync leaves a whole object
 // behind that may not survive a crash of the file server.
-func (d *Driver) publish(dir int, p paths, tmp, key string) (fsspec.Code, error) {
+func (d *Driver) publish(dir int, p paths, tmp, key string) (fsgen.Code, error) {
 	if code, staged, err := d.seam("publish", key); staged {
 		d.remove(dir, p, tmp)
 		return code, err
@@ -499,22 +572,22 @@ func (d *Driver) publish(dir int, p paths, tmp, key string) (fsspec.Code, error)
 	if err := d.fsync(dir, EventSyncDir, p, ""); err != nil {
 		return classify(err), fmt.Errorf("the object is in place but the fsync of %s failed: %w", p.dir(), err)
 	}
-	return fsspec.OK, nil
+	return fsgen.OK, nil
 }
 
 func (d *Driver) get(row driver.Row) driver.Result {
 	p, err := pathOf(d.opt.Root, row.Key)
 	if err != nil { // admission refused it already
-		return driver.FaultResult(int64(fsspec.Err), "fs: %v", err)
+		return driver.FaultResult(int64(fsgen.Err), "fs: %v", err)
 	}
 	span := row.Spans[0]
 	fd, o, answer, err := d.open(p, row.Key, span.Length)
-	if m := fsspec.MapOpen(answer, span.Length); !m.Continue {
+	if m := d.spec.Calls.Open.Map(answer, span.Length); !m.Continue {
 		return m.WithCause(err)
 	}
 	defer unix.Close(fd)
 	answer, err = d.read(fd, p, row.Key, o, span.Bytes())
-	return fsspec.MapRead(answer, span.Length).WithCause(err)
+	return d.spec.Calls.Read.Map(answer, span.Length).WithCause(err)
 }
 
 // opened is what open learnt of an object for read: its size, and either
@@ -545,15 +618,15 @@ func (d *Driver) open(p paths, key string, rowBytes int64) (int, opened, int64, 
 	fd, err := d.tree.openFile(p.rel, p.name, unix.O_RDONLY|unix.O_NONBLOCK|noatime)
 	switch {
 	case errors.Is(err, unix.ENOENT) && d.markerLive(p):
-		return -1, opened{}, int64(fsspec.Pending), fmt.Errorf("the object is absent and %s is live", p.marker())
+		return -1, opened{}, int64(fsgen.Pending), fmt.Errorf("the object is absent and %s is live", p.marker())
 	case errors.Is(err, unix.ELOOP):
-		return -1, opened{}, int64(fsspec.Eloop), fmt.Errorf("a symbolic link sits on the path of %s under the root; the driver follows none: %w", p.file(), err)
+		return -1, opened{}, int64(fsgen.Eloop), fmt.Errorf("a symbolic link sits on the path of %s under the root; the driver follows none: %w", p.file(), err)
 	case err != nil:
 		return -1, opened{}, int64(classify(err)), &os.PathError{Op: "open", Path: p.file(), Err: err}
 	}
 	o, code, err := d.head(fd, p, key, rowBytes)
 	switch {
-	case code != fsspec.OK:
+	case code != fsgen.OK:
 		_ = unix.Close(fd)
 		return -1, opened{}, int64(code), err
 	case !o.checked:
@@ -564,22 +637,22 @@ func (d *Driver) open(p paths, key string, rowBytes int64) (int, opened, int64, 
 
 // head is open's checks of the open file fd: its type and size, then, for
 // a file not of a whole row's size, its tail.
-func (d *Driver) head(fd int, p paths, key string, rowBytes int64) (opened, fsspec.Code, error) {
+func (d *Driver) head(fd int, p paths, key string, rowBytes int64) (opened, fsgen.Code, error) {
 	st, err := fstat(fd)
 	limit := rowBytes + trailer.TailSize
 	switch {
 	case err != nil:
 		return opened{}, classify(err), &os.PathError{Op: "fstat", Path: p.file(), Err: err}
 	case st.mode == unix.S_IFDIR:
-		return opened{}, fsspec.Eisdir, fmt.Errorf("%s is a directory", p.file())
+		return opened{}, fsgen.Eisdir, fmt.Errorf("%s is a directory", p.file())
 	case !st.regular():
-		return opened{}, fsspec.Corrupt, fmt.Errorf("%s is not a regular file (mode %o)", p.file(), st.mode)
+		return opened{}, fsgen.Corrupt, fmt.Errorf("%s is not a regular file (mode %o)", p.file(), st.mode)
 	case st.size < trailer.Size:
-		return opened{}, fsspec.Corrupt, fmt.Errorf("%s holds %d bytes, less than a trailer", p.file(), st.size)
+		return opened{}, fsgen.Corrupt, fmt.Errorf("%s holds %d bytes, less than a trailer", p.file(), st.size)
 	case st.size > limit:
-		return opened{}, fsspec.Corrupt, fmt.Errorf("%s holds %d bytes, more than the row's %d with its tag and trailer; not read", p.file(), st.size, rowBytes)
+		return opened{}, fsgen.Corrupt, fmt.Errorf("%s holds %d bytes, more than the row's %d with its tag and trailer; not read", p.file(), st.size, rowBytes)
 	case rowBytes > 0 && st.size == rowBytes+d.opt.Integrity.Overhead():
-		return opened{size: st.size}, fsspec.OK, nil
+		return opened{size: st.size}, fsgen.OK, nil
 	}
 	var buf [trailer.TailSize]byte
 	tail := buf[:min(st.size, trailer.TailSize)]
@@ -588,13 +661,13 @@ func (d *Driver) head(fd int, p paths, key string, rowBytes int64) (opened, fssp
 		return opened{}, classify(err), &os.PathError{Op: "pread", Path: p.file(), Err: err}
 	}
 	if n < len(tail) {
-		return opened{}, fsspec.Corrupt, fmt.Errorf("%s ended %d bytes into its %d-byte tail: it shrank while opened", p.file(), n, len(tail))
+		return opened{}, fsgen.Corrupt, fmt.Errorf("%s ended %d bytes into its %d-byte tail: it shrank while opened", p.file(), n, len(tail))
 	}
 	h, err := d.opt.Integrity.ReadHead(tail, st.size, key)
 	if err != nil {
-		return opened{}, fsspec.Corrupt, fmt.Errorf("%s: %w", p.file(), err)
+		return opened{}, fsgen.Corrupt, fmt.Errorf("%s: %w", p.file(), err)
 	}
-	return opened{size: st.size, checked: true, h: h}, fsspec.OK, nil
+	return opened{size: st.size, checked: true, h: h}, fsgen.OK, nil
 }
 
 // readPiece is how much of a payload read preads at a time before it
@@ -634,7 +707,7 @@ func (d *Driver) read(fd int, p paths, key string, o opened, dst []byte) (int64,
 			var t int
 			n, t, err = preadvFull(fd, piece, tail, int64(off))
 			if err == nil && n == len(piece) && t < len(tail) {
-				return int64(fsspec.Corrupt), fmt.Errorf("%s ended %d bytes into its %d-byte tail: it shrank while read", p.file(), t, len(tail))
+				return int64(fsgen.Corrupt), fmt.Errorf("%s ended %d bytes into its %d-byte tail: it shrank while read", p.file(), t, len(tail))
 			}
 		} else {
 			n, err = preadFull(fd, piece, int64(off))
@@ -653,16 +726,16 @@ func (d *Driver) read(fd int, p paths, key string, o opened, dst []byte) (int64,
 		h, err := d.opt.Integrity.ReadHead(win, o.size, key)
 		switch {
 		case err != nil:
-			return int64(fsspec.Corrupt), fmt.Errorf("%s: %w", p.file(), err)
+			return int64(fsgen.Corrupt), fmt.Errorf("%s: %w", p.file(), err)
 		case h.Len != int64(len(dst)):
 			// A keyed object read with integrity off: its tag takes room
 			// the row's payload would.
-			return int64(fsspec.Corrupt), fmt.Errorf("%s: a payload of %d bytes, not the row's %d", p.file(), h.Len, len(dst))
+			return int64(fsgen.Corrupt), fmt.Errorf("%s: a payload of %d bytes, not the row's %d", p.file(), h.Len, len(dst))
 		}
 		v.Against(h)
 	}
 	if err := v.Check(dst); err != nil {
-		return int64(fsspec.Mismatch), fmt.Errorf("%s: %w", p.file(), err)
+		return int64(fsgen.Mismatch), fmt.Errorf("%s: %w", p.file(), err)
 	}
 	return int64(len(dst)), nil
 }

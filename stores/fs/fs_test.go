@@ -17,7 +17,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/fsspec"
+	fsgen "github.com/kvblob/kvblob/generated/fs"
 	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/backend"
@@ -34,7 +34,7 @@ type fx struct {
 
 func newFx(t *testing.T) *fx {
 	t.Helper()
-	d := fskit.Open(t, env)
+	d := fskit.Open(t, tree.Value())
 	return &fx{Fx: blockingfx.New(t, d, 5*time.Second), kit: d}
 }
 
@@ -48,7 +48,7 @@ func key(t *testing.T, name string) string {
 // for real: the put is DECLINED, neither the object, its temporary file nor
 // its marker is left, and once space is freed the key takes a put.
 func TestAFullFilesystemDeclinesAndLeavesNothingBehind(t *testing.T) {
-	if !env.Tmpfs {
+	if !tree.Value().Tmpfs {
 		t.Skip(fskit.NoMount)
 	}
 	f := newFx(t)
@@ -121,7 +121,7 @@ func TestATornObjectIsAFaultAndTheDestinationIsUntouched(t *testing.T) {
 			dst := f.Row(k, 1, blockingfx.Dest)
 			res := f.Get(dst)[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
-			assert.Equal(t, int64(fsspec.Corrupt), res.Code, "%v", res)
+			assert.Equal(t, int64(fsgen.Corrupt), res.Code, "%v", res)
 			blockingfx.Untouched(t, dst)
 		})
 	}
@@ -138,7 +138,7 @@ func TestAnIOErrorIsAFault(t *testing.T) {
 		f.kit.Seam.Raise(call, k, &os.PathError{Op: call, Path: k, Err: syscall.EIO})
 		res := f.Put(f.Row(k, 0, 1))[0]
 		assert.Equal(t, driver.Fault, res.Status, "%s: %v", call, res)
-		assert.Equal(t, int64(fsspec.Eio), res.Code, "%s: %v", call, res)
+		assert.Equal(t, int64(fsgen.Eio), res.Code, "%s: %v", call, res)
 		file, _, err := f.kit.Paths(k)
 		require.NoError(t, err)
 		siblings, _ := filepath.Glob(file + "*")
@@ -151,7 +151,7 @@ func TestAnIOErrorIsAFault(t *testing.T) {
 		dst := f.Row(k, 1, blockingfx.Dest)
 		res := f.Get(dst)[0]
 		assert.Equal(t, driver.Fault, res.Status, "%s: %v", call, res)
-		assert.Equal(t, int64(fsspec.Eio), res.Code, "%s: %v", call, res)
+		assert.Equal(t, int64(fsgen.Eio), res.Code, "%s: %v", call, res)
 		if call == "open" {
 			blockingfx.Untouched(t, dst)
 		}
@@ -172,7 +172,7 @@ func TestAnUnreadableObjectIsAFault(t *testing.T) {
 	dst := f.Row(k, 1, blockingfx.Dest)
 	res := f.Get(dst)[0]
 	assert.Equal(t, driver.Fault, res.Status)
-	assert.Equal(t, int64(fsspec.Eacces), res.Code)
+	assert.Equal(t, int64(fsgen.Eacces), res.Code)
 	blockingfx.Untouched(t, dst)
 }
 
@@ -190,7 +190,7 @@ func TestAFIFOAtTheObjectDoesNotBlockAGet(t *testing.T) {
 	select {
 	case res := <-got:
 		assert.Equal(t, driver.Fault, res.Status)
-		assert.Equal(t, int64(fsspec.Corrupt), res.Code, "%v", res)
+		assert.Equal(t, int64(fsgen.Corrupt), res.Code, "%v", res)
 		blockingfx.Untouched(t, dst)
 	case <-time.After(conformance.DefaultDeadline):
 		w, err := os.OpenFile(file, os.O_WRONLY, 0) // unblock the get
@@ -288,8 +288,8 @@ func TestOpenRefusesWhatItCannotUse(t *testing.T) {
 // one share would, with four workers, byte for byte.
 func TestBackendRoundTripBetweenTwoHosts(t *testing.T) {
 	root := t.TempDir()
-	if env.Tmpfs {
-		root = env.Dir
+	if tree.Value().Tmpfs {
+		root = tree.Value().Dir
 	}
 	const rows = 64
 	type host struct {
@@ -373,7 +373,7 @@ func TestACancelledContextStartsNoRow(t *testing.T) {
 // another writer's marker for key "a" dated at.
 func plantedMarker(t *testing.T, opt fs.Options, at time.Time) (f *blockingfx.Fx, k, marker string) {
 	t.Helper()
-	root, err := os.MkdirTemp(env.Dir, "marker-")
+	root, err := os.MkdirTemp(tree.Value().Dir, "marker-")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(root) })
 	opt.Root = root

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/generated/fsspec"
+	fsgen "github.com/kvblob/kvblob/generated/fs"
 	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -90,7 +90,7 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 
 					res := f.Put(f.Row(k, 0, 1))[0]
 					assert.Equal(t, driver.Fault, res.Status, "link at %s: %v", at, res)
-					assert.Equal(t, int64(fsspec.Eloop), res.Code, "link at %s: %v", at, res)
+					assert.Equal(t, int64(fsgen.Eloop), res.Code, "link at %s: %v", at, res)
 					assert.Contains(t, res.Text, "symbolic link", "link at %s", at)
 					if r.name == "walk" { // the walk names the component it refused
 						assert.Contains(t, res.Text, at+": a symbolic link", "the fault names the link")
@@ -100,7 +100,7 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 					dst := f.Row(k, 1, blockingfx.Dest)
 					res = f.Get(dst)[0]
 					assert.Equal(t, driver.Fault, res.Status, "get through a link at %s: %v", at, res)
-					assert.Equal(t, int64(fsspec.Eloop), res.Code, "%v", res)
+					assert.Equal(t, int64(fsgen.Eloop), res.Code, "%v", res)
 					blockingfx.Untouched(t, dst)
 					require.NoError(t, os.Remove(at))
 				}
@@ -119,12 +119,12 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 				require.NoError(t, fskit.Plant(dir, nil))
 				res := f.Put(f.Row(k, 0, 1))[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
-				assert.Equal(t, int64(fsspec.Enotdir), res.Code, "%v", res)
+				assert.Equal(t, int64(fsgen.Enotdir), res.Code, "%v", res)
 				assert.NotContains(t, res.Text, "symbolic link")
 				dst := f.Row(k, 1, blockingfx.Dest)
 				res = f.Get(dst)[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
-				assert.Equal(t, int64(fsspec.Enotdir), res.Code, "%v", res)
+				assert.Equal(t, int64(fsgen.Enotdir), res.Code, "%v", res)
 				blockingfx.Untouched(t, dst)
 			})
 			t.Run("object", func(t *testing.T) {
@@ -136,7 +136,7 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 				dst := f.Row(k, 1, blockingfx.Dest)
 				res := f.Get(dst)[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
-				assert.Equal(t, int64(fsspec.Eloop), res.Code, "%v", res)
+				assert.Equal(t, int64(fsgen.Eloop), res.Code, "%v", res)
 				blockingfx.Untouched(t, dst)
 			})
 			t.Run("marker", func(t *testing.T) {
@@ -151,7 +151,7 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 				f.kit.Clock.Advance(fskit.TTL + time.Minute) // no TTL makes a link a marker
 				res := f.Put(f.Row(k, 0, 1))[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
-				assert.Equal(t, int64(fsspec.Eloop), res.Code, "%v", res)
+				assert.Equal(t, int64(fsgen.Eloop), res.Code, "%v", res)
 				empty(t, out)
 				fi, err := os.Lstat(marker)
 				require.NoError(t, err)
@@ -231,7 +231,7 @@ func TestAHugeSparseFileIsRefusedByItsLength(t *testing.T) {
 			res := f.Get(dst)[0]
 			runtime.ReadMemStats(&after)
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
-			assert.Equal(t, int64(fsspec.Corrupt), res.Code, "%v", res)
+			assert.Equal(t, int64(fsgen.Corrupt), res.Code, "%v", res)
 			assert.Contains(t, res.Text, "more than the row's")
 			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "the get allocated for the file's length")
 			blockingfx.Untouched(t, dst)
@@ -380,8 +380,8 @@ func TestATempFileOfAKilledWriterIsSwept(t *testing.T) {
 }
 
 // TestASweepLooksAtNoMoreThanItsBudget: each sweep reads at most budget
-// directory entries, and repeated sweeps (each starting a directory at a
-// random entry) remove every dead file, even where objects the sweep keeps
+// directory entries, and repeated sweeps (each continuing from where the
+// last stopped) remove every dead file, even where objects the sweep keeps
 // come first in the directory's order.
 func TestASweepLooksAtNoMoreThanItsBudget(t *testing.T) {
 	f := newFx(t)
@@ -428,7 +428,7 @@ func TestFilesArePrivateByDefault(t *testing.T) {
 	// set exactly too, whatever the umask (tried: chmod'ing only when those
 	// bits are not exactly 0o001 leaves the umask's 0o700).
 	t.Run("traversable by others", func(t *testing.T) {
-		root, err := os.MkdirTemp(env.Dir, "traverse-")
+		root, err := os.MkdirTemp(tree.Value().Dir, "traverse-")
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = os.RemoveAll(root) })
 		old := syscall.Umask(0o077)
@@ -450,7 +450,7 @@ func TestFilesArePrivateByDefault(t *testing.T) {
 			t.Skip("giving the root another group needs root")
 		}
 		const gid = 4242
-		root, err := os.MkdirTemp(env.Dir, "shared-")
+		root, err := os.MkdirTemp(tree.Value().Dir, "shared-")
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = os.RemoveAll(root) })
 		require.NoError(t, os.Chown(root, -1, gid))
@@ -487,7 +487,7 @@ func TestAShortObjectIsNamedForWhatItHolds(t *testing.T) {
 		code int64
 		says string
 	}{
-		{"one byte short of a trailer", func(k string) []byte { return trailer.Encode(k, nil)[1:] }, int64(fsspec.Corrupt), "less than a trailer"},
+		{"one byte short of a trailer", func(k string) []byte { return trailer.Encode(k, nil)[1:] }, int64(fsgen.Corrupt), "less than a trailer"},
 		{"a trailer and no payload", func(k string) []byte { return trailer.Encode(k, nil) }, 0, "payload length differs"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -571,6 +571,77 @@ func TestAGetLeavesTheAccessTimeAndReadsAnotherUsersFileAnyway(t *testing.T) {
 			assert.Equal(t, driver.Ready, res.Status, "%v", res)
 			assert.Equal(t, f.Region.Slot(0).Bytes(), dst.Spans[0].Bytes())
 			assert.Equal(t, walks, fs.Walks(f.kit.Driver), "an EPERM for O_NOATIME changed how the driver resolves")
+		})
+	}
+}
+
+// TestASweepsCostIsBoundedByItsBudgetWhateverTheTreesShape: a neighbour
+// who can write the root makes one directory of 20,000 names, or a chain
+// of directories 3,000 deep. A sweep's memory and descriptors are bounded
+// by its budget and SweepDepth, not by that shape: a sweep of budget 16
+// over the wide directory, and one of the default budget down the chain
+// with the process's descriptors limited to 64 more than it holds, each
+// allocate under 512 KiB and fail nothing. A sweep that read a whole
+// directory before it counted an entry allocated megabytes for the wide
+// one; one that held a descriptor and a path per level allocated
+// megabytes down the chain (its paths grow with the square of the depth)
+// and ran out of descriptors.
+func TestASweepsCostIsBoundedByItsBudgetWhateverTheTreesShape(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		budget int
+		make   func(t *testing.T, root string)
+	}{
+		{"a wide directory", 16, func(t *testing.T, root string) {
+			dir := filepath.Join(root, "wide")
+			require.NoError(t, os.Mkdir(dir, 0o700))
+			fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+			require.NoError(t, err)
+			defer unix.Close(fd)
+			for i := range 20_000 {
+				require.NoError(t, unix.Mknodat(fd, fmt.Sprintf("%064x.tmp-%d", i, i), unix.S_IFREG|0o600, 0))
+			}
+		}},
+		{"a deep chain", fs.DefaultSweepBudget, func(t *testing.T, root string) {
+			fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+			require.NoError(t, err)
+			for range 3_000 {
+				require.NoError(t, unix.Mkdirat(fd, "d", 0o700))
+				next, err := unix.Openat(fd, "d", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+				_ = unix.Close(fd)
+				require.NoError(t, err)
+				fd = next
+			}
+			_ = unix.Close(fd)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, err := os.MkdirTemp(tree.Value().Dir, "shape-")
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = os.RemoveAll(root) })
+			tc.make(t, root)
+			d, err := fs.Open(fs.Options{Root: root, SweepBudget: -1})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = d.Close() })
+
+			held, err := os.ReadDir("/proc/self/fd")
+			require.NoError(t, err)
+			var lim unix.Rlimit
+			require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &lim))
+			low := lim
+			low.Cur = uint64(len(held) + 64)
+			require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &low))
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			_, err = d.Sweep(tc.budget)
+			took := time.Since(start)
+			runtime.ReadMemStats(&after)
+			require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lim))
+			t.Logf("the sweep allocated %d bytes in %v", after.TotalAlloc-before.TotalAlloc, took)
+			assert.NoError(t, err, "the sweep ran out of something")
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(512<<10), "bytes the sweep allocated")
 		})
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/generated/fsspec"
+	fsgen "github.com/kvblob/kvblob/generated/fs"
 	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -22,13 +22,13 @@ import (
 
 var rowKey = bytes.Repeat([]byte{0x42}, 32)
 
-// keyed opens a driver with a row key over a fresh directory of env.
+// keyed opens a driver with a row key over a fresh directory of tree.
 func keyed(t conformance.T) *fs.Driver {
 	in, err := trailer.NewIntegrity(rowKey, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := os.MkdirTemp(env.Dir, "keyed-")
+	root, err := os.MkdirTemp(tree.Value().Dir, "keyed-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,12 +84,12 @@ func TestARowCopiedToAnotherKeyIsAFault(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		copied    []byte
-		code      fsspec.Code
+		code      fsgen.Code
 		untouched bool
 	}{
-		{"as is", obj, fsspec.Corrupt, false},
-		{"name digest rewritten", trailer.Retarget(obj, b), fsspec.Mismatch, false},
-		{"as is, a byte shorter", obj[1:], fsspec.Corrupt, true},
+		{"as is", obj, fsgen.Corrupt, false},
+		{"name digest rewritten", trailer.Retarget(obj, b), fsgen.Mismatch, false},
+		{"as is, a byte shorter", obj[1:], fsgen.Corrupt, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			require.NoError(t, fskit.Plant(fileB, c.copied))
@@ -140,7 +140,7 @@ func TestAPayloadThatFailsItsCheckIsNeverReady(t *testing.T) {
 			if c.keyed {
 				d = keyed(t)
 			} else {
-				d = fskit.Open(t, env).Driver
+				d = fskit.Open(t, tree.Value()).Driver
 			}
 			fs.SetReadPiece(d, piece)
 			f := blockingfx.New(t, d, 5*time.Second)
@@ -161,7 +161,7 @@ func TestAPayloadThatFailsItsCheckIsNeverReady(t *testing.T) {
 			require.NoError(t, fskit.Plant(file, append(spoilt, obj[n:]...)))
 			res := f.Get(f.Row(k, 2, blockingfx.Dest))[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
-			assert.Equal(t, int64(fsspec.Mismatch), res.Code, "%v", res)
+			assert.Equal(t, int64(fsgen.Mismatch), res.Code, "%v", res)
 		})
 	}
 }
@@ -190,7 +190,7 @@ func flip(i int) func([]byte) []byte {
 // against no Head fails the row's own READY.)
 func TestATailReadWithItsPayloadIsCheckedFirst(t *testing.T) {
 	const piece = 4 << 10
-	d := fskit.Open(t, env).Driver
+	d := fskit.Open(t, tree.Value()).Driver
 	fs.SetReadPiece(d, piece)
 	f := blockingfx.New(t, d, 5*time.Second)
 	k, err := driver.Key("fs-test", []byte("whole-size"))
@@ -222,7 +222,7 @@ func TestATailReadWithItsPayloadIsCheckedFirst(t *testing.T) {
 			require.NoError(t, fskit.Plant(file, c.obj))
 			res := f.Get(f.Row(k, 1, blockingfx.Dest))[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
-			assert.Equal(t, int64(fsspec.Corrupt), res.Code, "%v", res)
+			assert.Equal(t, int64(fsgen.Corrupt), res.Code, "%v", res)
 		})
 	}
 	require.NoError(t, fskit.Plant(file, obj))

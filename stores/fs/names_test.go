@@ -1,7 +1,9 @@
 package fs_test
 
 import (
+	"context"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -9,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/generated/fsspec"
+	fsgen "github.com/kvblob/kvblob/generated/fs"
 	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -43,7 +45,7 @@ func TestAFailedPublishRemovesItsTemporaryFile(t *testing.T) {
 	require.NoError(t, err)
 	fx := blockingfx.New(t, d, conformance.DefaultDeadline)
 	k := key(t, "a")
-	seam.Answer("publish", k, int64(fsspec.Eio))
+	seam.Answer("publish", k, int64(fsgen.Eio))
 	res := fx.Put(fx.Row(k, 0, 1))[0]
 	require.Equal(t, driver.Fault, res.Status, "%v", res)
 	var ops []string
@@ -62,5 +64,59 @@ func TestAFailedPublishRemovesItsTemporaryFile(t *testing.T) {
 	require.NoError(t, err)
 	for _, l := range left {
 		assert.NotContains(t, l, ".tmp-", "the temporary file is left")
+	}
+}
+
+// TestAKeysLengthIsAdmittedAlikeByEveryResolver: one key bound on every
+// host, whatever resolves its path. A key over driver.MaxKeyBytes is
+// refused (DriverRejected, key_too_long, naming the bound) by Put and Get
+// before any store call, through openat2 and through the component walk
+// alike, and leaves no directory behind; a key of exactly the bound is
+// READY and reads back through both. Without the bound, a 4 KiB name was
+// READY through the walk (leaving a directory per 200 hex digits) and an
+// ENAMETOOLONG FAULT through openat2: two hosts disagreed about one key.
+func TestAKeysLengthIsAdmittedAlikeByEveryResolver(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "openat2", true: "walk"}[walk], func(t *testing.T) {
+			f := newFx(t)
+			d := f.kit.Driver
+			if walk {
+				fs.ForceWalk(d)
+			}
+			stem, err := driver.KeyStem("fs-tests") // a stem of even length: a key of exactly the bound
+			require.NoError(t, err)
+			name := func(n int) []byte { return []byte(strings.Repeat(t.Name()[:1], n)) }
+			at, err := stem.Key(name((driver.MaxKeyBytes - len(stem.String())) / 2))
+			require.NoError(t, err)
+			require.Len(t, at, driver.MaxKeyBytes)
+
+			for _, over := range []int{driver.MaxKeyBytes + 1, 4 << 10, 256 << 10} {
+				k, err := stem.Key(name((over - len(stem.String()) + 1) / 2))
+				require.NoError(t, err)
+				before, err := fskit.Listing(f.kit.Root())
+				require.NoError(t, err)
+				for call, do := range map[string]func() (driver.Operation, error){
+					"put": func() (driver.Operation, error) { return d.Put(context.Background(), []driver.Row{f.Row(k, 1, 1)}) },
+					"get": func() (driver.Operation, error) {
+						return d.Get(context.Background(), []driver.Row{f.Row(k, 1, 1)}, driver.Hint{})
+					},
+				} {
+					_, err := do()
+					var rej *driver.RejectedError
+					require.ErrorAs(t, err, &rej, "a %s of a %d-byte key", call, len(k))
+					assert.Equal(t, driver.RuleKeyTooLong, rej.Rule)
+					assert.Contains(t, rej.Reason, strconv.Itoa(driver.MaxKeyBytes), "the refusal names the bound")
+				}
+				after, err := fskit.Listing(f.kit.Root())
+				require.NoError(t, err)
+				assert.Equal(t, before, after, "a refused key left files or directories")
+			}
+
+			require.Equal(t, driver.Ready, f.Put(f.Row(at, 0, 3))[0].Status, "a key of exactly the bound")
+			dst := f.Row(at, 2, blockingfx.Dest)
+			res := f.Get(dst)[0]
+			require.Equal(t, driver.Ready, res.Status, "%v", res)
+			assert.Equal(t, f.Row(at, 0, 3).Spans[0].Bytes(), dst.Spans[0].Bytes())
+		})
 	}
 }

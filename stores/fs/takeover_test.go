@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/fskit"
+	"github.com/kvblob/kvblob/runtime/claim"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/fs"
 )
@@ -17,34 +19,50 @@ import (
 // TestAPutNeverReleasesAMarkerAnotherWriterTookOver: a writer held between
 // its write and its rename past its marker's TTL loses the marker to
 // another writer, who replaces it with its own. When the first writer
-// finishes, it removes only the marker it created, by identity (device and
-// inode), so the other writer's marker stays: readers still see the key
-// as being written, and a third writer is kept out.
+// finishes, it removes only the marker holding its own token, so the other
+// writer's marker stays: readers still see the key as being written, and
+// a third writer is kept out. The other marker comes as a new file renamed
+// onto the name (another inode), or in the first writer's own inode
+// (rewritten in place: what a filesystem reusing the number looks like to
+// device and inode; tried: releasing by device and inode removes it).
 func TestAPutNeverReleasesAMarkerAnotherWriterTookOver(t *testing.T) {
-	f := newFx(t)
-	k := key(t, "a")
-	_, marker, err := f.kit.Paths(k)
-	require.NoError(t, err)
-	entered, release := f.kit.Seam.Hold("publish", k)
-	done := make(chan driver.Result, 1)
-	go func() { done <- f.Put(f.Row(k, 0, 1))[0] }()
-	<-entered
+	for _, tc := range []struct {
+		name string
+		take func(marker string, tok claim.Token) error
+	}{
+		{"renamed", func(marker string, tok claim.Token) error {
+			if err := fskit.Plant(marker+".other", tok.AppendText(nil)); err != nil {
+				return err
+			}
+			return os.Rename(marker+".other", marker)
+		}},
+		{"rewritten", func(marker string, tok claim.Token) error {
+			return os.WriteFile(marker, tok.AppendText(nil), 0o600)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFx(t)
+			k := key(t, "a")
+			_, marker, err := f.kit.Paths(k)
+			require.NoError(t, err)
+			entered, release := f.kit.Seam.Hold("publish", k)
+			done := make(chan driver.Result, 1)
+			go func() { done <- f.Put(f.Row(k, 0, 1))[0] }()
+			<-entered
 
-	// The other writer's marker takes the name over (a new file renamed
-	// onto it, so both exist at once and their inodes differ).
-	require.NoError(t, fskit.Plant(marker+".other", nil))
-	require.NoError(t, os.Rename(marker+".other", marker))
-	theirs, err := os.Lstat(marker)
-	require.NoError(t, err)
-	release()
-	res := <-done
-	t.Logf("the first writer's put: %v", res)
+			theirs := claim.New()
+			require.NoError(t, tc.take(marker, theirs))
+			release()
+			res := <-done
+			t.Logf("the first writer's put: %v", res)
 
-	now, err := os.Lstat(marker)
-	require.NoError(t, err, "the first writer removed the marker another writer took over")
-	assert.Equal(t, theirs.Sys().(*syscall.Stat_t).Ino, now.Sys().(*syscall.Stat_t).Ino, "the marker is the other writer's")
-	third := f.Put(f.Row(k, 1, 2))
-	assert.Equal(t, driver.NotReady, third[0].Status, "a third writer is kept out while the other writer's marker is live: %v", third[0])
+			b, err := os.ReadFile(marker)
+			require.NoError(t, err, "the first writer removed the marker another writer took over")
+			assert.Equal(t, theirs, claim.Parse(b), "the marker is the other writer's")
+			third := f.Put(f.Row(k, 1, 2))
+			assert.Equal(t, driver.NotReady, third[0].Status, "a third writer is kept out while the other writer's marker is live: %v", third[0])
+		})
+	}
 }
 
 // TestAFreshMarkerSwappedInDuringATakeoverIsPutBack: a writer taking over
@@ -128,4 +146,118 @@ func TestADeadMarkerIsTakenOverOnceAPut(t *testing.T) {
 	st, err := os.Lstat(marker)
 	require.NoError(t, err, "the second marker is gone")
 	assert.Equal(t, second, st.Sys().(*syscall.Stat_t).Ino, "the marker under the name is the one planted before the retry")
+}
+
+// TestATakeoverNeverMovesAFreshMarkerInADeadOnesInode: a writer judges a
+// marker dead; before it moves the marker aside, another writer takes the
+// key over (the dead marker removed) and makes its own fresh marker, which
+// the filesystem gives the dead one's inode number. The first writer must
+// not take that marker for the dead one: it puts it back and answers
+// NOT_READY, and the marker under the name is still the other writer's
+// (its token). Judged by device and inode, the first writer moved the
+// fresh marker aside, removed it and answered READY: two writers on one
+// key.
+//
+// "reused" stages it for real: on a filesystem that hands a freed inode's
+// number to the next file (ext4, in the temporary directory), the other
+// writer's marker is made until it gets the number (skipped, naming why,
+// where the filesystem will not). "rewritten" stages it on any filesystem:
+// the dead marker's own inode is rewritten as the fresh marker (its token,
+// its mtime), the one thing device and inode cannot tell from it.
+func TestATakeoverNeverMovesAFreshMarkerInADeadOnesInode(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		root  func(t *testing.T) string
+		fresh func(marker string, ino uint64, tok claim.Token, at time.Time) (bool, error)
+	}{
+		{"reused", func(t *testing.T) string { return t.TempDir() }, reuseInode},
+		{"rewritten", func(t *testing.T) string { return tree.Value().Dir }, rewriteInPlace},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := fskit.NewClock()
+			var marker string
+			var ino uint64
+			theirs := claim.New()
+			staged, tried := false, false
+			// The driver reads the clock as it judges the old marker: then
+			// the other writer's marker takes the name.
+			now := func() time.Time {
+				if marker != "" && !tried { // on the driver's goroutine: t.Error, not t.Fatal
+					tried = true
+					var err error
+					if staged, err = tc.fresh(marker, ino, theirs, clock.Now()); err != nil {
+						t.Errorf("staging the other writer's marker: %v", err)
+					}
+				}
+				return clock.Now()
+			}
+			root, err := os.MkdirTemp(tc.root(t), "reuse-")
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = os.RemoveAll(root) })
+			d, err := fs.Open(fs.Options{Root: root, MarkerTTL: time.Second, Now: now})
+			require.NoError(t, err)
+			f := blockingfx.New(t, d, 5*time.Second)
+			k := key(t, "a")
+			_, m, err := d.Paths(k)
+			require.NoError(t, err)
+			dead := claim.New()
+			require.NoError(t, fskit.Plant(m, dead.AppendText(nil)))
+			require.NoError(t, os.Chtimes(m, clock.Now(), clock.Now()))
+			st, err := os.Lstat(m)
+			require.NoError(t, err)
+			ino = st.Sys().(*syscall.Stat_t).Ino
+			clock.Advance(2 * time.Second) // the planted marker's writer is dead
+			marker = m
+
+			res := f.Put(f.Row(k, 0, 1))[0]
+			require.True(t, tried, "the clock was never read during the claim")
+			if !staged {
+				t.Skipf("the filesystem under %s gave no new file inode %d back in %d tries; the rewritten case stages it", root, ino, reuseTries)
+			}
+			assert.Equal(t, driver.NotReady, res.Status, "a put took over a fresh marker in the dead one's inode: %v", res)
+			b, err := os.ReadFile(m)
+			require.NoError(t, err, "the other writer's marker is gone")
+			assert.Equal(t, theirs, claim.Parse(b), "the marker under the name is the other writer's")
+		})
+	}
+}
+
+// reuseTries bounds reuseInode's makes of the fresh marker.
+const reuseTries = 1000
+
+// reuseInode removes the dead marker, as another writer's takeover does,
+// and makes that writer's marker (holding tok, dated at) until the
+// filesystem gives it inode ino; it reports whether it did.
+func reuseInode(marker string, ino uint64, tok claim.Token, at time.Time) (bool, error) {
+	if err := os.Remove(marker); err != nil {
+		return false, err
+	}
+	for range reuseTries {
+		if err := fskit.Plant(marker, tok.AppendText(nil)); err != nil {
+			return false, err
+		}
+		if err := os.Chtimes(marker, at, at); err != nil {
+			return false, err
+		}
+		st, err := os.Lstat(marker)
+		if err != nil {
+			return false, err
+		}
+		if st.Sys().(*syscall.Stat_t).Ino == ino {
+			return true, nil
+		}
+		if err := os.Remove(marker); err != nil {
+			return false, err
+		}
+	}
+	return false, fskit.Plant(marker, tok.AppendText(nil))
+}
+
+// rewriteInPlace makes the dead marker's inode the other writer's fresh
+// marker: its content tok, its mtime at.
+func rewriteInPlace(marker string, _ uint64, tok claim.Token, at time.Time) (bool, error) {
+	if err := os.WriteFile(marker, tok.AppendText(nil), 0o600); err != nil {
+		return false, err
+	}
+	return true, os.Chtimes(marker, at, at)
 }

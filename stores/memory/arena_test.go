@@ -10,7 +10,7 @@ import (
 
 	"github.com/kvblob/kvblob/stores/trailer"
 
-	"github.com/kvblob/kvblob/generated/memoryspec"
+	memorygen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
@@ -126,7 +126,7 @@ func TestAnEntryIsReusedOnlyOnceNoWriteRefersToIt(t *testing.T) {
 		t.Run(fmt.Sprint("commit=", commit), func(t *testing.T) {
 			s := NewStore(0)
 			w, code := s.begin("k", 100, true)
-			require.Equal(t, memoryspec.OK, code)
+			require.Equal(t, memorygen.OK, code)
 			old := w.e
 			s.BeginExternal("k")() // takes "k" over and lets go: its entry leaves the table
 			assert.Nil(t, s.keys.get("k"))
@@ -136,7 +136,7 @@ func TestAnEntryIsReusedOnlyOnceNoWriteRefersToIt(t *testing.T) {
 			assert.NotSame(t, old, s.keys.get("other"), "a new key does not get it")
 			s.mu.Lock()
 			if commit {
-				assert.Equal(t, memoryspec.OK, s.commitLocked("k", w))
+				assert.Equal(t, memorygen.OK, s.commitLocked("k", w))
 			} else {
 				s.abortLocked(w)
 			}
@@ -175,9 +175,9 @@ func TestChunkedReadsHoldEachBlockUntilTheyLetGo(t *testing.T) {
 	}
 	var rd reads
 	o0, code := s.at(&rd, rows, 0)
-	require.Equal(t, memoryspec.OK, code)
+	require.Equal(t, memorygen.OK, code)
 	_, code = s.at(&rd, rows, 1)
-	assert.Equal(t, memoryspec.NotFound, code, "an absent row answers its code")
+	assert.Equal(t, memorygen.NotFound, code, "an absent row answers its code")
 	last, _ := s.at(&rd, rows, readChunk-1)
 	held := []*byte{&o0.b[0], &last.b[0]}
 	s.Delete(rows[0].Key) // replaced while the get still holds the chunk
@@ -188,7 +188,7 @@ func TestChunkedReadsHoldEachBlockUntilTheyLetGo(t *testing.T) {
 	assert.Equal(t, fmt.Sprint("object ", readChunk-1), string(last.b))
 
 	next, code := s.at(&rd, rows, readChunk) // the next chunk: the first is let go
-	require.Equal(t, memoryspec.OK, code)
+	require.Equal(t, memorygen.OK, code)
 	assert.Equal(t, fmt.Sprint("object ", readChunk), string(next.b))
 	s.SetObject("z1", []byte("third object"))
 	s.SetObject("z2", []byte("third object"))
@@ -254,17 +254,17 @@ func TestReservationsOfRowsThatNeverStartedGoBack(t *testing.T) {
 	}
 	var p puts
 	w, code := s.reserved(&p, rows, 0)
-	require.Equal(t, memoryspec.OK, code)
+	require.Equal(t, memorygen.OK, code)
 	require.Equal(t, 3, p.n, "the chunk holds every row")
 	freed := []*byte{&p.w[1].obj.b[0], &p.w[2].obj.b[0]}
 	for _, r := range rows[1:] {
 		_, code := s.get(r.Key)
-		assert.Equal(t, memoryspec.Pending, code, "%s is reserved with its chunk", r.Key)
+		assert.Equal(t, memorygen.Pending, code, "%s is reserved with its chunk", r.Key)
 	}
 	s.unreserve(&p) // rows 1 and 2 never started
 	for _, r := range rows[1:] {
 		_, code := s.get(r.Key)
-		assert.Equal(t, memoryspec.NotFound, code, "%s is no longer reserved", r.Key)
+		assert.Equal(t, memorygen.NotFound, code, "%s is no longer reserved", r.Key)
 		assert.Nil(t, s.keys.get(r.Key), "%s left no entry behind", r.Key)
 	}
 	s.SetObject("x", make([]byte, 64))
@@ -272,12 +272,12 @@ func TestReservationsOfRowsThatNeverStartedGoBack(t *testing.T) {
 	assert.ElementsMatch(t, freed, []*byte{&s.keys.get("x").obj.b[0], &s.keys.get("y").obj.b[0]}, "their blocks went back")
 
 	_, code = s.get(rows[0].Key)
-	assert.Equal(t, memoryspec.Pending, code, "the row taken keeps its reservation")
+	assert.Equal(t, memorygen.Pending, code, "the row taken keeps its reservation")
 	s.mu.Lock()
-	require.Equal(t, memoryspec.OK, s.commitLocked(rows[0].Key, w))
+	require.Equal(t, memorygen.OK, s.commitLocked(rows[0].Key, w))
 	s.mu.Unlock()
 	o, code := s.get(rows[0].Key)
-	require.Equal(t, memoryspec.OK, code)
+	require.Equal(t, memorygen.OK, code)
 	s.done(o)
 	assert.Equal(t, 3, s.Len())
 }

@@ -10,7 +10,7 @@
 //     Controller (moving data, publishing results, ending access), so a
 //     row's result and the operation's access end can be observed apart.
 //
-// Every code-to-result decision comes from generated/memoryspec (spec/memory.yaml).
+// Every code-to-result decision comes from generated/memory (spec/memory.yaml).
 // Objects carry the trailer of stores/trailer (keyed when Options.Integrity
 // is set); a trailer or tag that does not match is a FAULT naming what was
 // wrong, and leaves the destination untouched.
@@ -38,7 +38,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/kvblob/kvblob/generated/memoryspec"
+	memorygen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -93,7 +93,7 @@ var _ driver.Driver = (*Driver)(nil)
 
 // New returns a driver.
 func New(opt Options) *Driver {
-	caps := memoryspec.Capabilities()
+	caps := memorygen.Memory().Capabilities
 	if opt.NoHints {
 		caps.Hints = false
 	}
@@ -113,7 +113,7 @@ func (d *Driver) Capabilities() driver.Capabilities { return d.caps }
 
 // Register admits a host region. A device region is refused.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
-	return d.life.Register(r, memoryspec.AdmitRegister, nil)
+	return d.life.Register(r, memorygen.Memory().Admission.Register, nil)
 }
 
 // Unregister revokes a registration; it is refused while an operation that
@@ -153,9 +153,9 @@ func (d *Driver) submit(rows []driver.Row, put bool, hint driver.Hint) (driver.O
 	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error {
 		var err error
 		if put {
-			err = memoryspec.AdmitPut(rows, live)
+			err = memorygen.Memory().Admission.Put(rows, live)
 		} else {
-			err = memoryspec.AdmitGet(rows, hint, live)
+			err = memorygen.Memory().Admission.Get(rows, hint, live)
 		}
 		if err == nil {
 			err = rules.AdmitHint(hint, d.caps.Hints)
@@ -197,6 +197,9 @@ func (d *Driver) Drain(ctx context.Context) bool {
 	})
 }
 
-// Close releases the driver. It is refused unless a drain returned true
-// since the last operation and every region is unregistered.
-func (d *Driver) Close() error { return d.life.Close(nil) }
+// Close releases the driver once every operation ended and every region
+// is unregistered (no Drain is needed first), after its background
+// goroutines, each past its last stage by then, returned.
+func (d *Driver) Close() error {
+	return d.life.Close(func() error { d.background.Wait(); return nil })
+}

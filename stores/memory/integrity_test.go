@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/generated/memoryspec"
+	memorygen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/memory"
@@ -56,7 +56,7 @@ func TestIntegrityRefusesRowsItCannotVerify(t *testing.T) {
 			store.SetObject("k", c.obj)
 			res, written := f.getInto(t, "k")
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
-			assert.Equal(t, int64(memoryspec.Corrupt), res.Code)
+			assert.Equal(t, int64(memorygen.Corrupt), res.Code)
 			assert.Contains(t, res.Text, "row integrity not verified")
 			assert.False(t, written, "a refused row must not reach the slot")
 

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/kvblob/kvblob/generated/memoryspec"
+	memorygen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/memory"
@@ -118,7 +118,7 @@ func TestAnObjectSeenWholeCarriesItsChecksum(t *testing.T) {
 
 	keyed := newFixture(t, memory.Options{Store: f.d.Store(), Integrity: rowKeys(t, 0xA0, 0)})
 	res, written := keyed.getInto(t, "a")
-	assert.Equal(t, int64(memoryspec.Corrupt), res.Code, "%v", res)
+	assert.Equal(t, int64(memorygen.Corrupt), res.Code, "%v", res)
 	assert.Contains(t, res.Text, "row integrity not verified")
 	assert.NotContains(t, res.Text, "CRC32")
 	assert.False(t, written)
@@ -161,7 +161,7 @@ func TestCorruptObjectsAreFaultsNamingWhatWasWrong(t *testing.T) {
 			require.NoError(t, err, "a store fault is a row result, never an error")
 			res := wait(t, op)[0]
 			assert.Equal(t, driver.Fault, res.Status)
-			assert.Equal(t, int64(memoryspec.Corrupt), res.Code)
+			assert.Equal(t, int64(memorygen.Corrupt), res.Code)
 			assert.Contains(t, res.Text, c.want)
 			assert.Equal(t, before, f.r.Slot(0).Bytes(), "a corrupt object must not reach the slot")
 		})
@@ -176,9 +176,9 @@ func TestStoreAnswersBecomeRowResults(t *testing.T) {
 		want  driver.Status
 		code  int64
 	}{
-		{"store error on put is a fault", func(f *fixture) { f.d.Store().Inject(memory.CallPut, "k", memoryspec.IOError) }, true, driver.Fault, int64(memoryspec.IOError)},
-		{"store error on get is a fault", func(f *fixture) { f.d.Store().Inject(memory.CallGet, "k", memoryspec.IOError) }, false, driver.Fault, int64(memoryspec.IOError)},
-		{"a full store declines", func(f *fixture) { f.d.Store().SetCapacity(10) }, true, driver.Declined, 0},
+		{"store error on put is a fault", func(f *fixture) { f.d.Store().Inject(memory.CallPut, "k", memorygen.IOError) }, true, driver.Fault, int64(memorygen.IOError)},
+		{"store error on get is a fault", func(f *fixture) { f.d.Store().Inject(memory.CallGet, "k", memorygen.IOError) }, false, driver.Fault, int64(memorygen.IOError)},
+		{"a full store declines", func(f *fixture) { f.d.Store().SetCapacity(10) }, true, driver.Declined, int64(memorygen.Full)},
 		{"another writer's key is not ready to put", func(f *fixture) { f.d.Store().BeginExternal("k") }, true, driver.NotReady, 0},
 		{"another writer's key is not ready to get", func(f *fixture) { f.d.Store().BeginExternal("k") }, false, driver.NotReady, 0},
 		{"a shorter object is a fault", func(f *fixture) { f.d.Store().SetObject("k", trailer.Encode("k", []byte("short"))) }, false, driver.Fault, 0},

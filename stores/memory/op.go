@@ -6,7 +6,7 @@ import (
 
 	"github.com/kvblob/kvblob/stores/trailer"
 
-	"github.com/kvblob/kvblob/generated/memoryspec"
+	memorygen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -209,7 +209,7 @@ type write struct {
 func (o *op) putRow(row driver.Row) (driver.Result, write) {
 	st := o.d.store
 	if code, ok := st.enter(CallPut, row.Key); ok {
-		return memoryspec.MapStorePut(int64(code)).Result, write{}
+		return memorygen.Memory().Calls.StorePut.Map(int64(code)).Result, write{}
 	}
 	n := int(row.Bytes())
 	if in := o.d.opt.Integrity; in.On() {
@@ -217,8 +217,8 @@ func (o *op) putRow(row driver.Row) (driver.Result, write) {
 		// tagged there a chunk at a time, while the chunk is in cache
 		// (trailer.Sealer.Copy); the tag and trailer follow.
 		w, code := st.begin(row.Key, n+int(in.Overhead()), false)
-		if code != memoryspec.OK {
-			return memoryspec.MapStorePut(int64(code)).Result, write{}
+		if code != memorygen.OK {
+			return memorygen.Memory().Calls.StorePut.Map(int64(code)).Result, write{}
 		}
 		sl := in.Sealer(int64(n))
 		off := 0
@@ -252,9 +252,9 @@ func ownBytes(row driver.Row) int { return int(row.Bytes()) + trailer.Size }
 // fill copies row out of its spans into w's object, which begin (or
 // reserved) gave it with code: it returns the row's result when the store
 // refused, or the write to commit.
-func fill(row driver.Row, w write, code memoryspec.Code) (driver.Result, write) {
-	if code != memoryspec.OK {
-		return memoryspec.MapStorePut(int64(code)).Result, write{}
+func fill(row driver.Row, w write, code memorygen.Code) (driver.Result, write) {
+	if code != memorygen.OK {
+		return memorygen.Memory().Calls.StorePut.Map(int64(code)).Result, write{}
 	}
 	off := 0
 	for _, s := range row.Spans {
@@ -266,7 +266,7 @@ func fill(row driver.Row, w write, code memoryspec.Code) (driver.Result, write) 
 func (o *op) getRow(row driver.Row) driver.Result {
 	st := o.d.store
 	if code, ok := st.enter(CallGet, row.Key); ok {
-		return memoryspec.MapStoreGet(int64(code), row.Bytes()).Result
+		return memorygen.Memory().Calls.StoreGet.Map(int64(code), row.Bytes()).Result
 	}
 	obj, code := st.get(row.Key)
 	if obj != nil {
@@ -277,9 +277,9 @@ func (o *op) getRow(row driver.Row) driver.Result {
 
 // readRow answers a get of row from what the store's lookup found: obj
 // (held by the caller until readRow returns) or the lookup's code.
-func (o *op) readRow(row driver.Row, obj *object, code memoryspec.Code) driver.Result {
-	if code != memoryspec.OK {
-		return memoryspec.MapStoreGet(int64(code), row.Bytes()).Result
+func (o *op) readRow(row driver.Row, obj *object, code memorygen.Code) driver.Result {
+	if code != memorygen.OK {
+		return memorygen.Memory().Calls.StoreGet.Map(int64(code), row.Bytes()).Result
 	}
 	// The trailer is checked before a byte is written, so a corrupt object
 	// leaves the destination untouched. An object the store wrote itself,
@@ -299,11 +299,11 @@ func (o *op) readRow(row driver.Row, obj *object, code memoryspec.Code) driver.R
 		payload, err = o.d.opt.Integrity.Check(obj.b, row.Key)
 	}
 	if err != nil {
-		m := memoryspec.MapStoreGet(int64(memoryspec.Corrupt), row.Bytes())
+		m := memorygen.Memory().Calls.StoreGet.Map(int64(memorygen.Corrupt), row.Bytes())
 		m.Result.Text += ": " + err.Error()
 		return m.Result
 	}
-	m := memoryspec.MapStoreGet(int64(len(payload)), row.Bytes())
+	m := memorygen.Memory().Calls.StoreGet.Map(int64(len(payload)), row.Bytes())
 	if m.Written == rules.WrittenYes {
 		for _, s := range row.Spans {
 			payload = payload[copy(s.Bytes(), payload):]
@@ -325,17 +325,17 @@ func (o *op) publish() {
 		// A commit answers OK but for a full store: OK's result is
 		// mapped once per call, not once per row (a lookup in the
 		// rule's codes under the store's lock).
-		committed := memoryspec.MapStorePut(int64(memoryspec.OK)).Result
+		committed := memorygen.Memory().Calls.StorePut.Map(int64(memorygen.OK)).Result
 		st := o.d.store
 		st.mu.Lock()
 		for i, w := range o.writes {
 			if w.obj == nil {
 				continue
 			}
-			if code := st.commitLocked(o.rows[i].Key, w); code == memoryspec.OK {
+			if code := st.commitLocked(o.rows[i].Key, w); code == memorygen.OK {
 				o.staged[i] = committed
 			} else {
-				o.staged[i] = memoryspec.MapStorePut(int64(code)).Result
+				o.staged[i] = memorygen.Memory().Calls.StorePut.Map(int64(code)).Result
 			}
 		}
 		st.mu.Unlock()

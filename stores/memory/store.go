@@ -8,7 +8,7 @@ import (
 	"github.com/kvblob/kvblob/internal/reuse"
 	"github.com/kvblob/kvblob/runtime/driver"
 
-	"github.com/kvblob/kvblob/generated/memoryspec"
+	memorygen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
@@ -29,7 +29,7 @@ type Store struct {
 	nextID   int
 	used     int64
 	capacity int64 // 0: unbounded
-	inject   map[callKey][]memoryspec.Code
+	inject   map[callKey][]memorygen.Code
 	holds    map[callKey][]chan struct{}
 	entered  map[callKey]chan struct{}
 }
@@ -85,12 +85,12 @@ const (
 func NewStore(capacity int64) *Store {
 	return &Store{
 		keys: newKeyTable(), capacity: capacity,
-		inject: map[callKey][]memoryspec.Code{}, holds: map[callKey][]chan struct{}{}, entered: map[callKey]chan struct{}{},
+		inject: map[callKey][]memorygen.Code{}, holds: map[callKey][]chan struct{}{}, entered: map[callKey]chan struct{}{},
 	}
 }
 
 // Inject makes the next call of call for key answer code.
-func (s *Store) Inject(call, key string, code memoryspec.Code) {
+func (s *Store) Inject(call, key string, code memorygen.Code) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := callKey{call, key}
@@ -265,9 +265,9 @@ func (s *Store) setLocked(e *entry, o *object) {
 
 // enter runs a call's staged hold and injection. It returns the injected
 // code, if any.
-func (s *Store) enter(call, key string) (memoryspec.Code, bool) {
+func (s *Store) enter(call, key string) (memorygen.Code, bool) {
 	if !s.staged.Load() {
-		return memoryspec.OK, false // nothing was ever staged: no lock to take
+		return memorygen.OK, false // nothing was ever staged: no lock to take
 	}
 	k := callKey{call, key}
 	s.mu.Lock()
@@ -290,13 +290,13 @@ func (s *Store) enter(call, key string) (memoryspec.Code, bool) {
 		s.inject[k] = cs[1:]
 		return c, true
 	}
-	return memoryspec.OK, false
+	return memorygen.OK, false
 }
 
 // begin reserves key for a writer and gives it an object of n bytes to
 // fill (own: the store writes it from a put; see object.own), as a write
 // to commit. It answers PENDING while another writer holds the key.
-func (s *Store) begin(key string, n int, own bool) (write, memoryspec.Code) {
+func (s *Store) begin(key string, n int, own bool) (write, memorygen.Code) {
 	h := s.keys.hash(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -304,24 +304,24 @@ func (s *Store) begin(key string, n int, own bool) (write, memoryspec.Code) {
 }
 
 // beginLocked is begin of key, hashed h (keyTable.hash). s.mu is held.
-func (s *Store) beginLocked(key string, h uint64, n int, own bool) (write, memoryspec.Code) {
+func (s *Store) beginLocked(key string, h uint64, n int, own bool) (write, memorygen.Code) {
 	e, p := s.keys.findHashed(key, h)
 	if e == nil {
 		e = s.newEntryLocked()
 		s.keys.insert(p, key, e)
 	} else if e.writer != 0 {
-		return write{}, memoryspec.Pending
+		return write{}, memorygen.Pending
 	}
 	s.nextID++
 	e.writer = s.nextID
 	e.writes++
-	return write{id: s.nextID, e: e, obj: s.newObjectLocked(n, own)}, memoryspec.OK
+	return write{id: s.nextID, e: e, obj: s.newObjectLocked(n, own)}, memorygen.OK
 }
 
 // commitLocked stores w's object under key and drops w's reservation. It
 // answers FULL when the object does not fit, and then releases it. s.mu
 // is held: a put commits its rows under one lock.
-func (s *Store) commitLocked(key string, w write) memoryspec.Code {
+func (s *Store) commitLocked(key string, w write) memorygen.Code {
 	e := w.e
 	e.writes--
 	if e.writer == w.id {
@@ -338,10 +338,10 @@ func (s *Store) commitLocked(key string, w write) memoryspec.Code {
 	if s.capacity > 0 && s.used+grow > s.capacity {
 		s.releaseLocked(w.obj)
 		s.dropIfEmptyLocked(e)
-		return memoryspec.Full
+		return memorygen.Full
 	}
 	s.setLocked(e, w.obj)
-	return memoryspec.OK
+	return memorygen.OK
 }
 
 // abortLocked gives back w, a reservation whose row never started: its
@@ -367,7 +367,7 @@ func (s *Store) abortLocked(w write) {
 type puts struct {
 	start, n int
 	w        [putChunk]write
-	codes    [putChunk]memoryspec.Code
+	codes    [putChunk]memorygen.Code
 }
 
 // putChunk is how many rows a put reserves under one hold of the store's
@@ -382,7 +382,7 @@ const putChunk = 32
 // reserved returns row i's reservation (a write to fill, or begin's
 // code), reserving rows i to i+putChunk-1 when i is past what p holds.
 // Rows are asked in order; a reservation taken is no longer p's.
-func (s *Store) reserved(p *puts, rows []driver.Row, i int) (write, memoryspec.Code) {
+func (s *Store) reserved(p *puts, rows []driver.Row, i int) (write, memorygen.Code) {
 	if i >= p.start+p.n {
 		// The chunk's keys are hashed and its rows sized (reading their
 		// spans) before the lock is taken, and the keys' slots read
@@ -424,7 +424,7 @@ func (s *Store) unreserve(p *puts) {
 // get returns the object under key, held until done is called (its block
 // is not reused while held): NOT_FOUND when absent, PENDING when absent
 // and being written.
-func (s *Store) get(key string) (*object, memoryspec.Code) {
+func (s *Store) get(key string) (*object, memorygen.Code) {
 	h := s.keys.hash(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -432,17 +432,17 @@ func (s *Store) get(key string) (*object, memoryspec.Code) {
 }
 
 // getLocked is get of key, hashed h (keyTable.hash). s.mu is held.
-func (s *Store) getLocked(key string, h uint64) (*object, memoryspec.Code) {
+func (s *Store) getLocked(key string, h uint64) (*object, memorygen.Code) {
 	switch e, _ := s.keys.findHashed(key, h); {
 	case e == nil:
-		return nil, memoryspec.NotFound
+		return nil, memorygen.NotFound
 	case e.obj != nil:
 		e.obj.refs++
-		return e.obj, memoryspec.OK
+		return e.obj, memorygen.OK
 	case e.writer != 0:
-		return nil, memoryspec.Pending
+		return nil, memorygen.Pending
 	}
-	return nil, memoryspec.NotFound
+	return nil, memorygen.NotFound
 }
 
 // done lets go of an object get returned.
@@ -465,7 +465,7 @@ func (s *Store) doneLocked(o *object) {
 type reads struct {
 	start, n int
 	objs     [readChunk]*object
-	codes    [readChunk]memoryspec.Code
+	codes    [readChunk]memorygen.Code
 }
 
 // readChunk is how many rows a get looks up under one hold of the store's
@@ -476,7 +476,7 @@ const readChunk = 32
 
 // at returns row i's object (held) or code, looking up rows i to
 // i+readChunk-1 when i is past what rd holds. Rows are asked in order.
-func (s *Store) at(rd *reads, rows []driver.Row, i int) (*object, memoryspec.Code) {
+func (s *Store) at(rd *reads, rows []driver.Row, i int) (*object, memorygen.Code) {
 	if i >= rd.start+rd.n {
 		// As reserved: hashed before the lock, the slots read together.
 		n := min(readChunk, len(rows)-i)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvblob/kvblob/generated/memoryspec"
+	memorygen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
@@ -60,8 +60,8 @@ func benchmarkStoreKeys(b *testing.B, cold bool) {
 		for j := 0; j < rows; j += putChunk {
 			t := time.Now()
 			for k := j; k < j+putChunk; k++ {
-				var code memoryspec.Code
-				if ws[k], code = s.reserved(&p, rs, k); code != memoryspec.OK {
+				var code memorygen.Code
+				if ws[k], code = s.reserved(&p, rs, k); code != memorygen.OK {
 					b.Fatalf("put %s: %v", rs[k].Key, code)
 				}
 			}

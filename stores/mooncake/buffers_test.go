@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/kvblob/kvblob/generated/mooncakespec"
+	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/internal/mooncakekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -25,10 +25,10 @@ var bufferFaults = []struct {
 	took  bool // the call took effect
 }{
 	{"answers INVALID_PARAMS", func(m *fakesdk.Master, call string) {
-		m.Answer(call, fakesdk.AnyBuffer, mooncakespec.InvalidParams)
+		m.Answer(call, fakesdk.AnyBuffer, mooncakegen.InvalidParams)
 	}, false},
 	{"answers INTERNAL_ERROR", func(m *fakesdk.Master, call string) {
-		m.Answer(call, fakesdk.AnyBuffer, mooncakespec.InternalError)
+		m.Answer(call, fakesdk.AnyBuffer, mooncakegen.InternalError)
 	}, false},
 	{"raises", func(m *fakesdk.Master, call string) { m.Raise(call, fakesdk.AnyBuffer) }, false},
 	{"raises after applying", func(m *fakesdk.Master, call string) { m.RaiseAfterApplying(call, fakesdk.AnyBuffer) }, true},
@@ -175,7 +175,7 @@ func TestAStageThatCannotBeHadFaultsEveryRowWithNoSDKCode(t *testing.T) {
 			return mooncake.FailStageAlloc(unix.ENOMEM)
 		}, "cannot allocate memory"},
 		{"register_buffer answers INVALID_PARAMS", func(m *fakesdk.Master) func() {
-			m.Answer(fakesdk.CallRegister, fakesdk.AnyBuffer, mooncakespec.InvalidParams)
+			m.Answer(fakesdk.CallRegister, fakesdk.AnyBuffer, mooncakegen.InvalidParams)
 			return func() {}
 		}, "register_buffer"},
 	} {

@@ -11,7 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/kvblob/kvblob/generated/mooncakespec"
+	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/runtime/rules"
 )
 
@@ -58,7 +58,7 @@ type ClientConfig struct {
 // DefaultConfig is the config an empty file gives.
 func DefaultConfig() Config {
 	return Config{
-		Backend: BackendConfig{Workers: mooncakespec.DefaultWorkers, RowsPerBatch: mooncakespec.DefaultRowsPerBatch, BytesPerBatch: mooncakespec.DefaultBytesPerBatch},
+		Backend: BackendConfig{Workers: mooncakegen.Mooncake0313().Defaults.Workers, RowsPerBatch: mooncakegen.Mooncake0313().Defaults.RowsPerBatch, BytesPerBatch: mooncakegen.Mooncake0313().Defaults.BytesPerBatch},
 		Mooncake: ClientConfig{Master: "127.0.0.1:50051", LocalHostname: "127.0.0.1",
 			MetadataServer: "P2PHANDSHAKE", Protocol: "tcp"},
 	}

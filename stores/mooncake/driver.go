@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/kvblob/kvblob/generated/mooncakeversions"
+	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/internal/reuse"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
@@ -41,10 +41,11 @@ type holding struct {
 // answer false at once. Shared state sits behind one lock never held across
 // an SDK call.
 type Driver struct {
-	sdk   SDK
-	opt   Options
-	spec  *rules.Spec
-	rules callRules
+	sdk SDK
+	opt Options
+	// spec is the picked spec: its typed Calls map every answer, its
+	// Admission admits every row.
+	spec *mooncakegen.Spec
 	// verified: the spec was verified on the client's build (see
 	// Options.AllowUnverified).
 	verified bool
@@ -60,14 +61,6 @@ type Driver struct {
 	spare      reuse.Stack[scratch] // Put's and Get's working space, while no call uses it
 }
 
-// callRules are the picked spec's rules, one per call the driver makes,
-// resolved once at open: a spec that lacks a call is refused there.
-type callRules struct {
-	start, scatter, end, revoke, get *rules.CallRule
-	admission                        rules.Admission
-	ok                               int64 // the code OK: register_buffer's success
-}
-
 var _ driver.Driver = (*Driver)(nil)
 
 // SDKName is the SDK a Mooncake client is, as every Mooncake spec names it
@@ -75,9 +68,15 @@ var _ driver.Driver = (*Driver)(nil)
 const SDKName = "mooncake-store"
 
 // Specs are the specs of every Mooncake version the driver serves
-// (spec/mooncake-*.yaml, generated/mooncakeversions), in the order it
-// tries them.
-func Specs() []*rules.Spec { return mooncakeversions.Specs() }
+// (spec/mooncake-*.yaml, generated/mooncake), in the order it tries them.
+func Specs() []*rules.Spec {
+	all := mooncakegen.Specs()
+	specs := make([]*rules.Spec, len(all))
+	for i, s := range all {
+		specs[i] = s.Spec
+	}
+	return specs
+}
 
 // New returns a driver over sdk. It picks the spec that holds for the
 // release the SDK reports (rules.Pick) and refuses a release no spec
@@ -98,7 +97,7 @@ func New(sdk SDK) (*Driver, error) { return NewWith(sdk, Options{}) }
 // docs/security.md.
 func NewWith(sdk SDK, opt Options) (*Driver, error) {
 	v := sdk.Version()
-	spec, err := rules.Pick("mooncake", SDKName, v, Specs()...)
+	spec, err := mooncakegen.Pick(SDKName, v)
 	if err != nil {
 		return nil, err
 	}
@@ -106,45 +105,17 @@ func NewWith(sdk SDK, opt Options) (*Driver, error) {
 	if !verified && !opt.AllowUnverified {
 		return nil, fmt.Errorf("mooncake: %s; refusing an unverified build. Run a verified build, or set Options.AllowUnverified to run it anyway (the gate does, and reports it), and once 'gate --sdk real' passes on it, add its commit to sdk.verified", why)
 	}
-	cr, err := resolve(spec)
-	if err != nil {
-		return nil, fmt.Errorf("mooncake: %w", err)
-	}
 	if !verified {
 		opt.Logger.Warn().Str("sdk", v).Str("spec", spec.Source).Msgf("mooncake: running an unverified SDK build because Options.AllowUnverified is set: %s", why)
 	}
 	if opt.Integrity.On() {
 		opt.Trailer = true
 	}
-	return &Driver{sdk: sdk, opt: opt, spec: spec, rules: cr, verified: verified, held: map[string]holding{}}, nil
-}
-
-// resolve reads the rules of every call the driver makes from spec.
-func resolve(spec *rules.Spec) (callRules, error) {
-	cr := callRules{admission: spec.Admission}
-	for _, c := range []struct {
-		name string
-		to   **rules.CallRule
-	}{
-		{"batch_put_session_start", &cr.start}, {"batch_put_from_multi_buffer_ranges", &cr.scatter},
-		{"batch_put_session_end", &cr.end}, {"batch_put_session_revoke", &cr.revoke}, {"batch_get_into", &cr.get},
-	} {
-		r, err := spec.Call(c.name)
-		if err != nil {
-			return callRules{}, err
-		}
-		*c.to = r
-	}
-	ok, found := spec.Codes["OK"]
-	if !found {
-		return callRules{}, fmt.Errorf("%s has no code OK; the driver reads register_buffer's success as it", spec.Source)
-	}
-	cr.ok = ok
-	return cr, nil
+	return &Driver{sdk: sdk, opt: opt, spec: spec, verified: verified, held: map[string]holding{}}, nil
 }
 
 // Spec returns the spec the driver picked for its SDK's version.
-func (d *Driver) Spec() *rules.Spec { return d.spec }
+func (d *Driver) Spec() *rules.Spec { return d.spec.Spec }
 
 // Verified reports whether the spec was verified on the SDK's build.
 func (d *Driver) Verified() bool { return d.verified }
@@ -170,7 +141,7 @@ func spanBuffer(s driver.Span) Buffer {
 // plain error: the registration may be live.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
 	admit := func(r *driver.Region) error {
-		if err := d.rules.admission.Register(r); err != nil {
+		if err := d.spec.Admission.Register(r); err != nil {
 			return err
 		}
 		if r.Addr == 0 {
@@ -184,7 +155,7 @@ func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mooncake: register_buffer of region %q raised; the registration may be live: %w", r.Name, err)
 		}
-		if code != d.rules.ok {
+		if code != int64(mooncakegen.OK) {
 			return nil, driver.Reject("register_buffer", "register_buffer of region %q answered %s", r.Name, d.codeName(code))
 		}
 		return buf, nil
@@ -197,7 +168,7 @@ func (d *Driver) Unregister(reg driver.Registration) error {
 	return d.life.Unregister(reg, func(handle any) error {
 		buf := handle.(Buffer)
 		code, err := d.sdk.UnregisterBuffer(buf)
-		if err != nil || code != d.rules.ok {
+		if err != nil || code != int64(mooncakegen.OK) {
 			return driver.Reject("unregister_buffer", "unregister_buffer of region %q answered %s (%v); it is still registered", reg.Region().Name, d.codeName(code), err)
 		}
 		return nil
@@ -310,7 +281,7 @@ const heldEnd hold = 255
 // the code), still to be revoked (heldOpen), or to be ended again at once
 // (heldEnd, which endAgain settles).
 func (d *Driver) afterRevoke(code int64) holding {
-	m := d.rules.revoke.Map(code, 0)
+	m := d.spec.Calls.BatchPutSessionRevoke.Map(code)
 	switch {
 	case m.Result.Status == driver.Ready:
 		return holding{}
@@ -339,7 +310,7 @@ func (d *Driver) endAgain(keys []string, holds []holding) {
 	}
 	codes, err := d.sdk.BatchPutSessionEnd(again)
 	for j, i := range at {
-		if err == nil && len(codes) == len(again) && d.rules.end.Map(codes[j], 0).Result.Status == driver.Ready {
+		if err == nil && len(codes) == len(again) && d.spec.Calls.BatchPutSessionEnd.Map(codes[j]).Result.Status == driver.Ready {
 			holds[i] = holding{}
 		} else {
 			holds[i].how = heldKeep
@@ -347,10 +318,13 @@ func (d *Driver) endAgain(keys []string, holds []holding) {
 	}
 }
 
-// Close closes the SDK client once a drain returned true and every region
-// is unregistered.
+// Close closes the SDK client once every call ended and every region is
+// unregistered (no Drain is needed first), after revoking the sessions
+// left open, as Drain does (metadata only: a failed revoke leaves a
+// session for the master to discard after put_start_discard_timeout_sec).
 func (d *Driver) Close() error {
 	return d.life.Close(func() error {
+		d.revokeLeftOpen(context.Background())
 		err := d.closeSDK()
 		d.mu.Lock()
 		defer d.mu.Unlock()

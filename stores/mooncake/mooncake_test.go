@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/generated/mooncakespec"
+	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/internal/mooncakekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -179,14 +179,14 @@ func TestSessionBookkeeping(t *testing.T) {
 		openAfter  bool   // a session is still open after drain
 		unprovable bool
 	}{
-		{"a scatter that answers TRANSFER_FAIL is never revoked", func(m *fakesdk.Master) { m.Answer(fakesdk.CallScatter, "k", mooncakespec.TransferFail) }, driver.Fault, "keep", true, false},
-		{"an unanswered end is left open and revoked in drain", func(m *fakesdk.Master) { m.Answer(fakesdk.CallEnd, "k", mooncakespec.RPCTimeout) }, driver.Fault, "open", false, false},
-		{"a refused end is revoked at once", func(m *fakesdk.Master) { m.Answer(fakesdk.CallEnd, "k", mooncakespec.InternalError) }, driver.Fault, "", false, false},
+		{"a scatter that answers TRANSFER_FAIL is never revoked", func(m *fakesdk.Master) { m.Answer(fakesdk.CallScatter, "k", mooncakegen.TransferFail) }, driver.Fault, "keep", true, false},
+		{"an unanswered end is left open and revoked in drain", func(m *fakesdk.Master) { m.Answer(fakesdk.CallEnd, "k", mooncakegen.RPCTimeout) }, driver.Fault, "open", false, false},
+		{"a refused end is revoked at once", func(m *fakesdk.Master) { m.Answer(fakesdk.CallEnd, "k", mooncakegen.InternalError) }, driver.Fault, "", false, false},
 		{"a raise in session start is revoked at once, leaving the key writable", func(m *fakesdk.Master) { m.Raise(fakesdk.CallStart, "k") }, driver.Fault, "", false, false},
 		{"a short scatter is revoked", func(m *fakesdk.Master) { m.Short("k") }, driver.Fault, "", false, false},
 		// Tried: err != nil || a count mismatch -> &&, which reads the missing answer.
 		{"a revoke that answers a wrong count is left open for drain", func(m *fakesdk.Master) {
-			m.Answer(fakesdk.CallEnd, "k", mooncakespec.InternalError)
+			m.Answer(fakesdk.CallEnd, "k", mooncakegen.InternalError)
 			m.Miscount(fakesdk.CallRevoke, "k")
 		}, driver.Fault, "open", false, false},
 		{"a raise in the scatter leaves access unproven", func(m *fakesdk.Master) { m.Raise(fakesdk.CallScatter, "k") }, driver.Fault, "keep", true, true},
@@ -221,12 +221,12 @@ func TestAKeptKeyIsRefusedWithTheAnswerThatKeptIt(t *testing.T) {
 		code  int64
 		text  string
 	}{
-		{"a scatter that answered TRANSFER_FAIL", func(m *fakesdk.Master) { m.Answer(fakesdk.CallScatter, "k", mooncakespec.TransferFail) }, int64(mooncakespec.TransferFail), "TRANSFER_FAIL"},
+		{"a scatter that answered TRANSFER_FAIL", func(m *fakesdk.Master) { m.Answer(fakesdk.CallScatter, "k", mooncakegen.TransferFail) }, int64(mooncakegen.TransferFail), "TRANSFER_FAIL"},
 		{"a scatter that raised", func(m *fakesdk.Master) { m.Raise(fakesdk.CallScatter, "k") }, 0, "raised"},
 		{"a session taken over (end and revoke -601)", func(m *fakesdk.Master) {
-			m.Answer(fakesdk.CallEnd, "k", mooncakespec.IllegalClient)
-			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.IllegalClient)
-		}, int64(mooncakespec.IllegalClient), "ILLEGAL_CLIENT"},
+			m.Answer(fakesdk.CallEnd, "k", mooncakegen.IllegalClient)
+			m.Answer(fakesdk.CallRevoke, "k", mooncakegen.IllegalClient)
+		}, int64(mooncakegen.IllegalClient), "ILLEGAL_CLIENT"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -250,7 +250,7 @@ func TestAKeptKeyIsRefusedWithTheAnswerThatKeptIt(t *testing.T) {
 
 func TestAKeyWhoseSessionWasLeftOpenIsReadyOnlyOnceItExists(t *testing.T) {
 	f := newFx(t)
-	f.m.Answer(fakesdk.CallEnd, "k", mooncakespec.RPCFail) // the end may still land
+	f.m.Answer(fakesdk.CallEnd, "k", mooncakegen.RPCFail) // the end may still land
 	_, res := f.put(t, f.row("k", 0))
 	require.Equal(t, driver.Fault, res[0].Status)
 	_, res = f.put(t, f.row("k", 1))
@@ -261,7 +261,7 @@ func TestAKeyWhoseSessionWasLeftOpenIsReadyOnlyOnceItExists(t *testing.T) {
 
 	// When the existence question itself fails, the row is a FAULT with
 	// no SDK code (0) that says which question failed (tried: code 1).
-	f.m.Answer(fakesdk.CallEnd, "j", mooncakespec.RPCFail)
+	f.m.Answer(fakesdk.CallEnd, "j", mooncakegen.RPCFail)
 	_, res = f.put(t, f.row("j", 0))
 	require.Equal(t, driver.Fault, res[0].Status)
 	f.m.Raise(fakesdk.CallExist, "j")
@@ -277,7 +277,7 @@ func TestGetAnswers(t *testing.T) {
 		name       string
 		stage      func(m *fakesdk.Master)
 		want       driver.Status
-		code       mooncakespec.Code
+		code       mooncakegen.Code
 		untouched  bool
 		unprovable bool
 		gets       int
@@ -286,20 +286,20 @@ func TestGetAnswers(t *testing.T) {
 		{"being written is NOT_READY", func(m *fakesdk.Master) { m.BeginForeign("k", slot) }, driver.NotReady, 0, true, false, 1},
 		{"an expired lease is read once more", func(m *fakesdk.Master) {
 			m.Plant("k", obj)
-			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakespec.LeaseExpired)
+			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakegen.LeaseExpired)
 		}, driver.Ready, 0, false, false, 2},
 		{"a second expiry is a fault", func(m *fakesdk.Master) {
 			m.Plant("k", obj)
-			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakespec.LeaseExpired)
-			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakespec.LeaseExpired)
-		}, driver.Fault, mooncakespec.LeaseExpired, false, false, 2},
+			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakegen.LeaseExpired)
+			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakegen.LeaseExpired)
+		}, driver.Fault, mooncakegen.LeaseExpired, false, false, 2},
 		{"a reread that finds nothing is a fault, never a MISS", func(m *fakesdk.Master) {
 			m.Plant("k", obj)
-			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakespec.LeaseExpired)
-			m.Answer(fakesdk.CallGet, "k", mooncakespec.ObjectNotFound)
+			m.AnswerAfterWriting(fakesdk.CallGet, "k", mooncakegen.LeaseExpired)
+			m.Answer(fakesdk.CallGet, "k", mooncakegen.ObjectNotFound)
 		}, driver.Fault, 0, false, false, 2},
 
-		{"a longer object is refused without a transfer", func(m *fakesdk.Master) { m.Plant("k", append(obj, 1)) }, driver.Fault, mooncakespec.InvalidParams, true, false, 1},
+		{"a longer object is refused without a transfer", func(m *fakesdk.Master) { m.Plant("k", append(obj, 1)) }, driver.Fault, mooncakegen.InvalidParams, true, false, 1},
 		{"a shorter object lands in the head and is a fault", func(m *fakesdk.Master) { m.Plant("k", obj[:10]) }, driver.Fault, 0, false, false, 1},
 		{"a raise leaves access unproven", func(m *fakesdk.Master) { m.Raise(fakesdk.CallGet, "k") }, driver.Fault, 0, true, true, 1},
 		{"a wrong answer count leaves access unproven", func(m *fakesdk.Master) {
@@ -371,7 +371,7 @@ func TestAGetWhoseTransferFailedEndsAtTeardown(t *testing.T) {
 	}
 	op, res := f.getFrozen(t)
 	require.Equal(t, driver.Fault, res[0].Status)
-	require.Equal(t, int64(mooncakespec.TransferFail), res[0].Code)
+	require.Equal(t, int64(mooncakegen.TransferFail), res[0].Code)
 	assert.False(t, op.AccessEnded(), "the transfer goes on")
 	assert.False(t, op.AccessUnprovable(), "a teardown ends it")
 	assert.True(t, driver.IsRejected(f.d.Unregister(f.reg)), "unregister while the transfer may land")
@@ -395,7 +395,7 @@ func TestAGetWaitingForTeardownSaysSoAndSignalsItsEnd(t *testing.T) {
 	f, b := frozenPeer(t)
 	defer func() { _ = b.Close() }()
 	op, res := f.getFrozen(t)
-	require.Equal(t, int64(mooncakespec.TransferFail), res[0].Code)
+	require.Equal(t, int64(mooncakegen.TransferFail), res[0].Code)
 	te, ok := op.(driver.TeardownEnder)
 	require.True(t, ok, "the get says what ends its access")
 	assert.True(t, te.AccessEndsAtTeardown())
@@ -426,7 +426,7 @@ func TestAGetFromAKilledPeerEndsAtTeardown(t *testing.T) {
 	f.m.Plant("k", bytes.Repeat([]byte{9}, slot))
 	f.m.KillPeer()
 	op, res := f.get(t, f.row("k", 0))
-	require.Equal(t, int64(mooncakespec.TransferFail), res[0].Code, res[0].Text)
+	require.Equal(t, int64(mooncakegen.TransferFail), res[0].Code, res[0].Text)
 	assert.False(t, op.AccessEnded())
 	assert.False(t, op.AccessUnprovable())
 	assert.True(t, f.d.Drain(conformance.Within(time.Second)))
@@ -446,7 +446,7 @@ func TestATransferThatOutlivesItsGetLandsWithoutTeardown(t *testing.T) {
 	f, b := frozenPeer(t)
 	defer func() { _ = b.Close() }()
 	_, res := f.getFrozen(t)
-	require.Equal(t, int64(mooncakespec.TransferFail), res[0].Code)
+	require.Equal(t, int64(mooncakegen.TransferFail), res[0].Code)
 	f.m.ThawPeer()
 	assert.Equal(t, bytes.Repeat([]byte{9}, slot), f.r.Slot(0).Bytes(), "landed after the call returned")
 	assert.True(t, f.d.Drain(conformance.Within(time.Second)))
@@ -487,7 +487,7 @@ func TestAdmissionComesFromTheSpec(t *testing.T) {
 	_, err = f.d.Register(&driver.Region{Name: "gpu", Kind: driver.Device, Layout: driver.Layout{SlotBytes: 8, Slots: 1}})
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, driver.RuleDeviceRegion, re.Rule)
-	assert.Equal(t, int64(2)<<30, int64(mooncakespec.MaxRowBytes), "rows must stay under 2 GiB")
+	assert.Equal(t, int64(2)<<30, int64(mooncakegen.Mooncake0313().Admission.MaxRowBytes), "rows must stay under 2 GiB")
 }
 
 // TestAHostRegionWithoutAnAddressIsRefused: the SDK registers memory by
@@ -515,23 +515,23 @@ func TestDrainClosesWhenOnlyMetadataIsLeft(t *testing.T) {
 	}{
 		{"revoke with no local session (c2: -600)", func(m *fakesdk.Master) {
 			m.Raise(fakesdk.CallStart, "k")
-			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.InvalidParams)
+			m.Answer(fakesdk.CallRevoke, "k", mooncakegen.InvalidParams)
 		}, ""},
 		{"revoke after a late-applied end (h11-15: -700 forever; a second end 0)", func(m *fakesdk.Master) {
-			m.Answer(fakesdk.CallEnd, "k", mooncakespec.RPCTimeout)
-			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.InvalidWrite)
+			m.Answer(fakesdk.CallEnd, "k", mooncakegen.RPCTimeout)
+			m.Answer(fakesdk.CallRevoke, "k", mooncakegen.InvalidWrite)
 		}, ""},
 		{"a session taken over by another client (g1: -601 forever)", func(m *fakesdk.Master) {
-			m.Answer(fakesdk.CallEnd, "k", mooncakespec.IllegalClient)
-			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.IllegalClient)
+			m.Answer(fakesdk.CallEnd, "k", mooncakegen.IllegalClient)
+			m.Answer(fakesdk.CallRevoke, "k", mooncakegen.IllegalClient)
 		}, "keep"},
 		{"an orphan session from a start whose answer was lost (h5: revoke -600)", func(m *fakesdk.Master) {
 			m.Raise(fakesdk.CallStart, "k")
-			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.InvalidParams)
+			m.Answer(fakesdk.CallRevoke, "k", mooncakegen.InvalidParams)
 		}, ""},
 		{"a revoke the master cannot answer (killed: -900)", func(m *fakesdk.Master) {
-			m.Answer(fakesdk.CallEnd, "k", mooncakespec.RPCFail)
-			m.Answer(fakesdk.CallRevoke, "k", mooncakespec.RPCFail)
+			m.Answer(fakesdk.CallEnd, "k", mooncakegen.RPCFail)
+			m.Answer(fakesdk.CallRevoke, "k", mooncakegen.RPCFail)
 		}, "open"},
 	}
 	for _, c := range cases {
@@ -603,7 +603,7 @@ func TestDrainClosesAfterTheRealSDKsLeftovers(t *testing.T) {
 	t.Run("an end applied late whose second end fails: the key is kept", func(t *testing.T) {
 		f := endTimedOut(t)
 		f.m.ThawMaster()
-		f.m.Answer(fakesdk.CallEnd, "k", mooncakespec.RPCFail) // the second end
+		f.m.Answer(fakesdk.CallEnd, "k", mooncakegen.RPCFail) // the second end
 		f.d.Drain(conformance.Within(time.Second))
 		// Kept under the revoke's answer, never ended or revoked again
 		// (tried: dropping holds[i].how = heldKeep in endAgain leaves the
@@ -619,7 +619,7 @@ func TestDrainClosesAfterTheRealSDKsLeftovers(t *testing.T) {
 		b := fakesdk.NewClient(f.m, mooncakekit.Version)
 		codes, err := b.BatchPutSessionStart([]string{"k"}, []int64{slot})
 		require.NoError(t, err)
-		require.Equal(t, []int64{int64(mooncakespec.OK)}, codes)
+		require.Equal(t, []int64{int64(mooncakegen.OK)}, codes)
 		h.Release()
 		require.NoError(t, f.m.Await(done))
 		assert.Equal(t, "keep", f.d.Held("k"))
@@ -627,14 +627,14 @@ func TestDrainClosesAfterTheRealSDKsLeftovers(t *testing.T) {
 		assert.True(t, f.m.SessionOpen("k"), "B's session is B's")
 		_, res := f.put(t, f.row("k", 1))
 		assert.Equal(t, driver.Fault, res[0].Status, "B has not finished, but this client can never write the key: not NOT_READY")
-		assert.Equal(t, int64(mooncakespec.IllegalClient), res[0].Code)
+		assert.Equal(t, int64(mooncakegen.IllegalClient), res[0].Code)
 		assert.Contains(t, res[0].Text, "lost to this client")
 		codes, err = b.BatchPutSessionRevoke([]string{"k"})
 		require.NoError(t, err)
-		require.Equal(t, []int64{int64(mooncakespec.OK)}, codes)
+		require.Equal(t, []int64{int64(mooncakegen.OK)}, codes)
 		_, res = f.put(t, f.row("k", 1))
 		assert.Equal(t, driver.Fault, res[0].Status, "the taker's object is gone: still refused, with the reason")
-		assert.Equal(t, int64(mooncakespec.IllegalClient), res[0].Code)
+		assert.Equal(t, int64(mooncakegen.IllegalClient), res[0].Code)
 		require.NoError(t, b.Close())
 	})
 	t.Run("a start timed out and applied late: an orphan nothing can revoke", func(t *testing.T) {

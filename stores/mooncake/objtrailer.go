@@ -5,6 +5,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/trailer"
@@ -83,7 +84,7 @@ func (d *Driver) room(s **stage, n int64) error {
 	if err != nil {
 		return fmt.Errorf("register_buffer of %d bytes of the driver's own raised; it may be registered, so it is kept: %w", n, err)
 	}
-	if code != d.rules.ok {
+	if code != int64(mooncakegen.OK) {
 		_ = hostmem.Free(mem)
 		return fmt.Errorf("register_buffer of %d bytes of the driver's own answered %s", n, d.codeName(code))
 	}
@@ -94,7 +95,7 @@ func (d *Driver) room(s **stage, n int64) error {
 // dropStage unregisters and frees s; a stage the SDK would not unregister
 // is kept registered, its memory never freed.
 func (d *Driver) dropStage(s *stage) {
-	if code, err := d.sdk.UnregisterBuffer(s.buf); err == nil && code == d.rules.ok {
+	if code, err := d.sdk.UnregisterBuffer(s.buf); err == nil && code == int64(mooncakegen.OK) {
 		_ = hostmem.Free(s.mem)
 	}
 }

@@ -68,7 +68,7 @@ type put struct {
 // complete, NOT_READY otherwise. It never starts a session for a key it
 // holds.
 func (d *Driver) Put(_ context.Context, rows []driver.Row) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return d.rules.admission.Put(rows, live) })
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return d.spec.Admission.Put(rows, live) })
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (p *put) startSessions(start []int) []int {
 	}
 	scatter := p.sc.scatter[:0]
 	for k, i := range start {
-		m := p.d.rules.start.Map(codes[k], 0)
+		m := p.d.spec.Calls.BatchPutSessionStart.Map(codes[k])
 		switch {
 		case m.Continue:
 			scatter = append(scatter, i)
@@ -236,7 +236,7 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 	kept := false
 	toEnd, toRevoke = p.sc.toEnd[:0], p.sc.toRevoke[:0]
 	for k, i := range idx {
-		m := p.d.rules.scatter.Map(answers[k], rows[i].Bytes()+p.d.overhead())
+		m := p.d.spec.Calls.BatchPutFromMultiBufferRanges.Map(answers[k], rows[i].Bytes()+p.d.overhead())
 		kept = kept || m.KeepsAccess
 		switch {
 		case m.Continue:
@@ -253,7 +253,7 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 	if kept {
 		p.sc.tailStage = nil // a transfer may still read it: never reused
 	}
-	if !p.d.rules.scatter.Access.Ended(kept) {
+	if !p.d.spec.Calls.BatchPutFromMultiBufferRanges.Access().Ended(kept) {
 		o.ended.Store(false)
 		o.unprovable = true
 	}
@@ -277,7 +277,7 @@ func (p *put) endSessions(idx []int) (toRevoke []int) {
 	}
 	toRevoke = p.sc.endRevoke[:0]
 	for k, i := range idx {
-		m := p.d.rules.end.Map(codes[k], 0)
+		m := p.d.spec.Calls.BatchPutSessionEnd.Map(codes[k])
 		o.results[i] = m.Result
 		switch {
 		case m.Result.Status == driver.Ready:
@@ -365,7 +365,7 @@ func existence(m rules.Mapping, status driver.Status) driver.Result {
 // rereads once the rows whose read lease expired. Access ends only when no
 // row's answer keeps it (TRANSFER_FAIL).
 func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
-	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return d.rules.admission.Get(rows, hint, live) })
+	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return d.spec.Admission.Get(rows, hint, live) })
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +385,7 @@ func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (dr
 		kept = kept.or(k)
 	}
 	switch {
-	case ok && d.rules.get.Access.Ended(kept.any()):
+	case ok && d.spec.Calls.BatchGetInto.Access().Ended(kept.any()):
 		o.ended.Store(true)
 	case ok && !kept.untilOther:
 		// Every kept transfer ends when the client is torn down: a drain
@@ -476,7 +476,7 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 		reread = sc.reread[:0] // idx is sc.reread when rereading
 	}
 	for k, i := range idx {
-		m := d.rules.get.Map(answers[k], rows[i].Bytes())
+		m := d.spec.Calls.BatchGetInto.Map(answers[k], rows[i].Bytes())
 		if rereading {
 			m = rules.AfterReread(m)
 		}

@@ -6,7 +6,7 @@
 // written whole and revokes the rest; a get is one batch_get_into.
 //
 // Every code-to-result decision, and every call's access-end rule, comes
-// from generated/mooncakespec (spec/mooncake-0.3.13.yaml); this package holds no
+// from generated/mooncake (spec/mooncake-0.3.13.yaml); this package holds no
 // numeric code and no code name of its own. What it adds is bookkeeping the
 // spec's follow-ups ask for: sessions it must never start twice, sessions
 // left open for drain to revoke, and sessions it must never revoke.

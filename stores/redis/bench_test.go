@@ -17,9 +17,7 @@ import (
 // loopback Redis and, in the same run, over the memory store, at 256 KiB
 // and 1 MiB rows; compare their MB/s.
 func BenchmarkRoundTrip(b *testing.B) {
-	if server == nil {
-		b.Skip(absent)
-	}
+	redis7.Need(b)
 	for _, rowBytes := range []int64{256 << 10, 1 << 20} {
 		for _, store := range []string{"redis", "memory"} {
 			b.Run(fmt.Sprintf("%s/%dKiB", store, rowBytes>>10), func(b *testing.B) {

@@ -8,72 +8,68 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/kvblob/kvblob/generated/redisspec"
-	"github.com/kvblob/kvblob/generated/valkey81spec"
+	redisgen "github.com/kvblob/kvblob/generated/redis"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
 )
 
 // A build is a server build the driver serves: the spec that holds for it
-// and how it replaces a writer's marker with the object, the one step whose
-// commands differ between them. Every other step sends the same commands to
-// every build, and every answer is mapped by the build's own spec.
+// (one of generated/redis's Specs, each typed: its Calls map every answer)
+// and how it replaces a writer's marker with the object, the one step
+// whose commands differ between builds, chosen by the spec's variant.
+// Every other step sends the same commands to every build, and every
+// answer is mapped by the build's own spec.
 type build struct {
-	spec *rules.Spec
+	spec *redisgen.Spec
 	// store sets codes[i] and errs[i] for each row i of idx (see
 	// storeObjects and storeIfEq).
-	store func(d *Driver, ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []redisspec.Code, errs []error)
+	store func(d *Driver, ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []redisgen.Code, errs []error)
 	// watched: on a standalone server whose user may transact, the build
 	// stores with WATCH/MULTI/EXEC, so Put sends the claim with the WATCH
 	// and GET of each key, in one round trip (putWatched).
 	watched bool
 }
 
-// builds are the servers kvblob holds a spec for. One code table serves
-// them all (classify.go classifies replies into generated/redisspec's codes), so
-// a spec added here must give each code it shares the same value; a test
-// holds every build to that.
-var builds = []build{
-	{spec: redisspec.Spec(), store: (*Driver).storeObjects, watched: true},
-	{spec: valkey81spec.Spec(), store: (*Driver).storeIfEq},
+// buildOf returns the build of spec, its store step picked by the spec's
+// variant: a new server build is a spec file (naming a variant below) and
+// 'make generate'. One code table serves every build (classify.go
+// classifies replies into generated/redis's codes, which the generator
+// holds to one value per name across the store's specs).
+// TestEverySpecHasABuild holds every generated spec to a variant here.
+func buildOf(spec *redisgen.Spec) (build, error) {
+	switch spec.Variant {
+	case redisgen.VariantWatch:
+		return build{spec: spec, store: (*Driver).storeObjects, watched: true}, nil
+	case redisgen.VariantIfeq:
+		return build{spec: spec, store: (*Driver).storeIfEq}, nil
+	}
+	return build{}, fmt.Errorf("redis: %s names variant %q, which this driver has no store step for; the driver stores by %q (WATCH/MULTI/EXEC) or %q (SET IFEQ)",
+		spec.Source, spec.Variant, redisgen.VariantWatch, redisgen.VariantIfeq)
 }
 
 // Specs are the specs of the server builds the driver serves, in the order
-// it tries them.
+// it tries them (generated/redis's Specs).
 func Specs() []*rules.Spec {
-	specs := make([]*rules.Spec, len(builds))
-	for i, b := range builds {
-		specs[i] = b.spec
+	all := redisgen.Specs()
+	specs := make([]*rules.Spec, len(all))
+	for i, s := range all {
+		specs[i] = s.Spec
 	}
 	return specs
 }
 
-// calls are the driver's resolved rules, one per call it makes.
-type calls struct {
-	claim, store, get *rules.CallRule
-}
-
 // pickBuild returns the build whose spec holds for the server that answered
-// HELLO with hello, its call rules, and the server and version it reported
+// HELLO with hello, and the server and version it reported
 // ("valkey-server 8.1.1", returned with an error too).
-func pickBuild(hello map[string]string) (build, calls, string, error) {
+func pickBuild(hello map[string]string) (build, string, error) {
 	sdk, version := ServerIdentity(hello)
 	server := sdk + " " + version
-	spec, err := rules.Pick("redis", sdk, version, Specs()...)
+	spec, err := redisgen.Pick(sdk, version)
 	if err != nil {
-		return build{}, calls{}, server, err
+		return build{}, server, err
 	}
-	b := builds[slices.IndexFunc(builds, func(b build) bool { return b.spec == spec })] // Pick returned one of Specs()
-	var c calls
-	for _, r := range []struct {
-		name string
-		to   **rules.CallRule
-	}{{"claim", &c.claim}, {"store", &c.store}, {"get", &c.get}} {
-		if *r.to, err = spec.Call(r.name); err != nil {
-			return build{}, calls{}, server, fmt.Errorf("redis: %w", err)
-		}
-	}
-	return b, c, server, nil
+	b, err := buildOf(spec)
+	return b, server, err
 }
 
 // pickBuildOf picks the build for the servers that answered HELLO with
@@ -82,8 +78,8 @@ func pickBuild(hello map[string]string) (build, calls, string, error) {
 // upgrade from one build to another, a spec picked from one master would
 // send commands another cannot run (SET IFEQ to a Valkey 8.0 or a Redis),
 // so the driver refuses the Cluster until its masters agree. It returns
-// the build, its rules, and the server and version ("valkey-server 8.1.1").
-func pickBuildOf(hellos map[string]map[string]string) (build, calls, string, error) {
+// the build and the server and version ("valkey-server 8.1.1").
+func pickBuildOf(hellos map[string]map[string]string) (build, string, error) {
 	addrs := make([]string, 0, len(hellos))
 	for a := range hellos {
 		addrs = append(addrs, a)
@@ -91,14 +87,13 @@ func pickBuildOf(hellos map[string]map[string]string) (build, calls, string, err
 	slices.Sort(addrs)
 	var (
 		b     build
-		c     calls
 		ver   string
 		found []string
 		first error
 		mixed bool
 	)
 	for i, a := range addrs {
-		bi, ci, what, err := pickBuild(hellos[a])
+		bi, what, err := pickBuild(hellos[a])
 		switch {
 		case err != nil:
 			what += " (no spec)"
@@ -106,7 +101,7 @@ func pickBuildOf(hellos map[string]map[string]string) (build, calls, string, err
 				first = err
 			}
 		case i == 0:
-			b, c, ver = bi, ci, what
+			b, ver = bi, what
 			what += " (" + bi.spec.Source + ")"
 		default:
 			mixed = mixed || bi.spec != b.spec
@@ -115,13 +110,13 @@ func pickBuildOf(hellos map[string]map[string]string) (build, calls, string, err
 		found = append(found, a+" is "+what)
 	}
 	if len(addrs) > 1 && (mixed || first != nil) {
-		return build{}, calls{}, "", fmt.Errorf("redis: the Cluster's masters are not all servers one spec holds for: %s. Open it once every master runs one build kvblob holds a spec for (%s)",
+		return build{}, "", fmt.Errorf("redis: the Cluster's masters are not all servers one spec holds for: %s. Open it once every master runs one build kvblob holds a spec for (%s)",
 			strings.Join(found, "; "), rules.Describe(Specs()...))
 	}
 	if first != nil {
-		return build{}, calls{}, "", first
+		return build{}, "", first
 	}
-	return b, c, ver, nil
+	return b, ver, nil
 }
 
 // ServerIdentity names the server that answered HELLO with hello (its
@@ -195,7 +190,7 @@ func orUnknown(v string) string {
 // row, pipelined. The server answers OK when the key still held this
 // writer's marker and nil when it did not; spec/redis-valkey-8.1.yaml maps
 // both. It works alike on a Cluster: each command names one key.
-func (d *Driver) storeIfEq(ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []redisspec.Code, errs []error) {
+func (d *Driver) storeIfEq(ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []redisgen.Code, errs []error) {
 	pipe := d.c.Pipeline()
 	sets := make([]*goredis.StatusCmd, len(idx))
 	for k, i := range idx {

@@ -11,36 +11,36 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/kvblob/kvblob/generated/redisspec"
+	redisgen "github.com/kvblob/kvblob/generated/redis"
 )
 
-// classify turns a go-redis reply error into a code of generated/redisspec's
+// classify turns a go-redis reply error into a code of generated/redis's
 // table, which every spec the driver serves shares (builds.go). It returns
 // the error too, so a FAULT can carry its text. What each code means for a
 // row is the picked spec's, not this function's.
-func classify(err error) (redisspec.Code, error) {
+func classify(err error) (redisgen.Code, error) {
 	var netErr net.Error
 	var redisErr goredis.Error
 	switch {
 	case err == nil:
-		return redisspec.OK, nil
+		return redisgen.OK, nil
 	case errors.Is(err, goredis.Nil):
-		return redisspec.Nil, nil
+		return redisgen.Nil, nil
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return redisspec.Timeout, err
+		return redisgen.Timeout, err
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNREFUSED),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, goredis.ErrClosed),
 		errors.Is(err, net.ErrClosed), errors.As(err, new(*net.OpError)):
-		return redisspec.Conn, err
+		return redisgen.Conn, err
 	case errors.As(err, &redisErr) && strings.HasPrefix(err.Error(), "OOM "):
-		return redisspec.OOM, err
+		return redisgen.OOM, err
 	case errors.As(err, &redisErr) && strings.HasPrefix(err.Error(), "NOPERM"):
-		return redisspec.Noperm, explainNoperm(err)
+		return redisgen.Noperm, explainNoperm(err)
 	case errors.As(err, &redisErr) && strings.HasPrefix(err.Error(), "BUSY "):
 		// A FAULT (the spec's otherwise) that says whose doing it is.
-		return redisspec.Err, fmt.Errorf("the server is running a script past its busy-reply-threshold, another client's (this driver's scripts end at once; docs/security.md): %w", err)
+		return redisgen.Err, fmt.Errorf("the server is running a script past its busy-reply-threshold, another client's (this driver's scripts end at once; docs/security.md): %w", err)
 	}
-	return redisspec.Err, err
+	return redisgen.Err, err
 }
 
 // explainNoperm says what a NOPERM reply asks of whoever configures the

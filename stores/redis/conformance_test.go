@@ -9,22 +9,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/stores/redis"
 )
 
-// builds are the server builds TestMain started, each with why it could
-// not, when it could not.
+// builds are the server builds the package owns.
 func builds() []struct {
-	build  *rediskit.Build
-	server *rediskit.Server
-	absent string
+	build *rediskit.Build
+	owned *storekit.Owned[*rediskit.Server]
 } {
 	return []struct {
-		build  *rediskit.Build
-		server *rediskit.Server
-		absent string
-	}{{rediskit.Redis7, server, absent}, {rediskit.Valkey81, valkey, valkeyAbsent}}
+		build *rediskit.Build
+		owned *storekit.Owned[*rediskit.Server]
+	}{{rediskit.Redis7, redis7}, {rediskit.Valkey81, valkey81}}
 }
 
 // TestConformance runs the suite over one server of each build, with its
@@ -32,8 +30,8 @@ func builds() []struct {
 // "redis-valkey-8.1" on Valkey 8.1, the Redis rows of the gate's table.
 func TestConformance(t *testing.T) {
 	for _, b := range builds() {
-		dep := func() rediskit.Deployment { return rediskit.Deployment{Addrs: []string{b.server.Addr}} }
-		conformance.Run(t, b.build.Suite(b.build.Store, dep, b.server != nil, b.absent))
+		dep := func() rediskit.Deployment { return rediskit.Deployment{Addrs: []string{b.owned.Value().Addr}} }
+		conformance.Run(t, b.build.Suite(b.build.Store, dep, b.owned.Value() != nil, b.owned.Why()))
 	}
 }
 
@@ -43,11 +41,11 @@ func TestConformance(t *testing.T) {
 func TestConformanceOverACluster(t *testing.T) {
 	for _, b := range builds() {
 		var c *rediskit.Cluster
-		if b.server != nil {
+		if b.owned.Value() != nil {
 			c = clusterOf(t, b.build)
 		}
 		dep := func() rediskit.Deployment { return rediskit.Deployment{Addrs: c.Addrs(), Cluster: true} }
-		s := b.build.Suite(b.build.Store+"-cluster", dep, c != nil, b.absent)
+		s := b.build.Suite(b.build.Store+"-cluster", dep, c != nil, b.owned.Why())
 		s.SDKChecks = nil
 		conformance.Run(t, s)
 	}
@@ -57,8 +55,8 @@ func TestConformanceOverACluster(t *testing.T) {
 // Cluster, the driver picks spec/redis-valkey-8.1.yaml, which stores with
 // SET IFEQ.
 func TestValkey81IsPickedByTheServer(t *testing.T) {
-	needValkey(t)
-	for _, dep := range [][]string{{valkey.Addr}, clusterOf(t, rediskit.Valkey81).Addrs()} {
+	valkey81.Need(t)
+	for _, dep := range [][]string{{valkey81.Value().Addr}, clusterOf(t, rediskit.Valkey81).Addrs()} {
 		d, err := redis.Open(context.Background(), redis.Options{Addrs: dep, Cluster: len(dep) > 1})
 		require.NoError(t, err)
 		assert.Equal(t, rediskit.Valkey81.Spec, d.Spec(), "the driver picked %s", d.Spec())

@@ -134,7 +134,7 @@ func awaitPoolProbes(t *testing.T, ignore goleak.Option) {
 // go-redis's lines (SetClientLogger), and the dials that reach the network do not grow with
 // the rows (after one failed dial the guard fails the others at once).
 func TestADeadServerIsQuietAndBounded(t *testing.T) {
-	needServer(t)
+	redis7.Need(t)
 	// go-redis prints its pool's dial failures to stderr unless a program
 	// routes them; this is the call docs/operating.md gives for that.
 	redis.SetClientLogger(zerolog.Nop())

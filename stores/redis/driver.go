@@ -37,7 +37,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/kvblob/kvblob/generated/redisspec"
+	redisgen "github.com/kvblob/kvblob/generated/redis"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -62,10 +62,9 @@ type Driver struct {
 	opt  Options
 	ver  string
 
-	// build is the server build the driver talks to, and calls the rules
-	// of its spec for each call the driver makes.
+	// build is the server build the driver talks to; its spec's Calls
+	// map the answer of each call the driver makes.
 	build build
-	calls calls
 
 	life driverkit.Lifecycle
 
@@ -144,12 +143,12 @@ func Open(ctx context.Context, opt Options) (*Driver, error) {
 		closeAll()
 		return nil, openError(opt, err)
 	}
-	b, calls, ver, err := pickBuildOf(hellos)
+	b, ver, err := pickBuildOf(hellos)
 	if err != nil {
 		closeAll()
 		return nil, err
 	}
-	return &Driver{c: c, g: g, gate: gate, opt: opt, ver: ver, build: b, calls: calls}, nil
+	return &Driver{c: c, g: g, gate: gate, opt: opt, ver: ver, build: b}, nil
 }
 
 // serverHellos asks each server the driver writes to for HELLO: the one
@@ -182,7 +181,7 @@ func (d *Driver) String() string {
 func (d *Driver) ServerVersion() string { return d.ver }
 
 // Spec is the spec that holds for the server the driver talks to.
-func (d *Driver) Spec() *rules.Spec { return d.build.spec }
+func (d *Driver) Spec() *rules.Spec { return d.build.spec.Spec }
 
 // Client returns the go-redis client puts go out on (for tests and
 // diagnostics).
@@ -209,8 +208,9 @@ func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unreg
 // return, so no operation is ever unprovable.
 func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil) }
 
-// Close closes the client once a drain returned true and every region is
-// unregistered, and drops the object buffers it kept.
+// Close closes the client once every call ended and every region is
+// unregistered (driverkit.Lifecycle.Close), and drops the object buffers
+// it kept.
 func (d *Driver) Close() error {
 	return d.life.Close(func() error {
 		d.bufs.drop()
@@ -282,7 +282,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 				d.bufs.put(objs[i])
 			}
 		}()
-		codes := make([]redisspec.Code, len(rows))
+		codes := make([]redisgen.Code, len(rows))
 		errs := make([]error, len(rows))
 		d.build.store(d, ctx, rows, store, objs, marker, codes, errs)
 		d.stored(ctx, rows, store, marker, codes, errs, results)
@@ -310,9 +310,9 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 func (d *Driver) claimed(ok bool, err error) (rules.Mapping, error) {
 	code, cerr := classify(err)
 	if err == nil && !ok {
-		code = redisspec.Nil
+		code = redisgen.Nil
 	}
-	return d.calls.claim.Map(int64(code), 0), cerr
+	return d.build.spec.Calls.Claim.Map(int64(code)), cerr
 }
 
 // present answers the existence question of a row whose key the claim
@@ -358,10 +358,10 @@ const markerLen = int64(trailer.MarkerLen)
 
 // stored maps the store step's code of each row of idx into its result,
 // and releases the rows that were not stored.
-func (d *Driver) stored(ctx context.Context, rows []driver.Row, idx []int, marker string, codes []redisspec.Code, errs []error, results []driver.Result) {
+func (d *Driver) stored(ctx context.Context, rows []driver.Row, idx []int, marker string, codes []redisgen.Code, errs []error, results []driver.Result) {
 	var release []int
 	for _, i := range idx {
-		m := d.calls.store.Map(int64(codes[i]), 0)
+		m := d.build.spec.Calls.Store.Map(int64(codes[i]))
 		results[i] = m.WithCause(errs[i])
 		// A release deletes the key only if it still holds this
 		// writer's marker, so it is safe after any answer, also one
@@ -403,7 +403,7 @@ func (d *Driver) putWatched(ctx context.Context, c *goredis.Client, rows []drive
 			}
 		}
 	}()
-	codes := make([]redisspec.Code, len(rows))
+	codes := make([]redisgen.Code, len(rows))
 	errs := make([]error, len(rows))
 	var store, undecided, aborted []int
 	_ = c.Watch(ctx, func(tx *goredis.Tx) error {
@@ -463,9 +463,9 @@ const watchAttempts = 3
 // aborts again (the key itself changed, but still holds the marker: it was
 // rewritten with the same bytes) is tried again, at most watchAttempts
 // times; then the row faults with ERR, saying so.
-func (d *Driver) storeWatchedOne(ctx context.Context, c *goredis.Client, key string, obj []byte, marker string) (redisspec.Code, error) {
+func (d *Driver) storeWatchedOne(ctx context.Context, c *goredis.Client, key string, obj []byte, marker string) (redisgen.Code, error) {
 	for range watchAttempts {
-		var code redisspec.Code
+		var code redisgen.Code
 		var cerr error
 		err := c.Watch(ctx, func(tx *goredis.Tx) error {
 			var get *goredis.StringCmd
@@ -477,7 +477,7 @@ func (d *Driver) storeWatchedOne(ctx context.Context, c *goredis.Client, key str
 			v, err := get.Result()
 			switch {
 			case err == goredis.Nil || err == nil && v != marker:
-				code = redisspec.Lost
+				code = redisgen.Lost
 				return tx.Unwatch(ctx).Err()
 			case err != nil:
 				code, cerr = classify(err)
@@ -494,13 +494,13 @@ func (d *Driver) storeWatchedOne(ctx context.Context, c *goredis.Client, key str
 			return err
 		})
 		switch {
-		case err != nil && code == redisspec.OK: // no reply decided the row
+		case err != nil && code == redisgen.OK: // no reply decided the row
 			return classify(err)
 		case !errors.Is(err, goredis.TxFailedErr):
 			return code, cerr
 		}
 	}
-	return redisspec.Err, fmt.Errorf("the key changed under each of %d transactions while it held this writer's marker", watchAttempts)
+	return redisgen.Err, fmt.Errorf("the key changed under each of %d transactions while it held this writer's marker", watchAttempts)
 }
 
 // storeObjects is a Redis 7 store for rows already claimed: it replaces
@@ -522,7 +522,7 @@ func (d *Driver) storeWatchedOne(ctx context.Context, c *goredis.Client, key str
 // script; so does a user without transactions, and a put whose first
 // question whether the user may transact found no answer (the next put
 // asks again).
-func (d *Driver) storeObjects(ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []redisspec.Code, errs []error) {
+func (d *Driver) storeObjects(ctx context.Context, rows []driver.Row, idx []int, objs [][]byte, marker string, codes []redisgen.Code, errs []error) {
 	if len(idx) == 0 {
 		return
 	}
@@ -536,7 +536,7 @@ func (d *Driver) storeObjects(ctx context.Context, rows []driver.Row, idx []int,
 		n, err := cas[k].Int()
 		codes[i], errs[i] = classify(err)
 		if err == nil && n == 0 {
-			codes[i] = redisspec.Lost
+			codes[i] = redisgen.Lost
 		}
 	}
 }
@@ -575,7 +575,7 @@ func (d *Driver) mayTransact(ctx context.Context, c *goredis.Client) bool {
 
 func isNoperm(err error) bool {
 	code, _ := classify(err)
-	return code == redisspec.Noperm
+	return code == redisgen.Noperm
 }
 
 // What the replies to a claimed row's WATCH and GET say of it.
@@ -587,7 +587,7 @@ const (
 
 // watchedRow sorts claimed row i by the replies to its WATCH and GET,
 // setting codes[i] and errs[i] when they decide it.
-func (d *Driver) watchedRow(i int, watch *goredis.StatusCmd, get *goredis.StringCmd, marker string, codes []redisspec.Code, errs []error) int {
+func (d *Driver) watchedRow(i int, watch *goredis.StatusCmd, get *goredis.StringCmd, marker string, codes []redisgen.Code, errs []error) int {
 	err := watch.Err()
 	if err == nil {
 		err = get.Err()
@@ -597,7 +597,7 @@ func (d *Driver) watchedRow(i int, watch *goredis.StatusCmd, get *goredis.String
 		d.tx.Store(txRefused) // the ACL changed under us: the script decides
 		return rowUndecided
 	case err == goredis.Nil || err == nil && v != marker:
-		codes[i], errs[i] = redisspec.Lost, nil
+		codes[i], errs[i] = redisgen.Lost, nil
 	case err != nil:
 		codes[i], errs[i] = classify(err)
 	default:
@@ -611,7 +611,7 @@ func (d *Driver) watchedRow(i int, watch *goredis.StatusCmd, get *goredis.String
 // changed since its WATCH, and returns the rows it could not settle (it
 // aborted, or another row's SET was refused). With no row, it only ends
 // the watch.
-func (d *Driver) transact(ctx context.Context, tx *goredis.Tx, rows []driver.Row, ours []int, objs [][]byte, codes []redisspec.Code, errs []error) (undecided []int) {
+func (d *Driver) transact(ctx context.Context, tx *goredis.Tx, rows []driver.Row, ours []int, objs [][]byte, codes []redisgen.Code, errs []error) (undecided []int) {
 	if len(ours) == 0 {
 		_ = tx.Unwatch(ctx).Err()
 		return nil
@@ -789,12 +789,12 @@ func (d *Driver) got(row driver.Row, v []byte, err error) driver.Result {
 	}
 	if err != nil {
 		code, cerr := classify(err)
-		return d.calls.get.Map(int64(code), row.Bytes()).WithCause(cerr)
+		return d.build.spec.Calls.Get.Map(int64(code), row.Bytes()).WithCause(cerr)
 	}
 	if long := d.readMax(row); int64(len(v)) > long {
 		// The size rule (payload length differs), with the length the
 		// driver knows: more than long bytes.
-		return d.calls.get.Map(int64(len(v)), row.Bytes()).WithCause(
+		return d.build.spec.Calls.Get.Map(int64(len(v)), row.Bytes()).WithCause(
 			fmt.Errorf("the key holds more than %d bytes, longer than any object of this row; the driver read no further", long))
 	}
 	// The object's trailer first, then the marker's exact form
@@ -803,11 +803,11 @@ func (d *Driver) got(row driver.Row, v []byte, err error) driver.Result {
 	payload, err := d.opt.Integrity.Check(v, row.Key)
 	if err != nil {
 		if trailer.IsMarker(v) {
-			return d.calls.get.Map(int64(redisspec.Pending), row.Bytes()).Result
+			return d.build.spec.Calls.Get.Map(int64(redisgen.Pending), row.Bytes()).Result
 		}
-		return d.calls.get.Map(int64(redisspec.Corrupt), row.Bytes()).WithCause(err)
+		return d.build.spec.Calls.Get.Map(int64(redisgen.Corrupt), row.Bytes()).WithCause(err)
 	}
-	m := d.calls.get.Map(int64(len(payload)), row.Bytes())
+	m := d.build.spec.Calls.Get.Map(int64(len(payload)), row.Bytes())
 	if m.Written == rules.WrittenYes {
 		for _, s := range row.Spans {
 			payload = payload[copy(s.Bytes(), payload):]

@@ -181,9 +181,9 @@ func TestRealServerFaults(t *testing.T) {
 	for _, b := range rediskit.Builds {
 		t.Run(b.Name, func(t *testing.T) {
 			if b == rediskit.Valkey81 {
-				needValkey(t)
+				valkey81.Need(t)
 			} else {
-				needServer(t)
+				redis7.Need(t)
 			}
 			realServerFaults(t, b)
 		})

@@ -16,10 +16,10 @@ import (
 )
 
 // markerMagic and aMarker are how the driver's pending markers look: the
-// magic, then 24 hex digits.
+// magic, then a claim.Token's 32 hex digits.
 const (
 	markerMagic = "kvblob-pending:"
-	aMarker     = markerMagic + "0123456789abcdef01234567"
+	aMarker     = markerMagic + "0123456789abcdef0123456789abcdef"
 )
 
 // TestAPayloadThatLooksLikeAMarkerIsARow: a marker and an object share a
@@ -46,8 +46,8 @@ func TestAPayloadThatLooksLikeAMarkerIsARow(t *testing.T) {
 	for _, b := range builds() {
 		for _, keyed := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/keyed=%v", b.build.Name, keyed), func(t *testing.T) {
-				need(t, b.server != nil, b.absent)
-				opt := redis.Options{Addrs: []string{b.server.Addr}}
+				b.owned.Need(t)
+				opt := redis.Options{Addrs: []string{b.owned.Value().Addr}}
 				if keyed {
 					opt.Integrity = in
 				}

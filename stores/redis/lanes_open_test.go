@@ -24,7 +24,7 @@ import (
 // PublishesYield) fails here in seconds, naming the get, instead of
 // hanging the package's tests.
 func TestOpenWiresTheLanesTheOptionsAskFor(t *testing.T) {
-	needServer(t)
+	redis7.Need(t)
 	for _, c := range []struct {
 		name              string
 		share, yield      bool

@@ -38,7 +38,7 @@ func (l *lines) Printf(_ context.Context, format string, v ...any) {
 // lines still reach it. (Open used to replace go-redis's process-wide
 // logger, and the embedder's clients went silent.)
 func TestOpenLeavesGoRedisLoggerAlone(t *testing.T) {
-	needServer(t)
+	redis7.Need(t)
 	if os.Getenv(loggerChild) != "1" {
 		exe, err := os.Executable()
 		require.NoError(t, err)
@@ -53,7 +53,7 @@ func TestOpenLeavesGoRedisLoggerAlone(t *testing.T) {
 	}
 	mine := &lines{}
 	goredis.SetLogger(mine)
-	d, err := redis.Open(context.Background(), redis.Options{Addrs: []string{server.Addr}})
+	d, err := redis.Open(context.Background(), redis.Options{Addrs: []string{redis7.Value().Addr}})
 	require.NoError(t, err)
 	defer func() {
 		require.True(t, d.Drain(t.Context()))
@@ -62,7 +62,7 @@ func TestOpenLeavesGoRedisLoggerAlone(t *testing.T) {
 
 	// go-redis logs, on the caller's context, that it truncates an expiry
 	// under a millisecond; the embedder's own client, the embedder's log.
-	own := goredis.NewClient(&goredis.Options{Addr: server.Addr})
+	own := goredis.NewClient(&goredis.Options{Addr: redis7.Value().Addr})
 	defer own.Close()
 	require.NoError(t, own.Set(context.Background(), "embedder-key", "v", 500*time.Microsecond).Err())
 	mine.mu.Lock()

@@ -15,7 +15,7 @@ import (
 // (whose nodes also listen on the cluster bus): 127.0.0.1 only, never
 // 0.0.0.0, :: or another interface.
 func TestStartedServersListenOnLoopbackOnly(t *testing.T) {
-	needServer(t)
+	redis7.Need(t)
 	check := func(t *testing.T, servers ...*rediskit.Server) {
 		for _, s := range servers {
 			addrs, err := s.Listening()
@@ -27,13 +27,13 @@ func TestStartedServersListenOnLoopbackOnly(t *testing.T) {
 			t.Logf("%s listens on %v", s.Addr, addrs)
 		}
 	}
-	t.Run("standalone", func(t *testing.T) { check(t, server) })
+	t.Run("standalone", func(t *testing.T) { check(t, redis7.Value()) })
 	t.Run("cluster", func(t *testing.T) { check(t, clusterOf(t, rediskit.Redis7).Nodes...) })
 	t.Run("tls-standalone", func(t *testing.T) { check(t, startSecure(t, rediskit.Redis7, false).servers...) })
 	t.Run("tls-cluster", func(t *testing.T) { check(t, startSecure(t, rediskit.Redis7, true).servers...) })
 	// Valkey 8.1 runs through a wrapper that execs it: the process checked
 	// is the server itself.
-	t.Run("valkey-standalone", func(t *testing.T) { needValkey(t); check(t, valkey) })
-	t.Run("valkey-cluster", func(t *testing.T) { needValkey(t); check(t, clusterOf(t, rediskit.Valkey81).Nodes...) })
+	t.Run("valkey-standalone", func(t *testing.T) { valkey81.Need(t); check(t, valkey81.Value()) })
+	t.Run("valkey-cluster", func(t *testing.T) { valkey81.Need(t); check(t, clusterOf(t, rediskit.Valkey81).Nodes...) })
 	t.Run("valkey-tls-cluster", func(t *testing.T) { check(t, startSecure(t, rediskit.Valkey81, true).servers...) })
 }

@@ -33,9 +33,9 @@ func TestAnOversizedValueIsRefusedByItsLength(t *testing.T) {
 		for _, cluster := range []bool{false, true} {
 			name := b.build.Name + "/" + map[bool]string{false: "standalone", true: "cluster"}[cluster]
 			t.Run(name, func(t *testing.T) {
-				need(t, b.server != nil, b.absent)
+				b.owned.Need(t)
 				ctx := context.Background()
-				addrs := []string{b.server.Addr}
+				addrs := []string{b.owned.Value().Addr}
 				if cluster {
 					addrs = clusterOf(t, b.build).Addrs()
 				}

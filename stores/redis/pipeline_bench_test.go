@@ -23,14 +23,12 @@ import (
 //
 //	go test ./stores/redis -run '^$' -bench VsPipeline -count 7
 func BenchmarkVsPipeline(b *testing.B) {
-	if server == nil {
-		b.Skip(absent)
-	}
+	redis7.Need(b)
 	for _, rowBytes := range []int64{256 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("%dKiB", rowBytes>>10), func(b *testing.B) {
 			const rows = 16
 			ctx := context.Background()
-			d, err := redis.Open(ctx, redis.Options{Addrs: []string{server.Addr}})
+			d, err := redis.Open(ctx, redis.Options{Addrs: []string{redis7.Value().Addr}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -19,7 +19,7 @@ import (
 // the last, is another writer's row (a FAULT, never READY), and the key
 // keeps it.
 func TestAPutOverAKeyHoldingAnotherObjectIsNotReady(t *testing.T) {
-	needServer(t)
+	redis7.Need(t)
 	ctx := context.Background()
 	const n = 1000
 	own := bytes.Repeat([]byte{0x5A}, n)
@@ -36,7 +36,7 @@ func TestAPutOverAKeyHoldingAnotherObjectIsNotReady(t *testing.T) {
 		{"the row's bytes less the last", own[:n-1], driver.Fault},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFx(t, server.Addr)
+			f := newFx(t, redis7.Value().Addr)
 			key, err := driver.Key("present", []byte(t.Name()))
 			require.NoError(t, err)
 			obj := trailer.Encode(key, tc.planted)

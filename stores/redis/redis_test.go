@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,99 +19,40 @@ import (
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
+// The package's servers, of each build: a redis-server 7 and a Valkey
+// 8.1 on loopback, started before the tests, and a three-node Cluster of
+// each, started by the first test that needs it (most tests, and the
+// gate's run, need none). A test takes one with Need, which skips it when
+// the build is not installed, and fails it under CI=true (make deps,
+// which .ci/run runs, installs redis-server and fetches Valkey 8.1).
 var (
-	server *rediskit.Server
-	absent string // why no server could be started
-
-	// valkey is Valkey 8.1's (spec/redis-valkey-8.1.yaml), or nil and
-	// valkeyAbsent says why.
-	valkey       *rediskit.Server
-	valkeyAbsent string
+	redis7, valkey81 = standaloneOf(rediskit.Redis7), standaloneOf(rediskit.Valkey81)
+	clusters         = map[*rediskit.Build]*storekit.Owned[*rediskit.Cluster]{
+		rediskit.Redis7: clusterOwned(rediskit.Redis7), rediskit.Valkey81: clusterOwned(rediskit.Valkey81),
+	}
 )
 
-// TestMain starts one server on loopback for the package, of Redis 7 and
-// of Valkey 8.1; a test that needs a Cluster starts it (clusterOf). Without
-// a server the tests of its build skip, except under CI=true, where a
-// missing server is a failure (make deps, which .ci/run runs, installs
-// redis-server and fetches Valkey 8.1).
 func TestMain(m *testing.M) {
-	storekit.Main(m, func() (func(), error) {
-		start := func(b *rediskit.Build, s **rediskit.Server, absent *string) (err error) {
-			if ok, why := b.Available(); !ok {
-				*absent = why
-				return nil
-			}
-			*s, err = rediskit.StartWith(rediskit.Config{Build: b})
-			return err
-		}
-		if err := start(rediskit.Redis7, &server, &absent); err != nil {
-			return nil, err
-		}
-		if err := start(rediskit.Valkey81, &valkey, &valkeyAbsent); err != nil {
-			server.Stop()
-			return nil, err
-		}
-		return func() {
-			for _, s := range []*rediskit.Server{server, valkey} {
-				if s != nil {
-					s.Stop()
-				}
-			}
-			for _, c := range clusters {
-				if c.c != nil {
-					c.c.Stop()
-				}
-			}
-		}, nil
-	})
+	storekit.MainOwning(m, redis7, valkey81, clusters[rediskit.Redis7], clusters[rediskit.Valkey81])
 }
 
-// clusters are each build's three-node Cluster, started by the first test
-// that needs it (most tests, and the gate's run, need none); TestMain
-// stops them.
-var clusters = map[*rediskit.Build]*lazyCluster{rediskit.Redis7: {}, rediskit.Valkey81: {}}
-
-type lazyCluster struct {
-	once sync.Once
-	c    *rediskit.Cluster
-	err  error
+func standaloneOf(b *rediskit.Build) *storekit.Owned[*rediskit.Server] {
+	start := func() (*rediskit.Server, error) { return rediskit.StartWith(rediskit.Config{Build: b}) }
+	return storekit.Own(b.Available, start, func(s *rediskit.Server) error { s.Stop(); return nil })
 }
 
-// clusterOf returns build b's Cluster, started at the first call; it fails
-// t when the Cluster cannot start. Call needServer or needValkey first.
-func clusterOf(t testing.TB, b *rediskit.Build) *rediskit.Cluster {
-	t.Helper()
-	l := clusters[b]
-	l.once.Do(func() { l.c, l.err = rediskit.StartClusterWith(3, rediskit.Config{Build: b}) })
-	if l.err != nil {
-		t.Fatalf("starting a %s Cluster: %v", b.Name, l.err)
-	}
-	return l.c
+func clusterOwned(b *rediskit.Build) *storekit.Owned[*rediskit.Cluster] {
+	start := func() (*rediskit.Cluster, error) { return rediskit.StartClusterWith(3, rediskit.Config{Build: b}) }
+	return storekit.Own(b.Available, start, func(c *rediskit.Cluster) error { c.Stop(); return nil }).Lazily()
 }
 
-func needServer(t *testing.T) {
-	t.Helper()
-	need(t, server != nil, absent)
-}
-
-func needValkey(t *testing.T) {
-	t.Helper()
-	need(t, valkey != nil, valkeyAbsent)
-}
-
-func need(t *testing.T, have bool, why string) {
-	t.Helper()
-	if have {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true but no server: %s", why)
-	}
-	t.Skip(why)
-}
+// clusterOf returns build b's Cluster, started at the first call; it
+// skips t when the build is not installed, and fails it when the Cluster
+// cannot start.
+func clusterOf(t testing.TB, b *rediskit.Build) *rediskit.Cluster { return clusters[b].Need(t) }
 
 func standalone() rediskit.Deployment {
-	return rediskit.Deployment{Addrs: []string{server.Addr}}
+	return rediskit.Deployment{Addrs: []string{redis7.Value().Addr}}
 }
 
 func clustered(t testing.TB) rediskit.Deployment {
@@ -151,7 +90,7 @@ func newFx(t *testing.T, addr string, hooks ...*rediskit.Faults) *fx {
 // command is on its way: every row is a FAULT, none is READY, and no
 // destination byte changed.
 func TestAServerKilledMidFetchIsAFault(t *testing.T) {
-	needServer(t)
+	redis7.Need(t)
 	own, err := rediskit.Start()
 	require.NoError(t, err)
 	defer own.Stop()
@@ -192,8 +131,8 @@ func TestAServerKilledMidFetchIsAFault(t *testing.T) {
 }
 
 func TestOpenChecksTheServer(t *testing.T) {
-	needServer(t)
-	d, err := redis.Open(context.Background(), redis.Options{Addrs: []string{server.Addr}})
+	redis7.Need(t)
+	d, err := redis.Open(context.Background(), redis.Options{Addrs: []string{redis7.Value().Addr}})
 	require.NoError(t, err)
 	assert.Regexp(t, `^redis-server 7\.`, d.ServerVersion())
 	assert.Equal(t, rediskit.Redis7.Spec, d.Spec())
@@ -225,12 +164,14 @@ func freeClosedPort() (string, error) {
 func TestGetOfAnObjectLargerThanTheRow(t *testing.T) {
 	for _, b := range []struct {
 		name string
-		need func(*testing.T)
+		need func(testing.TB) *rediskit.Server
 		dep  func(testing.TB) rediskit.Deployment
 	}{
-		{"redis7", needServer, func(testing.TB) rediskit.Deployment { return standalone() }},
-		{"redis7-cluster", needServer, clustered},
-		{"valkey81", needValkey, func(testing.TB) rediskit.Deployment { return rediskit.Deployment{Addrs: []string{valkey.Addr}} }},
+		{"redis7", redis7.Need, func(testing.TB) rediskit.Deployment { return standalone() }},
+		{"redis7-cluster", redis7.Need, clustered},
+		{"valkey81", valkey81.Need, func(testing.TB) rediskit.Deployment {
+			return rediskit.Deployment{Addrs: []string{valkey81.Value().Addr}}
+		}},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			b.need(t)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/redisspec"
+	redisgen "github.com/kvblob/kvblob/generated/redis"
 	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -38,9 +38,9 @@ type secure struct {
 func startSecure(t *testing.T, b *rediskit.Build, cluster bool) *secure {
 	t.Helper()
 	if b == rediskit.Valkey81 {
-		needValkey(t)
+		valkey81.Need(t)
 	} else {
-		needServer(t)
+		redis7.Need(t)
 	}
 	certs, err := storekit.NewCerts(t.TempDir())
 	require.NoError(t, err)
@@ -215,7 +215,7 @@ func TestTenantsAreKeptApart(t *testing.T) {
 		assert.Equal(t, driver.Ready, res[0].Status, "%v", res[0])
 		assert.Equal(t, a.r.Slot(0).Bytes(), a.r.Slot(1).Bytes())
 		assert.Equal(t, driver.Fault, res[1].Status, "another tenant's key: %v", res[1])
-		assert.Equal(t, int64(redisspec.Noperm), res[1].Code, "%v", res[1])
+		assert.Equal(t, int64(redisgen.Noperm), res[1].Code, "%v", res[1])
 		assert.Contains(t, res[1].Text, "outside the user's key pattern")
 		assert.Equal(t, before, a.r.Slot(2).Bytes(), "a refused row's destination is untouched")
 
@@ -223,7 +223,7 @@ func TestTenantsAreKeptApart(t *testing.T) {
 		a.fill(3, 0x99)
 		res = a.put(t, a.row(keyB, 3))
 		assert.Equal(t, driver.Fault, res[0].Status, "%v", res[0])
-		assert.Equal(t, int64(redisspec.Noperm), res[0].Code, "%v", res[0])
+		assert.Equal(t, int64(redisgen.Noperm), res[0].Code, "%v", res[0])
 		b.fill(1, 0)
 		require.Equal(t, driver.Ready, b.get(t, b.row(keyB, 1))[0].Status)
 		assert.Equal(t, b.r.Slot(0).Bytes(), b.r.Slot(1).Bytes(), "tenantB's row is as tenantB wrote it")
@@ -239,7 +239,7 @@ func TestTenantsAreKeptApart(t *testing.T) {
 func TestATLSMismatchFailsFastAndSaysTLS(t *testing.T) {
 	for _, b := range builds() {
 		t.Run(b.build.Name, func(t *testing.T) {
-			need(t, b.server != nil, b.absent)
+			b.owned.Need(t)
 			certs, err := storekit.NewCerts(t.TempDir())
 			require.NoError(t, err)
 			tlsServer, err := rediskit.StartWith(rediskit.Config{Build: b.build, TLS: certs})
@@ -252,7 +252,7 @@ func TestATLSMismatchFailsFastAndSaysTLS(t *testing.T) {
 				opt  redis.Options
 				want []string
 			}{
-				{"TLS client, plain port", redis.Options{Addrs: []string{b.server.Addr}, TLS: withTLS, DialTimeout: dial, ReadTimeout: dial},
+				{"TLS client, plain port", redis.Options{Addrs: []string{b.owned.Value().Addr}, TLS: withTLS, DialTimeout: dial, ReadTimeout: dial},
 					[]string{"answers plain TCP on this port, not TLS", "unset Options.TLS"}},
 				{"plain client, TLS port", redis.Options{Addrs: []string{tlsServer.Addr}, DialTimeout: dial, ReadTimeout: dial},
 					[]string{"as a TLS-only port does", "set Options.TLS"}},

@@ -22,7 +22,7 @@ import (
 // READY while the key still holds this writer's marker, LOST (a FAULT, the
 // other writer's value kept) once it does not.
 func TestAnAbortedTransactionIsRetriedAloneWithoutAScript(t *testing.T) {
-	needServer(t)
+	redis7.Need(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name  string
@@ -39,7 +39,7 @@ func TestAnAbortedTransactionIsRetriedAloneWithoutAScript(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := rediskit.NewFaults()
-			d, err := redis.Open(ctx, redis.Options{Addrs: []string{server.Addr}, Hooks: []goredis.Hook{f}})
+			d, err := redis.Open(ctx, redis.Options{Addrs: []string{redis7.Value().Addr}, Hooks: []goredis.Hook{f}})
 			require.NoError(t, err)
 			c := d.Client()
 			require.NoError(t, c.FlushAll(ctx).Err())
@@ -92,10 +92,10 @@ func TestAnAbortedTransactionIsRetriedAloneWithoutAScript(t *testing.T) {
 // the key ends absent, not holding the object (a stored object would be
 // left there: the release deletes a key only while it holds the marker).
 func TestAClaimedKeyWhoseGETNoLongerAnswersTheMarkerIsLost(t *testing.T) {
-	needServer(t)
+	redis7.Need(t)
 	ctx := context.Background()
 	f := rediskit.NewFaults()
-	fx := newFx(t, server.Addr, f)
+	fx := newFx(t, redis7.Value().Addr, f)
 	c := fx.d.Client()
 	copy(fx.r.Slot(0).Bytes(), "payload")
 	const key = "kv/v1/lost-at-get"

@@ -22,10 +22,10 @@ import (
 // claimed the key in between), the row is LOST (a FAULT) and the put
 // stores nothing over it.
 func TestAnotherWritersMarkerIsNeverTakenAsOurs(t *testing.T) {
-	needServer(t)
+	redis7.Need(t)
 	ctx := context.Background()
 	f := rediskit.NewFaults()
-	d, err := redis.Open(ctx, redis.Options{Addrs: []string{server.Addr}, Hooks: []goredis.Hook{f}})
+	d, err := redis.Open(ctx, redis.Options{Addrs: []string{redis7.Value().Addr}, Hooks: []goredis.Hook{f}})
 	require.NoError(t, err)
 	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 4096, Slots: 1})
 	require.NoError(t, err)
@@ -67,10 +67,10 @@ func TestAnotherWritersMarkerIsNeverTakenAsOurs(t *testing.T) {
 // still see the key as being written and a third writer is kept out
 // (tried: dropping the release's WATCH deletes the other writer's marker).
 func TestAReleaseNeverDeletesAMarkerAnotherWriterTookOver(t *testing.T) {
-	needServer(t)
+	redis7.Need(t)
 	ctx := context.Background()
 	f := rediskit.NewFaults()
-	fx := newFx(t, server.Addr, f)
+	fx := newFx(t, redis7.Value().Addr, f)
 	c := fx.d.Client()
 	copy(fx.r.Slot(0).Bytes(), "payload")
 	key, err := driver.Key("takeover", []byte(t.Name()))

@@ -64,8 +64,8 @@ func TestTheDocumentedTenantACL(t *testing.T) {
 		for _, cluster := range []bool{false, true} {
 			name := b.build.Name + "/" + map[bool]string{false: "standalone", true: "cluster"}[cluster]
 			t.Run(name, func(t *testing.T) {
-				need(t, b.server != nil, b.absent)
-				addrs := []string{b.server.Addr}
+				b.owned.Need(t)
+				addrs := []string{b.owned.Value().Addr}
 				apply := lines[:1]
 				if cluster {
 					addrs, apply = clusterOf(t, b.build).Addrs(), lines
@@ -166,8 +166,8 @@ func TestAMissingCommandIsNamed(t *testing.T) {
 	ctx := context.Background()
 	for _, b := range builds() {
 		t.Run(b.build.Name, func(t *testing.T) {
-			need(t, b.server != nil, b.absent)
-			admin := goredis.NewClient(&goredis.Options{Addr: b.server.Addr})
+			b.owned.Need(t)
+			admin := goredis.NewClient(&goredis.Options{Addr: b.owned.Value().Addr})
 			t.Cleanup(func() {
 				_ = admin.Do(ctx, "acl", "deluser", "tenantA").Err()
 				_ = admin.Close()
@@ -196,7 +196,7 @@ func TestAMissingCommandIsNamed(t *testing.T) {
 						args = append(args, f)
 					}
 					require.NoError(t, admin.Do(ctx, args...).Err())
-					opt := redis.Options{Addrs: []string{b.server.Addr}, Username: "tenantA", Password: pass}
+					opt := redis.Options{Addrs: []string{b.owned.Value().Addr}, Username: "tenantA", Password: pass}
 					text := c.call(t, openTenant(t, opt), fmt.Sprintf("tenantA/v1/missing-%x", time.Now().UnixNano()))
 					cmd := strings.TrimPrefix(c.drop, "+")
 					assert.Contains(t, text, "does not grant the "+cmd+" command")
@@ -218,7 +218,7 @@ func TestAScriptThatRunsForeverIsAFaultThatSaysBusy(t *testing.T) {
 	ctx := context.Background()
 	for _, b := range builds() {
 		t.Run(b.build.Name, func(t *testing.T) {
-			need(t, b.server != nil, b.absent)
+			b.owned.Need(t)
 			s, err := rediskit.StartWith(rediskit.Config{Build: b.build, Extra: []string{"--busy-reply-threshold", "100"}})
 			require.NoError(t, err)
 			t.Cleanup(s.Stop)
@@ -267,8 +267,8 @@ func TestConformanceAsTheDocumentedTenant(t *testing.T) {
 	for _, b := range builds() {
 		for _, cluster := range []bool{false, true} {
 			var addrs []string
-			if b.server != nil {
-				addrs = []string{b.server.Addr}
+			if b.owned.Value() != nil {
+				addrs = []string{b.owned.Value().Addr}
 				if cluster {
 					addrs = clusterOf(t, b.build).Addrs()
 				}
@@ -297,7 +297,7 @@ func TestConformanceAsTheDocumentedTenant(t *testing.T) {
 				return rediskit.Deployment{Addrs: addrs, Cluster: cluster, Username: "tenantA", Password: pass}
 			}
 			name := b.build.Store + map[bool]string{false: "-tenant", true: "-cluster-tenant"}[cluster]
-			s := b.build.Suite(name, dep, b.server != nil, b.absent)
+			s := b.build.Suite(name, dep, b.owned.Value() != nil, b.owned.Why())
 			s.SDKChecks = nil
 			conformance.Run(t, s)
 		}
@@ -321,8 +321,8 @@ func TestNestedTenantPrefixesStayApart(t *testing.T) {
 	}
 	for _, b := range builds() {
 		t.Run(b.build.Name, func(t *testing.T) {
-			need(t, b.server != nil, b.absent)
-			admin := goredis.NewClient(&goredis.Options{Addr: b.server.Addr})
+			b.owned.Need(t)
+			admin := goredis.NewClient(&goredis.Options{Addr: b.owned.Value().Addr})
 			t.Cleanup(func() { _ = admin.Close() })
 			type open struct {
 				a    *tenant
@@ -343,8 +343,8 @@ func TestNestedTenantPrefixesStayApart(t *testing.T) {
 				t.Cleanup(func() { _ = admin.Do(ctx, "acl", "deluser", tn.user).Err() })
 				stem, err := driver.KeyStem(tn.prefix)
 				require.NoError(t, err)
-				a := openTenant(t, redis.Options{Addrs: []string{b.server.Addr}, Username: tn.user, Password: tn.pass})
-				raw := goredis.NewClient(&goredis.Options{Addr: b.server.Addr, Username: tn.user, Password: tn.pass})
+				a := openTenant(t, redis.Options{Addrs: []string{b.owned.Value().Addr}, Username: tn.user, Password: tn.pass})
+				raw := goredis.NewClient(&goredis.Options{Addr: b.owned.Value().Addr, Username: tn.user, Password: tn.pass})
 				t.Cleanup(func() { _ = raw.Close() })
 				a.fill(0, byte(40*i+1))
 				ts = append(ts, open{a, raw, stem})

@@ -34,9 +34,9 @@ import (
 //
 //	go test ./stores/s3 -run '^$' -bench VersusClient -benchtime 9x
 func BenchmarkVersusClient(b *testing.B) {
-	need(b)
+	gw.Need(b)
 	const rows, rowBytes = 16, 256 << 10
-	k := s3kit.Open(b, env)
+	k := s3kit.Open(b, gw.Value())
 	c, bucket := k.Client(), aws.String(k.Bucket())
 	r, err := hostmem.NewRegion("bench", driver.Layout{SlotBytes: rowBytes, Slots: 2 * rows})
 	if err != nil {

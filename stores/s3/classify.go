@@ -9,27 +9,27 @@ import (
 
 	"github.com/aws/smithy-go"
 
-	"github.com/kvblob/kvblob/generated/s3spec"
+	s3gen "github.com/kvblob/kvblob/generated/s3"
 )
 
 // byCode is the S3 error code each spec/s3-*.yaml code stands for.
-var byCode = map[string]s3spec.Code{
-	"NoSuchKey": s3spec.NoSuchKey, "NotFound": s3spec.NoSuchKey,
-	"NoSuchBucket":               s3spec.NoSuchBucket,
-	"NoSuchUpload":               s3spec.NoSuchUpload,
-	"PreconditionFailed":         s3spec.PreconditionFailed,
-	"ConditionalRequestConflict": s3spec.ConditionalConflict,
-	"SlowDown":                   s3spec.SlowDown, "ServiceUnavailable": s3spec.SlowDown,
-	"InsufficientStorage": s3spec.InsufficientStorage,
-	"QuotaExceeded":       s3spec.QuotaExceeded,
-	"AccessDenied":        s3spec.AccessDenied, "SignatureDoesNotMatch": s3spec.AccessDenied, "InvalidAccessKeyId": s3spec.AccessDenied,
+var byCode = map[string]s3gen.Code{
+	"NoSuchKey": s3gen.NoSuchKey, "NotFound": s3gen.NoSuchKey,
+	"NoSuchBucket":               s3gen.NoSuchBucket,
+	"NoSuchUpload":               s3gen.NoSuchUpload,
+	"PreconditionFailed":         s3gen.PreconditionFailed,
+	"ConditionalRequestConflict": s3gen.ConditionalConflict,
+	"SlowDown":                   s3gen.SlowDown, "ServiceUnavailable": s3gen.SlowDown,
+	"InsufficientStorage": s3gen.InsufficientStorage,
+	"QuotaExceeded":       s3gen.QuotaExceeded,
+	"AccessDenied":        s3gen.AccessDenied, "SignatureDoesNotMatch": s3gen.AccessDenied, "InvalidAccessKeyId": s3gen.AccessDenied,
 }
 
 // byStatus classifies an HTTP answer whose body named no code (a HEAD has
 // no body).
-var byStatus = map[int]s3spec.Code{
-	403: s3spec.AccessDenied, 404: s3spec.NoSuchKey, 409: s3spec.ConditionalConflict,
-	412: s3spec.PreconditionFailed, 503: s3spec.SlowDown, 507: s3spec.InsufficientStorage,
+var byStatus = map[int]s3gen.Code{
+	403: s3gen.AccessDenied, 404: s3gen.NoSuchKey, 409: s3gen.ConditionalConflict,
+	412: s3gen.PreconditionFailed, 503: s3gen.SlowDown, 507: s3gen.InsufficientStorage,
 }
 
 // classify turns a client error into a spec/s3-v1.109.yaml code: the S3
@@ -37,9 +37,9 @@ var byStatus = map[int]s3spec.Code{
 // HTTP status when it named none, CONN when no HTTP answer came back, ERR
 // otherwise. What each code
 // means for a row is the spec's.
-func classify(err error) s3spec.Code {
+func classify(err error) s3gen.Code {
 	if err == nil {
-		return s3spec.OK
+		return s3gen.OK
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) && api.ErrorCode() != "" {
@@ -48,14 +48,14 @@ func classify(err error) s3spec.Code {
 		if c, ok := byCode[api.ErrorCode()]; ok {
 			return c
 		}
-		return s3spec.Err
+		return s3gen.Err
 	}
 	var status interface{ HTTPStatusCode() int }
 	if errors.As(err, &status) && status.HTTPStatusCode() != 0 {
 		if c, ok := byStatus[status.HTTPStatusCode()]; ok {
 			return c
 		}
-		return s3spec.Err
+		return s3gen.Err
 	}
 	var (
 		op  *net.OpError
@@ -65,7 +65,7 @@ func classify(err error) s3spec.Code {
 	)
 	if cut || errors.As(err, &op) || errors.As(err, &ue) || errors.As(err, &ne) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return s3spec.Conn
+		return s3gen.Conn
 	}
-	return s3spec.Err
+	return s3gen.Err
 }

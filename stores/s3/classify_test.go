@@ -15,7 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/kvblob/kvblob/generated/s3spec"
+	s3gen "github.com/kvblob/kvblob/generated/s3"
 )
 
 // answered is an error as the client reports an HTTP answer: a status,
@@ -35,33 +35,33 @@ func answered(status int, code string) error {
 func TestClassifyTurnsAnswersIntoSpecCodes(t *testing.T) {
 	for _, c := range []struct {
 		err  error
-		want s3spec.Code
+		want s3gen.Code
 	}{
-		{nil, s3spec.OK},
-		{answered(404, "NoSuchKey"), s3spec.NoSuchKey},
-		{answered(404, ""), s3spec.NoSuchKey}, // HeadObject
-		{answered(404, "NoSuchBucket"), s3spec.NoSuchBucket},
-		{answered(412, "PreconditionFailed"), s3spec.PreconditionFailed},
-		{answered(412, ""), s3spec.PreconditionFailed}, // a conditional HEAD
-		{answered(409, ""), s3spec.ConditionalConflict},
-		{answered(403, ""), s3spec.AccessDenied},
-		{answered(507, ""), s3spec.InsufficientStorage},
-		{answered(409, "ConditionalRequestConflict"), s3spec.ConditionalConflict},
-		{answered(503, "SlowDown"), s3spec.SlowDown},
-		{answered(503, ""), s3spec.SlowDown},
-		{answered(507, "InsufficientStorage"), s3spec.InsufficientStorage},
-		{answered(403, "QuotaExceeded"), s3spec.QuotaExceeded},
-		{answered(403, "AccessDenied"), s3spec.AccessDenied},
-		{answered(403, "SignatureDoesNotMatch"), s3spec.AccessDenied},
-		{answered(403, "InvalidAccessKeyId"), s3spec.AccessDenied},
-		{answered(500, "InternalError"), s3spec.Err},
-		{answered(409, "BucketAlreadyExists"), s3spec.Err},   // a known status under an unknown code
-		{answered(404, "NoSuchUpload"), s3spec.NoSuchUpload}, // never a MISS
-		{answered(404, "NoSuchVersion"), s3spec.Err},         // an unknown 404 code: never a MISS either
-		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, s3spec.Conn},
-		{fmt.Errorf("reading: %w", io.ErrUnexpectedEOF), s3spec.Conn},
-		{context.DeadlineExceeded, s3spec.Conn},
-		{errors.New("something else"), s3spec.Err},
+		{nil, s3gen.OK},
+		{answered(404, "NoSuchKey"), s3gen.NoSuchKey},
+		{answered(404, ""), s3gen.NoSuchKey}, // HeadObject
+		{answered(404, "NoSuchBucket"), s3gen.NoSuchBucket},
+		{answered(412, "PreconditionFailed"), s3gen.PreconditionFailed},
+		{answered(412, ""), s3gen.PreconditionFailed}, // a conditional HEAD
+		{answered(409, ""), s3gen.ConditionalConflict},
+		{answered(403, ""), s3gen.AccessDenied},
+		{answered(507, ""), s3gen.InsufficientStorage},
+		{answered(409, "ConditionalRequestConflict"), s3gen.ConditionalConflict},
+		{answered(503, "SlowDown"), s3gen.SlowDown},
+		{answered(503, ""), s3gen.SlowDown},
+		{answered(507, "InsufficientStorage"), s3gen.InsufficientStorage},
+		{answered(403, "QuotaExceeded"), s3gen.QuotaExceeded},
+		{answered(403, "AccessDenied"), s3gen.AccessDenied},
+		{answered(403, "SignatureDoesNotMatch"), s3gen.AccessDenied},
+		{answered(403, "InvalidAccessKeyId"), s3gen.AccessDenied},
+		{answered(500, "InternalError"), s3gen.Err},
+		{answered(409, "BucketAlreadyExists"), s3gen.Err},   // a known status under an unknown code
+		{answered(404, "NoSuchUpload"), s3gen.NoSuchUpload}, // never a MISS
+		{answered(404, "NoSuchVersion"), s3gen.Err},         // an unknown 404 code: never a MISS either
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, s3gen.Conn},
+		{fmt.Errorf("reading: %w", io.ErrUnexpectedEOF), s3gen.Conn},
+		{context.DeadlineExceeded, s3gen.Conn},
+		{errors.New("something else"), s3gen.Err},
 	} {
 		if got := classify(c.err); got != c.want {
 			t.Errorf("classify(%v) = %v, want %v", c.err, got, c.want)

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/generated/s3spec"
-	"github.com/kvblob/kvblob/generated/s3spec/s3cases"
+	s3gen "github.com/kvblob/kvblob/generated/s3"
+	"github.com/kvblob/kvblob/generated/s3/s3cases"
 	"github.com/kvblob/kvblob/internal/s3kit"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 		where = "versitygw " + s3kit.Version + ", HTTPS on loopback; " + s3kit.NoMount
 	}
 	var small, large []conformance.Case
-	for _, c := range s3cases.All() {
+	for _, c := range s3cases.S3V1109() {
 		if multipart[c.Call] || c.Op == conformance.OpGet {
 			large = append(large, c)
 		}
@@ -29,18 +29,18 @@ func TestConformance(t *testing.T) {
 		}
 	}
 	conformance.Run(t, conformance.Suite{
-		Name: "s3", SDK: s3spec.SDKName + " " + s3spec.SDKVersions()[0] + " (" + where + ")",
-		Setup:     func(conformance.T) (string, error) { return skip, nil },
-		Factory:   func(t conformance.T) driver.Driver { return s3kit.Open(t, env) },
+		Name: "s3", SDK: s3gen.S3V1109().SDKName + " " + s3gen.S3V1109().SDKVersions[0] + " (" + where + ")",
+		Setup:     gw.Setup,
+		Factory:   func(t conformance.T) driver.Driver { return s3kit.Open(t, gw.Value()) },
 		Scenarios: s3kit.Scenarios(), Cases: small, Stage: s3kit.Stage, SDKChecks: s3kit.SDKChecks(),
 		Integrity: integrity,
 	})
 	// Every row large: the multipart calls' cases, and every get's through
 	// ranged GETs.
 	conformance.Run(t, conformance.Suite{
-		Name: "s3-large", SDK: s3spec.SDKName + " " + s3spec.SDKVersions()[0] + " (" + where + "), every row in parts",
-		Setup:   func(conformance.T) (string, error) { return skip, nil },
-		Factory: func(t conformance.T) driver.Driver { return s3kit.OpenWith(t, env, s3kit.Large) },
+		Name: "s3-large", SDK: s3gen.S3V1109().SDKName + " " + s3gen.S3V1109().SDKVersions[0] + " (" + where + "), every row in parts",
+		Setup:   gw.Setup,
+		Factory: func(t conformance.T) driver.Driver { return s3kit.OpenWith(t, gw.Value(), s3kit.Large) },
 		Cases:   large, Stage: s3kit.Stage,
 	})
 }

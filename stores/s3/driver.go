@@ -25,7 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/kvblob/kvblob/generated/s3spec"
+	s3gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -98,6 +98,10 @@ const DefaultRowsInFlight = 8
 // Driver is a driver.Driver over one bucket.
 type Driver struct {
 	opt Options
+	// spec is the spec of the SDK this binary was built with, picked from
+	// every spec of the store (generated/s3's Specs) at Open: its Calls
+	// map each answer.
+	spec *s3gen.Spec
 	// bufs are the buffers gets read objects into, kept between calls
 	// (up to 2 x RowsInFlight): a sync.Pool drops them at every second
 	// collection, and the SDK's garbage brings one every few requests, so
@@ -132,11 +136,19 @@ func SDKVersion() string {
 	return ""
 }
 
-// Open checks that the spec holds for the SDK this binary was built with,
-// and returns a driver. It sends nothing.
+// SDKName is the SDK every s3 spec names (sdk.name).
+const SDKName = "aws-sdk-go-v2/service/s3"
+
+// Open picks the spec that holds for the SDK this binary was built with
+// (the store's first spec when the build has no module information to
+// tell), and returns a driver. It sends nothing.
 func Open(opt Options) (*Driver, error) {
-	if v := SDKVersion(); v != "" && !s3spec.SupportsVersion(v) {
-		return nil, fmt.Errorf("s3: %s %s has no spec; kvblob holds specs for %v (spec/s3-*.yaml)", s3spec.SDKName, v, s3spec.SDKVersions())
+	spec := s3gen.Specs()[0]
+	if v := SDKVersion(); v != "" {
+		var err error
+		if spec, err = s3gen.Pick(SDKName, v); err != nil {
+			return nil, err
+		}
 	}
 	if opt.Bucket == "" {
 		return nil, errors.New("s3: no bucket; set Options.Bucket")
@@ -168,7 +180,7 @@ func Open(opt Options) (*Driver, error) {
 	if opt.PartsInFlight <= 0 {
 		opt.PartsInFlight = DefaultPartsInFlight
 	}
-	d := &Driver{opt: opt, bucket: aws.String(opt.Bucket), bufs: make(chan *[]byte, 2*opt.RowsInFlight)}
+	d := &Driver{opt: opt, spec: spec, bucket: aws.String(opt.Bucket), bufs: make(chan *[]byte, 2*opt.RowsInFlight)}
 	hc := opt.HTTPClient
 	if hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -202,11 +214,11 @@ func (d *Driver) Client() *s3.Client { return d.c }
 func (d *Driver) Bucket() string { return d.opt.Bucket }
 
 // Capabilities are spec/s3-v1.109.yaml's.
-func (d *Driver) Capabilities() driver.Capabilities { return s3spec.Capabilities() }
+func (d *Driver) Capabilities() driver.Capabilities { return d.spec.Capabilities }
 
 // Register admits a host region; objects need no registration of their own.
 func (d *Driver) Register(r *driver.Region) (driver.Registration, error) {
-	return d.life.Register(r, s3spec.AdmitRegister, nil)
+	return d.life.Register(r, d.spec.Admission.Register, nil)
 }
 
 // Unregister refuses while a call that may touch the region is in progress.
@@ -216,8 +228,9 @@ func (d *Driver) Unregister(reg driver.Registration) error { return d.life.Unreg
 // return (a PUT's body is sealed first), so no operation is unprovable.
 func (d *Driver) Drain(ctx context.Context) bool { return d.life.Drain(ctx, nil) }
 
-// Close closes the driver once a drain returned true and every region is
-// unregistered, and closes the idle connections of a client it made.
+// Close closes the driver once every call ended and every region is
+// unregistered (driverkit.Lifecycle.Close), and closes the idle
+// connections of a client it made.
 func (d *Driver) Close() error {
 	return d.life.Close(func() error {
 		if d.idle != nil {
@@ -231,7 +244,7 @@ func (d *Driver) Close() error {
 // Options.RowsInFlight rows at once.
 func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
 	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
-		return s3spec.AdmitPut(rows, live)
+		return d.spec.Admission.Put(rows, live)
 	}, func(r driver.Row) driver.Result { return d.put(ctx, r) })
 }
 
@@ -239,7 +252,7 @@ func (d *Driver) Put(ctx context.Context, rows []driver.Row) (driver.Operation, 
 // payload into the row's span, up to Options.RowsInFlight rows at once.
 func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (driver.Operation, error) {
 	return d.life.EachRowIn(ctx, rows, d.opt.RowsInFlight, func(live func(*driver.Region) bool) error {
-		return s3spec.AdmitGet(rows, hint, live)
+		return d.spec.Admission.Get(rows, hint, live)
 	}, func(r driver.Row) driver.Result {
 		var buf *[]byte
 		select {
@@ -259,7 +272,7 @@ func (d *Driver) Get(ctx context.Context, rows []driver.Row, hint driver.Hint) (
 
 // seam enters the seam for call on key (driverkit.Stage): staged reports
 // that a test answered for the store, with the code and the error to answer.
-func (d *Driver) seam(call, key string) (code s3spec.Code, staged bool, err error) {
+func (d *Driver) seam(call, key string) (code s3gen.Code, staged bool, err error) {
 	return driverkit.Stage(d.opt.Seam, call, key, classify)
 }
 
@@ -271,9 +284,9 @@ func (d *Driver) put(ctx context.Context, row driver.Row) driver.Result {
 	if d.large(int64(len(slot) + len(tail))) {
 		m, err = d.putParts(ctx, row.Key, slot, tail)
 	} else {
-		var code s3spec.Code
+		var code s3gen.Code
 		code, err = d.putObject(ctx, "put", row.Key, slot, tail, "")
-		m = s3spec.MapPut(int64(code))
+		m = d.spec.Calls.Put.Map(int64(code))
 	}
 	if m.FollowUp != rules.FollowAskExistence {
 		return m.WithCause(err)
@@ -282,9 +295,9 @@ func (d *Driver) put(ctx context.Context, row driver.Row) driver.Result {
 	// the row's whole object.
 	obj, etag, code, err := d.fetch(ctx, row.Key, int64(len(slot)), nil)
 	switch {
-	case code == s3spec.NoSuchKey:
+	case code == s3gen.NoSuchKey:
 		return driver.Result{Status: m.IfAbsent}
-	case code != s3spec.OK:
+	case code != s3gen.OK:
 		return m.WithCause(fmt.Errorf("asking what the key holds: %w", err))
 	}
 	payload, err := d.opt.Integrity.Check(obj, row.Key)
@@ -294,7 +307,7 @@ func (d *Driver) put(ctx context.Context, row driver.Row) driver.Result {
 		// the row key): replace exactly that object, so the row's writer
 		// repairs it and no object stored since is overwritten.
 		code, rerr := d.putObject(ctx, "replace", row.Key, slot, tail, etag)
-		return s3spec.MapReplace(int64(code)).WithCause(fmt.Errorf("key %q held %d bytes that are no row for it (%v); replacing them: %w", row.Key, len(obj), err, rerr))
+		return d.spec.Calls.Replace.Map(int64(code)).WithCause(fmt.Errorf("key %q held %d bytes that are no row for it (%v); replacing them: %w", row.Key, len(obj), err, rerr))
 	case !bytes.Equal(payload, slot):
 		return m.Other(fmt.Sprintf("key %q holds a %d-byte object that is not this row's %d bytes", row.Key, len(payload), len(slot)))
 	}
@@ -304,7 +317,7 @@ func (d *Driver) put(ctx context.Context, row driver.Row) driver.Result {
 // putObject sends slot and tail (its tag and trailer) as spec call call:
 // with If-None-Match: * (put), or If-Match: ifMatch (replace: only over the
 // object that ETag names). It seals the body before it returns.
-func (d *Driver) putObject(ctx context.Context, call, key string, slot, tail []byte, ifMatch string) (s3spec.Code, error) {
+func (d *Driver) putObject(ctx context.Context, call, key string, slot, tail []byte, ifMatch string) (s3gen.Code, error) {
 	if code, staged, err := d.seam(call, key); staged {
 		return code, err
 	}
@@ -330,18 +343,18 @@ func (d *Driver) get(ctx context.Context, row driver.Row, buf []byte) (driver.Re
 	answer := int64(0)
 	obj, _, code, err := d.fetch(ctx, row.Key, span.Length, buf)
 	var payload []byte
-	if code == s3spec.OK {
+	if code == s3gen.OK {
 		buf = obj
 		if payload, err = d.opt.Integrity.Check(obj, row.Key); err != nil {
-			code = s3spec.Corrupt
+			code = s3gen.Corrupt
 		}
 	}
-	if code == s3spec.OK {
+	if code == s3gen.OK {
 		answer = int64(len(payload))
 	} else {
 		answer = int64(code)
 	}
-	m := s3spec.MapGet(answer, span.Length)
+	m := d.spec.Calls.Get.Map(answer, span.Length)
 	if m.Written == rules.WrittenYes {
 		copy(span.Bytes(), payload)
 	}
@@ -353,7 +366,7 @@ func (d *Driver) get(ctx context.Context, row driver.Row, buf []byte) (driver.Re
 // whose object may be longer than Options.MultipartBytes. An object
 // longer than a row of rowBytes with its tag and trailer is CORRUPT
 // without being read.
-func (d *Driver) fetch(ctx context.Context, key string, rowBytes int64, buf []byte) ([]byte, string, s3spec.Code, error) {
+func (d *Driver) fetch(ctx context.Context, key string, rowBytes int64, buf []byte) ([]byte, string, s3gen.Code, error) {
 	if code, staged, err := d.seam("get", key); staged {
 		return nil, "", code, err
 	}
@@ -367,7 +380,7 @@ func (d *Driver) fetch(ctx context.Context, key string, rowBytes int64, buf []by
 // returns it with its ETag. An object longer than a row of rowBytes with
 // its tag and trailer is CORRUPT without being read: it cannot be this
 // row's.
-func (d *Driver) getObject(ctx context.Context, key string, rowBytes int64, buf []byte) ([]byte, string, s3spec.Code, error) {
+func (d *Driver) getObject(ctx context.Context, key string, rowBytes int64, buf []byte) ([]byte, string, s3gen.Code, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.opt.Timeout)
 	defer cancel()
 	out, err := d.c.GetObject(ctx, &s3.GetObjectInput{Bucket: d.bucket, Key: aws.String(key)})
@@ -379,7 +392,7 @@ func (d *Driver) getObject(ctx context.Context, key string, rowBytes int64, buf 
 	limit := rowBytes + trailer.TailSize
 	n := aws.ToInt64(out.ContentLength)
 	if n > limit {
-		return nil, etag, s3spec.Corrupt, fmt.Errorf("the object holds %d bytes, more than the row's %d with its tag and trailer", n, rowBytes)
+		return nil, etag, s3gen.Corrupt, fmt.Errorf("the object holds %d bytes, more than the row's %d with its tag and trailer", n, rowBytes)
 	}
 	if n < 0 || out.ContentLength == nil {
 		n = limit + 1
@@ -391,13 +404,13 @@ func (d *Driver) getObject(ctx context.Context, key string, rowBytes int64, buf 
 	got, err := io.ReadFull(out.Body, buf)
 	switch {
 	case out.ContentLength == nil && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)):
-		return buf[:got], etag, s3spec.OK, nil
+		return buf[:got], etag, s3gen.OK, nil
 	case out.ContentLength == nil && err == nil:
-		return nil, etag, s3spec.Corrupt, fmt.Errorf("the object is longer than the row's %d bytes with its tag and trailer", rowBytes)
+		return nil, etag, s3gen.Corrupt, fmt.Errorf("the object is longer than the row's %d bytes with its tag and trailer", rowBytes)
 	case err != nil:
 		return nil, etag, classify(err), fmt.Errorf("reading the object's body: %w", err)
 	}
-	return buf, etag, s3spec.OK, nil
+	return buf, etag, s3gen.OK, nil
 }
 
 // Format prints o with its secret key redacted, whatever the verb: a

@@ -15,7 +15,7 @@ import (
 // in the seam until all are in, which a driver sending the rows one after
 // another never reaches (it fails on the wait's timeout).
 func TestACallsRowsAreInFlightTogether(t *testing.T) {
-	kit := s3kit.Open(t, env)
+	kit := s3kit.Open(t, gw.Value())
 	f := &fx{Fx: blockingfx.New(t, kit, 5*time.Second), kit: kit}
 	keys := make([]string, s3.DefaultRowsInFlight)
 	for i := range keys {

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/generated/s3spec"
+	s3gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
@@ -41,9 +41,9 @@ func keyed(t conformance.T) *keyedDriver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := env.Transport()
+	tr := gw.Value().Transport()
 	t.Cleanup(tr.CloseIdleConnections)
-	opt := env.Options(env.NewBucket(t), tr)
+	opt := gw.Value().Options(gw.Value().NewBucket(t), tr)
 	opt.Integrity, opt.Seam = in, &driverkit.Seam{}
 	d, err := s3.Open(opt)
 	if err != nil {
@@ -91,7 +91,7 @@ var integrity = &conformance.Integrity{Factory: func(t conformance.T) driver.Dri
 // tenant B's key, as is and with its trailer's name digest rewritten for
 // B: a get of B is a FAULT (CORRUPT) with the destination untouched.
 func TestARowCopiedToAnotherKeyIsAFault(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	d := keyed(t)
 	f := blockingfx.New(t, d, 10*time.Second)
 	a, err := driver.Key("tenantA", []byte("block-0"))
@@ -106,7 +106,7 @@ func TestARowCopiedToAnotherKeyIsAFault(t *testing.T) {
 			dst := f.Row(b, 1, blockingfx.Dest)
 			res := f.Get(dst)[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
-			assert.Equal(t, int64(s3spec.Corrupt), res.Code, "%v", res)
+			assert.Equal(t, int64(s3gen.Corrupt), res.Code, "%v", res)
 			blockingfx.Untouched(t, dst)
 		})
 	}
@@ -119,7 +119,7 @@ func TestARowCopiedToAnotherKeyIsAFault(t *testing.T) {
 // its ETag) and answers READY, and a get then reads the row. Before, the
 // put answered FAULT every time: the writer could never repair its row.
 func TestTheRowsWriterRepairsAPoisonedRow(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	for _, c := range []struct {
 		name   string
 		open   func(t *testing.T) *s3.Driver
@@ -128,7 +128,7 @@ func TestTheRowsWriterRepairsAPoisonedRow(t *testing.T) {
 		{"unkeyed trailer under a row key", func(t *testing.T) *s3.Driver { return keyed(t).Driver },
 			func(key string, p []byte) []byte { return trailer.Encode(key, p) }},
 		{"torn object without a row key", func(t *testing.T) *s3.Driver {
-			d, err := s3.Open(env.Options(env.NewBucket(t), nil))
+			d, err := s3.Open(gw.Value().Options(gw.Value().NewBucket(t), nil))
 			require.NoError(t, err)
 			return d
 		}, func(key string, p []byte) []byte { o := trailer.Encode(key, p); o[3] ^= 1; return o }},
@@ -158,7 +158,7 @@ func TestTheRowsWriterRepairsAPoisonedRow(t *testing.T) {
 // row of its own under the key meanwhile. The replace's If-Match fails
 // (412): the put is NOT_READY, and the other writer's object stays.
 func TestAReplaceNeverOverwritesAnObjectStoredSince(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	d := keyed(t)
 	f := blockingfx.New(t, d, 10*time.Second)
 	k := key(t, "a")

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/kvblob/kvblob/generated/s3spec"
+	s3gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/runtime/rules"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
@@ -68,9 +68,9 @@ func parts(slot, tail []byte, size int64) []span {
 // inParallel runs f for each index below n, up to limit at once, stops
 // starting more after the first failure, and returns once every f it
 // started has returned, with the first failure.
-func inParallel(n, limit int, f func(i int) (s3spec.Code, error)) (s3spec.Code, error) {
+func inParallel(n, limit int, f func(i int) (s3gen.Code, error)) (s3gen.Code, error) {
 	var mu sync.Mutex
-	code, first := s3spec.OK, error(nil)
+	code, first := s3gen.OK, error(nil)
 	next := 0
 	var wg sync.WaitGroup
 	for range min(n, limit) {
@@ -79,15 +79,15 @@ func inParallel(n, limit int, f func(i int) (s3spec.Code, error)) (s3spec.Code, 
 			defer wg.Done()
 			for {
 				mu.Lock()
-				i, stop := next, code != s3spec.OK
+				i, stop := next, code != s3gen.OK
 				next++
 				mu.Unlock()
 				if stop || i >= n {
 					return
 				}
-				if c, err := f(i); c != s3spec.OK {
+				if c, err := f(i); c != s3gen.OK {
 					mu.Lock()
-					if code == s3spec.OK {
+					if code == s3gen.OK {
 						code, first = c, err
 					}
 					mu.Unlock()
@@ -107,7 +107,7 @@ func inParallel(n, limit int, f func(i int) (s3spec.Code, error)) (s3spec.Code, 
 // returns.
 func (d *Driver) putParts(ctx context.Context, key string, slot, tail []byte) (rules.Mapping, error) {
 	id, code, err := d.createUpload(ctx, key)
-	if m := s3spec.MapCreateUpload(int64(code)); !m.Continue {
+	if m := d.spec.Calls.CreateUpload.Map(int64(code)); !m.Continue {
 		return m, err
 	}
 	completed := false
@@ -117,15 +117,15 @@ func (d *Driver) putParts(ctx context.Context, key string, slot, tail []byte) (r
 		}
 	}()
 	done, code, err := d.uploadParts(ctx, key, id, slot, tail)
-	if m := s3spec.MapUploadPart(int64(code)); !m.Continue {
+	if m := d.spec.Calls.UploadPart.Map(int64(code)); !m.Continue {
 		return m, err
 	}
 	code, err = d.completeUpload(ctx, key, id, done)
-	completed = code == s3spec.OK
-	return s3spec.MapCompleteUpload(int64(code)), err
+	completed = code == s3gen.OK
+	return d.spec.Calls.CompleteUpload.Map(int64(code)), err
 }
 
-func (d *Driver) createUpload(ctx context.Context, key string) (string, s3spec.Code, error) {
+func (d *Driver) createUpload(ctx context.Context, key string) (string, s3gen.Code, error) {
 	if code, staged, err := d.seam("create_upload", key); staged {
 		return "", code, err
 	}
@@ -136,21 +136,21 @@ func (d *Driver) createUpload(ctx context.Context, key string) (string, s3spec.C
 		return "", classify(err), err
 	}
 	if aws.ToString(out.UploadId) == "" {
-		return "", s3spec.Err, errors.New("CreateMultipartUpload answered no upload id")
+		return "", s3gen.Err, errors.New("CreateMultipartUpload answered no upload id")
 	}
-	return aws.ToString(out.UploadId), s3spec.OK, nil
+	return aws.ToString(out.UploadId), s3gen.OK, nil
 }
 
 // uploadParts sends every part of slot and tail, Options.PartsInFlight at
 // once; each body reads the slot in place and is sealed before its call
 // returns, and uploadParts returns only once every call has.
-func (d *Driver) uploadParts(ctx context.Context, key, id string, slot, tail []byte) ([]types.CompletedPart, s3spec.Code, error) {
+func (d *Driver) uploadParts(ctx context.Context, key, id string, slot, tail []byte) ([]types.CompletedPart, s3gen.Code, error) {
 	if code, staged, err := d.seam("upload_part", key); staged {
 		return nil, code, err
 	}
 	ps := parts(slot, tail, d.opt.PartBytes)
 	done := make([]types.CompletedPart, len(ps))
-	code, err := inParallel(len(ps), d.opt.PartsInFlight, func(i int) (s3spec.Code, error) {
+	code, err := inParallel(len(ps), d.opt.PartsInFlight, func(i int) (s3gen.Code, error) {
 		b := newBody(ps[i].slot, ps[i].tail)
 		defer b.seal() // the proof that this part's access to the slot ended
 		if d.onBody != nil {
@@ -165,12 +165,12 @@ func (d *Driver) uploadParts(ctx context.Context, key, id string, slot, tail []b
 			return classify(err), fmt.Errorf("part %d of %d: %w", n, len(ps), err)
 		}
 		done[i] = types.CompletedPart{PartNumber: aws.Int32(n), ETag: out.ETag}
-		return s3spec.OK, nil
+		return s3gen.OK, nil
 	})
 	return done, code, err
 }
 
-func (d *Driver) completeUpload(ctx context.Context, key, id string, done []types.CompletedPart) (s3spec.Code, error) {
+func (d *Driver) completeUpload(ctx context.Context, key, id string, done []types.CompletedPart) (s3gen.Code, error) {
 	if code, staged, err := d.seam("complete_upload", key); staged {
 		return code, err
 	}
@@ -199,7 +199,7 @@ func (d *Driver) abortUpload(ctx context.Context, key, id string) {
 // ETag, so an object replaced meanwhile is a 412, never a mix of two.
 // An object longer than a row of rowBytes with its tag and trailer is CORRUPT once the first part named its
 // length, and read no further.
-func (d *Driver) getRanges(ctx context.Context, key string, rowBytes int64, buf []byte) ([]byte, string, s3spec.Code, error) {
+func (d *Driver) getRanges(ctx context.Context, key string, rowBytes int64, buf []byte) ([]byte, string, s3gen.Code, error) {
 	limit := rowBytes + trailer.TailSize
 	if int64(cap(buf)) < limit {
 		buf = make([]byte, limit)
@@ -208,33 +208,33 @@ func (d *Driver) getRanges(ctx context.Context, key string, rowBytes int64, buf 
 	part := d.opt.PartBytes
 	got, etag, total, code, err := d.getRange(ctx, key, 0, buf[:min(part, limit)], "")
 	switch {
-	case code != s3spec.OK:
+	case code != s3gen.OK:
 		return nil, etag, code, err
 	case total > limit:
-		return nil, etag, s3spec.Corrupt, fmt.Errorf("the object holds %d bytes, more than the row's %d with its tag and trailer", total, rowBytes)
+		return nil, etag, s3gen.Corrupt, fmt.Errorf("the object holds %d bytes, more than the row's %d with its tag and trailer", total, rowBytes)
 	case got != min(part, total):
-		return nil, etag, s3spec.Err, fmt.Errorf("the first %d bytes of a %d-byte object answered %d", min(part, total), total, got)
+		return nil, etag, s3gen.Err, fmt.Errorf("the first %d bytes of a %d-byte object answered %d", min(part, total), total, got)
 	}
 	n := int((total - got + part - 1) / part)
-	code, err = inParallel(n, d.opt.PartsInFlight, func(i int) (s3spec.Code, error) {
+	code, err = inParallel(n, d.opt.PartsInFlight, func(i int) (s3gen.Code, error) {
 		off := got + int64(i)*part
 		dst := buf[off:min(off+part, total)]
 		m, _, _, code, err := d.getRange(ctx, key, off, dst, etag)
-		if code == s3spec.OK && m != int64(len(dst)) {
-			return s3spec.Err, fmt.Errorf("bytes %d-%d of the object answered %d bytes", off, off+int64(len(dst))-1, m)
+		if code == s3gen.OK && m != int64(len(dst)) {
+			return s3gen.Err, fmt.Errorf("bytes %d-%d of the object answered %d bytes", off, off+int64(len(dst))-1, m)
 		}
 		return code, err
 	})
-	if code != s3spec.OK {
+	if code != s3gen.OK {
 		return nil, etag, code, err
 	}
-	return buf[:total], etag, s3spec.OK, nil
+	return buf[:total], etag, s3gen.OK, nil
 }
 
 // getRange GETs up to len(dst) bytes of key's object from off (If-Match:
 // etag, when given) into dst, and answers how many came, the object's
 // ETag and its whole length.
-func (d *Driver) getRange(ctx context.Context, key string, off int64, dst []byte, etag string) (int64, string, int64, s3spec.Code, error) {
+func (d *Driver) getRange(ctx context.Context, key string, off int64, dst []byte, etag string) (int64, string, int64, s3gen.Code, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.opt.Timeout)
 	defer cancel()
 	last := off + int64(len(dst)) - 1
@@ -251,14 +251,14 @@ func (d *Driver) getRange(ctx context.Context, key string, off int64, dst []byte
 	got := aws.ToInt64(out.ContentLength)
 	switch {
 	case !ok || out.ContentLength == nil:
-		return 0, "", 0, s3spec.Err, fmt.Errorf("a GET of bytes %d-%d answered without its range and length (Content-Range %q)", off, last, aws.ToString(out.ContentRange))
+		return 0, "", 0, s3gen.Err, fmt.Errorf("a GET of bytes %d-%d answered without its range and length (Content-Range %q)", off, last, aws.ToString(out.ContentRange))
 	case got > int64(len(dst)) || got < 0:
-		return 0, "", 0, s3spec.Err, fmt.Errorf("a GET of bytes %d-%d answered %d bytes", off, last, got)
+		return 0, "", 0, s3gen.Err, fmt.Errorf("a GET of bytes %d-%d answered %d bytes", off, last, got)
 	}
 	if _, err := io.ReadFull(out.Body, dst[:got]); err != nil {
 		return 0, "", 0, classify(err), fmt.Errorf("reading bytes %d-%d of the object: %w", off, last, err)
 	}
-	return got, aws.ToString(out.ETag), total, s3spec.OK, nil
+	return got, aws.ToString(out.ETag), total, s3gen.OK, nil
 }
 
 // rangeTotal is the object's length a Content-Range ("bytes a-b/total")

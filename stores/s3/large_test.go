@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/generated/s3spec"
+	s3gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/s3kit"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -38,7 +38,7 @@ type hook func(r *http.Request, next http.RoundTripper) (*http.Response, error)
 // s3.MinPartBytes, over slots of largeRow bytes, its requests passing
 // through h (nil: straight to the transport).
 func largeFx(t *testing.T, h hook) (*blockingfx.Fx, *s3kit.Driver) {
-	k := s3kit.OpenWith(t, env, func(o *s3.Options) {
+	k := s3kit.OpenWith(t, gw.Value(), func(o *s3.Options) {
 		s3kit.Large(o)
 		o.PartBytes = s3.MinPartBytes
 		if h != nil {
@@ -64,7 +64,7 @@ func uploadsLeft(t *testing.T, k *s3kit.Driver) int {
 // without If-None-Match fails the header's check; the later ranges
 // without If-Match fail theirs.)
 func TestALargeRowGoesInPartsBothWays(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	var mu sync.Mutex
 	var seen []string
 	f, k := largeFx(t, func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
@@ -110,7 +110,7 @@ func TestALargeRowGoesInPartsBothWays(t *testing.T) {
 // a FAULT and the bucket holds no upload after. (Tried: no abort leaves
 // one upload per case.)
 func TestAnAbandonedUploadIsAborted(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	refused := errors.New("the transport refuses this request")
 	for _, c := range []struct {
 		name string
@@ -130,7 +130,7 @@ func TestAnAbandonedUploadIsAborted(t *testing.T) {
 			})
 			res := f.Put(f.Row(key(t, "abandoned"), 0, 1))[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
-			assert.Equal(t, int64(s3spec.Conn), res.Code, "%v", res)
+			assert.Equal(t, int64(s3gen.Conn), res.Code, "%v", res)
 			assert.Zero(t, uploadsLeft(t, k), "the abandoned upload was not aborted")
 		})
 	}
@@ -144,9 +144,9 @@ func TestAnAbandonedUploadIsAborted(t *testing.T) {
 // the complete no If-None-Match, it would replace the winner's object and
 // answer READY (tried).
 func TestTheFirstWriterWinsWhicheverWayItWrote(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	f, k := largeFx(t, nil)
-	other, err := s3.Open(env.Options(k.Bucket(), k.Transport))
+	other, err := s3.Open(gw.Value().Options(k.Bucket(), k.Transport))
 	require.NoError(t, err)
 	g := blockingfx.NewSized(t, other, 10*time.Second, driver.Layout{SlotBytes: largeRow, Slots: 2})
 	kk := key(t, "contended")
@@ -172,7 +172,7 @@ func TestTheFirstWriterWinsWhicheverWayItWrote(t *testing.T) {
 // ranges without If-Match read a mix of the two objects, which the CRC32
 // refuses as CORRUPT, not this.)
 func TestAnObjectReplacedBetweenItsRangesIsNotRead(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	var k *s3kit.Driver
 	var once sync.Once
 	kk := key(t, "replaced")
@@ -190,7 +190,7 @@ func TestAnObjectReplacedBetweenItsRangesIsNotRead(t *testing.T) {
 	dst := f.Row(kk, 1, blockingfx.Dest)
 	res := f.Get(dst)[0]
 	assert.Equal(t, driver.Fault, res.Status, "%v", res)
-	assert.Equal(t, int64(s3spec.PreconditionFailed), res.Code, "%v", res)
+	assert.Equal(t, int64(s3gen.PreconditionFailed), res.Code, "%v", res)
 	blockingfx.Untouched(t, dst)
 }
 
@@ -203,7 +203,7 @@ func TestAnObjectReplacedBetweenItsRangesIsNotRead(t *testing.T) {
 // CRC32, which fails the code's check; the range's last byte misnamed
 // fails the message's check.)
 func TestARangeAnsweredShortIsNeverRead(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	const part, cut = s3.MinPartBytes, 1000
 	second := fmt.Sprintf("bytes=%d-", part)
 	f, _ := largeFx(t, func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
@@ -226,7 +226,7 @@ func TestARangeAnsweredShortIsNeverRead(t *testing.T) {
 	dst := f.Row(kk, 1, blockingfx.Dest)
 	res := f.Get(dst)[0]
 	require.Equal(t, driver.Fault, res.Status, "%v", res)
-	assert.Equal(t, int64(s3spec.Err), res.Code, "%v", res)
+	assert.Equal(t, int64(s3gen.Err), res.Code, "%v", res)
 	assert.Contains(t, res.Text, fmt.Sprintf("bytes %d-%d of the object answered %d bytes", part, 2*part-1, cut))
 	blockingfx.Untouched(t, dst)
 }
@@ -235,7 +235,7 @@ func TestARangeAnsweredShortIsNeverRead(t *testing.T) {
 // before the put returns, so a transport still holding one reads nothing
 // of the slot after. (Tried: a part's body left unsealed reads the slot.)
 func TestALargePutsAccessEndsWhenItReturns(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	f, k := largeFx(t, nil)
 	var mu sync.Mutex
 	var bodies []io.Reader
@@ -261,7 +261,7 @@ func TestALargePutsAccessEndsWhenItReturns(t *testing.T) {
 // (here: the test aborts it). It pins the rule for a later change: no
 // line today hands the abort's answer on.
 func TestAFailedAbortLeavesTheRowsResult(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	f, k := largeFx(t, func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
 		if r.URL.Query().Get("partNumber") == "2" {
 			return nil, errors.New("the transport refuses this part")
@@ -272,7 +272,7 @@ func TestAFailedAbortLeavesTheRowsResult(t *testing.T) {
 	k.Seam.Raise("abort_upload", kk, &smithy.GenericAPIError{Code: "AccessDenied", Message: "staged"})
 	res := f.Put(f.Row(kk, 0, 1))[0]
 	assert.Equal(t, driver.Fault, res.Status, "%v", res)
-	assert.Equal(t, int64(s3spec.Conn), res.Code, "the part's failure, not the abort's: %v", res)
+	assert.Equal(t, int64(s3gen.Conn), res.Code, "the part's failure, not the abort's: %v", res)
 	out, err := k.Client().ListMultipartUploads(context.Background(), &awss3.ListMultipartUploadsInput{Bucket: aws.String(k.Bucket())})
 	require.NoError(t, err)
 	require.Len(t, out.Uploads, 1, "the upload the failed abort left")

@@ -18,7 +18,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/s3spec"
+	s3gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/s3kit"
 	"github.com/kvblob/kvblob/runtime/backend"
@@ -73,18 +73,18 @@ func (l *lateReader) RoundTrip(req *http.Request) (*http.Response, error) {
 // driver sealed it), so the call's access really ended on return, as
 // spec/s3-v1.109.yaml's put says.
 func TestAPutsAccessEndsWhenItReturns(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	var mu sync.Mutex
 	var body io.Reader
 	late := &lateReader{returned: make(chan struct{}), done: make(chan struct{})}
 	late.raw = func() io.Reader { mu.Lock(); defer mu.Unlock(); return body }
-	d, err := s3.Open(env.Options("unused", late))
+	d, err := s3.Open(gw.Value().Options("unused", late))
 	require.NoError(t, err)
 	s3.OnBody(d, func(r io.Reader) { mu.Lock(); body = r; mu.Unlock() })
 	f := blockingfx.New(t, d, 10*time.Second)
 	res := f.Put(f.Row(key(t, "a"), 0, 1))
 	require.Equal(t, driver.Fault, res[0].Status, "the transport failed the request")
-	assert.Equal(t, int64(s3spec.Conn), res[0].Code)
+	assert.Equal(t, int64(s3gen.Conn), res[0].Code)
 	require.Equal(t, 100, late.first, "the transport read the body's first bytes before it gave up")
 	close(late.returned)
 	<-late.done
@@ -101,8 +101,8 @@ func TestAPutsAccessEndsWhenItReturns(t *testing.T) {
 // speaking plain HTTP all get FAULTs, never READY or MISS, and no result
 // text holds the secret.
 func TestSignedHTTPS(t *testing.T) {
-	need(t)
-	k := s3kit.Open(t, env)
+	gw.Need(t)
+	k := s3kit.Open(t, gw.Value())
 	var mu sync.Mutex
 	var auths []string
 	rec := roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -111,7 +111,7 @@ func TestSignedHTTPS(t *testing.T) {
 		mu.Unlock()
 		return k.Transport.RoundTrip(r)
 	})
-	d, err := s3.Open(env.Options(k.Bucket(), rec))
+	d, err := s3.Open(gw.Value().Options(k.Bucket(), rec))
 	require.NoError(t, err)
 	f := blockingfx.New(t, d, 10*time.Second)
 	kk := key(t, "a")
@@ -121,18 +121,18 @@ func TestSignedHTTPS(t *testing.T) {
 	mu.Lock()
 	require.Len(t, auths, 2)
 	for _, a := range auths {
-		assert.True(t, strings.HasPrefix(a, "https AWS4-HMAC-SHA256 Credential="+env.AccessKey+"/"), "request %q is not SigV4 over HTTPS", a)
+		assert.True(t, strings.HasPrefix(a, "https AWS4-HMAC-SHA256 Credential="+gw.Value().AccessKey+"/"), "request %q is not SigV4 over HTTPS", a)
 	}
 	mu.Unlock()
 
 	other := x509.NewCertPool() // trusts nothing the server shows
-	untrusted := env.Transport()
+	untrusted := gw.Value().Transport()
 	untrusted.TLSClientConfig.RootCAs = other
-	wrong := env.Options(k.Bucket(), nil)
-	wrong.SecretKey = "not-" + env.SecretKey
-	plain := env.Options(k.Bucket(), nil)
-	plain.Endpoint = strings.Replace(env.Endpoint, "https://", "http://", 1)
-	for name, opt := range map[string]s3.Options{"untrusted CA": env.Options(k.Bucket(), untrusted), "wrong secret": wrong, "plain HTTP": plain} {
+	wrong := gw.Value().Options(k.Bucket(), nil)
+	wrong.SecretKey = "not-" + gw.Value().SecretKey
+	plain := gw.Value().Options(k.Bucket(), nil)
+	plain.Endpoint = strings.Replace(gw.Value().Endpoint, "https://", "http://", 1)
+	for name, opt := range map[string]s3.Options{"untrusted CA": gw.Value().Options(k.Bucket(), untrusted), "wrong secret": wrong, "plain HTTP": plain} {
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
 			d, err := s3.Open(opt)
 			require.NoError(t, err)
@@ -144,10 +144,10 @@ func TestSignedHTTPS(t *testing.T) {
 			assert.Equal(t, driver.Fault, res[1].Status, "%v", res[1])
 			blockingfx.Untouched(t, dst)
 			if name == "wrong secret" {
-				assert.Equal(t, int64(s3spec.AccessDenied), res[0].Code, "%v", res[0])
+				assert.Equal(t, int64(s3gen.AccessDenied), res[0].Code, "%v", res[0])
 			}
 			for _, r := range res {
-				assert.NotContains(t, r.Text, env.SecretKey)
+				assert.NotContains(t, r.Text, gw.Value().SecretKey)
 			}
 		})
 	}
@@ -164,7 +164,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // directory, every row that was READY before reads back whole and equal,
 // and new puts are READY.
 func TestTheServerKilledFrozenAndRestarted(t *testing.T) {
-	need(t)
+	gw.Need(t)
 	e, err := s3kit.Setup()
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
@@ -179,7 +179,7 @@ func TestTheServerKilledFrozenAndRestarted(t *testing.T) {
 		t.Helper()
 		res := f.Put(f.Row(key(t, stage), 2, 3))
 		assert.Equal(t, driver.Fault, res[0].Status, "%s: put %v", stage, res[0])
-		assert.Equal(t, int64(s3spec.Conn), res[0].Code, "%s: put %v", stage, res[0])
+		assert.Equal(t, int64(s3gen.Conn), res[0].Code, "%s: put %v", stage, res[0])
 		dst := f.Row(ready[0].Key, 3, blockingfx.Dest)
 		res = f.Get(dst)
 		assert.Equal(t, driver.Fault, res[0].Status, "%s: get %v", stage, res[0])
@@ -227,15 +227,15 @@ func TestTheServerKilledFrozenAndRestarted(t *testing.T) {
 // gateway for real: a put is DECLINED (507 InsufficientStorage), a READY
 // row still reads back, and once space is freed the key takes a put.
 func TestAFullDiskDeclinesAndFreeingItAdmits(t *testing.T) {
-	need(t)
-	if !env.Tmpfs {
+	gw.Need(t)
+	if !gw.Value().Tmpfs {
 		t.Skip(s3kit.NoMount)
 	}
-	k := s3kit.Open(t, env)
+	k := s3kit.Open(t, gw.Value())
 	f := blockingfx.New(t, k, 10*time.Second)
 	old := f.Row(key(t, "old"), 0, 1)
 	require.Equal(t, driver.Ready, f.Put(old)[0].Status)
-	filler, err := storekit.FillFS(env.Root)
+	filler, err := storekit.FillFS(gw.Value().Root)
 	require.NoError(t, err)
 	kk := key(t, "new")
 	res := f.Put(f.Row(kk, 1, 2))
@@ -249,8 +249,8 @@ func TestAFullDiskDeclinesAndFreeingItAdmits(t *testing.T) {
 // TestBackendRoundTripBetweenTwoHosts publishes 64 rows through one
 // backend and fetches them through another, over one bucket.
 func TestBackendRoundTripBetweenTwoHosts(t *testing.T) {
-	need(t)
-	bucket := env.NewBucket(t)
+	gw.Need(t)
+	bucket := gw.Value().NewBucket(t)
 	const rows = 64
 	type host struct {
 		be   *backend.Backend
@@ -263,8 +263,8 @@ func TestBackendRoundTripBetweenTwoHosts(t *testing.T) {
 		require.NoError(t, err)
 		hold, err := l.Hold()
 		require.NoError(t, err)
-		tr := env.Transport()
-		d, err := s3.Open(env.Options(bucket, tr))
+		tr := gw.Value().Transport()
+		d, err := s3.Open(gw.Value().Options(bucket, tr))
 		require.NoError(t, err)
 		bind, err := backend.Bind(t.Context(), hold.Regions(), d, hold)
 		require.NoError(t, err)
@@ -367,7 +367,7 @@ func wholeAndLong(t *testing.T, k *s3kit.Driver, onGet func(*http.Response)) (f 
 		}
 		return resp, err
 	})
-	d, err := s3.Open(env.Options(k.Bucket(), rec))
+	d, err := s3.Open(gw.Value().Options(k.Bucket(), rec))
 	require.NoError(t, err)
 	f = blockingfx.New(t, d, 10*time.Second)
 	whole, long = key(t, "whole"), key(t, "long")
@@ -382,8 +382,8 @@ func wholeAndLong(t *testing.T, k *s3kit.Driver, onGet func(*http.Response)) (f 
 // after get, leaks one connection each. A transport that wraps every
 // body and counts closes finds none open once the gets returned.
 func TestAGetClosesEveryBodyItOpened(t *testing.T) {
-	need(t)
-	k := s3kit.Open(t, env)
+	gw.Need(t)
+	k := s3kit.Open(t, gw.Value())
 	var mu sync.Mutex
 	opened, closed := 0, 0
 	f, whole, long := wholeAndLong(t, k, func(resp *http.Response) {
@@ -414,8 +414,8 @@ func TestAGetClosesEveryBodyItOpened(t *testing.T) {
 // of 31 s), each request is signed for us-east-1, and a GET the transport
 // fails is tried three times.
 func TestUnsetOptionsTakeTheirDefaults(t *testing.T) {
-	need(t)
-	k := s3kit.Open(t, env)
+	gw.Need(t)
+	k := s3kit.Open(t, gw.Value())
 	broken := key(t, "broken")
 	var mu sync.Mutex
 	var scopes []string
@@ -434,7 +434,7 @@ func TestUnsetOptionsTakeTheirDefaults(t *testing.T) {
 		}
 		return k.Transport.RoundTrip(r)
 	})
-	opt := env.Options(k.Bucket(), rec)
+	opt := gw.Value().Options(k.Bucket(), rec)
 	opt.Timeout, opt.MaxAttempts, opt.Region = 0, 0, ""
 	d, err := s3.Open(opt)
 	require.NoError(t, err)
@@ -462,8 +462,8 @@ func TestUnsetOptionsTakeTheirDefaults(t *testing.T) {
 // a whole object is READY and equal, and a longer one is CORRUPT as too
 // long for the row, found by reading that one byte, not by its trailer.
 func TestAnAnswerWithoutALengthIsReadToTheRowsLimit(t *testing.T) {
-	need(t)
-	k := s3kit.Open(t, env)
+	gw.Need(t)
+	k := s3kit.Open(t, gw.Value())
 	f, whole, long := wholeAndLong(t, k, func(resp *http.Response) {
 		resp.ContentLength = -1
 		resp.Header.Del("Content-Length")
@@ -476,7 +476,7 @@ func TestAnAnswerWithoutALengthIsReadToTheRowsLimit(t *testing.T) {
 	dst = f.Row(long, 1, blockingfx.Dest)
 	res = f.Get(dst)[0]
 	assert.Equal(t, driver.Fault, res.Status, "%v", res)
-	assert.Equal(t, int64(s3spec.Corrupt), res.Code, "%v", res)
+	assert.Equal(t, int64(s3gen.Corrupt), res.Code, "%v", res)
 	assert.Contains(t, res.Text, "longer than the row's", "%v", res)
 	blockingfx.Untouched(t, dst)
 }

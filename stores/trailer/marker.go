@@ -1,29 +1,28 @@
 package trailer
 
-import (
-	"crypto/rand"
-	"encoding/hex"
-)
+import "github.com/kvblob/kvblob/runtime/claim"
 
 // A pending marker is what a writer stores under a key it claimed until
 // its object replaces it, in a store that keeps a key's marker and its
 // object in one value (stores/redis; stores/fs keeps its markers in files
-// of their own, and S3 and Mooncake claim no key). Readers answer
-// NOT_READY for a marker, so a payload must never be taken for one: a
-// marker is recognised only by a form no object can have, and a reader
-// checks an object's trailer first (IsMarker).
+// of their own, the memory store a key's state beside its bytes, and S3
+// and Mooncake claim no key). Readers answer NOT_READY for a marker, so a
+// payload must never be taken for one: a marker is recognised only by a
+// form no object can have, and a reader checks an object's trailer first
+// (IsMarker).
 //
-// A marker is exactly MarkerLen bytes: MarkerMagic, then MarkerTokenLen
-// lower-case hex digits, random per writer. No object is one, whatever its
-// payload: every object ends in a trailer starting with Magic, so the
-// only objects of MarkerLen bytes (a 3-byte payload, unkeyed; a keyed
-// object is at least TagSize+Size bytes, and one of format VersionHMAC
-// TailSize) hold Magic at byte MarkerLen-Size,
-// inside the marker's magic, where a marker holds other bytes
-// (TestNoObjectIsAMarker).
+// A marker is exactly MarkerLen bytes: MarkerMagic, then a claim.Token's
+// text (runtime/claim: 32 lower-case hex digits, random per claim, the
+// claim's identity every store writes into its marker). No object is one,
+// whatever its payload: every object ends in a trailer starting with
+// Magic, so the only objects of MarkerLen bytes (unkeyed, of a
+// MarkerLen-Size-byte payload; a keyed object is at least TagSize+Size
+// bytes, and one of format VersionHMAC TailSize) hold Magic at byte
+// MarkerLen-Size, inside the marker's magic, where a marker holds other
+// bytes (TestNoObjectIsAMarker).
 const (
 	MarkerMagic    = "kvblob-pending:"
-	MarkerTokenLen = 24
+	MarkerTokenLen = claim.TextLen
 	MarkerLen      = len(MarkerMagic) + MarkerTokenLen
 )
 
@@ -38,13 +37,8 @@ var (
 	_ [len(MarkerMagic) - (MarkerLen - Size + len(Magic))]struct{}
 )
 
-// NewMarker returns a fresh marker: MarkerMagic and MarkerTokenLen random
-// lower-case hex digits.
-func NewMarker() string {
-	var b [MarkerTokenLen / 2]byte
-	_, _ = rand.Read(b[:])
-	return MarkerMagic + hex.EncodeToString(b[:])
-}
+// NewMarker returns a fresh marker: MarkerMagic and a new claim.Token.
+func NewMarker() string { return MarkerMagic + claim.New().String() }
 
 // IsMarker reports whether v is a marker: exactly MarkerLen bytes,
 // MarkerMagic, then lower-case hex digits. A value that begins with the

@@ -63,7 +63,7 @@ func TestIsMarkerTakesOnlyTheExactForm(t *testing.T) {
 		m[:len(m)-1] + "A",
 		m[:len(m)-1] + "g",
 		"x" + m[1:],
-		trailer.MarkerMagic + "another-writer-012345678", // the right length, not hex
+		trailer.MarkerMagic + "another-writer-0123456789abcdefg", // the right length, not hex
 	} {
 		assert.False(t, trailer.IsMarker([]byte(v)), "%q", v)
 	}

@@ -22,7 +22,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/mooncakespec"
+	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/runtime/rules"
@@ -368,30 +368,30 @@ func (p *Pool) Scenarios() conformance.Scenarios {
 // row), a helper session on the key, a full pool, the master killed. It refuses every other
 // case, saying so: a real pool gives no other answer on cue.
 func (p *Pool) Stage(h *conformance.Harness, c conformance.Case, key string) error {
-	code := mooncakespec.Code(c.Answer.Code)
+	code := mooncakegen.Code(c.Answer.Code)
 	get := c.Call == "batch_get_into"
 	switch {
 	case get && c.Answer.Size == conformance.SizeWhole:
 		return p.plant(key, conformance.RowBytes)
 	case get && c.Answer.Size == conformance.SizeShort:
 		return p.plant(key, conformance.RowBytes/2)
-	case get && code == mooncakespec.InvalidParams:
+	case get && code == mooncakegen.InvalidParams:
 		return p.plant(key, conformance.RowBytes+3) // longer than its row
-	case get && code == mooncakespec.ObjectNotFound:
+	case get && code == mooncakegen.ObjectNotFound:
 		return nil // nothing under the key
-	case get && code == mooncakespec.ReplicaIsNotReady:
+	case get && code == mooncakegen.ReplicaIsNotReady:
 		return p.start(h.D, key, conformance.RowBytes)
-	case c.Call == "batch_put_session_start" && code == mooncakespec.OK,
+	case c.Call == "batch_put_session_start" && code == mooncakegen.OK,
 		c.Call == "batch_put_from_multi_buffer_ranges" && c.Answer.Size == conformance.SizeWhole,
-		c.Call == "batch_put_session_end" && code == mooncakespec.OK:
+		c.Call == "batch_put_session_end" && code == mooncakegen.OK:
 		return nil // a put of an absent key answers these
-	case c.Call == "batch_put_session_start" && code == mooncakespec.ObjectAlreadyExists && c.Exists:
+	case c.Call == "batch_put_session_start" && code == mooncakegen.ObjectAlreadyExists && c.Exists:
 		return p.plant(key, conformance.RowBytes)
-	case c.Call == "batch_put_session_start" && code == mooncakespec.ObjectAlreadyExists:
+	case c.Call == "batch_put_session_start" && code == mooncakegen.ObjectAlreadyExists:
 		return p.start(h.D, key, conformance.RowBytes)
-	case c.Call == "batch_put_session_start" && code == mooncakespec.NoAvailableHandle:
+	case c.Call == "batch_put_session_start" && code == mooncakegen.NoAvailableHandle:
 		return p.fill(h.D, key)
-	case c.Call == "batch_put_session_start" && code == mooncakespec.RPCFail:
+	case c.Call == "batch_put_session_start" && code == mooncakegen.RPCFail:
 		p.kill(h.D) // the check's cleanup restarts it
 		return nil
 	}

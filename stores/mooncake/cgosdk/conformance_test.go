@@ -9,11 +9,11 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/mooncakeversions/mooncakeversionscases"
+	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
+	"github.com/kvblob/kvblob/generated/mooncake/mooncakecases"
 	"github.com/kvblob/kvblob/internal/mooncakekit"
 	"github.com/kvblob/kvblob/internal/mooncakekit/realkit"
 	"github.com/kvblob/kvblob/runtime/driver"
-	"github.com/kvblob/kvblob/runtime/rules"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
 )
@@ -31,8 +31,8 @@ import (
 // and must still fail (reported as a skip).
 func TestConformance(t *testing.T) {
 	var pool *realkit.Pool
-	// The version whose spec holds for the build (generated/
-	// mooncakeversions): its name is the row's, its cases run, and a build
+	// The version whose spec holds for the build (generated/mooncake/
+	// mooncakecases): its name is the row's, its cases run, and a build
 	// its spec was not verified on runs and is reported unverified.
 	v, err := versionOf(cgosdk.SDKVersion)
 	if err != nil {
@@ -41,7 +41,7 @@ func TestConformance(t *testing.T) {
 	known := mooncakekit.KnownFailures()
 	known["a_faulted_put_leaves_the_key_writable"] = "realkit stages a failed put by killing the master, which stays down until the check ends, so the retry the check makes fails too: the staging, not the driver, leaves the key unwritable"
 	conformance.Run(t, conformance.Suite{
-		Name: v.Name, SDK: mooncakekit.Describe(v.Spec, cgosdk.SDKVersion, "real SDK, loopback master"), CodeEnum: "ErrorCode",
+		Name: v.Name, SDK: mooncakekit.Describe(v.Spec.Spec, cgosdk.SDKVersion, "real SDK, loopback master"), CodeEnum: "ErrorCode",
 		Setup: func(t conformance.T) (string, error) {
 			if os.Getenv("MOONCAKE_REAL") != "1" {
 				return "set MOONCAKE_REAL=1 to run against a real mooncake_master", nil
@@ -83,17 +83,13 @@ func TestConformance(t *testing.T) {
 }
 
 // versionOf returns the Mooncake version whose spec holds for build.
-func versionOf(build string) (mooncakeversionscases.Version, error) {
-	all := mooncakeversionscases.All()
-	specs := make([]*rules.Spec, len(all))
-	for i, v := range all {
-		specs[i] = v.Spec
-	}
-	spec, err := rules.Pick("mooncake", mooncake.SDKName, build, specs...)
+func versionOf(build string) (mooncakecases.Version, error) {
+	all := mooncakecases.All()
+	spec, err := mooncakegen.Pick(mooncake.SDKName, build)
 	if err != nil {
-		return mooncakeversionscases.Version{}, err
+		return mooncakecases.Version{}, err
 	}
-	return all[slices.IndexFunc(all, func(v mooncakeversionscases.Version) bool { return v.Spec == spec })], nil
+	return all[slices.IndexFunc(all, func(v mooncakecases.Version) bool { return v.Spec == spec })], nil
 }
 
 func tail(s string, n int) string {

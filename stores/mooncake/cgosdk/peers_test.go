@@ -15,7 +15,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/generated/mooncakespec"
+	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/internal/mooncakekit/realkit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -66,7 +66,7 @@ func TestRealPeers(t *testing.T) {
 		f.putAndWarm(t)
 		f.kill(t)
 		op, res := f.get(t)
-		require.Equal(t, int64(mooncakespec.TransferFail), res[0].Code, res[0].Text)
+		require.Equal(t, int64(mooncakegen.TransferFail), res[0].Code, res[0].Text)
 		f.closesAfterTeardown(t, op)
 		assert.Equal(t, canary(), f.r.Slot(1).Bytes(), "nothing landed in the reader's slot")
 	})
@@ -85,7 +85,7 @@ func TestRealPeers(t *testing.T) {
 		t0 := time.Now()
 		op, res := f.get(t)
 		t.Logf("the get answered %d after %v", res[0].Code, time.Since(t0).Round(time.Millisecond))
-		require.Equal(t, int64(mooncakespec.TransferFail), res[0].Code, res[0].Text)
+		require.Equal(t, int64(mooncakegen.TransferFail), res[0].Code, res[0].Text)
 		f.closesAfterTeardown(t, op)
 		f.signal(t, syscall.SIGCONT)
 		// s3's object landed within 1 s of the thaw; p1 looked 3 s after.
@@ -117,7 +117,7 @@ func TestRealPeers(t *testing.T) {
 					if codes[0] == 0 {
 						break
 					}
-					require.Equal(t, int64(mooncakespec.ObjectAlreadyExists), codes[0], "B's start of %s before the discard timeout", k)
+					require.Equal(t, int64(mooncakegen.ObjectAlreadyExists), codes[0], "B's start of %s before the discard timeout", k)
 					require.Less(t, time.Since(start), 20*time.Second, "B's start of %s answered %v", k, codes)
 					time.Sleep(200 * time.Millisecond) // paces B's retry until A's session is past the discard timeout
 				}
@@ -135,7 +135,7 @@ func TestRealPeers(t *testing.T) {
 		f.a.beforeEnd = nil
 		for i, r := range res {
 			assert.Equal(t, driver.Fault, r.Status, "row %d: %s", i, r.Text)
-			assert.Equal(t, int64(mooncakespec.IllegalClient), r.Code, "row %d: %s", i, r.Text)
+			assert.Equal(t, int64(mooncakegen.IllegalClient), r.Code, "row %d: %s", i, r.Text)
 		}
 		revoked, err := f.b.BatchPutSessionRevoke([]string{"orphan"})
 		require.NoError(t, err)
@@ -144,7 +144,7 @@ func TestRealPeers(t *testing.T) {
 		again := f.put(t, f.row("taken", 0), f.row("orphan", 1))
 		assert.Equal(t, driver.Ready, again[0].Status, "the taker's object is there: %s", again[0].Text)
 		assert.Equal(t, driver.Fault, again[1].Status)
-		assert.Equal(t, int64(mooncakespec.IllegalClient), again[1].Code)
+		assert.Equal(t, int64(mooncakegen.IllegalClient), again[1].Code)
 		assert.Contains(t, again[1].Text, "lost to this client")
 		assert.Contains(t, again[1].Text, "reopen the driver")
 		t.Logf("a later put of the orphaned key: %s", again[1].Text)
@@ -178,7 +178,7 @@ func TestRealPeers(t *testing.T) {
 		res := f.put(t, f.row("k", 0))
 		f.a.beforeEnd, f.a.afterEnd = nil, nil
 		require.Equal(t, driver.Fault, res[0].Status)
-		require.Equal(t, int64(mooncakespec.RPCTimeout), res[0].Code, res[0].Text)
+		require.Equal(t, int64(mooncakegen.RPCTimeout), res[0].Code, res[0].Text)
 		assert.Equal(t, "open", f.d.Held("k"), "an unanswered end may still complete: the drain revokes it")
 		// The thawed master applies the late end.
 		start := time.Now()
@@ -193,7 +193,7 @@ func TestRealPeers(t *testing.T) {
 		}
 		f.a.revokes = nil
 		require.True(t, f.d.Drain(conformance.Within(realkit.Deadline)))
-		assert.Equal(t, []int64{int64(mooncakespec.InvalidWrite)}, f.a.revokes, "the drain's revoke met the late end")
+		assert.Equal(t, []int64{int64(mooncakegen.InvalidWrite)}, f.a.revokes, "the drain's revoke met the late end")
 		assert.Empty(t, f.d.Held("k"), "ended again: the client dropped its session")
 		again := f.put(t, f.row("k", 0))
 		assert.Equal(t, driver.Ready, again[0].Status, again[0].Text)

@@ -3,7 +3,7 @@ package cgosdk_test
 import (
 	"testing"
 
-	"github.com/kvblob/kvblob/generated/mooncakespec"
+	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
 )
 
 // TestVersionIdentity pins which builds the driver opens: every build of a
@@ -24,10 +24,10 @@ func TestVersionIdentity(t *testing.T) {
 		"0.3.12":                        {false, false}, // an older release: no spec
 		"unknown":                       {false, false}, // cgosdk without the tag
 	} {
-		if got := mooncakespec.SupportsVersion(v); got != want.holds {
+		if got := mooncakegen.Mooncake0313().SupportsVersion(v); got != want.holds {
 			t.Errorf("SupportsVersion(%q) = %v, want %v", v, got, want.holds)
 		}
-		if got, _ := mooncakespec.Spec().Verified(v); want.holds && got != want.verified {
+		if got, _ := mooncakegen.Mooncake0313().Spec.Verified(v); want.holds && got != want.verified {
 			t.Errorf("Verified(%q) = %v, want %v", v, got, want.verified)
 		}
 	}

@@ -6,7 +6,7 @@
 // 0.3.12.post1) answered in the runs docs/mooncake-sdk.md records, and
 // stores/mooncake/testdata/mcscenario holds those answers; the replay test
 // in internal/mcscenario fails when this fake disagrees with one. Its
-// decisions are its own: it names codes (generated/mooncakespec's Code names the
+// decisions are its own: it names codes (generated/mooncake's Code names the
 // values of types.h), but never asks our spec what an answer means.
 //
 // What it models, and the real behaviour each rests on:
@@ -50,24 +50,24 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvblob/kvblob/generated/mooncakespec"
+	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/internal/reuse"
 )
 
 // The answers, by their names in types.h.
 const (
-	codeOK                = int64(mooncakespec.OK)
-	codeNoAvailableHandle = int64(mooncakespec.NoAvailableHandle)
-	codeInvalidParams     = int64(mooncakespec.InvalidParams)
-	codeIllegalClient     = int64(mooncakespec.IllegalClient)
-	codeInvalidWrite      = int64(mooncakespec.InvalidWrite)
-	codeReplicaNotReady   = int64(mooncakespec.ReplicaIsNotReady)
-	codeObjectNotFound    = int64(mooncakespec.ObjectNotFound)
-	codeAlreadyExists     = int64(mooncakespec.ObjectAlreadyExists)
-	codeLeaseExpired      = int64(mooncakespec.LeaseExpired)
-	codeTransferFail      = int64(mooncakespec.TransferFail)
-	codeRPCFail           = int64(mooncakespec.RPCFail)
-	codeRPCTimeout        = int64(mooncakespec.RPCTimeout)
+	codeOK                = int64(mooncakegen.OK)
+	codeNoAvailableHandle = int64(mooncakegen.NoAvailableHandle)
+	codeInvalidParams     = int64(mooncakegen.InvalidParams)
+	codeIllegalClient     = int64(mooncakegen.IllegalClient)
+	codeInvalidWrite      = int64(mooncakegen.InvalidWrite)
+	codeReplicaNotReady   = int64(mooncakegen.ReplicaIsNotReady)
+	codeObjectNotFound    = int64(mooncakegen.ObjectNotFound)
+	codeAlreadyExists     = int64(mooncakegen.ObjectAlreadyExists)
+	codeLeaseExpired      = int64(mooncakegen.LeaseExpired)
+	codeTransferFail      = int64(mooncakegen.TransferFail)
+	codeRPCFail           = int64(mooncakegen.RPCFail)
+	codeRPCTimeout        = int64(mooncakegen.RPCTimeout)
 )
 
 // Knobs are the timings and sizes of a real deployment the fake acts on,
@@ -193,7 +193,7 @@ type faultKey struct{ call, key string }
 // fault is one staged answer: a code, a raise, a short write or a
 // transfer that still writes after its failure is answered.
 type fault struct {
-	code       mooncakespec.Code
+	code       mooncakegen.Code
 	raise      bool
 	raiseAfter bool // the call takes effect, then raises
 	short      bool

@@ -8,18 +8,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvblob/kvblob/generated/mooncakespec"
+	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
 )
 
 // Answer makes the next call of call for key answer code, without effect.
-func (m *Master) Answer(call, key string, code mooncakespec.Code) {
+func (m *Master) Answer(call, key string, code mooncakegen.Code) {
 	m.stage(call, key, fault{code: code})
 }
 
 // AnswerAfterWriting makes the next call of call for key write the bytes
 // and then answer code (a get whose lease expired, a transfer that failed
 // after landing).
-func (m *Master) AnswerAfterWriting(call, key string, code mooncakespec.Code) {
+func (m *Master) AnswerAfterWriting(call, key string, code mooncakegen.Code) {
 	m.stage(call, key, fault{code: code, write: true})
 }
 
@@ -27,7 +27,7 @@ func (m *Master) AnswerAfterWriting(call, key string, code mooncakespec.Code) {
 // its transfer goes on: after the call answered, the buffer is written once
 // more, after delay. Wait waits for such transfers.
 func (m *Master) TransferStillRunning(key string, delay time.Duration) {
-	m.stage(CallGet, key, fault{code: mooncakespec.TransferFail, write: true, late: delay})
+	m.stage(CallGet, key, fault{code: mooncakegen.TransferFail, write: true, late: delay})
 }
 
 // Wait waits until every transfer still running has finished writing.
