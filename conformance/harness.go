@@ -23,8 +23,14 @@
 // frees or reuses memory a driver has not proven it stopped touching: when a
 // driver does not drain, the harness keeps the region mapped and says so.
 //
+// The hostile checks (HostileChecks) attack a store as a neighbour with
+// write access to its medium would, through the Suite's Neighbour: raw
+// objects under a row's key, values shaped like a marker, values of the
+// wrong type, nested tenant prefixes, and a tree of folders too wide and
+// deep to walk whole.
+//
 // Every check has a broken driver in internal/broken that breaks exactly
-// that rule; the pairing test runs each check against a sound driver (it
+// that rule; the pairing tests run each check against a sound driver (it
 // must pass) and its broken twin (it must fail).
 package conformance
 

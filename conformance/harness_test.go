@@ -89,7 +89,8 @@ func TestSuiteSelects(t *testing.T) {
 	cases := []Case{{ID: "put/OK", Op: OpPut}}
 	stage := func(*Harness, Case, string) error { return nil }
 	all := Suite{Cases: cases, Stage: stage}.Checks()
-	assert.Len(t, all, len(Checks())+2, "the hand-written checks, the case and the round trip")
+	assert.Len(t, all, len(Checks())+len(HostileChecks(nil))+2, "the hand-written checks, the hostile checks, the case and the round trip")
+	assert.Equal(t, HostileRawName, all[len(Checks())].Name, "the hostile checks follow the hand-written ones")
 	assert.Equal(t, roundTripCheckName, all[len(all)-1].Name)
 	plant := func(driver.Driver, string, []byte) error { return nil }
 	sdk := SDKCheck{Name: "sdk_answers", Spec: "spec/x.yaml:1:1", Run: func(*Harness) {}}

@@ -63,6 +63,16 @@ type Suite struct {
 	// Integrity, when set, adds the check that a row another writer stored
 	// with a valid unkeyed trailer reads as a FAULT.
 	Integrity *Integrity
+	// Neighbour, when set, writes to the store's medium as another client
+	// with write access would, for the hostile checks (HostileChecks); a
+	// suite without one skips them, saying so, but the tenant check,
+	// which needs none.
+	Neighbour Neighbour
+	// NeighbourFactory, when set, makes the drivers the hostile checks
+	// attack, in place of Factory's: for a store whose default driver
+	// trusts every writer of its medium by design (Mooncake without its
+	// trailer), the drivers with the framing that stands against one.
+	NeighbourFactory Factory
 	// CodeEnum names the enum in the SDK's headers that declares its codes
 	// (Mooncake: ErrorCode), for 'gate --sdk-include DIR', which checks the
 	// spec's code table against it.
@@ -207,7 +217,7 @@ type Check struct {
 func Checks() []Check { return checks() }
 
 // Checks returns what s runs, in order: the selected hand-written checks,
-// the integrity check, a check per generated case, the backend round trip
+// the integrity check, the hostile checks, a check per generated case, the backend round trip
 // and the SDK checks.
 func (s Suite) Checks() []Check {
 	var out []Check
@@ -218,6 +228,12 @@ func (s Suite) Checks() []Check {
 	}
 	if s.Integrity != nil && s.selects(Data) {
 		out = append(out, integrityCheck(s.Integrity))
+	}
+	if s.selects(Data) {
+		for _, c := range HostileChecks(s.Neighbour) {
+			c.factory = s.NeighbourFactory
+			out = append(out, c)
+		}
 	}
 	if s.selects(SpecCases) {
 		out = append(out, s.caseChecks()...)

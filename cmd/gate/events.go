@@ -43,6 +43,8 @@ type collector struct {
 	// or filtered out by -run.
 	names map[string]bool
 	pkgs  map[string]*pkgRun
+	// witnesses are TestWitness's runs, by spec file stem (witness.go).
+	witnesses map[string]*witnessRun
 }
 
 // storeRow is a store's row as it is read, with what the table does not
@@ -75,7 +77,8 @@ type testKey struct{ pkg, test string }
 
 func newCollector(stderr io.Writer, verbose bool) *collector {
 	return &collector{stderr: stderr, verbose: verbose, tty: isTerminal(stderr),
-		stores: map[testKey]*storeRow{}, checks: map[testKey]*checkRow{}, names: map[string]bool{}, pkgs: map[string]*pkgRun{}}
+		stores: map[testKey]*storeRow{}, checks: map[testKey]*checkRow{}, names: map[string]bool{}, pkgs: map[string]*pkgRun{},
+		witnesses: map[string]*witnessRun{}}
 }
 
 // read consumes a go test -json stream to its end. A line that is not an
@@ -123,6 +126,8 @@ func (c *collector) add(e event) {
 	switch {
 	case e.Test == "":
 		c.addPackage(e)
+	case top == witnessTest:
+		c.addWitness(e, rest)
 	case top != conformanceTest:
 		// Another test the -run pattern let through: not the gate's.
 	case rest == "":

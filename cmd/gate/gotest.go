@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -127,14 +128,17 @@ func storePackages(root, tags string) ([]string, error) {
 }
 
 // testArgs are the arguments of go test for pkgs: every store's
-// TestConformance, or only the stores named (-run's second level), with
+// TestConformance and TestWitness, or only the stores named and the
+// witnesses of their specs, by spec file stem (-run's second level), with
 // the real SDK's tag when real, bounded by timeout.
-func testArgs(pkgs, stores []string, real bool, timeout time.Duration) []string {
-	run := "^" + conformanceTest + "$"
+func testArgs(pkgs, stores, stems []string, real bool, timeout time.Duration) []string {
+	run := "^(" + conformanceTest + "|" + witnessTest + ")$"
 	if len(stores) > 0 {
-		quoted := make([]string, len(stores))
-		for i, s := range stores {
-			quoted[i] = regexp.QuoteMeta(s)
+		var quoted []string
+		for _, s := range append(append([]string(nil), stores...), stems...) {
+			if q := regexp.QuoteMeta(s); !slices.Contains(quoted, q) {
+				quoted = append(quoted, q)
+			}
 		}
 		run += "/^(" + strings.Join(quoted, "|") + ")$"
 	}

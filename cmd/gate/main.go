@@ -1,9 +1,11 @@
 // Command gate is the conformance gate: it checks that generated/ is what
-// spec/ generates, then runs every store's TestConformance through go test
-// (go test -json -run '^TestConformance$' over each package under
-// ./stores/... that declares one) and turns its events into a table: per
-// store, the conformance suite, every case generated from the store's
-// spec, the backend round trip and the store's SDK checks. --junit and
+// spec/ generates, then runs every store's TestConformance and TestWitness
+// through go test (go test -json -run '^(TestConformance|TestWitness)$'
+// over each package under ./stores/... that declares TestConformance) and
+// turns its events into a table: per store, the conformance suite, every
+// case generated from the store's spec, the backend round trip, the
+// store's SDK checks, and how many of its spec's rules a run on the real
+// medium witnessed, the others listed (witness.go; docs/witnesses.md). --junit and
 // --json write the same results for a CI system, and --sdk-include checks
 // the spec's code table against the SDK's headers.
 //
@@ -222,7 +224,7 @@ func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, 
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- c.read(pr) }()
-	err := g.goTest(root, testArgs(pkgs, o.stores, real, o.timeout), env, pw)
+	err := g.goTest(root, testArgs(pkgs, o.stores, witnessStems(specs, o.stores), real, o.timeout), env, pw)
 	pw.Close()
 	if rerr := <-done; err == nil {
 		err = rerr
@@ -238,6 +240,7 @@ func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, 
 
 	rows, broken := c.rows()
 	rows = realReplacesFake(rows, realPkgs)
+	c.witnessRows(rows, specs)
 	if o.sdkInclude != "" {
 		named := false
 		for _, r := range rows {

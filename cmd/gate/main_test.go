@@ -200,7 +200,7 @@ func TestAStoreIsARowOfTheTable(t *testing.T) {
 	s.store("s3-large").check("s3-large", "a_check", "pass", kind("check")).end("s3-large", "pass")
 	code, out, stderr := runWith(s.goTest, append(base, "--store", "s3-large")...)
 	assert.Equal(t, 0, code, "%s\n%s", out, stderr)
-	assert.Contains(t, strings.Join(s.args, " "), "-run ^TestConformance$/^(s3-large)$")
+	assert.Contains(t, strings.Join(s.args, " "), "-run ^(TestConformance|TestWitness)$/^(s3-large)$")
 	assert.Regexp(t, `(?m)^s3-large\s`, out)
 
 	dir := t.TempDir()
@@ -229,17 +229,17 @@ func TestDashCRunsInTheCheckoutGiven(t *testing.T) {
 // TestGoTestArgs: every store's TestConformance, or the stores named (by
 // -run's second level, their names quoted), and the real SDK's build.
 func TestGoTestArgs(t *testing.T) {
-	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "30m0s", "-run", "^TestConformance$", "./a"}, testArgs([]string{"./a"}, nil, false, 30*time.Minute))
-	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "1h0m0s", "-run", `^TestConformance$/^(redis|redis-valkey-8\.1)$`, "-tags", "mooncake", "./a", "./b"},
-		testArgs([]string{"./a", "./b"}, []string{"redis", "redis-valkey-8.1"}, true, time.Hour))
+	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "30m0s", "-run", "^(TestConformance|TestWitness)$", "./a"}, testArgs([]string{"./a"}, nil, nil, false, 30*time.Minute))
+	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "1h0m0s", "-run", `^(TestConformance|TestWitness)$/^(redis|redis-valkey-8\.1|redis-7)$`, "-tags", "mooncake", "./a", "./b"},
+		testArgs([]string{"./a", "./b"}, []string{"redis", "redis-valkey-8.1"}, []string{"redis-7", "redis-valkey-8.1"}, true, time.Hour))
 
 	s := (&stream{}).store("memory", suitelog.SDK, "kvblob-memory 1").check("memory", "x", "pass").end("memory", "pass")
 	code, _, stderr := runWith(s.goTest, append(base, "--store", "memory", "--packages", "./stores/memory")...)
 	require.Equal(t, 0, code, stderr)
-	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "30m0s", "-run", "^TestConformance$/^(memory)$", "./stores/memory"}, s.args, "the gate's default bound")
+	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "30m0s", "-run", "^(TestConformance|TestWitness)$/^(memory)$", "./stores/memory"}, s.args, "the gate's default bound")
 	code, _, stderr = runWith(s.goTest, append(base, "--store", "memory", "--packages", "./stores/memory", "--timeout", "45m")...)
 	require.Equal(t, 0, code, stderr)
-	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "45m0s", "-run", "^TestConformance$/^(memory)$", "./stores/memory"}, s.args)
+	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "45m0s", "-run", "^(TestConformance|TestWitness)$/^(memory)$", "./stores/memory"}, s.args)
 	assert.Empty(t, s.env)
 
 	// A path from the module root is one, not a standard library package.
@@ -267,7 +267,7 @@ func TestTheStreamBecomesTheTable(t *testing.T) {
 			check("memory", "backend_round_trip", "pass", kind("check"), suitelog.Line(suitelog.RoundTrip, "16 x 256 KiB in 9.2ms")).
 			end("memory", "pass"),
 		code:   0,
-		out:    []string{"memory  kvblob-memory 1  3       0       0        250ms  16 x 256 KiB in 9.2ms", "gate: ok"},
+		out:    []string{"memory  kvblob-memory 1  3       0       0        -          250ms  16 x 256 KiB in 9.2ms", "gate: ok"},
 		stderr: []string{"gate: memory done in 250ms: 3 passed, 0 failed, 0 skipped"},
 	}, {
 		name: "go's download progress on a fresh machine is not a set-up error",
@@ -285,7 +285,7 @@ func TestTheStreamBecomesTheTable(t *testing.T) {
 			check("fs", "c", "skip", kind("check"), "known failure (a reason): put of row \"a\": READY,", "  but a get answered FAULT").
 			end("fs", "pass"),
 		code: 0,
-		out: []string{"fs     posix  0       0       3        250ms  failed",
+		out: []string{"fs     posix  0       0       3        -          250ms  failed",
 			"  fs skipped 1: known failure (a reason): put of row \"a\": READY,\nbut a get answered FAULT",
 			"  fs skipped 2: the store stages no HoldAccess scenario (Scenarios.HoldAccess is nil)"},
 	}, {
@@ -318,7 +318,7 @@ func TestTheStreamBecomesTheTable(t *testing.T) {
 			check("s3", "a", "skip", kind("check"), "versitygw is not installed (go install x)").
 			end("s3", "pass"),
 		code:   0,
-		out:    []string{"s3     aws-sdk-go-v2  0       0       1        250ms  -", "  s3 skipped: versitygw is not installed (go install x)"},
+		out:    []string{"s3     aws-sdk-go-v2  0       0       1        -          250ms  -", "  s3 skipped: versitygw is not installed (go install x)"},
 		stderr: []string{"gate: s3 skipped: versitygw is not installed (go install x)"},
 	}, {
 		name: "a set-up that fails",
@@ -326,7 +326,7 @@ func TestTheStreamBecomesTheTable(t *testing.T) {
 			out(conformanceTest+"/redis", "setting up redis: port in use").
 			end("redis", "fail"),
 		code: 2,
-		out:  []string{"redis  redis-server 7.x  0       1       0        250ms  -", "  redis skipped: set-up failed: port in use", "  redis ERROR setup: port in use", "gate: ERROR"},
+		out:  []string{"redis  redis-server 7.x  0       1       0        -          250ms  -", "  redis skipped: set-up failed: port in use", "  redis ERROR setup: port in use", "gate: ERROR"},
 	}, {
 		name:   "a package that does not build",
 		stream: &stream{events: []event{{Action: "output", Package: pkg, Output: "stores/memory/x_test.go:3:1: syntax error\n"}, {Action: "fail", Package: pkg}}},
@@ -443,7 +443,7 @@ func TestTheGateFailsOnABrokenStore(t *testing.T) {
 		"--junit", xmlFile, "--json", jsonFile)...)
 	require.Equal(t, 1, code, "%s\n%s", out, stderr)
 	assert.Contains(t, out, "gate: FAILED")
-	assert.Regexp(t, `memory\s+kvblob-memory 1\s+\d+\s+0\s+0\s+\S+\s+16 x 256 KiB in \S+`, out)
+	assert.Regexp(t, `memory\s+kvblob-memory 1\s+\d+\s+0\s+\d+\s+-\s+\S+\s+16 x 256 KiB in \S+`, out)
 
 	b, err := os.ReadFile(xmlFile)
 	require.NoError(t, err)
@@ -559,7 +559,7 @@ func TestEachRowIsOnePackagesSuite(t *testing.T) {
 	root, err := moduleRoot()
 	require.NoError(t, err)
 	var stream bytes.Buffer
-	args := testArgs([]string{"./cmd/gate/testdata/twosdks/..."}, nil, true, 5*time.Minute)
+	args := testArgs([]string{"./cmd/gate/testdata/twosdks/..."}, nil, nil, true, 5*time.Minute)
 	require.NoError(t, execGoTest(root, args, nil, &stream))
 	c := newCollector(io.Discard, false)
 	require.NoError(t, c.read(&stream))

@@ -54,8 +54,24 @@ type storeResult struct {
 	RoundTrip  string  `json:"round_trip,omitempty"`
 	SkipReason string  `json:"skip_reason,omitempty"`
 	// SpecFile is the spec of the store's version ("spec/redis-7.yaml").
-	SpecFile string        `json:"spec_file,omitempty"`
-	Checks   []checkResult `json:"checks"`
+	SpecFile string `json:"spec_file,omitempty"`
+	// Rules is how many rules the spec holds; Witnessed are those a run
+	// on the real medium witnessed (call.answer), Unwitnessed the rest,
+	// when the store's package has witnesses (HasWitnesses).
+	Rules        int           `json:"rules,omitempty"`
+	Witnessed    []string      `json:"witnessed,omitempty"`
+	Unwitnessed  []string      `json:"unwitnessed,omitempty"`
+	HasWitnesses bool          `json:"has_witnesses,omitempty"`
+	Checks       []checkResult `json:"checks"`
+}
+
+// witnessedCell is the table's WITNESSED cell: witnessed/rules, or "-"
+// for a store with no witnesses.
+func (r storeResult) witnessedCell() string {
+	if !r.HasWitnesses {
+		return "-"
+	}
+	return strconv.Itoa(len(r.Witnessed)) + "/" + strconv.Itoa(r.Rules)
 }
 
 func (r *storeResult) add(c checkResult) {
@@ -106,7 +122,7 @@ func (r *report) finish() {
 
 func printTable(w io.Writer, rows []storeResult) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STORE\tSDK\tPASSED\tFAILED\tSKIPPED\tTIME\tBACKEND ROUND TRIP")
+	fmt.Fprintln(tw, "STORE\tSDK\tPASSED\tFAILED\tSKIPPED\tWITNESSED\tTIME\tBACKEND ROUND TRIP")
 	for _, r := range rows {
 		trip := r.RoundTrip
 		switch {
@@ -116,12 +132,15 @@ func printTable(w io.Writer, rows []storeResult) {
 			trip = "failed"
 		}
 		took := time.Duration(r.Seconds * float64(time.Second)).Round(time.Millisecond)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%v\t%s\n", r.Store, r.SDK, r.Passed, r.Failed+r.Errors, r.Skipped, took, trip)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%v\t%s\n", r.Store, r.SDK, r.Passed, r.Failed+r.Errors, r.Skipped, r.witnessedCell(), took, trip)
 	}
 	tw.Flush()
 	for _, r := range rows {
 		if r.SkipReason != "" {
 			fmt.Fprintf(w, "  %s skipped: %s\n", r.Store, r.SkipReason)
+		}
+		if len(r.Unwitnessed) > 0 {
+			fmt.Fprintf(w, "  %s unwitnessed %d: %s\n", r.Store, len(r.Unwitnessed), strings.Join(r.Unwitnessed, ", "))
 		}
 		reasons := map[string]int{}
 		for _, c := range r.Checks {
@@ -266,6 +285,10 @@ func junit(r *report) ([]byte, error) {
 		}
 		if s.RoundTrip != "" {
 			ps = append(ps, junitProperty{"round_trip", s.RoundTrip})
+		}
+		if s.HasWitnesses {
+			ps = append(ps, junitProperty{"witnessed", s.witnessedCell()},
+				junitProperty{"unwitnessed", strings.Join(s.Unwitnessed, " ")})
 		}
 		addSuite(s.Store, s.SpecFile, ps, s.Seconds, s.Checks)
 		total += s.Seconds

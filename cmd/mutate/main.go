@@ -12,7 +12,9 @@
 // A failure in another package's tests than the mutated one's is a kill
 // only when the tests that failed pass unmutated and fail on the mutant
 // again; else they are flaky, decide nothing, and a mutant that only they
-// failed is reported apart (flaky: not decided, not scored).
+// failed is reported apart (flaky: not decided, not scored). A kill only
+// another package's tests made (the mutated package's own passed) is
+// named with that package, in its line and in a list per package.
 // It reports per package the mutants tried out of all (the share
 // sampled), those the tests killed, those that hung (a test timed out:
 // reported apart, since a hang is not a failing assertion), the share of
@@ -369,7 +371,11 @@ func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *
 			if e != nil {
 				listed = " [listed equivalent]"
 			}
-			fmt.Fprintf(w, "  %-8s %s: %s (%s, %v)%s\n", outcomes[v], u.dir, u.r.name(cfg.Root, m), ranSay(ran, len(u.pkgs)), took.Round(time.Second), listed)
+			by := ""
+			if v == killed && where != "" {
+				by = " by " + where + "'s tests"
+			}
+			fmt.Fprintf(w, "  %-8s %s: %s (%s, %v)%s%s\n", outcomes[v], u.dir, u.r.name(cfg.Root, m), ranSay(ran, len(u.pkgs)), took.Round(time.Second), listed, by)
 			slots = append(slots, slot)
 			cond.Broadcast()
 		}()
@@ -682,10 +688,15 @@ type Report struct {
 	Total    int  // mutants of the package
 	Tried    int  // mutants started (the sample)
 	Killed   int  // a test failed
-	Survived int  // every test passed
-	Hung     int  // a test binary reached its -timeout (not counted as killed)
-	Unbuilt  int  // the compiler refused the mutant (not counted)
-	Cut      int  // passed the tests run before the budget ran out (not counted)
+	// KilledElsewhere is how many of the killed mutants only another
+	// package's tests killed (the package's own passed): Elsewhere lists
+	// them, each with that package. A line its own tests miss is held only
+	// while that package keeps testing it.
+	KilledElsewhere int
+	Survived        int // every test passed
+	Hung            int // a test binary reached its -timeout (not counted as killed)
+	Unbuilt         int // the compiler refused the mutant (not counted)
+	Cut             int // passed the tests run before the budget ran out (not counted)
 	// Flaky is how many mutants only flaky tests failed: another package's
 	// tests that failed unmutated too, or passed on the mutant run again
 	// (not counted).
@@ -704,6 +715,9 @@ type Report struct {
 	// how many of the packages' tests it had passed (a mutant that passes
 	// many is likelier to survive, so cuts are listed, not hidden).
 	Survivors, Hangs, Cuts, Flakes []string
+	// Elsewhere are the mutants killed only by another package's tests:
+	// "file:line:col: change: source line [killed by PKG's tests]".
+	Elsewhere []string
 	// Equivalents are the listed survivors, each with its reason; Wrong
 	// the listed mutants a test killed or that hung (the entry is wrong);
 	// Stale the entries for the unit's files that match no mutant, or
@@ -739,6 +753,10 @@ func (r *Report) record(root string, m Mutant, v verdict, where string, ran int,
 	switch v {
 	case killed:
 		r.Killed++
+		if where != "" {
+			r.KilledElsewhere++
+			r.Elsewhere = append(r.Elsewhere, line+" [killed by "+where+"'s tests; the package's own passed]")
+		}
 	case hung:
 		r.Hung++
 		r.Hangs = append(r.Hangs, line+" ["+where+"]")
@@ -823,6 +841,13 @@ func (r *Report) Print(w io.Writer) {
 	for _, s := range r.Wrong {
 		fmt.Fprintf(w, "  WRONG ENTRY %s\n", s)
 	}
+	if r.KilledElsewhere > 0 {
+		fmt.Fprintf(w, "  %d of the %d killed only by another package's tests:\n", r.KilledElsewhere, r.Killed)
+	}
+	sort.Strings(r.Elsewhere)
+	for _, s := range r.Elsewhere {
+		fmt.Fprintf(w, "  elsewhere %s\n", s)
+	}
 	r.printRest(w)
 }
 
@@ -856,6 +881,7 @@ func Total(rs []*Report) *Report {
 		t.Total += r.Total
 		t.Tried += r.Tried
 		t.Killed += r.Killed
+		t.KilledElsewhere += r.KilledElsewhere
 		t.Survived += r.Survived
 		t.Hung += r.Hung
 		t.Unbuilt += r.Unbuilt
@@ -977,6 +1003,9 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *
 					flakes = append(flakes, flake)
 					continue
 				}
+				// The package's own tests passed: name the one whose
+				// tests killed it.
+				return v, strings.TrimPrefix(p, modPrefix(p)), ran, measuring
 			}
 		}
 		return v, "", ran, measuring

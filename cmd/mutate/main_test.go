@@ -67,7 +67,9 @@ func positions(lines []string) []string {
 // TestImportersTestsKillWhatThePackagesOwnMiss: the mutants of Clamp's
 // upper bound survive a's own tests; with its importers' tests run too
 // (the default) b's test kills the one that changes behaviour, and only
-// the equivalent one (> to >=) survives.
+// the equivalent one (> to >=) survives. The report names b as the
+// package whose tests killed each (tried: test returning no package for
+// a kill past the first fails it).
 func TestImportersTestsKillWhatThePackagesOwnMiss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go test on a module")
@@ -88,6 +90,14 @@ func TestImportersTestsKillWhatThePackagesOwnMiss(t *testing.T) {
 	assert.Equal(t, 2, all[0].Packages, "a's tests and b's")
 	assert.Equal(t, []string{"a/a.go:9:7: > -> >="}, positions(all[0].Survivors))
 	assert.Equal(t, 2, all[0].Killed)
+	assert.Equal(t, 2, all[0].KilledElsewhere, "a's own tests passed both: b's killed them")
+	for _, e := range all[0].Elsewhere {
+		assert.Contains(t, e, "a/a.go:9:", "the mutant is named")
+		assert.Contains(t, e, "/b's tests; the package's own passed]", "the package that killed it is named")
+	}
+	assert.Len(t, all[0].Elsewhere, 2)
+	assert.Contains(t, out.String(), "killed only by another package's tests")
+	assert.Zero(t, own[0].KilledElsewhere)
 	assert.Contains(t, all[0].Survivors[0], "if v > hi {", "a survivor names its source line")
 	assert.Positive(t, all[0].Measuring, "b's coverage run, measured when the first mutant reached b, is not charged to a")
 }

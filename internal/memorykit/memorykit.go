@@ -34,7 +34,8 @@ func Scenarios() conformance.Scenarios {
 
 // Suite is the conformance suite over memory drivers with opt, named
 // name: every scenario the store stages, spec/memory.yaml's generated
-// cases, and the integrity check over the same drivers with a row key.
+// cases, the integrity check over the same drivers with a row key, and the
+// hostile checks through Neighbour.
 func Suite(name string, opt memory.Options) conformance.Suite {
 	keyed := opt
 	keyed.Integrity = storekit.RowKey()
@@ -42,6 +43,7 @@ func Suite(name string, opt memory.Options) conformance.Suite {
 		Name: name, SDK: memorygen.Memory().SDKName + " " + memorygen.Memory().SDKVersions[0],
 		Factory: Factory(opt), Scenarios: Scenarios(), Cases: memorycases.Memory(), Stage: Stage,
 		Integrity: &conformance.Integrity{Factory: Factory(keyed), Plant: Foreign},
+		Neighbour: Neighbour{},
 	}
 }
 
@@ -84,5 +86,17 @@ func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 // would: payload and a valid unkeyed trailer (conformance.Foreign).
 func Foreign(d driver.Driver, key string, payload []byte) error {
 	Memory(d).Store().SetObject(key, trailer.Encode(key, payload))
+	return nil
+}
+
+// Neighbour writes a memory store's objects as another client of the same
+// Store would (conformance.Neighbour). The memory store keeps a key's
+// pending state beside its bytes, not in a value, and one kind of value,
+// and no folders: it gives none of the optional capabilities.
+type Neighbour struct{}
+
+// WriteRaw stores value as key's object, unframed.
+func (Neighbour) WriteRaw(d driver.Driver, key string, value []byte) error {
+	Memory(d).Store().SetObject(key, append([]byte(nil), value...))
 	return nil
 }

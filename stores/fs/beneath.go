@@ -132,7 +132,11 @@ func (t *tree) walkDir(rel []string, create bool, mode uint32) (int, error) {
 	for i, c := range rel {
 		next, err := unix.Openat(fd, c, dirFlags|unix.O_NOFOLLOW, 0)
 		if errors.Is(err, unix.ENOENT) && create {
-			err = unix.Mkdirat(fd, c, mode)
+			if e, _ := fault("mkdirat", c); e != 0 {
+				err = e
+			} else {
+				err = unix.Mkdirat(fd, c, mode)
+			}
 			if err == nil {
 				t.traced(EventMkdir, rel[:i+1])
 				if mode&^0o700 != 0 {
@@ -228,6 +232,9 @@ func lstatAt(dir int, name string) (fileStat, error) {
 }
 
 func fstat(fd int) (fileStat, error) {
+	if e, _ := fault("fstat", ""); e != 0 {
+		return fileStat{}, e
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fileStat{}, err

@@ -11,7 +11,8 @@ import (
 // TestConformance runs the whole suite, every case generated from each fs
 // spec (generated/fs/fscases: spec/fs-posix.yaml) and the checks of the
 // filesystem itself, each on a directory of its own in the package's Env
-// (a tmpfs when run as root, so that a full filesystem is real).
+// (a tmpfs when run as root, so that a full filesystem is real), and the
+// hostile checks through the kit's Neighbour.
 func TestConformance(t *testing.T) {
 	where := "tmpfs"
 	if !tree.Value().Tmpfs {
@@ -22,6 +23,7 @@ func TestConformance(t *testing.T) {
 			Name: v.Name, SDK: v.Spec.SDKName + " file I/O, " + v.Spec.SDKVersions[0] + " (" + where + ")",
 			Factory: fskit.Factory(tree.Value()), Scenarios: fskit.Scenarios(), SkipReasons: fskit.SkipReasons,
 			Cases: v.Cases, Stage: fskit.Stage, SDKChecks: fskit.SDKChecks(), Integrity: integrity,
+			Neighbour: fskit.Neighbour{Env: tree.Value()},
 		})
 	}
 }

@@ -473,6 +473,9 @@ func writeFull(fd int, b []byte) error {
 // create makes name in dir exclusively (O_EXCL: never through a link), with
 // the driver's file mode, set exactly when it is not the private default.
 func (d *Driver) create(dir int, name string) (int, error) {
+	if e, _ := fault("openat", name); e != 0 {
+		return -1, e
+	}
 	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, d.fileMode)
 	if err == nil && d.exact {
 		if err = unix.Fchmod(fd, d.fileMode); err != nil {
@@ -504,9 +507,9 @@ func (d *Driver) write(dir int, p paths, key string, payload []byte) (string, fs
 		return "", classify(err), &os.PathError{Op: "create", Path: filepath.Join(p.dir(), tmp), Err: err}
 	}
 	f := os.NewFile(uintptr(fd), filepath.Join(p.dir(), tmp))
-	_, err = f.Write(payload)
+	err = writeAll(fd, tmp, payload)
 	if err == nil {
-		_, err = f.Write(d.opt.Integrity.Append(nil, key, payload))
+		err = writeAll(fd, tmp, d.opt.Integrity.Append(nil, key, payload))
 	}
 	if err == nil {
 		d.trace(EventWrite, p, tmp, "")
@@ -525,6 +528,9 @@ func (d *Driver) write(dir int, p paths, key string, payload []byte) (string, fs
 // fsync fsyncs fd, p's file name (or p's directory, for EventSyncDir), and
 // tells Options.Trace once it succeeded.
 func (d *Driver) fsync(fd int, op EventOp, p paths, name string) error {
+	if e, _ := fault("fsync", name); e != 0 {
+		return e
+	}
 	err := unix.Fsync(fd)
 	if err == nil {
 		d.trace(op, p, name, "")
@@ -564,7 +570,13 @@ func (d *Driver) publish(dir int, p paths, tmp, key string) (fsgen.Code, error) 
 	}
 	// renameat(2) replaces whatever is at the object's name, a link
 	// included, and follows none.
-	if err := unix.Renameat(dir, tmp, dir, p.name); err != nil {
+	var err error
+	if e, _ := fault("renameat", p.name); e != 0 {
+		err = e
+	} else {
+		err = unix.Renameat(dir, tmp, dir, p.name)
+	}
+	if err != nil {
 		d.remove(dir, p, tmp)
 		return classify(err), &os.LinkError{Op: "rename", Old: filepath.Join(p.dir(), tmp), New: p.file(), Err: err}
 	}
@@ -745,9 +757,9 @@ func (d *Driver) read(fd int, p paths, key string, o opened, dst []byte) (int64,
 // file's read is short only at its end), else the rest of each with
 // preadFull. It answers how much of each it filled.
 func preadvFull(fd int, piece, tail []byte, off int64) (n, t int, err error) {
-	m, err := unix.Preadv(fd, [][]byte{piece, tail}, off)
+	m, err := preadv(fd, piece, tail, off)
 	for errors.Is(err, unix.EINTR) {
-		m, err = unix.Preadv(fd, [][]byte{piece, tail}, off)
+		m, err = preadv(fd, piece, tail, off)
 	}
 	if err != nil {
 		return 0, 0, err
@@ -771,7 +783,7 @@ func preadvFull(fd int, piece, tail []byte, off int64) (n, t int, err error) {
 func preadFull(fd int, b []byte, off int64) (int, error) {
 	n := 0
 	for n < len(b) {
-		m, err := unix.Pread(fd, b[n:], off+int64(n))
+		m, err := pread(fd, b[n:], off+int64(n))
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue
@@ -797,4 +809,26 @@ func (d *Driver) markerLive(p paths) bool {
 	defer unix.Close(dir)
 	st, err := lstatAt(dir, p.markerName)
 	return err == nil && st.regular() && !d.expired(st.mtime, d.opt.Now())
+}
+
+// pread is pread(2), through sysFault.
+func pread(fd int, b []byte, off int64) (int, error) {
+	e, limit := fault("pread", "")
+	if e != 0 {
+		return 0, e
+	}
+	return unix.Pread(fd, limitTo(b, limit), off)
+}
+
+// preadv is preadv(2) of piece then tail, through sysFault (a limit cuts
+// piece; tail is then not read).
+func preadv(fd int, piece, tail []byte, off int64) (int, error) {
+	e, limit := fault("preadv", "")
+	switch {
+	case e != 0:
+		return 0, e
+	case limit != 0:
+		return unix.Pread(fd, limitTo(piece, limit), off)
+	}
+	return unix.Preadv(fd, [][]byte{piece, tail}, off)
 }

@@ -1,6 +1,10 @@
 package fs
 
-import "os"
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
 
 // ForceWalk makes d resolve every path one component at a time with
 // O_NOFOLLOW, as on a kernel without openat2.
@@ -24,3 +28,10 @@ func IsLink(dir *os.File, name string) bool { return isLink(int(dir.Fd()), name)
 // answer EPERM, as open(2) does for another user's file (tests run as
 // root, which may open any file so).
 func RefuseNoatime(d *Driver) { d.tree.refuseNoatime = true }
+
+// SetSysFault makes every put and get ask f before each system call on a
+// row's files (sysfault.go), until the returned restore is called.
+func SetSysFault(f func(call, name string) (unix.Errno, int)) (restore func()) {
+	sysFault = f
+	return func() { sysFault = nil }
+}

@@ -258,7 +258,8 @@ func TestAScriptThatRunsForeverIsAFaultThatSaysBusy(t *testing.T) {
 // each build's generated cases, over a server and a Cluster of each build
 // as the tenant docs/security.md prescribes, created from the doc's own
 // lines with one change: the key patterns are the stems of the suite's
-// keys (~conformance/v1/* ~round-trip/v1/*). The suite sets the server up and plays the other
+// keys (~conformance/v1/* ~round-trip/v1/*, and the tenant check's
+// ~kv/v1/* ~kv/model-a/v1/*). The suite sets the server up and plays the other
 // writer as the default user (rediskit.Deployment.Username); its SDK
 // checks, which ask the server itself, run in TestConformance.
 func TestConformanceAsTheDocumentedTenant(t *testing.T) {
@@ -280,7 +281,7 @@ func TestConformanceAsTheDocumentedTenant(t *testing.T) {
 				for _, addr := range addrs {
 					admin := goredis.NewClient(&goredis.Options{Addr: addr})
 					for _, line := range apply {
-						line = strings.ReplaceAll(strings.ReplaceAll(line, "PASSWORD", pass), "~tenantA/v1/*", "~conformance/v1/* ~round-trip/v1/*")
+						line = strings.ReplaceAll(strings.ReplaceAll(line, "PASSWORD", pass), "~tenantA/v1/*", "~conformance/v1/* ~round-trip/v1/* ~kv/v1/* ~kv/model-a/v1/*")
 						var args []any
 						for _, f := range strings.Fields(line) {
 							args = append(args, f)

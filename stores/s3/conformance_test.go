@@ -33,7 +33,7 @@ func TestConformance(t *testing.T) {
 		Setup:     gw.Setup,
 		Factory:   func(t conformance.T) driver.Driver { return s3kit.Open(t, gw.Value()) },
 		Scenarios: s3kit.Scenarios(), Cases: small, Stage: s3kit.Stage, SDKChecks: s3kit.SDKChecks(),
-		Integrity: integrity,
+		Integrity: integrity, Neighbour: s3kit.Neighbour{},
 	})
 	// Every row large: the multipart calls' cases, and every get's through
 	// ranged GETs.
@@ -41,7 +41,7 @@ func TestConformance(t *testing.T) {
 		Name: "s3-large", SDK: s3gen.S3V1109().SDKName + " " + s3gen.S3V1109().SDKVersions[0] + " (" + where + "), every row in parts",
 		Setup:   gw.Setup,
 		Factory: func(t conformance.T) driver.Driver { return s3kit.OpenWith(t, gw.Value(), s3kit.Large) },
-		Cases:   large, Stage: s3kit.Stage,
+		Cases:   large, Stage: s3kit.Stage, Neighbour: s3kit.Neighbour{},
 	})
 }
 
