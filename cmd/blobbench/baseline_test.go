@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/stores/trailer"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,9 +21,10 @@ import (
 
 // TestTheBaselinesShareTheRowsTheSameWay: share cuts the rows into n
 // contiguous runs that cover each row once (more goroutines than rows
-// included), and parallelCopy and allocCopy, which both run on those
-// shares, copy every row. (Tried: a share's hi of rows*(g+1)/n-1 fails
-// the cover; parallelCopy stepping by two rows fails the copy.)
+// included), and parallelCopy, allocCopy and parallelTag, which all run
+// on those shares, copy every row. (Tried: a share's hi of
+// rows*(g+1)/n-1 fails the cover; parallelCopy stepping by two rows fails
+// the copy; so does parallelTag.)
 func TestTheBaselinesShareTheRowsTheSameWay(t *testing.T) {
 	const rowBytes = 64
 	for _, c := range []struct{ rows, n int }{{1, 1}, {7, 2}, {8, 2}, {3, 4}, {16, 3}} {
@@ -50,6 +52,11 @@ func TestTheBaselinesShareTheRowsTheSameWay(t *testing.T) {
 			objs := allocCopy(src, rowBytes, c.n)
 			require.Len(t, objs, c.rows)
 			assert.Equal(t, src, bytes.Join(objs, nil), "allocCopy")
+			for _, pass := range []tagPass{sealCopy, verifyCopy} {
+				tagged := make([]byte, len(src))
+				parallelTag(rowKey, tagged, src, rowBytes, c.n, pass)
+				assert.Equal(t, src, tagged, "parallelTag (pass %d) copies every row", pass)
+			}
 		})
 	}
 }
@@ -117,9 +124,11 @@ type loggedDriver struct {
 	driver.Driver
 	log *[]string
 	mu  *sync.Mutex
+	way string // "" for integrity off, else the way's name and a space
 }
 
 func (d loggedDriver) note(what string) {
+	what = d.way + what
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if n := len(*d.log); n == 0 || (*d.log)[n-1] != what {
@@ -145,6 +154,12 @@ func logged(s store, log *[]string, mu *sync.Mutex) store {
 		d, err := mk()
 		return loggedDriver{Driver: d, log: log, mu: mu}, err
 	}
+	if keyed := s.keyed; keyed != nil {
+		s.keyed = func(in *trailer.Integrity) (driver.Driver, error) {
+			d, err := keyed(in)
+			return loggedDriver{Driver: d, log: log, mu: mu, way: "keyed "}, err
+		}
+	}
 	s.forget = func(d driver.Driver, keys []string) { forget(d.(loggedDriver).Driver, keys) }
 	return s
 }
@@ -156,7 +171,9 @@ func logged(s store, log *[]string, mu *sync.Mutex) store {
 // so does each of fs's raw client's timed steps: its put (after the one
 // measureBandwidth makes before a store's own client), its read and its
 // checked read (two inside its plain), in each of fs's three rounds,
-// which alternate which side goes first. (Tried: dropping the coldCaches
+// which alternate which side goes first; so does each of the row key's
+// publish and fetch, in as many rounds, and each of the integrity code's
+// passes. (Tried: dropping the coldCaches
 // before the publish's memcpy fails the two-worker sequence; dropping the
 // one before the fetch fails both; dropping the one before fs's raw
 // checked read fails fs's; dropping fs's rounds fails fs's.)
@@ -213,7 +230,11 @@ func TestEveryTimedStepOfABandwidthRepStartsWithColdCaches(t *testing.T) {
 						want = append(append(want, store...), tc.raw...)
 					}
 				}
-				want = append(want, "cold") // the fetch's memcpy
+				for range tc.rounds { // the row key on, its own rounds
+					want = append(want, "cold", "keyed publish", "cold", "keyed fetch")
+				}
+				want = append(want, "cold", "cold", "cold") // the integrity code's passes: a reader's, a writer's, the tag alone
+				want = append(want, "cold")                 // the fetch's memcpy
 				if backend.PublishWorkers(workers) != workers {
 					want = append(want, "cold") // the publish's
 				}
@@ -242,6 +263,7 @@ func TestRoundsAlternateWhichSideGoesFirst(t *testing.T) {
 		return 0
 	}
 	s := logged(memoryStore(), &log, &mu)
+	s.keyed = nil // the row key's rounds are TestEveryTimedStepOfABandwidthRepStartsWithColdCaches's
 	s.plainName, s.rounds = "own", 2
 	s.plain = func(driver.Driver, plainWork) (plainTimes, error) {
 		mu.Lock()
@@ -321,7 +343,8 @@ func TestARepTakesEachSidesFastestRound(t *testing.T) {
 // TestTheHeapGoesBackToTheSystemOnlyAfterTheStoresLastStep: coldHeap (for
 // the allocate-then-copy) runs once per rep, warm-up included, and only
 // after the store's last publish and fetch, so that no step of the
-// store's starts from a heap given back to the system. (Tried: coldHeap
+// store's starts from a heap given back to the system, with the row key
+// on or off. (Tried: coldHeap
 // and the allocate-then-copy back inside each rep, after the memcpy, as
 // before: the log interleaves heap with publish and fetch, and the test
 // fails.)
@@ -341,7 +364,7 @@ func TestTheHeapGoesBackToTheSystemOnlyAfterTheStoresLastStep(t *testing.T) {
 	require.NoError(t, err)
 	var want []string
 	for range p.reps + 1 {
-		want = append(want, "publish", "fetch")
+		want = append(want, "publish", "fetch", "keyed publish", "keyed fetch")
 	}
 	for range p.reps + 1 {
 		want = append(want, "heap")

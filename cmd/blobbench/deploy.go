@@ -212,6 +212,11 @@ func openRedis(t redisTarget, log io.Writer) (store, error) {
 	var baseOf driver.Driver
 	s := store{name: name, prefix: t.prefix, written: w, rounds: shortStepRounds,
 		make: func() (driver.Driver, error) { return redis.Open(context.Background(), t.opt) },
+		keyed: func(in *trailer.Integrity) (driver.Driver, error) {
+			o := t.opt
+			o.Integrity = in
+			return redis.Open(context.Background(), o)
+		},
 		forget: func(_ driver.Driver, keys []string) {
 			if len(keys) > 0 {
 				_ = del(keys)

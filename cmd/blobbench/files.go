@@ -100,6 +100,11 @@ func fsStore() (store, error) {
 	}
 	return store{name: "fs", plainName: "posix", checkedName: "posix_checked", rowsInFlight: opt.RowsInFlight, rounds: shortStepRounds,
 		make: func() (driver.Driver, error) { return fs.Open(opt) },
+		keyed: func(in *trailer.Integrity) (driver.Driver, error) {
+			o := opt
+			o.Integrity = in
+			return fs.Open(o)
+		},
 		forget: func(d driver.Driver, keys []string) {
 			for _, k := range keys {
 				_ = os.Remove(paths(d, k))
@@ -274,6 +279,11 @@ func s3Store() (store, error) {
 	return store{name: "s3", plainName: "sdk", rowsInFlight: opt.RowsInFlight,
 		rowsPerCall: s3gen.S3V1109().Defaults.RowsPerBatch, bytesPerCall: s3gen.S3V1109().Defaults.BytesPerBatch,
 		make: func() (driver.Driver, error) { return s3.Open(opt) },
+		keyed: func(in *trailer.Integrity) (driver.Driver, error) {
+			o := opt
+			o.Integrity = in
+			return s3.Open(o)
+		},
 		forget: func(d driver.Driver, keys []string) {
 			_, _ = eachKey(len(keys), 8, func(_, i int) error {
 				_, err := client(d).DeleteObject(context.Background(), &awss3.DeleteObjectInput{Bucket: aws.String(opt.Bucket), Key: aws.String(keys[i])})

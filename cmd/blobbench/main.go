@@ -39,6 +39,24 @@
 //
 //	ratios[memory]: workers=2 publish_vs_memcpy@256KiB=X (min–max) fetch_vs_memcpy@256KiB=Y (min–max) ... fetch_p99_loaded_vs_idle=Z (min–max) publish_loaded_vs_alone=P (min–max) row_ops_per_s=N (min–max) row_ops_vs_memcpy=R (min–max) row_op_cost_max_vs_min_over_attempts=A (min–max) over_batches_per_view=B (min–max)
 //
+// Every store that takes a row key is measured three ways in the same
+// rep, each on a rig of its own over the same bytes: integrity off (for
+// fs, S3 and Redis the unkeyed trailer, which they always write; the
+// memory store and Mooncake then write none), the unkeyed trailer where
+// off writes none (Mooncake's Options.Trailer), and the row key on
+// (Options.Integrity). Each store's ratios line adds, at each size,
+// publish_keyed_vs_off and fetch_keyed_vs_off (Mooncake also
+// publish_unkeyed_vs_off and fetch_unkeyed_vs_off), and
+// publish_keyed_vs_tag_bound and fetch_keyed_vs_tag_bound: the integrity
+// code's own single pass over the same rows (each row copied and, a
+// chunk at a time while in cache, checksummed and tagged as a writer does
+// (trailer.Sealer.Copy) or verified as a reader does (trailer.Verifier):
+// the least any publish or fetch that moves a row and tags or verifies it
+// does) on as many goroutines as the publish's and the fetch's workers,
+// over the store's time with the key on; then the reader's pass's
+// bandwidth (tag_bound_gb_s) and a writer's CRC32 and tag alone, nothing
+// copied (tag_only_gb_s).
+//
 // With -redis host:port (or -redis-cluster host:port,...) it benches a
 // Redis deployment you run instead of starting one: it refuses a store
 // that holds any key under -prefix/ unless -force is given, and deletes
@@ -320,6 +338,19 @@ func printRatios(w io.Writer, r ratios) {
 		}
 		if z.FetchVsChecked != nil {
 			fmt.Fprintf(w, " fetch_vs_%s@%s=%s", r.CheckedName, at, z.FetchVsChecked)
+		}
+		for _, x := range []struct {
+			name string
+			v    *spread
+		}{
+			{"publish_unkeyed_vs_off", z.PublishUnkeyedVsOff}, {"fetch_unkeyed_vs_off", z.FetchUnkeyedVsOff},
+			{"publish_keyed_vs_off", z.PublishKeyedVsOff}, {"fetch_keyed_vs_off", z.FetchKeyedVsOff},
+			{"publish_keyed_vs_tag_bound", z.PublishKeyedVsTagBound}, {"fetch_keyed_vs_tag_bound", z.FetchKeyedVsTagBound},
+			{"tag_bound_gb_s", z.TagBoundGBs}, {"tag_only_gb_s", z.TagOnlyGBs},
+		} {
+			if x.v != nil {
+				fmt.Fprintf(w, " %s@%s=%s", x.name, at, x.v)
+			}
 		}
 	}
 	fmt.Fprintf(w, " fetch_p99_loaded_vs_idle=%s publish_loaded_vs_alone=%s", r.FetchP99LoadedVsIdle, r.PublishLoadedVsAlone)

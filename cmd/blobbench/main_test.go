@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +21,10 @@ import (
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/fs"
+	"github.com/kvblob/kvblob/stores/memory"
+	"github.com/kvblob/kvblob/stores/mooncake"
+	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+	"github.com/kvblob/kvblob/stores/trailer"
 )
 
 // TestMain runs blobbench's main instead of the tests when
@@ -53,12 +58,13 @@ func TestQuickRunWritesEveryOutput(t *testing.T) {
 		}
 		return b.String()
 	}
-	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[memory\]: workers=2`+sizes("")+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+` row_ops_per_s=\d+ \(\d+–\d+\) row_ops_vs_memcpy=`+f+
+	keyed := []string{"publish_keyed_vs_off", "fetch_keyed_vs_off", "publish_keyed_vs_tag_bound", "fetch_keyed_vs_tag_bound", "tag_bound_gb_s", "tag_only_gb_s"}
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[memory\]: workers=2`+sizes("", keyed...)+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+` row_ops_per_s=\d+ \(\d+–\d+\) row_ops_vs_memcpy=`+f+
 		` row_op_cost_max_vs_min_over_attempts=`+f+` over_batches_per_view=`+f+`$`), out.String())
 	assert.Contains(t, out.String(), "cost per row-op as work grows", "the table prints the sizes")
 	assert.Contains(t, out.String(), "two goroutine hand-offs alone", "and the floor under one batch")
-	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[mooncake-fake\]: workers=2`+sizes("")+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+`$`), out.String())
-	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[fs\]: workers=2`+sizes("posix", "fetch_vs_posix_checked")+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+`$`), out.String(),
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[mooncake-fake\]: workers=2`+sizes("", append([]string{"publish_unkeyed_vs_off", "fetch_unkeyed_vs_off"}, keyed...)...)+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+`$`), out.String())
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[fs\]: workers=2`+sizes("posix", append([]string{"fetch_vs_posix_checked"}, keyed...)...)+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+`$`), out.String(),
 		"fs against a durable write and a pread of its own, and that pread with the CRC32 a raw client must check")
 	assert.Contains(t, errb.String(), "blobbench: memory", "progress goes to stderr")
 	b, err := os.ReadFile(filepath.Join(dir, "blobbench.json"))
@@ -292,4 +298,67 @@ func TestPublishesElsewhereGoToTheSecondDeployment(t *testing.T) {
 			assert.Equal(t, c.elsewhere, l.PublishesElsewhere)
 		})
 	}
+}
+
+// TestEachWayWritesTheRowsItNames: in a bandwidth rep, the rig of the
+// row key on stores rows tagged under the bench's row key, the unkeyed
+// way (Mooncake) rows with the unkeyed trailer, and integrity off rows
+// that no reader with the key takes (tried: a keyed rig made with the
+// store's own make fails the first assertion).
+func TestEachWayWritesTheRowsItNames(t *testing.T) {
+	const rowBytes = 64 << 10
+	p := plan{rowsPerCall: 4, bytesPerCall: 1 << 20}
+	fsS, err := fsStore()
+	require.NoError(t, err)
+	defer fsS.stop()
+	for _, s := range []store{memoryStore(), mooncakeStore(), fsS} {
+		t.Run(s.name, func(t *testing.T) {
+			modes, err := newModeRigs(s, p, rowBytes, 2, 2)
+			require.NoError(t, err)
+			off, err := newRig(s, p, rowBytes, 2, 2)
+			require.NoError(t, err)
+			rigs := map[string]*rig{"off": off}
+			for _, m := range modes {
+				rigs[m.name] = m.r
+			}
+			for name, r := range rigs {
+				src, _ := r.views(0, 1)
+				require.NoError(t, r.finish(r.be.Publish(context.Background(), src)), name)
+				obj := objectOf(t, s.name, r, r.keys(src)[0])
+				_, keyedErr := rowKey.Check(obj, r.keys(src)[0])
+				switch name {
+				case "keyed":
+					assert.NoError(t, keyedErr, "the keyed way's row verifies under the row key")
+				case "unkeyed":
+					_, err := trailer.Check(obj, r.keys(src)[0])
+					assert.NoError(t, err, "the unkeyed way's row has the trailer")
+					assert.ErrorIs(t, keyedErr, trailer.ErrUnverified)
+				default:
+					assert.Error(t, keyedErr, "integrity off's row is not tagged")
+				}
+				require.NoError(t, r.close())
+			}
+			assert.Equal(t, s.name == "mooncake-fake", rigs["unkeyed"] != nil, "only Mooncake has an unkeyed way apart from off")
+			assert.NotNil(t, rigs["keyed"], "every store here takes a row key")
+		})
+	}
+}
+
+// objectOf is the bytes the store holds for key: its whole object.
+func objectOf(t *testing.T, store string, r *rig, key string) []byte {
+	t.Helper()
+	switch store {
+	case "memory":
+		obj, ok := r.d.(*memory.Driver).Store().Object(key)
+		require.True(t, ok)
+		return obj
+	case "mooncake-fake":
+		obj, ok := r.d.(*mooncake.Driver).SDK().(*fakesdk.Client).Master().Object(key)
+		require.True(t, ok)
+		return obj
+	}
+	file, _, _ := r.d.(*fs.Driver).Paths(key)
+	obj, err := os.ReadFile(file)
+	require.NoError(t, err)
+	return obj
 }

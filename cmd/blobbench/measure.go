@@ -22,6 +22,7 @@ import (
 	"github.com/kvblob/kvblob/stores/memory"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+	"github.com/kvblob/kvblob/stores/trailer"
 )
 
 type plan struct {
@@ -147,6 +148,31 @@ type bandwidth struct {
 	// a raw client must before it trusts a row (store.checkedName) over
 	// the fetch's time.
 	FetchVsChecked *spread `json:"fetch_vs_checked,omitempty"`
+	integrityRatios
+}
+
+// integrityRatios are what a store's integrity costs, each side by side
+// in every rep: its publish and fetch bandwidth with the unkeyed trailer
+// (where off writes none: Mooncake) and with the row key on over integrity
+// off, and with the row key on over the integrity code's own single pass
+// over the same rows at the same parallelism (parallelTag: each row
+// copied and, a chunk at a time while in cache, checksummed and tagged as
+// a writer does for the publish, verified as a reader does for the fetch,
+// on as many goroutines as the publish's and the fetch's workers): the
+// bound a store with the key on is judged against, since every publish
+// and fetch moves the row once.
+type integrityRatios struct {
+	PublishUnkeyedVsOff    *spread `json:"publish_unkeyed_vs_off,omitempty"`
+	FetchUnkeyedVsOff      *spread `json:"fetch_unkeyed_vs_off,omitempty"`
+	PublishKeyedVsOff      *spread `json:"publish_keyed_vs_off,omitempty"`
+	FetchKeyedVsOff        *spread `json:"fetch_keyed_vs_off,omitempty"`
+	PublishKeyedVsTagBound *spread `json:"publish_keyed_vs_tag_bound,omitempty"`
+	FetchKeyedVsTagBound   *spread `json:"fetch_keyed_vs_tag_bound,omitempty"`
+	// TagBoundGBs is the integrity code's own pass of a reader, copying
+	// (verifyCopy), at the fetch's workers; TagOnlyGBs a writer's CRC32
+	// and tag alone, nothing copied.
+	TagBoundGBs *spread `json:"tag_bound_gb_s,omitempty"`
+	TagOnlyGBs  *spread `json:"tag_only_gb_s,omitempty"`
 }
 
 type latency struct {
@@ -265,6 +291,7 @@ type sizeRatios struct {
 	// client needs to trust a row, over the fetch's time (fs: pread and
 	// the trailer's CRC32 over the payload).
 	FetchVsChecked *spread `json:"fetch_vs_checked,omitempty"`
+	integrityRatios
 }
 
 // ratioWorkers is the worker count the ratios lines are at: 2 (the
@@ -319,9 +346,19 @@ func fastest(t []plainTimes) plainTimes {
 
 // store makes a fresh driver of one store, and forgets objects.
 type store struct {
-	name    string
-	target  bool // a Redis deployment the user runs (-redis, -redis-cluster)
-	make    func() (driver.Driver, error)
+	name   string
+	target bool // a Redis deployment the user runs (-redis, -redis-cluster)
+	// make makes a driver with integrity off: no row key (for fs, S3 and
+	// Redis that is the unkeyed trailer, which they always write; the
+	// memory store and Mooncake then write none).
+	make func() (driver.Driver, error)
+	// unkeyed makes one with the unkeyed trailer where off writes none
+	// and the store has one (Mooncake: Options.Trailer); nil otherwise.
+	unkeyed func() (driver.Driver, error)
+	// keyed makes one with the row key on (Options.Integrity); nil: the
+	// store takes none. A bandwidth rep measures each way the store has,
+	// side by side (measureBandwidth).
+	keyed   func(in *trailer.Integrity) (driver.Driver, error)
 	forget  func(d driver.Driver, keys []string)
 	stop    func()
 	prefix  string   // the backend's key prefix ("" is the backend's default)
@@ -453,6 +490,9 @@ func reached(rowsInFlight, perCall, rows, workers int) (publish, fetch int) {
 func memoryStore() store {
 	return store{name: "memory",
 		make: func() (driver.Driver, error) { return memory.New(memory.Options{}), nil },
+		keyed: func(in *trailer.Integrity) (driver.Driver, error) {
+			return memory.New(memory.Options{Integrity: in}), nil
+		},
 		forget: func(d driver.Driver, keys []string) {
 			for _, k := range keys {
 				d.(*memory.Driver).Store().Delete(k)
@@ -464,6 +504,12 @@ func mooncakeStore() store {
 	return store{name: "mooncake-fake",
 		make: func() (driver.Driver, error) {
 			return mooncake.New(fakesdk.NewClient(fakesdk.NewMaster(0), fakesdk.Version))
+		},
+		unkeyed: func() (driver.Driver, error) {
+			return mooncake.NewWith(fakesdk.NewClient(fakesdk.NewMaster(0), fakesdk.Version), mooncake.Options{Trailer: true})
+		},
+		keyed: func(in *trailer.Integrity) (driver.Driver, error) {
+			return mooncake.NewWith(fakesdk.NewClient(fakesdk.NewMaster(0), fakesdk.Version), mooncake.Options{Integrity: in})
 		},
 		forget: func(d driver.Driver, keys []string) {
 			m := d.(*mooncake.Driver).SDK().(*fakesdk.Client).Master()
@@ -725,7 +771,8 @@ func measure(p plan, log io.Writer) (*report, error) {
 		for _, b := range rep.Bandwidth {
 			if b.Store == s.name && b.Workers == rw {
 				rt.Sizes = append(rt.Sizes, sizeRatios{RowBytes: b.RowBytes, PublishVsMemcpy: b.PublishVsMemcpy, FetchVsMemcpy: b.FetchVsMemcpy,
-					PublishVsPlain: b.PublishVsPipeline, FetchVsPlain: b.FetchVsPipeline, PublishVsSession: b.PublishVsSession, FetchVsChecked: b.FetchVsChecked})
+					PublishVsPlain: b.PublishVsPipeline, FetchVsPlain: b.FetchVsPipeline, PublishVsSession: b.PublishVsSession, FetchVsChecked: b.FetchVsChecked,
+					integrityRatios: b.integrityRatios})
 			}
 		}
 		for _, l := range rep.Latency {
@@ -789,11 +836,27 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	// The store's own client's objects, kept from rep to rep.
 	objs := make([][]byte, rows)
 	rounds := max(1, s.rounds)
+	// The store with the unkeyed trailer (where off writes none) and
+	// with the row key on, each a rig of its own over the same bytes,
+	// measured in every rep beside integrity off; and the integrity
+	// code's own pass over the same rows (tagBound).
+	modes, err := newModeRigs(s, p, rowBytes, rows, workers)
+	if err != nil {
+		return bandwidth{}, err
+	}
+	defer func() {
+		for _, m := range modes {
+			_ = m.r.close()
+		}
+	}()
+	var modeSteps func(r *rig, pubT, getT *[]time.Duration) error
+	var tagFetchR, tagPubR []float64
 	for i := 0; i <= p.reps; i++ { // rep 0 warms the store up and is not counted
 		// The driver's steps: a publish and a fetch of a fresh view, each
 		// from cold caches; its objects forgotten after.
 		var pubT, getT []time.Duration
-		driverSteps := func() error {
+		driverSteps := func() error { return modeSteps(r, &pubT, &getT) }
+		modeSteps = func(r *rig, pubT, getT *[]time.Duration) error {
 			src, dst := r.views(0, rows)
 			before := r.be.Stats().BatchesQueued
 			if s.settle != nil {
@@ -804,13 +867,13 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			if err := r.finish(r.be.Publish(context.Background(), src)); err != nil {
 				return err
 			}
-			pubT = append(pubT, time.Since(t0))
+			*pubT = append(*pubT, time.Since(t0))
 			coldCaches()
 			t0 = time.Now()
 			if err := r.finish(r.be.Fetch(context.Background(), dst)); err != nil {
 				return err
 			}
-			getT = append(getT, time.Since(t0))
+			*getT = append(*getT, time.Since(t0))
 			batches = (r.be.Stats().BatchesQueued - before) / 2
 			r.forget(src)
 			runtime.GC()
@@ -864,6 +927,28 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 				}
 			}
 		}
+		// Each other way of the store, as many rounds, alternating with
+		// integrity off's order from round to round.
+		for _, m := range modes {
+			m.pubT, m.getT = nil, nil
+			for k := 0; k < rounds; k++ {
+				if err := modeSteps(m.r, &m.pubT, &m.getT); err != nil {
+					return bandwidth{}, fmt.Errorf("%s: %w", m.name, err)
+				}
+			}
+		}
+		var tagGet, tagPub, tagOnly time.Duration
+		if len(modes) > 0 && modes[len(modes)-1].name == "keyed" {
+			timed := func(pass tagPass, n int) time.Duration {
+				coldCaches()
+				t0 := time.Now()
+				parallelTag(rowKey, dstMem, srcMem, rowBytes, n, pass)
+				return time.Since(t0)
+			}
+			tagGet = timed(verifyCopy, workers)
+			tagPub = timed(sealCopy, backend.PublishWorkers(workers))
+			tagOnly = timed(sealOnly, workers)
+		}
 		coldCaches()
 		t0 := time.Now()
 		parallelCopy(dstMem, srcMem, rowBytes, workers)
@@ -884,6 +969,16 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		}
 		if i == 0 {
 			continue
+		}
+		for _, m := range modes {
+			mp, mg := slices.Min(m.pubT), slices.Min(m.getT)
+			m.pubR, m.getR = append(m.pubR, float64(pub)/float64(mp)), append(m.getR, float64(get)/float64(mg))
+			if m.name == "keyed" {
+				tagPubR, tagFetchR = append(tagPubR, float64(tagPub)/float64(mp)), append(tagFetchR, float64(tagGet)/float64(mg))
+				m.gbs = append(m.gbs, gbs(total, mp), gbs(total, mg))
+				m.tagGBs = append(m.tagGBs, gbs(total, tagGet))
+				m.tagOnlyGBs = append(m.tagOnlyGBs, gbs(total, tagOnly))
+			}
 		}
 		pubs, gets, cps = append(pubs, pub), append(gets, get), append(cps, cp)
 		pubR, getR = append(pubR, float64(cpPub)/float64(pub)), append(getR, float64(cp)/float64(get))
@@ -921,6 +1016,19 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		PublishGBs: gbs(total, medianDur(pubs)), FetchGBs: gbs(total, medianDur(gets)),
 		MemcpyGBs: gbs(total, medianDur(cps)), AllocCopyGBs: gbs(total, medianDur(allocs)),
 		PublishVsMemcpy: spreadOf(pubR), FetchVsMemcpy: spreadOf(getR)}
+	for _, m := range modes {
+		pr, gr := spreadOf(m.pubR), spreadOf(m.getR)
+		switch m.name {
+		case "unkeyed":
+			b.PublishUnkeyedVsOff, b.FetchUnkeyedVsOff = &pr, &gr
+		case "keyed":
+			b.PublishKeyedVsOff, b.FetchKeyedVsOff = &pr, &gr
+			tp, tf := spreadOf(tagPubR), spreadOf(tagFetchR)
+			b.PublishKeyedVsTagBound, b.FetchKeyedVsTagBound = &tp, &tf
+			tg, to := spreadOf(m.tagGBs), spreadOf(m.tagOnlyGBs)
+			b.TagBoundGBs, b.TagOnlyGBs = &tg, &to
+		}
+	}
 	if s.plain != nil {
 		pp, gp := spreadOf(pubP), spreadOf(getP)
 		b.PublishVsPipeline, b.FetchVsPipeline = &pp, &gp
@@ -1313,4 +1421,55 @@ func measureScaling(p plan) (scaling, error) {
 	}
 	sc.AttemptsMaxMin, sc.BatchesMaxMin, sc.HandoffNs = spreadOf(attemptsMM), spreadOf(batchesMM), spreadOf(handoff)
 	return sc, nil
+}
+
+// rowKey is the row key of every store measured with the key on: a fixed
+// key, as the bench's rows are its own.
+var rowKey = func() *trailer.Integrity {
+	in, err := trailer.NewIntegrity([]byte("blobbench row key, 32 bytes long"), nil)
+	if err != nil {
+		panic(err)
+	}
+	return in
+}()
+
+// modeRig is one other way of a store a bandwidth rep measures beside
+// integrity off: "unkeyed" (the unkeyed trailer, where off writes none)
+// or "keyed" (the row key on), always in that order.
+type modeRig struct {
+	name        string
+	r           *rig
+	pubT, getT  []time.Duration // this rep's rounds
+	pubR, getR  []float64       // per rep: integrity off's time over this way's
+	gbs, tagGBs []float64
+	tagOnlyGBs  []float64
+}
+
+// newModeRigs makes s's other ways' rigs (store.unkeyed, store.keyed).
+func newModeRigs(s store, p plan, rowBytes int64, rows, workers int) ([]*modeRig, error) {
+	var out []*modeRig
+	add := func(name string, make func() (driver.Driver, error)) error {
+		ms := s
+		ms.make = make
+		r, err := newRig(ms, p, rowBytes, rows, workers)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		out = append(out, &modeRig{name: name, r: r})
+		return nil
+	}
+	var err error
+	if s.unkeyed != nil {
+		err = add("unkeyed", s.unkeyed)
+	}
+	if err == nil && s.keyed != nil {
+		err = add("keyed", func() (driver.Driver, error) { return s.keyed(rowKey) })
+	}
+	if err != nil {
+		for _, m := range out {
+			_ = m.r.close()
+		}
+		return nil, err
+	}
+	return out, nil
 }

@@ -33,7 +33,7 @@ import (
 // anything is recorded: they would leave the root. A row is one file: its
 // payload followed by the shared object trailer (stores/trailer: magic TLBK,
 // version, name digest, length, CRC32), and, with a row key, the keyed
-// integrity tag between them (HMAC-SHA256 over the payload and the trailer:
+// integrity tag between them (AES-GMAC over the payload and the trailer:
 // the key's name digest, the length and the CRC32), so a row another writer
 // stored, or copied from another key, is CORRUPT.
 //

@@ -24,7 +24,7 @@ import (
 // the driver is given. A row is one object: its payload followed by the
 // shared object trailer (stores/trailer: magic TLBK, version, name digest,
 // length, CRC32), and, with a row key, the keyed integrity tag between them
-// (HMAC-SHA256 over the payload and the trailer: the key's name digest, the
+// (AES-GMAC over the payload and the trailer: the key's name digest, the
 // length and the CRC32): a row another writer stored with a valid unkeyed
 // trailer, or copied from another key, is then CORRUPT.
 //

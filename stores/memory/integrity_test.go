@@ -3,13 +3,17 @@ package memory_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvblob/kvblob/conformance"
 	memorygen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/memory"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
@@ -84,4 +88,51 @@ func TestIntegrityRotation(t *testing.T) {
 	res, written := after.getInto(t, "k")
 	assert.Equal(t, driver.Fault, res.Status, "once the previous key is dropped its rows are refused")
 	assert.False(t, written)
+}
+
+// TestARowOfTheFormatBeforeReadsReady: a row written before the keyed
+// format moved on (stores/trailer/testdata/format2-keyed.obj: an
+// HMAC-SHA256 tag under a key of 32 bytes 0xA1, written by the trailer
+// package of that format) reads READY under its key, alone and as the
+// previous key of a rotation, and is a FAULT under another key alone
+// (tried: a reader that refuses format 2 fails the READY rows).
+func TestARowOfTheFormatBeforeReadsReady(t *testing.T) {
+	const key, n = "tenantA/v1/0a0b", 5000
+	old, err := os.ReadFile("../trailer/testdata/format2-keyed.obj")
+	require.NoError(t, err)
+	want := make([]byte, n)
+	for i := range want {
+		want[i] = byte(i*7 + i>>8)
+	}
+	for _, c := range []struct {
+		name      string
+		cur, prev byte
+		status    driver.Status
+	}{
+		{"under its key", 0xA1, 0, driver.Ready},
+		{"as the previous key", 0xB0, 0xA1, driver.Ready},
+		{"under another key alone", 0xB0, 0, driver.Fault},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := hostmem.NewRegion("old", driver.Layout{SlotBytes: n, Slots: 1})
+			require.NoError(t, err)
+			d := memory.New(memory.Options{Integrity: rowKeys(t, c.cur, c.prev)})
+			reg, err := d.Register(r.Region)
+			require.NoError(t, err)
+			t.Cleanup(func() {
+				if d.Drain(conformance.Within(5 * time.Second)) {
+					_ = d.Unregister(reg)
+					_ = r.Close()
+				}
+			})
+			d.Store().SetObject(key, old)
+			op, err := d.Get(context.Background(), []driver.Row{{Key: key, Spans: []driver.Span{r.Slot(0)}}}, driver.Hint{})
+			require.NoError(t, err)
+			res := wait(t, op)[0]
+			require.Equal(t, c.status, res.Status, "%v", res)
+			if c.status == driver.Ready {
+				assert.Equal(t, want, r.Slot(0).Bytes())
+			}
+		})
+	}
 }

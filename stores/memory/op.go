@@ -154,8 +154,8 @@ func (o *op) moveRows() (none bool) {
 		rd = &reads{}
 	}
 	// A put without Integrity reserves its rows' keys and blocks a chunk
-	// at a time the same way (with Integrity, a row's object size is
-	// known only once its tag is computed).
+	// at a time the same way (with Integrity, putRow reserves each row's
+	// key and block as it copies and tags the row).
 	var pw *puts
 	if o.put && !st.staged.Load() && !o.d.opt.Integrity.On() {
 		pw = &puts{}
@@ -213,16 +213,19 @@ func (o *op) putRow(row driver.Row) (driver.Result, write) {
 	}
 	n := int(row.Bytes())
 	if in := o.d.opt.Integrity; in.On() {
-		payload := make([]byte, 0, n+trailer.TailSize)
-		for _, s := range row.Spans {
-			payload = append(payload, s.Bytes()...)
-		}
-		enc := in.Append(payload, row.Key, payload)
-		w, code := st.begin(row.Key, len(enc), false)
+		// One pass: each span is copied into the object's block and
+		// tagged there a chunk at a time, while the chunk is in cache
+		// (trailer.Sealer.Copy); the tag and trailer follow.
+		w, code := st.begin(row.Key, n+int(in.Overhead()), false)
 		if code != memorygen.OK {
 			return memorygen.Memory().Calls.StorePut.Map(int64(code)).Result, write{}
 		}
-		copy(w.obj.b, enc)
+		sl := in.Sealer(int64(n))
+		off := 0
+		for _, s := range row.Spans {
+			off += sl.Copy(w.obj.b[off:], s.Bytes())
+		}
+		sl.Finish(w.obj.b[:n:len(w.obj.b)], row.Key)
 		return driver.Result{}, w
 	}
 	// One pass: each span is copied into the arena block. The trailer's

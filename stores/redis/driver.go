@@ -639,17 +639,19 @@ func (d *Driver) transact(ctx context.Context, tx *goredis.Tx, rows []driver.Row
 	return undecided
 }
 
-// object is row's payload and trailer in a buffer of d.bufs. Without a row
-// key the CRC is taken as the spans are copied, in one pass over memory
-// (trailer.CopyCRC); with one, the tag is a second pass anyway.
+// object is row's payload and trailer in a buffer of d.bufs. The CRC (and
+// with a row key the tag) is taken as the spans are copied, in one pass
+// over memory (trailer.CopyCRC, trailer.Sealer.Copy).
 func (d *Driver) object(row driver.Row) []byte {
 	n := row.Bytes()
-	if d.opt.Integrity.On() {
-		payload := d.bufs.get(n + trailer.TailSize)
+	if in := d.opt.Integrity; in.On() {
+		obj := d.bufs.get(n + in.Overhead())[:n]
+		sl := in.Sealer(n)
+		off := 0
 		for _, s := range row.Spans {
-			payload = append(payload, s.Bytes()...)
+			off += sl.Copy(obj[off:], s.Bytes())
 		}
-		return d.opt.Integrity.Append(payload, row.Key, payload)
+		return sl.Finish(obj, row.Key)
 	}
 	obj := d.bufs.get(n + trailer.Size)[:n+trailer.Size]
 	var crc uint32

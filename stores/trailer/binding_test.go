@@ -50,24 +50,54 @@ func TestTheTagBindsThePayload(t *testing.T) {
 	assert.True(t, errors.Is(err, ErrUnverified), "%v", err)
 }
 
+// tagOf is the GMAC tag of format VersionKeyed under in's current key,
+// with nonce, over payload and the trailer t.
+func tagOf(in *Integrity, nonce, payload []byte, t [Size]byte) []byte {
+	c := newChunker(in.current(), int64(len(payload)))
+	c.write(payload)
+	return c.sum(nil, nonce, &t)
+}
+
 // TestTheTagBindsTheLength: the tag over a payload depends on the length
-// its trailer states. Through Check the length is also implied (the HMAC
+// its trailer states. Through Check the length is also implied (the tag
 // runs over every payload byte, and the trailer's length must equal the
 // payload's), so this asks the tag itself: a tag whose input left the
 // length out would let a reader that takes the length from the trailer (a
 // streamed or ranged read) accept a row cut or padded to another length.
+// So for the name digest and the format version.
 func TestTheTagBindsTheLength(t *testing.T) {
 	in := integrity(t, keyA, nil)
 	payload := []byte("a KV row")
+	nonce := make([]byte, NonceSize)
 	t1 := header(VersionKeyed, "k", payload)
-	t2 := t1
-	binary.LittleEndian.PutUint64(t2[24:32], uint64(len(payload)+1))
-	assert.NotEqual(t, tag(in.current, payload, t1[:]), tag(in.current, payload, t2[:]),
-		"the tag is the same for two lengths of one payload")
-	t3 := t1
-	copy(t3[8:24], bytes.Repeat([]byte{0xff}, 16))
-	assert.NotEqual(t, tag(in.current, payload, t1[:]), tag(in.current, payload, t3[:]),
-		"the tag is the same for two names of one payload")
+	for _, c := range []struct {
+		what   string
+		change func(t *[Size]byte)
+	}{
+		{"lengths", func(t *[Size]byte) { binary.LittleEndian.PutUint64(t[24:32], uint64(len(payload)+1)) }},
+		{"names", func(t *[Size]byte) { copy(t[8:24], bytes.Repeat([]byte{0xff}, 16)) }},
+		{"format versions", func(t *[Size]byte) { binary.LittleEndian.PutUint16(t[4:6], VersionHMAC) }},
+	} {
+		t2 := t1
+		c.change(&t2)
+		assert.NotEqual(t, tagOf(in, nonce, payload, t1), tagOf(in, nonce, payload, t2),
+			"the tag is the same for two %s of one payload", c.what)
+	}
+}
+
+// TestTheTagBindsWhereEachChunkSits: two chunks swapped make another tag
+// under the same nonce and trailer (the tag's input lists the chunk
+// hashes in order; a tag over the trailer alone fails it, tried), and so
+// does another nonce.
+func TestTheTagBindsWhereEachChunkSits(t *testing.T) {
+	in := integrity(t, keyA, nil)
+	a, b := bytes.Repeat([]byte{1}, ChunkSize), bytes.Repeat([]byte{2}, ChunkSize)
+	ab, ba := append(bytes.Clone(a), b...), append(bytes.Clone(b), a...)
+	nonce := make([]byte, NonceSize)
+	tr := header(VersionKeyed, "k", ab) // the same trailer for both: the CRC32 left as ab's
+	assert.NotEqual(t, tagOf(in, nonce, ab, tr), tagOf(in, nonce, ba, tr), "two chunks swapped keep the tag")
+	other := bytes.Repeat([]byte{1}, NonceSize)
+	assert.NotEqual(t, tagOf(in, nonce, ab, tr), tagOf(in, other, ab, tr), "the nonce does not change the tag")
 }
 
 // TestRetargetRewritesOnlyTheNameDigest: Retarget, the stores' tool for

@@ -1,21 +1,15 @@
 package trailer
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"log/slog"
 	"os"
 	"strings"
 )
-
-// TagSize is the size of the keyed integrity tag: a whole HMAC-SHA256.
-const TagSize = sha256.Size
 
 // MinKeyBytes is the shortest row key Integrity accepts.
 const MinKeyBytes = 16
@@ -29,11 +23,14 @@ const (
 )
 
 // Integrity holds the row keys of the keyed integrity tag. A writer tags
-// each object with HMAC-SHA256 under the current key, over the payload and
-// the whole trailer (magic, format version, name digest, payload length,
-// CRC32); a reader accepts an object only if its tag verifies under the
-// current or the previous key, so a key is rotated by making the old key
-// previous, then dropping it once no row written under it is read.
+// each object (format VersionKeyed) with AES-GMAC under the current key,
+// over the payload and the whole trailer (magic, format version, name
+// digest, payload length, CRC32), with a fresh random nonce (gmac.go); a
+// reader accepts an object only if its tag verifies under the current or
+// the previous key, so a key is rotated by making the old key previous,
+// then dropping it once no row written under it is read. A reader also
+// verifies the HMAC-SHA256 tag of the format before (VersionHMAC) under
+// either key, so rows written before an upgrade still read.
 //
 // A nil *Integrity is integrity off: Append writes the unkeyed trailer and
 // Check checks it (a keyed object's tag is then not verified). With
@@ -47,12 +44,7 @@ type Integrity struct {
 	// The keys live only inside these closures, which fmt and reflection
 	// cannot look into: printing an Integrity value, with any verb, prints
 	// no key either.
-	current, previous func() hash.Hash
-}
-
-func newMAC(key []byte) func() hash.Hash {
-	key = append([]byte(nil), key...)
-	return func() hash.Hash { return hmac.New(sha256.New, key) }
+	current, previous func() *keyset
 }
 
 // NewIntegrity returns integrity under current (the writer's key and the
@@ -65,9 +57,9 @@ func NewIntegrity(current, previous []byte) (*Integrity, error) {
 	if previous != nil && len(previous) < MinKeyBytes {
 		return nil, fmt.Errorf("trailer: the previous row key has %d bytes; it needs at least %d", len(previous), MinKeyBytes)
 	}
-	in := &Integrity{current: newMAC(current)}
+	in := &Integrity{current: newKeyset(current)}
 	if previous != nil {
-		in.previous = newMAC(previous)
+		in.previous = newKeyset(previous)
 	}
 	return in, nil
 }
@@ -125,8 +117,10 @@ func IntegrityFromEnv() (*Integrity, error) {
 // On reports whether integrity is on.
 func (in *Integrity) On() bool { return in != nil }
 
-func tag(mac func() hash.Hash, payload, t []byte) []byte {
-	m := mac()
+// hmacTag is format VersionHMAC's tag: HMAC-SHA256 of the payload and
+// the trailer t.
+func hmacTag(k *keyset, payload, t []byte) []byte {
+	m := k.hmac()
 	m.Write(payload)
 	m.Write(t)
 	return m.Sum(nil)
@@ -139,23 +133,25 @@ func (in *Integrity) Append(obj []byte, key string, payload []byte) []byte {
 	if in == nil {
 		return Append(obj, key, payload)
 	}
-	t := header(VersionKeyed, key, payload)
-	obj = append(obj, tag(in.current, payload, t[:])...)
-	return append(obj, t[:]...)
+	s := in.Sealer(int64(len(payload)))
+	s.Write(payload)
+	return s.Finish(obj, key)
 }
 
 // Overhead is how many bytes Append adds after a payload: a tag and a
-// trailer (TailSize) with integrity on, a trailer (Size) with it off.
+// trailer (TagSize + Size) with integrity on, a trailer (Size) with it
+// off. An object of format VersionHMAC, which readers still read, has
+// TailSize.
 func (in *Integrity) Overhead() int64 {
 	if in == nil {
 		return Size
 	}
-	return TailSize
+	return TagSize + Size
 }
 
 // Encode returns payload followed by its tag and trailer for key.
 func (in *Integrity) Encode(key string, payload []byte) []byte {
-	obj := make([]byte, 0, len(payload)+TailSize)
+	obj := make([]byte, 0, len(payload)+int(in.Overhead()))
 	obj = append(obj, payload...)
 	return in.Append(obj, key, payload)
 }
@@ -187,9 +183,9 @@ func (in *Integrity) String() string {
 	case in == nil:
 		return "integrity off"
 	case in.previous != nil:
-		return "integrity HMAC-SHA256 (current and previous key, redacted)"
+		return "integrity AES-GMAC (current and previous key, redacted)"
 	}
-	return "integrity HMAC-SHA256 (current key, redacted)"
+	return "integrity AES-GMAC (current key, redacted)"
 }
 
 // GoString is String, so %#v prints no key either.

@@ -16,9 +16,10 @@ import "github.com/kvblob/kvblob/runtime/claim"
 // claim's identity every store writes into its marker). No object is one,
 // whatever its payload: every object ends in a trailer starting with
 // Magic, so the only objects of MarkerLen bytes (unkeyed, of a
-// MarkerLen-Size-byte payload; a keyed object is at least TailSize bytes)
-// hold Magic at byte MarkerLen-Size, inside the marker's magic, where a
-// marker holds other bytes (TestNoObjectIsAMarker).
+// MarkerLen-Size-byte payload; a keyed object is at least TagSize+Size
+// bytes, and one of format VersionHMAC TailSize) hold Magic at byte
+// MarkerLen-Size, inside the marker's magic, where a marker holds other
+// bytes (TestNoObjectIsAMarker).
 const (
 	MarkerMagic    = "kvblob-pending:"
 	MarkerTokenLen = claim.TextLen
@@ -31,7 +32,8 @@ const (
 // magic (whose bytes there TestNoObjectIsAMarker holds unlike Magic).
 // Re-check the doc above if either fails to compile.
 var (
-	_ [TailSize - MarkerLen - 1]struct{}
+	_ [TagSize + Size - MarkerLen - 1]struct{}
+	_ [HMACTagSize + Size - MarkerLen - 1]struct{}
 	_ [len(MarkerMagic) - (MarkerLen - Size + len(Magic))]struct{}
 )
 

@@ -1,8 +1,9 @@
 // Package trailer is kvblob's object format for stores without integrity of
 // their own (the memory store, Redis): the payload followed by a 36-byte
 // trailer, and, when the writer holds a row key, a keyed integrity tag
-// between them. Integrity is each driver's own; drivers that want this one
-// share it here rather than import each other.
+// between them (gmac.go says how it is computed). Integrity is each
+// driver's own; drivers that want this one share it here rather than
+// import each other.
 package trailer
 
 import (
@@ -17,12 +18,17 @@ import (
 //	payload length u64 | CRC32 (IEEE) of the payload u32
 //
 // little-endian, 36 bytes. Format Version (1) is unkeyed. Format
-// VersionKeyed (2) puts a TagSize-byte HMAC-SHA256 tag between the payload
-// and the trailer (see Integrity). An incompatible change bumps the version.
+// VersionKeyed (3) puts TagSize bytes between the payload and the
+// trailer: a fresh random nonce (NonceSize) and an AES-GMAC tag (MACSize)
+// (see Integrity). Format VersionHMAC (2), a HMAC-SHA256 tag of
+// HMACTagSize bytes there, is what the writers before format 3 wrote: it
+// is read (and its tag verified), never written. An incompatible change
+// bumps the version.
 const (
 	Magic        = "TLBK"
 	Version      = 1
-	VersionKeyed = 2
+	VersionHMAC  = 2
+	VersionKeyed = 3
 	Size         = 4 + 2 + 2 + 16 + 8 + 4
 )
 

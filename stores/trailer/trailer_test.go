@@ -26,7 +26,7 @@ func TestRoundTripAndEveryMismatch(t *testing.T) {
 		want string
 	}{
 		{"magic", mut(func(o []byte) { o[tr] = 'X' }), "k", `trailer magic "XLBK", expected "TLBK"`},
-		{"version", mut(func(o []byte) { binary.LittleEndian.PutUint16(o[tr+4:], VersionKeyed+1) }), "k", "format version 3, expected 1 or 2"},
+		{"version", mut(func(o []byte) { binary.LittleEndian.PutUint16(o[tr+4:], VersionKeyed+1) }), "k", "format version 4, expected 1, 2 or 3"},
 		{"name", obj, "other", `name digest does not match key "other"`},
 		{"length", mut(func(o []byte) { binary.LittleEndian.PutUint64(o[tr+24:], 99) }), "k", "payload length 8, trailer says 99"},
 		{"checksum", mut(func(o []byte) { o[0] ^= 1 }), "k", "CRC32"},
@@ -52,10 +52,10 @@ func FuzzCheck(f *testing.F) {
 			return
 		}
 		want := Encode(key, payload)
-		if binary.LittleEndian.Uint16(obj[len(obj)-Size+4:]) == VersionKeyed {
+		if v := binary.LittleEndian.Uint16(obj[len(obj)-Size+4:]); v != Version {
 			// Check holds no key: only the tag's bytes may differ.
-			binary.LittleEndian.PutUint16(want[len(want)-Size+4:], VersionKeyed)
-			want = append(append(append([]byte(nil), payload...), obj[len(payload):len(payload)+TagSize]...), want[len(payload):]...)
+			binary.LittleEndian.PutUint16(want[len(want)-Size+4:], v)
+			want = append(append(append([]byte(nil), payload...), obj[len(payload):len(obj)-Size]...), want[len(payload):]...)
 		}
 		if !bytes.Equal(want, obj) {
 			t.Fatalf("accepted an object that does not re-encode to itself")
