@@ -64,12 +64,8 @@ func (e *Env) Transport() *http.Transport {
 // cleanup.
 func (e *Env) NewBucket(t conformance.T) string {
 	return storekit.Namespace(t, func(name string) error {
-		tr := e.Transport()
-		defer tr.CloseIdleConnections()
-		c := awss3.New(awss3.Options{
-			Region: "us-east-1", BaseEndpoint: aws.String(e.Endpoint), UsePathStyle: true,
-			Credentials: staticCreds(e), HTTPClient: &http.Client{Transport: tr},
-		})
+		c, done := e.rootClient()
+		defer done()
 		cx, cancel := ctx()
 		defer cancel()
 		_, err := c.CreateBucket(cx, &awss3.CreateBucketInput{Bucket: aws.String(name)})
@@ -257,4 +253,15 @@ func Stage(h *conformance.Harness, c conformance.Case, key string) error {
 		return k.Plant(key, obj)
 	}
 	return conformance.SeamRaise(h, k.Seam, c, key, injected[code])
+}
+
+// rootClient is an S3 client of the gateway's root user over a transport
+// of its own; done closes the transport's idle connections.
+func (e *Env) rootClient() (c *awss3.Client, done func()) {
+	tr := e.Transport()
+	c = awss3.New(awss3.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(e.Endpoint), UsePathStyle: true,
+		Credentials: staticCreds(e), HTTPClient: &http.Client{Transport: tr},
+	})
+	return c, tr.CloseIdleConnections
 }

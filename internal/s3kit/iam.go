@@ -58,12 +58,8 @@ func (e *Env) CreateUser(access, secret string) error {
 
 // PutBucketPolicy sets bucket's policy, as the root user.
 func (e *Env) PutBucketPolicy(bucket, policy string) error {
-	tr := e.Transport()
-	defer tr.CloseIdleConnections()
-	c := awss3.New(awss3.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(e.Endpoint), UsePathStyle: true,
-		Credentials: staticCreds(e), HTTPClient: &http.Client{Transport: tr},
-	})
+	c, done := e.rootClient()
+	defer done()
 	cx, cancel := ctx()
 	defer cancel()
 	if _, err := c.PutBucketPolicy(cx, &awss3.PutBucketPolicyInput{Bucket: aws.String(bucket), Policy: aws.String(policy)}); err != nil {
