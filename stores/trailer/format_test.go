@@ -2,10 +2,12 @@ package trailer
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,8 +20,12 @@ import (
 // keyA (format2-keyed.obj) and unkeyed (format1-unkeyed.obj).
 const oldKey = "tenantA/v1/0a0b"
 
-func oldPayload() []byte {
-	p := make([]byte, 5000)
+func oldPayload() []byte { return rulePayload(5000) }
+
+// rulePayload is the n-byte payload of the objects in testdata/: byte i
+// is i*7 + i>>8.
+func rulePayload(n int) []byte {
+	p := make([]byte, n)
 	for i := range p {
 		p[i] = byte(i*7 + i>>8)
 	}
@@ -72,6 +78,47 @@ func TestRowsOfTheFormatBeforeStillRead(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, oldPayload(), got)
 	assert.Equal(t, Encode(oldKey, oldPayload()), unkeyed, "the unkeyed format is unchanged")
+}
+
+// TestTheFormatIsPinned: rows of format 3 written by the code that
+// introduced it (testdata/format3-keyed-tails.txt: for each payload size,
+// the nonce, tag and trailer written after it) read whole under their key,
+// alone and as the previous key of a rotation. The sizes are where the
+// chunking has edges: no chunk, one byte, exactly one and two chunks, two
+// chunks and a short one. Any change to what the tag is computed over or
+// how (the trailer, a chunk's bytes, its index, the short last chunk, the
+// key derivation's labels, the nonce) makes every row already written a
+// FAULT, and fails here; such a change is a new format version, read
+// beside this one. (Tried: each of chunker.hash's index, its chunk bytes,
+// chunker.sum's final chunk and its copy of the trailer, and either
+// label, changed on its own, fails it.)
+func TestTheFormatIsPinned(t *testing.T) {
+	lines := strings.Split(strings.TrimSpace(string(readTestdata(t, "format3-keyed-tails.txt"))), "\n")
+	sizes := 0
+	for _, line := range lines {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		var n int
+		var tail string
+		_, err := fmt.Sscanf(line, "%d %s", &n, &tail)
+		require.NoError(t, err, "%q", line)
+		rest, err := hex.DecodeString(tail)
+		require.NoError(t, err)
+		require.Len(t, rest, TagSize+Size)
+		sizes++
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			obj := append(rulePayload(n), rest...)
+			for _, in := range []*Integrity{integrity(t, keyA, nil), integrity(t, keyB, keyA)} {
+				got, err := in.Check(obj, oldKey)
+				require.NoError(t, err, "%v", in)
+				assert.Equal(t, rulePayload(n), got)
+			}
+			_, err := integrity(t, keyB, nil).Check(obj, oldKey)
+			assert.ErrorIs(t, err, ErrUnverified, "under another key alone")
+		})
+	}
+	assert.Equal(t, 5, sizes, "rows in the testdata")
 }
 
 // forgeCRCOf rewrites obj's trailer CRC32 for its first n bytes, its tag
