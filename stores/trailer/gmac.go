@@ -83,28 +83,37 @@ type keyset struct {
 	chunk, tag cipher.AEAD
 }
 
-func derive(key []byte, label string) cipher.AEAD {
+// derive returns the GCM of the AES-256 key HMAC-SHA256(key, label). It
+// fails only where the Go runtime refuses GCM with nonces its caller
+// chooses: under GODEBUG=fips140=only, which allows GCM only with
+// nonces it draws itself, and the chunk hashes' nonces are their
+// indexes.
+func derive(key []byte, label string) (cipher.AEAD, error) {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(label))
 	b, err := aes.NewCipher(m.Sum(nil))
 	if err != nil {
-		panic("trailer: AES-256 refused a 32-byte key: " + err.Error())
+		return nil, err
 	}
-	g, err := cipher.NewGCM(b)
-	if err != nil {
-		panic("trailer: GCM refused AES: " + err.Error())
-	}
-	return g
+	return cipher.NewGCM(b)
 }
 
-func newKeyset(key []byte) func() *keyset {
+func newKeyset(key []byte) (func() *keyset, error) {
 	key = append([]byte(nil), key...)
+	chunk, err := derive(key, chunkLabel)
+	if err != nil {
+		return nil, err
+	}
+	tag, err := derive(key, tagLabel)
+	if err != nil {
+		return nil, err
+	}
 	k := &keyset{
 		hmac:  func() hash.Hash { return hmac.New(sha256.New, key) },
-		chunk: derive(key, chunkLabel),
-		tag:   derive(key, tagLabel),
+		chunk: chunk,
+		tag:   tag,
 	}
-	return func() *keyset { return k }
+	return func() *keyset { return k }, nil
 }
 
 // chunker hashes a payload's chunks as its bytes come, a piece at a time.

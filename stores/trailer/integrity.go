@@ -49,7 +49,9 @@ type Integrity struct {
 
 // NewIntegrity returns integrity under current (the writer's key and the
 // reader's first) and previous (nil, or the key before a rotation). Each
-// key is at least MinKeyBytes long. The keys are copied.
+// key is at least MinKeyBytes long. The keys are copied. It fails too
+// where the Go runtime refuses GCM with nonces the caller chooses
+// (GODEBUG=fips140=only), which the tag needs (gmac.go).
 func NewIntegrity(current, previous []byte) (*Integrity, error) {
 	if len(current) < MinKeyBytes {
 		return nil, fmt.Errorf("trailer: the current row key has %d bytes; it needs at least %d", len(current), MinKeyBytes)
@@ -57,9 +59,13 @@ func NewIntegrity(current, previous []byte) (*Integrity, error) {
 	if previous != nil && len(previous) < MinKeyBytes {
 		return nil, fmt.Errorf("trailer: the previous row key has %d bytes; it needs at least %d", len(previous), MinKeyBytes)
 	}
-	in := &Integrity{current: newKeyset(current)}
-	if previous != nil {
-		in.previous = newKeyset(previous)
+	in := &Integrity{}
+	var err error
+	if in.current, err = newKeyset(current); err == nil && previous != nil {
+		in.previous, err = newKeyset(previous)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("trailer: this program's Go runtime refuses the row tag's AES-GCM (%w); the tag needs GCM with nonces it chooses, which GODEBUG=fips140=only forbids: run without fips140=only, or without a row key", err)
 	}
 	return in, nil
 }
