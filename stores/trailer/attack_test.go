@@ -71,35 +71,41 @@ func concat(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
 //
 // Which line of the tag each attack needs, tried by hand (each broken on
 // its own, the package's tests run, then restored):
-//   - the trailer left out of the tag's input (chunker.sum's copy of t
-//     into aad): "moved to another key", "reserved bytes set", "CRC32
-//     field changed" (the test after the table), "under the previous
-//     key, moved to another key" get through;
+//   - the trailer left out of the tag's input (chunker.end's copy of t
+//     into aad): "reserved bytes set" and "CRC32 field changed" (the
+//     test after the table) get through; with the key's bytes left out
+//     too (sum's append), so do the three "moved to another key" and "a
+//     format 4 row read as format 3";
 //   - a chunk's bytes left out of its hash (chunker.hash sealing nil):
 //     every change of the payload that keeps its length and CRC32 gets
 //     through ("two chunks swapped", "a chunk duplicated", both
 //     "spliced", both "a byte ... changed");
-//   - the short last chunk left unhashed (chunker.sum's final hash):
+//   - the short last chunk left unhashed (chunker.end's final hash):
 //     "a byte of the short last chunk changed" gets through;
-//   - the row's nonce left out (chunker.sum sealing under a zero nonce):
-//     "the nonce changed, the tag kept" gets through;
+//   - the row's nonce left out (sum sealing under a zero nonce): "the
+//     nonce changed, the tag kept" gets through;
 //   - the tag compared on its first byte only (verifies' hmac.Equal):
 //     "the tag's last byte changed" gets through;
 //   - format 2's tag not checked (verifies answering true for
-//     VersionHMAC): both format 2 rows and "a format 3 row read as
-//     format 2" get through.
+//     VersionHMAC): both "a format 2 row ..." and "a format 4 row read
+//     as format 2" get through;
+//   - format 3's tag not checked (verifies answering true for
+//     VersionGMAC): both "a format 3 row ...", "a format 4 row read as
+//     format 3" and "a format 2 row read as format 3" get through.
 //
-// A chunk's index left out of its nonce (chunker.hash's PutUint64) lets
-// none through: a chunk's place is bound by the order of the chunk
-// hashes in the tag's input as well (a swapped or duplicated chunk moves
-// its hash in that list). The length changes (a chunk dropped, a byte cut
-// or added, a row cut to or from empty) are bound twice too, by the
-// trailer's length and by the chunk hashes (their number, and the short
-// chunk's own length in its hash): with the trailer and the short last
-// chunk both left out, "the last (short) chunk dropped", "the short last
-// chunk cut by a byte", "a byte appended" and "an empty row given a
-// byte" get through. The two formats taken for each other fail with
-// either format's tag: no one line lets them through. TestTheFormatIsPinned
+// The key's bytes left out of format 4's tag (sum's append) let none of
+// these through on its own: the trailer's name digest binds the key too,
+// as far as SHA-256 cut to 16 bytes does; TestTheTagBindsTheWholeKey
+// holds it. A chunk's index left out of its nonce (chunker.hash's
+// PutUint64) lets none through: a chunk's place is bound by the order of
+// the chunk hashes in the tag's input as well (a swapped or duplicated
+// chunk moves its hash in that list). The length changes (a chunk
+// dropped, a byte cut or added, a row cut to or from empty) are bound
+// twice too, by the trailer's length and by the chunk hashes (their
+// number, and the short chunk's own length in its hash): with the
+// trailer and the short last chunk both left out, "the last (short)
+// chunk dropped", "the short last chunk cut by a byte", "a byte appended"
+// and "an empty row given a byte" get through. TestTheFormatIsPinned
 // catches every one of these changes (each changes the tag of every row
 // already written).
 func TestANeighbourCannotForgeARow(t *testing.T) {
@@ -115,6 +121,8 @@ func TestANeighbourCannotForgeARow(t *testing.T) {
 	_, tempty := parts(oempty, TagSize)
 	format2 := readTestdata(t, "format2-keyed.obj")
 	p2, t2 := parts(format2, HMACTagSize)
+	format3 := pinnedRow(t, "format3-keyed-tails.txt", 2*ChunkSize+1000)
+	p3, t3 := parts(format3, TagSize)
 
 	flipAt := func(p []byte, i int) []byte { q := bytes.Clone(p); q[i] ^= 1; return q }
 	// asX and asY forge p's last 4 bytes so that its CRC32 is x's (y's):
@@ -164,10 +172,16 @@ func TestANeighbourCannotForgeARow(t *testing.T) {
 		// The format before, and one format taken for another.
 		{"a format 2 row moved to another key", w, other, refit(p2, t2, other, VersionHMAC)},
 		{"a format 2 row's payload changed", w, oldKey, refit(flipAt(p2, 0), t2, oldKey, VersionHMAC)},
-		{"a format 3 row read as format 2 (its last 4 payload bytes, nonce and tag as the HMAC)",
+		{"a format 3 row moved to another key", w, other, refit(p3, t3, other, VersionGMAC)},
+		{"a format 3 row's payload changed", w, oldKey, refit(ForgeCRC(flipAt(p3, 0), crc32.ChecksumIEEE(p3)), t3, oldKey, VersionGMAC)},
+		{"a format 4 row read as format 3 (the key's bytes out of the tag's input)",
+			w, victim, trailerEdit(ox, func(t []byte) { binary.LittleEndian.PutUint16(t[4:], VersionGMAC) })},
+		{"a format 3 row read as format 4", w, oldKey, trailerEdit(format3, func(t []byte) { binary.LittleEndian.PutUint16(t[4:], VersionKeyed) })},
+		{"a format 4 row read as format 2 (its last 4 payload bytes, nonce and tag as the HMAC)",
 			w, victim, refit(x[:len(x)-4], concat(x[len(x)-4:], tx), victim, VersionHMAC)},
-		{"a format 2 row read as format 3 (its HMAC's first 4 bytes as payload)",
+		{"a format 2 row read as format 4 (its HMAC's first 4 bytes as payload)",
 			w, oldKey, refit(concat(p2, t2[:4]), t2[4:], oldKey, VersionKeyed)},
+		{"a format 2 row read as format 3", w, oldKey, refit(concat(p2, t2[:4]), t2[4:], oldKey, VersionGMAC)},
 		{"an unkeyed row", w, victim, Encode(victim, x)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -192,7 +206,9 @@ func TestANeighbourCannotForgeARow(t *testing.T) {
 		_, err := w.Check(obj, victim)
 		require.NoError(t, err)
 	}
-	_, err = w.Check(format2, oldKey)
-	require.NoError(t, err)
+	for _, obj := range [][]byte{format2, format3} {
+		_, err = w.Check(obj, oldKey)
+		require.NoError(t, err)
+	}
 	require.Equal(t, uint16(VersionKeyed), binary.LittleEndian.Uint16(ox[len(ox)-Size+4:]))
 }

@@ -2,11 +2,14 @@ package trailer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,45 +83,73 @@ func TestRowsOfTheFormatBeforeStillRead(t *testing.T) {
 	assert.Equal(t, Encode(oldKey, oldPayload()), unkeyed, "the unkeyed format is unchanged")
 }
 
-// TestTheFormatIsPinned: rows of format 3 written by the code that
-// introduced it (testdata/format3-keyed-tails.txt: for each payload size,
-// the nonce, tag and trailer written after it) read whole under their key,
-// alone and as the previous key of a rotation. The sizes are where the
-// chunking has edges: no chunk, one byte, exactly one and two chunks, two
-// chunks and a short one. Any change to what the tag is computed over or
-// how (the trailer, a chunk's bytes, its index, the short last chunk, the
-// key derivation's labels, the nonce) makes every row already written a
-// FAULT, and fails here; such a change is a new format version, read
-// beside this one. (Tried: each of chunker.hash's index, its chunk bytes,
-// chunker.sum's final chunk and its copy of the trailer, and either
-// label, changed on its own, fails it.)
+// TestTheFormatIsPinned: rows of formats 3 and 4 written by the code that
+// introduced each (testdata/format3-keyed-tails.txt and
+// format4-keyed-tails.txt: for each payload size, the nonce, tag and
+// trailer written after it) read whole under their key, alone and as the
+// previous key of a rotation. The sizes are where the chunking has edges:
+// no chunk, one byte, exactly one and two chunks, two chunks and a short
+// one. Any change to what a tag is computed over or how (the trailer, a
+// chunk's bytes, its index, the short last chunk, the key's bytes, the
+// key derivation's labels) makes every row already written a FAULT, and
+// fails here; such a change is a new format version, read beside these.
+// (Tried: each of chunker.hash's index, its chunk bytes, the final
+// chunk's hash and the trailer's copy in chunker.end, sum's append of the
+// key (format 4's rows), and either label, changed on its own, fails it.)
 func TestTheFormatIsPinned(t *testing.T) {
-	lines := strings.Split(strings.TrimSpace(string(readTestdata(t, "format3-keyed-tails.txt"))), "\n")
-	sizes := 0
-	for _, line := range lines {
+	for _, f := range []struct {
+		file    string
+		version uint16
+	}{
+		{"format3-keyed-tails.txt", VersionGMAC},
+		{"format4-keyed-tails.txt", VersionKeyed},
+	} {
+		rows := pinnedRows(t, f.file)
+		assert.Len(t, rows, 5, "rows in %s", f.file)
+		for _, n := range slices.Sorted(maps.Keys(rows)) {
+			obj := rows[n]
+			t.Run(fmt.Sprintf("format %d, %d bytes", f.version, n), func(t *testing.T) {
+				require.Equal(t, f.version, binary.LittleEndian.Uint16(obj[len(obj)-Size+4:]), "the format version")
+				for _, in := range []*Integrity{integrity(t, keyA, nil), integrity(t, keyB, keyA)} {
+					got, err := in.Check(obj, oldKey)
+					require.NoError(t, err, "%v", in)
+					assert.Equal(t, rulePayload(n), got)
+				}
+				_, err := integrity(t, keyB, nil).Check(obj, oldKey)
+				assert.ErrorIs(t, err, ErrUnverified, "under another key alone")
+			})
+		}
+	}
+}
+
+// pinnedRows reads the rows of a testdata file of tails (a payload size
+// and the hex of what follows the payload, a line each; # comments), by
+// payload size: rulePayload(n) and its tail.
+func pinnedRows(t *testing.T, file string) map[int][]byte {
+	t.Helper()
+	rows := map[int][]byte{}
+	for _, line := range strings.Split(strings.TrimSpace(string(readTestdata(t, file))), "\n") {
 		if strings.HasPrefix(line, "#") {
 			continue
 		}
 		var n int
 		var tail string
 		_, err := fmt.Sscanf(line, "%d %s", &n, &tail)
-		require.NoError(t, err, "%q", line)
+		require.NoError(t, err, "%s: %q", file, line)
 		rest, err := hex.DecodeString(tail)
-		require.NoError(t, err)
-		require.Len(t, rest, TagSize+Size)
-		sizes++
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			obj := append(rulePayload(n), rest...)
-			for _, in := range []*Integrity{integrity(t, keyA, nil), integrity(t, keyB, keyA)} {
-				got, err := in.Check(obj, oldKey)
-				require.NoError(t, err, "%v", in)
-				assert.Equal(t, rulePayload(n), got)
-			}
-			_, err := integrity(t, keyB, nil).Check(obj, oldKey)
-			assert.ErrorIs(t, err, ErrUnverified, "under another key alone")
-		})
+		require.NoError(t, err, "%s: %q", file, line)
+		require.Len(t, rest, TagSize+Size, "%s: %q", file, line)
+		rows[n] = append(rulePayload(n), rest...)
 	}
-	assert.Equal(t, 5, sizes, "rows in the testdata")
+	return rows
+}
+
+// pinnedRow is the row of payload size n in a testdata file of tails.
+func pinnedRow(t *testing.T, file string, n int) []byte {
+	t.Helper()
+	obj, ok := pinnedRows(t, file)[n]
+	require.True(t, ok, "%s has no row of %d bytes", file, n)
+	return obj
 }
 
 // forgeCRCOf rewrites obj's trailer CRC32 for its first n bytes, its tag

@@ -24,12 +24,13 @@ const (
 
 // Integrity holds the row keys of the keyed integrity tag. A writer tags
 // each object (format VersionKeyed) with AES-GMAC under the current key,
-// over the payload and the whole trailer (magic, format version, name
-// digest, payload length, CRC32), with a fresh random nonce (gmac.go); a
-// reader accepts an object only if its tag verifies under the current or
-// the previous key, so a key is rotated by making the old key previous,
-// then dropping it once no row written under it is read. A reader also
-// verifies the HMAC-SHA256 tag of the format before (VersionHMAC) under
+// over the payload, the whole trailer (magic, format version, name
+// digest, payload length, CRC32) and the key it is stored under, with a
+// fresh random nonce (gmac.go); a reader accepts an object only if its
+// tag verifies under the current or the previous key, so a key is
+// rotated by making the old key previous, then dropping it once no row
+// written under it is read. A reader also verifies the tags of the
+// formats before (VersionGMAC, and VersionHMAC's HMAC-SHA256) under
 // either key, so rows written before an upgrade still read.
 //
 // A nil *Integrity is integrity off: Append writes the unkeyed trailer and
