@@ -173,3 +173,24 @@ func TestTheTagBindsTheWholeKey(t *testing.T) {
 		})
 	}
 }
+
+// TestTheDerivedKeysAreApart: the chunk key and the tag key are
+// HMAC-SHA256 of the row key under two labels, and format 2's tag is
+// HMAC-SHA256 under the same row key of a payload followed by a trailer.
+// HMAC is a PRF, so its outputs on distinct inputs are independent: the
+// two labels must differ (or the chunk key would be the tag key), and no
+// label may be a format 2 input, which ends in a 36-byte trailer starting
+// with Magic (or a format 2 tag a neighbour read would be a key). (Tried:
+// tagLabel set to chunkLabel fails the first; a label ending in a
+// trailer's first bytes fails the second.)
+func TestTheDerivedKeysAreApart(t *testing.T) {
+	k := integrity(t, keyA, nil).current()
+	nonce := make([]byte, NonceSize)
+	assert.NotEqual(t, k.chunk.Seal(nil, nonce, nil, nil), k.tag.Seal(nil, nonce, nil, nil), "the chunk key is the tag key")
+	for _, label := range []string{chunkLabel, tagLabel} {
+		if len(label) >= Size {
+			assert.NotEqual(t, Magic, label[len(label)-Size:len(label)-Size+len(Magic)],
+				"label %q could be a format 2 tag's input (a payload and a trailer)", label)
+		}
+	}
+}
