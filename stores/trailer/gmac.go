@@ -27,13 +27,15 @@ import (
 //     (the last may be shorter; an empty payload has none), and chunk
 //     i's hash is c_i = GMAC_K1(nonce: 4 zero bytes and i as 8 bytes
 //     big-endian; data: x_i), 16 bytes. Chunk hashes are never stored,
-//     returned or shown: they exist only inside the chunker;
+//     returned or shown: they exist only inside the chunker, and the
+//     argument rests on it (every row hashes chunk i under nonce i);
 //   - the tag is GMAC_K2(nonce: N; data: T || c_0 || .. || c_{n-1} ||
 //     key), 16 bytes, where N is the row's nonce (NonceSize bytes from
 //     crypto/rand, fresh for every row written, stored before the tag),
 //     T the 36-byte trailer (magic, format version, reserved bytes, name
-//     digest, payload length, CRC32), and key the key's bytes as the row
-//     is read under (which T's length and count of chunks delimit).
+//     digest, payload length, CRC32), and key the bytes of the key the
+//     row is stored and read under (T's length fixes the count of chunk
+//     hashes, so the key is what follows them).
 //
 // Format VersionGMAC (3), read only, is the same without the key's bytes
 // at the end of the tag's input: it binds the key only through T's
