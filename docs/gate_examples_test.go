@@ -21,11 +21,11 @@ import (
 // else (every row, count, SDK, skip reason and unwitnessed rule) is.
 func init() {
 	examples["make-run"] = func(t *testing.T, w *workspace) string {
-		return gateRun(t, w, "").out
+		return gateRun(t, w).out
 	}
 	examples["gate-json"] = func(t *testing.T, w *workspace) string {
-		r := gateRun(t, w, "redis")
-		return "$ gate --store redis --json report.json\n$ cat report.json\n" + abridge(t, r.json, 2)
+		r := gateRun(t, w)
+		return "$ gate --json report.json\n$ cat report.json\n" + abridge(t, r.json, 2)
 	}
 	shapes["make-run"] = gateShape
 	shapes["gate-json"] = gateShape
@@ -35,19 +35,20 @@ type gateResult struct{ out, json string }
 
 var (
 	gateMu   sync.Mutex
-	gateRuns = map[string]gateResult{}
+	gateDone *gateResult
 )
 
-// gateRun builds and runs the gate in the repository (every store, or
-// store alone) once per test binary, and skips the example when this
-// machine cannot give the documented run: a store's server missing, or
-// not root (the fs row then runs in a temporary folder, not a tmpfs).
-func gateRun(t *testing.T, w *workspace, store string) gateResult {
+// gateRun builds and runs the gate over every store in the repository,
+// once per test binary (both examples show that one run), and skips the
+// example when this machine cannot give the documented run: a store's
+// server missing, or not root (the fs row then runs in a temporary
+// folder, not a tmpfs).
+func gateRun(t *testing.T, w *workspace) gateResult {
 	t.Helper()
 	gateMu.Lock()
 	defer gateMu.Unlock()
-	if r, ok := gateRuns[store]; ok {
-		return r
+	if gateDone != nil {
+		return *gateDone
 	}
 	if os.Geteuid() != 0 {
 		t.Skip("the documented gate run is root's (its fs row runs on a tmpfs); run as root to compare it")
@@ -62,9 +63,6 @@ func gateRun(t *testing.T, w *workspace, store string) gateResult {
 	}
 	report := filepath.Join(t.TempDir(), "report.json")
 	args := []string{"-C", w.root, "--json", report}
-	if store != "" {
-		args = append(args, "--store", store)
-	}
 	cmd := exec.Command(gate, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -79,7 +77,7 @@ func gateRun(t *testing.T, w *workspace, store string) gateResult {
 		t.Fatal(err)
 	}
 	r := gateResult{out: out.String(), json: string(b)}
-	gateRuns[store] = r
+	gateDone = &r
 	return r
 }
 
