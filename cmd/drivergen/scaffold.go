@@ -236,16 +236,19 @@ func (d *Driver) get(ctx context.Context, r driver.Row) driver.Result {
 // raise an error in it or answer for the SDK. An error, raised by a test
 // or by the SDK, is classified into the spec's codes, so what it means for
 // the row is the spec's rule for that code (a FAULT carrying the error,
-// through rules.Mapping.WithCause).
+// through rules.Mapping.WithCause). An sdk function that knows its code
+// (a check of what the SDK returned failed: CORRUPT) answers it (any code
+// but 0) with the error as its cause, and the code stands: only an error
+// with answer 0 is classified.
 func (d *Driver) call(call, key string, sdk func() (int64, error)) (int64, error) {
 	if code, staged, err := driverkit.Stage(d.opt.Seam, call, key, classify); staged {
 		return int64(code), err
 	}
 	answer, err := sdk()
-	if err != nil {
+	if err != nil && answer == 0 {
 		return int64(classify(err)), err
 	}
-	return answer, nil
+	return answer, err
 }
 
 // classify turns an error the SDK raised into a code of spec/STORE.yaml.
