@@ -152,6 +152,9 @@ func TestNewScaffoldsAStoreAndRefusesToOverwrite(t *testing.T) {
 	}
 	code, _, _ = runCLI("validate", filepath.Join(root, "spec/acme.yaml"))
 	assert.Equal(t, 0, code, "the scaffolded spec is valid")
+	spec, err := os.ReadFile(filepath.Join(root, "spec/acme.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(spec), "#   ACME_UNSAFE: {", "the example environment variable is named in capitals, as variables are")
 	code, _, stderr := runCLI("new", "-root", root, "acme")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "refusing to overwrite")

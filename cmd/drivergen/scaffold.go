@@ -17,7 +17,7 @@ type scaffoldFile struct{ path, body string }
 // test that runs the conformance suite, and the store's deps.sh, where
 // make deps finds the servers its tests need.
 func scaffold(store string) []scaffoldFile {
-	r := strings.NewReplacer("STORE", store, "SPECGO", gen.GoIdent(store))
+	r := strings.NewReplacer("UPPERSTORE", strings.ToUpper(store), "STORE", store, "SPECGO", gen.GoIdent(store))
 	return []scaffoldFile{
 		{"spec/" + store + ".yaml", r.Replace(specTemplate)},
 		{"stores/" + store + "/driver.go", r.Replace(driverTemplate)},
@@ -112,7 +112,7 @@ admission:
 # Settings the driver refuses at open (its spec's CheckEnvironment), each
 # with the reason it prints.
 # environment:
-#   STORE_UNSAFE: {allow: ["", "0"], reason: "it lets the SDK reuse a buffer after the call returned"}
+#   UPPERSTORE_UNSAFE: {allow: ["", "0"], reason: "it lets the SDK reuse a buffer after the call returned"}
 
 # The backend's defaults for this store.
 config:
