@@ -32,7 +32,7 @@ const depsTemplate = `#!/usr/bin/env bash
 # scripts/deps.sh says how each step runs. TODO: a step per server the
 # tests need (none yet), and a row per step in README.md's first-run
 # table (a test holds the two alike), e.g. for a server Debian packages:
-#   apt_step STORE-server STORE-server STORE-server
+#   apt_step STEP-NAME DEBIAN-PACKAGE PROGRAM [FOLDER...]
 set -uo pipefail
 . scripts/deps.sh
 `
@@ -172,7 +172,9 @@ func Open(opt Options) (*Driver, error) {
 	if err := spec.CheckEnvironment(os.Getenv); err != nil {
 		return nil, fmt.Errorf("STORE: %w", err)
 	}
-	// TODO: open the SDK client.
+	// TODO: open the SDK client. When the deployment sets the row limit
+	// (the spec's limits.max_row_bytes at_open), read it here and admit
+	// Put and Get through spec.Admission.WithMaxRowBytes(the limit read).
 	return &Driver{opt: opt, spec: spec}, nil
 }
 
@@ -273,6 +275,8 @@ const kitTemplate = `// Package STOREkit is the STORE driver's test kit: drivers
 package STOREkit
 
 import (
+	"errors"
+
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -311,7 +315,8 @@ func Parts(d driver.Driver) *Driver { return storekit.Unwrap[*Driver](d) }
 
 // Scenarios are what the store stages. TODO: stage Writing (another
 // client holds the key) and Full (the store refuses a put) on the real
-// store where it can.
+// store where it can; a scenario left nil gets its reason in the suite's
+// SkipReasons.
 func Scenarios() conformance.Scenarios {
 	return conformance.SeamScenarios(seamOf, "sdk_put", "sdk_get")
 }
@@ -321,6 +326,19 @@ func Scenarios() conformance.Scenarios {
 var Stage = conformance.SeamStager(seamOf)
 
 func seamOf(d driver.Driver) *driverkit.Seam { return Parts(d).Seam }
+
+// Neighbour writes to the store around the driver, as another client with
+// write access would, for the suite's hostile checks (a neighbour's bytes
+// never read READY: frame each object, stores/trailer). TODO: WriteRaw
+// with a client of the kit's own; add MarkerWriter, WrongTypeWriter or
+// TreeWriter where the store keeps markers in values, typed values or
+// folders.
+type Neighbour struct{}
+
+// WriteRaw stores value, byte for byte, as key's whole object.
+func (Neighbour) WriteRaw(d driver.Driver, key string, value []byte) error {
+	return errors.New("STOREkit: Neighbour.WriteRaw is not written yet")
+}
 `
 
 const testTemplate = `package STORE_test
@@ -350,6 +368,9 @@ func TestMain(m *testing.M) { storekit.MainOwning(m) }
 //		conformance.Run(t, conformance.Suite{
 //			Name: v.Name, SDK: v.Spec.SDKName + " " + v.Spec.SDKVersions[0], Factory: STOREkit.Factory(),
 //			Scenarios: STOREkit.Scenarios(), Cases: v.Cases, Stage: STOREkit.Stage,
+//			Neighbour: STOREkit.Neighbour{}, // the hostile checks
+//			// Setup: srv.Setup, // a server the package owns: skips, saying why, when it is missing
+//			// SkipReasons: why the kit leaves a scenario nil
 //		})
 //	}
 func TestConformance(t *testing.T) {
