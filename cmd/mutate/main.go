@@ -50,6 +50,7 @@ import (
 	"flag"
 	"fmt"
 	"go/ast"
+	"go/build"
 	"go/parser"
 	"go/printer"
 	"go/token"
@@ -69,7 +70,8 @@ import (
 
 func main() {
 	budget := flag.Duration("budget", 5*time.Minute, "total time to spend (mutants are sampled to fit)")
-	timeout := flag.Duration("timeout", 2*time.Minute, "go test -timeout for one package's tests against a mutant (exceeded: the mutant hung)")
+	timeout := flag.Duration("timeout", 2*time.Minute, "go test -timeout for one package's tests against a mutant (exceeded: they run again under -ci-timeout)")
+	ciTimeout := flag.Duration("ci-timeout", defaultCITimeout, "CI's go test -timeout: a package's tests that reach -timeout on a mutant run again under it, and a hang there is a kill (CI sees that test binary fail)")
 	seed := flag.Int64("seed", 1, "order in which mutants are tried")
 	jobs := flag.Int("j", 2, "mutants tested at once")
 	importers := flag.Bool("importers", true, "also run the tests of the packages whose tests link the mutated one")
@@ -91,7 +93,14 @@ func main() {
 	if *race != "auto" && *race != "always" && *race != "never" {
 		fatal(fmt.Errorf("-race %q: want auto, always or never", *race))
 	}
-	cfg := Config{Root: *dir, Budget: *budget, Timeout: *timeout, Seed: *seed, Jobs: *jobs, Importers: *importers, Race: *race}
+	if *ciTimeout <= 0 {
+		fatal(fmt.Errorf("-ci-timeout %v: want CI's go test -timeout (the Makefile's TEST_TIMEOUT)", *ciTimeout))
+	}
+	dirs, err := Expand(*dir, flag.Args())
+	if err != nil {
+		fatal(err)
+	}
+	cfg := Config{Root: *dir, Budget: *budget, Timeout: *timeout, CITimeout: *ciTimeout, Seed: *seed, Jobs: *jobs, Importers: *importers, Race: *race}
 	if *only != "" {
 		cfg.Only = strings.Split(*only, ",")
 	}
@@ -102,7 +111,7 @@ func main() {
 		}
 	}
 	if *list {
-		stale, err := List(*dir, flag.Args(), cfg.Equivalents, os.Stdout)
+		stale, err := List(*dir, dirs, cfg.Equivalents, os.Stdout)
 		if err != nil {
 			fatal(err)
 		}
@@ -111,7 +120,7 @@ func main() {
 		}
 		return
 	}
-	reports, err := Run(cfg, flag.Args(), os.Stdout)
+	reports, err := Run(cfg, dirs, os.Stdout)
 	if err != nil {
 		fatal(err)
 	}
@@ -124,11 +133,19 @@ func main() {
 	os.Exit(exit)
 }
 
+// defaultCITimeout is the Makefile's TEST_TIMEOUT, the -timeout of CI's
+// go test.
+const defaultCITimeout = 12 * time.Minute
+
 // Config is one run of the tool.
 type Config struct {
-	Root      string        // the module's root
-	Budget    time.Duration // shared out among the packages
-	Timeout   time.Duration // go test -timeout of one package's tests
+	Root    string        // the module's root
+	Budget  time.Duration // shared out among the packages
+	Timeout time.Duration // go test -timeout of one package's tests
+	// CITimeout is CI's go test -timeout: a package's tests that reach
+	// Timeout on a mutant run again under it, and only a hang there is
+	// counted (as a kill: CI sees that test binary fail).
+	CITimeout time.Duration
 	Seed      int64
 	Jobs      int
 	Importers bool     // run the importers' tests too
@@ -158,6 +175,9 @@ type Config struct {
 func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 	if cfg.Jobs < 1 {
 		cfg.Jobs = 1
+	}
+	if cfg.CITimeout <= 0 {
+		cfg.CITimeout = defaultCITimeout
 	}
 	root, err := filepath.Abs(cfg.Root)
 	if err != nil {
@@ -213,14 +233,21 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 				return nil, err
 			}
 		}
-		u.r = &Report{Dir: u.dir, Race: u.race, Packages: len(u.pkgs), Total: len(ms), Stale: stale}
+		u.r = &Report{Dir: u.dir, Pkg: strings.TrimPrefix(u.importPath, modPrefix(u.importPath)), Race: u.race, Packages: len(u.pkgs), Total: len(ms), Stale: stale}
+	}
+	// The unmutated runs, cfg.Jobs at a time (as the mutants' will be).
+	var mu sync.Mutex
+	each(len(units), cfg.Jobs, func(i int) {
+		u := units[i]
 		t0 := time.Now()
 		v, _ := cov.baseline(u.importPath, u.race)
+		mu.Lock()
+		defer mu.Unlock()
 		fmt.Fprintf(w, "  unmutated %s: its tests %s (%v)\n", u.dir, verdictNames[v], time.Since(t0).Round(time.Second))
 		if v != survived {
 			u.r.Baseline = fmt.Sprintf("its own tests do not pass unmutated (%s): no mutant tried", verdictNames[v])
 			u.ms = nil
-			continue
+			return
 		}
 		// A mutant is expected to take what the whole go test took; its
 		// -timeout bounds the test binary alone, so that is the time the
@@ -228,7 +255,7 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 		// coverage is not a mutant's, and made hangs cost twice as much).
 		u.est = time.Since(t0)
 		times.pass(u.importPath, orWall(cov.get(u.importPath).took, t0))
-	}
+	})
 	schedule(cfg, units, times, cov, equiv, start.Add(cfg.Budget), tmp, w)
 	var reports []*Report
 	for _, u := range units {
@@ -240,6 +267,27 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 	t.Budget, t.Took = cfg.Budget, time.Since(start)
 	t.Print(w)
 	return reports, nil
+}
+
+// each calls f(0), ..., f(n-1), jobs at a time, and returns when all
+// have returned.
+func each(n, jobs int, f func(int)) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, min(jobs, n)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
 }
 
 // List writes every mutant of dirs (relative to root), one a line, as
@@ -277,6 +325,47 @@ func List(root string, dirs []string, list []*Equivalent, w io.Writer) (int, err
 		stale += len(problems)
 	}
 	return stale, nil
+}
+
+// Expand replaces each argument that ends in "/..." (as "./..." does)
+// with the directory, relative to root, of every package the go command
+// lists for it that has a mutant: a non-test file the build compiles
+// (one a build constraint leaves out, as the mooncake tag does the cgo
+// SDK's, is never in CI's tests) and that is not generated (generated/
+// is written by drivergen, never by hand, and held by gen's golden
+// tests). A package with no such file (generated code, tests only) is
+// left out. Other arguments stay as they are.
+func Expand(root string, args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		if a != "..." && !strings.HasSuffix(a, "/...") {
+			out = append(out, a)
+			continue
+		}
+		list, err := goCmd(root, "list", "-e", "-f", "{{.Dir}}", a)
+		if err != nil {
+			return nil, err
+		}
+		abs, err := filepath.Abs(root)
+		if err != nil {
+			return nil, err
+		}
+		for _, dir := range strings.Fields(string(list)) {
+			ms, err := Mutants(dir)
+			if err != nil {
+				return nil, err
+			}
+			if len(ms) == 0 {
+				continue
+			}
+			rel, err := filepath.Rel(abs, dir)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, filepath.ToSlash(rel))
+		}
+	}
+	return out, nil
 }
 
 // unit is one package's (or file's) mutants and how far the run is with
@@ -372,8 +461,9 @@ func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *
 				listed = " [listed equivalent]"
 			}
 			by := ""
-			if v == killed && where != "" {
-				by = " by " + where + "'s tests"
+			if v == killed || v == hung {
+				p, _, _ := strings.Cut(where, " ")
+				by = " by " + p + "'s tests"
 			}
 			fmt.Fprintf(w, "  %-8s %s: %s (%s, %v)%s%s\n", outcomes[v], u.dir, u.r.name(cfg.Root, m), ranSay(ran, len(u.pkgs)), took.Round(time.Second), listed, by)
 			slots = append(slots, slot)
@@ -553,8 +643,19 @@ type Mutant struct {
 	Src  []byte // the file, changed
 }
 
+// ciBuild is the build CI's tests compile (make test runs go test -race):
+// the race tag is set, so a file for the race detector's builds is
+// mutated and its !race twin is not.
+var ciBuild = func() build.Context {
+	c := build.Default
+	c.BuildTags = append(c.BuildTags, "race")
+	return c
+}()
+
 // Mutants are every mutant of the non-test Go files of dir (or of the one
-// file dir names), in source order.
+// file dir names), in source order: of those CI's build compiles (ciBuild;
+// a file a build constraint leaves out is in no test binary, so no test
+// could kill its mutants) and that are not generated.
 func Mutants(dir string) ([]Mutant, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if strings.HasSuffix(dir, ".go") {
@@ -567,6 +668,12 @@ func Mutants(dir string) ([]Mutant, error) {
 	var out []Mutant
 	for _, file := range files {
 		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		if ok, err := ciBuild.MatchFile(filepath.Dir(file), filepath.Base(file)); err != nil || !ok {
+			if err != nil {
+				return nil, err
+			}
 			continue
 		}
 		src, err := os.ReadFile(file)
@@ -682,21 +789,26 @@ func mutate(file string, src []byte, n int) (*Mutant, bool, error) {
 
 // Report is what one package's mutants came to.
 type Report struct {
-	Dir      string
+	Dir string
+	// Pkg is the package's import path as the report names a package
+	// (without the module's host): a kill by another's tests is elsewhere.
+	Pkg      string
 	Race     bool // tested with -race
 	Packages int  // packages whose tests ran against each mutant
 	Total    int  // mutants of the package
 	Tried    int  // mutants started (the sample)
-	Killed   int  // a test failed
+	Killed   int  // a test failed, or timed out under CI's -timeout (Hung)
 	// KilledElsewhere is how many of the killed mutants only another
 	// package's tests killed (the package's own passed): Elsewhere lists
 	// them, each with that package. A line its own tests miss is held only
 	// while that package keeps testing it.
 	KilledElsewhere int
 	Survived        int // every test passed
-	Hung            int // a test binary reached its -timeout (not counted as killed)
-	Unbuilt         int // the compiler refused the mutant (not counted)
-	Cut             int // passed the tests run before the budget ran out (not counted)
+	// Hung is how many of the killed a test binary ran past CI's
+	// -timeout on: CI would see it fail, so it counts as killed.
+	Hung    int
+	Unbuilt int // the compiler refused the mutant (not counted)
+	Cut     int // passed the tests run before the budget ran out (not counted)
 	// Flaky is how many mutants only flaky tests failed: another package's
 	// tests that failed unmutated too, or passed on the mutant run again
 	// (not counted).
@@ -751,15 +863,17 @@ func (r *Report) record(root string, m Mutant, v verdict, where string, ran int,
 		r.Wrong = append(r.Wrong, fmt.Sprintf("%s [%s by a test, yet listed equivalent at %s: %s]", line, outcomes[v], e.At, e.Reason))
 	}
 	switch v {
-	case killed:
+	case killed, hung:
 		r.Killed++
-		if where != "" {
-			r.KilledElsewhere++
-			r.Elsewhere = append(r.Elsewhere, line+" [killed by "+where+"'s tests; the package's own passed]")
+		by, _, _ := strings.Cut(where, " ")
+		if v == hung {
+			r.Hung++
+			r.Hangs = append(r.Hangs, line+" ["+where+"]")
 		}
-	case hung:
-		r.Hung++
-		r.Hangs = append(r.Hangs, line+" ["+where+"]")
+		if by != r.Pkg {
+			r.KilledElsewhere++
+			r.Elsewhere = append(r.Elsewhere, line+" ["+outcomes[v]+" by "+by+"'s tests; the package's own passed]")
+		}
 	case unbuilt:
 		r.Unbuilt++
 	case cut:
@@ -774,6 +888,9 @@ func (r *Report) record(root string, m Mutant, v verdict, where string, ran int,
 			r.Unrun++
 			line += " [no test runs this line]"
 		}
+		if where != "" {
+			line += " [" + where + "]"
+		}
 		if e != nil {
 			r.Equivalent++
 			r.Equivalents = append(r.Equivalents, line+" ["+e.Reason+"]")
@@ -783,12 +900,12 @@ func (r *Report) record(root string, m Mutant, v verdict, where string, ran int,
 	}
 }
 
-// Decided is how many mutants were killed, survived or hung: those the
-// score is over.
-func (r *Report) Decided() int { return r.Killed + r.Survived + r.Hung }
+// Decided is how many mutants were killed (hangs under CI's -timeout
+// among them) or survived: those the score is over.
+func (r *Report) Decided() int { return r.Killed + r.Survived }
 
 // Score is the share of the decided mutants that a test killed, a hang
-// counted as not killed.
+// under CI's -timeout counted as killed (CI sees its test binary fail).
 func (r *Report) Score() float64 { return share(r.Killed, r.Decided()) }
 
 // ScoreWithout is the mutation score as usually defined: the share killed
@@ -828,8 +945,8 @@ func (r *Report) Print(w io.Writer) {
 	if r.Measuring >= time.Second {
 		share += fmt.Sprintf("; importers' coverage runs it waited for %v, not in that", r.Measuring.Round(time.Second))
 	}
-	fmt.Fprintf(w, "%s: score %.1f%% of %d decided, %.1f%% of %d without the %d listed equivalent (%d killed, %d survived (%d listed equivalent, %d run by no test), %d hung; %d did not build, %d cut short by the budget, %d failed only flaky tests); sampled %d of %d mutants (%.0f%%), decided %d (%.1f%%); tests of %d packages %s; %v%s\n",
-		r.Dir, r.Score(), r.Decided(), r.ScoreWithout(), r.Decided()-r.Equivalent, r.Equivalent, r.Killed, r.Survived, r.Equivalent, r.Unrun, r.Hung, r.Unbuilt, r.Cut, r.Flaky, r.Tried, r.Total, pct(r.Tried), r.Decided(), pct(r.Decided()), r.Packages, how, r.Took.Round(time.Second), share)
+	fmt.Fprintf(w, "%s: score %.1f%% of %d decided, %.1f%% of %d without the %d listed equivalent (%d killed (%d of them hung: timed out under CI's -timeout), %d survived (%d listed equivalent, %d run by no test); %d did not build, %d cut short by the budget, %d failed only flaky tests); sampled %d of %d mutants (%.0f%%), decided %d (%.1f%%); tests of %d packages %s; %v%s\n",
+		r.Dir, r.Score(), r.Decided(), r.ScoreWithout(), r.Decided()-r.Equivalent, r.Equivalent, r.Killed, r.Hung, r.Survived, r.Equivalent, r.Unrun, r.Unbuilt, r.Cut, r.Flaky, r.Tried, r.Total, pct(r.Tried), r.Decided(), pct(r.Decided()), r.Packages, how, r.Took.Round(time.Second), share)
 	sort.Strings(r.Survivors)
 	for _, s := range r.Survivors {
 		fmt.Fprintf(w, "  survived %s\n", s)
@@ -953,9 +1070,15 @@ var outcomes = map[verdict]string{killed: "killed", survived: "survived", unbuil
 // never execute m's line (cov) is skipped: they cannot tell m from the
 // source. When no package's tests ran, m survived if it builds. Past
 // deadline it starts no further package: the mutant is cut short, and not
-// counted. For a hang, where names the package and the tests that were
-// running; for a cut, how many packages' tests it had passed. ran is how
-// many packages' tests ran against m; measuring how long it waited for
+// counted. A package's tests that reach their -timeout (times) run again,
+// whole, under CI's (cfg.CITimeout), which is what CI would see: a hang
+// there is the verdict hung (scored as a kill: CI's test binary fails), a
+// failure a kill, a pass a pass (the mutant is slow, and CI passes it:
+// where says so); a mutant whose rerun would not end before deadline is
+// cut short. For a kill or a hang, where names the package whose tests
+// did it (the package's own or another's), then for a hang the tests that
+// were running; for a cut, how many packages' tests it had passed. ran is
+// how many packages' tests ran against m; measuring how long it waited for
 // importers' unmutated coverage runs (each once a run, for every mutant
 // after: no one mutant's cost).
 func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *coverage, deadline time.Time, work string) (v verdict, where string, ran int, measuring time.Duration) {
@@ -972,7 +1095,7 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *
 	if err := os.WriteFile(ov, overlay, 0o644); err != nil {
 		fatal(err)
 	}
-	var flakes []string
+	var flakes, slow []string
 	for i, p := range pkgs {
 		if time.Now().After(deadline) {
 			// the budget ran out before every package's tests ran
@@ -989,24 +1112,37 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *
 			return cut, fmt.Sprintf("passed %d of %d packages", i, len(pkgs)), ran, measuring
 		}
 		ran++
+		name := strings.TrimPrefix(p, modPrefix(p))
 		t0 := time.Now()
-		v, running, failed, took := testPackageFailed(cfg, ov, p, race, times.of(p))
+		timeout := times.of(p)
+		v, running, failed, took := testPackageFailed(cfg, ov, p, race, timeout)
+		if v == hung {
+			// Only CI's -timeout tells a hang CI sees from a slow pass.
+			if time.Now().Add(cfg.CITimeout).After(deadline) {
+				return cut, fmt.Sprintf("passed %d of %d packages; %s reached -timeout %v (%s), no time left to run them under CI's -timeout %v", i, len(pkgs), name, timeout, running, cfg.CITimeout), ran, measuring
+			}
+			t0 = time.Now()
+			timeout = cfg.CITimeout
+			v, running, failed, took = testPackageFailed(cfg, ov, p, race, timeout)
+			if v == survived {
+				slow = append(slow, fmt.Sprintf("%s's tests passed in %v under CI's -timeout %v", name, orWall(took, t0).Round(time.Second), cfg.CITimeout))
+				continue
+			}
+		}
 		switch v {
 		case survived:
 			times.pass(p, orWall(took, t0))
 			continue
 		case hung:
-			return v, strings.TrimSpace(strings.TrimPrefix(p, modPrefix(p)) + " " + running), ran, measuring
+			return v, strings.TrimSpace(name + " " + running), ran, measuring
 		case killed:
 			if i > 0 {
-				if flake := confirm(cfg, ov, p, race, times.of(p), failed); flake != "" {
+				if flake := confirm(cfg, ov, p, race, timeout, failed); flake != "" {
 					flakes = append(flakes, flake)
 					continue
 				}
-				// The package's own tests passed: name the one whose
-				// tests killed it.
-				return v, strings.TrimPrefix(p, modPrefix(p)), ran, measuring
 			}
+			return v, name, ran, measuring
 		}
 		return v, "", ran, measuring
 	}
@@ -1016,7 +1152,7 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *
 	if ran == 0 && !builds(cfg, ov, pkgs[0]) {
 		return unbuilt, "", 0, measuring
 	}
-	return survived, "", ran, measuring
+	return survived, strings.Join(slow, "; "), ran, measuring
 }
 
 // confirm checks a kill by another package's tests than the mutated
