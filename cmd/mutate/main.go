@@ -55,6 +55,7 @@ import (
 	"go/printer"
 	"go/token"
 	"io"
+	"iter"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -351,11 +352,10 @@ func Expand(root string, args []string) ([]string, error) {
 			return nil, err
 		}
 		for _, dir := range strings.Fields(string(list)) {
-			ms, err := Mutants(dir)
-			if err != nil {
-				return nil, err
-			}
-			if len(ms) == 0 {
+			if has, err := hasMutant(dir); err != nil || !has {
+				if err != nil {
+					return nil, err
+				}
 				continue
 			}
 			rel, err := filepath.Rel(abs, dir)
@@ -652,11 +652,63 @@ var ciBuild = func() build.Context {
 	return c
 }()
 
+// hasMutant reports whether Mutants(dir) has one, without making them
+// all (each is a parse and a print of its file).
+func hasMutant(dir string) (bool, error) {
+	files, err := mutable(dir)
+	if err != nil {
+		return false, err
+	}
+	for file, src := range files {
+		for n := 0; ; n++ {
+			m, ok, err := mutate(file, src, n)
+			if err != nil || !ok {
+				if err != nil {
+					return false, err
+				}
+				break
+			}
+			if m != nil {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
 // Mutants are every mutant of the non-test Go files of dir (or of the one
 // file dir names), in source order: of those CI's build compiles (ciBuild;
 // a file a build constraint leaves out is in no test binary, so no test
 // could kill its mutants) and that are not generated.
 func Mutants(dir string) ([]Mutant, error) {
+	files, err := mutable(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Mutant
+	for file, src := range files {
+		n := 0
+		for {
+			m, ok, err := mutate(file, src, n)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				break
+			}
+			if m != nil {
+				out = append(out, *m)
+			}
+			n++
+		}
+	}
+	return out, nil
+}
+
+// mutable yields, in order of name, each file of dir (or the one file dir
+// names) that Mutants mutates, with its source: not a test, compiled by
+// ciBuild, not generated.
+func mutable(dir string) (iter.Seq2[string, []byte], error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if strings.HasSuffix(dir, ".go") {
 		files = []string{dir}
@@ -665,7 +717,8 @@ func Mutants(dir string) ([]Mutant, error) {
 		return nil, err
 	}
 	sort.Strings(files)
-	var out []Mutant
+	srcs := map[string][]byte{}
+	var keep []string
 	for _, file := range files {
 		if strings.HasSuffix(file, "_test.go") {
 			continue
@@ -683,22 +736,16 @@ func Mutants(dir string) ([]Mutant, error) {
 		if bytes.Contains(src, []byte("// Code generated ")) {
 			continue
 		}
-		n := 0
-		for {
-			m, ok, err := mutate(file, src, n)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				break
-			}
-			if m != nil {
-				out = append(out, *m)
-			}
-			n++
-		}
+		keep = append(keep, file)
+		srcs[file] = src
 	}
-	return out, nil
+	return func(yield func(string, []byte) bool) {
+		for _, f := range keep {
+			if !yield(f, srcs[f]) {
+				return
+			}
+		}
+	}, nil
 }
 
 var flips = map[token.Token][]token.Token{
