@@ -236,27 +236,6 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 		}
 		u.r = &Report{Dir: u.dir, Pkg: strings.TrimPrefix(u.importPath, modPrefix(u.importPath)), Race: u.race, Packages: len(u.pkgs), Total: len(ms), Stale: stale}
 	}
-	// The unmutated runs, cfg.Jobs at a time (as the mutants' will be).
-	var mu sync.Mutex
-	each(len(units), cfg.Jobs, func(i int) {
-		u := units[i]
-		t0 := time.Now()
-		v, _ := cov.baseline(u.importPath, u.race)
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(w, "  unmutated %s: its tests %s (%v)\n", u.dir, verdictNames[v], time.Since(t0).Round(time.Second))
-		if v != survived {
-			u.r.Baseline = fmt.Sprintf("its own tests do not pass unmutated (%s): no mutant tried", verdictNames[v])
-			u.ms = nil
-			return
-		}
-		// A mutant is expected to take what the whole go test took; its
-		// -timeout bounds the test binary alone, so that is the time the
-		// timeout follows (a build of every -coverpkg package with
-		// coverage is not a mutant's, and made hangs cost twice as much).
-		u.est = time.Since(t0)
-		times.pass(u.importPath, orWall(cov.get(u.importPath).took, t0))
-	})
 	schedule(cfg, units, times, cov, equiv, start.Add(cfg.Budget), tmp, w)
 	var reports []*Report
 	for _, u := range units {
@@ -268,27 +247,6 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 	t.Budget, t.Took = cfg.Budget, time.Since(start)
 	t.Print(w)
 	return reports, nil
-}
-
-// each calls f(0), ..., f(n-1), jobs at a time, and returns when all
-// have returned.
-func each(n, jobs int, f func(int)) {
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range max(1, min(jobs, n)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				f(i)
-			}
-		}()
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
 }
 
 // List writes every mutant of dirs (relative to root), one a line, as
@@ -377,6 +335,8 @@ type unit struct {
 	race                    bool
 	r                       *Report
 	est                     time.Duration     // its tests' unmutated time: a mutant's estimate until one finished
+	base                    int               // its unmutated run: 0 not started, 1 running, 2 done
+	baseTook                time.Duration     // what its unmutated run took
 	next                    int               // the next mutant to start
 	done                    int               // mutants finished
 	running                 map[int]time.Time // mutants started and not finished, with their start
@@ -391,10 +351,10 @@ func (u *unit) holds(file string) bool {
 	return path.Dir(file) == filepath.ToSlash(u.pkgDir)
 }
 
-// used is how much of the budget u has had: its finished mutants' time
-// and its running ones' so far.
+// used is how much of the budget u has had: its unmutated run's time, its
+// finished mutants' and its running ones' (that run's too) so far.
 func (u *unit) used(now time.Time) time.Duration {
-	d := u.r.Took
+	d := u.r.Took + u.baseTook
 	for _, t0 := range u.running {
 		d += now.Sub(t0)
 	}
@@ -409,9 +369,9 @@ func (u *unit) mean() time.Duration {
 	return u.r.Took / time.Duration(u.done)
 }
 
-// schedule tests the units' mutants, cfg.Jobs at a time, each next one
-// from the unit that has used the least of the budget, until no unit's
-// next mutant would finish before end. A mutant started finishes unless
+// schedule runs each unit's tests unmutated, then tests its mutants,
+// cfg.Jobs at a time, each next one from the unit that has used the least
+// of the budget, until no unit's next mutant would finish before end. A mutant started finishes unless
 // end passes between two packages' tests: it is then cut short.
 func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *equivalents, end time.Time, tmp string, w io.Writer) {
 	var mu sync.Mutex
@@ -434,6 +394,38 @@ func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *
 		}
 		u, k, slot := next, next.next, slots[len(slots)-1]
 		slots = slots[:len(slots)-1]
+		if u.base == 0 {
+			// A package's unmutated run is its first work, charged to
+			// it: the packages' mutants start as soon as their own run
+			// passed, not after every package's.
+			u.base = 1
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t0 := time.Now()
+				v, _ := cov.baseline(u.importPath, u.race)
+				took := time.Since(t0)
+				mu.Lock()
+				defer mu.Unlock()
+				u.base, u.baseTook = 2, took
+				fmt.Fprintf(w, "  unmutated %s: its tests %s (%v)\n", u.dir, verdictNames[v], took.Round(time.Second))
+				if v != survived {
+					u.r.Baseline = fmt.Sprintf("its own tests do not pass unmutated (%s): no mutant tried", verdictNames[v])
+					u.ms = nil
+				} else {
+					// A mutant is expected to take what the whole go test
+					// took; its -timeout bounds the test binary alone, so
+					// that is the time the timeout follows (a build of
+					// every -coverpkg package with coverage is not a
+					// mutant's, and made hangs cost twice as much).
+					u.est = took
+					times.pass(u.importPath, orWall(cov.get(u.importPath).took, t0))
+				}
+				slots = append(slots, slot)
+				cond.Broadcast()
+			}()
+			continue
+		}
 		u.next++
 		u.r.Tried++
 		if u.running == nil {
@@ -474,13 +466,18 @@ func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *
 	wg.Wait()
 }
 
-// nextUnit is the unit whose mutant starts next: of those with a mutant
-// left that is expected to finish by end, the one that has used the least
-// of the budget (the first of equals).
+// nextUnit is the unit whose work starts next: of those whose unmutated
+// run has not started, or that passed it and have a mutant left that is
+// expected to finish by end, the one that has used the least of the
+// budget (the first of equals).
 func nextUnit(units []*unit, now, end time.Time) *unit {
 	var next *unit
 	for _, u := range units {
-		if u.next >= len(u.ms) || now.Add(u.mean()).After(end) {
+		switch {
+		case u.base == 1 || !now.Before(end) || len(u.ms) == 0:
+			continue // its unmutated run is under way, the budget has ended, or it has no mutant
+		case u.base == 0: // its unmutated run comes first
+		case u.next >= len(u.ms) || now.Add(u.mean()).After(end):
 			continue
 		}
 		if next == nil || u.used(now) < next.used(now) {
@@ -1067,7 +1064,8 @@ func Total(rs []*Report) *Report {
 // -timeout bounds, and a build (often longer, above all the unmutated
 // coverage run's) is not in it; counting the build made a hang cost
 // nearly twice what it must. A package's -timeout is four times that, at
-// least a minute and at most max (max until it has passed once). Tests
+// least a minute and at most max, or twice that when that is more (max
+// until it has passed once). Tests
 // that bound their own waits fail a deadlock in seconds; the -timeout is
 // the backstop for what they do not bound, and a long one only makes
 // each such hang cost more of the budget.
@@ -1090,7 +1088,9 @@ func (t *timeouts) of(pkg string) time.Duration {
 	if !ok {
 		return t.max
 	}
-	return min(max(4*d, time.Minute), t.max)
+	// Never under twice what it took: a package slower than max/2
+	// unmutated would time out on every mutant.
+	return min(max(4*d, time.Minute), max(t.max, 2*d))
 }
 
 type verdict int
@@ -1298,16 +1298,17 @@ func (c *coverage) get(pkg string) *covered {
 
 // baseline runs pkg's own tests unmutated (with -race as its mutants'
 // will run), recording their coverage, and returns their verdict; they
-// run again without coverage when they failed with it.
+// run again without coverage when they failed with it. Its -timeout is
+// CI's: a package whose tests pass in CI is mutated, however slow.
 func (c *coverage) baseline(pkg string, race bool) (verdict, string) {
 	var v verdict
 	var running string
-	c.get(pkg).once.Do(func() { v, running = c.measure(pkg, race, c.cfg.Timeout) })
+	c.get(pkg).once.Do(func() { v, running = c.measure(pkg, race, c.cfg.CITimeout) })
 	if v == killed {
 		// A test that fails only when measured (one that counts
 		// allocations or time) leaves the coverage unknown, not the
 		// package unmutated: the verdict is its plain run's.
-		v, running = testPackage(c.cfg, "", pkg, race, c.cfg.Timeout)
+		v, running = testPackage(c.cfg, "", pkg, race, c.cfg.CITimeout)
 	}
 	return v, running
 }
@@ -1336,7 +1337,7 @@ func (c *coverage) measure(pkg string, race bool, timeout time.Duration) (verdic
 // times. An importer's coverage is measured the first time it is asked.
 func (c *coverage) runs(pkg string, m Mutant) bool {
 	cv := c.get(pkg)
-	cv.once.Do(func() { c.measure(pkg, false, c.cfg.Timeout) })
+	cv.once.Do(func() { c.measure(pkg, false, c.cfg.CITimeout) })
 	if cv.blocks == nil {
 		return true
 	}

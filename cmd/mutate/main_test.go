@@ -339,7 +339,7 @@ func TestTheNextMutantComesFromThePackageThatUsedLeast(t *testing.T) {
 	now := time.Now()
 	end := now.Add(time.Minute)
 	mk := func(name string, left int, took time.Duration, done int, running ...time.Duration) *unit {
-		u := &unit{dir: name, ms: make([]Mutant, left), r: &Report{Took: took}, done: done, est: time.Second, running: map[int]time.Time{}}
+		u := &unit{dir: name, ms: make([]Mutant, left), r: &Report{Took: took}, done: done, est: time.Second, base: 2, running: map[int]time.Time{}}
 		for i, d := range running {
 			u.running[i] = now.Add(-d)
 		}
@@ -356,6 +356,13 @@ func TestTheNextMutantComesFromThePackageThatUsedLeast(t *testing.T) {
 	assert.Same(t, busy, nextUnit(units, now, end))
 	assert.Nil(t, nextUnit(units, now, now), "nothing fits a budget that ended")
 	assert.Nil(t, nextUnit([]*unit{drained}, now, end), "no mutant left")
+	fresh := mk("fresh", 5, 0, 0)
+	fresh.base = 0
+	assert.Same(t, fresh, nextUnit(append(units, fresh), now, end), "a unit whose unmutated run has not started, charged nothing yet, goes first")
+	fresh.base = 1
+	assert.Same(t, busy, nextUnit(append(units, fresh), now, end), "nor while its unmutated run is under way")
+	fresh.base, fresh.baseTook = 2, 39*time.Second
+	assert.Same(t, fresh, nextUnit(append(units, fresh), now, end), "its unmutated run is charged to it: 39 s, less than busy's 40 so far")
 }
 
 // TestALineNoTestRunsSurvivesWithoutATestRun: a's and b's tests never
