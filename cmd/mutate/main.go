@@ -469,8 +469,26 @@ func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *
 // nextUnit is the unit whose work starts next: of those whose unmutated
 // run has not started, or that passed it and have a mutant left that is
 // expected to finish by end, the one that has used the least of the
-// budget (the first of equals).
+// budget (the first of equals), one not started counting the others'
+// unmutated runs' mean.
 func nextUnit(units []*unit, now, end time.Time) *unit {
+	// A unit whose unmutated run has not started counts as having used
+	// what such a run took the others so far (their mean): so the
+	// packages' first mutants start among the unmutated runs, not after
+	// every one of them.
+	var runs, n time.Duration
+	for _, u := range units {
+		if u.base == 2 {
+			runs += u.baseTook
+			n++
+		}
+	}
+	used := func(u *unit) time.Duration {
+		if u.base == 0 && n > 0 {
+			return runs / n
+		}
+		return u.used(now)
+	}
 	var next *unit
 	for _, u := range units {
 		switch {
@@ -480,7 +498,7 @@ func nextUnit(units []*unit, now, end time.Time) *unit {
 		case u.next >= len(u.ms) || now.Add(u.mean()).After(end):
 			continue
 		}
-		if next == nil || u.used(now) < next.used(now) {
+		if next == nil || used(u) < used(next) {
 			next = u
 		}
 	}

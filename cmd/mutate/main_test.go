@@ -358,7 +358,11 @@ func TestTheNextMutantComesFromThePackageThatUsedLeast(t *testing.T) {
 	assert.Nil(t, nextUnit([]*unit{drained}, now, end), "no mutant left")
 	fresh := mk("fresh", 5, 0, 0)
 	fresh.base = 0
-	assert.Same(t, fresh, nextUnit(append(units, fresh), now, end), "a unit whose unmutated run has not started, charged nothing yet, goes first")
+	first.baseTook = 300 * time.Second
+	assert.Same(t, busy, nextUnit(append(units, fresh), now, end), "a unit whose unmutated run has not started counts as the mean of the others' (300 s over 5: 60 s, more than busy's 40 so far)")
+	first.baseTook = 100 * time.Second
+	assert.Same(t, fresh, nextUnit(append(units, fresh), now, end), "100 s over 5: 20 s, less than busy's 40")
+	first.baseTook = 0
 	fresh.base = 1
 	assert.Same(t, busy, nextUnit(append(units, fresh), now, end), "nor while its unmutated run is under way")
 	fresh.base, fresh.baseTook = 2, 39*time.Second
