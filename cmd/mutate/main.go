@@ -4,20 +4,28 @@
 // ||, an integer constant off by one) and runs, through go test -overlay
 // (the tree is never written), the tests of the package and then those of
 // every package in the module whose tests link it (its importers, direct
-// or not), one package at a time, stopping at the first that fails. A
-// package's tests that, unmutated, never execute the mutated line (by
-// their coverage, measured once per test package) are not run: they
-// cannot tell the mutant from the source. A package whose code starts
-// goroutines or uses package sync is tested with -race, as CI tests it.
+// or not), one package at a time, stopping at the first that fails
+// (go test -failfast: one failing test is a kill). A package's tests
+// that, unmutated, never execute the mutated line (by their coverage,
+// measured once per test package) are not run: they cannot tell the
+// mutant from the source. A package whose code starts goroutines or uses
+// package sync is tested with -race, as CI tests it. Only the files CI's
+// -race build compiles are mutated, and no generated file. An argument
+// ending in /... (./...) names every package under it with a mutant.
 // A failure in another package's tests than the mutated one's is a kill
 // only when the tests that failed pass unmutated and fail on the mutant
 // again; else they are flaky, decide nothing, and a mutant that only they
-// failed is reported apart (flaky: not decided, not scored). A kill only
-// another package's tests made (the mutated package's own passed) is
-// named with that package, in its line and in a list per package.
+// failed is reported apart (flaky: not decided, not scored). Each kill's
+// line names the package whose tests made it; a kill only another
+// package's tests made (the mutated package's own passed) is also listed
+// per package.
+// A package's tests that reach their -timeout on a mutant run again,
+// whole, under CI's (-ci-timeout, the Makefile's TEST_TIMEOUT): a hang
+// there is what CI would see fail, so it counts as a kill (and is listed
+// apart, with the tests that were running); a pass there is a pass (the
+// mutant is slow, CI passes it, and its survivor line says so).
 // It reports per package the mutants tried out of all (the share
-// sampled), those the tests killed, those that hung (a test timed out:
-// reported apart, since a hang is not a failing assertion), the share of
+// sampled), those the tests killed (the hangs among them), the share of
 // the budget the package had, and each survivor's file:line, change and
 // source line; and a line as each mutant is decided. Given the list of
 // mutants argued equivalent (-equivalent, see Equivalent), it scores both
@@ -26,19 +34,24 @@
 // a listed mutant a test killed (a wrong entry) and an entry that matches
 // no mutant (stale), so the list cannot rot unseen.
 //
+//	go run ./cmd/mutate -budget 30m ./...
 //	go run ./cmd/mutate -budget 30m runtime/backend stores/fs
 //	go run ./cmd/mutate -list -equivalent cmd/mutate/equivalent.txt stores/fs
 //
-// A mutant the compiler refuses is not counted. The packages share the
-// budget by time: the next mutant always comes from the package that has
-// used the least of it so far, so one whose mutants run long (a survivor
-// runs every importer's tests) gets fewer, not the budget, and the last
-// in the list gets its share. Within a package the mutants are tried in a
-// seeded random order. No mutant is started that would not finish before
-// the budget's end (judged by its package's mean so far); one started
-// finishes unless the budget ends between two packages' tests, so few are
-// cut short, and a cut-short mutant counts as sampled but not decided:
-// the score is over the decided ones.
+// A mutant the compiler refuses is not counted. A package's tests run
+// once unmutated (under CI's -timeout) as the first of its work, and its
+// mutants start once they passed. The packages share the budget by time:
+// the next work always comes from the package that has used the least of
+// it so far (one whose unmutated run has not started counting as the
+// others' runs took on average), so one whose mutants run long (a
+// survivor runs every importer's tests) gets fewer, not the budget, and
+// the last in the list gets its share. Within a package the mutants are
+// tried in a seeded random order. No mutant is started that would not
+// finish before the budget's end (judged by its package's mean so far);
+// one started finishes unless the budget ends between two packages'
+// tests (or before a hang's run under CI's -timeout would end), so few
+// are cut short, and a cut-short mutant counts as sampled but not
+// decided: the score is over the decided ones.
 package main
 
 import (
