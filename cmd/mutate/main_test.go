@@ -275,8 +275,10 @@ func TestATimeoutFollowsWhatThePackageTook(t *testing.T) {
 	ts.pass("p", 20*time.Second)
 	ts.pass("p", 10*time.Second)
 	assert.Equal(t, 80*time.Second, ts.of("p"))
+	ts.pass("q", time.Minute)
+	assert.Equal(t, 3*time.Minute, ts.of("q"), "four times is over the most")
 	ts.pass("q", 2*time.Minute)
-	assert.Equal(t, 3*time.Minute, ts.of("q"))
+	assert.Equal(t, 4*time.Minute, ts.of("q"), "never under twice what it took: else every mutant would time out")
 }
 
 // TestACutShortMutantIsSampledNotDecided: a mutant whose budget has
