@@ -160,10 +160,17 @@ func TestNewScaffoldsAStoreAndRefusesToOverwrite(t *testing.T) {
 	assert.Contains(t, stderr, "refusing to overwrite")
 	code, _, _ = runCLI("new", "-root", root, "Bad-Name")
 	assert.Equal(t, 2, code)
+	notDir := filepath.Join(root, "spec/acme.yaml") // a file: no folder can be made under it
+	code, _, stderr = runCLI("new", "-root", notDir, "acme")
+	assert.Equal(t, 1, code, "a folder that cannot be made fails the command")
+	assert.Contains(t, stderr, "not a directory")
 }
 
 func TestUsageAndUnknownCommands(t *testing.T) {
-	code, out, _ := runCLI("--help")
+	code, out, _ := runCLI()
+	assert.Equal(t, 2, code, "no command is a usage error")
+	assert.Contains(t, out, "drivergen generate", "and prints the usage")
+	code, out, _ = runCLI("--help")
 	assert.Equal(t, 0, code)
 	for _, c := range []string{"generate", "check", "validate", "new"} {
 		assert.Contains(t, out, "drivergen "+c)
