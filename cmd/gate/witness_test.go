@@ -48,7 +48,8 @@ func TestARowCountsItsSpecsWitnessedRules(t *testing.T) {
 		witness("redis-7", all[0], "a reset", "pass").
 		witness("redis-7", all[1], "a stall", "pass").
 		witness("redis-7", all[2], "a slice", "fail", spec("spec/redis-7.yaml:1:2"), "spec/redis-7.yaml:1:2: contradicted").
-		witness("redis-7", all[3], "no server", "skip", "no server")
+		witness("redis-7", all[3], "no server", "skip", "no server").
+		witness("redis-7", all[3], "a silent skip", "skip") // no line to keep: the message is empty
 	dir := t.TempDir()
 	jsonFile, junitFile := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.xml")
 	code, out, stderr := runWith(s.goTest, append(base, "--json", jsonFile, "--junit", junitFile)...)
@@ -76,6 +77,16 @@ func TestARowCountsItsSpecsWitnessedRules(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(x), `<property name="witnessed" value="2/`+itoa(len(all))+`"></property>`)
 	assert.Contains(t, string(x), `name="witness `+all[2]+`/a slice"`)
+	var silent []checkResult
+	for _, c := range redis.Checks {
+		if c.Name == "witness "+all[3]+"/a silent skip" {
+			silent = append(silent, c)
+		}
+	}
+	if assert.Len(t, silent, 1, "a skipped run that printed nothing is a check") {
+		assert.Equal(t, statusSkipped, silent[0].Status)
+		assert.Empty(t, silent[0].Message)
+	}
 }
 
 func itoa(n int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + jsonInt(n)) }
