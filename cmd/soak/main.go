@@ -49,6 +49,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "soak: seed %d for %v\n", *seed, *duration)
 	rep := soak.Run(soak.Config{Seed: *seed, Duration: *duration, Attempts: *attempts, Stores: st, Progress: stderr})
 	fmt.Fprint(stdout, rep.String())
+	return exitCode(rep)
+}
+
+// exitCode is 1 when the soak found any invariant violation, else 0.
+func exitCode(rep soak.Report) int {
 	if len(rep.Violations) > 0 {
 		return 1
 	}

@@ -2,9 +2,14 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/internal/soak"
 )
 
 func TestFlagsAreChecked(t *testing.T) {
@@ -31,4 +36,32 @@ func TestAShortRunPrintsTheReport(t *testing.T) {
 	assert.Contains(t, out.String(), "soak: seed 3")
 	assert.Contains(t, out.String(), "invariant violations: 0")
 	assert.Contains(t, errb.String(), "soak: seed 3 for 5s")
+}
+
+// TestAViolationExitsOne: any invariant violation, one included, exits 1;
+// none exits 0.
+func TestAViolationExitsOne(t *testing.T) {
+	for n, want := range []int{0, 1, 1} {
+		rep := soak.Report{Violations: make([]string, n)}
+		assert.Equal(t, want, exitCode(rep), "%d violations", n)
+	}
+}
+
+// mainEnv makes the test binary run main (TestMain).
+const mainEnv = "KVBLOB_SOAK_TEST_MAIN"
+
+// TestMainPassesItsArguments runs the command (this test binary, as main)
+// with -duration=0s then -store=ceph: it refuses the first, so main handed
+// run every argument after the program's name (skipping one more, run
+// would see -store=ceph alone and refuse that instead).
+func TestMainPassesItsArguments(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-duration=0s", "-store=ceph")
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, stderr.String())
+	assert.Equal(t, 2, exit.ExitCode())
+	assert.Contains(t, stderr.String(), "-duration must be positive", "the first argument reached run")
 }
