@@ -245,3 +245,30 @@ func TestAFetchOfRowsNeverPublishedSaysHowFewWereDelivered(t *testing.T) {
 	assert.Contains(t, err.Error(), "only the first 0 of 4 rows were delivered")
 	assert.NotContains(t, stdout.String(), "rows match", "no row was delivered to compare")
 }
+
+// TestTheFlagsBoundsTakeTheirEdges: each flag's least allowed value is
+// taken (-batch-rows 0 is "no bound", not an error), and one below it is
+// refused naming the flag.
+func TestTheFlagsBoundsTakeTheirEdges(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // "" for accepted
+	}{
+		{[]string{"-batch-rows", "0"}, ""},
+		{[]string{"-batch-rows", "-1"}, "-batch-rows is -1"},
+		{[]string{"-rows", "1"}, ""},
+		{[]string{"-rows", "0"}, "-rows is 0"},
+		{[]string{"-workers", "1"}, ""},
+		{[]string{"-workers", "0"}, "-workers is 0"},
+	} {
+		var stderr bytes.Buffer
+		_, err := parse(c.args, &stderr)
+		if c.want == "" {
+			assert.NoError(t, err, c.args)
+			continue
+		}
+		if assert.Error(t, err, c.args) {
+			assert.Contains(t, err.Error(), c.want)
+		}
+	}
+}
