@@ -38,6 +38,13 @@ func TestAShortRunPrintsTheReport(t *testing.T) {
 	assert.Contains(t, errb.String(), "soak: seed 3 for 5s")
 }
 
+// TestTheLeastDurationIsTaken: -duration 1ns is positive, so a soak of
+// one attempt runs (a bound of <= 1 would refuse it).
+func TestTheLeastDurationIsTaken(t *testing.T) {
+	var out, errb bytes.Buffer
+	assert.Equal(t, 0, run([]string{"-duration", "1ns", "-attempts", "1", "-seed", "3", "-store", "memory"}, &out, &errb), errb.String())
+}
+
 // TestAViolationExitsOne: any invariant violation, one included, exits 1;
 // none exits 0.
 func TestAViolationExitsOne(t *testing.T) {
