@@ -32,6 +32,7 @@ func TestCountsAndShowsFailures(t *testing.T) {
 	assert.Contains(t, s, "?   \tq\t[no test files]\n")
 	assert.Contains(t, s, "ok  \tr\t0.300s\n")
 	assert.True(t, strings.HasSuffix(s, "tests: 1 passed, 1 failed, 1 skipped\n"))
+	assert.NotContains(t, s, "packages failed", "a failed test explains its package's failure")
 }
 
 func TestAPackageFailureWithoutATestFails(t *testing.T) {
@@ -41,7 +42,7 @@ func TestAPackageFailureWithoutATestFails(t *testing.T) {
 `
 	assert.Equal(t, 1, run(strings.NewReader(in), &out))
 	assert.Contains(t, out.String(), "panic: TestMain")
-	assert.Contains(t, out.String(), "tests: 0 passed, 0 failed, 0 skipped")
+	assert.Contains(t, out.String(), "testsum: 1 packages failed (a build error, a panic, or a TestMain that failed)\ntests: 0 passed, 0 failed, 0 skipped", "no failed test explains it: the line says what failed")
 }
 
 func TestAllPassing(t *testing.T) {
