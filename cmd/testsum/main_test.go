@@ -135,3 +135,13 @@ func TestProgressLineNamesAFewRunningPackages(t *testing.T) {
 	running := map[string]bool{"d": true, "a": true, "c": true, "b": true, "e": true}
 	assert.Equal(t, "testsum: 1m5s: 7 packages done; running: a, b, c and 2 more", progressLine(65*time.Second, 7, running))
 }
+
+// TestALineLongerThanTheBoundIsReported: go test's output is read in
+// lines of up to 16 MiB; a longer one ends the reading, and testsum says
+// so rather than summarizing a cut stream as whole.
+func TestALineLongerThanTheBoundIsReported(t *testing.T) {
+	long := `{"Action":"output","Package":"p","Output":"` + strings.Repeat("x", 1<<24) + `"}` + "\n"
+	var out bytes.Buffer
+	run(strings.NewReader(long), &out)
+	assert.Contains(t, out.String(), "testsum: reading go test's output: bufio.Scanner: token too long")
+}
