@@ -22,7 +22,7 @@ const Dest = 0xEE
 // Fx is a driver with a registered region (New: 8 slots of 64 KiB).
 type Fx struct {
 	Driver driver.Driver
-	Region *hostmem.Region
+	Region *hostmem.Mapping
 	t      *testing.T
 }
 
@@ -38,7 +38,7 @@ func New(t *testing.T, d driver.Driver, drain time.Duration) *Fx {
 // 64 KiB: S3's large rows).
 func NewSized(t *testing.T, d driver.Driver, drain time.Duration, layout driver.Layout) *Fx {
 	t.Helper()
-	r, err := hostmem.NewRegion("slots", layout)
+	r, err := hostmem.Map("slots", layout)
 	if err != nil {
 		t.Fatal(err)
 	}
