@@ -811,7 +811,8 @@ func preadFull(fd int, b []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// The system calls on a row's files that a test can fail on cue: each asks
+// The system calls a put or a get makes on a row's files, and what the
+// driver reads of a file (fileStat). Each call a test can fail on cue asks
 // sysFault first.
 
 // sysFault, set by tests only (export_test.go's SetSysFault), is asked
