@@ -27,8 +27,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/gen"
-	"github.com/kvblob/kvblob/internal/suitelog"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
@@ -280,8 +280,8 @@ func Covered(specs []*gen.Spec, stem string, witnessed []string, unreached map[s
 	return errors.Join(errs...)
 }
 
-// Announce logs r's spec position as the gate reads it (suitelog), so a
+// Announce logs r's spec position as the gate reads it (conformance.FactSpec), so a
 // witness run's check carries the rule it holds.
 func (r Rule) Announce(t interface{ Log(...any) }) {
-	t.Log(suitelog.Line(suitelog.Spec, r.Pos.String()))
+	t.Log(conformance.FactLine(conformance.FactSpec, r.Pos.String()))
 }
