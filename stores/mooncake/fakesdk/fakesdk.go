@@ -5,7 +5,7 @@
 // It answers as a real build (Mooncake main at 3b5a594, reporting
 // 0.3.12.post1) answered in the runs docs/mooncake-sdk.md records, and
 // stores/mooncake/testdata/mcscenario holds those answers; the replay test
-// in internal/mcscenario fails when this fake disagrees with one. Its
+// in stores/mooncake/mooncakekit fails when this fake disagrees with one. Its
 // decisions are its own: it names codes (generated/mooncake's Code names the
 // values of types.h), but never asks our spec what an answer means.
 //
