@@ -247,7 +247,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvblob/kvblob/internal/blockingfx"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	acmegen "github.com/kvblob/kvblob/generated/acme"
 	"github.com/kvblob/kvblob/internal/acmekit"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -255,7 +255,7 @@ import (
 
 func TestTheScaffoldKeepsTheFsPattern(t *testing.T) {
 	d := acmekit.Open(t)
-	f := blockingfx.New(t, d, 5*time.Second)
+	f := storekit.NewFx(t, d, 5*time.Second)
 	k, err := driver.Key("acme", []byte("a"))
 	if err != nil {
 		t.Fatal(err)

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	fsgen "github.com/kvblob/kvblob/generated/fs"
-	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
@@ -97,11 +97,11 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 					}
 					empty(t, out)
 
-					dst := f.Row(k, 1, blockingfx.Dest)
+					dst := f.Row(k, 1, storekit.Dest)
 					res = f.Get(dst)[0]
 					assert.Equal(t, driver.Fault, res.Status, "get through a link at %s: %v", at, res)
 					assert.Equal(t, int64(fsgen.Eloop), res.Code, "%v", res)
-					blockingfx.Untouched(t, dst)
+					storekit.Untouched(t, dst)
 					require.NoError(t, os.Remove(at))
 				}
 			})
@@ -121,11 +121,11 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
 				assert.Equal(t, int64(fsgen.Enotdir), res.Code, "%v", res)
 				assert.NotContains(t, res.Text, "symbolic link")
-				dst := f.Row(k, 1, blockingfx.Dest)
+				dst := f.Row(k, 1, storekit.Dest)
 				res = f.Get(dst)[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
 				assert.Equal(t, int64(fsgen.Enotdir), res.Code, "%v", res)
-				blockingfx.Untouched(t, dst)
+				storekit.Untouched(t, dst)
 			})
 			t.Run("object", func(t *testing.T) {
 				f := newFx(t)
@@ -133,11 +133,11 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 				k := key(t, "a")
 				row := f.Row(k, 0, 1)
 				require.NoError(t, f.kit.LinkObjectOut(k, fskit.Object(k, row.Spans[0].Bytes())))
-				dst := f.Row(k, 1, blockingfx.Dest)
+				dst := f.Row(k, 1, storekit.Dest)
 				res := f.Get(dst)[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
 				assert.Equal(t, int64(fsgen.Eloop), res.Code, "%v", res)
-				blockingfx.Untouched(t, dst)
+				storekit.Untouched(t, dst)
 			})
 			t.Run("marker", func(t *testing.T) {
 				f := newFx(t)
@@ -178,10 +178,10 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 					require.NoError(t, plant.make(marker, outside(t, f)))
 					now := f.kit.Clock.Now()
 					require.NoError(t, unix.Lutimes(marker, []unix.Timeval{unix.NsecToTimeval(now.UnixNano()), unix.NsecToTimeval(now.UnixNano())}))
-					dst := f.Row(k, 1, blockingfx.Dest)
+					dst := f.Row(k, 1, storekit.Dest)
 					res := f.Get(dst)[0]
 					assert.Equal(t, driver.Miss, res.Status, "%v", res)
-					blockingfx.Untouched(t, dst)
+					storekit.Untouched(t, dst)
 				})
 			}
 		})
@@ -199,10 +199,10 @@ func TestAGetMakesNoDirectory(t *testing.T) {
 			r.set(f.kit.Driver)
 			before, err := fskit.Listing(f.kit.Root())
 			require.NoError(t, err)
-			dst := f.Row(key(t, "absent"), 1, blockingfx.Dest)
+			dst := f.Row(key(t, "absent"), 1, storekit.Dest)
 			res := f.Get(dst)[0]
 			assert.Equal(t, driver.Miss, res.Status, "%v", res)
-			blockingfx.Untouched(t, dst)
+			storekit.Untouched(t, dst)
 			after, err := fskit.Listing(f.kit.Root())
 			require.NoError(t, err)
 			assert.Equal(t, before, after, "the get changed the root")
@@ -221,7 +221,7 @@ func TestAHugeSparseFileIsRefusedByItsLength(t *testing.T) {
 	file, _, err := f.kit.Paths(k)
 	require.NoError(t, err)
 	dst := driver.Row{Key: k, Spans: []driver.Span{{Region: f.Region.Region, Offset: f.Region.Slot(1).Offset, Length: 4 << 10}}}
-	f.Row(k, 1, blockingfx.Dest)
+	f.Row(k, 1, storekit.Dest)
 	for _, size := range []int64{1 << 30, 64 << 30} {
 		ok := t.Run(fmt.Sprint(size>>30, "GiB"), func(t *testing.T) {
 			require.NoError(t, fskit.Plant(file, nil))
@@ -234,7 +234,7 @@ func TestAHugeSparseFileIsRefusedByItsLength(t *testing.T) {
 			assert.Equal(t, int64(fsgen.Corrupt), res.Code, "%v", res)
 			assert.Contains(t, res.Text, "more than the row's")
 			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "the get allocated for the file's length")
-			blockingfx.Untouched(t, dst)
+			storekit.Untouched(t, dst)
 		})
 		if !ok {
 			return
@@ -261,9 +261,9 @@ func TestAMarkerFromTheFutureHoldsItsKeyNoLongerThanTheSkew(t *testing.T) {
 	require.NoError(t, f.kit.PlantMarker(ahead))
 	_, marker, _ = f.kit.Paths(ahead)
 	require.NoError(t, os.Chtimes(marker, now, now.AddDate(1, 0, 0)))
-	dst := f.Row(ahead, 1, blockingfx.Dest)
+	dst := f.Row(ahead, 1, storekit.Dest)
 	assert.Equal(t, driver.Miss, f.Get(dst)[0].Status, "a marker a year ahead is not believed")
-	blockingfx.Untouched(t, dst)
+	storekit.Untouched(t, dst)
 	assert.Equal(t, driver.Ready, f.Put(f.Row(ahead, 0, 1))[0].Status)
 	assert.Equal(t, driver.Ready, f.Get(dst)[0].Status)
 	assert.Equal(t, f.Region.Slot(0).Bytes(), dst.Spans[0].Bytes())
@@ -374,7 +374,7 @@ func TestATempFileOfAKilledWriterIsSwept(t *testing.T) {
 	release()
 	res := <-done
 	require.Equal(t, driver.Ready, res.Status, "%v", res)
-	dst := f.Row(live, 3, blockingfx.Dest)
+	dst := f.Row(live, 3, storekit.Dest)
 	require.Equal(t, driver.Ready, f.Get(dst)[0].Status)
 	assert.Equal(t, liveRow.Spans[0].Bytes(), dst.Spans[0].Bytes())
 }
@@ -435,7 +435,7 @@ func TestFilesArePrivateByDefault(t *testing.T) {
 		defer syscall.Umask(old)
 		d, err := fs.Open(fs.Options{Root: root, DirMode: 0o701})
 		require.NoError(t, err)
-		sf := blockingfx.New(t, d, 5*time.Second)
+		sf := storekit.NewFx(t, d, 5*time.Second)
 		require.Equal(t, driver.Ready, sf.Put(sf.Row(k, 0, 1))[0].Status)
 		file, _, _ := d.Paths(k)
 		for dir := filepath.Dir(file); dir != root; dir = filepath.Dir(dir) {
@@ -459,7 +459,7 @@ func TestFilesArePrivateByDefault(t *testing.T) {
 		defer syscall.Umask(old)
 		d, err := fs.Open(fs.Options{Root: root, FileMode: 0o660, DirMode: 0o770 | os.ModeSetgid})
 		require.NoError(t, err)
-		sf := blockingfx.New(t, d, 5*time.Second)
+		sf := storekit.NewFx(t, d, 5*time.Second)
 		require.Equal(t, driver.Ready, sf.Put(sf.Row(k, 0, 1))[0].Status)
 		file, _, _ := d.Paths(k)
 		fi, err := os.Stat(file)
@@ -496,7 +496,7 @@ func TestAShortObjectIsNamedForWhatItHolds(t *testing.T) {
 			file, _, err := f.kit.Paths(k)
 			require.NoError(t, err)
 			require.NoError(t, fskit.Plant(file, c.obj(k)))
-			res := f.Get(f.Row(k, 1, blockingfx.Dest))[0]
+			res := f.Get(f.Row(k, 1, storekit.Dest))[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
 			assert.Equal(t, c.code, res.Code, "%v", res)
 			assert.Contains(t, res.Text, c.says)
@@ -559,14 +559,14 @@ func TestAGetLeavesTheAccessTimeAndReadsAnotherUsersFileAnyway(t *testing.T) {
 			require.NoError(t, err)
 			old := fi.ModTime().Add(-time.Hour) // before the mtime: relatime would update it
 			require.NoError(t, os.Chtimes(file, old, fi.ModTime()))
-			dst := f.Row(k, 1, blockingfx.Dest)
+			dst := f.Row(k, 1, storekit.Dest)
 			require.Equal(t, driver.Ready, f.Get(dst)[0].Status)
 			var st unix.Stat_t
 			require.NoError(t, unix.Stat(file, &st))
 			assert.Equal(t, old.Unix(), st.Atim.Sec, "the get updated the access time")
 
 			fs.RefuseNoatime(f.kit.Driver)
-			dst = f.Row(k, 2, blockingfx.Dest)
+			dst = f.Row(k, 2, storekit.Dest)
 			res := f.Get(dst)[0]
 			assert.Equal(t, driver.Ready, res.Status, "%v", res)
 			assert.Equal(t, f.Region.Slot(0).Bytes(), dst.Spans[0].Bytes())

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	fsgen "github.com/kvblob/kvblob/generated/fs"
-	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
@@ -43,7 +43,7 @@ func TestAFailedPublishRemovesItsTemporaryFile(t *testing.T) {
 	var events []fs.Event
 	d, err := fs.Open(fs.Options{Root: root, Seam: seam, Trace: func(e fs.Event) { events = append(events, e) }})
 	require.NoError(t, err)
-	fx := blockingfx.New(t, d, conformance.DefaultDeadline)
+	fx := storekit.NewFx(t, d, conformance.DefaultDeadline)
 	k := key(t, "a")
 	seam.Answer("publish", k, int64(fsgen.Eio))
 	res := fx.Put(fx.Row(k, 0, 1))[0]
@@ -113,7 +113,7 @@ func TestAKeysLengthIsAdmittedAlikeByEveryResolver(t *testing.T) {
 			}
 
 			require.Equal(t, driver.Ready, f.Put(f.Row(at, 0, 3))[0].Status, "a key of exactly the bound")
-			dst := f.Row(at, 2, blockingfx.Dest)
+			dst := f.Row(at, 2, storekit.Dest)
 			res := f.Get(dst)[0]
 			require.Equal(t, driver.Ready, res.Status, "%v", res)
 			assert.Equal(t, f.Row(at, 0, 3).Spans[0].Bytes(), dst.Spans[0].Bytes())

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/internal/blockingfx"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/claim"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -196,7 +196,7 @@ func TestATakeoverNeverMovesAFreshMarkerInADeadOnesInode(t *testing.T) {
 			t.Cleanup(func() { _ = os.RemoveAll(root) })
 			d, err := fs.Open(fs.Options{Root: root, MarkerTTL: time.Second, Now: now})
 			require.NoError(t, err)
-			f := blockingfx.New(t, d, 5*time.Second)
+			f := storekit.NewFx(t, d, 5*time.Second)
 			k := key(t, "a")
 			_, m, err := d.Paths(k)
 			require.NoError(t, err)
