@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/internal/s3kit"
 	"github.com/kvblob/kvblob/stores/s3"
+	"github.com/kvblob/kvblob/stores/s3/s3kit"
 )
 
 // TestACallsRowsAreInFlightTogether: a call of DefaultRowsInFlight rows

@@ -20,9 +20,9 @@ import (
 
 	"github.com/kvblob/kvblob/conformance/storekit"
 	s3gen "github.com/kvblob/kvblob/generated/s3"
-	"github.com/kvblob/kvblob/internal/s3kit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/s3"
+	"github.com/kvblob/kvblob/stores/s3/s3kit"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
