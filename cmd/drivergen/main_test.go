@@ -146,7 +146,7 @@ func TestNewScaffoldsAStoreAndRefusesToOverwrite(t *testing.T) {
 	code, out, _ := runCLI("new", "-root", root, "acme")
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "spec/acme.yaml")
-	for _, f := range []string{"spec/acme.yaml", "stores/acme/driver.go", "stores/acme/conformance_test.go", "internal/acmekit/acmekit.go", "stores/acme/deps.sh"} {
+	for _, f := range []string{"spec/acme.yaml", "stores/acme/driver.go", "stores/acme/conformance_test.go", "stores/acme/kit_test.go", "stores/acme/deps.sh"} {
 		_, err := os.Stat(filepath.Join(root, f))
 		assert.NoError(t, err, f)
 	}
@@ -199,7 +199,7 @@ func TestAScaffoldedStoreCompiles(t *testing.T) {
 	code, _, stderr = runCLI("generate", "-spec", filepath.Join(dir, "spec"), "-out", filepath.Join(dir, "generated"))
 	require.Equal(t, 0, code, stderr)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "stores", "acme", "pattern_test.go"), []byte(scaffoldPatternTest), 0o644))
-	cmd := exec.Command("go", "vet", "./stores/acme/", "./internal/acmekit/", "./generated/acme/...")
+	cmd := exec.Command("go", "vet", "./stores/acme/", "./generated/acme/...")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
@@ -249,12 +249,11 @@ import (
 
 	"github.com/kvblob/kvblob/conformance/storekit"
 	acmegen "github.com/kvblob/kvblob/generated/acme"
-	"github.com/kvblob/kvblob/internal/acmekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
 func TestTheScaffoldKeepsTheFsPattern(t *testing.T) {
-	d := acmekit.Open(t)
+	d := Open(t)
 	f := storekit.NewFx(t, d, 5*time.Second)
 	k, err := driver.Key("acme", []byte("a"))
 	if err != nil {

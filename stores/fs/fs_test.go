@@ -18,7 +18,6 @@ import (
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	fsgen "github.com/kvblob/kvblob/generated/fs"
-	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -28,12 +27,12 @@ import (
 // fx is a kit driver with a registered region of 64 KiB slots.
 type fx struct {
 	*storekit.Fx
-	kit *fskit.Driver
+	kit *Driver
 }
 
 func newFx(t *testing.T) *fx {
 	t.Helper()
-	d := fskit.Open(t, tree.Value())
+	d := Open(t, tree.Value())
 	return &fx{Fx: storekit.NewFx(t, d, 5*time.Second), kit: d}
 }
 
@@ -48,7 +47,7 @@ func key(t *testing.T, name string) string {
 // its marker is left, and once space is freed the key takes a put.
 func TestAFullFilesystemDeclinesAndLeavesNothingBehind(t *testing.T) {
 	if !tree.Value().Tmpfs {
-		t.Skip(fskit.NoMount)
+		t.Skip(NoMount)
 	}
 	f := newFx(t)
 	k := key(t, "a")
@@ -56,7 +55,7 @@ func TestAFullFilesystemDeclinesAndLeavesNothingBehind(t *testing.T) {
 	require.NoError(t, err)
 	res := f.Put(f.Row(k, 0, 1))
 	assert.Equal(t, driver.Declined, res[0].Status, "%v", res[0])
-	left, err := fskit.Listing(f.kit.Root())
+	left, err := Listing(f.kit.Root())
 	require.NoError(t, err)
 	for _, p := range left {
 		if fi, err := os.Stat(filepath.Join(f.kit.Root(), p)); err == nil && !fi.IsDir() && !strings.HasPrefix(p, "filler-") {
@@ -84,7 +83,7 @@ func TestADeadWritersMarkerExpires(t *testing.T) {
 	assert.Equal(t, driver.NotReady, f.Get(dst)[0].Status)
 	assert.Equal(t, driver.NotReady, f.Put(f.Row(k, 0, 1))[0].Status)
 
-	f.kit.Clock.Advance(fskit.TTL - time.Second)
+	f.kit.Clock.Advance(TTL - time.Second)
 	assert.Equal(t, driver.NotReady, f.Put(f.Row(k, 0, 1))[0].Status, "a marker is live until its TTL passed")
 
 	f.kit.Clock.Advance(2 * time.Second)
@@ -355,7 +354,7 @@ func TestACancelledContextStartsNoRow(t *testing.T) {
 	require.NoError(t, err)
 	res, _ := op.Poll()
 	assert.Equal(t, driver.Cancelled, res[0].Status)
-	left, err := fskit.Listing(f.kit.Root())
+	left, err := Listing(f.kit.Root())
 	require.NoError(t, err)
 	assert.Empty(t, left)
 
@@ -382,7 +381,7 @@ func plantedMarker(t *testing.T, opt fs.Options, at time.Time) (f *storekit.Fx, 
 	k = key(t, "a")
 	_, marker, err = d.Paths(k)
 	require.NoError(t, err)
-	require.NoError(t, fskit.Plant(marker, nil))
+	require.NoError(t, Plant(marker, nil))
 	require.NoError(t, os.Chtimes(marker, at, at))
 	return f, k, marker
 }
@@ -402,7 +401,7 @@ func TestAMarkerLivesExactlyItsTTL(t *testing.T) {
 		{0, 60 * time.Second},
 	} {
 		t.Run(tc.set.String(), func(t *testing.T) {
-			clock := fskit.NewClock()
+			clock := NewClock()
 			f, k, _ := plantedMarker(t, fs.Options{MarkerTTL: tc.set, Now: clock.Now}, clock.Now())
 
 			if tc.lives > time.Nanosecond {
@@ -430,7 +429,7 @@ func TestAMarkerAheadIsBelievedExactlyTheSkew(t *testing.T) {
 		{0, fs.DefaultMaxClockSkew},
 	} {
 		t.Run(tc.set.String(), func(t *testing.T) {
-			clock := fskit.NewClock()
+			clock := NewClock()
 			opt := fs.Options{MaxClockSkew: tc.set, Now: clock.Now}
 			f, k, _ := plantedMarker(t, opt, clock.Now().Add(tc.believed))
 			assert.Equal(t, driver.NotReady, f.Put(f.Row(k, 0, 1))[0].Status, "a marker %v ahead is live under a skew of %v", tc.believed, tc.set)

@@ -21,7 +21,6 @@ import (
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	fsgen "github.com/kvblob/kvblob/generated/fs"
-	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -55,7 +54,7 @@ func outside(t *testing.T, f *fx) string {
 // empty fails unless dir holds nothing.
 func empty(t *testing.T, dir string) {
 	t.Helper()
-	left, err := fskit.Listing(dir)
+	left, err := Listing(dir)
 	require.NoError(t, err)
 	assert.Empty(t, left, "the driver wrote outside its root")
 }
@@ -116,7 +115,7 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 				require.NoError(t, err)
 				dir := filepath.Dir(file)
 				require.NoError(t, os.MkdirAll(filepath.Dir(dir), 0o755))
-				require.NoError(t, fskit.Plant(dir, nil))
+				require.NoError(t, Plant(dir, nil))
 				res := f.Put(f.Row(k, 0, 1))[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
 				assert.Equal(t, int64(fsgen.Enotdir), res.Code, "%v", res)
@@ -132,7 +131,7 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 				r.set(f.kit.Driver)
 				k := key(t, "a")
 				row := f.Row(k, 0, 1)
-				require.NoError(t, f.kit.LinkObjectOut(k, fskit.Object(k, row.Spans[0].Bytes())))
+				require.NoError(t, f.kit.LinkObjectOut(k, Object(k, row.Spans[0].Bytes())))
 				dst := f.Row(k, 1, storekit.Dest)
 				res := f.Get(dst)[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
@@ -148,7 +147,7 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 				out := outside(t, f)
 				require.NoError(t, os.MkdirAll(filepath.Dir(marker), 0o755))
 				require.NoError(t, os.Symlink(filepath.Join(out, "victim"), marker))
-				f.kit.Clock.Advance(fskit.TTL + time.Minute) // no TTL makes a link a marker
+				f.kit.Clock.Advance(TTL + time.Minute) // no TTL makes a link a marker
 				res := f.Put(f.Row(k, 0, 1))[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
 				assert.Equal(t, int64(fsgen.Eloop), res.Code, "%v", res)
@@ -197,13 +196,13 @@ func TestAGetMakesNoDirectory(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			f := newFx(t)
 			r.set(f.kit.Driver)
-			before, err := fskit.Listing(f.kit.Root())
+			before, err := Listing(f.kit.Root())
 			require.NoError(t, err)
 			dst := f.Row(key(t, "absent"), 1, storekit.Dest)
 			res := f.Get(dst)[0]
 			assert.Equal(t, driver.Miss, res.Status, "%v", res)
 			storekit.Untouched(t, dst)
-			after, err := fskit.Listing(f.kit.Root())
+			after, err := Listing(f.kit.Root())
 			require.NoError(t, err)
 			assert.Equal(t, before, after, "the get changed the root")
 		})
@@ -224,7 +223,7 @@ func TestAHugeSparseFileIsRefusedByItsLength(t *testing.T) {
 	f.Row(k, 1, storekit.Dest)
 	for _, size := range []int64{1 << 30, 64 << 30} {
 		ok := t.Run(fmt.Sprint(size>>30, "GiB"), func(t *testing.T) {
-			require.NoError(t, fskit.Plant(file, nil))
+			require.NoError(t, Plant(file, nil))
 			require.NoError(t, os.Truncate(file, size))
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
@@ -283,7 +282,7 @@ const (
 func killedWriter() int {
 	root, k := os.Getenv(killedWriterEnv), os.Getenv(killedWriterKey)
 	seam := &driverkit.Seam{}
-	d, err := fs.Open(fs.Options{Root: root, MarkerTTL: fskit.TTL, Seam: seam})
+	d, err := fs.Open(fs.Options{Root: root, MarkerTTL: TTL, Seam: seam})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -362,9 +361,9 @@ func TestATempFileOfAKilledWriterIsSwept(t *testing.T) {
 	require.Len(t, temps(liveFile), 1)
 
 	// The killed writer's file, as it is once MarkerTTL+MaxClockSkew passed.
-	then := time.Now().Add(-fskit.TTL - fs.DefaultMaxClockSkew - time.Second)
+	then := time.Now().Add(-TTL - fs.DefaultMaxClockSkew - time.Second)
 	require.NoError(t, os.Chtimes(left[0], then, then))
-	d, err := fs.Open(fs.Options{Root: root, MarkerTTL: fskit.TTL})
+	d, err := fs.Open(fs.Options{Root: root, MarkerTTL: TTL})
 	require.NoError(t, err)
 	require.True(t, d.Drain(context.Background()))
 	require.NoError(t, d.Close())
@@ -386,13 +385,13 @@ func TestATempFileOfAKilledWriterIsSwept(t *testing.T) {
 func TestASweepLooksAtNoMoreThanItsBudget(t *testing.T) {
 	f := newFx(t)
 	file, _, _ := f.kit.Paths(key(t, "a"))
-	then := time.Now().Add(-fskit.TTL - fs.DefaultMaxClockSkew - time.Second)
+	then := time.Now().Add(-TTL - fs.DefaultMaxClockSkew - time.Second)
 	const n = 40
 	for i := 0; i < n; i++ {
 		p := fmt.Sprintf("%s.tmp-%02d", file, i)
-		require.NoError(t, fskit.Plant(p, []byte("x")))
+		require.NoError(t, Plant(p, []byte("x")))
 		require.NoError(t, os.Chtimes(p, then, then))
-		require.NoError(t, fskit.Plant(filepath.Join(filepath.Dir(file), fmt.Sprintf("%04x", i)), []byte("x")))
+		require.NoError(t, Plant(filepath.Join(filepath.Dir(file), fmt.Sprintf("%04x", i)), []byte("x")))
 	}
 	total := 0
 	for sweeps := 0; total < n; sweeps++ {
@@ -495,7 +494,7 @@ func TestAShortObjectIsNamedForWhatItHolds(t *testing.T) {
 			k := key(t, "a")
 			file, _, err := f.kit.Paths(k)
 			require.NoError(t, err)
-			require.NoError(t, fskit.Plant(file, c.obj(k)))
+			require.NoError(t, Plant(file, c.obj(k)))
 			res := f.Get(f.Row(k, 1, storekit.Dest))[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
 			assert.Equal(t, c.code, res.Code, "%v", res)

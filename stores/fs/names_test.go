@@ -13,7 +13,6 @@ import (
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	fsgen "github.com/kvblob/kvblob/generated/fs"
-	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/stores/fs"
@@ -60,7 +59,7 @@ func TestAFailedPublishRemovesItsTemporaryFile(t *testing.T) {
 	require.Equal(t, []string{"write", "fsync", "remove"}, ops)
 	assert.Equal(t, events[0].Path, events[2].Path, "the file removed is the one written")
 	assert.True(t, strings.Contains(events[0].Path, ".tmp-"), "%s", events[0].Path)
-	left, err := fskit.Listing(root)
+	left, err := Listing(root)
 	require.NoError(t, err)
 	for _, l := range left {
 		assert.NotContains(t, l, ".tmp-", "the temporary file is left")
@@ -93,7 +92,7 @@ func TestAKeysLengthIsAdmittedAlikeByEveryResolver(t *testing.T) {
 			for _, over := range []int{driver.MaxKeyBytes + 1, 4 << 10, 256 << 10} {
 				k, err := stem.Key(name((over - len(stem.String()) + 1) / 2))
 				require.NoError(t, err)
-				before, err := fskit.Listing(f.kit.Root())
+				before, err := Listing(f.kit.Root())
 				require.NoError(t, err)
 				for call, do := range map[string]func() (driver.Operation, error){
 					"put": func() (driver.Operation, error) { return d.Put(context.Background(), []driver.Row{f.Row(k, 1, 1)}) },
@@ -107,7 +106,7 @@ func TestAKeysLengthIsAdmittedAlikeByEveryResolver(t *testing.T) {
 					assert.Equal(t, driver.RuleKeyTooLong, rej.Rule)
 					assert.Contains(t, rej.Reason, strconv.Itoa(driver.MaxKeyBytes), "the refusal names the bound")
 				}
-				after, err := fskit.Listing(f.kit.Root())
+				after, err := Listing(f.kit.Root())
 				require.NoError(t, err)
 				assert.Equal(t, before, after, "a refused key left files or directories")
 			}

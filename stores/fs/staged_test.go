@@ -11,7 +11,6 @@ import (
 	"github.com/kvblob/kvblob/conformance/storekit"
 	fsgen "github.com/kvblob/kvblob/generated/fs"
 	"github.com/kvblob/kvblob/internal/bound"
-	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
@@ -47,7 +46,7 @@ func TestAGetSeesTheFileItOpenedChangeUnderIt(t *testing.T) {
 				other[i] = 0x5A
 			}
 			tmp := file + ".other"
-			require.NoError(t, fskit.Plant(tmp, trailer.Encode(key, other)))
+			require.NoError(t, Plant(tmp, trailer.Encode(key, other)))
 			require.NoError(t, os.Rename(tmp, file))
 		}, driver.Ready, 0, ""},
 		{"removed", func(t *testing.T, file, _ string) {
