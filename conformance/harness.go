@@ -150,7 +150,7 @@ func (h *Harness) cleanup() {
 // drains the driver, then unregisters and unmaps it only if both succeed.
 func (h *Harness) secondRegion() (*driver.Region, driver.Registration) {
 	h.T.Helper()
-	mem, err := hostmem.NewRegion("conformance-second", driver.Layout{SlotBytes: SlotBytes, Slots: 1})
+	mem, err := hostmem.Map("conformance-second", driver.Layout{SlotBytes: SlotBytes, Slots: 1})
 	if err != nil {
 		h.T.Fatal(err)
 	}

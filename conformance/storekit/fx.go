@@ -22,7 +22,7 @@ const Dest = 0xEE
 // once.
 type Fx struct {
 	Driver driver.Driver
-	Region *hostmem.Region
+	Region *hostmem.Mapping
 	t      *testing.T
 }
 
@@ -38,7 +38,7 @@ func NewFx(t *testing.T, d driver.Driver, drain time.Duration) *Fx {
 // 64 KiB: S3's large rows).
 func NewFxSized(t *testing.T, d driver.Driver, drain time.Duration, layout driver.Layout) *Fx {
 	t.Helper()
-	r, err := hostmem.NewRegion("slots", layout)
+	r, err := hostmem.Map("slots", layout)
 	if err != nil {
 		t.Fatal(err)
 	}

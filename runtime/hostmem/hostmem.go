@@ -5,7 +5,7 @@
 // holding Go pointers past a call, and the collector may move or free them.
 // Alloc maps anonymous memory with mmap; Free unmaps it.
 //
-// Lender, Hold, Region and Guarded are safe for concurrent use by multiple
+// Lender, Hold, Mapping and Guarded are safe for concurrent use by multiple
 // goroutines, except that the bytes they hand out are the caller's to
 // synchronise, and nothing may touch a region's bytes once it is closed.
 package hostmem
@@ -39,16 +39,19 @@ func Free(b []byte) error {
 	return nil
 }
 
-// Region is a host region in mmap'd memory.
-type Region struct {
+// Mapping is host memory mapped off the Go heap, holding the one
+// driver.Region a driver registers: the region says what the memory is
+// (its name, kind, layout and bytes), the mapping owns it and unmaps it
+// on Close. Lender and Guarded hand out the same driver.Region.
+type Mapping struct {
 	*driver.Region
 	mem    []byte // the whole mapping (Region.Mem is a window of it)
 	mu     sync.Mutex
 	closed bool
 }
 
-// NewRegion maps a host region with layout.
-func NewRegion(name string, layout driver.Layout) (*Region, error) {
+// Map maps host memory for a region named name with layout.
+func Map(name string, layout driver.Layout) (*Mapping, error) {
 	if err := layout.Validate(); err != nil {
 		return nil, err
 	}
@@ -56,17 +59,17 @@ func NewRegion(name string, layout driver.Layout) (*Region, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Region{Region: newDriverRegion(name, layout, mem), mem: mem}, nil
+	return &Mapping{Region: newDriverRegion(name, layout, mem), mem: mem}, nil
 }
 
 func newDriverRegion(name string, layout driver.Layout, mem []byte) *driver.Region {
 	return &driver.Region{Name: name, Kind: driver.Host, Layout: layout, Mem: mem, Addr: uintptr(unsafe.Pointer(&mem[0]))}
 }
 
-// Close unmaps the region; a second Close does nothing. The caller must
+// Close unmaps the memory; a second Close does nothing. The caller must
 // know no store can touch it any more: a lender's hold (Lender.Close) is
 // how kvblob knows.
-func (r *Region) Close() error {
+func (r *Mapping) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {

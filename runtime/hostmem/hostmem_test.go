@@ -9,8 +9,8 @@ import (
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
-func TestRegionIsOffHeapAndUnmapsOnClose(t *testing.T) {
-	r, err := NewRegion("r", driver.Layout{SlotBytes: 4096, Slots: 3})
+func TestAMappingIsOffHeapAndUnmapsOnClose(t *testing.T) {
+	r, err := Map("r", driver.Layout{SlotBytes: 4096, Slots: 3})
 	require.NoError(t, err)
 	require.NoError(t, r.Validate())
 	assert.Equal(t, driver.Host, r.Kind)
@@ -20,7 +20,7 @@ func TestRegionIsOffHeapAndUnmapsOnClose(t *testing.T) {
 	require.NoError(t, r.Close())
 	require.NoError(t, r.Close(), "a second close is a no-op")
 
-	_, err = NewRegion("bad", driver.Layout{})
+	_, err = Map("bad", driver.Layout{})
 	assert.Error(t, err)
 	_, err = Alloc(0)
 	assert.Error(t, err)

@@ -17,7 +17,7 @@ import (
 // goroutines.
 type Lender struct {
 	mu      sync.Mutex
-	regions []*Region
+	regions []*Mapping
 	free    []driver.Span
 	inUse   map[slotID]bool
 	holds   int
@@ -36,7 +36,7 @@ func NewLender(prefix string, layouts ...driver.Layout) (*Lender, error) {
 	}
 	l := &Lender{inUse: map[slotID]bool{}}
 	for i, lay := range layouts {
-		r, err := NewRegion(fmt.Sprintf("%s-%d", prefix, i), lay)
+		r, err := Map(fmt.Sprintf("%s-%d", prefix, i), lay)
 		if err != nil {
 			for _, prev := range l.regions {
 				_ = prev.Close()

@@ -67,7 +67,7 @@ func benchVersusOS(b *testing.B, root string, rowBytes int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := hostmem.NewRegion("bench", driver.Layout{SlotBytes: rowBytes, Slots: 2 * rows})
+	r, err := hostmem.Map("bench", driver.Layout{SlotBytes: rowBytes, Slots: 2 * rows})
 	if err != nil {
 		b.Fatal(err)
 	}

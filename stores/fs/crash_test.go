@@ -111,7 +111,7 @@ func TestACrashLeavesAReadyRowWholeOrAbsent(t *testing.T) {
 	m := &crashModel{root: t.TempDir(), bytes: map[int][]byte{}}
 	d, err := fs.Open(fs.Options{Root: m.root, Trace: m.record})
 	require.NoError(t, err)
-	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 4096, Slots: 2})
+	r, err := hostmem.Map("slots", driver.Layout{SlotBytes: 4096, Slots: 2})
 	require.NoError(t, err)
 	reg, err := d.Register(r.Region)
 	require.NoError(t, err)
@@ -162,7 +162,7 @@ func readAfterCrash(t *testing.T, files map[string][]byte, key string) (driver.R
 	}
 	d, err := fs.Open(fs.Options{Root: root, SweepBudget: -1})
 	require.NoError(t, err)
-	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 4096, Slots: 1})
+	r, err := hostmem.Map("slots", driver.Layout{SlotBytes: 4096, Slots: 1})
 	require.NoError(t, err)
 	reg, err := d.Register(r.Region)
 	require.NoError(t, err)

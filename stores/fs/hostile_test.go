@@ -287,7 +287,7 @@ func killedWriter() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	r, err := hostmem.NewRegion("slot", driver.Layout{SlotBytes: 4 << 10, Slots: 1})
+	r, err := hostmem.Map("slot", driver.Layout{SlotBytes: 4 << 10, Slots: 1})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -55,7 +55,7 @@ func benchSafetyPut(b *testing.B, root string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := hostmem.NewRegion("bench", driver.Layout{SlotBytes: 4 << 10, Slots: 1})
+	r, err := hostmem.Map("bench", driver.Layout{SlotBytes: 4 << 10, Slots: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

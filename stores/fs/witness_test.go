@@ -32,7 +32,7 @@ const (
 type fsw struct {
 	d      *fs.Driver
 	root   string
-	region *hostmem.Region
+	region *hostmem.Mapping
 	reg    driver.Registration
 	n      int
 }
@@ -45,7 +45,7 @@ func newFsw(t *testing.T) *fsw {
 	require.NoError(t, err)
 	// Two pieces a row, so a read makes a pread and a preadv.
 	fs.SetReadPiece(f.d, fwRowBytes/2)
-	f.region, err = hostmem.NewRegion("fsw", driver.Layout{SlotBytes: fwRowBytes, Slots: 2})
+	f.region, err = hostmem.Map("fsw", driver.Layout{SlotBytes: fwRowBytes, Slots: 2})
 	require.NoError(t, err)
 	f.reg, err = f.d.Register(f.region.Region)
 	require.NoError(t, err)
@@ -75,7 +75,7 @@ func (f *fsw) row(slot int) driver.Row {
 	return driver.Row{Key: key, Spans: []driver.Span{f.region.Slot(slot)}}
 }
 
-func at(r driver.Row, slot int, s *hostmem.Region) driver.Row {
+func at(r driver.Row, slot int, s *hostmem.Mapping) driver.Row {
 	return driver.Row{Key: r.Key, Spans: []driver.Span{s.Slot(slot)}}
 }
 

@@ -29,7 +29,7 @@ func TestDriversSharingAStorePutGetAndDeleteAtOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := range workers {
-		r, err := hostmem.NewRegion(fmt.Sprint("w", w), driver.Layout{SlotBytes: slot, Slots: 2 * rows})
+		r, err := hostmem.Map(fmt.Sprint("w", w), driver.Layout{SlotBytes: slot, Slots: 2 * rows})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = r.Close() })
 		d := memory.New(memory.Options{Store: st})
@@ -54,7 +54,7 @@ func TestDriversSharingAStorePutGetAndDeleteAtOnce(t *testing.T) {
 }
 
 // work is one worker of TestDriversSharingAStorePutGetAndDeleteAtOnce.
-func work(d *memory.Driver, r *hostmem.Region, w, rounds, rows, shared int, sharedBytes func(int) []byte) error {
+func work(d *memory.Driver, r *hostmem.Mapping, w, rounds, rows, shared int, sharedBytes func(int) []byte) error {
 	ctx := context.Background()
 	call := func(put bool, rs []driver.Row) ([]driver.Result, error) {
 		var op driver.Operation

@@ -35,7 +35,7 @@ func TestConformanceInEveryMode(t *testing.T) {
 	s := memorykit.Suite("memory-pool-registered-first", memory.Options{Mode: memory.Background})
 	s.Factory = func(t conformance.T) driver.Driver {
 		d := memory.New(memory.Options{Mode: memory.Background})
-		pool, err := hostmem.NewRegion("pool", driver.Layout{SlotBytes: 4096, Slots: 4})
+		pool, err := hostmem.Map("pool", driver.Layout{SlotBytes: 4096, Slots: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestConformanceInEveryMode(t *testing.T) {
 // its Close unregisters the pool first, as the pool's owner would.
 type poolFirst struct {
 	*memory.Driver
-	pool *hostmem.Region
+	pool *hostmem.Mapping
 	reg  driver.Registration
 }
 

@@ -114,7 +114,7 @@ func TestARowOfTheFormatBeforeReadsReady(t *testing.T) {
 		{"under another key alone", 0xB0, 0, driver.Fault},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := hostmem.NewRegion("old", driver.Layout{SlotBytes: n, Slots: 1})
+			r, err := hostmem.Map("old", driver.Layout{SlotBytes: n, Slots: 1})
 			require.NoError(t, err)
 			d := memory.New(memory.Options{Integrity: rowKeys(t, c.cur, c.prev)})
 			reg, err := d.Register(r.Region)

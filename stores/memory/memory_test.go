@@ -27,13 +27,13 @@ const slot = 256
 
 type fixture struct {
 	d   *memory.Driver
-	r   *hostmem.Region
+	r   *hostmem.Mapping
 	reg driver.Registration
 }
 
 func newFixture(t *testing.T, opt memory.Options) *fixture {
 	t.Helper()
-	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: slot, Slots: 8})
+	r, err := hostmem.Map("slots", driver.Layout{SlotBytes: slot, Slots: 8})
 	require.NoError(t, err)
 	d := memory.New(opt)
 	reg, err := d.Register(r.Region)
@@ -291,7 +291,7 @@ func TestDrainWaitsForBackgroundWork(t *testing.T) {
 }
 
 func TestCloseNeedsDrainAndUnregister(t *testing.T) {
-	r, err := hostmem.NewRegion("r", driver.Layout{SlotBytes: 64, Slots: 1})
+	r, err := hostmem.Map("r", driver.Layout{SlotBytes: 64, Slots: 1})
 	require.NoError(t, err)
 	defer r.Close()
 	d := memory.New(memory.Options{})

@@ -122,7 +122,7 @@ func BenchmarkTrailerCost(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				r, err := hostmem.NewRegion("bench", driver.Layout{SlotBytes: rowBytes, Slots: 2 * rows})
+				r, err := hostmem.Map("bench", driver.Layout{SlotBytes: rowBytes, Slots: 2 * rows})
 				if err != nil {
 					b.Fatal(err)
 				}

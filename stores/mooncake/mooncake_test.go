@@ -28,7 +28,7 @@ const slot = 4096
 type fx struct {
 	m   *fakesdk.Master
 	d   *mooncake.Driver
-	r   *hostmem.Region
+	r   *hostmem.Mapping
 	reg driver.Registration
 }
 
@@ -37,7 +37,7 @@ func newFx(t *testing.T) *fx {
 	m := fakesdk.NewMaster(0)
 	d, err := mooncake.New(fakesdk.NewClient(m, mooncakekit.Version))
 	require.NoError(t, err)
-	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: slot, Slots: 8})
+	r, err := hostmem.Map("slots", driver.Layout{SlotBytes: slot, Slots: 8})
 	require.NoError(t, err)
 	reg, err := d.Register(r.Region)
 	require.NoError(t, err)

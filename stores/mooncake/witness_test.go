@@ -14,7 +14,7 @@ import (
 
 // Mooncake's witnesses are its recorded scenarios: what a real build of
 // the SDK answered (stores/mooncake/testdata/mcscenario, replayed over the
-// fake SDK by internal/mcscenario's TestReplay). Each recorded answer of a
+// fake SDK by stores/mooncake/mooncakekit's TestReplay). Each recorded answer of a
 // call the spec names is a witness of the rule that answer reaches, and a
 // get's recorded bytes hold the rule's written claim: "no", the
 // destination as it was; "yes" with READY, the key's bytes whole.

@@ -41,7 +41,7 @@ func TestOpenWiresTheLanesTheOptionsAskFor(t *testing.T) {
 			ownGets, yielding := redis.Lanes(d)
 			assert.Equal(t, c.ownGets, ownGets, "gets on a client of their own")
 			assert.Equal(t, c.yielding, yielding, "publishes yield")
-			r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 4 << 10, Slots: 1})
+			r, err := hostmem.Map("slots", driver.Layout{SlotBytes: 4 << 10, Slots: 1})
 			require.NoError(t, err)
 			reg, err := d.Register(r.Region)
 			require.NoError(t, err)

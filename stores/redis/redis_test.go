@@ -61,7 +61,7 @@ func clustered(t testing.TB) rediskit.Deployment {
 
 type fx struct {
 	d   *redis.Driver
-	r   *hostmem.Region
+	r   *hostmem.Mapping
 	reg driver.Registration
 }
 
@@ -73,7 +73,7 @@ func newFx(t *testing.T, addr string, hooks ...*rediskit.Faults) *fx {
 	}
 	d, err := redis.Open(context.Background(), opt)
 	require.NoError(t, err)
-	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 64 << 10, Slots: 16})
+	r, err := hostmem.Map("slots", driver.Layout{SlotBytes: 64 << 10, Slots: 16})
 	require.NoError(t, err)
 	reg, err := d.Register(r.Region)
 	require.NoError(t, err)
@@ -179,7 +179,7 @@ func TestGetOfAnObjectLargerThanTheRow(t *testing.T) {
 			ctx := context.Background()
 			d, err := redis.Open(ctx, redis.Options{Addrs: dep.Addrs, Cluster: dep.Cluster})
 			require.NoError(t, err)
-			r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 64 << 10, Slots: 16})
+			r, err := hostmem.Map("slots", driver.Layout{SlotBytes: 64 << 10, Slots: 16})
 			require.NoError(t, err)
 			reg, err := d.Register(r.Region)
 			require.NoError(t, err)

@@ -82,14 +82,14 @@ func deployments(t *testing.T, fn func(t *testing.T, s *secure)) {
 // tenant is a driver opened as one tenant, with a registered region.
 type tenant struct {
 	d *redis.Driver
-	r *hostmem.Region
+	r *hostmem.Mapping
 }
 
 func openTenant(t *testing.T, opt redis.Options) *tenant {
 	t.Helper()
 	d, err := redis.Open(context.Background(), opt)
 	require.NoError(t, err)
-	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 4096, Slots: 8})
+	r, err := hostmem.Map("slots", driver.Layout{SlotBytes: 4096, Slots: 8})
 	require.NoError(t, err)
 	reg, err := d.Register(r.Region)
 	require.NoError(t, err)

@@ -27,7 +27,7 @@ func TestAnotherWritersMarkerIsNeverTakenAsOurs(t *testing.T) {
 	f := rediskit.NewFaults()
 	d, err := redis.Open(ctx, redis.Options{Addrs: []string{redis7.Value().Addr}, Hooks: []goredis.Hook{f}})
 	require.NoError(t, err)
-	r, err := hostmem.NewRegion("slots", driver.Layout{SlotBytes: 4096, Slots: 1})
+	r, err := hostmem.Map("slots", driver.Layout{SlotBytes: 4096, Slots: 1})
 	require.NoError(t, err)
 	reg, err := d.Register(r.Region)
 	require.NoError(t, err)

@@ -38,7 +38,7 @@ type wfx struct {
 	proxy  *witness.Proxy
 	d      *redis.Driver
 	direct *goredis.Client
-	region *hostmem.Region
+	region *hostmem.Mapping
 	reg    driver.Registration
 	n      int // keys handed out
 }
@@ -73,7 +73,7 @@ func newWfx(t *testing.T, b *rediskit.Build, tenant ...bool) *wfx {
 	}
 	f.d, err = redis.Open(t.Context(), opt)
 	require.NoError(t, err)
-	f.region, err = hostmem.NewRegion("wit", driver.Layout{SlotBytes: wRowBytes, Slots: 4})
+	f.region, err = hostmem.Map("wit", driver.Layout{SlotBytes: wRowBytes, Slots: 4})
 	require.NoError(t, err)
 	f.reg, err = f.d.Register(f.region.Region)
 	require.NoError(t, err)

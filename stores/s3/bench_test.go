@@ -38,7 +38,7 @@ func BenchmarkVersusClient(b *testing.B) {
 	const rows, rowBytes = 16, 256 << 10
 	k := s3kit.Open(b, gw.Value())
 	c, bucket := k.Client(), aws.String(k.Bucket())
-	r, err := hostmem.NewRegion("bench", driver.Layout{SlotBytes: rowBytes, Slots: 2 * rows})
+	r, err := hostmem.Map("bench", driver.Layout{SlotBytes: rowBytes, Slots: 2 * rows})
 	if err != nil {
 		b.Fatal(err)
 	}

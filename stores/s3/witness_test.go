@@ -37,7 +37,7 @@ type s3w struct {
 	env    *s3kit.Env
 	k      *s3kit.Driver
 	proxy  *witness.Proxy
-	region *hostmem.Region
+	region *hostmem.Mapping
 	reg    driver.Registration
 	n      int
 }
@@ -58,7 +58,7 @@ func newS3w(t *testing.T, set func(*s3.Options)) *s3w {
 			set(o)
 		}
 	})
-	f.region, err = hostmem.NewRegion("s3w", driver.Layout{SlotBytes: swBigBytes, Slots: 2})
+	f.region, err = hostmem.Map("s3w", driver.Layout{SlotBytes: swBigBytes, Slots: 2})
 	require.NoError(t, err)
 	f.reg, err = f.k.Register(f.region.Region)
 	require.NoError(t, err)

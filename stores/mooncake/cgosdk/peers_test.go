@@ -216,7 +216,7 @@ type peerFx struct {
 	b      *peer
 	a      *pausingSDK
 	d      *mooncake.Driver
-	r      *hostmem.Region
+	r      *hostmem.Mapping
 	reg    driver.Registration
 }
 
@@ -248,7 +248,7 @@ func (f *peerFx) open(t *testing.T) {
 	f.a = &pausingSDK{SDK: sdk}
 	f.d, err = mooncake.NewWith(f.a, mooncake.Options{AllowUnverified: true})
 	require.NoError(t, err)
-	f.r, err = hostmem.NewRegion("slots", driver.Layout{SlotBytes: slot, Slots: 2})
+	f.r, err = hostmem.Map("slots", driver.Layout{SlotBytes: slot, Slots: 2})
 	require.NoError(t, err)
 	f.reg, err = f.d.Register(f.r.Region)
 	require.NoError(t, err)
