@@ -51,7 +51,7 @@ import (
 	"time"
 
 	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
-	"github.com/kvblob/kvblob/internal/reuse"
+	"github.com/kvblob/kvblob/runtime/driverkit"
 )
 
 // The answers, by their names in types.h.
@@ -184,8 +184,8 @@ type Master struct {
 	calls  map[string]int
 	late   sync.WaitGroup // transfers still writing after their call answered
 
-	spare        reuse.Stack[scratch] // calls' working space, for the next calls
-	spareObjects reuse.Stack[object]  // objects dropped, for the next ones
+	spare        driverkit.Stack[scratch] // calls' working space, for the next calls
+	spareObjects driverkit.Stack[object]  // objects dropped, for the next ones
 }
 
 type faultKey struct{ call, key string }
