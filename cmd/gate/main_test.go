@@ -2,14 +2,17 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
+	"github.com/kvblob/kvblob/gen"
 	"github.com/kvblob/kvblob/generated/memory/memorycases"
 )
 
@@ -34,8 +38,47 @@ func runCLI(args ...string) (int, string, string) {
 
 func runWith(goTest goTester, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	code := gate{goTest: goTest}.run(args, &out, &errb)
+	code := gate{goTest: goTest, generate: generateOnce}.run(args, &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// generated holds what gen.Generate returned for a spec folder, by the
+// folder and a digest of every file in it, for generateOnce.
+var generated = struct {
+	sync.Mutex
+	files map[string]map[string][]byte
+}{files: map[string]map[string][]byte{}}
+
+// generateOnce is gen.Generate with gen.DefaultOptions, called once per
+// spec folder and content: the gate's tests run it on the same spec/
+// dozens of times, and its output depends on the specs alone. What the
+// gate checks against the generated folder (gen.Drift) still runs every
+// time.
+func generateOnce(specDir string, specs []*gen.Spec) (map[string][]byte, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", specDir)
+	if err := filepath.WalkDir(specDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		fmt.Fprintf(h, "%s %d\n", p, len(b))
+		h.Write(b)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	key := string(h.Sum(nil))
+	generated.Lock()
+	defer generated.Unlock()
+	if files, ok := generated.files[key]; ok {
+		return files, nil
+	}
+	files, err := gen.Generate(specs, gen.DefaultOptions)
+	if err == nil {
+		generated.files[key] = files
+	}
+	return files, err
 }
 
 // stream is a go test -json stream the tests write by hand, event by

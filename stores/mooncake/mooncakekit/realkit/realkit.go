@@ -5,7 +5,7 @@
 // second real client that stages what a real pool can stage (another
 // writer, a full pool, planted objects of any length), a master killed for
 // a failing call, and a stager for every case the spec marks stageable. The
-// real test (cgosdk's TestRealPool) and 'gate --sdk real' both run on it.
+// real test (cgosdk's TestConformance) and 'gate --sdk real' both run on it.
 // It builds only with the tag mooncake (see cgosdk's doc for the SDK).
 package realkit
 
