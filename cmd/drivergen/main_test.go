@@ -146,7 +146,7 @@ func TestNewScaffoldsAStoreAndRefusesToOverwrite(t *testing.T) {
 	code, out, _ := runCLI("new", "-root", root, "acme")
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "spec/acme.yaml")
-	for _, f := range []string{"spec/acme.yaml", "stores/acme/driver.go", "stores/acme/conformance_test.go", "internal/acmekit/acmekit.go", "stores/acme/deps.sh"} {
+	for _, f := range []string{"spec/acme.yaml", "stores/acme/driver.go", "stores/acme/conformance_test.go", "stores/acme/kit_test.go", "stores/acme/deps.sh"} {
 		_, err := os.Stat(filepath.Join(root, f))
 		assert.NoError(t, err, f)
 	}
@@ -220,7 +220,7 @@ func TestAScaffoldedStoreCompiles(t *testing.T) {
 	src = []byte(strings.Replace(string(src), todo, "\t\treturn int64(acmegen.NotFound), errors.New(\"the adapter found no object\")\n", 1))
 	src = []byte(strings.Replace(string(src), "import (\n", "import (\n\t\"errors\"\n", 1))
 	require.NoError(t, os.WriteFile(adapter, src, 0o644))
-	cmd := exec.Command("go", "vet", "./stores/acme/", "./internal/acmekit/", "./generated/acme/...")
+	cmd := exec.Command("go", "vet", "./stores/acme/", "./generated/acme/...")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
@@ -266,15 +266,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvblob/kvblob/internal/blockingfx"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	acmegen "github.com/kvblob/kvblob/generated/acme"
-	"github.com/kvblob/kvblob/internal/acmekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
 func TestTheScaffoldKeepsTheFsPattern(t *testing.T) {
-	d := acmekit.Open(t)
-	f := blockingfx.New(t, d, 5*time.Second)
+	d := Open(t)
+	f := storekit.NewFx(t, d, 5*time.Second)
 	k, err := driver.Key("acme", []byte("a"))
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@
 //
 // What the table needs beyond pass and fail (a store's SDK, a check's spec
 // position, the round trip's figure) the suite logs as lines of the form
-// "conformance: KEY: VALUE" (internal/suitelog).
+// "conformance: KEY: VALUE" (conformance.ParseFact).
 //
 // Exit codes: 0 when every check passed (or was skipped), 1 when a check
 // failed or generated/ is stale, 2 on bad usage or when the gate could not

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/internal/suitelog"
+	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/internal/witness"
 )
 
@@ -42,8 +42,8 @@ func TestARowCountsItsSpecsWitnessedRules(t *testing.T) {
 		}
 	}
 	require.Greater(t, len(all), 3)
-	s := (&stream{}).store("redis", suitelog.SpecFile, "spec/redis-7.yaml").check("redis", "x", "pass").end("redis", "pass").
-		store("memory", suitelog.SpecFile, "spec/memory.yaml").check("memory", "x", "pass").end("memory", "pass").
+	s := (&stream{}).store("redis", conformance.FactSpecFile, "spec/redis-7.yaml").check("redis", "x", "pass").end("redis", "pass").
+		store("memory", conformance.FactSpecFile, "spec/memory.yaml").check("memory", "x", "pass").end("memory", "pass").
 		witness("redis-7", all[0], "a cut", "pass").
 		witness("redis-7", all[0], "a reset", "pass").
 		witness("redis-7", all[1], "a stall", "pass").

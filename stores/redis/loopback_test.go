@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/internal/rediskit"
+	"github.com/kvblob/kvblob/stores/redis/rediskit"
 )
 
 // TestStartedServersListenOnLoopbackOnly checks every socket each server

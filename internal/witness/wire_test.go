@@ -1,4 +1,4 @@
-package wirefault_test
+package witness_test
 
 import (
 	"errors"
@@ -11,12 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
-	"github.com/kvblob/kvblob/internal/wirefault"
+	"github.com/kvblob/kvblob/internal/witness"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // echo is an upstream that echoes each connection and keeps what it read.
 type echo struct {
@@ -88,26 +85,26 @@ func TestFaultsActAtTheirByte(t *testing.T) {
 	const msg = "SET k one\r\nSET k two\r\n"
 	tests := []struct {
 		name     string
-		fault    wirefault.Fault
+		fault    witness.Fault
 		wantRead string // what the client reads back before its read ends
 		wantErr  func(error) bool
 		wantSent string // what the server received
 	}{
-		{"slice passes every byte", wirefault.Fault{Dir: wirefault.Reply, Action: wirefault.Slice, At: 3, SliceBytes: 2},
+		{"slice passes every byte", witness.Fault{Dir: witness.Reply, Action: witness.Slice, At: 3, SliceBytes: 2},
 			msg, isEOF, msg},
-		{"cut the request after the second SET", wirefault.Fault{Dir: wirefault.Request, Action: wirefault.Cut, After: []byte("SET"), Skip: 1, At: 2},
+		{"cut the request after the second SET", witness.Fault{Dir: witness.Request, Action: witness.Cut, After: []byte("SET"), Skip: 1, At: 2},
 			anyRead, isEOF, "SET k one\r\nSET k"},
-		{"reset the reply at byte 4", wirefault.Fault{Dir: wirefault.Reply, Action: wirefault.Reset, At: 4},
+		{"reset the reply at byte 4", witness.Fault{Dir: witness.Reply, Action: witness.Reset, At: 4},
 			"SET ", isReset, msg},
-		{"truncate the reply at byte 6", wirefault.Fault{Dir: wirefault.Reply, Action: wirefault.Truncate, At: 6},
+		{"truncate the reply at byte 6", witness.Fault{Dir: witness.Reply, Action: witness.Truncate, At: 6},
 			"SET k ", isEOF, msg},
-		{"stall the reply after 'two'", wirefault.Fault{Dir: wirefault.Reply, Action: wirefault.Stall, After: []byte("two")},
+		{"stall the reply after 'two'", witness.Fault{Dir: witness.Reply, Action: witness.Stall, After: []byte("two")},
 			"SET k one\r\nSET k two", isTimeout, msg},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := startEcho(t)
-			p, err := wirefault.Start(e.ln.Addr().String())
+			p, err := witness.StartProxy(e.ln.Addr().String())
 			require.NoError(t, err)
 			defer func() { assert.NoError(t, p.Close()) }()
 			a := p.Arm(tt.fault)
@@ -116,7 +113,7 @@ func TestFaultsActAtTheirByte(t *testing.T) {
 			defer c.Close()
 			_, err = c.Write([]byte(msg))
 			require.NoError(t, err)
-			if tt.fault.Action == wirefault.Slice {
+			if tt.fault.Action == witness.Slice {
 				// The request direction is open: end it so the echo ends.
 				require.NoError(t, c.(*net.TCPConn).CloseWrite())
 			}
@@ -126,7 +123,7 @@ func TestFaultsActAtTheirByte(t *testing.T) {
 			}
 			assert.True(t, tt.wantErr(err), "the read ended with %v", err)
 			<-a.Fired()
-			if tt.fault.Action == wirefault.Truncate {
+			if tt.fault.Action == witness.Truncate {
 				// The reply ended, the request did not: the server
 				// still receives.
 				_, err = c.Write([]byte("more"))
@@ -134,7 +131,7 @@ func TestFaultsActAtTheirByte(t *testing.T) {
 				require.NoError(t, c.(*net.TCPConn).CloseWrite())
 				tt.wantSent += "more"
 			}
-			if tt.fault.Action == wirefault.Stall {
+			if tt.fault.Action == witness.Stall {
 				a.Release()
 				_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 				rest := make([]byte, 2)
@@ -163,10 +160,10 @@ func isTimeout(err error) bool {
 // one is gone too.
 func TestDropEndsEveryConnection(t *testing.T) {
 	e := startEcho(t)
-	p, err := wirefault.Start(e.ln.Addr().String())
+	p, err := witness.StartProxy(e.ln.Addr().String())
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, p.Close()) }()
-	a := p.Arm(wirefault.Fault{Dir: wirefault.Reply, Action: wirefault.Stall})
+	a := p.Arm(witness.Fault{Dir: witness.Reply, Action: witness.Stall})
 	c, err := net.Dial("tcp", p.Addr())
 	require.NoError(t, err)
 	defer c.Close()
@@ -187,10 +184,10 @@ func TestAfterIsCountedOnceAcrossReads(t *testing.T) {
 		{"\xff\xfe SET", "\xc1b SET c", "\xff\xfe SET\xc1b SET"}} {
 		t.Run(parts[0], func(t *testing.T) {
 			e := startEcho(t)
-			p, err := wirefault.Start(e.ln.Addr().String())
+			p, err := witness.StartProxy(e.ln.Addr().String())
 			require.NoError(t, err)
 			defer func() { assert.NoError(t, p.Close()) }()
-			p.Arm(wirefault.Fault{Dir: wirefault.Request, Action: wirefault.Cut, After: []byte("SET"), Skip: 1})
+			p.Arm(witness.Fault{Dir: witness.Request, Action: witness.Cut, After: []byte("SET"), Skip: 1})
 			c, err := net.Dial("tcp", p.Addr())
 			require.NoError(t, err)
 			defer c.Close()
@@ -214,10 +211,10 @@ func TestAfterIsCountedOnceAcrossReads(t *testing.T) {
 // any.
 func TestAtCountsEachConnectionAlone(t *testing.T) {
 	e := startEcho(t)
-	p, err := wirefault.Start(e.ln.Addr().String())
+	p, err := witness.StartProxy(e.ln.Addr().String())
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, p.Close()) }()
-	a := p.Arm(wirefault.Fault{Dir: wirefault.Request, Action: wirefault.Cut, At: 5})
+	a := p.Arm(witness.Fault{Dir: witness.Request, Action: witness.Cut, At: 5})
 	small, err := net.Dial("tcp", p.Addr())
 	require.NoError(t, err)
 	defer small.Close()

@@ -1,4 +1,4 @@
-package fskit
+package fs_test
 
 import (
 	"fmt"

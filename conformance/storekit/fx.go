@@ -1,8 +1,4 @@
-// Package blockingfx is a unit-test fixture for a driver whose operations
-// finish before Put and Get return (the fs and S3 drivers): a registered
-// region of 64 KiB slots, rows filled from a seed, and a put or get,
-// bounded in time, that requires its results and its access end at once.
-package blockingfx
+package storekit
 
 import (
 	"context"
@@ -19,24 +15,28 @@ import (
 // such a row was written.
 const Dest = 0xEE
 
-// Fx is a driver with a registered region (New: 8 slots of 64 KiB).
+// Fx is a unit-test fixture for a driver whose operations finish before
+// Put and Get return (the fs and S3 drivers): a driver with a registered
+// region (NewFx: 8 slots of 64 KiB), rows filled from a seed, and a put or
+// get, bounded in time, that requires its results and its access end at
+// once.
 type Fx struct {
 	Driver driver.Driver
 	Region *hostmem.Mapping
 	t      *testing.T
 }
 
-// New registers a region with d. The test's cleanup drains d within drain,
+// NewFx registers a region with d. The test's cleanup drains d within drain,
 // then unregisters the region and closes d and the region; a driver that
 // does not drain keeps the memory, since a store may still touch it.
-func New(t *testing.T, d driver.Driver, drain time.Duration) *Fx {
+func NewFx(t *testing.T, d driver.Driver, drain time.Duration) *Fx {
 	t.Helper()
-	return NewSized(t, d, drain, driver.Layout{SlotBytes: 64 << 10, Slots: 8})
+	return NewFxSized(t, d, drain, driver.Layout{SlotBytes: 64 << 10, Slots: 8})
 }
 
-// NewSized is New over a region of the given layout (rows longer than
+// NewFxSized is NewFx over a region of the given layout (rows longer than
 // 64 KiB: S3's large rows).
-func NewSized(t *testing.T, d driver.Driver, drain time.Duration, layout driver.Layout) *Fx {
+func NewFxSized(t *testing.T, d driver.Driver, drain time.Duration, layout driver.Layout) *Fx {
 	t.Helper()
 	r, err := hostmem.Map("slots", layout)
 	if err != nil {
@@ -70,7 +70,7 @@ func (f *Fx) Row(key string, i int, seed byte) driver.Row {
 // access end both, by the time Put returned.
 func (f *Fx) Put(rows ...driver.Row) []driver.Result {
 	f.t.Helper()
-	op, err := call(f.t, "Put", func() (driver.Operation, error) { return f.Driver.Put(context.Background(), rows) })
+	op, err := fxCall(f.t, "Put", func() (driver.Operation, error) { return f.Driver.Put(context.Background(), rows) })
 	if err != nil {
 		f.t.Fatalf("Put: %v", err)
 	}
@@ -80,26 +80,26 @@ func (f *Fx) Put(rows ...driver.Row) []driver.Result {
 // Get is Put's twin for a get.
 func (f *Fx) Get(rows ...driver.Row) []driver.Result {
 	f.t.Helper()
-	op, err := call(f.t, "Get", func() (driver.Operation, error) { return f.Driver.Get(context.Background(), rows, driver.Hint{}) })
+	op, err := fxCall(f.t, "Get", func() (driver.Operation, error) { return f.Driver.Get(context.Background(), rows, driver.Hint{}) })
 	if err != nil {
 		f.t.Fatalf("Get: %v", err)
 	}
 	return f.finished("get", op)
 }
 
-// callBound bounds each Put and Get: a driver whose call never returns (a
+// fxCallBound bounds each Put and Get: a driver whose call never returns (a
 // lock never released, no worker to run it) fails the test naming the
 // call, in well under the test binary's -timeout. It is far above any
 // request deadline the stores' tests set.
-const callBound = 30 * time.Second
+const fxCallBound = 30 * time.Second
 
-func call(t *testing.T, what string, f func() (driver.Operation, error)) (driver.Operation, error) {
+func fxCall(t *testing.T, what string, f func() (driver.Operation, error)) (driver.Operation, error) {
 	t.Helper()
 	type answer struct {
 		op  driver.Operation
 		err error
 	}
-	a := bound.Value(t, callBound, what, func() answer { op, err := f(); return answer{op, err} })
+	a := bound.Value(t, fxCallBound, what, func() answer { op, err := f(); return answer{op, err} })
 	return a.op, a.err
 }
 

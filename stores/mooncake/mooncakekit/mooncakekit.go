@@ -1,6 +1,3 @@
-// Package mooncakekit wires the Mooncake driver over the fake 0.3.13 SDK into the
-// conformance suite: a factory, the scenarios the fake can stage, and the
-// stager of generated/mooncake/mooncakecases.
 package mooncakekit
 
 import (

@@ -1,4 +1,4 @@
-package blockingfx
+package storekit
 
 import (
 	"testing"
@@ -49,7 +49,7 @@ func (f *Fx) RowsInFlightTogether(t *testing.T, seam *driverkit.Seam, put, get s
 		for _, release := range releases {
 			release()
 		}
-		res := bound.Recv(t, callBound+10*time.Second, c.call+"'s results", done)
+		res := bound.Recv(t, fxCallBound+10*time.Second, c.call+"'s results", done)
 		if len(res) != len(rows) {
 			t.Fatalf("%s answered %d results for %d rows", c.call, len(res), len(rows))
 		}

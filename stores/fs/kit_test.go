@@ -1,4 +1,15 @@
-package fskit
+package fs_test
+
+// The store's test kit is this file and the kit_*_test.go files: a root
+// directory (a small tmpfs mount where the tests run as root, so that a
+// full filesystem is real), drivers over it with a fake clock and a
+// driverkit.Seam keyed by the spec's call names, the scenarios a
+// filesystem can stage and a stager for every case generated from
+// spec/fs-posix.yaml. It lives in the store's test files because only the
+// store's own tests use it; its names are exported as a kit package's
+// would be, so that moving it to stores/fs/fskit, should another package
+// need it, changes nothing but its package clause and its callers'
+// qualifiers (docs/writing-a-store.md).
 
 import (
 	"fmt"

@@ -1,10 +1,4 @@
-// Package fskit is the test kit of the shared-filesystem store: a root
-// directory (a small tmpfs mount where the tests run as root, so that a full
-// filesystem is real), drivers over it with a fake clock and a driverkit.Seam
-// keyed by the spec's call names, the scenarios a filesystem can stage and a
-// stager for every case generated from spec/fs-posix.yaml. It is named
-// fskit, not fstest, so that it never shadows testing/fstest.
-package fskit
+package fs_test
 
 import (
 	"fmt"
@@ -49,7 +43,7 @@ func Setup() (*Env, error) {
 	}
 	if err := storekit.Mount(dir, TmpfsBytes); err != nil {
 		_ = os.Remove(dir)
-		return nil, fmt.Errorf("fskit: %w", err)
+		return nil, fmt.Errorf("fs test kit: %w", err)
 	}
 	e.Tmpfs = true
 	return e, nil
@@ -59,7 +53,7 @@ func Setup() (*Env, error) {
 func (e *Env) Close() error {
 	if e.Tmpfs {
 		if err := storekit.Unmount(e.Dir); err != nil {
-			return fmt.Errorf("fskit: %w", err)
+			return fmt.Errorf("fs test kit: %w", err)
 		}
 		e.Tmpfs = false
 	}

@@ -1,4 +1,4 @@
-package blockingfx
+package storekit
 
 import (
 	"context"

@@ -1,24 +1,4 @@
-// Package wirefault is a TCP proxy on loopback that faults the connections
-// between a real client library and a real server at a chosen byte: it
-// stalls, cuts (FIN), resets (RST), truncates (one direction ends) or
-// slices (one small write at a time) a request or a reply.
-//
-// A fault is armed on the proxy and fires on the first connection whose
-// stream in its direction reaches its byte: At bytes past the arming (each
-// connection counted alone), or At bytes past the end of the Skip+1-th
-// occurrence of After seen since the arming (so "the store step's SET" is After "\r\nSET\r\n", Skip 1,
-// when the claim's SET comes first). The bytes before that byte are
-// forwarded; what happens to the rest is the fault's Action.
-//
-// Why not Shopify's toxiproxy: the module proxy serves v2.5.0, whose
-// toxics act on time (reset_peer and timeout fire a delay after the next
-// chunk), not at a byte; only limit_data is positioned. Stalling or
-// resetting at a chosen byte of a chosen command needs toxics of our own
-// either way, and toxiproxy would bring its HTTP API server, gorilla/mux,
-// tomb.v1 and a second prometheus registry along for them. This package is
-// the part the witnesses need: a byte-exact fault per direction, armed and
-// released by the test, every goroutine ended by Close.
-package wirefault
+package witness
 
 import (
 	"bytes"
@@ -130,10 +110,10 @@ type Proxy struct {
 }
 
 // Start listens on 127.0.0.1 (a free port) and forwards to upstream.
-func Start(upstream string) (*Proxy, error) {
+func StartProxy(upstream string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("wirefault: listen on loopback: %w", err)
+		return nil, fmt.Errorf("witness: proxy: listen on loopback: %w", err)
 	}
 	p := &Proxy{ln: ln, upstream: upstream, links: map[*link]struct{}{}}
 	p.idle = sync.NewCond(&p.mu)

@@ -1,4 +1,4 @@
-package mcscenario
+package mooncakekit
 
 import (
 	"errors"
@@ -180,7 +180,7 @@ func (r *runner) look(refs []Ref) [][]ByteRun {
 	out := make([][]ByteRun, len(refs))
 	for i, ref := range refs {
 		m, off, n := r.window(ref)
-		out[i] = Describe(m.Read(off, n), r.labels)
+		out[i] = DescribeBytes(m.Read(off, n), r.labels)
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package mcscenario_test
+package mooncakekit_test
 
 import (
 	"encoding/json"
@@ -7,42 +7,42 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/internal/mcscenario"
+	"github.com/kvblob/kvblob/stores/mooncake/mooncakekit"
 )
 
 // TestTimingsReadAndWriteOneOrMany: one class is a JSON string, several a
 // list, both ways.
 func TestTimingsReadAndWriteOneOrMany(t *testing.T) {
-	for js, want := range map[string]mcscenario.Timings{
+	for js, want := range map[string]mooncakekit.Timings{
 		`"at_once"`:                   {"at_once"},
 		`["after_retries","at_once"]`: {"after_retries", "at_once"},
 	} {
-		var got mcscenario.Timings
+		var got mooncakekit.Timings
 		require.NoError(t, json.Unmarshal([]byte(js), &got))
 		assert.Equal(t, want, got)
 		b, err := json.Marshal(got)
 		require.NoError(t, err)
 		assert.JSONEq(t, js, string(b))
 	}
-	var bad mcscenario.Timings
+	var bad mooncakekit.Timings
 	assert.ErrorContains(t, json.Unmarshal([]byte(`3`), &bad), "want a timing class or a list of them")
 }
 
 // TestTheReplayAcceptsAnyRecordedTiming: a step recorded with several
 // timing classes accepts a run that took any one of them, and no other.
 func TestTheReplayAcceptsAnyRecordedTiming(t *testing.T) {
-	want := mcscenario.Recording{Steps: []mcscenario.StepRecord{{Step: "exist-down", Answers: []int64{-900}, Timing: mcscenario.Timings{"after_retries", "at_once"}}}}
+	want := mooncakekit.Recording{Steps: []mooncakekit.StepRecord{{Step: "exist-down", Answers: []int64{-900}, Timing: mooncakekit.Timings{"after_retries", "at_once"}}}}
 	for _, c := range []struct {
-		got  mcscenario.Timings
+		got  mooncakekit.Timings
 		diff string
 	}{
-		{mcscenario.Timings{"at_once"}, ""},
-		{mcscenario.Timings{"after_retries"}, ""},
-		{mcscenario.Timings{"slow"}, "step exist-down: timing: real one of [after_retries at_once], got slow"},
+		{mooncakekit.Timings{"at_once"}, ""},
+		{mooncakekit.Timings{"after_retries"}, ""},
+		{mooncakekit.Timings{"slow"}, "step exist-down: timing: real one of [after_retries at_once], got slow"},
 		{nil, "step exist-down: timing: real one of [after_retries at_once], got none"},
 	} {
-		got := mcscenario.Recording{Steps: []mcscenario.StepRecord{{Step: "exist-down", Answers: []int64{-900}, Timing: c.got}}}
-		diffs := mcscenario.Compare(want, got)
+		got := mooncakekit.Recording{Steps: []mooncakekit.StepRecord{{Step: "exist-down", Answers: []int64{-900}, Timing: c.got}}}
+		diffs := mooncakekit.Compare(want, got)
 		if c.diff == "" {
 			assert.Empty(t, diffs, "%v", c.got)
 		} else {
@@ -55,18 +55,18 @@ func TestTheReplayAcceptsAnyRecordedTiming(t *testing.T) {
 // seen (the note counting each), and runs whose answers differ are
 // refused: a recording states what the SDK does every time.
 func TestMergeHoldsWhatEveryRunDid(t *testing.T) {
-	run := func(timing string, answer int64) mcscenario.Recording {
-		return mcscenario.Recording{Scenario: "m", Source: "rec", Steps: []mcscenario.StepRecord{
-			{Step: "start", Answers: []int64{0}, Timing: mcscenario.Timings{"at_once"}},
-			{Step: "exist-down", Answers: []int64{answer}, Timing: mcscenario.Timings{timing}},
+	run := func(timing string, answer int64) mooncakekit.Recording {
+		return mooncakekit.Recording{Scenario: "m", Source: "rec", Steps: []mooncakekit.StepRecord{
+			{Step: "start", Answers: []int64{0}, Timing: mooncakekit.Timings{"at_once"}},
+			{Step: "exist-down", Answers: []int64{answer}, Timing: mooncakekit.Timings{timing}},
 		}}
 	}
-	got, diffs := mcscenario.Merge([]mcscenario.Recording{run("at_once", -900), run("after_retries", -900), run("at_once", -900)})
+	got, diffs := mooncakekit.Merge([]mooncakekit.Recording{run("at_once", -900), run("after_retries", -900), run("at_once", -900)})
 	assert.Empty(t, diffs)
-	assert.Equal(t, mcscenario.Timings{"at_once"}, got.Steps[0].Timing)
-	assert.Equal(t, mcscenario.Timings{"after_retries", "at_once"}, got.Steps[1].Timing)
+	assert.Equal(t, mooncakekit.Timings{"at_once"}, got.Steps[0].Timing)
+	assert.Equal(t, mooncakekit.Timings{"after_retries", "at_once"}, got.Steps[1].Timing)
 	assert.Equal(t, "3 runs; timings seen: exist-down: after_retries 1 of 3, at_once 2 of 3", got.Note)
 
-	_, diffs = mcscenario.Merge([]mcscenario.Recording{run("at_once", -900), run("at_once", -901), run("at_once", -900)})
+	_, diffs = mooncakekit.Merge([]mooncakekit.Recording{run("at_once", -900), run("at_once", -901), run("at_once", -900)})
 	assert.Equal(t, []string{"step exist-down: run 2 answered [-901] bytes [], run 1 [-900] bytes []: the SDK does not answer alike every time"}, diffs)
 }

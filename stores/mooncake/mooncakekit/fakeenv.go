@@ -1,4 +1,4 @@
-package mcscenario
+package mooncakekit
 
 import (
 	"errors"

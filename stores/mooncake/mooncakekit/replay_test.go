@@ -1,4 +1,4 @@
-package mcscenario_test
+package mooncakekit_test
 
 import (
 	"encoding/json"
@@ -13,37 +13,37 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/kvblob/kvblob/internal/mcscenario"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+	"github.com/kvblob/kvblob/stores/mooncake/mooncakekit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Recordings is where the recordings of the real SDK live.
-var recordings = filepath.Join("..", "..", "stores", "mooncake", "testdata", "mcscenario")
+var recordings = filepath.Join("..", "testdata", "mcscenario")
 
 var dump = flag.Bool("dump", false, "print what the fake answers for every scenario, as a recording")
 
 // TestReplay drives fakesdk through every scenario and fails on any
 // disagreement with a recording of the real SDK.
 func TestReplay(t *testing.T) {
-	for _, s := range mcscenario.All() {
+	for _, s := range mooncakekit.All() {
 		t.Run(s.Name, func(t *testing.T) {
 			if s.FakeCannot != "" {
 				t.Skipf("the fake cannot model this honestly (%s); only a recorder runs it", s.FakeCannot)
 			}
-			got, err := mcscenario.Run(&mcscenario.FakeEnv{Version: fakesdk.Version}, s)
+			got, err := mooncakekit.Run(&mooncakekit.FakeEnv{Version: fakesdk.Version}, s)
 			require.NoError(t, err)
 			if *dump {
 				b, _ := json.MarshalIndent(got, "", "  ")
 				t.Logf("%s", b)
 			}
-			want, ok, err := mcscenario.Read(recordings, s.Name)
+			want, ok, err := mooncakekit.Read(recordings, s.Name)
 			require.NoError(t, err)
 			if !ok {
 				t.Skip("unrecorded: no real answer is known yet")
 			}
-			if diffs := mcscenario.Compare(want, got); len(diffs) > 0 {
+			if diffs := mooncakekit.Compare(want, got); len(diffs) > 0 {
 				t.Errorf("fakesdk disagrees with the real SDK (%s):\n  %s", want.Source, strings.Join(diffs, "\n  "))
 			}
 		})
@@ -57,8 +57,8 @@ var unrecorded = map[string]string{
 }
 
 func TestEveryRecordingIsAScenarioAndNamesItsSource(t *testing.T) {
-	known := map[string]mcscenario.Scenario{}
-	for _, s := range mcscenario.All() {
+	known := map[string]mooncakekit.Scenario{}
+	for _, s := range mooncakekit.All() {
 		require.NoError(t, s.Validate())
 		known[s.Name] = s
 	}
@@ -67,7 +67,7 @@ func TestEveryRecordingIsAScenarioAndNamesItsSource(t *testing.T) {
 	recorded := map[string]bool{}
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
-		r, ok, err := mcscenario.Read(recordings, name)
+		r, ok, err := mooncakekit.Read(recordings, name)
 		require.NoError(t, err)
 		require.True(t, ok)
 		s, isScenario := known[name]
@@ -85,7 +85,7 @@ func TestEveryRecordingIsAScenarioAndNamesItsSource(t *testing.T) {
 		}
 		// The file is as Write writes it, so a recorder's output diffs cleanly.
 		tmp := t.TempDir()
-		require.NoError(t, mcscenario.Write(tmp, r))
+		require.NoError(t, mooncakekit.Write(tmp, r))
 		a, _ := os.ReadFile(f)
 		b, _ := os.ReadFile(filepath.Join(tmp, name+".json"))
 		assert.Equal(t, string(b), string(a), "%s is not in Write's format", f)

@@ -1,28 +1,4 @@
-// Package soak runs the backend against stores that answer badly on
-// purpose, and checks after every step that nothing is lost and no memory
-// is freed early.
-//
-// A run is a sequence of epochs. Each epoch builds a backend over a guarded
-// region and a chaotic driver (the fake Mooncake 0.3.13 SDK or the memory
-// store), submits publishes and fetches of rows whose content is a function
-// of their name, cancels some, and ends in a Shutdown with a random budget.
-// Faults come from a seeded generator: random codes on every call, delays,
-// raises, wrong answer counts, TRANSFER_FAIL on gets with the transfer still
-// writing, puts stuck past the discard timeout, lost access evidence.
-//
-// Invariants, checked after every step:
-//   - no region is unregistered and no hold released while an operation on
-//     it may still touch it;
-//   - every READY row reads back byte for byte (a fetched slot holds its
-//     name's content; a published object holds it);
-//   - no byte outside a span changes (guarded memory);
-//   - Shutdown returns within its budget;
-//   - a slot is reused only after its attempt quiesced (a transfer still
-//     running after TRANSFER_FAIL would otherwise corrupt a later row).
-//
-// The fault plan is reproducible by seed; goroutine scheduling is not, so a
-// violation names the seed and the step to start from.
-package soak
+package main
 
 import (
 	"fmt"

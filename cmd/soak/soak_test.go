@@ -1,4 +1,4 @@
-package soak
+package main
 
 import (
 	"math/rand"
@@ -8,13 +8,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestShortSoak is the soak's short version in make test: a few hundred
 // attempts over both stores with a fixed seed.

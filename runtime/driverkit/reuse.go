@@ -1,10 +1,11 @@
-// Package reuse keeps memory a store or a driver uses call after call, so
-// that once warm a call takes from the Go heap only what it hands back to
-// its caller: garbage made per call brings collections, whose mark phase
-// takes a core and sets a fetch's tail.
+package driverkit
+
+// Stack and Resize keep memory a store or a driver uses call after call,
+// so that once warm a call takes from the Go heap only what it hands back
+// to its caller: garbage made per call brings collections, whose mark
+// phase takes a core and sets a fetch's tail.
 //
-// Nothing here locks: the caller's own lock guards each value.
-package reuse
+// Neither locks: the caller's own lock guards each value.
 
 // Stack keeps values for reuse, the one put last given first (its memory
 // likeliest still in cache). Its zero value is empty and ready.
