@@ -76,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // exitCode is 1 when the soak found any invariant violation, else 0.
-func exitCode(rep soak.Report) int {
+func exitCode(rep Report) int {
 	if len(rep.Violations) > 0 {
 		return 1
 	}

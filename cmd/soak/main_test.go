@@ -8,8 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/kvblob/kvblob/internal/soak"
 )
 
 func TestFlagsAreChecked(t *testing.T) {
@@ -49,7 +47,7 @@ func TestTheLeastDurationIsTaken(t *testing.T) {
 // none exits 0.
 func TestAViolationExitsOne(t *testing.T) {
 	for n, want := range []int{0, 1, 1} {
-		rep := soak.Report{Violations: make([]string, n)}
+		rep := Report{Violations: make([]string, n)}
 		assert.Equal(t, want, exitCode(rep), "%d violations", n)
 	}
 }

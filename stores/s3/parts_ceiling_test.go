@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvblob/kvblob/internal/blockingfx"
-	"github.com/kvblob/kvblob/internal/s3kit"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/s3"
+	"github.com/kvblob/kvblob/stores/s3/s3kit"
 )
 
 // partBarrier is a transport that counts a large row's parts in flight:
@@ -128,7 +128,7 @@ func TestALargeRowNeverHasMoreThanPartsInFlightParts(t *testing.T) {
 				// them, it does not time them.
 				o.Timeout = time.Minute
 			})
-			f := blockingfx.NewSized(t, kit, 5*time.Second, driver.Layout{SlotBytes: int64(slot), Slots: 2})
+			f := storekit.NewFxSized(t, kit, 5*time.Second, driver.Layout{SlotBytes: int64(slot), Slots: 2})
 			k := key(t, "large")
 			for _, step := range []struct {
 				what  string
@@ -138,7 +138,7 @@ func TestALargeRowNeverHasMoreThanPartsInFlightParts(t *testing.T) {
 				{"put", parts, func() []driver.Result { return f.Put(f.Row(k, 0, 0x3C)) }},
 				// The first ranged GET goes alone: it names the object's
 				// length and ETag; the others go side by side.
-				{"get", parts - 1, func() []driver.Result { return f.Get(f.Row(k, 1, blockingfx.Dest)) }},
+				{"get", parts - 1, func() []driver.Result { return f.Get(f.Row(k, 1, storekit.Dest)) }},
 			} {
 				b.expect(step.parts)
 				res := step.call()
