@@ -668,7 +668,27 @@ type Mutant struct {
 	At   [2]int // line, column
 	Desc string // what changed
 	Line string // the source line changed, as it was
-	Src  []byte // the file, changed
+	Src  []byte // the file, changed (nil until Source makes it)
+
+	n    int    // the site's index in its file (mutate's n)
+	orig []byte // the file, unchanged
+}
+
+// Source is the mutated file, printed on demand: listing every mutant of
+// a file once printed the whole file per mutant, which made a list of
+// the tree cost minutes.
+func (m Mutant) Source() ([]byte, error) {
+	if m.Src != nil {
+		return m.Src, nil
+	}
+	mm, ok, err := mutate(m.File, m.orig, m.n)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || mm == nil || mm.Desc != m.Desc {
+		return nil, fmt.Errorf("%s: %s cannot be applied and printed back", m.Pos, m.Desc)
+	}
+	return mm.Src, nil
 }
 
 // ciBuild is the build CI's tests compile (make test runs go test -race):
@@ -680,25 +700,17 @@ var ciBuild = func() build.Context {
 	return c
 }()
 
-// hasMutant reports whether Mutants(dir) has one, without making them
-// all (each is a parse and a print of its file).
+// hasMutant reports whether Mutants(dir) has one, without listing them
+// all.
 func hasMutant(dir string) (bool, error) {
 	files, err := mutable(dir)
 	if err != nil {
 		return false, err
 	}
 	for file, src := range files {
-		for n := 0; ; n++ {
-			m, ok, err := mutate(file, src, n)
-			if err != nil || !ok {
-				if err != nil {
-					return false, err
-				}
-				break
-			}
-			if m != nil {
-				return true, nil
-			}
+		ms, err := sitesOf(file, src)
+		if err != nil || len(ms) > 0 {
+			return err == nil, err
 		}
 	}
 	return false, nil
@@ -707,7 +719,8 @@ func hasMutant(dir string) (bool, error) {
 // Mutants are every mutant of the non-test Go files of dir (or of the one
 // file dir names), in source order: of those CI's build compiles (ciBuild;
 // a file a build constraint leaves out is in no test binary, so no test
-// could kill its mutants) and that are not generated.
+// could kill its mutants) and that are not generated. Their Src is made
+// by Source, when a mutant is tried.
 func Mutants(dir string) ([]Mutant, error) {
 	files, err := mutable(dir)
 	if err != nil {
@@ -715,21 +728,34 @@ func Mutants(dir string) ([]Mutant, error) {
 	}
 	var out []Mutant
 	for file, src := range files {
-		n := 0
-		for {
-			m, ok, err := mutate(file, src, n)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				break
-			}
-			if m != nil {
-				out = append(out, *m)
-			}
-			n++
+		ms, err := sitesOf(file, src)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, ms...)
 	}
+	return out, nil
+}
+
+// sitesOf lists the mutants of one file from one parse: the n-th is the
+// n-th site eachSite walks, which mutate(file, src, n) applies.
+func sitesOf(file string, src []byte) ([]Mutant, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, src, parser.ParseComments)
+	if err != nil {
+		return nil, err
+	}
+	lines := bytes.Split(src, []byte("\n"))
+	var out []Mutant
+	eachSite(f, func(at token.Pos, desc string) bool {
+		p := fset.Position(at)
+		line := ""
+		if p.Line-1 < len(lines) {
+			line = strings.TrimSpace(string(lines[p.Line-1]))
+		}
+		out = append(out, Mutant{File: file, Pos: fmt.Sprintf("%s:%d:%d", file, p.Line, p.Column), At: [2]int{p.Line, p.Column}, Desc: desc, Line: line, n: len(out), orig: src})
+		return false
+	}, func() bool { return false })
 	return out, nil
 }
 
@@ -783,27 +809,14 @@ var flips = map[token.Token][]token.Token{
 	token.LAND: {token.LOR}, token.LOR: {token.LAND},
 }
 
-// mutate parses src afresh and applies its n-th mutation site; ok is false
-// past the last site. A nil Mutant with ok is a site that cannot be
-// printed back.
-func mutate(file string, src []byte, n int) (*Mutant, bool, error) {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, file, src, parser.ParseComments)
-	if err != nil {
-		return nil, false, err
-	}
-	i := 0
-	var desc string
-	var at token.Pos
-	hit := func(p token.Pos, d string) bool {
-		if i == n {
-			desc, at = d, p
-		}
-		i++
-		return i-1 == n
-	}
+// eachSite walks f's mutation sites in source order, calling hit with
+// each one's position and change; a site hit returns true for is applied
+// to f, and the walk leaves that node. done stops the walk. Mutants and
+// mutate share it, so the n-th site the one lists is the one the other
+// applies.
+func eachSite(f *ast.File, hit func(token.Pos, string) bool, done func() bool) {
 	ast.Inspect(f, func(node ast.Node) bool {
-		if desc != "" {
+		if done() {
 			return false
 		}
 		switch x := node.(type) {
@@ -847,6 +860,28 @@ func mutate(file string, src []byte, n int) (*Mutant, bool, error) {
 		}
 		return true
 	})
+}
+
+// mutate parses src afresh and applies its n-th mutation site; ok is false
+// past the last site. A nil Mutant with ok is a site that cannot be
+// printed back.
+func mutate(file string, src []byte, n int) (*Mutant, bool, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, src, parser.ParseComments)
+	if err != nil {
+		return nil, false, err
+	}
+	i := 0
+	var desc string
+	var at token.Pos
+	hit := func(p token.Pos, d string) bool {
+		if i == n {
+			desc, at = d, p
+		}
+		i++
+		return i-1 == n
+	}
+	eachSite(f, hit, func() bool { return desc != "" })
 	if desc == "" {
 		return nil, false, nil
 	}
@@ -1165,7 +1200,11 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *
 	}
 	abs, _ := filepath.Abs(m.File)
 	mutated := filepath.Join(work, "mutant.go")
-	if err := os.WriteFile(mutated, m.Src, 0o644); err != nil {
+	src, err := m.Source()
+	if err != nil {
+		fatal(err)
+	}
+	if err := os.WriteFile(mutated, src, 0o644); err != nil {
 		fatal(err)
 	}
 	overlay, _ := json.Marshal(map[string]map[string]string{"Replace": {abs: mutated}})

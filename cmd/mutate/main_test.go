@@ -39,7 +39,9 @@ func g() {}
 	var descs []string
 	for _, m := range ms {
 		descs = append(descs, m.Desc)
-		assert.NotEqual(t, src, string(m.Src), "%s: %s changed nothing", m.Pos, m.Desc)
+		mutated, err := m.Source()
+		require.NoError(t, err)
+		assert.NotEqual(t, src, string(mutated), "%s: %s changed nothing", m.Pos, m.Desc)
 		assert.NotContains(t, m.Pos, "p_test.go")
 	}
 	all := strings.Join(descs, "\n")
