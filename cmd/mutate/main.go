@@ -668,7 +668,6 @@ type Mutant struct {
 	At   [2]int // line, column
 	Desc string // what changed
 	Line string // the source line changed, as it was
-	Src  []byte // the file, changed (nil until Source makes it)
 
 	n    int    // the site's index in its file (mutate's n)
 	orig []byte // the file, unchanged
@@ -678,17 +677,14 @@ type Mutant struct {
 // a file once printed the whole file per mutant, which made a list of
 // the tree cost minutes.
 func (m Mutant) Source() ([]byte, error) {
-	if m.Src != nil {
-		return m.Src, nil
-	}
-	mm, ok, err := mutate(m.File, m.orig, m.n)
+	src, desc, err := mutate(m.File, m.orig, m.n)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %s: %w", m.Pos, m.Desc, err)
 	}
-	if !ok || mm == nil || mm.Desc != m.Desc {
-		return nil, fmt.Errorf("%s: %s cannot be applied and printed back", m.Pos, m.Desc)
+	if desc != m.Desc {
+		return nil, fmt.Errorf("%s: %s is not the site mutate applies (%q)", m.Pos, m.Desc, desc)
 	}
-	return mm.Src, nil
+	return src, nil
 }
 
 // ciBuild is the build CI's tests compile (make test runs go test -race):
@@ -719,8 +715,8 @@ func hasMutant(dir string) (bool, error) {
 // Mutants are every mutant of the non-test Go files of dir (or of the one
 // file dir names), in source order: of those CI's build compiles (ciBuild;
 // a file a build constraint leaves out is in no test binary, so no test
-// could kill its mutants) and that are not generated. Their Src is made
-// by Source, when a mutant is tried.
+// could kill its mutants) and that are not generated. Each one's changed
+// file is printed by Source, when the mutant is tried.
 func Mutants(dir string) ([]Mutant, error) {
 	files, err := mutable(dir)
 	if err != nil {
@@ -862,39 +858,31 @@ func eachSite(f *ast.File, hit func(token.Pos, string) bool, done func() bool) {
 	})
 }
 
-// mutate parses src afresh and applies its n-th mutation site; ok is false
-// past the last site. A nil Mutant with ok is a site that cannot be
-// printed back.
-func mutate(file string, src []byte, n int) (*Mutant, bool, error) {
+// mutate parses src afresh, applies its n-th mutation site and prints
+// the file back; desc is that site's change, "" past the last site.
+func mutate(file string, src []byte, n int) (out []byte, desc string, err error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, file, src, parser.ParseComments)
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	i := 0
-	var desc string
-	var at token.Pos
-	hit := func(p token.Pos, d string) bool {
+	hit := func(_ token.Pos, d string) bool {
 		if i == n {
-			desc, at = d, p
+			desc = d
 		}
 		i++
 		return i-1 == n
 	}
 	eachSite(f, hit, func() bool { return desc != "" })
 	if desc == "" {
-		return nil, false, nil
+		return nil, "", nil
 	}
 	var buf bytes.Buffer
 	if err := printer.Fprint(&buf, fset, f); err != nil {
-		return nil, true, nil
+		return nil, desc, fmt.Errorf("printing %s back: %w", file, err)
 	}
-	p := fset.Position(at)
-	line := ""
-	if lines := bytes.Split(src, []byte("\n")); p.Line-1 < len(lines) {
-		line = strings.TrimSpace(string(lines[p.Line-1]))
-	}
-	return &Mutant{File: file, Pos: fmt.Sprintf("%s:%d:%d", file, p.Line, p.Column), At: [2]int{p.Line, p.Column}, Desc: desc, Line: line, Src: buf.Bytes()}, true, nil
+	return buf.Bytes(), desc, nil
 }
 
 // Report is what one package's mutants came to.
