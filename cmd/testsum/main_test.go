@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -144,4 +145,33 @@ func TestALineLongerThanTheBoundIsReported(t *testing.T) {
 	var out bytes.Buffer
 	run(strings.NewReader(long), &out)
 	assert.Contains(t, out.String(), "testsum: reading go test's output: bufio.Scanner: token too long")
+}
+
+// TestAFailedPackageShowsItsOwnOutputNotGoTestsLines: a failed package's
+// output outside its tests (a panic, a TestMain's log) is printed before
+// its FAIL line; go test's own lines about the package (its result, the
+// coverage) are not, since testsum prints its own result line. Each case
+// sends one of go test's lines among the package's output.
+func TestAFailedPackageShowsItsOwnOutputNotGoTestsLines(t *testing.T) {
+	for _, goTests := range []string{
+		"=== RUN   TestA\n",
+		"PASS\n",
+		"FAIL\n",
+		"ok  \tp\t0.100s\n",
+		"FAIL\tp [build failed]\n",
+		"?   \tp\t[no test files]\n",
+		"coverage: 50.0% of statements\n",
+	} {
+		t.Run(strings.TrimSpace(goTests), func(t *testing.T) {
+			var in strings.Builder
+			for _, o := range []string{"panic: TestMain\n", goTests, "exit status 2\n"} {
+				fmt.Fprintf(&in, `{"Action":"output","Package":"p","Output":%q}`+"\n", o)
+			}
+			in.WriteString(`{"Action":"fail","Package":"p","Elapsed":0.1}` + "\n")
+			var out bytes.Buffer
+			assert.Equal(t, 1, run(strings.NewReader(in.String()), &out))
+			want := "panic: TestMain\nexit status 2\nFAIL\tp\t0.100s\n"
+			assert.True(t, strings.HasPrefix(out.String(), want), "got:\n%s", out.String())
+		})
+	}
 }
