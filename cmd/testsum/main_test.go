@@ -175,3 +175,35 @@ func TestAFailedPackageShowsItsOwnOutputNotGoTestsLines(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputGoesWithTheResultThatFollowsIt: a result prints the output
+// sent since the last result of the same package or test, never an
+// earlier run's again; a stream may hold one package run twice (two go
+// test runs piped into one testsum).
+func TestOutputGoesWithTheResultThatFollowsIt(t *testing.T) {
+	for _, c := range []struct {
+		name, in, want string
+	}{{
+		name: "a package",
+		in: `{"Action":"output","Package":"p","Output":"panic: first\n"}
+{"Action":"fail","Package":"p","Elapsed":0.1}
+{"Action":"output","Package":"p","Output":"panic: second\n"}
+{"Action":"fail","Package":"p","Elapsed":0.2}
+`,
+		want: "panic: first\nFAIL\tp\t0.100s\npanic: second\nFAIL\tp\t0.200s\n",
+	}, {
+		name: "a test",
+		in: `{"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:1: first\n"}
+{"Action":"fail","Package":"p","Test":"TestA"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:1: second\n"}
+{"Action":"fail","Package":"p","Test":"TestA"}
+`,
+		want: "--- FAIL: TestA (p)\n    a_test.go:1: first\n--- FAIL: TestA (p)\n    a_test.go:1: second\n",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			assert.Equal(t, 1, run(strings.NewReader(c.in), &out))
+			assert.True(t, strings.HasPrefix(out.String(), c.want), "got:\n%s", out.String())
+		})
+	}
+}
