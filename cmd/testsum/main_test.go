@@ -132,9 +132,25 @@ func TestProgressWhileSilent(t *testing.T) {
 	assert.True(t, strings.HasSuffix(out.String(), "tests: 1 passed, 0 failed, 0 skipped\n"))
 }
 
+// TestProgressLineNamesAFewRunningPackages: the line names the first three
+// running packages by name and counts the rest; three are named alone.
 func TestProgressLineNamesAFewRunningPackages(t *testing.T) {
-	running := map[string]bool{"d": true, "a": true, "c": true, "b": true, "e": true}
-	assert.Equal(t, "testsum: 1m5s: 7 packages done; running: a, b, c and 2 more", progressLine(65*time.Second, 7, running))
+	for _, c := range []struct {
+		running []string
+		want    string
+	}{
+		{nil, "none yet: go test is still building"},
+		{[]string{"a"}, "a"},
+		{[]string{"c", "a", "b"}, "a, b, c"},
+		{[]string{"d", "a", "c", "b"}, "a, b, c and 1 more"},
+		{[]string{"d", "a", "c", "b", "e"}, "a, b, c and 2 more"},
+	} {
+		running := map[string]bool{}
+		for _, p := range c.running {
+			running[p] = true
+		}
+		assert.Equal(t, "testsum: 1m5s: 7 packages done; running: "+c.want, progressLine(65*time.Second, 7, running), "running %v", c.running)
+	}
 }
 
 // TestALineLongerThanTheBoundIsReported: go test's output is read in
