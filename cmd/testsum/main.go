@@ -186,7 +186,10 @@ func (t *tally) finish(out io.Writer) int {
 	printSkips(out, t.skips)
 	failed := t.failed > 0 || t.packagesFailed > 0 || t.buildFailed > 0
 	if failed && t.failed == 0 {
-		fmt.Fprintf(out, "testsum: %d packages failed (a build error, a panic, or a TestMain that failed)\n", t.packagesFailed+t.buildFailed)
+		// go test follows each failed build with a fail line of every
+		// package it broke, so those lines count the packages; the builds
+		// count when go test's output ended before them.
+		fmt.Fprintf(out, "testsum: %d packages failed (a build error, a panic, or a TestMain that failed)\n", max(t.packagesFailed, t.buildFailed))
 	}
 	fmt.Fprintf(out, "tests: %d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped)
 	if failed {

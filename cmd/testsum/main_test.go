@@ -36,23 +36,83 @@ func TestCountsAndShowsFailures(t *testing.T) {
 	assert.NotContains(t, s, "packages failed", "a failed test explains its package's failure")
 }
 
-func TestAPackageFailureWithoutATestFails(t *testing.T) {
-	var out bytes.Buffer
-	in := `{"Action":"output","Package":"p","Output":"panic: TestMain\n"}
-{"Action":"fail","Package":"p","Elapsed":0.1}
-`
-	assert.Equal(t, 1, run(strings.NewReader(in), &out))
-	assert.Contains(t, out.String(), "panic: TestMain")
-	assert.Contains(t, out.String(), "testsum: 1 packages failed (a build error, a panic, or a TestMain that failed)\ntests: 0 passed, 0 failed, 0 skipped", "no failed test explains it: the line says what failed")
-}
-
-func TestAllPassing(t *testing.T) {
-	var out bytes.Buffer
-	in := `{"Action":"pass","Package":"p","Test":"TestA"}
+// TestWhatFailsTheRun: the run fails (exit 1) when a test, a package or a
+// build failed, each alone too (go test's output can end before the
+// package lines that follow a failed test or build); when no failed test
+// explains the failure, the line before the totals counts the packages
+// that failed, each once. The build streams are go test -json's own.
+func TestWhatFailsTheRun(t *testing.T) {
+	const packagesFailed = "testsum: %d packages failed (a build error, a panic, or a TestMain that failed)\n"
+	for _, c := range []struct {
+		name, in string
+		code     int
+		tail     string // the output's end
+	}{{
+		name: "all passed",
+		in: `{"Action":"pass","Package":"p","Test":"TestA"}
 {"Action":"pass","Package":"p","Elapsed":0.1}
-`
-	assert.Equal(t, 0, run(strings.NewReader(in), &out))
-	assert.True(t, strings.HasSuffix(out.String(), "tests: 1 passed, 0 failed, 0 skipped\n"))
+`,
+		tail: "ok  \tp\t0.100s\ntests: 1 passed, 0 failed, 0 skipped\n",
+	}, {
+		name: "a package failed with no failed test",
+		in: `{"Action":"output","Package":"p","Output":"panic: TestMain\n"}
+{"Action":"fail","Package":"p","Elapsed":0.1}
+`,
+		code: 1,
+		tail: "panic: TestMain\nFAIL\tp\t0.100s\n" + fmt.Sprintf(packagesFailed, 1) + "tests: 0 passed, 0 failed, 0 skipped\n",
+	}, {
+		name: "a failed test and no package line",
+		in: `{"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:1: boom\n"}
+{"Action":"fail","Package":"p","Test":"TestA"}
+`,
+		code: 1,
+		tail: "--- FAIL: TestA (p)\n    a_test.go:1: boom\ntests: 0 passed, 1 failed, 0 skipped\n",
+	}, {
+		name: "a failed build and no package line",
+		in: `{"ImportPath":"m/p [m/p.test]","Action":"build-output","Output":"p/p.go:2:12: undefined: x\n"}
+{"ImportPath":"m/p [m/p.test]","Action":"build-fail"}
+`,
+		code: 1,
+		tail: "p/p.go:2:12: undefined: x\n" + fmt.Sprintf(packagesFailed, 1) + "tests: 0 passed, 0 failed, 0 skipped\n",
+	}, {
+		name: "a test binary that did not build",
+		in: `{"ImportPath":"m/p [m/p.test]","Action":"build-output","Output":"# m/p [m/p.test]\n"}
+{"ImportPath":"m/p [m/p.test]","Action":"build-output","Output":"p/p.go:2:12: undefined: x\n"}
+{"ImportPath":"m/p [m/p.test]","Action":"build-fail"}
+{"Action":"start","Package":"m/p"}
+{"Action":"output","Package":"m/p","Output":"FAIL\tm/p [build failed]\n"}
+{"Action":"fail","Package":"m/p","Elapsed":0,"FailedBuild":"m/p [m/p.test]"}
+`,
+		code: 1,
+		tail: "# m/p [m/p.test]\np/p.go:2:12: undefined: x\nFAIL\tm/p\t0.000s\n" + fmt.Sprintf(packagesFailed, 1) + "tests: 0 passed, 0 failed, 0 skipped\n",
+	}, {
+		name: "two packages that did not build and one importing one of them",
+		in: `{"ImportPath":"m/p","Action":"build-output","Output":"# m/p\n"}
+{"ImportPath":"m/p","Action":"build-fail"}
+{"Action":"start","Package":"m/p"}
+{"Action":"output","Package":"m/p","Output":"FAIL\tm/p [build failed]\n"}
+{"Action":"fail","Package":"m/p","Elapsed":0,"FailedBuild":"m/p"}
+{"ImportPath":"m/q","Action":"build-output","Output":"# m/q\n"}
+{"ImportPath":"m/q","Action":"build-fail"}
+{"Action":"start","Package":"m/q"}
+{"Action":"start","Package":"m/r"}
+{"Action":"output","Package":"m/r","Output":"FAIL\tm/r [build failed]\n"}
+{"Action":"fail","Package":"m/r","Elapsed":0,"FailedBuild":"m/p"}
+{"Action":"output","Package":"m/q","Output":"FAIL\tm/q [build failed]\n"}
+{"Action":"fail","Package":"m/q","Elapsed":0,"FailedBuild":"m/q"}
+`,
+		code: 1,
+		tail: fmt.Sprintf(packagesFailed, 3) + "tests: 0 passed, 0 failed, 0 skipped\n",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			assert.Equal(t, c.code, run(strings.NewReader(c.in), &out))
+			assert.True(t, strings.HasSuffix(out.String(), c.tail), "got:\n%s", out.String())
+			if !strings.Contains(c.tail, "packages failed") {
+				assert.NotContains(t, out.String(), "packages failed")
+			}
+		})
+	}
 }
 
 // TestSkipsAreNamedAndGroupedByReasonBeforeTheTotals: every skipped test
