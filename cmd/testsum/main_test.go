@@ -117,15 +117,17 @@ func TestWhatFailsTheRun(t *testing.T) {
 
 // TestSkipsAreNamedAndGroupedByReasonBeforeTheTotals: every skipped test
 // is named under the reason it logged, the largest group first, and the
-// totals line stays the last line.
+// totals line stays the last line. No order asked for is the input's: the
+// largest group's reason sorts between the others, its packages and their
+// tests arrive in reverse.
 func TestSkipsAreNamedAndGroupedByReasonBeforeTheTotals(t *testing.T) {
-	in := `{"Action":"run","Package":"kv/stores/redis","Test":"TestDriver"}
+	in := `{"Action":"output","Package":"kv/stores/redis","Test":"TestFaults","Output":"    faults_test.go:12: redis-server not found (apt-get install redis-server)\n"}
+{"Action":"skip","Package":"kv/stores/redis","Test":"TestFaults","Elapsed":0}
+{"Action":"run","Package":"kv/stores/redis","Test":"TestDriver"}
 {"Action":"output","Package":"kv/stores/redis","Test":"TestDriver","Output":"=== RUN   TestDriver\n"}
 {"Action":"output","Package":"kv/stores/redis","Test":"TestDriver","Output":"    redis_test.go:40: redis-server not found (apt-get install redis-server)\n"}
 {"Action":"output","Package":"kv/stores/redis","Test":"TestDriver","Output":"--- SKIP: TestDriver (0.00s)\n"}
 {"Action":"skip","Package":"kv/stores/redis","Test":"TestDriver","Elapsed":0}
-{"Action":"output","Package":"kv/stores/redis","Test":"TestFaults","Output":"    faults_test.go:12: redis-server not found (apt-get install redis-server)\n"}
-{"Action":"skip","Package":"kv/stores/redis","Test":"TestFaults","Elapsed":0}
 {"Action":"output","Package":"kv/cmd/demo","Test":"TestDemo","Output":"    demo_test.go:9: redis-server not found (apt-get install redis-server)\n"}
 {"Action":"skip","Package":"kv/cmd/demo","Test":"TestDemo","Elapsed":0}
 {"Action":"output","Package":"kv/conformance","Test":"TestSuite/hold","Output":"    suite.go:88: a log line first\n"}
