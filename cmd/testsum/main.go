@@ -207,16 +207,18 @@ var logLine = regexp.MustCompile(`^\s*[\w.-]+\.go:\d+: `)
 // skipReason is what a skipped test logged last: its t.Skip message,
 // with the file:line head cut and any continuation lines joined.
 func skipReason(lines []string) string {
-	last := -1
-	for i, l := range lines {
-		if logLine.MatchString(l) {
-			last = i
+	for i := len(lines) - 1; i >= 0; i-- {
+		if logLine.MatchString(lines[i]) {
+			return joinLogged(lines[i:])
 		}
 	}
-	if last < 0 {
-		return noReason
-	}
-	parts := append([]string{logLine.ReplaceAllString(lines[last], "")}, lines[last+1:]...)
+	return noReason
+}
+
+// joinLogged is one logged message on one line: its first line without
+// the file:line head, then its continuation lines, each trimmed.
+func joinLogged(lines []string) string {
+	parts := append([]string{logLine.ReplaceAllString(lines[0], "")}, lines[1:]...)
 	for i := range parts {
 		parts[i] = strings.TrimSpace(parts[i])
 	}

@@ -285,3 +285,22 @@ func TestOutputGoesWithTheResultThatFollowsIt(t *testing.T) {
 		})
 	}
 }
+
+// TestSkipReasonIsTheLastLoggedMessage: a skip's reason is the message it
+// logged last (t.Skip's), its head cut and its continuation lines joined;
+// a skip that logged nothing, or an empty last message, gave none.
+func TestSkipReasonIsTheLastLoggedMessage(t *testing.T) {
+	for _, c := range []struct {
+		lines []string
+		want  string
+	}{
+		{nil, noReason},
+		{[]string{"not a log line\n"}, noReason},
+		{[]string{"    a_test.go:9: no server\n"}, "no server"},
+		{[]string{"    a_test.go:8: a log first\n", "    a_test.go:9: no server\n"}, "no server"},
+		{[]string{"    a_test.go:9: no server\n", "        (install one)\n", "\n"}, "no server (install one)"},
+		{[]string{"    a_test.go:8: a log first\n", "    a_test.go:9: \n"}, noReason},
+	} {
+		assert.Equal(t, c.want, skipReason(c.lines), "lines %q", c.lines)
+	}
+}
