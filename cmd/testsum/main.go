@@ -20,11 +20,14 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -229,18 +232,10 @@ func joinLogged(lines []string) string {
 }
 
 // printSkips prints the skipped tests grouped by reason, the largest
-// group first, each group's tests by package.
+// group first (then by reason), each group's tests by package.
 func printSkips(out io.Writer, skips map[string][]skip) {
-	reasons := make([]string, 0, len(skips))
-	for r := range skips {
-		reasons = append(reasons, r)
-	}
-	sort.Slice(reasons, func(i, j int) bool {
-		a, b := reasons[i], reasons[j]
-		if len(skips[a]) != len(skips[b]) {
-			return len(skips[a]) > len(skips[b])
-		}
-		return a < b
+	reasons := slices.SortedFunc(maps.Keys(skips), func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(skips[b]), len(skips[a])), strings.Compare(a, b))
 	})
 	for _, r := range reasons {
 		fmt.Fprintf(out, "skipped %d: %s\n", len(skips[r]), r)
