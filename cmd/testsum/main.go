@@ -80,7 +80,7 @@ func lines(in io.Reader) <-chan []byte {
 	go func() {
 		defer close(ch)
 		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		sc.Buffer(nil, 1<<24) // lines of up to 16 MiB; the buffer grows as they need
 		for sc.Scan() {
 			ch <- append([]byte(nil), sc.Bytes()...)
 		}

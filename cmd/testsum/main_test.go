@@ -215,14 +215,26 @@ func TestProgressLineNamesAFewRunningPackages(t *testing.T) {
 	}
 }
 
-// TestALineLongerThanTheBoundIsReported: go test's output is read in
-// lines of up to 16 MiB; a longer one ends the reading, and testsum says
-// so rather than summarizing a cut stream as whole.
-func TestALineLongerThanTheBoundIsReported(t *testing.T) {
-	long := `{"Action":"output","Package":"p","Output":"` + strings.Repeat("x", 1<<24) + `"}` + "\n"
-	var out bytes.Buffer
-	run(strings.NewReader(long), &out)
-	assert.Contains(t, out.String(), "testsum: reading go test's output: bufio.Scanner: token too long")
+// TestLinesAreReadUpToTheBound: go test's output is read in lines of up
+// to 16 MiB (a test may log a large value in one line; bufio's default
+// bound is 64 KiB): a line of 1 MiB is read whole (a line that is not an
+// event is passed through), a line past 16 MiB ends the reading, and
+// testsum says so rather than summarizing a cut stream as whole. (A line
+// just under 16 MiB takes 10 s under -race on a busy machine.)
+func TestLinesAreReadUpToTheBound(t *testing.T) {
+	t.Run("under", func(t *testing.T) {
+		line := strings.Repeat("x", 1<<20) + "\n"
+		var out bytes.Buffer
+		run(strings.NewReader(line), &out)
+		assert.True(t, strings.HasPrefix(out.String(), line), "the line is not passed through whole")
+		assert.NotContains(t, out.String(), "testsum: reading go test's output")
+	})
+	t.Run("over", func(t *testing.T) {
+		long := `{"Action":"output","Package":"p","Output":"` + strings.Repeat("x", 1<<24) + `"}` + "\n"
+		var out bytes.Buffer
+		run(strings.NewReader(long), &out)
+		assert.Contains(t, out.String(), "testsum: reading go test's output: bufio.Scanner: token too long")
+	})
 }
 
 // TestAFailedPackageShowsItsOwnOutputNotGoTestsLines: a failed package's
