@@ -29,8 +29,8 @@ func loadSpecFile(name string, stderr io.Writer) (*gen.Spec, bool) {
 func runDiff(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("diff", "diff [-json] OLD NEW", stderr)
 	asJSON := fs.Bool("json", false, "print the differences as JSON (field names: docs/sdk-ci.md)")
-	if code := parse(fs, args); code >= 0 {
-		return code
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
 	}
 	if fs.NArg() != 2 {
 		fmt.Fprintln(stderr, "drivergen diff: want two spec files, OLD and NEW")

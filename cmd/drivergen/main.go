@@ -87,15 +87,13 @@ func newFlags(name, usageLine string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args; it returns -1 to go on, or the exit code.
-func parse(fs *flag.FlagSet, args []string) int {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+// flagExit is a command's exit code when fs.Parse failed, having printed
+// why: 0 when -help asked for the usage, 2 for a flag it does not take.
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
 	}
-	return -1
+	return 2
 }
 
 // loadAndGenerate loads specDir and renders every package.
@@ -113,25 +111,26 @@ func loadAndGenerate(specDir string, stderr io.Writer) (map[string][]byte, bool)
 	return files, true
 }
 
-// noArgs refuses positional arguments for a command that takes none.
-func noArgs(fs *flag.FlagSet, stderr io.Writer) int {
+// extraArgs reports, having said so, that a command taking flags only was
+// given positional arguments (a usage error: exit 2).
+func extraArgs(fs *flag.FlagSet, stderr io.Writer) bool {
 	if fs.NArg() == 0 {
-		return -1
+		return false
 	}
 	fmt.Fprintf(stderr, "drivergen %s: unexpected argument %q; the command takes flags only\n", fs.Name(), fs.Arg(0))
 	fs.Usage()
-	return 2
+	return true
 }
 
 func runGenerate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("generate", "generate [-spec DIR] [-out DIR]", stderr)
 	specDir := fs.String("spec", "spec", "folder of spec files")
 	outDir := fs.String("out", "generated", "folder to write packages into (per store, <store>/ and <store>/<store>cases/)")
-	if code := parse(fs, args); code >= 0 {
-		return code
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
 	}
-	if code := noArgs(fs, stderr); code >= 0 {
-		return code
+	if extraArgs(fs, stderr) {
+		return 2
 	}
 	start := time.Now()
 	files, ok := loadAndGenerate(*specDir, stderr)
@@ -236,11 +235,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("check", "check [-spec DIR] [-out DIR]", stderr)
 	specDir := fs.String("spec", "spec", "folder of spec files")
 	outDir := fs.String("out", "generated", "folder of generated packages")
-	if code := parse(fs, args); code >= 0 {
-		return code
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
 	}
-	if code := noArgs(fs, stderr); code >= 0 {
-		return code
+	if extraArgs(fs, stderr) {
+		return 2
 	}
 	files, ok := loadAndGenerate(*specDir, stderr)
 	if !ok {
@@ -323,8 +322,8 @@ func validateFiles(names []string, stdout, stderr io.Writer, check func(*gen.Spe
 func runNew(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("new", "new [-root DIR] STORE", stderr)
 	root := fs.String("root", ".", "repository root")
-	if code := parse(fs, args); code >= 0 {
-		return code
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

@@ -166,22 +166,59 @@ func TestNewScaffoldsAStoreAndRefusesToOverwrite(t *testing.T) {
 	assert.Contains(t, stderr, "not a directory")
 }
 
+// TestUsageAndUnknownCommands: drivergen alone is a usage error, help is
+// not; the usage names each command, one a line, with its arguments and
+// what it does; an unknown command is refused with the usage.
 func TestUsageAndUnknownCommands(t *testing.T) {
 	code, out, _ := runCLI()
 	assert.Equal(t, 2, code, "no command is a usage error")
 	assert.Contains(t, out, "drivergen generate", "and prints the usage")
-	code, out, _ = runCLI("--help")
-	assert.Equal(t, 0, code)
-	for _, c := range []string{"generate", "check", "validate", "new"} {
-		assert.Contains(t, out, "drivergen "+c)
+	for _, help := range []string{"-h", "-help", "--help", "help"} {
+		code, out, _ = runCLI(help)
+		assert.Equal(t, 0, code, help)
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		require.Len(t, lines, 3+len(commands)+2, help)
+		assert.Equal(t, []string{"drivergen turns store specs (spec/*.yaml) into Go (generated/).", "", "Usage:"}, lines[:3])
+		for i, c := range commands {
+			assert.Regexp(t, "^  drivergen "+regexp.QuoteMeta(c.usage)+" +"+regexp.QuoteMeta(c.summary)+"$", lines[3+i])
+		}
+		assert.Equal(t, []string{"", "Run 'drivergen COMMAND -help' for a command's flags."}, lines[3+len(commands):])
 	}
 	code, _, stderr := runCLI("frobnicate")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, `unknown command "frobnicate"`)
-	for _, c := range []string{"generate", "check", "validate", "new"} {
-		code, _, stderr := runCLI(c, "-help")
-		assert.Equal(t, 0, code, c)
-		assert.Contains(t, stderr, "usage: drivergen "+c)
+	assert.Contains(t, stderr, "Usage:")
+}
+
+// TestEveryCommandTakesHelpAndRefusesABadFlag: each command's -help prints
+// its usage and does nothing else (exit 0: run from this folder, which
+// holds no spec/, a command that went on would fail or write); a flag it
+// does not take is a usage error (exit 2); a command taking flags only
+// refuses an argument (exit 2).
+func TestEveryCommandTakesHelpAndRefusesABadFlag(t *testing.T) {
+	from := filepath.Join(t.TempDir(), "hdr-1.yaml") // a copy: a broken new --from writes beside it
+	src, err := os.ReadFile(oldSpec)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(from, src, 0o644))
+	for _, cmd := range [][]string{{"generate"}, {"check"}, {"validate"}, {"new"}, {"new", "--from", from}, {"diff"}} {
+		name := strings.Join(cmd, " ")
+		code, out, stderr := runCLI(append(cmd, "-help")...)
+		assert.Equal(t, 0, code, name)
+		assert.Empty(t, out, name)
+		assert.Regexp(t, "^usage: drivergen "+cmd[0]+" ", stderr, name)
+
+		code, out, stderr = runCLI(append(cmd, "-bogus")...)
+		assert.Equal(t, 2, code, name)
+		assert.Empty(t, out, name)
+		assert.Contains(t, stderr, "flag provided but not defined: -bogus", name)
+		assert.Contains(t, stderr, "usage: drivergen "+cmd[0]+" ", name)
+	}
+	for _, cmd := range [][]string{{"generate"}, {"check"}, {"new", "--from", from, "--version", "2"}} {
+		name := strings.Join(cmd, " ")
+		code, out, stderr := runCLI(append(cmd, "extra")...)
+		assert.Equal(t, 2, code, name)
+		assert.Empty(t, out, name)
+		assert.Contains(t, stderr, "drivergen "+cmd[0]+`: unexpected argument "extra"; the command takes flags only`, name)
 	}
 }
 

@@ -41,11 +41,11 @@ func runNewVersion(args []string, stdout, stderr io.Writer) int {
 	from := fs.String("from", "", "the spec of the last SDK version")
 	version := fs.String("version", "", "the new SDK version")
 	out := fs.String("o", "", "the file to write (default: STORE-VERSION.yaml beside --from)")
-	if code := parse(fs, args); code >= 0 {
-		return code
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
 	}
-	if code := noArgs(fs, stderr); code >= 0 {
-		return code
+	if extraArgs(fs, stderr) {
+		return 2
 	}
 	if *from == "" || *version == "" {
 		fmt.Fprintln(stderr, "drivergen new: --from needs --version V, the SDK version the new spec holds for")
