@@ -260,3 +260,25 @@ func TestNewTakesNamesOnlyAsOnePlainSegment(t *testing.T) {
 	assert.Equal(t, 0, code, stderr)
 	assert.FileExists(t, filepath.Join(dir, "hdr-0.3.12.post1+b1_x.yaml"))
 }
+
+// TestNameCharactersAtTheirRangesEnds: a version is ASCII letters, digits
+// and "._+-", starting with a letter or a digit; a store is lower-case
+// letters and digits, starting with a letter. Each range is tried at both
+// ends and at the character just past each.
+func TestNameCharactersAtTheirRangesEnds(t *testing.T) {
+	for _, c := range []struct {
+		s                 string
+		version, package_ bool
+	}{
+		{"a", true, true}, {"z", true, true}, {"A", true, false}, {"Z", true, false},
+		{"0", true, false}, {"9", true, false},
+		{"az09", true, true}, {"aAzZ09", true, false}, {"z9", true, true}, {"0.3.12.post1+x_y-z", true, false},
+		{"`", false, false}, {"{", false, false}, {"@", false, false}, {"[", false, false}, {"/", false, false}, {":", false, false},
+		{"a`", false, false}, {"a{", false, false}, {"a@", false, false}, {"a[", false, false}, {"a/", false, false}, {"a:", false, false},
+		{".a", false, false}, {"_a", false, false}, {"+a", false, false}, {"-a", false, false}, {"a.", true, false},
+		{"", false, false}, {"é", false, false}, {"aé", false, false},
+	} {
+		assert.Equal(t, c.version, plainSegment("--version", c.s) == nil, "version %q", c.s)
+		assert.Equal(t, c.package_, isPackageName(c.s), "store %q", c.s)
+	}
+}
