@@ -113,6 +113,8 @@ func TestNewFromStartsTheNextVersion(t *testing.T) {
 	assert.Contains(t, out, "wrote "+to+" (store hdr, Hdr20Rc1 in generated/hdr, SDK hdr-sdk 2.0-rc1)")
 	got, err := os.ReadFile(to)
 	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(got), "# Started from "+from+" by 'drivergen new --from': read the SDK's changes since\n# [1], edit what they change, then 'drivergen diff "+from+" "+to+"'.\n"+strings.SplitAfter(string(src), "\n")[0]),
+		"the copy starts by saying where it came from and what to do, then the origin's text:\n%s", got)
 	assert.Contains(t, string(got), "# gen/diff_test.go: new.yaml differs", "comments are kept")
 	assert.Contains(t, string(got), `sdk: {name: hdr-sdk, versions: ["2.0-rc1"]}`)
 
