@@ -150,9 +150,12 @@ func TestNewFromRewritesABlockList(t *testing.T) {
 
 // TestNewFromEmptiesVerified: a new release was verified on no commit, so
 // the copy's sdk.verified is empty, whether the origin wrote it as a flow
-// or a block list.
+// or a block list, or on one line with sdk.versions, before or after it
+// (two edits of one line, made from its end).
 func TestNewFromEmptiesVerified(t *testing.T) {
 	for in, want := range map[string]string{
+		"store: s\nsdk: {name: n, versions: [\"1.0.0\"], verified: [\"3b5a59413\"]}\ncodes: {}\n":                   "store: s\nsdk: {name: n, versions: [\"2\"], verified: []}\ncodes: {}\n",
+		"store: s\nsdk: {name: n, verified: [\"3b5a59413\"], versions: [\"1.0.0\"]}\ncodes: {}\n":                   "store: s\nsdk: {name: n, verified: [], versions: [\"2\"]}\ncodes: {}\n",
 		"store: s\nsdk:\n  name: n\n  versions: [\"1\"]\n  verified: [\"3b5a59413\"] # main\ncodes: {}\n":           "store: s\nsdk:\n  name: n\n  versions: [\"2\"]\n  verified: [] # main\ncodes: {}\n",
 		"store: s\nsdk:\n  name: n\n  versions: [\"1\"]\n  verified:\n    - 3b5a59413\n    - 0123abcd\ncodes: {}\n": "store: s\nsdk:\n  name: n\n  versions: [\"2\"]\n  verified: []\ncodes: {}\n",
 	} {

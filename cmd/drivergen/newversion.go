@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -136,7 +138,6 @@ func respec(data []byte, version string) ([]byte, error) {
 		return nil, errors.New("no sdk.versions list to rewrite")
 	}
 	lines := strings.SplitAfter(string(data), "\n")
-	// Edits go from the bottom up, so earlier positions stay true.
 	type edit struct {
 		line, col, end int // 1-based line; byte columns [col, end) of that line
 		with           string
@@ -184,14 +185,10 @@ func respec(data []byte, version string) ([]byte, error) {
 			edits = append(edits, edit{vk2.Line, colon, colon, " []"})
 		}
 	}
-	// Apply from the last line up, so earlier positions stay true.
-	for i := 0; i < len(edits); i++ {
-		for j := i + 1; j < len(edits); j++ {
-			if edits[j].line > edits[i].line || edits[j].line == edits[i].line && edits[j].col > edits[i].col {
-				edits[i], edits[j] = edits[j], edits[i]
-			}
-		}
-	}
+	// Each line is its own string, so only edits of one line touch each
+	// other's positions: apply them from the line's end, so earlier
+	// positions stay true.
+	slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(b.col, a.col) })
 	for _, e := range edits {
 		l := lines[e.line-1]
 		lines[e.line-1] = l[:e.col] + e.with + l[e.end:]
