@@ -111,6 +111,7 @@ func TestNewFromStartsTheNextVersion(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	to := filepath.Join(dir, "hdr-2.0-rc1.yaml")
 	assert.Contains(t, out, "wrote "+to+" (store hdr, Hdr20Rc1 in generated/hdr, SDK hdr-sdk 2.0-rc1)")
+	assertPerm(t, to, 0o644)
 	got, err := os.ReadFile(to)
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(got), "# Started from "+from+" by 'drivergen new --from': read the SDK's changes since\n# [1], edit what they change, then 'drivergen diff "+from+" "+to+"'.\n"+strings.SplitAfter(string(src), "\n")[0]),

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -147,8 +148,10 @@ func TestNewScaffoldsAStoreAndRefusesToOverwrite(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "spec/acme.yaml")
 	for _, f := range []string{"spec/acme.yaml", "stores/acme/driver.go", "stores/acme/conformance_test.go", "stores/acme/kit_test.go", "stores/acme/deps.sh"} {
-		_, err := os.Stat(filepath.Join(root, f))
-		assert.NoError(t, err, f)
+		assertPerm(t, filepath.Join(root, f), 0o644)
+	}
+	for _, d := range []string{"spec", "stores", "stores/acme"} {
+		assertPerm(t, filepath.Join(root, d), 0o755)
 	}
 	code, _, _ = runCLI("validate", filepath.Join(root, "spec/acme.yaml"))
 	assert.Equal(t, 0, code, "the scaffolded spec is valid")
@@ -160,6 +163,12 @@ func TestNewScaffoldsAStoreAndRefusesToOverwrite(t *testing.T) {
 	assert.Contains(t, stderr, "refusing to overwrite")
 	code, _, _ = runCLI("new", "-root", root, "Bad-Name")
 	assert.Equal(t, 2, code)
+	for _, args := range [][]string{{}, {"one", "two"}} {
+		code, out, stderr = runCLI(append([]string{"new", "-root", t.TempDir()}, args...)...)
+		assert.Equal(t, 2, code, "new takes one store: %q", args)
+		assert.Empty(t, out)
+		assert.Contains(t, stderr, "usage: drivergen new [-root DIR] STORE")
+	}
 	notDir := filepath.Join(root, "spec/acme.yaml") // a file: no folder can be made under it
 	code, _, stderr = runCLI("new", "-root", notDir, "acme")
 	assert.Equal(t, 1, code, "a folder that cannot be made fails the command")
@@ -222,7 +231,26 @@ func TestEveryCommandTakesHelpAndRefusesABadFlag(t *testing.T) {
 	}
 }
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// umask is the process's file mode creation mask, read before any test
+// runs: the modes drivergen asks for, less these bits, are the modes its
+// files get.
+var umask os.FileMode
+
+func TestMain(m *testing.M) {
+	old := syscall.Umask(0)
+	syscall.Umask(old)
+	umask = os.FileMode(old)
+	goleak.VerifyTestMain(m)
+}
+
+// assertPerm asserts that path's permission bits are perm less the umask.
+func assertPerm(t *testing.T, path string, perm os.FileMode) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if assert.NoError(t, err) {
+		assert.Equal(t, perm&^umask, fi.Mode().Perm(), "%s's mode", path)
+	}
+}
 
 // TestAScaffoldedStoreCompiles scaffolds a store in a copy of the module,
 // generates its package, vets it and runs its test: a driver author's first
