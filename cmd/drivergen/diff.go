@@ -51,12 +51,12 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	}
 	d := gen.Diff(a, b)
 	if *asJSON {
-		out, err := json.MarshalIndent(d, "", "  ")
-		if err != nil {
-			fmt.Fprintln(stderr, err)
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(d); err != nil {
+			fmt.Fprintf(stderr, "drivergen diff: writing the JSON: %v\n", err)
 			return 2
 		}
-		fmt.Fprintf(stdout, "%s\n", out)
 	} else {
 		fmt.Fprint(stdout, d.Text())
 	}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,6 +86,20 @@ func TestDiffRedis7ToValkey81(t *testing.T) {
 		"+ store/NIL: store answers NIL(-1) => FAULT code -1, written no",
 		"- store/LOST: store answers LOST(-4) => FAULT code -4, written no",
 	}, changes, out)
+}
+
+// failingWriter fails every write, as a closed pipe does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+// TestDiffJSONThatCannotBeWrittenIsTrouble: diff -json whose output cannot
+// be written exits 2 (trouble), not 0 or 1, which would answer whether
+// the specs differ.
+func TestDiffJSONThatCannotBeWrittenIsTrouble(t *testing.T) {
+	var stderr bytes.Buffer
+	assert.Equal(t, 2, run([]string{"diff", "-json", oldSpec, oldSpec}, failingWriter{}, &stderr))
+	assert.Equal(t, "drivergen diff: writing the JSON: broken pipe\n", stderr.String())
 }
 
 func TestDiffUsage(t *testing.T) {
