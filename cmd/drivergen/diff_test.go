@@ -304,3 +304,23 @@ func TestNameCharactersAtTheirRangesEnds(t *testing.T) {
 		assert.Equal(t, c.package_, isPackageName(c.s), "store %q", c.s)
 	}
 }
+
+// TestNewFromRefusesAListItCannotRewrite: new --from rewrites a flow list
+// only on one line; one spanning lines is refused (exit 1) with where it
+// is and what to do, and nothing is written.
+func TestNewFromRefusesAListItCannotRewrite(t *testing.T) {
+	dir := t.TempDir()
+	from := filepath.Join(dir, "hdr-1.yaml")
+	src, err := os.ReadFile(oldSpec)
+	require.NoError(t, err)
+	spans := strings.Replace(string(src), `versions: ["1"]}`, "versions: [\"1\",\n    \"1.1\"]}", 1)
+	require.NotEqual(t, string(src), spans)
+	require.NoError(t, os.WriteFile(from, []byte(spans), 0o644))
+	code, out, stderr := runCLI("new", "--from", from, "--version", "2")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "drivergen new: "+from+": line 4: sdk.versions spans lines; write it on one line\n", stderr)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "only the origin is there")
+}
