@@ -8,19 +8,20 @@ import (
 	"github.com/kvblob/kvblob/gen"
 )
 
-// loadSpecFile reads and loads one spec file, printing its errors.
-func loadSpecFile(name string, stderr io.Writer) (*gen.Spec, bool) {
+// loadSpecFile reads and loads one spec file, printing its errors; it
+// returns the spec and the file's bytes.
+func loadSpecFile(name string, stderr io.Writer) (*gen.Spec, []byte, bool) {
 	data, err := gen.ReadSpec(name)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return nil, false
+		return nil, nil, false
 	}
 	s, err := gen.Load(name, data)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return nil, false
+		return nil, nil, false
 	}
-	return s, true
+	return s, data, true
 }
 
 // runDiff is 'drivergen diff [-json] OLD NEW': what a reviewer of a new SDK
@@ -37,11 +38,11 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	a, ok := loadSpecFile(fs.Arg(0), stderr)
+	a, _, ok := loadSpecFile(fs.Arg(0), stderr)
 	if !ok {
 		return 2
 	}
-	b, ok := loadSpecFile(fs.Arg(1), stderr)
+	b, _, ok := loadSpecFile(fs.Arg(1), stderr)
 	if !ok {
 		return 2
 	}

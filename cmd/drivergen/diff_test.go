@@ -305,22 +305,36 @@ func TestNameCharactersAtTheirRangesEnds(t *testing.T) {
 	}
 }
 
-// TestNewFromRefusesAListItCannotRewrite: new --from rewrites a flow list
-// only on one line; one spanning lines is refused (exit 1) with where it
-// is and what to do, and nothing is written.
-func TestNewFromRefusesAListItCannotRewrite(t *testing.T) {
-	dir := t.TempDir()
-	from := filepath.Join(dir, "hdr-1.yaml")
+// TestNewFromRefusesWhatItCannotCopy: new --from refuses (exit 1), saying
+// what and where, and writing nothing, an origin it cannot read or load,
+// an sdk.versions flow list spanning lines (it rewrites one only on one
+// line), and a copy that does not load beside its origin (both holding
+// for one version).
+func TestNewFromRefusesWhatItCannotCopy(t *testing.T) {
 	src, err := os.ReadFile(oldSpec)
 	require.NoError(t, err)
-	spans := strings.Replace(string(src), `versions: ["1"]}`, "versions: [\"1\",\n    \"1.1\"]}", 1)
-	require.NotEqual(t, string(src), spans)
-	require.NoError(t, os.WriteFile(from, []byte(spans), 0o644))
-	code, out, stderr := runCLI("new", "--from", from, "--version", "2")
-	assert.Equal(t, 1, code)
-	assert.Empty(t, out)
-	assert.Equal(t, "drivergen new: "+from+": line 4: sdk.versions spans lines; write it on one line\n", stderr)
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	assert.Len(t, entries, 1, "only the origin is there")
+	for _, c := range []struct {
+		name, origin, version, want string // origin "": none
+	}{
+		{"no origin", "", "2", "hdr-1.yaml: no such file or directory"},
+		{"an origin that does not load", "store: hdr\n", "2", "hdr-1.yaml:1:1: "},
+		{"versions spanning lines", strings.Replace(string(src), `versions: ["1"]}`, "versions: [\"1\",\n    \"1.1\"]}", 1), "2",
+			"drivergen new: {from}: line 4: sdk.versions spans lines; write it on one line\n"},
+		{"the origin's own version", string(src), "1", "drivergen new: the copy does not load:\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			from := filepath.Join(dir, "hdr-1.yaml")
+			if c.origin != "" {
+				require.NoError(t, os.WriteFile(from, []byte(c.origin), 0o644))
+			}
+			code, out, stderr := runCLI("new", "--from", from, "--version", c.version, "-o", filepath.Join(dir, "copy.yaml"))
+			assert.Equal(t, 1, code)
+			assert.Empty(t, out)
+			assert.Contains(t, stderr, strings.ReplaceAll(c.want, "{from}", from))
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, len(entries), 1, "only the origin is there")
+		})
+	}
 }

@@ -57,7 +57,7 @@ func runNewVersion(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "drivergen new: %v\n", err)
 		return 2
 	}
-	old, ok := loadSpecFile(*from, stderr)
+	old, data, ok := loadSpecFile(*from, stderr)
 	if !ok {
 		return 1
 	}
@@ -66,11 +66,6 @@ func runNewVersion(args []string, stdout, stderr io.Writer) int {
 		// lower-case letters and digits) and *version a plain segment, so
 		// the file lands beside --from, never elsewhere.
 		*out = filepath.Join(filepath.Dir(*from), old.Store+"-"+*version+".yaml")
-	}
-	data, err := gen.ReadSpec(*from)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
 	}
 	text, err := respec(data, *version)
 	if err != nil {
