@@ -195,9 +195,7 @@ func writeFiles(outDir string, names []string, files map[string][]byte) error {
 	temps := make([]string, 0, len(names))
 	defer func() {
 		for _, t := range temps {
-			if t != "" {
-				os.Remove(t)
-			}
+			os.Remove(t) // a temporary file renamed into place is gone already
 		}
 	}()
 	for _, name := range names {
@@ -226,7 +224,6 @@ func writeFiles(outDir string, names []string, files map[string][]byte) error {
 		if err := os.Rename(temps[i], p); err != nil {
 			return fmt.Errorf("%w (files before %s were replaced)", err, name)
 		}
-		temps[i] = ""
 	}
 	return nil
 }
