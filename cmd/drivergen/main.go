@@ -244,7 +244,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	differ, stale, err := gen.Drift(*outDir, files)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintf(stderr, "drivergen check: %v\n", err)
 		return 1
 	}
 	if len(differ) == 0 && len(stale) == 0 {

@@ -544,3 +544,23 @@ func TestSpecErrorsNameThePathGiven(t *testing.T) {
 		assert.Regexp(t, "^"+regexp.QuoteMeta(p)+`:\d+:1: unknown key "stroe"`, stderr, verb)
 	}
 }
+
+// TestGenerateAndCheckSayWhyTheyCannotReadTheTree: a package folder of
+// generated/ that cannot be read (here a file where the folder belongs)
+// fails generate and check (exit 1), naming it and why.
+func TestGenerateAndCheckSayWhyTheyCannotReadTheTree(t *testing.T) {
+	dir := copyTree(t)
+	specDir, outDir := filepath.Join(dir, "spec"), filepath.Join(dir, "generated")
+	memory := filepath.Join(outDir, "memory")
+	require.NoError(t, os.RemoveAll(memory))
+	require.NoError(t, os.WriteFile(memory, nil, 0o644))
+	for verb, want := range map[string]string{
+		"check":    "drivergen check: open " + memory + ": not a directory\n",
+		"generate": "drivergen generate: stat " + filepath.Join(memory, "memorycases") + ": not a directory\n",
+	} {
+		code, out, stderr := runCLI(verb, "-spec", specDir, "-out", outDir)
+		assert.Equal(t, 1, code, verb)
+		assert.Empty(t, out, verb)
+		assert.Equal(t, want, stderr, verb)
+	}
+}
