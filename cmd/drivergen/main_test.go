@@ -146,10 +146,13 @@ func TestNewScaffoldsAStoreAndRefusesToOverwrite(t *testing.T) {
 	root := t.TempDir()
 	code, out, _ := runCLI("new", "-root", root, "acme")
 	require.Equal(t, 0, code)
-	assert.Contains(t, out, "spec/acme.yaml")
+	var wrote string
 	for _, f := range []string{"spec/acme.yaml", "stores/acme/driver.go", "stores/acme/conformance_test.go", "stores/acme/kit_test.go", "stores/acme/deps.sh"} {
 		assertPerm(t, filepath.Join(root, f), 0o644)
+		wrote += "wrote " + filepath.Join(root, f) + "\n"
 	}
+	assert.Equal(t, wrote+strings.NewReplacer("STORE", "acme", "SPECGO", "Acme").Replace(nextSteps), out,
+		"new names each file it wrote, then the next steps for the store")
 	for _, d := range []string{"spec", "stores", "stores/acme"} {
 		assertPerm(t, filepath.Join(root, d), 0o755)
 	}
