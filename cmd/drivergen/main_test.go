@@ -567,3 +567,38 @@ func TestGenerateAndCheckSayWhyTheyCannotReadTheTree(t *testing.T) {
 		assert.Equal(t, want, stderr, verb)
 	}
 }
+
+// TestValidateUsageErrors: validate needs at least one file, and -header
+// and -enum each need the other; each is a usage error (exit 2) that says
+// so, and nothing is validated.
+func TestValidateUsageErrors(t *testing.T) {
+	const spec = "../../spec/memory.yaml"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "usage: drivergen validate "},
+		{[]string{"-header", "../../gen/testdata/header/ok", "-enum", "ErrorCode"}, "usage: drivergen validate "},
+		{[]string{"-enum", "ErrorCode", spec}, "drivergen validate: -enum needs -header\n"},
+		{[]string{"-header", "../../gen/testdata/header/ok", spec}, "drivergen validate: -header needs -enum NAME"},
+	} {
+		code, out, stderr := runCLI(append([]string{"validate"}, c.args...)...)
+		assert.Equal(t, 2, code, "%q", c.args)
+		assert.Empty(t, out, "%q", c.args)
+		assert.True(t, strings.HasPrefix(stderr, c.want), "%q: %s", c.args, stderr)
+	}
+}
+
+// TestValidateForABuildKeepsWhatItCannotRead: with -sdk-version, a file
+// that does not read or load is kept, not left out, so that validation
+// names its errors.
+func TestValidateForABuildKeepsWhatItCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	missing, broken := filepath.Join(dir, "missing.yaml"), filepath.Join(dir, "broken.yaml")
+	require.NoError(t, os.WriteFile(broken, []byte("store: x\n"), 0o644))
+	code, out, stderr := runCLI("validate", "-sdk-version", "1", missing, broken)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Contains(t, stderr, missing+": no such file or directory")
+	assert.Contains(t, stderr, broken+":1:1: ")
+}
