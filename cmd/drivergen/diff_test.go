@@ -338,3 +338,26 @@ func TestNewFromRefusesWhatItCannotCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestRespecRefusesWhatItCannotRewrite: respec rewrites only a mapping
+// whose sdk is a mapping holding a versions list (and a verified list,
+// when given), each flow list on one line; anything else is an error
+// saying what it found, never a panic or a half-rewritten copy.
+func TestRespecRefusesWhatItCannotRewrite(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"[1, 2]\n", "not a spec mapping"},
+		{"", "not a spec mapping"},
+		{"store: s\n", "no sdk to rewrite"},
+		{"store: s\nsdk: x\n", "no sdk to rewrite"},
+		{"sdk: {name: n}\n", "no sdk.versions list to rewrite"},
+		{"sdk: {versions: \"1\"}\n", "no sdk.versions list to rewrite"},
+		{"sdk: {versions: [\"1\",\n  \"2\"]}\n", "line 1: sdk.versions spans lines; write it on one line"},
+		{"sdk: {versions: [\"1\"], verified: abc}\n", "sdk.verified is not a list"},
+		{"sdk: {versions: [\"1\"], verified: [a,\n  b]}\n", "line 1: sdk.verified spans lines; write it on one line"},
+	} {
+		_, err := respec([]byte(c.in), "2")
+		if assert.Error(t, err, "%q", c.in) {
+			assert.Equal(t, c.want, err.Error(), "%q", c.in)
+		}
+	}
+}

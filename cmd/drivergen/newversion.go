@@ -138,46 +138,38 @@ func respec(data []byte, version string) ([]byte, error) {
 		with           string
 	}
 	var edits []edit
-	newVersions := "[" + strconv.Quote(version) + "]"
-	if vv.Style&yaml.FlowStyle != 0 {
-		l := lines[vv.Line-1]
-		start := vv.Column - 1
-		end := strings.IndexByte(l[start:], ']')
-		if end < 0 {
-			return nil, fmt.Errorf("line %d: sdk.versions spans lines; write it on one line", vv.Line)
+	// replace adds the edits that write the list v (of key k, named name)
+	// as with: a flow list's brackets and what they hold, on its one line;
+	// a block list's lines, with "key: with" written on its key's line.
+	replace := func(k, v *yaml.Node, name, with string) error {
+		if v.Style&yaml.FlowStyle != 0 {
+			start := v.Column - 1
+			list, _, closed := strings.Cut(lines[v.Line-1][start:], "]")
+			if !closed {
+				return fmt.Errorf("line %d: %s spans lines; write it on one line", v.Line, name)
+			}
+			edits = append(edits, edit{v.Line, start, start + len(list) + 1, with})
+			return nil
 		}
-		edits = append(edits, edit{vv.Line, start, start + end + 1, newVersions})
-	} else {
-		last := vv.Content[len(vv.Content)-1].Line
-		for l := last; l >= vv.Content[0].Line; l-- {
+		for l := v.Content[len(v.Content)-1].Line; l >= v.Content[0].Line; l-- {
 			edits = append(edits, edit{l, 0, len(lines[l-1]), ""})
 		}
-		kl := lines[vk.Line-1]
-		colon := strings.IndexByte(kl[vk.Column-1:], ':') + vk.Column
-		edits = append(edits, edit{vk.Line, colon, colon, " " + newVersions})
+		colon := strings.IndexByte(lines[k.Line-1][k.Column-1:], ':') + k.Column
+		edits = append(edits, edit{k.Line, colon, colon, " " + with})
+		return nil
+	}
+	if err := replace(vk, vv, "sdk.versions", "["+strconv.Quote(version)+"]"); err != nil {
+		return nil, err
 	}
 	// A new release was verified on no commit yet: sdk.verified starts
 	// empty, so every build of it is unverified until the gate passed on
 	// it and its commit is added.
-	if vk2, vf := value(sdk, "verified"); vf != nil {
+	if vk, vf := value(sdk, "verified"); vf != nil {
 		if vf.Kind != yaml.SequenceNode {
 			return nil, errors.New("sdk.verified is not a list")
 		}
-		if vf.Style&yaml.FlowStyle != 0 {
-			l := lines[vf.Line-1]
-			start := vf.Column - 1
-			end := strings.IndexByte(l[start:], ']')
-			if end < 0 {
-				return nil, fmt.Errorf("line %d: sdk.verified spans lines; write it on one line", vf.Line)
-			}
-			edits = append(edits, edit{vf.Line, start, start + end + 1, "[]"})
-		} else {
-			for l := vf.Content[len(vf.Content)-1].Line; l >= vf.Content[0].Line; l-- {
-				edits = append(edits, edit{l, 0, len(lines[l-1]), ""})
-			}
-			kl := lines[vk2.Line-1]
-			colon := strings.IndexByte(kl[vk2.Column-1:], ':') + vk2.Column
-			edits = append(edits, edit{vk2.Line, colon, colon, " []"})
+		if err := replace(vk, vf, "sdk.verified", "[]"); err != nil {
+			return nil, err
 		}
 	}
 	// Each line is its own string, so only edits of one line touch each
