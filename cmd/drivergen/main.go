@@ -27,8 +27,14 @@ import (
 	"github.com/kvblob/kvblob/gen"
 )
 
-var log = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, NoColor: true, PartsExclude: []string{zerolog.TimestampFieldName}}).
-	With().Str("tool", "drivergen").Logger()
+var log = newLog(os.Stderr)
+
+// newLog is drivergen's log, written to w: what generate did, a line per
+// file it wrote or removed.
+func newLog(w io.Writer) zerolog.Logger {
+	return zerolog.New(zerolog.ConsoleWriter{Out: w, NoColor: true, PartsExclude: []string{zerolog.TimestampFieldName}}).
+		With().Str("tool", "drivergen").Logger()
+}
 
 type command struct {
 	name, usage, summary string

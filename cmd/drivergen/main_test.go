@@ -97,10 +97,20 @@ func TestCheckNamesEachStaleFile(t *testing.T) {
 		for _, p := range files {
 			assert.Contains(t, stderr, p+": generated file that no spec produces any more")
 		}
+		var logged bytes.Buffer
+		log = newLog(&logged)
 		code, _, stderr = runCLI("generate", "-spec", specDir, "-out", outDir)
+		log = newLog(os.Stderr)
 		require.Equal(t, 0, code, stderr)
 		_, err := os.Stat(old)
 		assert.True(t, os.IsNotExist(err), "generate removes a stale package folder with its files")
+		for _, p := range files {
+			assert.Contains(t, logged.String(), "INF removed stale generated file file="+p+" tool=drivergen\n")
+		}
+		for _, p := range []string{filepath.Join(old, "memorycases"), old} {
+			assert.Contains(t, logged.String(), "INF removed stale package folder folder="+p+" tool=drivergen\n")
+		}
+		assert.Regexp(t, `INF generate done files=\d+ removed=2 took=\S+ tool=drivergen written=0\n$`, logged.String())
 
 		// A folder holding Go drivergen did not write is never touched.
 		require.NoError(t, os.MkdirAll(old, 0o755))
