@@ -361,3 +361,24 @@ func TestRespecRefusesWhatItCannotRewrite(t *testing.T) {
 		}
 	}
 }
+
+// TestNewFromRemovesACopyItCouldNotWrite: a copy whose write failed is
+// removed, and new --from fails saying why (here the file is opened
+// read-only, so its write fails).
+func TestNewFromRemovesACopyItCouldNotWrite(t *testing.T) {
+	dir := t.TempDir()
+	from := filepath.Join(dir, "hdr-1.yaml")
+	src, err := os.ReadFile(oldSpec)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(from, src, 0o644))
+	createSpec = func(name string) (*os.File, error) {
+		return os.OpenFile(name, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
+	defer func() { createSpec = createSpecFile }()
+	code, out, stderr := runCLI("new", "--from", from, "--version", "2")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Contains(t, stderr, "bad file descriptor")
+	_, err = os.Stat(filepath.Join(dir, "hdr-2.yaml"))
+	assert.True(t, os.IsNotExist(err), "the copy is removed")
+}

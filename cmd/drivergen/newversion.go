@@ -83,7 +83,7 @@ func runNewVersion(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "drivergen new: the copy does not load:\n%v\n", err)
 		return 1
 	}
-	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := createSpec(*out)
 	if errors.Is(err, os.ErrExist) {
 		fmt.Fprintf(stderr, "drivergen new: %s exists; refusing to overwrite it\n", *out)
 		return 1
@@ -104,6 +104,14 @@ func runNewVersion(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "wrote %s (store %s, %s in generated/%s, SDK %s %s)\n", *out, old.Store, s.GoName(), gen.StorePackage(old.Store), old.SDK.Name, *version)
 	fmt.Fprintf(stdout, "next: edit it for the SDK's changes, 'drivergen diff %s %s', 'make generate', then the gate\n", *from, *out)
 	return 0
+}
+
+// createSpec is createSpecFile; tests replace it to fail the write.
+var createSpec = createSpecFile
+
+// createSpecFile creates the new spec's file, never over an existing one.
+func createSpecFile(name string) (*os.File, error) {
+	return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
 // respec returns data with sdk.versions set to [version] and sdk.verified
