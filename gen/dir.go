@@ -404,7 +404,8 @@ func isGeneratedFile(p string) (bool, error) {
 // repository root would put packages beside it), a package path that is
 // not a folder, and a package folder holding Go that drivergen did not
 // write (a file without its header, other than a _test.go), which it would
-// overwrite or mix its package into.
+// overwrite or mix its package into. It names every such path, and every
+// one it could not read.
 func CheckOut(outDir string, want map[string][]byte) error {
 	if _, err := os.Stat(filepath.Join(outDir, "go.mod")); err == nil {
 		return fmt.Errorf("%s holds go.mod: it is a module root, not a folder of generated packages; want -out naming the folder the packages go in (e.g. generated)", outDir)
@@ -417,7 +418,8 @@ func CheckOut(outDir string, want map[string][]byte) error {
 			continue
 		}
 		if err != nil {
-			return err
+			errs = append(errs, err)
+			continue
 		}
 		if !info.IsDir() {
 			errs = append(errs, fmt.Errorf("%s is not a folder; drivergen writes package %s there", dir, pkg))
@@ -425,7 +427,8 @@ func CheckOut(outDir string, want map[string][]byte) error {
 		}
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			return err
+			errs = append(errs, err)
+			continue
 		}
 		for _, e := range entries {
 			p := filepath.Join(dir, e.Name())
@@ -438,7 +441,8 @@ func CheckOut(outDir string, want map[string][]byte) error {
 			}
 			gen, err := isGeneratedFile(p)
 			if err != nil {
-				return err
+				errs = append(errs, err)
+				continue
 			}
 			if !gen {
 				errs = append(errs, fmt.Errorf("%s does not start with %q: drivergen did not write it, and writes only into package folders of its own; move it, or pick another -out", p, "// "+Header))

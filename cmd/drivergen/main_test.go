@@ -569,7 +569,7 @@ func TestGenerateAndCheckSayWhyTheyCannotReadTheTree(t *testing.T) {
 	require.NoError(t, os.WriteFile(memory, nil, 0o644))
 	for verb, want := range map[string]string{
 		"check":    "drivergen check: open " + memory + ": not a directory\n",
-		"generate": "drivergen generate: stat " + filepath.Join(memory, "memorycases") + ": not a directory\n",
+		"generate": "drivergen generate: " + memory + " is not a folder; drivergen writes package memory there\nstat " + filepath.Join(memory, "memorycases") + ": not a directory\n",
 	} {
 		code, out, stderr := runCLI(verb, "-spec", specDir, "-out", outDir)
 		assert.Equal(t, 1, code, verb)

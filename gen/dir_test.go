@@ -1,0 +1,70 @@
+package gen
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// generated is a file drivergen wrote: its header first.
+const generated = "// " + Header + "\n\npackage s\n"
+
+// TestCheckOutRefusesWhatGenerateMustNotTouch: generate writes only into
+// package folders of its own. A module root, a package path that is not a
+// folder and Go drivergen did not write (not a regular file, or without
+// its header) are refused, each named, all of them in one error; tests,
+// other files, drivergen's own files and folders not there yet are not.
+func TestCheckOutRefusesWhatGenerateMustNotTouch(t *testing.T) {
+	want := map[string][]byte{"s/s.go": nil, "s/scases/cases.go": nil, "t/t.go": nil}
+	for _, c := range []struct {
+		name  string
+		files map[string]string // under outDir; "->x" is a link to x
+		want  []string          // each line of the error, {out} for outDir; none: no error
+	}{
+		{"nothing there yet", nil, nil},
+		{"drivergen's files, tests and others", map[string]string{
+			"s/s.go": generated, "s/old.go": generated, "s/s_test.go": "package s\n", "s/README.md": "", "s/scases/cases.go": generated, "u/u.go": "package u\n",
+		}, nil},
+		{"a module root", map[string]string{"go.mod": "module m\n"}, []string{
+			"{out} holds go.mod: it is a module root, not a folder of generated packages; want -out naming the folder the packages go in (e.g. generated)",
+		}},
+		{"Go drivergen did not write, in two packages", map[string]string{"s/mine.go": "package s\n", "t/t.go": "package t\n", "s/short.go": ""}, []string{
+			`{out}/s/mine.go does not start with "// ` + Header + `": drivergen did not write it, and writes only into package folders of its own; move it, or pick another -out`,
+			`{out}/s/short.go does not start with "// ` + Header + `": drivergen did not write it, and writes only into package folders of its own; move it, or pick another -out`,
+			`{out}/t/t.go does not start with "// ` + Header + `": drivergen did not write it, and writes only into package folders of its own; move it, or pick another -out`,
+		}},
+		{"a link", map[string]string{"s/x.go": generated, "s/link.go": "->x.go"}, []string{
+			"{out}/s/link.go is not a regular file; drivergen writes only regular files into its package folders",
+		}},
+		{"a file where a package folder goes", map[string]string{"s": "", "t/t.go": "package t\n"}, []string{
+			"{out}/s is not a folder; drivergen writes package s there",
+			"stat {out}/s/scases: not a directory",
+			`{out}/t/t.go does not start with "// ` + Header + `": drivergen did not write it, and writes only into package folders of its own; move it, or pick another -out`,
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := t.TempDir()
+			for name, body := range c.files {
+				p := filepath.Join(out, filepath.FromSlash(name))
+				require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+				if target, ok := strings.CutPrefix(body, "->"); ok {
+					require.NoError(t, os.Symlink(target, p))
+					continue
+				}
+				require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+			}
+			err := CheckOut(out, want)
+			if c.want == nil {
+				assert.NoError(t, err)
+				return
+			}
+			if assert.Error(t, err) {
+				assert.Equal(t, strings.ReplaceAll(strings.Join(c.want, "\n"), "{out}", out), err.Error())
+			}
+		})
+	}
+}
