@@ -2,6 +2,7 @@ package gen
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -373,11 +375,8 @@ func EmptiedFolders(removed []string) []string {
 			dirs = append(dirs, d)
 		}
 	}
-	sort.Slice(dirs, func(i, j int) bool {
-		if a, b := strings.Count(dirs[i], "/"), strings.Count(dirs[j], "/"); a != b {
-			return a > b
-		}
-		return dirs[i] < dirs[j]
+	slices.SortFunc(dirs, func(a, b string) int {
+		return cmp.Or(cmp.Compare(strings.Count(b, "/"), strings.Count(a, "/")), strings.Compare(a, b))
 	})
 	return dirs
 }

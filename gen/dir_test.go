@@ -68,3 +68,26 @@ func TestCheckOutRefusesWhatGenerateMustNotTouch(t *testing.T) {
 		})
 	}
 }
+
+// TestPackagesAndEmptiedFolders: the package folders of a set of
+// generated files, each once, sorted; and the folders that removing stale
+// files may leave empty, each once, deepest first (then by name), so a
+// folder is tried only after every folder inside it.
+func TestPackagesAndEmptiedFolders(t *testing.T) {
+	assert.Equal(t, []string{"a", "a/c", "b"},
+		Packages(map[string][]byte{"b/x.go": nil, "a/y.go": nil, "a/c/z.go": nil, "a/w.go": nil}))
+	assert.Empty(t, Packages(nil))
+
+	for _, c := range []struct {
+		removed, want []string
+	}{
+		{nil, nil},
+		{[]string{"top.go"}, nil},
+		{[]string{"a/b.go"}, []string{"a"}},
+		{[]string{"z/y/x.go", "a/b.go"}, []string{"z/y", "a", "z"}},
+		{[]string{"a/b/c.go", "a/d.go", "x/y.go", "a/b/e.go"}, []string{"a/b", "a", "x"}},
+		{[]string{"m/n/o/p.go", "b/q.go"}, []string{"m/n/o", "m/n", "b", "m"}},
+	} {
+		assert.Equal(t, c.want, EmptiedFolders(c.removed), "%q", c.removed)
+	}
+}
