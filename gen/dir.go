@@ -451,11 +451,21 @@ func CheckOut(outDir string, want map[string][]byte) error {
 	return errors.Join(errs...)
 }
 
+// diffLines is b's lines, each with its newline; a last line without one
+// is a line too, and the empty rest after a final newline is not.
+func diffLines(b []byte) []string {
+	lines := strings.SplitAfter(string(b), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
 // LineDiff returns a unified-style diff of a and b, naming them aName and
 // bName, with three lines of context. It is for short files: it costs
 // len(a)*len(b).
 func LineDiff(aName, bName string, a, b []byte) string {
-	x, y := strings.SplitAfter(string(a), "\n"), strings.SplitAfter(string(b), "\n")
+	x, y := diffLines(a), diffLines(b)
 	n, m := len(x), len(y)
 	lcs := make([][]int32, n+1)
 	for i := range lcs {
@@ -481,12 +491,12 @@ func LineDiff(aName, bName string, a, b []byte) string {
 		case i < n && j < m && x[i] == y[j]:
 			ops = append(ops, line{' ', x[i]})
 			i, j = i+1, j+1
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
+		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
+			ops = append(ops, line{'-', x[i]}) // a change's old lines first, as diff -u
+			i++
+		default:
 			ops = append(ops, line{'+', y[j]})
 			j++
-		default:
-			ops = append(ops, line{'-', x[i]})
-			i++
 		}
 	}
 	var out strings.Builder
