@@ -313,14 +313,12 @@ func Drift(outDir string, want map[string][]byte) (differ, stale []string, err e
 		if !e.IsDir() {
 			continue
 		}
-		files, ours, err := ownedFiles(outDir, e.Name())
+		files, err := ownedFiles(outDir, e.Name())
 		if err != nil {
 			return nil, nil, err
 		}
-		if ours {
-			for _, f := range files {
-				add(f)
-			}
+		for _, f := range files {
+			add(f)
 		}
 	}
 	sort.Strings(differ)
@@ -332,33 +330,40 @@ func isGoSource(name string) bool {
 	return strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go")
 }
 
+// errNotOurs stops ownedFiles' walk at the first Go file drivergen did
+// not write.
+var errNotOurs = errors.New("a Go file drivergen did not write")
+
 // ownedFiles returns the .go files (tests aside) under outDir/dir, as
-// paths relative to outDir, and whether every one of them (at least one)
-// starts with drivergen's header.
-func ownedFiles(outDir, dir string) (files []string, ours bool, err error) {
-	ours = true
-	err = filepath.WalkDir(filepath.Join(outDir, dir), func(p string, e fs.DirEntry, err error) error {
+// paths relative to outDir, when every one of them is a regular file
+// starting with drivergen's header; otherwise none.
+func ownedFiles(outDir, dir string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(filepath.Join(outDir, dir), func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if e.IsDir() || !isGoSource(e.Name()) {
 			return nil
 		}
-		gen := false
-		if e.Type().IsRegular() {
-			if gen, err = isGeneratedFile(p); err != nil {
-				return err
-			}
+		if !e.Type().IsRegular() {
+			return errNotOurs
+		}
+		gen, err := isGeneratedFile(p)
+		if err != nil {
+			return err
 		}
 		if !gen {
-			ours = false
-			return filepath.SkipAll
+			return errNotOurs
 		}
 		rel, err := filepath.Rel(outDir, p)
 		files = append(files, filepath.ToSlash(rel))
 		return err
 	})
-	return files, ours && len(files) > 0, err
+	if errors.Is(err, errNotOurs) {
+		return nil, nil
+	}
+	return files, err
 }
 
 // EmptiedFolders returns the folders between each of removed (paths under

@@ -91,3 +91,43 @@ func TestPackagesAndEmptiedFolders(t *testing.T) {
 		assert.Equal(t, c.want, EmptiedFolders(c.removed), "%q", c.removed)
 	}
 }
+
+// TestDriftNamesWhatDiffersAndWhatIsStale: Drift's files that differ are
+// those want holds and outDir lacks or holds otherwise; its stale files
+// are drivergen's files (regular, .go, not a test, with the header) that
+// want lacks, in a package folder want writes, or anywhere under a folder
+// of outDir that is wholly drivergen's; a folder holding any other Go is
+// not looked into. Both lists are sorted.
+func TestDriftNamesWhatDiffersAndWhatIsStale(t *testing.T) {
+	out := t.TempDir()
+	want := map[string][]byte{
+		"s/same.go": []byte(generated), "s/edited.go": []byte(generated), "s/missing.go": []byte(generated),
+		"s/scases/cases.go": []byte(generated), "a/a.go": []byte(generated),
+	}
+	for name, body := range map[string]string{
+		"s/same.go": generated, "s/edited.go": generated + "// edited\n", "s/scases/cases.go": generated, "a/a.go": generated,
+		"s/old.go": generated, "s/scases/old.go": generated, // stale: in a package folder want writes
+		"s/mine.go": "package s\n", "s/old_test.go": generated, "s/notes.txt": generated, // not drivergen's Go
+		"gone/x.go": generated, "gone/sub/y.go": generated, "gone/z_test.go": "package gone\n", // a whole folder of drivergen's
+		"mixed/x.go": generated, "mixed/y.go": "package mixed\n", // holds other Go (after drivergen's): none of it is stale
+		"tests/x_test.go": generated, // no Go but a test: nothing to be stale
+		"a/old.go":        generated, // stale, in a package folder that is wholly drivergen's too: once
+		"gone/f.go/y.go":  generated, // a folder named like Go is walked, not read
+		"linked/x.go":     generated, // with a link among its Go, the folder is not drivergen's
+	} {
+		p := filepath.Join(out, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+	}
+	require.NoError(t, os.Symlink("same.go", filepath.Join(out, "s", "link.go")))
+	require.NoError(t, os.Symlink("x.go", filepath.Join(out, "linked", "l.go")))
+	differ, stale, err := Drift(out, want)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"s/edited.go", "s/missing.go"}, differ)
+	assert.Equal(t, []string{"a/old.go", "gone/f.go/y.go", "gone/sub/y.go", "gone/x.go", "s/old.go", "s/scases/old.go"}, stale)
+
+	differ, stale, err = Drift(filepath.Join(out, "nothing"), want)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a/a.go", "s/edited.go", "s/missing.go", "s/same.go", "s/scases/cases.go"}, differ, "a missing outDir: every file differs")
+	assert.Empty(t, stale)
+}
