@@ -164,3 +164,40 @@ func TestEvalCFollowsCsPrecedenceAndAssociativity(t *testing.T) {
 		}
 	}
 }
+
+// TestParseEnumSkipsWhatIsNotCode: a digit separator after a 0, an empty
+// block comment, and a preprocessor line continued with a backslash (even
+// one holding an enum) are read as the compiler reads them.
+func TestParseEnumSkipsWhatIsNotCode(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want int64
+	}{
+		{"enum ErrorCode { A = 10'0 };", 100},
+		{"enum ErrorCode { A = 0x1'0 };", 16},
+		{"/**/ enum ErrorCode { A = 1 };", 1},
+		{"enum ErrorCode { A = /**/ 2 };", 2},
+		{"#define OLD \\\n  enum ErrorCode { A = 5 };\nenum ErrorCode { A = 3 };", 3},
+		{"  # pragma once\nenum ErrorCode { A = 4 };", 4},
+	} {
+		codes, err := ParseEnum("x.h", []byte(c.src), "ErrorCode")
+		if assert.NoError(t, err, "%q", c.src) && assert.Len(t, codes, 1, "%q", c.src) {
+			assert.Equal(t, c.want, codes[0].Value, "%q", c.src)
+		}
+	}
+}
+
+// TestFindEnumReadsHeadersOnly: under a folder, only files named as
+// headers are read, whichever of the names.
+func TestFindEnumReadsHeadersOnly(t *testing.T) {
+	for _, ext := range headerExts {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "sdk"+ext), []byte("enum ErrorCode { OK = 0 };"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "sdk.c"), []byte("enum ErrorCode { OK = 1 };"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("enum ErrorCode { OK = 2 };"), 0o644))
+		codes, err := FindEnum(dir, "ErrorCode")
+		if assert.NoError(t, err, ext) && assert.Len(t, codes, 1, ext) {
+			assert.Equal(t, filepath.Join(dir, "sdk"+ext), codes[0].File)
+		}
+	}
+}
