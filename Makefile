@@ -79,14 +79,19 @@ soak: ## the randomized fault soak, bounded (SOAK_DURATION, default 60s)
 # when those tests pass unmutated and fail on the mutant again (else the
 # mutant is reported flaky, apart). A package's tests that never execute
 # the mutated line (by their coverage, measured once unmutated) are
-# skipped. The packages share the budget by time (the next mutant is
-# always the package's that has used the least; an importer's coverage
-# run, measured once for every package's mutants, is charged to none),
-# and a package's mutants are sampled (seeded: another MUTATE_SEED samples
-# others) when its share cannot cover them all: the report says each
-# package's share of the budget, the share sampled and the share decided
-# (a mutant the budget's end cut short is sampled, not decided, and not
-# scored). Mutants argued equivalent (no test could tell them from the
+# skipped. The budget reaches every package: the next mutant is always
+# the package's with the fewest decided or running (so every package gets
+# its first before any gets a second, however slow its tests; of equals,
+# a package whose unmutated run passed before one not started, then the
+# one that used the least time; an importer's coverage run, measured once
+# for every package's mutants, is charged to none); a package whose next
+# mutant would not finish before the budget's end is skipped, not the
+# run. A package's mutants are sampled (seeded: another MUTATE_SEED
+# samples others): the report says each package's share of the budget,
+# the share sampled and the share decided (a mutant the budget's end cut
+# short is sampled, not decided, and not scored), and the total how many
+# of the packages with a mutant were reached (one decided) and which were
+# not, with why. Mutants argued equivalent (no test could tell them from the
 # source) are listed, each with its reason, in cmd/mutate/equivalent.txt:
 # the report gives the score over every decided mutant and the score
 # without the listed ones, names each listed survivor with its reason

@@ -40,18 +40,23 @@
 //
 // A mutant the compiler refuses is not counted. A package's tests run
 // once unmutated (under CI's -timeout) as the first of its work, and its
-// mutants start once they passed. The packages share the budget by time:
-// the next work always comes from the package that has used the least of
-// it so far (one whose unmutated run has not started counting as the
-// others' runs took on average), so one whose mutants run long (a
-// survivor runs every importer's tests) gets fewer, not the budget, and
-// the last in the list gets its share. Within a package the mutants are
-// tried in a seeded random order. No mutant is started that would not
-// finish before the budget's end (judged by its package's mean so far);
-// one started finishes unless the budget ends between two packages'
-// tests (or before a hang's run under CI's -timeout would end), so few
-// are cut short, and a cut-short mutant counts as sampled but not
-// decided: the score is over the decided ones.
+// mutants start once they passed. The packages share the budget by count,
+// so that every package is reached: the next mutant always comes from the
+// package with the fewest mutants decided or running, so every package
+// gets its first before any gets a second (a package whose mutants run
+// long, or whose unmutated run was slow, does not keep the others from
+// their first, and a cheap one does not take the budget); of equals, one
+// whose unmutated run passed goes before one whose run has not started
+// (so a package's first mutant follows its run), then the one that has
+// used the least time. A package whose next work would not finish before
+// the budget's end is skipped, never the run (see nextUnit). Within a
+// package the mutants are tried in a seeded random order. One started
+// finishes unless the budget ends between two packages' tests (or before
+// a hang's run under CI's -timeout would end), so few are cut short, and
+// a cut-short mutant counts as sampled but not decided: the score is over
+// the decided ones. The total says how many of the packages with a
+// mutant were reached (one of their mutants decided), and names those
+// that were not, with why.
 package main
 
 import (
@@ -175,17 +180,24 @@ type Config struct {
 // cfg.Root, writes a line as each mutant is decided, then each package's
 // report and the total, and returns the reports (in the order of dirs).
 //
-// First each package's own tests run once unmutated, with coverage of
-// every package in dirs: a package failing there is reported and not
-// mutated (else every mutant would look killed), and their time bounds a
-// mutant's. Then the packages share the budget: each next mutant is
-// taken from the package that has used the least of it so far (its
-// finished mutants' time and its running ones' so far), so a package
-// whose mutants run long gets fewer of them, not all the budget, and one
-// late in the list gets its share. Within a package the mutants are tried
-// in a seeded random order. A package whose next mutant would not finish
-// before the budget's end (judged by the mean of its mutants so far, or
-// its tests' unmutated time before any) starts no more.
+// Each package's own tests run once unmutated first, with coverage of
+// every package in dirs, as the first of its work: a package failing
+// there is reported and not mutated (else every mutant would look
+// killed), and their time bounds a mutant's. The rule that picks the next
+// work reaches every package: the next mutant comes from the package with
+// the fewest mutants decided or running (every package gets its first
+// before any gets a second; a mutant that did not build, was cut short or
+// failed only flaky tests does not count); of equals, from one whose
+// unmutated run has passed before one whose run has not started (so its
+// first mutant follows its run), then from the one that has used the
+// least of the budget. A package whose next work would not finish before
+// the budget's end (its next mutant by the mean of its mutants so far, or
+// its unmutated run's time before any; a package not started by twice
+// the median of the unmutated runs so far, for its run and a first
+// mutant) is skipped, never the whole run: the others go on. Within a
+// package the mutants are tried in a seeded random order. The total
+// line says how many packages with a mutant were reached (one decided)
+// out of how many, and names each one that was not, with why.
 func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 	if cfg.Jobs < 1 {
 		cfg.Jobs = 1
@@ -253,6 +265,7 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 	var reports []*Report
 	for _, u := range units {
 		u.r.Budget = cfg.Budget
+		u.r.Unreached = u.unreached()
 		u.r.Print(w)
 		reports = append(reports, u.r)
 	}
@@ -355,6 +368,23 @@ type unit struct {
 	running                 map[int]time.Time // mutants started and not finished, with their start
 }
 
+// unreached says why none of u's mutants was decided, "" when one was
+// (or u has none).
+func (u *unit) unreached() string {
+	r := u.r
+	switch {
+	case r.Total == 0 || r.Decided() > 0:
+		return ""
+	case r.Baseline != "":
+		return "its tests do not pass unmutated"
+	case u.base == 0:
+		return "its unmutated run never started: it would not have finished with a mutant before the budget's end"
+	case r.Tried == 0:
+		return "its unmutated run passed; no mutant would have finished before the budget's end"
+	}
+	return fmt.Sprintf("%d tried, none decided: %d did not build, %d cut short by the budget, %d failed only flaky tests", r.Tried, r.Unbuilt, r.Cut, r.Flaky)
+}
+
 // holds reports whether file (slash-separated, relative to the root) is
 // one of u's: u's file, or a file of u's package.
 func (u *unit) holds(file string) bool {
@@ -383,9 +413,10 @@ func (u *unit) mean() time.Duration {
 }
 
 // schedule runs each unit's tests unmutated, then tests its mutants,
-// cfg.Jobs at a time, each next one from the unit that has used the least
-// of the budget, until no unit's next mutant would finish before end. A mutant started finishes unless
-// end passes between two packages' tests: it is then cut short.
+// cfg.Jobs at a time, each next piece of work from the unit nextUnit
+// picks, until no unit's next work would finish before end. A mutant
+// started finishes unless end passes between two packages' tests: it is
+// then cut short.
 func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *equivalents, end time.Time, tmp string, w io.Writer) {
 	var mu sync.Mutex
 	cond := sync.NewCond(&mu)
@@ -479,43 +510,85 @@ func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *
 	wg.Wait()
 }
 
-// nextUnit is the unit whose work starts next: of those whose unmutated
-// run has not started, or that passed it and have a mutant left that is
-// expected to finish by end, the one that has used the least of the
-// budget (the first of equals), one not started counting the others'
-// unmutated runs' mean.
+// nextUnit is the unit whose work starts next, by the rule that reaches
+// every package: the one with the fewest mutants decided or running (so
+// every package gets its first before any gets a second, and a package
+// whose first did not decide, unbuilt, flaky or cut short, gets another
+// before the others' next); of equals, one whose unmutated run has passed
+// before one whose run has not started (its first mutant follows its
+// run, so mutants are decided from the start, not after every package's
+// run), then the one that has used the least of the budget, then the
+// first in the list. A unit is skipped, never the run, when its work
+// would not finish by end: its next mutant by its mean so far (its
+// unmutated run's time before any finished), and for one whose unmutated
+// run has not started, that run and a first mutant, each expected to
+// take the median of the unmutated runs finished so far (a median, so
+// one package's slow run does not keep the others from starting).
+// Skipped too: a unit whose unmutated run is under way or failed, or
+// that has no mutant left. Nil when no unit qualifies.
 func nextUnit(units []*unit, now, end time.Time) *unit {
-	// A unit whose unmutated run has not started counts as having used
-	// what such a run took the others so far (their mean): so the
-	// packages' first mutants start among the unmutated runs, not after
-	// every one of them.
-	var runs, n time.Duration
+	if !now.Before(end) {
+		return nil
+	}
+	var runs []time.Duration
 	for _, u := range units {
 		if u.base == 2 {
-			runs += u.baseTook
-			n++
+			runs = append(runs, u.baseTook)
 		}
 	}
-	used := func(u *unit) time.Duration {
-		if u.base == 0 && n > 0 {
-			return runs / n
-		}
-		return u.used(now)
-	}
+	firstRun := median(runs)
 	var next *unit
 	for _, u := range units {
 		switch {
-		case u.base == 1 || !now.Before(end) || len(u.ms) == 0:
-			continue // its unmutated run is under way, the budget has ended, or it has no mutant
-		case u.base == 0: // its unmutated run comes first
-		case u.next >= len(u.ms) || now.Add(u.mean()).After(end):
-			continue
+		case u.base == 1 || len(u.ms) == 0:
+			continue // its unmutated run is under way, or it has no mutant (left to try, or its run failed)
+		case u.base == 0 && now.Add(2*firstRun).After(end):
+			continue // its unmutated run and a first mutant would not finish
+		case u.base == 2 && (u.next >= len(u.ms) || now.Add(u.mean()).After(end)):
+			continue // no mutant left, or the next would not finish
 		}
-		if next == nil || used(u) < used(next) {
+		if next == nil || before(u, next, now) {
 			next = u
 		}
 	}
 	return next
+}
+
+// before reports whether a's next work goes before b's, by nextUnit's
+// rule: fewer mutants decided or running, then an unmutated run passed
+// over one not started, then less of the budget used.
+func before(a, b *unit, now time.Time) bool {
+	if na, nb := a.reached(), b.reached(); na != nb {
+		return na < nb
+	}
+	if a.base != b.base {
+		return a.base == 2
+	}
+	return a.used(now) < b.used(now)
+}
+
+// reached is how many of u's mutants are decided (killed or survived) or
+// running: the count nextUnit evens out across the packages.
+func (u *unit) reached() int {
+	n := len(u.running)
+	if u.r != nil {
+		n += u.r.Decided()
+	}
+	return n
+}
+
+// median is the middle of ds (the mean of the two middle ones), 0 for
+// none.
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // ranSay says how many packages' tests ran against a mutant.
@@ -920,6 +993,14 @@ type Report struct {
 	Equivalent int
 	// Baseline, when set, says why no mutant was tried.
 	Baseline string
+	// Unreached, when set, says why none of the package's mutants was
+	// decided (its tests failed unmutated, the budget ended first, ...).
+	Unreached string
+	// Units and Reached are, in a total, how many packages have a mutant
+	// and how many of those had one decided; NotReached names the others,
+	// each with why ("dir (why)").
+	Units, Reached int
+	NotReached     []string
 	// Survivors, Hangs and Cuts are "file:line:col: change: source line";
 	// a hang ends with the package and tests that were running, a cut with
 	// how many of the packages' tests it had passed (a mutant that passes
@@ -1043,6 +1124,12 @@ func (r *Report) Print(w io.Writer) {
 	if r.Measuring >= time.Second {
 		share += fmt.Sprintf("; importers' coverage runs it waited for %v, not in that", r.Measuring.Round(time.Second))
 	}
+	if r.Units > 0 {
+		share += fmt.Sprintf("; reached %d of the %d packages with a mutant (one decided or more)", r.Reached, r.Units)
+		if len(r.NotReached) > 0 {
+			share += "; not reached: " + strings.Join(r.NotReached, ", ")
+		}
+	}
 	fmt.Fprintf(w, "%s: score %.1f%% of %d decided, %.1f%% of %d without the %d listed equivalent (%d killed (%d of them hung: timed out under CI's -timeout), %d survived (%d listed equivalent, %d run by no test); %d did not build, %d cut short by the budget, %d failed only flaky tests); sampled %d of %d mutants (%.0f%%), decided %d (%.1f%%); tests of %d packages %s; %v%s\n",
 		r.Dir, r.Score(), r.Decided(), r.ScoreWithout(), r.Decided()-r.Equivalent, r.Equivalent, r.Killed, r.Hung, r.Survived, r.Equivalent, r.Unrun, r.Unbuilt, r.Cut, r.Flaky, r.Tried, r.Total, pct(r.Tried), r.Decided(), pct(r.Decided()), r.Packages, how, r.Took.Round(time.Second), share)
 	sort.Strings(r.Survivors)
@@ -1109,6 +1196,19 @@ func Total(rs []*Report) *Report {
 		t.Took += r.Took
 		t.Measuring += r.Measuring
 		t.Packages = max(t.Packages, r.Packages)
+		if r.Total == 0 {
+			continue
+		}
+		t.Units++
+		if r.Decided() > 0 {
+			t.Reached++
+		} else {
+			why := r.Unreached
+			if why == "" {
+				why = "none of its mutants decided"
+			}
+			t.NotReached = append(t.NotReached, r.Dir+" ("+why+")")
+		}
 	}
 	return t
 }
