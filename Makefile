@@ -66,8 +66,10 @@ soak: ## the randomized fault soak, bounded (SOAK_DURATION, default 60s)
 # mooncake tag are left out). Each mutant runs against the tests of its
 # package and then of every package whose tests link it, as CI runs them
 # (with -race where the package starts goroutines or uses sync), go test
-# -failfast (one failing test decides a kill); MUTATE_JOBS mutants at
-# once. A package's tests that reach their -timeout (four times what the
+# -failfast (one failing test decides a kill) and -vet=off (a mutant the
+# tests all pass is then vetted as go test vets it, and a vet failure,
+# which fails CI's go test, is a kill); MUTATE_JOBS mutants at once. A
+# package's tests that reach their -timeout (four times what the
 # package's test binary took to pass, 1 to 3 minutes) run again, whole,
 # under CI's (TEST_TIMEOUT): a hang there is a kill (CI's test binary
 # fails), listed apart with the tests that were running; a pass there is

@@ -581,3 +581,29 @@ func TestTheTotalSaysWhichPackagesWereReached(t *testing.T) {
 	Total(rs[:1]).Print(&out)
 	assert.Contains(t, out.String(), "; reached 1 of the 1 packages with a mutant (one decided or more)\n", "nothing not reached, nothing named")
 }
+
+// TestAMutantGoTestsVetFailsIsAKill: the tests run with -vet=off, and a
+// mutant they all pass is vetted as go test vets a package: && -> || on
+// "x != 1 && x != 2" passes v's test, but vet's bool check fails it
+// ("suspect or"), so CI's go test fails: a kill, named as vet's. (Tried:
+// without the vet of a survivor the mutant survives; with vet on for the
+// tests it is reported as not built.)
+func TestAMutantGoTestsVetFailsIsAKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	root := writeModule(t, map[string]string{
+		"go.mod":      "module example.com/vet\n\ngo 1.21\n",
+		"v/v.go":      "package v\n\nfunc Odd(x int) bool {\n\tif x != 1 && x != 2 {\n\t\treturn true\n\t}\n\treturn false\n}\n",
+		"v/v_test.go": "package v\n\nimport \"testing\"\n\nfunc TestOdd(t *testing.T) {\n\tif !Odd(3) {\n\t\tt.Fatal(\"Odd(3)\")\n\t}\n}\n",
+	})
+	var out bytes.Buffer
+	rs, err := Run(Config{Root: root, Budget: 5 * time.Minute, Timeout: time.Minute, Jobs: 1, Race: "never", Only: []string{"v/v.go:4:12"}}, []string{"v"}, &out)
+	require.NoError(t, err, out.String())
+	require.Equal(t, 1, rs[0].Tried, out.String())
+	assert.Equal(t, 1, rs[0].Killed, out.String())
+	assert.Zero(t, rs[0].Unbuilt)
+	assert.Contains(t, out.String(), "&& -> ||", out.String())
+	assert.Contains(t, out.String(), "by go test's vet checks on example.com/vet/v", out.String())
+	assert.Zero(t, rs[0].KilledElsewhere, "v's own vet")
+}
