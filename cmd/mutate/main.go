@@ -195,10 +195,11 @@ type Config struct {
 // unmutated run has passed before one whose run has not started (so its
 // first mutant follows its run), then from the one that has used the
 // least of the budget. A package whose next work would not finish before
-// the budget's end (its next mutant by the mean of its mutants so far, or
-// its unmutated run's time before any; a package not started by twice
-// the median of the unmutated runs so far, for its run and a first
-// mutant) is skipped, never the whole run: the others go on. Within a
+// the budget's end (by the mean of its mutants so far, or its unmutated
+// test binary's time before any) is skipped, never the whole run: the
+// others go on. A package's unmutated run starts whenever the budget has
+// not ended (no other package's run tells how long its own takes) and is
+// cut short at its end. Within a
 // package the mutants are tried in a seeded random order. The total
 // line says how many packages with a mutant were reached (one decided)
 // out of how many, and names each one that was not, with why.
@@ -239,6 +240,7 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 		units = append(units, &unit{dir: d, pkgDir: pkgDir, importPath: importPath})
 	}
 	cov := newCoverage(cfg, units, tmp)
+	cov.end = start.Add(cfg.Budget)
 	equiv := &equivalents{}
 	for _, u := range units {
 		ms, err := Mutants(filepath.Join(root, u.dir))
@@ -380,9 +382,9 @@ func (u *unit) unreached() string {
 	case r.Total == 0 || r.Decided() > 0:
 		return ""
 	case r.Baseline != "":
-		return "its tests do not pass unmutated"
+		return strings.TrimSuffix(r.Baseline, ": no mutant tried")
 	case u.base == 0:
-		return "its unmutated run never started: it would not have finished with a mutant before the budget's end"
+		return "its unmutated run never started before the budget's end"
 	case r.Tried == 0:
 		return "its unmutated run passed; no mutant would have finished before the budget's end"
 	}
@@ -456,18 +458,28 @@ func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *
 				mu.Lock()
 				defer mu.Unlock()
 				u.base, u.baseTook = 2, took
-				fmt.Fprintf(w, "  unmutated %s: its tests %s (%v)\n", u.dir, verdictNames[v], took.Round(time.Second))
-				if v != survived {
+				binary := cov.get(u.importPath).took
+				say := ""
+				if binary > 0 {
+					say = fmt.Sprintf("; its test binary %v", binary.Round(time.Second))
+				}
+				fmt.Fprintf(w, "  unmutated %s: its tests %s (%v%s)\n", u.dir, verdictNames[v], took.Round(time.Second), say)
+				switch {
+				case v == cut:
+					u.r.Baseline = "its unmutated run was cut short by the budget's end: no mutant tried"
+					u.ms = nil
+				case v != survived:
 					u.r.Baseline = fmt.Sprintf("its own tests do not pass unmutated (%s): no mutant tried", verdictNames[v])
 					u.ms = nil
-				} else {
-					// A mutant is expected to take what the whole go test
-					// took; its -timeout bounds the test binary alone, so
-					// that is the time the timeout follows (a build of
-					// every -coverpkg package with coverage is not a
-					// mutant's, and made hangs cost twice as much).
-					u.est = took
-					times.pass(u.importPath, orWall(cov.get(u.importPath).took, t0))
+				default:
+					// A mutant is expected to take what the test binary
+					// took unmutated, and its -timeout follows that too:
+					// the run's build (the first package's builds the
+					// whole tree with coverage) is not a mutant's, and
+					// counting it made hangs cost twice as much and kept
+					// the first package's mutants from fitting the budget.
+					u.est = orWall(binary, t0)
+					times.pass(u.importPath, u.est)
 				}
 				slots = append(slots, slot)
 				cond.Broadcast()
@@ -525,32 +537,25 @@ func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *
 // before one whose run has not started (its first mutant follows its
 // run, so mutants are decided from the start, not after every package's
 // run), then the one that has used the least of the budget, then the
-// first in the list. A unit is skipped, never the run, when its work
-// would not finish by end: its next mutant by its mean so far (its
-// unmutated run's time before any finished), and for one whose unmutated
-// run has not started, that run and a first mutant, each expected to
-// take the median of the unmutated runs finished so far (a median, so
-// one package's slow run does not keep the others from starting).
-// Skipped too: a unit whose unmutated run is under way or failed, or
-// that has no mutant left. Nil when no unit qualifies.
+// first in the list. A unit is skipped, never the run, when its next
+// mutant would not finish by end, by the mean of its mutants so far (its
+// unmutated test binary's time before any finished). A unit whose
+// unmutated run has not started is started whenever the budget has not
+// ended: no other package's run tells how long its own will take (judged
+// by the others' runs, one slow package's, the first, which also builds
+// the whole tree with coverage, kept every other from starting), and its
+// run is cut short at end. Skipped too: a unit whose unmutated run is
+// under way or did not pass, or that has no mutant left. Nil when no unit
+// qualifies.
 func nextUnit(units []*unit, now, end time.Time) *unit {
 	if !now.Before(end) {
 		return nil
 	}
-	var runs []time.Duration
-	for _, u := range units {
-		if u.base == 2 {
-			runs = append(runs, u.baseTook)
-		}
-	}
-	firstRun := median(runs)
 	var next *unit
 	for _, u := range units {
 		switch {
 		case u.base == 1 || len(u.ms) == 0:
 			continue // its unmutated run is under way, or it has no mutant (left to try, or its run failed)
-		case u.base == 0 && now.Add(2*firstRun).After(end):
-			continue // its unmutated run and a first mutant would not finish
 		case u.base == 2 && (u.next >= len(u.ms) || now.Add(u.mean()).After(end)):
 			continue // no mutant left, or the next would not finish
 		}
@@ -582,20 +587,6 @@ func (u *unit) reached() int {
 		n += u.r.Decided()
 	}
 	return n
-}
-
-// median is the middle of ds (the mean of the two middle ones), 0 for
-// none.
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // ranSay says how many packages' tests ran against a mutant.
@@ -1439,6 +1430,7 @@ func builds(cfg Config, overlay, pkg string) bool {
 // (outside a function, a case's expression), the tests run.
 type coverage struct {
 	cfg     Config
+	end     time.Time // the budget's end: a run still going then is cut short (zero: none)
 	tmp     string
 	pkgs    string            // -coverpkg
 	profile map[string]string // a mutated file's absolute path -> its name in a profile
@@ -1452,6 +1444,11 @@ type covered struct {
 	once   sync.Once
 	blocks map[string][]block
 	took   time.Duration // the test binary's run, when it passed (0: unknown)
+	// v and race are the measured run's verdict and whether it ran with
+	// -race: a package's own unmutated run reuses an importer's
+	// measurement made first in the same mode.
+	v    verdict
+	race bool
 }
 
 // block is one counted block: from line.col to line.col, and how many
@@ -1490,14 +1487,21 @@ func (c *coverage) get(pkg string) *covered {
 // run again without coverage when they failed with it. Its -timeout is
 // CI's: a package whose tests pass in CI is mutated, however slow.
 func (c *coverage) baseline(pkg string, race bool) (verdict, string) {
-	var v verdict
-	var running string
-	c.get(pkg).once.Do(func() { v, running = c.measure(pkg, race, c.cfg.CITimeout) })
+	cv := c.get(pkg)
+	measured := false
+	cv.once.Do(func() { c.measure(pkg, race, c.cfg.CITimeout); measured = true })
+	if !measured && cv.race != race {
+		// Measured first as an importer, in another mode than its own
+		// mutants' runs: those need its tests to pass in theirs.
+		v, running, _, _ := testPackageBy(c.end, c.cfg, "", pkg, race, c.cfg.CITimeout)
+		return v, running
+	}
+	v, running := cv.v, ""
 	if v == killed {
 		// A test that fails only when measured (one that counts
 		// allocations or time) leaves the coverage unknown, not the
 		// package unmutated: the verdict is its plain run's.
-		v, running = testPackage(c.cfg, "", pkg, race, c.cfg.CITimeout)
+		v, running, _, _ = testPackageBy(c.end, c.cfg, "", pkg, race, c.cfg.CITimeout)
 	}
 	return v, running
 }
@@ -1510,8 +1514,9 @@ func (c *coverage) measure(pkg string, race bool, timeout time.Duration) (verdic
 		fatal(err)
 	}
 	f.Close()
-	v, running, _, took := testPackageFailed(c.cfg, "", pkg, race, timeout, "-coverpkg", c.pkgs, "-coverprofile", f.Name())
-	c.get(pkg).took = took
+	v, running, _, took := testPackageBy(c.end, c.cfg, "", pkg, race, timeout, "-coverpkg", c.pkgs, "-coverprofile", f.Name())
+	cv := c.get(pkg)
+	cv.took, cv.v, cv.race = took, v, race
 	if v == survived {
 		data, err := os.ReadFile(f.Name())
 		if err == nil {
@@ -1585,10 +1590,21 @@ func testPackage(cfg Config, overlay, pkg string, race bool, timeout time.Durati
 // ran as go test reports it (0 if it does not): what its -timeout bounds,
 // which leaves out the build.
 func testPackageFailed(cfg Config, overlay, pkg string, race bool, timeout time.Duration, extra ...string) (verdict, string, []string, time.Duration) {
+	return testPackageBy(time.Time{}, cfg, overlay, pkg, race, timeout, extra...)
+}
+
+// testPackageBy is testPackageFailed cut short at end (zero: never): the
+// verdict is then cut.
+func testPackageBy(end time.Time, cfg Config, overlay, pkg string, race bool, timeout time.Duration, extra ...string) (verdict, string, []string, time.Duration) {
 	// The test binary panics at -timeout; the context is the backstop
 	// for a build or a binary that never gets that far.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout+2*time.Minute)
 	defer cancel()
+	if !end.IsZero() {
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadline(ctx, end)
+		defer stop()
+	}
 	// -vet=off: a mutant's vet is run once, after its tests all passed
 	// (vetFails), not before each package's tests.
 	args := []string{"test", "-count=1", "-failfast", "-vet=off", "-timeout", timeout.String()}
@@ -1601,8 +1617,11 @@ func testPackageFailed(cfg Config, overlay, pkg string, race bool, timeout time.
 	args = append(args, extra...)
 	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
 	cmd.Dir = cfg.Root
+	inGroup(cmd)
 	out, err := cmd.CombinedOutput()
 	switch {
+	case ctx.Err() != nil && !end.IsZero() && !time.Now().Before(end):
+		return cut, "", nil, 0
 	case ctx.Err() != nil:
 		return hung, "(go test killed)", nil, 0
 	case bytes.Contains(out, []byte("panic: test timed out")):
