@@ -1,10 +1,10 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -261,9 +261,12 @@ func checks() []Check {
 			// Every store's bound, whatever its spec says: one byte more
 			// than driver.MaxKeyBytes is refused by Put and Get alike.
 			a := h.Row(h.Key("a"), 0)
-			long := h.Key(strings.Repeat("k", driver.MaxKeyBytes/2))
+			long, err := driver.Key(keyPrefix, bytes.Repeat([]byte{'k'}, (driver.MaxKeyBytes+1-len(keyPrefix+"/v1/"))/2))
+			if err != nil || len(long) != driver.MaxKeyBytes+1 {
+				h.T.Fatalf("a key of %d bytes (%v); want driver.MaxKeyBytes+1", len(long), err)
+			}
 			what := fmt.Sprintf("put of %s and a key of %d bytes", h.RowName(a.Key), len(long))
-			_, err := h.D.Put(h.Ctx, []driver.Row{a, h.Row(long, 1)})
+			_, err = h.D.Put(h.Ctx, []driver.Row{a, h.Row(long, 1)})
 			rejected(h.T, err, driver.RuleKeyTooLong, what)
 			_, err = h.D.Get(h.Ctx, []driver.Row{h.Row(long, 2)}, driver.Hint{})
 			rejected(h.T, err, driver.RuleKeyTooLong, fmt.Sprintf("get of a key of %d bytes", len(long)))

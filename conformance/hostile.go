@@ -250,7 +250,7 @@ func hostileTenants(h *Harness, _ Scenarios) {
 		}
 		stems[i] = s
 	}
-	name := []byte(h.T.Name() + "/row")
+	name := rowName(h.T, "row")
 	keys := make([]string, 2)
 	for i, s := range stems {
 		k, err := s.Key(name)

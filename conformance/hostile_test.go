@@ -54,7 +54,9 @@ func TestHostilePairing(t *testing.T) {
 			}
 			f := func(t conformance.T) driver.Driver { return twin(sound(t)) }
 			c := conformance.HostileChecks(pairNeighbour{open: f})[i]
-			o := conformance.RunRecorded(c, f, s)
+			short := s
+			short.Deadline = twinDeadline
+			o := conformance.RunRecorded(c, f, short)
 			if o.Passed || o.Skipped {
 				t.Errorf("the broken twin was not caught (passed=%v skipped=%v %s)", o.Passed, o.Skipped, o.Reason)
 			} else {

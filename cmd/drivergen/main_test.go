@@ -152,6 +152,9 @@ func TestNewScaffoldsAStoreAndRefusesToOverwrite(t *testing.T) {
 	}
 	code, _, _ = runCLI("validate", filepath.Join(root, "spec/acme.yaml"))
 	assert.Equal(t, 0, code, "the scaffolded spec is valid")
+	spec, err := os.ReadFile(filepath.Join(root, "spec/acme.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(spec), "#   ACME_UNSAFE: {", "the example environment variable is named in capitals, as variables are")
 	code, _, stderr := runCLI("new", "-root", root, "acme")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "refusing to overwrite")
@@ -199,6 +202,17 @@ func TestAScaffoldedStoreCompiles(t *testing.T) {
 	code, _, stderr = runCLI("generate", "-spec", filepath.Join(dir, "spec"), "-out", filepath.Join(dir, "generated"))
 	require.Equal(t, 0, code, stderr)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "stores", "acme", "pattern_test.go"), []byte(scaffoldPatternTest), 0o644))
+	// An adapter's first SDK call: its get answers a code it found itself
+	// (as an adapter whose check of what the SDK returned fails answers
+	// CORRUPT), with the error as the cause.
+	adapter := filepath.Join(dir, "stores", "acme", "driver.go")
+	src, err := os.ReadFile(adapter)
+	require.NoError(t, err)
+	const todo = "\t\treturn 0, notWritten(\"sdk_get\")\n"
+	require.Contains(t, string(src), todo, "the scaffold's sdk_get body, which this test replaces")
+	src = []byte(strings.Replace(string(src), todo, "\t\treturn int64(acmegen.NotFound), errors.New(\"the adapter found no object\")\n", 1))
+	src = []byte(strings.Replace(string(src), "import (\n", "import (\n\t\"errors\"\n", 1))
+	require.NoError(t, os.WriteFile(adapter, src, 0o644))
 	cmd := exec.Command("go", "vet", "./stores/acme/", "./internal/acmekit/", "./generated/acme/...")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
@@ -237,7 +251,9 @@ func TestAScaffoldedStoreCompiles(t *testing.T) {
 // (CANCELLED); an error raised in an SDK call, through the seam the kit
 // hung on Options, is classified and becomes a FAULT through the spec,
 // carrying the error; a staged answer is mapped by the spec (NOT_FOUND on
-// a get is a MISS); and a call not written yet is a FAULT saying so.
+// a get is a MISS); a code an SDK call answers with its cause stands
+// (TestAScaffoldedStoreCompiles writes sdk_get to answer NOT_FOUND so);
+// and a call not written yet is a FAULT saying so.
 const scaffoldPatternTest = `package acme_test
 
 import (
@@ -279,6 +295,12 @@ func TestTheScaffoldKeepsTheFsPattern(t *testing.T) {
 	d.Seam.Answer("sdk_get", k, int64(acmegen.NotFound))
 	if res := f.Get(f.Row(k, 1, 0xff)); res[0].Status != driver.Miss {
 		t.Errorf("a get answered NOT_FOUND: %v, want MISS (the spec's rule)", res[0])
+	}
+
+	// sdk_get answers NOT_FOUND with an error of its own (the test wrote
+	// it): the code stands, classify does not turn it into ERR.
+	if res := f.Get(f.Row(k, 1, 0xff)); res[0].Status != driver.Miss {
+		t.Errorf("a get whose SDK call answered NOT_FOUND with its cause: %v, want MISS (the spec's rule for the code it answered)", res[0])
 	}
 
 	if res := f.Put(f.Row(k, 0, 1)); res[0].Status != driver.Fault || !strings.Contains(res[0].Text, "not written yet") {

@@ -17,7 +17,7 @@ type scaffoldFile struct{ path, body string }
 // test that runs the conformance suite, and the store's deps.sh, where
 // make deps finds the servers its tests need.
 func scaffold(store string) []scaffoldFile {
-	r := strings.NewReplacer("STORE", store, "SPECGO", gen.GoIdent(store))
+	r := strings.NewReplacer("UPPERSTORE", strings.ToUpper(store), "STORE", store, "SPECGO", gen.GoIdent(store))
 	return []scaffoldFile{
 		{"spec/" + store + ".yaml", r.Replace(specTemplate)},
 		{"stores/" + store + "/driver.go", r.Replace(driverTemplate)},
@@ -32,7 +32,7 @@ const depsTemplate = `#!/usr/bin/env bash
 # scripts/deps.sh says how each step runs. TODO: a step per server the
 # tests need (none yet), and a row per step in README.md's first-run
 # table (a test holds the two alike), e.g. for a server Debian packages:
-#   apt_step STORE-server STORE-server STORE-server
+#   apt_step STEP-NAME DEBIAN-PACKAGE PROGRAM [FOLDER...]
 set -uo pipefail
 . scripts/deps.sh
 `
@@ -112,7 +112,7 @@ admission:
 # Settings the driver refuses at open (its spec's CheckEnvironment), each
 # with the reason it prints.
 # environment:
-#   STORE_UNSAFE: {allow: ["", "0"], reason: "it lets the SDK reuse a buffer after the call returned"}
+#   UPPERSTORE_UNSAFE: {allow: ["", "0"], reason: "it lets the SDK reuse a buffer after the call returned"}
 
 # The backend's defaults for this store.
 config:
@@ -172,7 +172,9 @@ func Open(opt Options) (*Driver, error) {
 	if err := spec.CheckEnvironment(os.Getenv); err != nil {
 		return nil, fmt.Errorf("STORE: %w", err)
 	}
-	// TODO: open the SDK client.
+	// TODO: open the SDK client. When the deployment sets the row limit
+	// (the spec's limits.max_row_bytes at_open), read it here and admit
+	// Put and Get through spec.Admission.WithMaxRowBytes(the limit read).
 	return &Driver{opt: opt, spec: spec}, nil
 }
 
@@ -236,16 +238,19 @@ func (d *Driver) get(ctx context.Context, r driver.Row) driver.Result {
 // raise an error in it or answer for the SDK. An error, raised by a test
 // or by the SDK, is classified into the spec's codes, so what it means for
 // the row is the spec's rule for that code (a FAULT carrying the error,
-// through rules.Mapping.WithCause).
+// through rules.Mapping.WithCause). An sdk function that knows its code
+// (a check of what the SDK returned failed: CORRUPT) answers it (any code
+// but 0) with the error as its cause, and the code stands: only an error
+// with answer 0 is classified.
 func (d *Driver) call(call, key string, sdk func() (int64, error)) (int64, error) {
 	if code, staged, err := driverkit.Stage(d.opt.Seam, call, key, classify); staged {
 		return int64(code), err
 	}
 	answer, err := sdk()
-	if err != nil {
+	if err != nil && answer == 0 {
 		return int64(classify(err)), err
 	}
-	return answer, nil
+	return answer, err
 }
 
 // classify turns an error the SDK raised into a code of spec/STORE.yaml.
@@ -270,6 +275,8 @@ const kitTemplate = `// Package STOREkit is the STORE driver's test kit: drivers
 package STOREkit
 
 import (
+	"errors"
+
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -308,7 +315,8 @@ func Parts(d driver.Driver) *Driver { return storekit.Unwrap[*Driver](d) }
 
 // Scenarios are what the store stages. TODO: stage Writing (another
 // client holds the key) and Full (the store refuses a put) on the real
-// store where it can.
+// store where it can; a scenario left nil gets its reason in the suite's
+// SkipReasons.
 func Scenarios() conformance.Scenarios {
 	return conformance.SeamScenarios(seamOf, "sdk_put", "sdk_get")
 }
@@ -318,6 +326,19 @@ func Scenarios() conformance.Scenarios {
 var Stage = conformance.SeamStager(seamOf)
 
 func seamOf(d driver.Driver) *driverkit.Seam { return Parts(d).Seam }
+
+// Neighbour writes to the store around the driver, as another client with
+// write access would, for the suite's hostile checks (a neighbour's bytes
+// never read READY: frame each object, stores/trailer). TODO: WriteRaw
+// with a client of the kit's own; add MarkerWriter, WrongTypeWriter or
+// TreeWriter where the store keeps markers in values, typed values or
+// folders.
+type Neighbour struct{}
+
+// WriteRaw stores value, byte for byte, as key's whole object.
+func (Neighbour) WriteRaw(d driver.Driver, key string, value []byte) error {
+	return errors.New("STOREkit: Neighbour.WriteRaw is not written yet")
+}
 `
 
 const testTemplate = `package STORE_test
@@ -347,6 +368,9 @@ func TestMain(m *testing.M) { storekit.MainOwning(m) }
 //		conformance.Run(t, conformance.Suite{
 //			Name: v.Name, SDK: v.Spec.SDKName + " " + v.Spec.SDKVersions[0], Factory: STOREkit.Factory(),
 //			Scenarios: STOREkit.Scenarios(), Cases: v.Cases, Stage: STOREkit.Stage,
+//			Neighbour: STOREkit.Neighbour{}, // the hostile checks
+//			// Setup: srv.Setup, // a server the package owns: skips, saying why, when it is missing
+//			// SkipReasons: why the kit leaves a scenario nil
 //		})
 //	}
 func TestConformance(t *testing.T) {

@@ -239,7 +239,7 @@ func (g gate) runStores(o options, root string, specs []*gen.Spec, rep *report, 
 	}
 
 	rows, broken := c.rows()
-	rows = realReplacesFake(rows, realPkgs)
+	rows = onlyNamed(realReplacesFake(rows, realPkgs), o.stores)
 	c.witnessRows(rows, specs)
 	if o.sdkInclude != "" {
 		named := false
@@ -331,6 +331,24 @@ func realReplacesFake(rows []*storeRow, realPkgs map[string]bool) []*storeRow {
 	var out []*storeRow
 	for _, r := range rows {
 		if realPkgs[r.pkg] || !real[r.Store] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// onlyNamed keeps the rows of the stores --store named (all when none
+// was): a package can run several rows (Redis runs one per spec), and a
+// spec's witnesses are selected by the store the spec names, so the run
+// can hold rows nobody asked for; reporting them would answer a question
+// not asked, under a selection that did not ask it.
+func onlyNamed(rows []*storeRow, stores []string) []*storeRow {
+	if len(stores) == 0 {
+		return rows
+	}
+	var out []*storeRow
+	for _, r := range rows {
+		if slices.Contains(stores, r.Store) {
 			out = append(out, r)
 		}
 	}

@@ -375,6 +375,30 @@ func TestTheRealSDKsStoreReplacesTheFakes(t *testing.T) {
 	assert.Len(t, realReplacesFake(rows[:2], nil), 2, "without --sdk real nothing is replaced")
 }
 
+func TestAStoreFlagReportsOnlyTheRowsItNames(t *testing.T) {
+	rows := []*storeRow{
+		{storeResult: storeResult{Store: "redis"}, pkg: "redis"},
+		{storeResult: storeResult{Store: "redis-valkey-8.1"}, pkg: "redis"},
+		{storeResult: storeResult{Store: "memory"}, pkg: "memory"},
+	}
+	names := func(rs []*storeRow) (out []string) {
+		for _, r := range rs {
+			out = append(out, r.Store)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		stores, want []string
+	}{
+		{nil, []string{"redis", "redis-valkey-8.1", "memory"}},
+		{[]string{"redis"}, []string{"redis"}},
+		{[]string{"redis-valkey-8.1"}, []string{"redis-valkey-8.1"}},
+		{[]string{"memory", "redis"}, []string{"redis", "memory"}},
+	} {
+		assert.Equal(t, tc.want, names(onlyNamed(rows, tc.stores)), "--store %v", tc.stores)
+	}
+}
+
 func TestGateRefusesStaleGeneratedCode(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(filepath.Join(dir, "generated"), os.DirFS("../../generated")))

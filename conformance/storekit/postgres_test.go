@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,9 +19,13 @@ import (
 
 // postgres is all a PostgreSQL kit writes to run its server: Debian puts
 // it in /usr/lib/postgresql/<version>/bin, off PATH; it refuses to run as
-// root; its folder needs initdb before the first start.
+// root; its folder needs initdb before the first start. initdb and a
+// smart shutdown each take seconds on a quiet machine, so the bounds on
+// them are wide: on a loaded two-core machine running -race tests beside
+// them, the kit's default 10 s was too short.
 var postgres = storekit.Spec{
 	Binary: "postgres", Dirs: []string{"/usr/lib/postgresql/*/bin"}, User: "postgres",
+	Wait: time.Minute, StopWait: 30 * time.Second,
 	Install: "apt-get install postgresql",
 	Init: func(dir string, run func(string, ...string) error) error {
 		return run("initdb", "-D", filepath.Join(dir, "data"), "-U", "kvblob", "--auth=trust", "-E", "UTF8")

@@ -7,39 +7,6 @@ import (
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
-type batchState uint8
-
-const (
-	queued batchState = iota
-	started
-	dropped
-)
-
-// batch is the rows of one driver call.
-type batch struct {
-	a     *Attempt
-	rows  []driver.Row
-	first int // the index of rows[0] in the attempt's view
-	bytes int64
-
-	state           batchState
-	op              driver.Operation
-	callStart       timeWithWarning
-	openAt          int  // index in Backend.open while started and not settled
-	watchAt         int  // index in Backend.watch while the progress goroutine observes it
-	notifies        bool // op is a driver.Notifier the backend subscribed to
-	atTeardown      bool // op's access ends only at the driver's teardown (driver.TeardownEnder), as last observed
-	resultsRecorded bool
-	accessEnded     bool
-	unprovable      bool
-}
-
-// settled reports whether nothing more will be learned about the batch:
-// results recorded and access ended, or unprovable with results recorded.
-func (bt *batch) settled() bool {
-	return bt.resultsRecorded && (bt.accessEnded || bt.unprovable)
-}
-
 // Outcome is what an attempt delivered. Poll and Wait return a fresh copy
 // each time: the caller owns its slices.
 type Outcome struct {
@@ -140,54 +107,6 @@ func (a *Attempt) Wait(ctx context.Context) (Outcome, error) {
 	}
 	o, _ := a.Poll()
 	return o, nil
-}
-
-// signal is a channel closed once, made only when someone asks for it:
-// most attempts are never waited on this way, and pay nothing for it.
-type signal struct {
-	ch    chan struct{}
-	fired bool
-}
-
-// closedChan is the channel of a signal fired before anyone asked.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-func (s *signal) chanLocked() <-chan struct{} {
-	if s.ch == nil {
-		if s.fired {
-			return closedChan
-		}
-		s.ch = make(chan struct{})
-	}
-	return s.ch
-}
-
-func (s *signal) fireLocked() {
-	if !s.fired {
-		s.fired = true
-		if s.ch != nil {
-			close(s.ch)
-		}
-	}
-}
-
-// markDoneLocked closes done the first time the outcome is final, and
-// fires quiesced and pinned the first time they hold. Every change that
-// can finish an attempt, end a batch's access or pin it calls it.
-func (a *Attempt) markDoneLocked() {
-	if !a.closed && a.doneLocked() {
-		a.closed = true
-		close(a.done)
-		if a.stopCancel != nil {
-			a.stopCancel() // the outcome is final: ctx's end changes nothing
-		}
-	}
-	if a.quiescedLocked() {
-		a.quiesced.fireLocked()
-		a.settled.fireLocked()
-	} else if a.pinnedLocked() {
-		a.settled.fireLocked()
-	}
 }
 
 // Poll returns the outcome and true once every batch has recorded its
@@ -308,89 +227,4 @@ func (a *Attempt) cancel(why error) {
 		op.Cancel()
 	}
 	b.wake()
-}
-
-// doneLocked reports whether every batch recorded its results or was
-// dropped.
-func (a *Attempt) doneLocked() bool { return a.queued == 0 && a.running == 0 }
-
-// quiescedLocked reports whether the outcome is final and every batch that
-// started proved its access ended.
-func (a *Attempt) quiescedLocked() bool { return a.doneLocked() && a.accessOpen == 0 }
-
-// pinnedLocked reports whether the attempt holds an unprovable batch, so
-// that neither its outcome's quiescence nor a region's registration can
-// ever clear.
-func (a *Attempt) pinnedLocked() bool { return a.unprovable > 0 }
-
-// The batch state changes, each keeping the attempt's counters.
-
-func (bt *batch) startLocked() {
-	bt.state = started
-	bt.a.queued--
-	bt.a.running++
-	bt.a.accessOpen++
-}
-
-func (bt *batch) endAccessLocked() {
-	if !bt.accessEnded {
-		bt.accessEnded = true
-		if bt.state == started {
-			bt.a.accessOpen--
-			bt.a.markDoneLocked()
-		}
-	}
-}
-
-func (bt *batch) unprovableLocked() {
-	if !bt.unprovable {
-		bt.unprovable = true
-		bt.a.unprovable++
-		bt.a.markDoneLocked()
-	}
-}
-
-// stopLocked drops every queued batch of the attempt; their rows answer
-// CANCELLED. The first cause is kept as the attempt's Err.
-func (a *Attempt) stopLocked(why error) {
-	if a.err == nil {
-		a.err = why
-	}
-	if a.stopped && a.queued == 0 {
-		return
-	}
-	a.stopped = true
-	for _, bt := range a.batches {
-		if bt.state != queued {
-			continue
-		}
-		bt.state = dropped
-		a.queued--
-		for i := range bt.rows {
-			a.results[bt.first+i] = driver.Result{Status: driver.Cancelled}
-		}
-	}
-	a.markDoneLocked()
-}
-
-// recordLocked records a batch's results once. A FAULT stops a fetch's
-// later batches.
-func (a *Attempt) recordLocked(bt *batch, res []driver.Result) {
-	for k, r := range res {
-		a.results[bt.first+k] = r
-		if r.Status != driver.Fault || (a.err != nil && (a.stopped || !a.fetch)) {
-			continue
-		}
-		fault := &RowError{Row: bt.first + k, Key: bt.rows[k].Key, Err: r.Err()}
-		if a.fetch && !a.stopped {
-			a.stopLocked(fault)
-		} else if a.err == nil {
-			a.err = fault
-		}
-	}
-	bt.resultsRecorded = true
-	if bt.state == started {
-		a.running--
-	}
-	a.markDoneLocked()
 }

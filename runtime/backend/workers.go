@@ -9,6 +9,39 @@ import (
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
+type batchState uint8
+
+const (
+	queued batchState = iota
+	started
+	dropped
+)
+
+// batch is the rows of one driver call.
+type batch struct {
+	a     *Attempt
+	rows  []driver.Row
+	first int // the index of rows[0] in the attempt's view
+	bytes int64
+
+	state           batchState
+	op              driver.Operation
+	callStart       timeWithWarning
+	openAt          int  // index in Backend.open while started and not settled
+	watchAt         int  // index in Backend.watch while the progress goroutine observes it
+	notifies        bool // op is a driver.Notifier the backend subscribed to
+	atTeardown      bool // op's access ends only at the driver's teardown (driver.TeardownEnder), as last observed
+	resultsRecorded bool
+	accessEnded     bool
+	unprovable      bool
+}
+
+// settled reports whether nothing more will be learned about the batch:
+// results recorded and access ended, or unprovable with results recorded.
+func (bt *batch) settled() bool {
+	return bt.resultsRecorded && (bt.accessEnded || bt.unprovable)
+}
+
 // timeWithWarning is when a driver call started, and whether its slow-call
 // warning was logged.
 type timeWithWarning struct {
@@ -124,50 +157,6 @@ func (b *Backend) takeLocked() *batch {
 // eligibleLocked reports whether a worker could take a batch now.
 func (b *Backend) eligibleLocked() bool {
 	return b.fetchQ.len() > 0 || (b.pubQ.len() > 0 && b.publishing < b.pubCap)
-}
-
-// queue is a FIFO of batches that keeps its backing array once warm, so
-// that a queue emptied after every attempt costs no allocation per
-// submission. A queue left empty with room for more than maxIdleQueue
-// batches lets its array go.
-type queue struct {
-	items []*batch
-	head  int // items[:head] were taken (and cleared)
-}
-
-const maxIdleQueue = 1024
-
-func (q *queue) len() int { return len(q.items) - q.head }
-
-func (q *queue) push(bs []*batch) {
-	if q.head > 0 && q.head >= len(q.items)/2 {
-		// At least half the array was taken: move the rest to the front,
-		// so a queue never empty does not grow without bound.
-		n := copy(q.items, q.items[q.head:])
-		clear(q.items[n:])
-		q.items, q.head = q.items[:n], 0
-	}
-	q.items = append(q.items, bs...)
-}
-
-func (q *queue) pop() *batch {
-	bt := q.items[q.head]
-	q.items[q.head] = nil
-	q.head++
-	if q.head == len(q.items) {
-		q.items, q.head = q.items[:0], 0
-		if cap(q.items) > maxIdleQueue {
-			q.items = nil
-		}
-	}
-	return bt
-}
-
-// dropDropped takes the dropped batches off the front.
-func (q *queue) dropDropped() {
-	for q.len() > 0 && q.items[q.head].state == dropped {
-		q.pop()
-	}
 }
 
 // call runs one batch through the driver and settles what it can; the
@@ -301,6 +290,140 @@ func (b *Backend) observeLocked(bt *batch, res []driver.Result, done, ended, unp
 	}
 }
 
+// The state changes, all under the backend's lock: each batch's, and the
+// counters, outcome and signals of its attempt that follow from it.
+
+func (bt *batch) startLocked() {
+	bt.state = started
+	bt.a.queued--
+	bt.a.running++
+	bt.a.accessOpen++
+}
+
+// recordLocked records a batch's results once. A FAULT stops a fetch's
+// later batches.
+func (a *Attempt) recordLocked(bt *batch, res []driver.Result) {
+	for k, r := range res {
+		a.results[bt.first+k] = r
+		if r.Status != driver.Fault || (a.err != nil && (a.stopped || !a.fetch)) {
+			continue
+		}
+		fault := &RowError{Row: bt.first + k, Key: bt.rows[k].Key, Err: r.Err()}
+		if a.fetch && !a.stopped {
+			a.stopLocked(fault)
+		} else if a.err == nil {
+			a.err = fault
+		}
+	}
+	bt.resultsRecorded = true
+	if bt.state == started {
+		a.running--
+	}
+	a.markDoneLocked()
+}
+
+func (bt *batch) endAccessLocked() {
+	if !bt.accessEnded {
+		bt.accessEnded = true
+		if bt.state == started {
+			bt.a.accessOpen--
+			bt.a.markDoneLocked()
+		}
+	}
+}
+
+func (bt *batch) unprovableLocked() {
+	if !bt.unprovable {
+		bt.unprovable = true
+		bt.a.unprovable++
+		bt.a.markDoneLocked()
+	}
+}
+
+// stopLocked drops every queued batch of the attempt; their rows answer
+// CANCELLED. The first cause is kept as the attempt's Err.
+func (a *Attempt) stopLocked(why error) {
+	if a.err == nil {
+		a.err = why
+	}
+	if a.stopped && a.queued == 0 {
+		return
+	}
+	a.stopped = true
+	for _, bt := range a.batches {
+		if bt.state != queued {
+			continue
+		}
+		bt.state = dropped
+		a.queued--
+		for i := range bt.rows {
+			a.results[bt.first+i] = driver.Result{Status: driver.Cancelled}
+		}
+	}
+	a.markDoneLocked()
+}
+
+// markDoneLocked closes done the first time the outcome is final, and
+// fires quiesced and pinned the first time they hold. Every change that
+// can finish an attempt, end a batch's access or pin it calls it.
+func (a *Attempt) markDoneLocked() {
+	if !a.closed && a.doneLocked() {
+		a.closed = true
+		close(a.done)
+		if a.stopCancel != nil {
+			a.stopCancel() // the outcome is final: ctx's end changes nothing
+		}
+	}
+	if a.quiescedLocked() {
+		a.quiesced.fireLocked()
+		a.settled.fireLocked()
+	} else if a.pinnedLocked() {
+		a.settled.fireLocked()
+	}
+}
+
+// doneLocked reports whether every batch recorded its results or was
+// dropped.
+func (a *Attempt) doneLocked() bool { return a.queued == 0 && a.running == 0 }
+
+// quiescedLocked reports whether the outcome is final and every batch that
+// started proved its access ended.
+func (a *Attempt) quiescedLocked() bool { return a.doneLocked() && a.accessOpen == 0 }
+
+// pinnedLocked reports whether the attempt holds an unprovable batch, so
+// that neither its outcome's quiescence nor a region's registration can
+// ever clear.
+func (a *Attempt) pinnedLocked() bool { return a.unprovable > 0 }
+
+// signal is a channel closed once, made only when someone asks for it:
+// most attempts are never waited on this way, and pay nothing for it.
+type signal struct {
+	ch    chan struct{}
+	fired bool
+}
+
+// closedChan is the channel of a signal fired before anyone asked.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (s *signal) chanLocked() <-chan struct{} {
+	if s.ch == nil {
+		if s.fired {
+			return closedChan
+		}
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+func (s *signal) fireLocked() {
+	if !s.fired {
+		s.fired = true
+		if s.ch != nil {
+			close(s.ch)
+		}
+	}
+}
+
 func (b *Backend) faultBatchLocked(bt *batch, text string) {
 	res := make([]driver.Result, len(bt.rows))
 	for i := range res {
@@ -353,6 +476,50 @@ func (b *Backend) settleLocked(bt *batch) {
 func (b *Backend) forgetIfQuiescedLocked(a *Attempt) {
 	if a.at >= 0 && a.quiescedLocked() {
 		b.attempts = removeIndexed(b.attempts, a, (*Attempt).index)
+	}
+}
+
+// queue is a FIFO of batches that keeps its backing array once warm, so
+// that a queue emptied after every attempt costs no allocation per
+// submission. A queue left empty with room for more than maxIdleQueue
+// batches lets its array go.
+type queue struct {
+	items []*batch
+	head  int // items[:head] were taken (and cleared)
+}
+
+const maxIdleQueue = 1024
+
+func (q *queue) len() int { return len(q.items) - q.head }
+
+func (q *queue) push(bs []*batch) {
+	if q.head > 0 && q.head >= len(q.items)/2 {
+		// At least half the array was taken: move the rest to the front,
+		// so a queue never empty does not grow without bound.
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
+	q.items = append(q.items, bs...)
+}
+
+func (q *queue) pop() *batch {
+	bt := q.items[q.head]
+	q.items[q.head] = nil
+	q.head++
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+		if cap(q.items) > maxIdleQueue {
+			q.items = nil
+		}
+	}
+	return bt
+}
+
+// dropDropped takes the dropped batches off the front.
+func (q *queue) dropDropped() {
+	for q.len() > 0 && q.items[q.head].state == dropped {
+		q.pop()
 	}
 }
 
@@ -586,173 +753,3 @@ func (b *Backend) drainAndUnregister() error {
 		backoff = min(2*backoff, time.Second)
 	}
 }
-
-// Shutdown stops the backend: it refuses new work, drops queued batches
-// (their rows answer CANCELLED) and waits, within ctx, for the progress
-// goroutine to drain the driver, unregister every region and release the
-// lender's hold. It never calls the driver itself, and it never closes the
-// driver: the caller closes it after a nil return, if it wants to.
-//
-// Shutdown returns nil once every attempt settled and the hold was
-// released: the lender may free its memory. Otherwise it returns a
-// *ShutdownError saying what is left, and the lender must keep its memory:
-//
-//   - when ctx ends first, the error wraps ctx.Err(); the backend goes on
-//     in the background, and a later Shutdown may return nil;
-//   - at once, whatever ctx allows, when every open attempt is pinned by an
-//     unprovable call: the answer can never change, so it does not wait;
-//   - once the drained driver refused to unregister a region 12 times in
-//     a row (Unregistering holds its last refusal): the region stays registered and the hold kept for good,
-//     and every later Shutdown answers the same at once.
-//
-// Shutdown is safe to call from any goroutine and more than once; every
-// call after the first only waits again.
-func (b *Backend) Shutdown(ctx context.Context) error {
-	b.mu.Lock()
-	if !b.closing {
-		b.closing = true
-		for i := len(b.attempts) - 1; i >= 0; i-- { // forgetting one moves only a later one
-			a := b.attempts[i]
-			a.stopLocked(ErrShutDown)
-			b.forgetIfQuiescedLocked(a)
-		}
-		b.cond.Broadcast()
-		b.notifyLocked()
-		b.kickProgress()
-	}
-	b.mu.Unlock()
-	b.wake()
-	for {
-		b.mu.Lock()
-		if b.changed == nil {
-			b.changed = make(chan struct{})
-		}
-		finished, ch := b.finished, b.changed
-		stuck := b.allOpenPinnedLocked()
-		b.mu.Unlock()
-		if finished {
-			return nil
-		}
-		if stuck {
-			return b.shutdownError(nil)
-		}
-		select {
-		case <-ch:
-		case <-b.done:
-			// The progress goroutine exited without finishing: it found a
-			// call pinned, or the driver would not unregister. Nothing will
-			// change any more.
-			if b.Stats().ShutDown {
-				return nil
-			}
-			return b.shutdownError(nil)
-		case <-ctx.Done():
-			if b.Stats().ShutDown {
-				return nil
-			}
-			return b.shutdownError(ctx.Err())
-		}
-	}
-}
-
-// ShutdownError is returned by Shutdown when the backend has not finished:
-// some store may still touch the lender's memory, so the lender must keep
-// it (hostmem.Lender.Close refuses while the hold is out, and must not be
-// forced).
-type ShutdownError struct {
-	// Pinned is the number of attempts held by an unprovable call: they
-	// never quiesce, and their slots must never be reused.
-	Pinned int
-	// Settling is the number of other attempts not yet quiesced (a call
-	// still inside the driver, or an access not yet ended).
-	Settling int
-	// Kept lists the spans the unprovable calls named: memory a store may
-	// still touch at any time.
-	Kept []driver.Span
-	// Registered lists the regions still registered with the driver. The
-	// binding keeps the lender's hold while any is left.
-	Registered []*driver.Region
-	// Unregistering is the driver's last refusal to unregister a region
-	// of Registered, once the backend stopped asking (nil otherwise).
-	Unregistering error
-	// Err is ctx.Err() when Shutdown's budget ran out first; nil when it
-	// returned at once because every open attempt is pinned or the driver
-	// would not unregister.
-	Err error
-}
-
-func (e *ShutdownError) Error() string {
-	var sb strings.Builder
-	// Every attempt counted here may still have its slots written, so the
-	// message leads with that, whatever the spans Kept names: a settling
-	// attempt's calls are still inside the driver, and name no span.
-	sb.WriteString("backend: shutdown did not finish")
-	if n := e.Pinned + e.Settling; n > 0 {
-		fmt.Fprintf(&sb, ": a store may still write the slots of %d attempts (%d pinned by unprovable calls, which may write them at any time; %d still settling)",
-			n, e.Pinned, e.Settling)
-	}
-	names := make([]string, len(e.Registered))
-	for i, r := range e.Registered {
-		names[i] = fmt.Sprintf("%q", r.Name)
-	}
-	fmt.Fprintf(&sb, ", %d regions still registered [%s]; the hold is kept: keep the lender's memory", len(names), strings.Join(names, " "))
-	if e.Unregistering != nil {
-		sb.WriteString("; the driver would not unregister: " + e.Unregistering.Error())
-	}
-	if e.Err != nil {
-		sb.WriteString(": " + e.Err.Error())
-	}
-	return sb.String()
-}
-
-// Unwrap returns ctx.Err() when the budget ran out, so errors.Is(err,
-// context.DeadlineExceeded) holds.
-func (e *ShutdownError) Unwrap() error { return e.Err }
-
-func (b *Backend) shutdownError(ctxErr error) *ShutdownError {
-	e := &ShutdownError{Err: ctxErr}
-	b.mu.Lock()
-	e.Unregistering = b.refused
-	for _, a := range b.attempts {
-		switch {
-		case a.pinnedLocked():
-			e.Pinned++
-			for _, bt := range a.batches {
-				if bt.unprovable {
-					for _, r := range bt.rows {
-						e.Kept = append(e.Kept, r.Spans...)
-					}
-				}
-			}
-		case !a.quiescedLocked():
-			e.Settling++
-		}
-	}
-	b.mu.Unlock()
-	e.Registered = b.binding.Regions()
-	return e
-}
-
-// allOpenPinnedLocked reports whether there is an open attempt and every
-// open attempt holds an unprovable batch.
-func (b *Backend) allOpenPinnedLocked() bool {
-	open := 0
-	for _, a := range b.attempts {
-		if a.quiescedLocked() {
-			continue
-		}
-		open++
-		if !a.pinnedLocked() {
-			return false
-		}
-	}
-	return open > 0
-}
-
-// Done returns a channel closed once the backend has stopped for good,
-// which happens only after Shutdown: either it finished (Stats().ShutDown
-// is true and every later Shutdown returns nil), or it found a call pinned
-// and will never drain or unregister (every later Shutdown returns a
-// *ShutdownError at once). Until then a Shutdown that returned an error
-// goes on in the background. It is safe to call from any goroutine.
-func (b *Backend) Done() <-chan struct{} { return b.done }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -204,45 +203,6 @@ func (t *tree) pathErr(rel []string, err error) error {
 	}
 	return &os.PathError{Op: "open", Path: p, Err: err}
 }
-
-// fileStat is what the driver reads of a file: its type, size and mtime,
-// without following a link. Not its device and inode: a filesystem may
-// give a freed inode's number to the next file at once, so they identify
-// nothing over time (a marker is identified by its claim.Token).
-type fileStat struct {
-	mode  uint32 // S_IFMT bits
-	size  int64
-	mtime time.Time
-}
-
-func statOf(st *unix.Stat_t) fileStat {
-	return fileStat{
-		mode: uint32(st.Mode) & unix.S_IFMT, size: st.Size,
-		mtime: time.Unix(st.Mtim.Unix()),
-	}
-}
-
-// lstatAt is fstatat(dir, name, AT_SYMLINK_NOFOLLOW).
-func lstatAt(dir int, name string) (fileStat, error) {
-	var st unix.Stat_t
-	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return fileStat{}, err
-	}
-	return statOf(&st), nil
-}
-
-func fstat(fd int) (fileStat, error) {
-	if e, _ := fault("fstat", ""); e != 0 {
-		return fileStat{}, e
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return fileStat{}, err
-	}
-	return statOf(&st), nil
-}
-
-func (s fileStat) regular() bool { return s.mode == unix.S_IFREG }
 
 // unixMode is m's permission and setgid bits as open(2) and mkdir(2) take
 // them.

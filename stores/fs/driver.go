@@ -333,20 +333,6 @@ func (d *Driver) put(row driver.Row) driver.Result {
 	return d.spec.Calls.Publish.Map(int64(code)).WithCause(err)
 }
 
-func token() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// expired reports whether a file of mtime, a marker, is past its TTL by
-// now; one dated more than MaxClockSkew ahead of now is expired at once
-// (no sane clock wrote it, and believed it would hold its key for as long
-// as it says).
-func (d *Driver) expired(mtime, now time.Time) bool {
-	return mtime.After(now.Add(d.opt.MaxClockSkew)) || !now.Before(mtime.Add(d.opt.MarkerTTL))
-}
-
 // claim opens the key's directory beneath the root (making it), then
 // creates the key's marker exclusively, holding a new claim.Token, taking
 // over one whose TTL has passed. It returns the directory (to close once
@@ -423,6 +409,37 @@ func (d *Driver) createMarker(dir int, p paths, mine claim.Token) (fsgen.Code, e
 	}
 }
 
+// create makes name in dir exclusively (O_EXCL: never through a link), with
+// the driver's file mode, set exactly when it is not the private default.
+func (d *Driver) create(dir int, name string) (int, error) {
+	if e, _ := fault("openat", name); e != 0 {
+		return -1, e
+	}
+	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, d.fileMode)
+	if err == nil && d.exact {
+		if err = unix.Fchmod(fd, d.fileMode); err != nil {
+			_ = unix.Close(fd)
+			_ = unix.Unlinkat(dir, name, 0)
+		}
+	}
+	return fd, err
+}
+
+// writeFull writes b to fd whole.
+func writeFull(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
 // seeMarker reads the marker name in dir: its token (zero when it holds
 // none) and, with judge, whether it is dead by its mtime, judged once the
 // marker is closed. A link there is ELOOP, a FIFO cannot block it
@@ -455,44 +472,18 @@ func readMarker(dir int, name string) (claim.Token, time.Time, error) {
 	return claim.Parse(buf[:n]), st.mtime, err
 }
 
-// writeFull writes b to fd whole.
-func writeFull(fd int, b []byte) error {
-	for len(b) > 0 {
-		n, err := unix.Write(fd, b)
-		switch {
-		case errors.Is(err, unix.EINTR):
-			continue
-		case err != nil:
-			return err
-		}
-		b = b[n:]
-	}
-	return nil
+// expired reports whether a file of mtime, a marker, is past its TTL by
+// now; one dated more than MaxClockSkew ahead of now is expired at once
+// (no sane clock wrote it, and believed it would hold its key for as long
+// as it says).
+func (d *Driver) expired(mtime, now time.Time) bool {
+	return mtime.After(now.Add(d.opt.MaxClockSkew)) || !now.Before(mtime.Add(d.opt.MarkerTTL))
 }
 
-// create makes name in dir exclusively (O_EXCL: never through a link), with
-// the driver's file mode, set exactly when it is not the private default.
-func (d *Driver) create(dir int, name string) (int, error) {
-	if e, _ := fault("openat", name); e != 0 {
-		return -1, e
-	}
-	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, d.fileMode)
-	if err == nil && d.exact {
-		if err = unix.Fchmod(fd, d.fileMode); err != nil {
-			_ = unix.Close(fd)
-			_ = unix.Unlinkat(dir, name, 0)
-		}
-	}
-	return fd, err
-}
-
-// release removes the marker while it holds this writer's token (not one
-// that replaced it after its TTL ran out, whatever inode it has). A marker
-// it cannot remove expires.
-func (d *Driver) release(dir int, p paths, mine claim.Token) {
-	if seen, err := d.seeMarker(dir, p.markerName, false); err == nil && seen.Token == mine {
-		_ = unix.Unlinkat(dir, p.markerName, 0)
-	}
+func token() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // write writes payload and its trailer to a new temporary file beside the
@@ -587,6 +578,15 @@ func (d *Driver) publish(dir int, p paths, tmp, key string) (fsgen.Code, error) 
 	return fsgen.OK, nil
 }
 
+// release removes the marker while it holds this writer's token (not one
+// that replaced it after its TTL ran out, whatever inode it has). A marker
+// it cannot remove expires.
+func (d *Driver) release(dir int, p paths, mine claim.Token) {
+	if seen, err := d.seeMarker(dir, p.markerName, false); err == nil && seen.Token == mine {
+		_ = unix.Unlinkat(dir, p.markerName, 0)
+	}
+}
+
 func (d *Driver) get(row driver.Row) driver.Result {
 	p, err := pathOf(d.opt.Root, row.Key)
 	if err != nil { // admission refused it already
@@ -645,6 +645,20 @@ func (d *Driver) open(p paths, key string, rowBytes int64) (int, opened, int64, 
 		return fd, o, rowBytes, nil
 	}
 	return fd, o, o.h.Len, nil
+}
+
+// markerLive reports whether another writer's marker for p is live: a
+// regular file (a link there is no marker) whose TTL has not passed. Only
+// a get that found no object asks, so only a miss pays for opening the
+// key's directory.
+func (d *Driver) markerLive(p paths) bool {
+	dir, err := d.tree.openDir(p.rel, false, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(dir)
+	st, err := lstatAt(dir, p.markerName)
+	return err == nil && st.regular() && !d.expired(st.mtime, d.opt.Now())
 }
 
 // head is open's checks of the open file fd: its type and size, then, for
@@ -797,18 +811,62 @@ func preadFull(fd int, b []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// markerLive reports whether another writer's marker for p is live: a
-// regular file (a link there is no marker) whose TTL has not passed. Only
-// a get that found no object asks, so only a miss pays for opening the
-// key's directory.
-func (d *Driver) markerLive(p paths) bool {
-	dir, err := d.tree.openDir(p.rel, false, 0)
-	if err != nil {
-		return false
+// The system calls a put or a get makes on a row's files, and what the
+// driver reads of a file (fileStat). Each call a test can fail on cue asks
+// sysFault first.
+
+// sysFault, set by tests only (export_test.go's SetSysFault), is asked
+// before each system call a put or a get makes on a row's files: call
+// names the system call (openat2, openat, mkdirat, fstat, write, fsync,
+// renameat, pread, preadv), name the file it acts on (its last component;
+// "" for a call on a descriptor). It answers an errno the call then fails
+// with instead of running (0: it runs), and for a read or write at most
+// how many bytes it may move (0: all; a negative limit: none, the end of
+// the file for a read). A nil sysFault, production's, costs one check.
+var sysFault func(call, name string) (unix.Errno, int)
+
+// fault is sysFault's answer for call on name.
+func fault(call, name string) (unix.Errno, int) {
+	if sysFault == nil {
+		return 0, 0
 	}
-	defer unix.Close(dir)
-	st, err := lstatAt(dir, p.markerName)
-	return err == nil && st.regular() && !d.expired(st.mtime, d.opt.Now())
+	return sysFault(call, name)
+}
+
+// limitTo is b cut to limit (0: whole; negative: empty).
+func limitTo(b []byte, limit int) []byte {
+	switch {
+	case limit < 0:
+		return b[:0]
+	case limit > 0 && limit < len(b):
+		return b[:limit]
+	}
+	return b
+}
+
+// writeAll writes b to fd, going on after a short write and an EINTR as
+// write(2) asks of its caller (os.File.Write does the same).
+func writeAll(fd int, name string, b []byte) error {
+	for len(b) > 0 {
+		e, limit := fault("write", name)
+		if e != 0 {
+			if e == unix.EINTR {
+				continue
+			}
+			return e
+		}
+		n, err := unix.Write(fd, limitTo(b, limit))
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return err
+		case n == 0:
+			return unix.EIO // write(2) never answers 0 for a regular file with bytes to write
+		}
+		b = b[n:]
+	}
+	return nil
 }
 
 // pread is pread(2), through sysFault.
@@ -832,3 +890,46 @@ func preadv(fd int, piece, tail []byte, off int64) (int, error) {
 	}
 	return unix.Preadv(fd, [][]byte{piece, tail}, off)
 }
+
+// fileStat is what the driver reads of a file: its type, size and mtime,
+// without following a link. Not its device and inode: a filesystem may
+// give a freed inode's number to the next file at once, so they identify
+// nothing over time (a marker is identified by its claim.Token).
+type fileStat struct {
+	mode  uint32 // S_IFMT bits
+	size  int64
+	mtime time.Time
+}
+
+// statOf is st as the driver reads it.
+func statOf(st *unix.Stat_t) fileStat {
+	return fileStat{
+		mode: uint32(st.Mode) & unix.S_IFMT, size: st.Size,
+		mtime: time.Unix(st.Mtim.Unix()),
+	}
+}
+
+// lstatAt is fstatat(dir, name, AT_SYMLINK_NOFOLLOW).
+func lstatAt(dir int, name string) (fileStat, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fileStat{}, err
+	}
+	return statOf(&st), nil
+}
+
+// fstat is fstat(2), through sysFault.
+func fstat(fd int) (fileStat, error) {
+	if e, _ := fault("fstat", ""); e != 0 {
+		return fileStat{}, e
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fileStat{}, err
+	}
+	return statOf(&st), nil
+}
+
+// regular reports a regular file: not a directory, a link, a FIFO or a
+// device.
+func (s fileStat) regular() bool { return s.mode == unix.S_IFREG }

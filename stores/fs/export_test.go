@@ -30,7 +30,7 @@ func IsLink(dir *os.File, name string) bool { return isLink(int(dir.Fd()), name)
 func RefuseNoatime(d *Driver) { d.tree.refuseNoatime = true }
 
 // SetSysFault makes every put and get ask f before each system call on a
-// row's files (sysfault.go), until the returned restore is called.
+// row's files (sysFault, driver.go), until the returned restore is called.
 func SetSysFault(f func(call, name string) (unix.Errno, int)) (restore func()) {
 	sysFault = f
 	return func() { sysFault = nil }

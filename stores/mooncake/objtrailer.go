@@ -40,13 +40,14 @@ type Options struct {
 // stageMax is the most an object carries past its row: a tag and a trailer.
 const stageMax = trailer.TailSize
 
-// overhead is how many bytes the driver's trailer adds to each object it
-// writes: none with the trailer off.
-func (d *Driver) overhead() int64 {
-	if !d.opt.Integrity.On() && !d.opt.Trailer {
+// objectOverhead is how many bytes the trailer of opt adds to each object
+// the driver writes: none with the trailer off. NewWith keeps it in
+// Driver.overhead, since the options never change after.
+func objectOverhead(opt Options) int64 {
+	if !opt.Integrity.On() && !opt.Trailer {
 		return 0
 	}
-	return d.opt.Integrity.Overhead()
+	return opt.Integrity.Overhead()
 }
 
 // stage is memory of the driver's own, off the Go heap and registered with
@@ -106,7 +107,7 @@ func (s *stage) at(off, n int64) Buffer { return Buffer{Addr: s.buf.Addr + uintp
 // tails writes each scattered row's tag and trailer into sc's tail stage
 // and returns the Buffer of row k's, or an error with nothing written.
 func (d *Driver) tails(sc *scratch, rows []driver.Row, idx []int) ([]Buffer, error) {
-	ov := d.overhead()
+	ov := d.overhead
 	if err := d.room(&sc.tailStage, ov*int64(len(idx))); err != nil {
 		return nil, err
 	}
