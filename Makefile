@@ -59,12 +59,23 @@ SOAK_DURATION ?= 60s
 soak: ## the randomized fault soak, bounded (SOAK_DURATION, default 60s)
 	$(GO) run ./cmd/soak -duration $(SOAK_DURATION)
 
-# The safety-critical packages. Each mutant runs against the tests of its
+# Every package of the module with a mutant (cmd/mutate expands ./...: a
+# package whose non-test files CI's -race build compiles and that are not
+# generated; so generated/, written by drivergen and held by gen's golden
+# tests, docs/ and its tests-only packages, and the cgo SDK behind the
+# mooncake tag are left out). Each mutant runs against the tests of its
 # package and then of every package whose tests link it, as CI runs them
-# (with -race where the package starts goroutines or uses sync); a hang (a
-# test binary at its -timeout: four times what the package's test binary
-# took to pass, 1 to 3 minutes) is reported apart from a kill, with the
-# tests that were running. A failure in an importer's tests is a kill only
+# (with -race where the package starts goroutines or uses sync), go test
+# -failfast (one failing test decides a kill); MUTATE_JOBS mutants at
+# once. A package's tests that reach their -timeout (four times what the
+# package's test binary took to pass, 1 to 3 minutes) run again, whole,
+# under CI's (TEST_TIMEOUT): a hang there is a kill (CI's test binary
+# fails), listed apart with the tests that were running; a pass there is
+# a pass (slow, and CI passes it). Each kill's line names the package whose
+# tests made it. A package's tests run once unmutated first (with CI's
+# -timeout: a package CI passes is mutated, however slow), as the first
+# of its work and charged to it, so mutants start as soon as their
+# package's run passed. A failure in an importer's tests is a kill only
 # when those tests pass unmutated and fail on the mutant again (else the
 # mutant is reported flaky, apart). A package's tests that never execute
 # the mutated line (by their coverage, measured once unmutated) are
@@ -82,11 +93,11 @@ soak: ## the randomized fault soak, bounded (SOAK_DURATION, default 60s)
 # apart from the unexplained, and names an entry that a test killed
 # (wrong) or that matches no mutant (stale).
 MUTATE_BUDGET ?= 30m
-MUTATE_JOBS ?= 1
+MUTATE_JOBS ?= 2
 MUTATE_SEED ?= 1
-MUTATE_PKGS ?= runtime/driver runtime/driverkit runtime/rules runtime/backend stores/memory stores/mooncake stores/redis stores/fs stores/s3 stores/trailer gen/validate.go
-mutate: deps ## mutation testing of the safety-critical packages, bounded (MUTATE_BUDGET, default 30m): score and share sampled per package, each survivor's file:line, change and line, the listed equivalents apart
-	$(GO) run ./cmd/mutate -budget $(MUTATE_BUDGET) -j $(MUTATE_JOBS) -seed $(MUTATE_SEED) -timeout 3m -equivalent cmd/mutate/equivalent.txt $(MUTATE_PKGS)
+MUTATE_PKGS ?= ./...
+mutate: deps ## mutation testing of every package, bounded (MUTATE_BUDGET, default 30m): score and share sampled per package, each kill's package, each survivor's file:line, change and line, the listed equivalents apart
+	$(GO) run ./cmd/mutate -budget $(MUTATE_BUDGET) -j $(MUTATE_JOBS) -seed $(MUTATE_SEED) -timeout 3m -ci-timeout $(TEST_TIMEOUT) -equivalent cmd/mutate/equivalent.txt $(MUTATE_PKGS)
 
 # Every fuzz target in the tree, found afresh each run: the packages whose
 # tests declare a func Fuzz..., then each target go test -list names there

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kvblob/kvblob/internal/suitelog"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/rules"
 )
@@ -21,7 +20,7 @@ type Stager func(h *Harness, c Case, key string) error
 func (s Suite) caseChecks() []Check {
 	out := make([]Check, len(s.Cases))
 	for i, c := range s.Cases {
-		out[i] = Check{Name: c.ID, Group: SpecCases, Run: func(h *Harness, _ Scenarios) { runCase(h, c, s.Stage, s.StageableOnly) }, kind: suitelog.KindCase, spec: c.Pos}
+		out[i] = Check{Name: c.ID, Group: SpecCases, Run: func(h *Harness, _ Scenarios) { runCase(h, c, s.Stage, s.StageableOnly) }, kind: KindCase, spec: c.Pos}
 	}
 	return out
 }

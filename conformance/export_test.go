@@ -1,7 +1,5 @@
 package conformance
 
-import "github.com/kvblob/kvblob/internal/suitelog"
-
 // Verdict is how a check went on a recorder.
 type Verdict = verdict
 
@@ -17,7 +15,7 @@ type Checked struct {
 
 // RunOnRecorders runs s as Run does, with the store and each check on a
 // recorder in place of go test's subtests: the store's verdict, the facts
-// it logged for the gate (suitelog lines, as "key: value"), and each
+// it logged for the gate (FactLine lines, as "key: value"), and each
 // check's verdict with its facts.
 func RunOnRecorders(s Suite) (store Verdict, facts []string, checks []Checked) {
 	var logs []string
@@ -44,7 +42,7 @@ func recordLogs(name string, logs *[]string, run func(T)) Verdict {
 func factsOf(logs []string) []string {
 	var out []string
 	for _, l := range logs {
-		if k, v, ok := suitelog.Parse("    x.go:1: " + l); ok {
+		if k, v, ok := ParseFact("    x.go:1: " + l); ok {
 			out = append(out, k+": "+v)
 		}
 	}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/internal/broken"
-	"github.com/kvblob/kvblob/internal/memorykit"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/stores/memory/memorykit"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
@@ -54,9 +54,7 @@ func TestHostilePairing(t *testing.T) {
 			}
 			f := func(t conformance.T) driver.Driver { return twin(sound(t)) }
 			c := conformance.HostileChecks(pairNeighbour{open: f})[i]
-			short := s
-			short.Deadline = twinDeadline
-			o := conformance.RunRecorded(c, f, short)
+			o := conformance.RunRecorded(c, f, forTwins(s))
 			if o.Passed || o.Skipped {
 				t.Errorf("the broken twin was not caught (passed=%v skipped=%v %s)", o.Passed, o.Skipped, o.Reason)
 			} else {

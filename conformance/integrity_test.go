@@ -6,9 +6,9 @@ import (
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/internal/broken"
-	"github.com/kvblob/kvblob/internal/memorykit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/memory"
+	"github.com/kvblob/kvblob/stores/memory/memorykit"
 )
 
 // TestIntegrityPairing runs the integrity check against a memory driver

@@ -6,9 +6,9 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/internal/broken"
-	"github.com/kvblob/kvblob/internal/memorykit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/memory"
+	"github.com/kvblob/kvblob/stores/memory/memorykit"
 )
 
 // suite is what the pairing runs: every scenario the memory store stages.
@@ -19,8 +19,12 @@ func suite() conformance.Suite {
 	return conformance.Suite{Scenarios: memorykit.Scenarios()}
 }
 
-// twinDeadline bounds every wait of a check run against a broken twin.
-const twinDeadline = 2 * time.Second
+// forTwins is s with the short deadline a check run against a broken twin
+// gets, so a twin that fails by hanging fails in 2 s.
+func forTwins(s conformance.Suite) conformance.Suite {
+	s.Deadline = 2 * time.Second
+	return s
+}
 
 func sound(conformance.T) driver.Driver { return memory.New(memory.Options{}) }
 
@@ -43,9 +47,7 @@ func TestPairing(t *testing.T) {
 			if !ok {
 				t.Fatalf("check %q has no broken twin in internal/broken", c.Name)
 			}
-			short := s
-			short.Deadline = twinDeadline
-			o := conformance.RunRecorded(c, func(t conformance.T) driver.Driver { return twin(sound(t)) }, short)
+			o := conformance.RunRecorded(c, func(t conformance.T) driver.Driver { return twin(sound(t)) }, forTwins(s))
 			if o.Passed || o.Skipped {
 				t.Errorf("the broken twin was not caught (passed=%v skipped=%v %s)", o.Passed, o.Skipped, o.Reason)
 			} else {

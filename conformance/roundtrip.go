@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kvblob/kvblob/internal/suitelog"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -24,7 +23,7 @@ const roundTripCheckName = "backend_round_trip"
 // roundTripCheck publishes tripRows rows of tripRowBytes through the
 // backend over the store's driver and fetches them back into other slots,
 // as a serving runtime would, and compares them byte for byte. It logs
-// what it moved and how long that took (suitelog.RoundTrip): the gate
+// what it moved and how long that took (FactRoundTrip): the gate
 // prints it next to the conformance table, to show what kvblob is for.
 func roundTripCheck() Check {
 	return Check{Name: roundTripCheckName, Group: Data, Run: func(h *Harness, _ Scenarios) {
@@ -81,6 +80,6 @@ func roundTripCheck() Check {
 			t.Fatalf("%v", err)
 		}
 		_ = lender.Close()
-		note(t, suitelog.RoundTrip, fmt.Sprintf("%d x %d KiB in %v", tripRows, tripRowBytes>>10, took.Round(100*time.Microsecond)))
+		note(t, FactRoundTrip, fmt.Sprintf("%d x %d KiB in %v", tripRows, tripRowBytes>>10, took.Round(100*time.Microsecond)))
 	}}
 }

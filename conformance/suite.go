@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvblob/kvblob/internal/suitelog"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
@@ -242,7 +241,7 @@ func (s Suite) Checks() []Check {
 		out = append(out, roundTripCheck())
 	}
 	for _, p := range s.SDKChecks {
-		out = append(out, Check{Name: p.Name, Run: func(h *Harness, _ Scenarios) { p.Run(h) }, kind: suitelog.KindSDK, spec: p.Spec})
+		out = append(out, Check{Name: p.Name, Run: func(h *Harness, _ Scenarios) { p.Run(h) }, kind: KindSDK, spec: p.Spec})
 	}
 	return out
 }
@@ -302,11 +301,11 @@ func (s Suite) validate() error {
 //
 // Besides pass and fail, Run logs what the gate's table and reports need,
 // one fact a line, in the form "conformance: KEY: VALUE" (the keys and
-// where each is logged: internal/suitelog), which cmd/gate reads from go
+// where each is logged: facts.go), which cmd/gate reads from go
 // test -json.
 func Run(t *testing.T, s Suite) {
 	t.Helper()
-	note(t, suitelog.Store, s.Name)
+	note(t, FactStore, s.Name)
 	t.Run(s.Name, func(t *testing.T) {
 		s.run(t, func(name string, f func(T)) { t.Run(name, func(t *testing.T) { f(t) }) })
 	})
@@ -320,27 +319,27 @@ func (s Suite) run(t T, sub func(name string, f func(T))) {
 		t.Fatal(err)
 	}
 	checks := s.Checks()
-	note(t, suitelog.SDK, s.SDK)
-	note(t, suitelog.Checks, strconv.Itoa(len(checks)))
+	note(t, FactSDK, s.SDK)
+	note(t, FactChecks, strconv.Itoa(len(checks)))
 	if s.CodeEnum != "" {
-		note(t, suitelog.CodeEnum, s.CodeEnum)
+		note(t, FactCodeEnum, s.CodeEnum)
 	}
 	if len(s.Cases) > 0 {
 		file, _, _ := strings.Cut(s.Cases[0].Pos, ":")
-		note(t, suitelog.SpecFile, file)
+		note(t, FactSpecFile, file)
 	}
 	var skip string
 	if s.Setup != nil {
 		why, err := s.Setup(t)
 		switch {
 		case err != nil:
-			note(t, suitelog.Setup, err.Error())
+			note(t, FactSetup, err.Error())
 			t.Fatalf("setting up %s: %v", s.Name, err)
 		case why != "" && os.Getenv("CI") == "true":
-			note(t, suitelog.Setup, "CI=true, but "+why)
+			note(t, FactSetup, "CI=true, but "+why)
 			t.Fatalf("CI=true, but %s cannot run: %s", s.Name, why)
 		case why != "":
-			note(t, suitelog.Skip, why)
+			note(t, FactSkip, why)
 			skip = why
 		}
 	}
@@ -349,9 +348,9 @@ func (s Suite) run(t T, sub func(name string, f func(T))) {
 	}
 	for _, c := range checks {
 		sub(c.Name, func(t T) {
-			note(t, suitelog.Kind, c.kindOr())
+			note(t, FactKind, c.kindOr())
 			if c.spec != "" {
-				note(t, suitelog.Spec, c.spec)
+				note(t, FactSpec, c.spec)
 			}
 			if skip != "" {
 				t.Skipf("%s", skip)
@@ -369,13 +368,13 @@ func (s Suite) run(t T, sub func(name string, f func(T))) {
 func note(t T, key, value string) {
 	t.Helper()
 	if value != "" {
-		t.Logf("%s", suitelog.Line(key, value))
+		t.Logf("%s", FactLine(key, value))
 	}
 }
 
 func (c Check) kindOr() string {
 	if c.kind == "" {
-		return suitelog.KindCheck
+		return KindCheck
 	}
 	return c.kind
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/internal/s3kit"
+	"github.com/kvblob/kvblob/stores/s3/s3kit"
 )
 
 // stepLine is a step of a store's deps.sh: apt_step, go_step or

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fetch-valkey.sh DIR: put Valkey 8.1 (valkey-server and valkey-cli) in DIR,
 # for the tests of spec/redis-valkey-8.1.yaml. 'make deps' runs it with
-# DIR=.bin/valkey-8.1; internal/rediskit looks there (or wherever
+# DIR=.bin/valkey-8.1; stores/redis/rediskit looks there (or wherever
 # KVBLOB_VALKEY_SERVER and KVBLOB_VALKEY_CLI say).
 #
 # Debian 12 (bookworm) ships Redis 7.0 and, in backports, Valkey 8.0, which

@@ -10,9 +10,9 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/redis"
+	"github.com/kvblob/kvblob/stores/redis/rediskit"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 

@@ -19,10 +19,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	s3gen "github.com/kvblob/kvblob/generated/s3"
-	"github.com/kvblob/kvblob/internal/s3kit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/fs"
 	"github.com/kvblob/kvblob/stores/s3"
+	"github.com/kvblob/kvblob/stores/s3/s3kit"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 

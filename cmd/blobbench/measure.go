@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/internal/scalebench"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
@@ -22,6 +21,7 @@ import (
 	"github.com/kvblob/kvblob/stores/memory"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+	"github.com/kvblob/kvblob/stores/redis/rediskit"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
@@ -638,7 +638,13 @@ func (r *rig) finish(a *backend.Attempt, err error) error {
 		return err
 	}
 	if o.InOrder != len(o.Results) {
-		return fmt.Errorf("attempt delivered %d of %d rows: %w", o.InOrder, len(o.Results), o.Err)
+		// A row that is not READY without an error (a MISS, a NOT_READY)
+		// leaves o.Err nil: its status is the reason.
+		why := fmt.Errorf("row %d answered %v", o.InOrder, o.Results[o.InOrder].Status)
+		if o.Err != nil {
+			why = o.Err
+		}
+		return fmt.Errorf("attempt delivered %d of %d rows: %w", o.InOrder, len(o.Results), why)
 	}
 	return a.WaitQuiesced(context.Background())
 }

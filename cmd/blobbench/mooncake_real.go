@@ -7,10 +7,10 @@ import (
 	"io"
 	"time"
 
-	"github.com/kvblob/kvblob/internal/mooncakekit/realkit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
+	"github.com/kvblob/kvblob/stores/mooncake/mooncakekit/realkit"
 )
 
 // Built with -tags mooncake, blobbench also measures the driver over the

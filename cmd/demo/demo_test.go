@@ -222,3 +222,53 @@ func TestServeKeepsMetricsUpUntilStopped(t *testing.T) {
 	_, err := http.Get(url)
 	assert.Error(t, err, "still serving after the demo ended")
 }
+
+// TestAFetchOfRowsNeverPublishedSaysHowFewWereDelivered: the fetching
+// process over a Redis that holds none of the request's rows delivers
+// none of them, and fails saying how many of how many were delivered (not
+// that the bytes differ: none were read).
+func TestAFetchOfRowsNeverPublishedSaysHowFewWereDelivered(t *testing.T) {
+	needRedis(t)
+	srv, err := storekit.Start(redisSpec)
+	require.NoError(t, err)
+	defer srv.Stop()
+	require.NoError(t, srv.LoopbackOnly())
+	var stdout, stderr bytes.Buffer
+	c, err := parse([]string{"-redis", srv.Addr, "-rows", "4", "-row-bytes", "4096"}, &stderr)
+	require.NoError(t, err)
+	c.prefix, c.role = "kvblob-demo-unpublished", "fetch"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = serve(ctx, c, &stdout, &stderr)
+	t.Logf("%s%s", stdout.String(), stderr.String())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "only the first 0 of 4 rows were delivered")
+	assert.NotContains(t, stdout.String(), "rows match", "no row was delivered to compare")
+}
+
+// TestTheFlagsBoundsTakeTheirEdges: each flag's least allowed value is
+// taken (-batch-rows 0 is "no bound", not an error), and one below it is
+// refused naming the flag.
+func TestTheFlagsBoundsTakeTheirEdges(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // "" for accepted
+	}{
+		{[]string{"-batch-rows", "0"}, ""},
+		{[]string{"-batch-rows", "-1"}, "-batch-rows is -1"},
+		{[]string{"-rows", "1"}, ""},
+		{[]string{"-rows", "0"}, "-rows is 0"},
+		{[]string{"-workers", "1"}, ""},
+		{[]string{"-workers", "0"}, "-workers is 0"},
+	} {
+		var stderr bytes.Buffer
+		_, err := parse(c.args, &stderr)
+		if c.want == "" {
+			assert.NoError(t, err, c.args)
+			continue
+		}
+		if assert.Error(t, err, c.args) {
+			assert.Contains(t, err.Error(), c.want)
+		}
+	}
+}

@@ -20,7 +20,7 @@ func pathsIn(text string) []string {
 	for _, m := range repoPath.FindAllStringIndex(text, -1) {
 		p := strings.TrimRight(text[m[0]:m[1]], ".,")
 		if m[1] < len(text) && text[m[1]] == '<' {
-			continue // internal/<store>kit
+			continue // stores/<store>/<store>kit
 		}
 		out = append(out, p)
 	}

@@ -368,7 +368,7 @@ const nextSteps = `next:
   3. go test ./stores/STORE/     # the lifecycle checks pass already
   4. write the SDK calls where stores/STORE/driver.go says TODO: answers map through the picked spec's Calls, raised errors through classify
   5. in stores/STORE/conformance_test.go, run the whole suite with the kit's scenarios, one suite per STOREcases.All()
-  6. stage on the real store what it can (internal/STOREkit; conformance/storekit starts a server on loopback)
+  6. stage on the real store what it can (the kit, stores/STORE/kit_test.go; conformance/storekit starts a server on loopback)
   7. the gate (make run) runs TestConformance of stores/STORE/conformance_test.go through go test: nothing to register
   8. a server the tests need: a step in stores/STORE/deps.sh (scripts/deps.sh's apt_step, go_step, fetch_step) and its row in README.md's first-run table
 docs/writing-a-store.md walks through each step, following stores/fs.

@@ -146,7 +146,7 @@ func TestNewScaffoldsAStoreAndRefusesToOverwrite(t *testing.T) {
 	code, out, _ := runCLI("new", "-root", root, "acme")
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "spec/acme.yaml")
-	for _, f := range []string{"spec/acme.yaml", "stores/acme/driver.go", "stores/acme/conformance_test.go", "internal/acmekit/acmekit.go", "stores/acme/deps.sh"} {
+	for _, f := range []string{"spec/acme.yaml", "stores/acme/driver.go", "stores/acme/conformance_test.go", "stores/acme/kit_test.go", "stores/acme/deps.sh"} {
 		_, err := os.Stat(filepath.Join(root, f))
 		assert.NoError(t, err, f)
 	}
@@ -160,10 +160,17 @@ func TestNewScaffoldsAStoreAndRefusesToOverwrite(t *testing.T) {
 	assert.Contains(t, stderr, "refusing to overwrite")
 	code, _, _ = runCLI("new", "-root", root, "Bad-Name")
 	assert.Equal(t, 2, code)
+	notDir := filepath.Join(root, "spec/acme.yaml") // a file: no folder can be made under it
+	code, _, stderr = runCLI("new", "-root", notDir, "acme")
+	assert.Equal(t, 1, code, "a folder that cannot be made fails the command")
+	assert.Contains(t, stderr, "not a directory")
 }
 
 func TestUsageAndUnknownCommands(t *testing.T) {
-	code, out, _ := runCLI("--help")
+	code, out, _ := runCLI()
+	assert.Equal(t, 2, code, "no command is a usage error")
+	assert.Contains(t, out, "drivergen generate", "and prints the usage")
+	code, out, _ = runCLI("--help")
 	assert.Equal(t, 0, code)
 	for _, c := range []string{"generate", "check", "validate", "new"} {
 		assert.Contains(t, out, "drivergen "+c)
@@ -213,21 +220,17 @@ func TestAScaffoldedStoreCompiles(t *testing.T) {
 	src = []byte(strings.Replace(string(src), todo, "\t\treturn int64(acmegen.NotFound), errors.New(\"the adapter found no object\")\n", 1))
 	src = []byte(strings.Replace(string(src), "import (\n", "import (\n\t\"errors\"\n", 1))
 	require.NoError(t, os.WriteFile(adapter, src, 0o644))
-	cmd := exec.Command("go", "vet", "./stores/acme/", "./internal/acmekit/", "./generated/acme/...")
+	cmd := exec.Command("go", "vet", "./stores/acme/", "./generated/acme/...")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
 
-	cmd = exec.Command("go", "test", "-count=1", "-v", "-run", "^TestTheScaffoldKeepsTheFsPattern$", "./stores/acme/")
+	// One go test runs both (one test binary built and linked, not two).
+	cmd = exec.Command("go", "test", "-count=1", "-v", "-run", "^(TestTheScaffoldKeepsTheFsPattern|TestConformance)$", "./stores/acme/")
 	cmd.Dir = dir
 	out, err = cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.Contains(t, string(out), "--- PASS: TestTheScaffoldKeepsTheFsPattern")
-
-	cmd = exec.Command("go", "test", "-count=1", "-v", "-run", "^TestConformance$", "./stores/acme/")
-	cmd.Dir = dir
-	out, err = cmd.CombinedOutput()
-	require.NoError(t, err, string(out))
 	ran := 0
 	for _, c := range conformance.Checks() {
 		verdict := "PASS"
@@ -263,15 +266,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvblob/kvblob/internal/blockingfx"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	acmegen "github.com/kvblob/kvblob/generated/acme"
-	"github.com/kvblob/kvblob/internal/acmekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
 func TestTheScaffoldKeepsTheFsPattern(t *testing.T) {
-	d := acmekit.Open(t)
-	f := blockingfx.New(t, d, 5*time.Second)
+	d := Open(t)
+	f := storekit.NewFx(t, d, 5*time.Second)
 	k, err := driver.Key("acme", []byte("a"))
 	if err != nil {
 		t.Fatal(err)

@@ -13,16 +13,17 @@ type scaffoldFile struct{ path, body string }
 // block, an adapter on the shared lifecycle that honours cancellation, takes
 // its fault seam in Options and turns every answer (and every error the SDK
 // raises, classified into the spec's codes) into a row result through the
-// spec, a test kit in internal/STOREkit that stages through that seam, a
-// test that runs the conformance suite, and the store's deps.sh, where
-// make deps finds the servers its tests need.
+// spec, a test kit in the store's test files (stores/STORE/kit_test.go)
+// that stages through that seam, a test that runs the conformance suite,
+// and the store's deps.sh, where make deps finds the servers its tests
+// need: everything in the store's folder but its spec.
 func scaffold(store string) []scaffoldFile {
 	r := strings.NewReplacer("UPPERSTORE", strings.ToUpper(store), "STORE", store, "SPECGO", gen.GoIdent(store))
 	return []scaffoldFile{
 		{"spec/" + store + ".yaml", r.Replace(specTemplate)},
 		{"stores/" + store + "/driver.go", r.Replace(driverTemplate)},
 		{"stores/" + store + "/conformance_test.go", r.Replace(testTemplate)},
-		{"internal/" + store + "kit/" + store + "kit.go", r.Replace(kitTemplate)},
+		{"stores/" + store + "/kit_test.go", r.Replace(kitTemplate)},
 		{"stores/" + store + "/deps.sh", r.Replace(depsTemplate)},
 	}
 }
@@ -268,11 +269,17 @@ func notWritten(call string) error {
 }
 `
 
-const kitTemplate = `// Package STOREkit is the STORE driver's test kit: drivers with a fault
-// seam, the scenarios the store stages, and the stager of the cases
-// generated from spec/STORE.yaml. Until it stages on a real store,
-// everything is staged through the seam, by the spec's call names.
-package STOREkit
+const kitTemplate = `package STORE_test
+
+// This file is the STORE driver's test kit: drivers with a fault seam, the
+// scenarios the store stages, and the stager of the cases generated from
+// spec/STORE.yaml. Until it stages on a real store, everything is staged
+// through the seam, by the spec's call names. It lives in the store's test
+// files while only the store's own tests use it; its names are exported as
+// a kit package's would be, so that when another package needs it (a
+// benchmark, a subpackage's tests) it moves to stores/STORE/STOREkit
+// changing only its package clause and its callers' qualifiers
+// (docs/writing-a-store.md).
 
 import (
 	"errors"
@@ -337,7 +344,7 @@ type Neighbour struct{}
 
 // WriteRaw stores value, byte for byte, as key's whole object.
 func (Neighbour) WriteRaw(d driver.Driver, key string, value []byte) error {
-	return errors.New("STOREkit: Neighbour.WriteRaw is not written yet")
+	return errors.New("STORE kit: Neighbour.WriteRaw is not written yet")
 }
 `
 
@@ -349,7 +356,6 @@ import (
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	STOREgen "github.com/kvblob/kvblob/generated/STORE"
-	"github.com/kvblob/kvblob/internal/STOREkit"
 )
 
 // TestMain runs the tests and fails on a goroutine they leaked. TODO: when
@@ -366,9 +372,9 @@ func TestMain(m *testing.M) { storekit.MainOwning(m) }
 //
 //	for _, v := range STOREcases.All() { // one suite per spec
 //		conformance.Run(t, conformance.Suite{
-//			Name: v.Name, SDK: v.Spec.SDKName + " " + v.Spec.SDKVersions[0], Factory: STOREkit.Factory(),
-//			Scenarios: STOREkit.Scenarios(), Cases: v.Cases, Stage: STOREkit.Stage,
-//			Neighbour: STOREkit.Neighbour{}, // the hostile checks
+//			Name: v.Name, SDK: v.Spec.SDKName + " " + v.Spec.SDKVersions[0], Factory: Factory(),
+//			Scenarios: Scenarios(), Cases: v.Cases, Stage: Stage,
+//			Neighbour: Neighbour{}, // the hostile checks
 //			// Setup: srv.Setup, // a server the package owns: skips, saying why, when it is missing
 //			// SkipReasons: why the kit leaves a scenario nil
 //		})
@@ -376,6 +382,6 @@ func TestMain(m *testing.M) { storekit.MainOwning(m) }
 func TestConformance(t *testing.T) {
 	spec := STOREgen.Specs()[0]
 	sdk := spec.SDKName + " " + spec.SDKVersions[0]
-	conformance.Run(t, conformance.Suite{Name: "STORE", SDK: sdk, Factory: STOREkit.Factory(), Only: conformance.Lifecycle})
+	conformance.Run(t, conformance.Suite{Name: "STORE", SDK: sdk, Factory: Factory(), Only: conformance.Lifecycle})
 }
 `

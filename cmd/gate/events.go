@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvblob/kvblob/internal/suitelog"
+	"github.com/kvblob/kvblob/conformance"
 )
 
 // event is one line of go test -json (go doc test2json).
@@ -52,7 +52,7 @@ type collector struct {
 type storeRow struct {
 	storeResult
 	pkg              string
-	codeEnum, spec   string // suitelog.CodeEnum and SpecFile
+	codeEnum, spec   string // conformance.FactCodeEnum and FactSpecFile
 	setup            string // why set-up failed
 	total            int
 	finished, failed bool
@@ -131,7 +131,7 @@ func (c *collector) add(e event) {
 	case top != conformanceTest:
 		// Another test the -run pattern let through: not the gate's.
 	case rest == "":
-		if k, v, ok := suitelog.Parse(e.Output); ok && k == suitelog.Store {
+		if k, v, ok := conformance.ParseFact(e.Output); ok && k == conformance.FactStore {
 			c.names[v] = true
 		} else if e.Action == "output" && !isFrame(e.Output) {
 			c.pkg(e.Package).output = append(c.pkg(e.Package).output, strings.TrimRight(e.Output, "\n"))
@@ -163,17 +163,17 @@ func (c *collector) addStore(e event, name string) {
 	switch e.Action {
 	case "output":
 		switch k, v := fact(e, &s.output); k {
-		case suitelog.SDK:
+		case conformance.FactSDK:
 			s.SDK = v
-		case suitelog.Checks:
+		case conformance.FactChecks:
 			s.total, _ = strconv.Atoi(v)
-		case suitelog.CodeEnum:
+		case conformance.FactCodeEnum:
 			s.codeEnum = v
-		case suitelog.SpecFile:
+		case conformance.FactSpecFile:
 			s.spec, s.SpecFile = v, v
-		case suitelog.Setup:
+		case conformance.FactSetup:
 			s.setup = v
-		case suitelog.Skip:
+		case conformance.FactSkip:
 			s.SkipReason = v
 		}
 	case "pass", "fail", "skip":
@@ -221,11 +221,11 @@ func (c *collector) addCheck(e event, name string) {
 	switch e.Action {
 	case "output":
 		switch key, v := fact(e, &k.lines); key {
-		case suitelog.Kind:
+		case conformance.FactKind:
 			k.result.Kind = v
-		case suitelog.Spec:
+		case conformance.FactSpec:
 			k.result.Spec = v
-		case suitelog.RoundTrip:
+		case conformance.FactRoundTrip:
 			s.RoundTrip = v
 		}
 	case "pass", "fail", "skip":
@@ -273,10 +273,10 @@ func (c *collector) rows() (rows []*storeRow, broken map[string][]string) {
 	return rows, broken
 }
 
-// fact returns the fact an output event holds (suitelog), or "" after
+// fact returns the fact an output event holds (conformance.ParseFact), or "" after
 // keeping its line in lines, unless it is go test's own framing.
 func fact(e event, lines *[]string) (key, value string) {
-	key, value, ok := suitelog.Parse(e.Output)
+	key, value, ok := conformance.ParseFact(e.Output)
 	if !ok && !isFrame(e.Output) {
 		*lines = append(*lines, strings.TrimRight(e.Output, "\n"))
 	}

@@ -2,14 +2,17 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,9 +20,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
+	"github.com/kvblob/kvblob/gen"
 	"github.com/kvblob/kvblob/generated/memory/memorycases"
-	"github.com/kvblob/kvblob/internal/suitelog"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -34,8 +38,47 @@ func runCLI(args ...string) (int, string, string) {
 
 func runWith(goTest goTester, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	code := gate{goTest: goTest}.run(args, &out, &errb)
+	code := gate{goTest: goTest, generate: generateOnce}.run(args, &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// generated holds what gen.Generate returned for a spec folder, by the
+// folder and a digest of every file in it, for generateOnce.
+var generated = struct {
+	sync.Mutex
+	files map[string]map[string][]byte
+}{files: map[string]map[string][]byte{}}
+
+// generateOnce is gen.Generate with gen.DefaultOptions, called once per
+// spec folder and content: the gate's tests run it on the same spec/
+// dozens of times, and its output depends on the specs alone. What the
+// gate checks against the generated folder (gen.Drift) still runs every
+// time.
+func generateOnce(specDir string, specs []*gen.Spec) (map[string][]byte, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", specDir)
+	if err := filepath.WalkDir(specDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		fmt.Fprintf(h, "%s %d\n", p, len(b))
+		h.Write(b)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	key := string(h.Sum(nil))
+	generated.Lock()
+	defer generated.Unlock()
+	if files, ok := generated.files[key]; ok {
+		return files, nil
+	}
+	files, err := gen.Generate(specs, gen.DefaultOptions)
+	if err == nil {
+		generated.files[key] = files
+	}
+	return files, err
 }
 
 // stream is a go test -json stream the tests write by hand, event by
@@ -62,10 +105,10 @@ const pkg = "github.com/kvblob/kvblob/stores/memory"
 
 // store starts a store's test as Run does: its name announced, its facts.
 func (s *stream) store(name string, facts ...string) *stream {
-	s.out(conformanceTest, suitelog.Line(suitelog.Store, name))
+	s.out(conformanceTest, conformance.FactLine(conformance.FactStore, name))
 	s.events = append(s.events, event{Action: "run", Package: pkg, Test: conformanceTest + "/" + name})
 	for i := 0; i+1 < len(facts); i += 2 {
-		s.out(conformanceTest+"/"+name, suitelog.Line(facts[i], facts[i+1]))
+		s.out(conformanceTest+"/"+name, conformance.FactLine(facts[i], facts[i+1]))
 	}
 	return s
 }
@@ -77,7 +120,7 @@ func (s *stream) out(test, line string) *stream {
 }
 
 // check is a check of store that ends with action (pass, fail, skip),
-// having logged lines (facts among them, written as suitelog lines).
+// having logged lines (facts among them, written as conformance.FactLine lines).
 func (s *stream) check(store, name, action string, lines ...string) *stream {
 	test := conformanceTest + "/" + store + "/" + name
 	s.events = append(s.events, event{Action: "run", Package: pkg, Test: test}, event{Action: "output", Package: pkg, Test: test, Output: "=== RUN   " + test + "\n"})
@@ -103,8 +146,8 @@ func (s *stream) end(store, action string) *stream {
 	return s
 }
 
-func kind(k string) string { return suitelog.Line(suitelog.Kind, k) }
-func spec(p string) string { return suitelog.Line(suitelog.Spec, p) }
+func kind(k string) string { return conformance.FactLine(conformance.FactKind, k) }
+func spec(p string) string { return conformance.FactLine(conformance.FactSpec, p) }
 
 func TestUsage(t *testing.T) {
 	cases := []struct {
@@ -192,8 +235,8 @@ func xmlEscaped(s string) string {
 func TestAStoreIsARowOfTheTable(t *testing.T) {
 	announce := func() *stream {
 		s := &stream{}
-		s.out(conformanceTest, suitelog.Line(suitelog.Store, "s3"))
-		s.out(conformanceTest, suitelog.Line(suitelog.Store, "s3-large"))
+		s.out(conformanceTest, conformance.FactLine(conformance.FactStore, "s3"))
+		s.out(conformanceTest, conformance.FactLine(conformance.FactStore, "s3-large"))
 		return s
 	}
 	s := announce()
@@ -233,7 +276,7 @@ func TestGoTestArgs(t *testing.T) {
 	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "1h0m0s", "-run", `^(TestConformance|TestWitness)$/^(redis|redis-valkey-8\.1|redis-7)$`, "-tags", "mooncake", "./a", "./b"},
 		testArgs([]string{"./a", "./b"}, []string{"redis", "redis-valkey-8.1"}, []string{"redis-7", "redis-valkey-8.1"}, true, time.Hour))
 
-	s := (&stream{}).store("memory", suitelog.SDK, "kvblob-memory 1").check("memory", "x", "pass").end("memory", "pass")
+	s := (&stream{}).store("memory", conformance.FactSDK, "kvblob-memory 1").check("memory", "x", "pass").end("memory", "pass")
 	code, _, stderr := runWith(s.goTest, append(base, "--store", "memory", "--packages", "./stores/memory")...)
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "30m0s", "-run", "^(TestConformance|TestWitness)$/^(memory)$", "./stores/memory"}, s.args, "the gate's default bound")
@@ -261,17 +304,17 @@ func TestTheStreamBecomesTheTable(t *testing.T) {
 		stderr []string
 	}{{
 		name: "a passing store",
-		stream: (&stream{}).store("memory", suitelog.SDK, "kvblob-memory 1", suitelog.Checks, "3").
+		stream: (&stream{}).store("memory", conformance.FactSDK, "kvblob-memory 1", conformance.FactChecks, "3").
 			check("memory", "round_trip_is_byte_for_byte", "pass", kind("check")).
 			check("memory", "store_get/NOT_FOUND", "pass", kind("case"), spec("spec/memory.yaml:40:5")).
-			check("memory", "backend_round_trip", "pass", kind("check"), suitelog.Line(suitelog.RoundTrip, "16 x 256 KiB in 9.2ms")).
+			check("memory", "backend_round_trip", "pass", kind("check"), conformance.FactLine(conformance.FactRoundTrip, "16 x 256 KiB in 9.2ms")).
 			end("memory", "pass"),
 		code:   0,
 		out:    []string{"memory  kvblob-memory 1  3       0       0        -          250ms  16 x 256 KiB in 9.2ms", "gate: ok"},
 		stderr: []string{"gate: memory done in 250ms: 3 passed, 0 failed, 0 skipped"},
 	}, {
 		name: "go's download progress on a fresh machine is not a set-up error",
-		stream: (&stream{raw: []string{"go: downloading go.uber.org/goleak v1.3.0"}}).store("memory", suitelog.SDK, "kvblob-memory 1").
+		stream: (&stream{raw: []string{"go: downloading go.uber.org/goleak v1.3.0"}}).store("memory", conformance.FactSDK, "kvblob-memory 1").
 			check("memory", "round_trip_is_byte_for_byte", "pass", kind("check")).
 			end("memory", "pass"),
 		code:   0,
@@ -279,7 +322,7 @@ func TestTheStreamBecomesTheTable(t *testing.T) {
 		stderr: []string{"go: downloading go.uber.org/goleak v1.3.0", "gate: memory done in 250ms: 1 passed"},
 	}, {
 		name: "skips grouped by reason, the skip's reason alone",
-		stream: (&stream{}).store("fs", suitelog.SDK, "posix").
+		stream: (&stream{}).store("fs", conformance.FactSDK, "posix").
 			check("fs", "a", "skip", kind("check"), "the store stages no HoldAccess scenario (Scenarios.HoldAccess is nil)").
 			check("fs", "b", "skip", kind("check"), "get of row \"a\": MISS, tolerated", "the store stages no HoldAccess scenario (Scenarios.HoldAccess is nil)").
 			check("fs", "c", "skip", kind("check"), "known failure (a reason): put of row \"a\": READY,", "  but a get answered FAULT").
@@ -292,7 +335,7 @@ func TestTheStreamBecomesTheTable(t *testing.T) {
 		// The real Mooncake SDK logs through glog to the process's stderr,
 		// which go test hands to the check running at the time.
 		name: "the SDK's own log lines are no part of a passed or skipped check's message, and follow a failure's",
-		stream: (&stream{}).store("mooncake", suitelog.SDK, "mooncake-store 0.3.12.post1 (real SDK)").
+		stream: (&stream{}).store("mooncake", conformance.FactSDK, "mooncake-store 0.3.12.post1 (real SDK)").
 			check("mooncake", "a", "pass", kind("check"), "raw:I20261204 15:44:01.946811 30665 client_metric.cpp:102] Client metrics enabled").
 			check("mooncake", "b", "skip", kind("case"), "raw:I20261204 15:45:33.1 4036 real_client.cpp:1] setup", "spec/mooncake-0.3.13.yaml:193:23: a real server cannot stage this case",
 				"raw:I20261204 15:45:34.440981 4036 transfer_metadata.cpp:583] removeSegmentDesc 127.0.0.1:15491 finish").
@@ -306,7 +349,7 @@ func TestTheStreamBecomesTheTable(t *testing.T) {
 			"  mooncake FAILED d: get of row \"a\": got FAULT, want READY\nE20261204 15:46:00.1 4036 transfer_task.cpp:830] transfer failed"},
 	}, {
 		name: "a failing check, with its spec position and every message",
-		stream: (&stream{}).store("broken", suitelog.SDK, "kvblob-memory 1 (broken)").
+		stream: (&stream{}).store("broken", conformance.FactSDK, "kvblob-memory 1 (broken)").
 			check("broken", "store_get/NOT_FOUND", "fail", kind("case"), spec("spec/memory.yaml:40:5"), "store_get/NOT_FOUND (spec/memory.yaml:40:5): get of row \"case\": got FAULT, want MISS", "harness: the driver did not drain").
 			end("broken", "fail"),
 		code:   1,
@@ -314,7 +357,7 @@ func TestTheStreamBecomesTheTable(t *testing.T) {
 		stderr: []string{"gate: broken      1/0 FAILED store_get/NOT_FOUND"},
 	}, {
 		name: "a store whose server is not installed",
-		stream: (&stream{}).store("s3", suitelog.SDK, "aws-sdk-go-v2", suitelog.Skip, "versitygw is not installed (go install x)").
+		stream: (&stream{}).store("s3", conformance.FactSDK, "aws-sdk-go-v2", conformance.FactSkip, "versitygw is not installed (go install x)").
 			check("s3", "a", "skip", kind("check"), "versitygw is not installed (go install x)").
 			end("s3", "pass"),
 		code:   0,
@@ -322,7 +365,7 @@ func TestTheStreamBecomesTheTable(t *testing.T) {
 		stderr: []string{"gate: s3 skipped: versitygw is not installed (go install x)"},
 	}, {
 		name: "a set-up that fails",
-		stream: (&stream{}).store("redis", suitelog.SDK, "redis-server 7.x", suitelog.Setup, "port in use").
+		stream: (&stream{}).store("redis", conformance.FactSDK, "redis-server 7.x", conformance.FactSetup, "port in use").
 			out(conformanceTest+"/redis", "setting up redis: port in use").
 			end("redis", "fail"),
 		code: 2,
@@ -422,7 +465,7 @@ func TestGateRefusesStaleGeneratedCode(t *testing.T) {
 // (exit 2); so is --sdk-include with no store that names its enum.
 func TestSDKHeadersAgainstTheSpec(t *testing.T) {
 	memory := func() *stream {
-		return (&stream{}).store("memory", suitelog.SDK, "kvblob-memory 1", suitelog.SpecFile, "spec/memory.yaml").
+		return (&stream{}).store("memory", conformance.FactSDK, "kvblob-memory 1", conformance.FactSpecFile, "spec/memory.yaml").
 			check("memory", "x", "pass", kind("check")).end("memory", "pass")
 	}
 	args := append(base, "--packages", "./stores/memory", "--store", "memory", "--sdk-enum", "MemoryCode")
@@ -546,7 +589,7 @@ func TestTheGateFailsOnABrokenStore(t *testing.T) {
 // lines (they may say why), so its first line is its own.
 func TestTheSDKsOwnLogIsInNoReportMessage(t *testing.T) {
 	glog := "raw:I20261204 15:44:01.946811 30665 client_metric.cpp:102] Client metrics enabled"
-	s := (&stream{}).store("memory", suitelog.SDK, "kvblob-memory 1").
+	s := (&stream{}).store("memory", conformance.FactSDK, "kvblob-memory 1").
 		check("memory", "passed", "pass", kind("check"), glog).
 		check("memory", "skipped", "skip", kind("check"), glog, "the reason", glog).
 		check("memory", "failed", "fail", kind("check"), glog, "got FAULT", glog).

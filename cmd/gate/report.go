@@ -12,15 +12,15 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/kvblob/kvblob/internal/suitelog"
+	"github.com/kvblob/kvblob/conformance"
 )
 
 // The kinds of check a report holds.
 const (
-	kindGenerated = "generated"        // generated/ is what spec/ generates
-	kindCheck     = suitelog.KindCheck // a hand-written conformance check (or the round trip)
-	kindSDK       = suitelog.KindSDK   // the SDK itself checked against the spec (headers, a live server)
-	kindSetup     = "setup"            // the store's set-up
+	kindGenerated = "generated"           // generated/ is what spec/ generates
+	kindCheck     = conformance.KindCheck // a hand-written conformance check (or the round trip)
+	kindSDK       = conformance.KindSDK   // the SDK itself checked against the spec (headers, a live server)
+	kindSetup     = "setup"               // the store's set-up
 )
 
 // The statuses of a check.

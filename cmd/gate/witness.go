@@ -4,8 +4,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/gen"
-	"github.com/kvblob/kvblob/internal/suitelog"
 	"github.com/kvblob/kvblob/internal/witness"
 )
 
@@ -67,7 +67,7 @@ func (c *collector) addWitness(e event, rest string) {
 	}
 	switch e.Action {
 	case "output":
-		if key, v := fact(e, &k.lines); key == suitelog.Spec {
+		if key, v := fact(e, &k.lines); key == conformance.FactSpec {
 			k.result.Spec = v
 		}
 	case "pass", "fail", "skip":

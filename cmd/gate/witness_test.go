@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/internal/suitelog"
+	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/internal/witness"
 )
 
@@ -42,13 +42,14 @@ func TestARowCountsItsSpecsWitnessedRules(t *testing.T) {
 		}
 	}
 	require.Greater(t, len(all), 3)
-	s := (&stream{}).store("redis", suitelog.SpecFile, "spec/redis-7.yaml").check("redis", "x", "pass").end("redis", "pass").
-		store("memory", suitelog.SpecFile, "spec/memory.yaml").check("memory", "x", "pass").end("memory", "pass").
+	s := (&stream{}).store("redis", conformance.FactSpecFile, "spec/redis-7.yaml").check("redis", "x", "pass").end("redis", "pass").
+		store("memory", conformance.FactSpecFile, "spec/memory.yaml").check("memory", "x", "pass").end("memory", "pass").
 		witness("redis-7", all[0], "a cut", "pass").
 		witness("redis-7", all[0], "a reset", "pass").
 		witness("redis-7", all[1], "a stall", "pass").
 		witness("redis-7", all[2], "a slice", "fail", spec("spec/redis-7.yaml:1:2"), "spec/redis-7.yaml:1:2: contradicted").
-		witness("redis-7", all[3], "no server", "skip", "no server")
+		witness("redis-7", all[3], "no server", "skip", "no server").
+		witness("redis-7", all[3], "a silent skip", "skip") // no line to keep: the message is empty
 	dir := t.TempDir()
 	jsonFile, junitFile := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.xml")
 	code, out, stderr := runWith(s.goTest, append(base, "--json", jsonFile, "--junit", junitFile)...)
@@ -76,6 +77,16 @@ func TestARowCountsItsSpecsWitnessedRules(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(x), `<property name="witnessed" value="2/`+itoa(len(all))+`"></property>`)
 	assert.Contains(t, string(x), `name="witness `+all[2]+`/a slice"`)
+	var silent []checkResult
+	for _, c := range redis.Checks {
+		if c.Name == "witness "+all[3]+"/a silent skip" {
+			silent = append(silent, c)
+		}
+	}
+	if assert.Len(t, silent, 1, "a skipped run that printed nothing is a check") {
+		assert.Equal(t, statusSkipped, silent[0].Status)
+		assert.Empty(t, silent[0].Message)
+	}
 }
 
 func itoa(n int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + jsonInt(n)) }

@@ -126,7 +126,7 @@ func TestTheReportScoresWithAndWithoutTheListed(t *testing.T) {
 	m := func(line int, desc string) Mutant {
 		return Mutant{File: "/r/p/p.go", Pos: fmt.Sprintf("/r/p/p.go:%d:2", line), Desc: desc, Line: "f()"}
 	}
-	r := &Report{Dir: "p", Total: 10, Tried: 8}
+	r := &Report{Dir: "p", Pkg: "p", Total: 10, Tried: 8}
 	for _, c := range []struct {
 		m   Mutant
 		v   verdict
@@ -142,18 +142,23 @@ func TestTheReportScoresWithAndWithoutTheListed(t *testing.T) {
 		{m(7, "drop statement"), survived, 1, nil},
 		{m(8, "drop statement"), hung, 1, nil},
 	} {
-		r.record("/r", c.m, c.v, "p TestX", c.ran, time.Second, c.e)
+		where := ""
+		if c.v == killed || c.v == hung {
+			where = "p TestX"
+		}
+		r.record("/r", c.m, c.v, where, c.ran, time.Second, c.e)
 	}
 	r.Measuring = 90 * time.Second
 	assert.Equal(t, 8, r.Decided())
 	assert.Equal(t, 2, r.Equivalent)
 	assert.Equal(t, 3, r.Survived)
-	assert.InDelta(t, 50.0, r.Score(), 1e-9, "4 of 8")
-	assert.InDelta(t, 4.0/6*100, r.ScoreWithout(), 1e-9, "4 of 6")
+	assert.Zero(t, r.KilledElsewhere, "p's own tests killed them")
+	assert.InDelta(t, 62.5, r.Score(), 1e-9, "5 of 8: the hang under CI's -timeout is a kill")
+	assert.InDelta(t, 5.0/6*100, r.ScoreWithout(), 1e-9, "5 of 6")
 	var out bytes.Buffer
 	r.Print(&out)
 	s := out.String()
-	assert.Contains(t, s, "p: score 50.0% of 8 decided, 66.7% of 6 without the 2 listed equivalent (4 killed, 3 survived (2 listed equivalent, 1 run by no test), 1 hung;")
+	assert.Contains(t, s, "p: score 62.5% of 8 decided, 83.3% of 6 without the 2 listed equivalent (5 killed (1 of them hung: timed out under CI's -timeout), 3 survived (2 listed equivalent, 1 run by no test);")
 	assert.Contains(t, s, "  survived p/p.go:7:2: drop statement: f()\n")
 	assert.Contains(t, s, "  equivalent p/p.go:5:2: drop statement: f() [the mode is ignored]\n")
 	assert.Contains(t, s, "  equivalent p/p.go:6:2: drop statement: f() [no test runs this line] [the mode is ignored]\n")
@@ -161,7 +166,7 @@ func TestTheReportScoresWithAndWithoutTheListed(t *testing.T) {
 	assert.NotContains(t, s, "survived p/p.go:5:2", "a listed survivor is not among the unexplained")
 	assert.Contains(t, s, "; importers' coverage runs it waited for 1m30s, not in that\n")
 	total := Total([]*Report{r, {Dir: "q", Killed: 2, Stale: []string{"eq.txt:9: q/q.go: drop statement: g() [stale: ...]"}}})
-	assert.InDelta(t, 6.0/8*100, total.ScoreWithout(), 1e-9)
+	assert.InDelta(t, 7.0/8*100, total.ScoreWithout(), 1e-9)
 	out.Reset()
 	total.Print(&out)
 	assert.Contains(t, out.String(), "  WRONG ENTRY p/p.go:4:2", "the total names the list's faults again")

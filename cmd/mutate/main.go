@@ -4,20 +4,28 @@
 // ||, an integer constant off by one) and runs, through go test -overlay
 // (the tree is never written), the tests of the package and then those of
 // every package in the module whose tests link it (its importers, direct
-// or not), one package at a time, stopping at the first that fails. A
-// package's tests that, unmutated, never execute the mutated line (by
-// their coverage, measured once per test package) are not run: they
-// cannot tell the mutant from the source. A package whose code starts
-// goroutines or uses package sync is tested with -race, as CI tests it.
+// or not), one package at a time, stopping at the first that fails
+// (go test -failfast: one failing test is a kill). A package's tests
+// that, unmutated, never execute the mutated line (by their coverage,
+// measured once per test package) are not run: they cannot tell the
+// mutant from the source. A package whose code starts goroutines or uses
+// package sync is tested with -race, as CI tests it. Only the files CI's
+// -race build compiles are mutated, and no generated file. An argument
+// ending in /... (./...) names every package under it with a mutant.
 // A failure in another package's tests than the mutated one's is a kill
 // only when the tests that failed pass unmutated and fail on the mutant
 // again; else they are flaky, decide nothing, and a mutant that only they
-// failed is reported apart (flaky: not decided, not scored). A kill only
-// another package's tests made (the mutated package's own passed) is
-// named with that package, in its line and in a list per package.
+// failed is reported apart (flaky: not decided, not scored). Each kill's
+// line names the package whose tests made it; a kill only another
+// package's tests made (the mutated package's own passed) is also listed
+// per package.
+// A package's tests that reach their -timeout on a mutant run again,
+// whole, under CI's (-ci-timeout, the Makefile's TEST_TIMEOUT): a hang
+// there is what CI would see fail, so it counts as a kill (and is listed
+// apart, with the tests that were running); a pass there is a pass (the
+// mutant is slow, CI passes it, and its survivor line says so).
 // It reports per package the mutants tried out of all (the share
-// sampled), those the tests killed, those that hung (a test timed out:
-// reported apart, since a hang is not a failing assertion), the share of
+// sampled), those the tests killed (the hangs among them), the share of
 // the budget the package had, and each survivor's file:line, change and
 // source line; and a line as each mutant is decided. Given the list of
 // mutants argued equivalent (-equivalent, see Equivalent), it scores both
@@ -26,19 +34,24 @@
 // a listed mutant a test killed (a wrong entry) and an entry that matches
 // no mutant (stale), so the list cannot rot unseen.
 //
+//	go run ./cmd/mutate -budget 30m ./...
 //	go run ./cmd/mutate -budget 30m runtime/backend stores/fs
 //	go run ./cmd/mutate -list -equivalent cmd/mutate/equivalent.txt stores/fs
 //
-// A mutant the compiler refuses is not counted. The packages share the
-// budget by time: the next mutant always comes from the package that has
-// used the least of it so far, so one whose mutants run long (a survivor
-// runs every importer's tests) gets fewer, not the budget, and the last
-// in the list gets its share. Within a package the mutants are tried in a
-// seeded random order. No mutant is started that would not finish before
-// the budget's end (judged by its package's mean so far); one started
-// finishes unless the budget ends between two packages' tests, so few are
-// cut short, and a cut-short mutant counts as sampled but not decided:
-// the score is over the decided ones.
+// A mutant the compiler refuses is not counted. A package's tests run
+// once unmutated (under CI's -timeout) as the first of its work, and its
+// mutants start once they passed. The packages share the budget by time:
+// the next work always comes from the package that has used the least of
+// it so far (one whose unmutated run has not started counting as the
+// others' runs took on average), so one whose mutants run long (a
+// survivor runs every importer's tests) gets fewer, not the budget, and
+// the last in the list gets its share. Within a package the mutants are
+// tried in a seeded random order. No mutant is started that would not
+// finish before the budget's end (judged by its package's mean so far);
+// one started finishes unless the budget ends between two packages'
+// tests (or before a hang's run under CI's -timeout would end), so few
+// are cut short, and a cut-short mutant counts as sampled but not
+// decided: the score is over the decided ones.
 package main
 
 import (
@@ -50,10 +63,12 @@ import (
 	"flag"
 	"fmt"
 	"go/ast"
+	"go/build"
 	"go/parser"
 	"go/printer"
 	"go/token"
 	"io"
+	"iter"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -69,7 +84,8 @@ import (
 
 func main() {
 	budget := flag.Duration("budget", 5*time.Minute, "total time to spend (mutants are sampled to fit)")
-	timeout := flag.Duration("timeout", 2*time.Minute, "go test -timeout for one package's tests against a mutant (exceeded: the mutant hung)")
+	timeout := flag.Duration("timeout", 2*time.Minute, "go test -timeout for one package's tests against a mutant (exceeded: they run again under -ci-timeout)")
+	ciTimeout := flag.Duration("ci-timeout", defaultCITimeout, "CI's go test -timeout: a package's tests that reach -timeout on a mutant run again under it, and a hang there is a kill (CI sees that test binary fail)")
 	seed := flag.Int64("seed", 1, "order in which mutants are tried")
 	jobs := flag.Int("j", 2, "mutants tested at once")
 	importers := flag.Bool("importers", true, "also run the tests of the packages whose tests link the mutated one")
@@ -91,7 +107,14 @@ func main() {
 	if *race != "auto" && *race != "always" && *race != "never" {
 		fatal(fmt.Errorf("-race %q: want auto, always or never", *race))
 	}
-	cfg := Config{Root: *dir, Budget: *budget, Timeout: *timeout, Seed: *seed, Jobs: *jobs, Importers: *importers, Race: *race}
+	if *ciTimeout <= 0 {
+		fatal(fmt.Errorf("-ci-timeout %v: want CI's go test -timeout (the Makefile's TEST_TIMEOUT)", *ciTimeout))
+	}
+	dirs, err := Expand(*dir, flag.Args())
+	if err != nil {
+		fatal(err)
+	}
+	cfg := Config{Root: *dir, Budget: *budget, Timeout: *timeout, CITimeout: *ciTimeout, Seed: *seed, Jobs: *jobs, Importers: *importers, Race: *race}
 	if *only != "" {
 		cfg.Only = strings.Split(*only, ",")
 	}
@@ -102,7 +125,7 @@ func main() {
 		}
 	}
 	if *list {
-		stale, err := List(*dir, flag.Args(), cfg.Equivalents, os.Stdout)
+		stale, err := List(*dir, dirs, cfg.Equivalents, os.Stdout)
 		if err != nil {
 			fatal(err)
 		}
@@ -111,7 +134,7 @@ func main() {
 		}
 		return
 	}
-	reports, err := Run(cfg, flag.Args(), os.Stdout)
+	reports, err := Run(cfg, dirs, os.Stdout)
 	if err != nil {
 		fatal(err)
 	}
@@ -124,11 +147,19 @@ func main() {
 	os.Exit(exit)
 }
 
+// defaultCITimeout is the Makefile's TEST_TIMEOUT, the -timeout of CI's
+// go test.
+const defaultCITimeout = 12 * time.Minute
+
 // Config is one run of the tool.
 type Config struct {
-	Root      string        // the module's root
-	Budget    time.Duration // shared out among the packages
-	Timeout   time.Duration // go test -timeout of one package's tests
+	Root    string        // the module's root
+	Budget  time.Duration // shared out among the packages
+	Timeout time.Duration // go test -timeout of one package's tests
+	// CITimeout is CI's go test -timeout: a package's tests that reach
+	// Timeout on a mutant run again under it, and only a hang there is
+	// counted (as a kill: CI sees that test binary fail).
+	CITimeout time.Duration
 	Seed      int64
 	Jobs      int
 	Importers bool     // run the importers' tests too
@@ -158,6 +189,9 @@ type Config struct {
 func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 	if cfg.Jobs < 1 {
 		cfg.Jobs = 1
+	}
+	if cfg.CITimeout <= 0 {
+		cfg.CITimeout = defaultCITimeout
 	}
 	root, err := filepath.Abs(cfg.Root)
 	if err != nil {
@@ -213,21 +247,7 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 				return nil, err
 			}
 		}
-		u.r = &Report{Dir: u.dir, Race: u.race, Packages: len(u.pkgs), Total: len(ms), Stale: stale}
-		t0 := time.Now()
-		v, _ := cov.baseline(u.importPath, u.race)
-		fmt.Fprintf(w, "  unmutated %s: its tests %s (%v)\n", u.dir, verdictNames[v], time.Since(t0).Round(time.Second))
-		if v != survived {
-			u.r.Baseline = fmt.Sprintf("its own tests do not pass unmutated (%s): no mutant tried", verdictNames[v])
-			u.ms = nil
-			continue
-		}
-		// A mutant is expected to take what the whole go test took; its
-		// -timeout bounds the test binary alone, so that is the time the
-		// timeout follows (a build of every -coverpkg package with
-		// coverage is not a mutant's, and made hangs cost twice as much).
-		u.est = time.Since(t0)
-		times.pass(u.importPath, orWall(cov.get(u.importPath).took, t0))
+		u.r = &Report{Dir: u.dir, Pkg: strings.TrimPrefix(u.importPath, modPrefix(u.importPath)), Race: u.race, Packages: len(u.pkgs), Total: len(ms), Stale: stale}
 	}
 	schedule(cfg, units, times, cov, equiv, start.Add(cfg.Budget), tmp, w)
 	var reports []*Report
@@ -279,6 +299,46 @@ func List(root string, dirs []string, list []*Equivalent, w io.Writer) (int, err
 	return stale, nil
 }
 
+// Expand replaces each argument that ends in "/..." (as "./..." does)
+// with the directory, relative to root, of every package the go command
+// lists for it that has a mutant: a non-test file the build compiles
+// (one a build constraint leaves out, as the mooncake tag does the cgo
+// SDK's, is never in CI's tests) and that is not generated (generated/
+// is written by drivergen, never by hand, and held by gen's golden
+// tests). A package with no such file (generated code, tests only) is
+// left out. Other arguments stay as they are.
+func Expand(root string, args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		if a != "..." && !strings.HasSuffix(a, "/...") {
+			out = append(out, a)
+			continue
+		}
+		list, err := goCmd(root, "list", "-e", "-f", "{{.Dir}}", a)
+		if err != nil {
+			return nil, err
+		}
+		abs, err := filepath.Abs(root)
+		if err != nil {
+			return nil, err
+		}
+		for _, dir := range strings.Fields(string(list)) {
+			if has, err := hasMutant(dir); err != nil || !has {
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
+			rel, err := filepath.Rel(abs, dir)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, filepath.ToSlash(rel))
+		}
+	}
+	return out, nil
+}
+
 // unit is one package's (or file's) mutants and how far the run is with
 // them.
 type unit struct {
@@ -288,6 +348,8 @@ type unit struct {
 	race                    bool
 	r                       *Report
 	est                     time.Duration     // its tests' unmutated time: a mutant's estimate until one finished
+	base                    int               // its unmutated run: 0 not started, 1 running, 2 done
+	baseTook                time.Duration     // what its unmutated run took
 	next                    int               // the next mutant to start
 	done                    int               // mutants finished
 	running                 map[int]time.Time // mutants started and not finished, with their start
@@ -302,10 +364,10 @@ func (u *unit) holds(file string) bool {
 	return path.Dir(file) == filepath.ToSlash(u.pkgDir)
 }
 
-// used is how much of the budget u has had: its finished mutants' time
-// and its running ones' so far.
+// used is how much of the budget u has had: its unmutated run's time, its
+// finished mutants' and its running ones' (that run's too) so far.
 func (u *unit) used(now time.Time) time.Duration {
-	d := u.r.Took
+	d := u.r.Took + u.baseTook
 	for _, t0 := range u.running {
 		d += now.Sub(t0)
 	}
@@ -320,9 +382,9 @@ func (u *unit) mean() time.Duration {
 	return u.r.Took / time.Duration(u.done)
 }
 
-// schedule tests the units' mutants, cfg.Jobs at a time, each next one
-// from the unit that has used the least of the budget, until no unit's
-// next mutant would finish before end. A mutant started finishes unless
+// schedule runs each unit's tests unmutated, then tests its mutants,
+// cfg.Jobs at a time, each next one from the unit that has used the least
+// of the budget, until no unit's next mutant would finish before end. A mutant started finishes unless
 // end passes between two packages' tests: it is then cut short.
 func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *equivalents, end time.Time, tmp string, w io.Writer) {
 	var mu sync.Mutex
@@ -345,6 +407,38 @@ func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *
 		}
 		u, k, slot := next, next.next, slots[len(slots)-1]
 		slots = slots[:len(slots)-1]
+		if u.base == 0 {
+			// A package's unmutated run is its first work, charged to
+			// it: the packages' mutants start as soon as their own run
+			// passed, not after every package's.
+			u.base = 1
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t0 := time.Now()
+				v, _ := cov.baseline(u.importPath, u.race)
+				took := time.Since(t0)
+				mu.Lock()
+				defer mu.Unlock()
+				u.base, u.baseTook = 2, took
+				fmt.Fprintf(w, "  unmutated %s: its tests %s (%v)\n", u.dir, verdictNames[v], took.Round(time.Second))
+				if v != survived {
+					u.r.Baseline = fmt.Sprintf("its own tests do not pass unmutated (%s): no mutant tried", verdictNames[v])
+					u.ms = nil
+				} else {
+					// A mutant is expected to take what the whole go test
+					// took; its -timeout bounds the test binary alone, so
+					// that is the time the timeout follows (a build of
+					// every -coverpkg package with coverage is not a
+					// mutant's, and made hangs cost twice as much).
+					u.est = took
+					times.pass(u.importPath, orWall(cov.get(u.importPath).took, t0))
+				}
+				slots = append(slots, slot)
+				cond.Broadcast()
+			}()
+			continue
+		}
 		u.next++
 		u.r.Tried++
 		if u.running == nil {
@@ -372,8 +466,9 @@ func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *
 				listed = " [listed equivalent]"
 			}
 			by := ""
-			if v == killed && where != "" {
-				by = " by " + where + "'s tests"
+			if v == killed || v == hung {
+				p, _, _ := strings.Cut(where, " ")
+				by = " by " + p + "'s tests"
 			}
 			fmt.Fprintf(w, "  %-8s %s: %s (%s, %v)%s%s\n", outcomes[v], u.dir, u.r.name(cfg.Root, m), ranSay(ran, len(u.pkgs)), took.Round(time.Second), listed, by)
 			slots = append(slots, slot)
@@ -384,16 +479,39 @@ func schedule(cfg Config, units []*unit, times *timeouts, cov *coverage, equiv *
 	wg.Wait()
 }
 
-// nextUnit is the unit whose mutant starts next: of those with a mutant
-// left that is expected to finish by end, the one that has used the least
-// of the budget (the first of equals).
+// nextUnit is the unit whose work starts next: of those whose unmutated
+// run has not started, or that passed it and have a mutant left that is
+// expected to finish by end, the one that has used the least of the
+// budget (the first of equals), one not started counting the others'
+// unmutated runs' mean.
 func nextUnit(units []*unit, now, end time.Time) *unit {
+	// A unit whose unmutated run has not started counts as having used
+	// what such a run took the others so far (their mean): so the
+	// packages' first mutants start among the unmutated runs, not after
+	// every one of them.
+	var runs, n time.Duration
+	for _, u := range units {
+		if u.base == 2 {
+			runs += u.baseTook
+			n++
+		}
+	}
+	used := func(u *unit) time.Duration {
+		if u.base == 0 && n > 0 {
+			return runs / n
+		}
+		return u.used(now)
+	}
 	var next *unit
 	for _, u := range units {
-		if u.next >= len(u.ms) || now.Add(u.mean()).After(end) {
+		switch {
+		case u.base == 1 || !now.Before(end) || len(u.ms) == 0:
+			continue // its unmutated run is under way, the budget has ended, or it has no mutant
+		case u.base == 0: // its unmutated run comes first
+		case u.next >= len(u.ms) || now.Add(u.mean()).After(end):
 			continue
 		}
-		if next == nil || u.used(now) < next.used(now) {
+		if next == nil || used(u) < used(next) {
 			next = u
 		}
 	}
@@ -550,12 +668,97 @@ type Mutant struct {
 	At   [2]int // line, column
 	Desc string // what changed
 	Line string // the source line changed, as it was
-	Src  []byte // the file, changed
+
+	n    int    // the site's index in its file (mutate's n)
+	orig []byte // the file, unchanged
+}
+
+// Source is the mutated file, printed on demand: listing every mutant of
+// a file once printed the whole file per mutant, which made a list of
+// the tree cost minutes.
+func (m Mutant) Source() ([]byte, error) {
+	src, desc, err := mutate(m.File, m.orig, m.n)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", m.Pos, m.Desc, err)
+	}
+	if desc != m.Desc {
+		return nil, fmt.Errorf("%s: %s is not the site mutate applies (%q)", m.Pos, m.Desc, desc)
+	}
+	return src, nil
+}
+
+// ciBuild is the build CI's tests compile (make test runs go test -race):
+// the race tag is set, so a file for the race detector's builds is
+// mutated and its !race twin is not.
+var ciBuild = func() build.Context {
+	c := build.Default
+	c.BuildTags = append(c.BuildTags, "race")
+	return c
+}()
+
+// hasMutant reports whether Mutants(dir) has one, without listing them
+// all.
+func hasMutant(dir string) (bool, error) {
+	files, err := mutable(dir)
+	if err != nil {
+		return false, err
+	}
+	for file, src := range files {
+		ms, err := sitesOf(file, src)
+		if err != nil || len(ms) > 0 {
+			return err == nil, err
+		}
+	}
+	return false, nil
 }
 
 // Mutants are every mutant of the non-test Go files of dir (or of the one
-// file dir names), in source order.
+// file dir names), in source order: of those CI's build compiles (ciBuild;
+// a file a build constraint leaves out is in no test binary, so no test
+// could kill its mutants) and that are not generated. Each one's changed
+// file is printed by Source, when the mutant is tried.
 func Mutants(dir string) ([]Mutant, error) {
+	files, err := mutable(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Mutant
+	for file, src := range files {
+		ms, err := sitesOf(file, src)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ms...)
+	}
+	return out, nil
+}
+
+// sitesOf lists the mutants of one file from one parse: the n-th is the
+// n-th site eachSite walks, which mutate(file, src, n) applies.
+func sitesOf(file string, src []byte) ([]Mutant, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, src, parser.ParseComments)
+	if err != nil {
+		return nil, err
+	}
+	lines := bytes.Split(src, []byte("\n"))
+	var out []Mutant
+	eachSite(f, func(at token.Pos, desc string) bool {
+		p := fset.Position(at)
+		line := ""
+		if p.Line-1 < len(lines) {
+			line = strings.TrimSpace(string(lines[p.Line-1]))
+		}
+		out = append(out, Mutant{File: file, Pos: fmt.Sprintf("%s:%d:%d", file, p.Line, p.Column), At: [2]int{p.Line, p.Column}, Desc: desc, Line: line, n: len(out), orig: src})
+		return false
+	}, func() bool { return false })
+	return out, nil
+}
+
+// mutable yields, in order of name, each file of dir (or the one file dir
+// names) that Mutants mutates, with its source: not a test, compiled by
+// ciBuild, not generated.
+func mutable(dir string) (iter.Seq2[string, []byte], error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if strings.HasSuffix(dir, ".go") {
 		files = []string{dir}
@@ -564,9 +767,16 @@ func Mutants(dir string) ([]Mutant, error) {
 		return nil, err
 	}
 	sort.Strings(files)
-	var out []Mutant
+	srcs := map[string][]byte{}
+	var keep []string
 	for _, file := range files {
 		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		if ok, err := ciBuild.MatchFile(filepath.Dir(file), filepath.Base(file)); err != nil || !ok {
+			if err != nil {
+				return nil, err
+			}
 			continue
 		}
 		src, err := os.ReadFile(file)
@@ -576,22 +786,16 @@ func Mutants(dir string) ([]Mutant, error) {
 		if bytes.Contains(src, []byte("// Code generated ")) {
 			continue
 		}
-		n := 0
-		for {
-			m, ok, err := mutate(file, src, n)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				break
-			}
-			if m != nil {
-				out = append(out, *m)
-			}
-			n++
-		}
+		keep = append(keep, file)
+		srcs[file] = src
 	}
-	return out, nil
+	return func(yield func(string, []byte) bool) {
+		for _, f := range keep {
+			if !yield(f, srcs[f]) {
+				return
+			}
+		}
+	}, nil
 }
 
 var flips = map[token.Token][]token.Token{
@@ -601,27 +805,14 @@ var flips = map[token.Token][]token.Token{
 	token.LAND: {token.LOR}, token.LOR: {token.LAND},
 }
 
-// mutate parses src afresh and applies its n-th mutation site; ok is false
-// past the last site. A nil Mutant with ok is a site that cannot be
-// printed back.
-func mutate(file string, src []byte, n int) (*Mutant, bool, error) {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, file, src, parser.ParseComments)
-	if err != nil {
-		return nil, false, err
-	}
-	i := 0
-	var desc string
-	var at token.Pos
-	hit := func(p token.Pos, d string) bool {
-		if i == n {
-			desc, at = d, p
-		}
-		i++
-		return i-1 == n
-	}
+// eachSite walks f's mutation sites in source order, calling hit with
+// each one's position and change; a site hit returns true for is applied
+// to f, and the walk leaves that node. done stops the walk. Mutants and
+// mutate share it, so the n-th site the one lists is the one the other
+// applies.
+func eachSite(f *ast.File, hit func(token.Pos, string) bool, done func() bool) {
 	ast.Inspect(f, func(node ast.Node) bool {
-		if desc != "" {
+		if done() {
 			return false
 		}
 		switch x := node.(type) {
@@ -665,38 +856,57 @@ func mutate(file string, src []byte, n int) (*Mutant, bool, error) {
 		}
 		return true
 	})
+}
+
+// mutate parses src afresh, applies its n-th mutation site and prints
+// the file back; desc is that site's change, "" past the last site.
+func mutate(file string, src []byte, n int) (out []byte, desc string, err error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, src, parser.ParseComments)
+	if err != nil {
+		return nil, "", err
+	}
+	i := 0
+	hit := func(_ token.Pos, d string) bool {
+		if i == n {
+			desc = d
+		}
+		i++
+		return i-1 == n
+	}
+	eachSite(f, hit, func() bool { return desc != "" })
 	if desc == "" {
-		return nil, false, nil
+		return nil, "", nil
 	}
 	var buf bytes.Buffer
 	if err := printer.Fprint(&buf, fset, f); err != nil {
-		return nil, true, nil
+		return nil, desc, fmt.Errorf("printing %s back: %w", file, err)
 	}
-	p := fset.Position(at)
-	line := ""
-	if lines := bytes.Split(src, []byte("\n")); p.Line-1 < len(lines) {
-		line = strings.TrimSpace(string(lines[p.Line-1]))
-	}
-	return &Mutant{File: file, Pos: fmt.Sprintf("%s:%d:%d", file, p.Line, p.Column), At: [2]int{p.Line, p.Column}, Desc: desc, Line: line, Src: buf.Bytes()}, true, nil
+	return buf.Bytes(), desc, nil
 }
 
 // Report is what one package's mutants came to.
 type Report struct {
-	Dir      string
+	Dir string
+	// Pkg is the package's import path as the report names a package
+	// (without the module's host): a kill by another's tests is elsewhere.
+	Pkg      string
 	Race     bool // tested with -race
 	Packages int  // packages whose tests ran against each mutant
 	Total    int  // mutants of the package
 	Tried    int  // mutants started (the sample)
-	Killed   int  // a test failed
+	Killed   int  // a test failed, or timed out under CI's -timeout (Hung)
 	// KilledElsewhere is how many of the killed mutants only another
 	// package's tests killed (the package's own passed): Elsewhere lists
 	// them, each with that package. A line its own tests miss is held only
 	// while that package keeps testing it.
 	KilledElsewhere int
 	Survived        int // every test passed
-	Hung            int // a test binary reached its -timeout (not counted as killed)
-	Unbuilt         int // the compiler refused the mutant (not counted)
-	Cut             int // passed the tests run before the budget ran out (not counted)
+	// Hung is how many of the killed a test binary ran past CI's
+	// -timeout on: CI would see it fail, so it counts as killed.
+	Hung    int
+	Unbuilt int // the compiler refused the mutant (not counted)
+	Cut     int // passed the tests run before the budget ran out (not counted)
 	// Flaky is how many mutants only flaky tests failed: another package's
 	// tests that failed unmutated too, or passed on the mutant run again
 	// (not counted).
@@ -751,15 +961,17 @@ func (r *Report) record(root string, m Mutant, v verdict, where string, ran int,
 		r.Wrong = append(r.Wrong, fmt.Sprintf("%s [%s by a test, yet listed equivalent at %s: %s]", line, outcomes[v], e.At, e.Reason))
 	}
 	switch v {
-	case killed:
+	case killed, hung:
 		r.Killed++
-		if where != "" {
-			r.KilledElsewhere++
-			r.Elsewhere = append(r.Elsewhere, line+" [killed by "+where+"'s tests; the package's own passed]")
+		by, _, _ := strings.Cut(where, " ")
+		if v == hung {
+			r.Hung++
+			r.Hangs = append(r.Hangs, line+" ["+where+"]")
 		}
-	case hung:
-		r.Hung++
-		r.Hangs = append(r.Hangs, line+" ["+where+"]")
+		if by != r.Pkg {
+			r.KilledElsewhere++
+			r.Elsewhere = append(r.Elsewhere, line+" ["+outcomes[v]+" by "+by+"'s tests; the package's own passed]")
+		}
 	case unbuilt:
 		r.Unbuilt++
 	case cut:
@@ -774,6 +986,9 @@ func (r *Report) record(root string, m Mutant, v verdict, where string, ran int,
 			r.Unrun++
 			line += " [no test runs this line]"
 		}
+		if where != "" {
+			line += " [" + where + "]"
+		}
 		if e != nil {
 			r.Equivalent++
 			r.Equivalents = append(r.Equivalents, line+" ["+e.Reason+"]")
@@ -783,12 +998,12 @@ func (r *Report) record(root string, m Mutant, v verdict, where string, ran int,
 	}
 }
 
-// Decided is how many mutants were killed, survived or hung: those the
-// score is over.
-func (r *Report) Decided() int { return r.Killed + r.Survived + r.Hung }
+// Decided is how many mutants were killed (hangs under CI's -timeout
+// among them) or survived: those the score is over.
+func (r *Report) Decided() int { return r.Killed + r.Survived }
 
 // Score is the share of the decided mutants that a test killed, a hang
-// counted as not killed.
+// under CI's -timeout counted as killed (CI sees its test binary fail).
 func (r *Report) Score() float64 { return share(r.Killed, r.Decided()) }
 
 // ScoreWithout is the mutation score as usually defined: the share killed
@@ -828,8 +1043,8 @@ func (r *Report) Print(w io.Writer) {
 	if r.Measuring >= time.Second {
 		share += fmt.Sprintf("; importers' coverage runs it waited for %v, not in that", r.Measuring.Round(time.Second))
 	}
-	fmt.Fprintf(w, "%s: score %.1f%% of %d decided, %.1f%% of %d without the %d listed equivalent (%d killed, %d survived (%d listed equivalent, %d run by no test), %d hung; %d did not build, %d cut short by the budget, %d failed only flaky tests); sampled %d of %d mutants (%.0f%%), decided %d (%.1f%%); tests of %d packages %s; %v%s\n",
-		r.Dir, r.Score(), r.Decided(), r.ScoreWithout(), r.Decided()-r.Equivalent, r.Equivalent, r.Killed, r.Survived, r.Equivalent, r.Unrun, r.Hung, r.Unbuilt, r.Cut, r.Flaky, r.Tried, r.Total, pct(r.Tried), r.Decided(), pct(r.Decided()), r.Packages, how, r.Took.Round(time.Second), share)
+	fmt.Fprintf(w, "%s: score %.1f%% of %d decided, %.1f%% of %d without the %d listed equivalent (%d killed (%d of them hung: timed out under CI's -timeout), %d survived (%d listed equivalent, %d run by no test); %d did not build, %d cut short by the budget, %d failed only flaky tests); sampled %d of %d mutants (%.0f%%), decided %d (%.1f%%); tests of %d packages %s; %v%s\n",
+		r.Dir, r.Score(), r.Decided(), r.ScoreWithout(), r.Decided()-r.Equivalent, r.Equivalent, r.Killed, r.Hung, r.Survived, r.Equivalent, r.Unrun, r.Unbuilt, r.Cut, r.Flaky, r.Tried, r.Total, pct(r.Tried), r.Decided(), pct(r.Decided()), r.Packages, how, r.Took.Round(time.Second), share)
 	sort.Strings(r.Survivors)
 	for _, s := range r.Survivors {
 		fmt.Fprintf(w, "  survived %s\n", s)
@@ -903,7 +1118,8 @@ func Total(rs []*Report) *Report {
 // -timeout bounds, and a build (often longer, above all the unmutated
 // coverage run's) is not in it; counting the build made a hang cost
 // nearly twice what it must. A package's -timeout is four times that, at
-// least a minute and at most max (max until it has passed once). Tests
+// least a minute and at most max, or twice that when that is more (max
+// until it has passed once). Tests
 // that bound their own waits fail a deadlock in seconds; the -timeout is
 // the backstop for what they do not bound, and a long one only makes
 // each such hang cost more of the budget.
@@ -926,7 +1142,9 @@ func (t *timeouts) of(pkg string) time.Duration {
 	if !ok {
 		return t.max
 	}
-	return min(max(4*d, time.Minute), t.max)
+	// Never under twice what it took: a package slower than max/2
+	// unmutated would time out on every mutant.
+	return min(max(4*d, time.Minute), max(t.max, 2*d))
 }
 
 type verdict int
@@ -953,9 +1171,15 @@ var outcomes = map[verdict]string{killed: "killed", survived: "survived", unbuil
 // never execute m's line (cov) is skipped: they cannot tell m from the
 // source. When no package's tests ran, m survived if it builds. Past
 // deadline it starts no further package: the mutant is cut short, and not
-// counted. For a hang, where names the package and the tests that were
-// running; for a cut, how many packages' tests it had passed. ran is how
-// many packages' tests ran against m; measuring how long it waited for
+// counted. A package's tests that reach their -timeout (times) run again,
+// whole, under CI's (cfg.CITimeout), which is what CI would see: a hang
+// there is the verdict hung (scored as a kill: CI's test binary fails), a
+// failure a kill, a pass a pass (the mutant is slow, and CI passes it:
+// where says so); a mutant whose rerun would not end before deadline is
+// cut short. For a kill or a hang, where names the package whose tests
+// did it (the package's own or another's), then for a hang the tests that
+// were running; for a cut, how many packages' tests it had passed. ran is
+// how many packages' tests ran against m; measuring how long it waited for
 // importers' unmutated coverage runs (each once a run, for every mutant
 // after: no one mutant's cost).
 func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *coverage, deadline time.Time, work string) (v verdict, where string, ran int, measuring time.Duration) {
@@ -964,7 +1188,11 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *
 	}
 	abs, _ := filepath.Abs(m.File)
 	mutated := filepath.Join(work, "mutant.go")
-	if err := os.WriteFile(mutated, m.Src, 0o644); err != nil {
+	src, err := m.Source()
+	if err != nil {
+		fatal(err)
+	}
+	if err := os.WriteFile(mutated, src, 0o644); err != nil {
 		fatal(err)
 	}
 	overlay, _ := json.Marshal(map[string]map[string]string{"Replace": {abs: mutated}})
@@ -972,7 +1200,7 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *
 	if err := os.WriteFile(ov, overlay, 0o644); err != nil {
 		fatal(err)
 	}
-	var flakes []string
+	var flakes, slow []string
 	for i, p := range pkgs {
 		if time.Now().After(deadline) {
 			// the budget ran out before every package's tests ran
@@ -989,24 +1217,37 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *
 			return cut, fmt.Sprintf("passed %d of %d packages", i, len(pkgs)), ran, measuring
 		}
 		ran++
+		name := strings.TrimPrefix(p, modPrefix(p))
 		t0 := time.Now()
-		v, running, failed, took := testPackageFailed(cfg, ov, p, race, times.of(p))
+		timeout := times.of(p)
+		v, running, failed, took := testPackageFailed(cfg, ov, p, race, timeout)
+		if v == hung {
+			// Only CI's -timeout tells a hang CI sees from a slow pass.
+			if time.Now().Add(cfg.CITimeout).After(deadline) {
+				return cut, fmt.Sprintf("passed %d of %d packages; %s reached -timeout %v (%s), no time left to run them under CI's -timeout %v", i, len(pkgs), name, timeout, running, cfg.CITimeout), ran, measuring
+			}
+			t0 = time.Now()
+			timeout = cfg.CITimeout
+			v, running, failed, took = testPackageFailed(cfg, ov, p, race, timeout)
+			if v == survived {
+				slow = append(slow, fmt.Sprintf("%s's tests passed in %v under CI's -timeout %v", name, orWall(took, t0).Round(time.Second), cfg.CITimeout))
+				continue
+			}
+		}
 		switch v {
 		case survived:
 			times.pass(p, orWall(took, t0))
 			continue
 		case hung:
-			return v, strings.TrimSpace(strings.TrimPrefix(p, modPrefix(p)) + " " + running), ran, measuring
+			return v, strings.TrimSpace(name + " " + running), ran, measuring
 		case killed:
 			if i > 0 {
-				if flake := confirm(cfg, ov, p, race, times.of(p), failed); flake != "" {
+				if flake := confirm(cfg, ov, p, race, timeout, failed); flake != "" {
 					flakes = append(flakes, flake)
 					continue
 				}
-				// The package's own tests passed: name the one whose
-				// tests killed it.
-				return v, strings.TrimPrefix(p, modPrefix(p)), ran, measuring
 			}
+			return v, name, ran, measuring
 		}
 		return v, "", ran, measuring
 	}
@@ -1016,7 +1257,7 @@ func test(cfg Config, m Mutant, pkgs []string, race bool, times *timeouts, cov *
 	if ran == 0 && !builds(cfg, ov, pkgs[0]) {
 		return unbuilt, "", 0, measuring
 	}
-	return survived, "", ran, measuring
+	return survived, strings.Join(slow, "; "), ran, measuring
 }
 
 // confirm checks a kill by another package's tests than the mutated
@@ -1115,16 +1356,17 @@ func (c *coverage) get(pkg string) *covered {
 
 // baseline runs pkg's own tests unmutated (with -race as its mutants'
 // will run), recording their coverage, and returns their verdict; they
-// run again without coverage when they failed with it.
+// run again without coverage when they failed with it. Its -timeout is
+// CI's: a package whose tests pass in CI is mutated, however slow.
 func (c *coverage) baseline(pkg string, race bool) (verdict, string) {
 	var v verdict
 	var running string
-	c.get(pkg).once.Do(func() { v, running = c.measure(pkg, race, c.cfg.Timeout) })
+	c.get(pkg).once.Do(func() { v, running = c.measure(pkg, race, c.cfg.CITimeout) })
 	if v == killed {
 		// A test that fails only when measured (one that counts
 		// allocations or time) leaves the coverage unknown, not the
 		// package unmutated: the verdict is its plain run's.
-		v, running = testPackage(c.cfg, "", pkg, race, c.cfg.Timeout)
+		v, running = testPackage(c.cfg, "", pkg, race, c.cfg.CITimeout)
 	}
 	return v, running
 }
@@ -1153,7 +1395,7 @@ func (c *coverage) measure(pkg string, race bool, timeout time.Duration) (verdic
 // times. An importer's coverage is measured the first time it is asked.
 func (c *coverage) runs(pkg string, m Mutant) bool {
 	cv := c.get(pkg)
-	cv.once.Do(func() { c.measure(pkg, false, c.cfg.Timeout) })
+	cv.once.Do(func() { c.measure(pkg, false, c.cfg.CITimeout) })
 	if cv.blocks == nil {
 		return true
 	}

@@ -39,7 +39,9 @@ func g() {}
 	var descs []string
 	for _, m := range ms {
 		descs = append(descs, m.Desc)
-		assert.NotEqual(t, src, string(m.Src), "%s: %s changed nothing", m.Pos, m.Desc)
+		mutated, err := m.Source()
+		require.NoError(t, err)
+		assert.NotEqual(t, src, string(mutated), "%s: %s changed nothing", m.Pos, m.Desc)
 		assert.NotContains(t, m.Pos, "p_test.go")
 	}
 	all := strings.Join(descs, "\n")
@@ -122,26 +124,74 @@ func TestATestBinarysTimeIsReadFromGoTest(t *testing.T) {
 	}
 }
 
-// TestAHangIsReportedApart: dropping Sum's i++ loops for ever; the test
-// binary's timeout ends it, and it is counted as hung, not killed. The
-// report prints the share sampled and every survivor and hang.
-func TestAHangIsReportedApart(t *testing.T) {
+// TestAHangUnderCIsTimeoutIsAKill: dropping Sum's i++ loops for ever; the
+// test binary's timeout ends it, then its run again under CI's -timeout
+// ends the same way: CI would see that test binary fail, so it counts as
+// killed (and is listed as hung, with the tests that were running). Each
+// kill's progress line names the package whose tests made it, the
+// package's own too. The report prints the share sampled and every
+// survivor and hang.
+func TestAHangUnderCIsTimeoutIsAKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go test on a module")
 	}
-	cfg := Config{Root: mod, Budget: 5 * time.Minute, Timeout: 3 * time.Second, Seed: 1, Jobs: 2, Race: "never", Only: []string{"a/a.go:21", "a/a.go:18"}}
+	cfg := Config{Root: mod, Budget: 5 * time.Minute, Timeout: 2 * time.Second, CITimeout: 4 * time.Second, Seed: 1, Jobs: 2, Race: "never", Only: []string{"a/a.go:21", "a/a.go:18", "a/a.go:6:7"}}
 	var out bytes.Buffer
 	rs, err := Run(cfg, []string{"a"}, &out)
 	require.NoError(t, err, out.String())
 	r := rs[0]
 	assert.Equal(t, []string{"a/a.go:21:3: drop statement"}, positions(r.Hangs))
-	assert.Equal(t, []string{"a/a.go:18:7: 0 -> 1"}, positions(r.Survivors), "i := 0 -> 1 still sums 1+2+3")
-	assert.Equal(t, 0, r.Killed)
-	assert.Equal(t, 0.0, r.Score(), "a hang is not a kill")
-	assert.Contains(t, out.String(), "sampled 2 of 2 mutants (100%)")
+	assert.Equal(t, []string{"a/a.go:18:7: 0 -> 1", "a/a.go:6:7: < -> <="}, positions(r.Survivors), "i := 0 -> 1 still sums 1+2+3; Clamp(-1, 0, 10) is 0 with v <= lo too")
+	assert.Equal(t, 2, r.Killed, "the hang and Clamp's v >= lo")
+	assert.Equal(t, 1, r.Hung)
+	assert.Zero(t, r.KilledElsewhere, "a's own tests made every kill")
+	assert.InDelta(t, 50.0, r.Score(), 1e-9, "a hang CI sees fail is a kill")
+	assert.Contains(t, out.String(), "sampled 4 of 4 mutants (100%)")
 	assert.Contains(t, out.String(), "  hung     a/a.go:21:3: drop statement: i++ [example.com/mod/a TestSum]")
-	assert.Contains(t, out.String(), "decided 2 (")
+	assert.Contains(t, out.String(), "decided 4 (")
 	assert.Contains(t, out.String(), "  survived a/a.go:18:7: 0 -> 1: i := 0")
+	for _, l := range strings.Split(out.String(), "\n") {
+		if (strings.HasPrefix(l, "  killed ") || strings.HasPrefix(l, "  hung ")) && strings.Contains(l, "(tests of ") {
+			assert.True(t, strings.HasSuffix(l, " by example.com/mod/a's tests"), "a kill's line names the package whose tests made it: %q", l)
+		}
+	}
+	assert.Equal(t, 2, strings.Count(out.String(), "'s tests\n"), out.String())
+}
+
+// TestASlowMutantThatCIsTimeoutPassesSurvives: Slow made true makes
+// TestSlow take 4 s, past the tool's -timeout (2 s) but within CI's (30
+// s): run again under CI's it passes, so CI would pass it too, and it
+// survives, saying so; the hang at the tool's -timeout decides nothing.
+func TestASlowMutantThatCIsTimeoutPassesSurvives(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	cfg := Config{Root: mod, Budget: 5 * time.Minute, Timeout: 2 * time.Second, CITimeout: 30 * time.Second, Seed: 1, Jobs: 2, Race: "never", Only: []string{"d/d.go:5:29"}}
+	var out bytes.Buffer
+	rs, err := Run(cfg, []string{"d"}, &out)
+	require.NoError(t, err, out.String())
+	r := rs[0]
+	assert.Equal(t, []string{"d/d.go:5:29: > -> <=", "d/d.go:5:29: > -> >="}, positions(r.Survivors), out.String())
+	assert.Zero(t, r.Hung)
+	assert.Zero(t, r.Killed)
+	assert.Contains(t, out.String(), "  survived d/d.go:5:29: > -> <=: func Slow() bool { return 1 > 2 } [example.com/mod/d's tests passed in ")
+	assert.Contains(t, out.String(), " under CI's -timeout 30s]\n")
+}
+
+// TestEveryPackageWithAMutantIsExpanded: "./..." names every package of
+// the module that has a mutant: e's only mutated file is the one CI's
+// -race build compiles (not its !race twin, a file no build makes, or a
+// generated one), and f, all generated, is left out.
+func TestEveryPackageWithAMutantIsExpanded(t *testing.T) {
+	dirs, err := Expand(mod, []string{"./...", "a/a.go"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b", "c", "d", "e", "a/a.go"}, dirs)
+	ms, err := Mutants(filepath.Join(mod, "e"))
+	require.NoError(t, err)
+	require.NotEmpty(t, ms)
+	for _, m := range ms {
+		assert.Equal(t, "race.go", filepath.Base(m.File), m.Pos)
+	}
 }
 
 // TestTheBudgetSamples: with no budget left, nothing is tried, and the
@@ -227,8 +277,10 @@ func TestATimeoutFollowsWhatThePackageTook(t *testing.T) {
 	ts.pass("p", 20*time.Second)
 	ts.pass("p", 10*time.Second)
 	assert.Equal(t, 80*time.Second, ts.of("p"))
+	ts.pass("q", time.Minute)
+	assert.Equal(t, 3*time.Minute, ts.of("q"), "four times is over the most")
 	ts.pass("q", 2*time.Minute)
-	assert.Equal(t, 3*time.Minute, ts.of("q"))
+	assert.Equal(t, 4*time.Minute, ts.of("q"), "never under twice what it took: else every mutant would time out")
 }
 
 // TestACutShortMutantIsSampledNotDecided: a mutant whose budget has
@@ -291,7 +343,7 @@ func TestTheNextMutantComesFromThePackageThatUsedLeast(t *testing.T) {
 	now := time.Now()
 	end := now.Add(time.Minute)
 	mk := func(name string, left int, took time.Duration, done int, running ...time.Duration) *unit {
-		u := &unit{dir: name, ms: make([]Mutant, left), r: &Report{Took: took}, done: done, est: time.Second, running: map[int]time.Time{}}
+		u := &unit{dir: name, ms: make([]Mutant, left), r: &Report{Took: took}, done: done, est: time.Second, base: 2, running: map[int]time.Time{}}
 		for i, d := range running {
 			u.running[i] = now.Add(-d)
 		}
@@ -308,6 +360,17 @@ func TestTheNextMutantComesFromThePackageThatUsedLeast(t *testing.T) {
 	assert.Same(t, busy, nextUnit(units, now, end))
 	assert.Nil(t, nextUnit(units, now, now), "nothing fits a budget that ended")
 	assert.Nil(t, nextUnit([]*unit{drained}, now, end), "no mutant left")
+	fresh := mk("fresh", 5, 0, 0)
+	fresh.base = 0
+	first.baseTook = 300 * time.Second
+	assert.Same(t, busy, nextUnit(append(units, fresh), now, end), "a unit whose unmutated run has not started counts as the mean of the others' (300 s over 5: 60 s, more than busy's 40 so far)")
+	first.baseTook = 100 * time.Second
+	assert.Same(t, fresh, nextUnit(append(units, fresh), now, end), "100 s over 5: 20 s, less than busy's 40")
+	first.baseTook = 0
+	fresh.base = 1
+	assert.Same(t, busy, nextUnit(append(units, fresh), now, end), "nor while its unmutated run is under way")
+	fresh.base, fresh.baseTook = 2, 39*time.Second
+	assert.Same(t, fresh, nextUnit(append(units, fresh), now, end), "its unmutated run is charged to it: 39 s, less than busy's 40 so far")
 }
 
 // TestALineNoTestRunsSurvivesWithoutATestRun: a's and b's tests never

@@ -32,6 +32,7 @@ func TestCountsAndShowsFailures(t *testing.T) {
 	assert.Contains(t, s, "?   \tq\t[no test files]\n")
 	assert.Contains(t, s, "ok  \tr\t0.300s\n")
 	assert.True(t, strings.HasSuffix(s, "tests: 1 passed, 1 failed, 1 skipped\n"))
+	assert.NotContains(t, s, "packages failed", "a failed test explains its package's failure")
 }
 
 func TestAPackageFailureWithoutATestFails(t *testing.T) {
@@ -41,7 +42,7 @@ func TestAPackageFailureWithoutATestFails(t *testing.T) {
 `
 	assert.Equal(t, 1, run(strings.NewReader(in), &out))
 	assert.Contains(t, out.String(), "panic: TestMain")
-	assert.Contains(t, out.String(), "tests: 0 passed, 0 failed, 0 skipped")
+	assert.Contains(t, out.String(), "testsum: 1 packages failed (a build error, a panic, or a TestMain that failed)\ntests: 0 passed, 0 failed, 0 skipped", "no failed test explains it: the line says what failed")
 }
 
 func TestAllPassing(t *testing.T) {
@@ -133,4 +134,14 @@ func TestProgressWhileSilent(t *testing.T) {
 func TestProgressLineNamesAFewRunningPackages(t *testing.T) {
 	running := map[string]bool{"d": true, "a": true, "c": true, "b": true, "e": true}
 	assert.Equal(t, "testsum: 1m5s: 7 packages done; running: a, b, c and 2 more", progressLine(65*time.Second, 7, running))
+}
+
+// TestALineLongerThanTheBoundIsReported: go test's output is read in
+// lines of up to 16 MiB; a longer one ends the reading, and testsum says
+// so rather than summarizing a cut stream as whole.
+func TestALineLongerThanTheBoundIsReported(t *testing.T) {
+	long := `{"Action":"output","Package":"p","Output":"` + strings.Repeat("x", 1<<24) + `"}` + "\n"
+	var out bytes.Buffer
+	run(strings.NewReader(long), &out)
+	assert.Contains(t, out.String(), "testsum: reading go test's output: bufio.Scanner: token too long")
 }

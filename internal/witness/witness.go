@@ -18,6 +18,31 @@
 // named TestWitness, so the gate counts the rules a run witnessed; the
 // rules it cannot reach are listed with the reason (Unreached), and
 // Covered fails when a rule is neither.
+//
+// # Wire faults
+//
+// Proxy (StartProxy) is the fault the Redis and S3 witnesses make: a TCP
+// proxy on loopback that faults the connections between a real client
+// library and a real server at a chosen byte: it stalls, cuts (FIN),
+// resets (RST), truncates (one direction ends) or slices (one small write
+// at a time) a request or a reply.
+//
+// A Fault is armed on the proxy and fires on the first connection whose
+// stream in its direction reaches its byte: At bytes past the arming (each
+// connection counted alone), or At bytes past the end of the Skip+1-th
+// occurrence of After seen since the arming (so "the store step's SET" is
+// After "\r\nSET\r\n", Skip 1, when the claim's SET comes first). The
+// bytes before that byte are forwarded; what happens to the rest is the
+// fault's Action.
+//
+// Why not Shopify's toxiproxy: the module proxy serves v2.5.0, whose
+// toxics act on time (reset_peer and timeout fire a delay after the next
+// chunk), not at a byte; only limit_data is positioned. Stalling or
+// resetting at a chosen byte of a chosen command needs toxics of our own
+// either way, and toxiproxy would bring its HTTP API server, gorilla/mux,
+// tomb.v1 and a second prometheus registry along for them. Proxy is the
+// part the witnesses need: a byte-exact fault per direction, armed and
+// released by the test, every goroutine ended by Close.
 package witness
 
 import (
@@ -27,8 +52,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/gen"
-	"github.com/kvblob/kvblob/internal/suitelog"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
 
@@ -280,8 +305,8 @@ func Covered(specs []*gen.Spec, stem string, witnessed []string, unreached map[s
 	return errors.Join(errs...)
 }
 
-// Announce logs r's spec position as the gate reads it (suitelog), so a
+// Announce logs r's spec position as the gate reads it (conformance.FactSpec), so a
 // witness run's check carries the rule it holds.
 func (r Rule) Announce(t interface{ Log(...any) }) {
-	t.Log(suitelog.Line(suitelog.Spec, r.Pos.String()))
+	t.Log(conformance.FactLine(conformance.FactSpec, r.Pos.String()))
 }

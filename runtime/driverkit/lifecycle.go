@@ -8,6 +8,11 @@
 // only its SDK calls; Put and Get begin a Call and end it when the store can
 // no longer touch the call's memory. The rules are written and tested once
 // here, as gocloud.dev/blob enforces "closed" once for every driver.
+//
+// Seam is the fault seam a driver's SDK calls pass through, keyed by the
+// spec's call names, so that a kit stages any answer. Stack and Resize
+// keep a driver's (or its store's) working memory from call to call, so
+// that a warm call makes no garbage.
 package driverkit
 
 import (

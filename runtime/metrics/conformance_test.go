@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/internal/memorykit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/metrics"
 	"github.com/kvblob/kvblob/stores/memory"
+	"github.com/kvblob/kvblob/stores/memory/memorykit"
 )
 
 // TestInstrumentedDriverPassesConformance runs the conformance suite, with

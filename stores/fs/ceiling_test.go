@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvblob/kvblob/internal/blockingfx"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/stores/fs"
 )
@@ -35,7 +35,7 @@ func TestACallNeverHasMoreThanRowsInFlightRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := blockingfx.New(t, d, 5*time.Second)
+			f := storekit.NewFx(t, d, 5*time.Second)
 			keys := make([]string, 8) // the fixture's slots; more than every limit here
 			for i := range keys {
 				keys[i] = key(t, string(rune('a'+i)))

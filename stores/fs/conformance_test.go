@@ -5,7 +5,6 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/generated/fs/fscases"
-	"github.com/kvblob/kvblob/internal/fskit"
 )
 
 // TestConformance runs the whole suite, every case generated from each fs
@@ -16,14 +15,14 @@ import (
 func TestConformance(t *testing.T) {
 	where := "tmpfs"
 	if !tree.Value().Tmpfs {
-		where = "temp dir; " + fskit.NoMount
+		where = "temp dir; " + NoMount
 	}
 	for _, v := range fscases.All() {
 		conformance.Run(t, conformance.Suite{
 			Name: v.Name, SDK: v.Spec.SDKName + " file I/O, " + v.Spec.SDKVersions[0] + " (" + where + ")",
-			Factory: fskit.Factory(tree.Value()), Scenarios: fskit.Scenarios(), SkipReasons: fskit.SkipReasons,
-			Cases: v.Cases, Stage: fskit.Stage, SDKChecks: fskit.SDKChecks(), Integrity: integrity,
-			Neighbour: fskit.Neighbour{Env: tree.Value()},
+			Factory: Factory(tree.Value()), Scenarios: Scenarios(), SkipReasons: SkipReasons,
+			Cases: v.Cases, Stage: Stage, SDKChecks: SDKChecks(), Integrity: integrity,
+			Neighbour: Neighbour{Env: tree.Value()},
 		})
 	}
 }

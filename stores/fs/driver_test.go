@@ -5,12 +5,11 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/internal/fskit"
 )
 
 // tree is the kit's directory for the package (a tmpfs mount when run as
 // root), made before the tests and removed after them.
-var tree = storekit.Own(nil, fskit.Setup, (*fskit.Env).Close)
+var tree = storekit.Own(nil, Setup, (*Env).Close)
 
 // TestMain makes tree and checks no goroutine outlives the tests. Started
 // as the killed writer's child, it runs that writer instead.

@@ -18,8 +18,6 @@ import (
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	fsgen "github.com/kvblob/kvblob/generated/fs"
-	"github.com/kvblob/kvblob/internal/blockingfx"
-	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -28,14 +26,14 @@ import (
 
 // fx is a kit driver with a registered region of 64 KiB slots.
 type fx struct {
-	*blockingfx.Fx
-	kit *fskit.Driver
+	*storekit.Fx
+	kit *Driver
 }
 
 func newFx(t *testing.T) *fx {
 	t.Helper()
-	d := fskit.Open(t, tree.Value())
-	return &fx{Fx: blockingfx.New(t, d, 5*time.Second), kit: d}
+	d := Open(t, tree.Value())
+	return &fx{Fx: storekit.NewFx(t, d, 5*time.Second), kit: d}
 }
 
 func key(t *testing.T, name string) string {
@@ -49,7 +47,7 @@ func key(t *testing.T, name string) string {
 // its marker is left, and once space is freed the key takes a put.
 func TestAFullFilesystemDeclinesAndLeavesNothingBehind(t *testing.T) {
 	if !tree.Value().Tmpfs {
-		t.Skip(fskit.NoMount)
+		t.Skip(NoMount)
 	}
 	f := newFx(t)
 	k := key(t, "a")
@@ -57,16 +55,16 @@ func TestAFullFilesystemDeclinesAndLeavesNothingBehind(t *testing.T) {
 	require.NoError(t, err)
 	res := f.Put(f.Row(k, 0, 1))
 	assert.Equal(t, driver.Declined, res[0].Status, "%v", res[0])
-	left, err := fskit.Listing(f.kit.Root())
+	left, err := Listing(f.kit.Root())
 	require.NoError(t, err)
 	for _, p := range left {
 		if fi, err := os.Stat(filepath.Join(f.kit.Root(), p)); err == nil && !fi.IsDir() && !strings.HasPrefix(p, "filler-") {
 			t.Errorf("a declined put left %s behind", p)
 		}
 	}
-	dst := f.Row(k, 1, blockingfx.Dest)
+	dst := f.Row(k, 1, storekit.Dest)
 	assert.Equal(t, driver.Miss, f.Get(dst)[0].Status)
-	blockingfx.Untouched(t, dst)
+	storekit.Untouched(t, dst)
 
 	require.NoError(t, os.Remove(filler))
 	assert.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status)
@@ -81,17 +79,17 @@ func TestADeadWritersMarkerExpires(t *testing.T) {
 	f := newFx(t)
 	k := key(t, "a")
 	require.NoError(t, f.kit.PlantMarker(k))
-	dst := f.Row(k, 1, blockingfx.Dest)
+	dst := f.Row(k, 1, storekit.Dest)
 	assert.Equal(t, driver.NotReady, f.Get(dst)[0].Status)
 	assert.Equal(t, driver.NotReady, f.Put(f.Row(k, 0, 1))[0].Status)
 
-	f.kit.Clock.Advance(fskit.TTL - time.Second)
+	f.kit.Clock.Advance(TTL - time.Second)
 	assert.Equal(t, driver.NotReady, f.Put(f.Row(k, 0, 1))[0].Status, "a marker is live until its TTL passed")
 
 	f.kit.Clock.Advance(2 * time.Second)
-	dst = f.Row(k, 1, blockingfx.Dest)
+	dst = f.Row(k, 1, storekit.Dest)
 	assert.Equal(t, driver.Miss, f.Get(dst)[0].Status, "an expired marker with no object is a MISS")
-	blockingfx.Untouched(t, dst)
+	storekit.Untouched(t, dst)
 	assert.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status)
 	assert.Equal(t, driver.Ready, f.Get(dst)[0].Status)
 	assert.Equal(t, f.Region.Slot(0).Bytes(), dst.Spans[0].Bytes())
@@ -118,11 +116,11 @@ func TestATornObjectIsAFaultAndTheDestinationIsUntouched(t *testing.T) {
 	for _, n := range []int64{size - 1, size / 2, 35, 0} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			require.NoError(t, os.Truncate(file, n))
-			dst := f.Row(k, 1, blockingfx.Dest)
+			dst := f.Row(k, 1, storekit.Dest)
 			res := f.Get(dst)[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
 			assert.Equal(t, int64(fsgen.Corrupt), res.Code, "%v", res)
-			blockingfx.Untouched(t, dst)
+			storekit.Untouched(t, dst)
 		})
 	}
 }
@@ -148,12 +146,12 @@ func TestAnIOErrorIsAFault(t *testing.T) {
 		k := key(t, call)
 		require.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status)
 		f.kit.Seam.Raise(call, k, &os.PathError{Op: call, Path: k, Err: syscall.EIO})
-		dst := f.Row(k, 1, blockingfx.Dest)
+		dst := f.Row(k, 1, storekit.Dest)
 		res := f.Get(dst)[0]
 		assert.Equal(t, driver.Fault, res.Status, "%s: %v", call, res)
 		assert.Equal(t, int64(fsgen.Eio), res.Code, "%s: %v", call, res)
 		if call == "open" {
-			blockingfx.Untouched(t, dst)
+			storekit.Untouched(t, dst)
 		}
 	}
 }
@@ -169,11 +167,11 @@ func TestAnUnreadableObjectIsAFault(t *testing.T) {
 	require.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status)
 	file, _, _ := f.kit.Paths(k)
 	require.NoError(t, os.Chmod(file, 0))
-	dst := f.Row(k, 1, blockingfx.Dest)
+	dst := f.Row(k, 1, storekit.Dest)
 	res := f.Get(dst)[0]
 	assert.Equal(t, driver.Fault, res.Status)
 	assert.Equal(t, int64(fsgen.Eacces), res.Code)
-	blockingfx.Untouched(t, dst)
+	storekit.Untouched(t, dst)
 }
 
 // TestAFIFOAtTheObjectDoesNotBlockAGet: open(2) of a FIFO with no writer
@@ -184,14 +182,14 @@ func TestAFIFOAtTheObjectDoesNotBlockAGet(t *testing.T) {
 	file, _, _ := f.kit.Paths(k)
 	require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
 	require.NoError(t, syscall.Mkfifo(file, 0o644))
-	dst := f.Row(k, 1, blockingfx.Dest)
+	dst := f.Row(k, 1, storekit.Dest)
 	got := make(chan driver.Result, 1)
 	go func() { got <- f.Get(dst)[0] }()
 	select {
 	case res := <-got:
 		assert.Equal(t, driver.Fault, res.Status)
 		assert.Equal(t, int64(fsgen.Corrupt), res.Code, "%v", res)
-		blockingfx.Untouched(t, dst)
+		storekit.Untouched(t, dst)
 	case <-time.After(conformance.DefaultDeadline):
 		w, err := os.OpenFile(file, os.O_WRONLY, 0) // unblock the get
 		require.NoError(t, err)
@@ -211,7 +209,7 @@ func TestKeysStayUnderTheRoot(t *testing.T) {
 		var re *driver.RejectedError
 		require.True(t, errors.As(err, &re), "%q: %v", bad, err)
 		assert.Equal(t, driver.RuleKeyFormat, re.Rule)
-		_, err = f.Driver.Get(context.Background(), []driver.Row{f.Row(bad, 1, blockingfx.Dest)}, driver.Hint{})
+		_, err = f.Driver.Get(context.Background(), []driver.Row{f.Row(bad, 1, storekit.Dest)}, driver.Hint{})
 		require.True(t, errors.As(err, &re), "%q: %v", bad, err)
 	}
 	// Names of 300, 200 and 100 bytes, each a prefix of the next, whose
@@ -243,7 +241,7 @@ func TestKeysStayUnderTheRoot(t *testing.T) {
 		require.Equal(t, driver.Ready, f.Put(f.Row(k, i, byte(i+1)))[0].Status, "key %d", i)
 	}
 	for i, k := range keys {
-		dst := f.Row(k, 4+i, blockingfx.Dest)
+		dst := f.Row(k, 4+i, storekit.Dest)
 		require.Equal(t, driver.Ready, f.Get(dst)[0].Status, "key %d", i)
 		assert.Equal(t, f.Region.Slot(i).Bytes(), dst.Spans[0].Bytes(), "key %d", i)
 		file, _, _ := f.kit.Paths(k)
@@ -265,7 +263,7 @@ func TestAPutOverAnObjectStoresTheNewBytes(t *testing.T) {
 	f.Row(k, 0, 1)
 	require.Equal(t, driver.Ready, f.Put(short)[0].Status)
 	require.Equal(t, driver.Ready, f.Put(f.Row(k, 2, 9))[0].Status)
-	dst := f.Row(k, 1, blockingfx.Dest)
+	dst := f.Row(k, 1, storekit.Dest)
 	require.Equal(t, driver.Ready, f.Get(dst)[0].Status)
 	assert.Equal(t, f.Region.Slot(2).Bytes(), dst.Spans[0].Bytes())
 }
@@ -356,22 +354,22 @@ func TestACancelledContextStartsNoRow(t *testing.T) {
 	require.NoError(t, err)
 	res, _ := op.Poll()
 	assert.Equal(t, driver.Cancelled, res[0].Status)
-	left, err := fskit.Listing(f.kit.Root())
+	left, err := Listing(f.kit.Root())
 	require.NoError(t, err)
 	assert.Empty(t, left)
 
 	require.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status)
-	dst := f.Row(k, 1, blockingfx.Dest)
+	dst := f.Row(k, 1, storekit.Dest)
 	op, err = f.Driver.Get(ctx, []driver.Row{dst}, driver.Hint{})
 	require.NoError(t, err)
 	res, _ = op.Poll()
 	assert.Equal(t, driver.Cancelled, res[0].Status)
-	blockingfx.Untouched(t, dst)
+	storekit.Untouched(t, dst)
 }
 
 // plantedMarker opens a driver with opt over a root of its own, and plants
 // another writer's marker for key "a" dated at.
-func plantedMarker(t *testing.T, opt fs.Options, at time.Time) (f *blockingfx.Fx, k, marker string) {
+func plantedMarker(t *testing.T, opt fs.Options, at time.Time) (f *storekit.Fx, k, marker string) {
 	t.Helper()
 	root, err := os.MkdirTemp(tree.Value().Dir, "marker-")
 	require.NoError(t, err)
@@ -379,11 +377,11 @@ func plantedMarker(t *testing.T, opt fs.Options, at time.Time) (f *blockingfx.Fx
 	opt.Root = root
 	d, err := fs.Open(opt)
 	require.NoError(t, err)
-	f = blockingfx.New(t, d, 5*time.Second)
+	f = storekit.NewFx(t, d, 5*time.Second)
 	k = key(t, "a")
 	_, marker, err = d.Paths(k)
 	require.NoError(t, err)
-	require.NoError(t, fskit.Plant(marker, nil))
+	require.NoError(t, Plant(marker, nil))
 	require.NoError(t, os.Chtimes(marker, at, at))
 	return f, k, marker
 }
@@ -403,7 +401,7 @@ func TestAMarkerLivesExactlyItsTTL(t *testing.T) {
 		{0, 60 * time.Second},
 	} {
 		t.Run(tc.set.String(), func(t *testing.T) {
-			clock := fskit.NewClock()
+			clock := NewClock()
 			f, k, _ := plantedMarker(t, fs.Options{MarkerTTL: tc.set, Now: clock.Now}, clock.Now())
 
 			if tc.lives > time.Nanosecond {
@@ -431,7 +429,7 @@ func TestAMarkerAheadIsBelievedExactlyTheSkew(t *testing.T) {
 		{0, fs.DefaultMaxClockSkew},
 	} {
 		t.Run(tc.set.String(), func(t *testing.T) {
-			clock := fskit.NewClock()
+			clock := NewClock()
 			opt := fs.Options{MaxClockSkew: tc.set, Now: clock.Now}
 			f, k, _ := plantedMarker(t, opt, clock.Now().Add(tc.believed))
 			assert.Equal(t, driver.NotReady, f.Put(f.Row(k, 0, 1))[0].Status, "a marker %v ahead is live under a skew of %v", tc.believed, tc.set)

@@ -19,9 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	fsgen "github.com/kvblob/kvblob/generated/fs"
-	"github.com/kvblob/kvblob/internal/blockingfx"
-	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -55,7 +54,7 @@ func outside(t *testing.T, f *fx) string {
 // empty fails unless dir holds nothing.
 func empty(t *testing.T, dir string) {
 	t.Helper()
-	left, err := fskit.Listing(dir)
+	left, err := Listing(dir)
 	require.NoError(t, err)
 	assert.Empty(t, left, "the driver wrote outside its root")
 }
@@ -97,11 +96,11 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 					}
 					empty(t, out)
 
-					dst := f.Row(k, 1, blockingfx.Dest)
+					dst := f.Row(k, 1, storekit.Dest)
 					res = f.Get(dst)[0]
 					assert.Equal(t, driver.Fault, res.Status, "get through a link at %s: %v", at, res)
 					assert.Equal(t, int64(fsgen.Eloop), res.Code, "%v", res)
-					blockingfx.Untouched(t, dst)
+					storekit.Untouched(t, dst)
 					require.NoError(t, os.Remove(at))
 				}
 			})
@@ -116,28 +115,28 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 				require.NoError(t, err)
 				dir := filepath.Dir(file)
 				require.NoError(t, os.MkdirAll(filepath.Dir(dir), 0o755))
-				require.NoError(t, fskit.Plant(dir, nil))
+				require.NoError(t, Plant(dir, nil))
 				res := f.Put(f.Row(k, 0, 1))[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
 				assert.Equal(t, int64(fsgen.Enotdir), res.Code, "%v", res)
 				assert.NotContains(t, res.Text, "symbolic link")
-				dst := f.Row(k, 1, blockingfx.Dest)
+				dst := f.Row(k, 1, storekit.Dest)
 				res = f.Get(dst)[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
 				assert.Equal(t, int64(fsgen.Enotdir), res.Code, "%v", res)
-				blockingfx.Untouched(t, dst)
+				storekit.Untouched(t, dst)
 			})
 			t.Run("object", func(t *testing.T) {
 				f := newFx(t)
 				r.set(f.kit.Driver)
 				k := key(t, "a")
 				row := f.Row(k, 0, 1)
-				require.NoError(t, f.kit.LinkObjectOut(k, fskit.Object(k, row.Spans[0].Bytes())))
-				dst := f.Row(k, 1, blockingfx.Dest)
+				require.NoError(t, f.kit.LinkObjectOut(k, Object(k, row.Spans[0].Bytes())))
+				dst := f.Row(k, 1, storekit.Dest)
 				res := f.Get(dst)[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
 				assert.Equal(t, int64(fsgen.Eloop), res.Code, "%v", res)
-				blockingfx.Untouched(t, dst)
+				storekit.Untouched(t, dst)
 			})
 			t.Run("marker", func(t *testing.T) {
 				f := newFx(t)
@@ -148,7 +147,7 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 				out := outside(t, f)
 				require.NoError(t, os.MkdirAll(filepath.Dir(marker), 0o755))
 				require.NoError(t, os.Symlink(filepath.Join(out, "victim"), marker))
-				f.kit.Clock.Advance(fskit.TTL + time.Minute) // no TTL makes a link a marker
+				f.kit.Clock.Advance(TTL + time.Minute) // no TTL makes a link a marker
 				res := f.Put(f.Row(k, 0, 1))[0]
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
 				assert.Equal(t, int64(fsgen.Eloop), res.Code, "%v", res)
@@ -178,10 +177,10 @@ func TestALinkUnderTheRootIsNeverFollowed(t *testing.T) {
 					require.NoError(t, plant.make(marker, outside(t, f)))
 					now := f.kit.Clock.Now()
 					require.NoError(t, unix.Lutimes(marker, []unix.Timeval{unix.NsecToTimeval(now.UnixNano()), unix.NsecToTimeval(now.UnixNano())}))
-					dst := f.Row(k, 1, blockingfx.Dest)
+					dst := f.Row(k, 1, storekit.Dest)
 					res := f.Get(dst)[0]
 					assert.Equal(t, driver.Miss, res.Status, "%v", res)
-					blockingfx.Untouched(t, dst)
+					storekit.Untouched(t, dst)
 				})
 			}
 		})
@@ -197,13 +196,13 @@ func TestAGetMakesNoDirectory(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			f := newFx(t)
 			r.set(f.kit.Driver)
-			before, err := fskit.Listing(f.kit.Root())
+			before, err := Listing(f.kit.Root())
 			require.NoError(t, err)
-			dst := f.Row(key(t, "absent"), 1, blockingfx.Dest)
+			dst := f.Row(key(t, "absent"), 1, storekit.Dest)
 			res := f.Get(dst)[0]
 			assert.Equal(t, driver.Miss, res.Status, "%v", res)
-			blockingfx.Untouched(t, dst)
-			after, err := fskit.Listing(f.kit.Root())
+			storekit.Untouched(t, dst)
+			after, err := Listing(f.kit.Root())
 			require.NoError(t, err)
 			assert.Equal(t, before, after, "the get changed the root")
 		})
@@ -221,10 +220,10 @@ func TestAHugeSparseFileIsRefusedByItsLength(t *testing.T) {
 	file, _, err := f.kit.Paths(k)
 	require.NoError(t, err)
 	dst := driver.Row{Key: k, Spans: []driver.Span{{Region: f.Region.Region, Offset: f.Region.Slot(1).Offset, Length: 4 << 10}}}
-	f.Row(k, 1, blockingfx.Dest)
+	f.Row(k, 1, storekit.Dest)
 	for _, size := range []int64{1 << 30, 64 << 30} {
 		ok := t.Run(fmt.Sprint(size>>30, "GiB"), func(t *testing.T) {
-			require.NoError(t, fskit.Plant(file, nil))
+			require.NoError(t, Plant(file, nil))
 			require.NoError(t, os.Truncate(file, size))
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
@@ -234,7 +233,7 @@ func TestAHugeSparseFileIsRefusedByItsLength(t *testing.T) {
 			assert.Equal(t, int64(fsgen.Corrupt), res.Code, "%v", res)
 			assert.Contains(t, res.Text, "more than the row's")
 			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "the get allocated for the file's length")
-			blockingfx.Untouched(t, dst)
+			storekit.Untouched(t, dst)
 		})
 		if !ok {
 			return
@@ -261,9 +260,9 @@ func TestAMarkerFromTheFutureHoldsItsKeyNoLongerThanTheSkew(t *testing.T) {
 	require.NoError(t, f.kit.PlantMarker(ahead))
 	_, marker, _ = f.kit.Paths(ahead)
 	require.NoError(t, os.Chtimes(marker, now, now.AddDate(1, 0, 0)))
-	dst := f.Row(ahead, 1, blockingfx.Dest)
+	dst := f.Row(ahead, 1, storekit.Dest)
 	assert.Equal(t, driver.Miss, f.Get(dst)[0].Status, "a marker a year ahead is not believed")
-	blockingfx.Untouched(t, dst)
+	storekit.Untouched(t, dst)
 	assert.Equal(t, driver.Ready, f.Put(f.Row(ahead, 0, 1))[0].Status)
 	assert.Equal(t, driver.Ready, f.Get(dst)[0].Status)
 	assert.Equal(t, f.Region.Slot(0).Bytes(), dst.Spans[0].Bytes())
@@ -283,7 +282,7 @@ const (
 func killedWriter() int {
 	root, k := os.Getenv(killedWriterEnv), os.Getenv(killedWriterKey)
 	seam := &driverkit.Seam{}
-	d, err := fs.Open(fs.Options{Root: root, MarkerTTL: fskit.TTL, Seam: seam})
+	d, err := fs.Open(fs.Options{Root: root, MarkerTTL: TTL, Seam: seam})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -362,9 +361,9 @@ func TestATempFileOfAKilledWriterIsSwept(t *testing.T) {
 	require.Len(t, temps(liveFile), 1)
 
 	// The killed writer's file, as it is once MarkerTTL+MaxClockSkew passed.
-	then := time.Now().Add(-fskit.TTL - fs.DefaultMaxClockSkew - time.Second)
+	then := time.Now().Add(-TTL - fs.DefaultMaxClockSkew - time.Second)
 	require.NoError(t, os.Chtimes(left[0], then, then))
-	d, err := fs.Open(fs.Options{Root: root, MarkerTTL: fskit.TTL})
+	d, err := fs.Open(fs.Options{Root: root, MarkerTTL: TTL})
 	require.NoError(t, err)
 	require.True(t, d.Drain(context.Background()))
 	require.NoError(t, d.Close())
@@ -374,7 +373,7 @@ func TestATempFileOfAKilledWriterIsSwept(t *testing.T) {
 	release()
 	res := <-done
 	require.Equal(t, driver.Ready, res.Status, "%v", res)
-	dst := f.Row(live, 3, blockingfx.Dest)
+	dst := f.Row(live, 3, storekit.Dest)
 	require.Equal(t, driver.Ready, f.Get(dst)[0].Status)
 	assert.Equal(t, liveRow.Spans[0].Bytes(), dst.Spans[0].Bytes())
 }
@@ -386,13 +385,13 @@ func TestATempFileOfAKilledWriterIsSwept(t *testing.T) {
 func TestASweepLooksAtNoMoreThanItsBudget(t *testing.T) {
 	f := newFx(t)
 	file, _, _ := f.kit.Paths(key(t, "a"))
-	then := time.Now().Add(-fskit.TTL - fs.DefaultMaxClockSkew - time.Second)
+	then := time.Now().Add(-TTL - fs.DefaultMaxClockSkew - time.Second)
 	const n = 40
 	for i := 0; i < n; i++ {
 		p := fmt.Sprintf("%s.tmp-%02d", file, i)
-		require.NoError(t, fskit.Plant(p, []byte("x")))
+		require.NoError(t, Plant(p, []byte("x")))
 		require.NoError(t, os.Chtimes(p, then, then))
-		require.NoError(t, fskit.Plant(filepath.Join(filepath.Dir(file), fmt.Sprintf("%04x", i)), []byte("x")))
+		require.NoError(t, Plant(filepath.Join(filepath.Dir(file), fmt.Sprintf("%04x", i)), []byte("x")))
 	}
 	total := 0
 	for sweeps := 0; total < n; sweeps++ {
@@ -435,7 +434,7 @@ func TestFilesArePrivateByDefault(t *testing.T) {
 		defer syscall.Umask(old)
 		d, err := fs.Open(fs.Options{Root: root, DirMode: 0o701})
 		require.NoError(t, err)
-		sf := blockingfx.New(t, d, 5*time.Second)
+		sf := storekit.NewFx(t, d, 5*time.Second)
 		require.Equal(t, driver.Ready, sf.Put(sf.Row(k, 0, 1))[0].Status)
 		file, _, _ := d.Paths(k)
 		for dir := filepath.Dir(file); dir != root; dir = filepath.Dir(dir) {
@@ -459,7 +458,7 @@ func TestFilesArePrivateByDefault(t *testing.T) {
 		defer syscall.Umask(old)
 		d, err := fs.Open(fs.Options{Root: root, FileMode: 0o660, DirMode: 0o770 | os.ModeSetgid})
 		require.NoError(t, err)
-		sf := blockingfx.New(t, d, 5*time.Second)
+		sf := storekit.NewFx(t, d, 5*time.Second)
 		require.Equal(t, driver.Ready, sf.Put(sf.Row(k, 0, 1))[0].Status)
 		file, _, _ := d.Paths(k)
 		fi, err := os.Stat(file)
@@ -495,8 +494,8 @@ func TestAShortObjectIsNamedForWhatItHolds(t *testing.T) {
 			k := key(t, "a")
 			file, _, err := f.kit.Paths(k)
 			require.NoError(t, err)
-			require.NoError(t, fskit.Plant(file, c.obj(k)))
-			res := f.Get(f.Row(k, 1, blockingfx.Dest))[0]
+			require.NoError(t, Plant(file, c.obj(k)))
+			res := f.Get(f.Row(k, 1, storekit.Dest))[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
 			assert.Equal(t, c.code, res.Code, "%v", res)
 			assert.Contains(t, res.Text, c.says)
@@ -559,14 +558,14 @@ func TestAGetLeavesTheAccessTimeAndReadsAnotherUsersFileAnyway(t *testing.T) {
 			require.NoError(t, err)
 			old := fi.ModTime().Add(-time.Hour) // before the mtime: relatime would update it
 			require.NoError(t, os.Chtimes(file, old, fi.ModTime()))
-			dst := f.Row(k, 1, blockingfx.Dest)
+			dst := f.Row(k, 1, storekit.Dest)
 			require.Equal(t, driver.Ready, f.Get(dst)[0].Status)
 			var st unix.Stat_t
 			require.NoError(t, unix.Stat(file, &st))
 			assert.Equal(t, old.Unix(), st.Atim.Sec, "the get updated the access time")
 
 			fs.RefuseNoatime(f.kit.Driver)
-			dst = f.Row(k, 2, blockingfx.Dest)
+			dst = f.Row(k, 2, storekit.Dest)
 			res := f.Get(dst)[0]
 			assert.Equal(t, driver.Ready, res.Status, "%v", res)
 			assert.Equal(t, f.Region.Slot(0).Bytes(), dst.Spans[0].Bytes())

@@ -23,7 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/kvblob/kvblob/internal/blockingfx"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/fs"
 )
@@ -107,7 +107,7 @@ func TestAnotherUsersFileIsReadAsThatUser(t *testing.T) {
 	require.NoError(t, os.Mkdir(root, 0o755))
 	d, err := fs.Open(fs.Options{Root: root, FileMode: 0o644, DirMode: 0o755})
 	require.NoError(t, err)
-	f := blockingfx.New(t, d, 5*time.Second)
+	f := storekit.NewFx(t, d, 5*time.Second)
 	k := key(t, "a")
 	row := f.Row(k, 0, 1)
 	require.Equal(t, driver.Ready, f.Put(row)[0].Status)
@@ -148,8 +148,8 @@ func TestHostChildReadsAnotherUsersFile(t *testing.T) {
 	if resolver == "walk" {
 		fs.ForceWalk(d)
 	}
-	f := blockingfx.New(t, d, 5*time.Second)
-	dst := f.Row(k, 1, blockingfx.Dest)
+	f := storekit.NewFx(t, d, 5*time.Second)
+	dst := f.Row(k, 1, storekit.Dest)
 	res := f.Get(dst)[0]
 	require.Equal(t, driver.Ready, res.Status, "%v", res)
 	sum := sha256.Sum256(dst.Spans[0].Bytes())
@@ -192,7 +192,7 @@ func TestHostChildUnderAFilterRefusingOpenat2(t *testing.T) {
 	// whose first call under it is a put (openDir's).
 	getFirst, err := fs.Open(fs.Options{Root: t.TempDir()})
 	require.NoError(t, err)
-	g := blockingfx.New(t, getFirst, 5*time.Second)
+	g := storekit.NewFx(t, getFirst, 5*time.Second)
 	k := key(t, "a")
 	row := g.Row(k, 0, 1)
 	require.Equal(t, driver.Ready, g.Put(row)[0].Status)
@@ -202,7 +202,7 @@ func TestHostChildUnderAFilterRefusingOpenat2(t *testing.T) {
 	_, err = unix.Openat2(unix.AT_FDCWD, ".", &unix.OpenHow{Flags: unix.O_RDONLY})
 	require.ErrorIs(t, err, errno, "the filter does not refuse openat2")
 
-	dst := g.Row(k, 1, blockingfx.Dest)
+	dst := g.Row(k, 1, storekit.Dest)
 	res := g.Get(dst)[0]
 	require.Equal(t, driver.Ready, res.Status, "a get first: %v", res)
 	assert.True(t, bytes.Equal(row.Spans[0].Bytes(), dst.Spans[0].Bytes()), "the row read is not the row put")
@@ -210,11 +210,11 @@ func TestHostChildUnderAFilterRefusingOpenat2(t *testing.T) {
 
 	putFirst, err := fs.Open(fs.Options{Root: t.TempDir()})
 	require.NoError(t, err)
-	p := blockingfx.New(t, putFirst, 5*time.Second)
+	p := storekit.NewFx(t, putFirst, 5*time.Second)
 	row = p.Row(k, 0, 1)
 	res = p.Put(row)[0]
 	require.Equal(t, driver.Ready, res.Status, "a put first: %v", res)
-	dst = p.Row(k, 2, blockingfx.Dest)
+	dst = p.Row(k, 2, storekit.Dest)
 	res = p.Get(dst)[0]
 	require.Equal(t, driver.Ready, res.Status, "a put first, its get: %v", res)
 	assert.True(t, bytes.Equal(row.Spans[0].Bytes(), dst.Spans[0].Bytes()), "the row read is not the row put")

@@ -12,9 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	fsgen "github.com/kvblob/kvblob/generated/fs"
-	"github.com/kvblob/kvblob/internal/blockingfx"
-	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/fs"
 	"github.com/kvblob/kvblob/stores/trailer"
@@ -51,7 +50,7 @@ func foreign(d driver.Driver, key string, payload []byte) error {
 	if err != nil {
 		return err
 	}
-	return fskit.Plant(file, trailer.Encode(key, payload))
+	return Plant(file, trailer.Encode(key, payload))
 }
 
 // integrity is TestConformance's integrity check: over drivers with a row
@@ -71,7 +70,7 @@ var integrity = &conformance.Integrity{Factory: func(t conformance.T) driver.Dri
 // untouched.
 func TestARowCopiedToAnotherKeyIsAFault(t *testing.T) {
 	d := keyed(t)
-	f := blockingfx.New(t, d, 5*time.Second)
+	f := storekit.NewFx(t, d, 5*time.Second)
 	a, err := driver.Key("tenantA", []byte("block-0"))
 	require.NoError(t, err)
 	b, err := driver.Key("tenantB", []byte("block-0"))
@@ -92,17 +91,17 @@ func TestARowCopiedToAnotherKeyIsAFault(t *testing.T) {
 		{"as is, a byte shorter", obj[1:], fsgen.Corrupt, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			require.NoError(t, fskit.Plant(fileB, c.copied))
-			dst := f.Row(b, 1, blockingfx.Dest)
+			require.NoError(t, Plant(fileB, c.copied))
+			dst := f.Row(b, 1, storekit.Dest)
 			res := f.Get(dst)[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
 			assert.Equal(t, int64(c.code), res.Code, "%v", res)
 			if c.untouched {
-				blockingfx.Untouched(t, dst)
+				storekit.Untouched(t, dst)
 			}
 		})
 	}
-	dst := f.Row(a, 2, blockingfx.Dest)
+	dst := f.Row(a, 2, storekit.Dest)
 	require.Equal(t, driver.Ready, f.Get(dst)[0].Status, "A's own row reads")
 	assert.Equal(t, f.Region.Slot(0).Bytes(), dst.Spans[0].Bytes())
 }
@@ -140,14 +139,14 @@ func TestAPayloadThatFailsItsCheckIsNeverReady(t *testing.T) {
 			if c.keyed {
 				d = keyed(t)
 			} else {
-				d = fskit.Open(t, tree.Value()).Driver
+				d = Open(t, tree.Value()).Driver
 			}
 			fs.SetReadPiece(d, piece)
-			f := blockingfx.New(t, d, 5*time.Second)
+			f := storekit.NewFx(t, d, 5*time.Second)
 			k, err := driver.Key("fs-test", []byte(t.Name()))
 			require.NoError(t, err)
 			require.Equal(t, driver.Ready, f.Put(f.Row(k, 0, 1))[0].Status)
-			dst := f.Row(k, 1, blockingfx.Dest)
+			dst := f.Row(k, 1, storekit.Dest)
 			require.Equal(t, driver.Ready, f.Get(dst)[0].Status, "the object as put reads")
 			require.Equal(t, f.Region.Slot(0).Bytes(), dst.Spans[0].Bytes())
 
@@ -158,8 +157,8 @@ func TestAPayloadThatFailsItsCheckIsNeverReady(t *testing.T) {
 			spoilt := c.spoil(bytes.Clone(obj[:n]))
 			require.Len(t, spoilt, n)
 			require.NotEqual(t, obj[:n], spoilt)
-			require.NoError(t, fskit.Plant(file, append(spoilt, obj[n:]...)))
-			res := f.Get(f.Row(k, 2, blockingfx.Dest))[0]
+			require.NoError(t, Plant(file, append(spoilt, obj[n:]...)))
+			res := f.Get(f.Row(k, 2, storekit.Dest))[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
 			assert.Equal(t, int64(fsgen.Mismatch), res.Code, "%v", res)
 		})
@@ -190,9 +189,9 @@ func flip(i int) func([]byte) []byte {
 // against no Head fails the row's own READY.)
 func TestATailReadWithItsPayloadIsCheckedFirst(t *testing.T) {
 	const piece = 4 << 10
-	d := fskit.Open(t, tree.Value()).Driver
+	d := Open(t, tree.Value()).Driver
 	fs.SetReadPiece(d, piece)
-	f := blockingfx.New(t, d, 5*time.Second)
+	f := storekit.NewFx(t, d, 5*time.Second)
 	k, err := driver.Key("fs-test", []byte("whole-size"))
 	require.NoError(t, err)
 	other, err := driver.Key("fs-test", []byte("another"))
@@ -219,14 +218,14 @@ func TestATailReadWithItsPayloadIsCheckedFirst(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			require.Len(t, c.obj, len(obj), "a whole row's size")
-			require.NoError(t, fskit.Plant(file, c.obj))
-			res := f.Get(f.Row(k, 1, blockingfx.Dest))[0]
+			require.NoError(t, Plant(file, c.obj))
+			res := f.Get(f.Row(k, 1, storekit.Dest))[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
 			assert.Equal(t, int64(fsgen.Corrupt), res.Code, "%v", res)
 		})
 	}
-	require.NoError(t, fskit.Plant(file, obj))
-	dst := f.Row(k, 2, blockingfx.Dest)
+	require.NoError(t, Plant(file, obj))
+	dst := f.Row(k, 2, storekit.Dest)
 	require.Equal(t, driver.Ready, f.Get(dst)[0].Status, "the row's own object reads")
 	assert.Equal(t, f.Region.Slot(0).Bytes(), dst.Spans[0].Bytes())
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/stores/fs"
 )
 
@@ -31,7 +30,7 @@ func TestASweepKeepsADeadWritersFileForTheTTLAndTheSkew(t *testing.T) {
 		{0, fs.DefaultMaxClockSkew},
 	} {
 		t.Run(skew.is.String(), func(t *testing.T) {
-			clock := fskit.NewClock()
+			clock := NewClock()
 			now := clock.Now()
 			root, err := os.MkdirTemp(tree.Value().Dir, "margin-")
 			require.NoError(t, err)
@@ -54,7 +53,7 @@ func TestASweepKeepsADeadWritersFileForTheTTLAndTheSkew(t *testing.T) {
 			} {
 				t.Run(c.name, func(t *testing.T) {
 					p := file + ".tmp-margin"
-					require.NoError(t, fskit.Plant(p, []byte("x")))
+					require.NoError(t, Plant(p, []byte("x")))
 					require.NoError(t, os.Chtimes(p, c.mtime, c.mtime))
 					removed, err := d.Sweep(1 << 20)
 					require.NoError(t, err)

@@ -11,9 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	fsgen "github.com/kvblob/kvblob/generated/fs"
-	"github.com/kvblob/kvblob/internal/blockingfx"
-	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/stores/fs"
@@ -43,7 +42,7 @@ func TestAFailedPublishRemovesItsTemporaryFile(t *testing.T) {
 	var events []fs.Event
 	d, err := fs.Open(fs.Options{Root: root, Seam: seam, Trace: func(e fs.Event) { events = append(events, e) }})
 	require.NoError(t, err)
-	fx := blockingfx.New(t, d, conformance.DefaultDeadline)
+	fx := storekit.NewFx(t, d, conformance.DefaultDeadline)
 	k := key(t, "a")
 	seam.Answer("publish", k, int64(fsgen.Eio))
 	res := fx.Put(fx.Row(k, 0, 1))[0]
@@ -60,7 +59,7 @@ func TestAFailedPublishRemovesItsTemporaryFile(t *testing.T) {
 	require.Equal(t, []string{"write", "fsync", "remove"}, ops)
 	assert.Equal(t, events[0].Path, events[2].Path, "the file removed is the one written")
 	assert.True(t, strings.Contains(events[0].Path, ".tmp-"), "%s", events[0].Path)
-	left, err := fskit.Listing(root)
+	left, err := Listing(root)
 	require.NoError(t, err)
 	for _, l := range left {
 		assert.NotContains(t, l, ".tmp-", "the temporary file is left")
@@ -93,7 +92,7 @@ func TestAKeysLengthIsAdmittedAlikeByEveryResolver(t *testing.T) {
 			for _, over := range []int{driver.MaxKeyBytes + 1, 4 << 10, 256 << 10} {
 				k, err := stem.Key(name((over - len(stem.String()) + 1) / 2))
 				require.NoError(t, err)
-				before, err := fskit.Listing(f.kit.Root())
+				before, err := Listing(f.kit.Root())
 				require.NoError(t, err)
 				for call, do := range map[string]func() (driver.Operation, error){
 					"put": func() (driver.Operation, error) { return d.Put(context.Background(), []driver.Row{f.Row(k, 1, 1)}) },
@@ -107,13 +106,13 @@ func TestAKeysLengthIsAdmittedAlikeByEveryResolver(t *testing.T) {
 					assert.Equal(t, driver.RuleKeyTooLong, rej.Rule)
 					assert.Contains(t, rej.Reason, strconv.Itoa(driver.MaxKeyBytes), "the refusal names the bound")
 				}
-				after, err := fskit.Listing(f.kit.Root())
+				after, err := Listing(f.kit.Root())
 				require.NoError(t, err)
 				assert.Equal(t, before, after, "a refused key left files or directories")
 			}
 
 			require.Equal(t, driver.Ready, f.Put(f.Row(at, 0, 3))[0].Status, "a key of exactly the bound")
-			dst := f.Row(at, 2, blockingfx.Dest)
+			dst := f.Row(at, 2, storekit.Dest)
 			res := f.Get(dst)[0]
 			require.Equal(t, driver.Ready, res.Status, "%v", res)
 			assert.Equal(t, f.Row(at, 0, 3).Spans[0].Bytes(), dst.Spans[0].Bytes())

@@ -8,10 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvblob/kvblob/conformance/storekit"
 	fsgen "github.com/kvblob/kvblob/generated/fs"
-	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/internal/bound"
-	"github.com/kvblob/kvblob/internal/fskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
@@ -47,7 +46,7 @@ func TestAGetSeesTheFileItOpenedChangeUnderIt(t *testing.T) {
 				other[i] = 0x5A
 			}
 			tmp := file + ".other"
-			require.NoError(t, fskit.Plant(tmp, trailer.Encode(key, other)))
+			require.NoError(t, Plant(tmp, trailer.Encode(key, other)))
 			require.NoError(t, os.Rename(tmp, file))
 		}, driver.Ready, 0, ""},
 		{"removed", func(t *testing.T, file, _ string) {
@@ -63,7 +62,7 @@ func TestAGetSeesTheFileItOpenedChangeUnderIt(t *testing.T) {
 			require.NoError(t, err)
 
 			entered, release := f.kit.Seam.Hold("read", k)
-			dst := f.Row(k, 1, blockingfx.Dest)
+			dst := f.Row(k, 1, storekit.Dest)
 			done := make(chan driver.Result, 1)
 			go func() { done <- f.Get(dst)[0] }()
 			bound.Recv(t, 10*time.Second, "the get's read to be held", entered)

@@ -9,8 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/internal/blockingfx"
-	"github.com/kvblob/kvblob/internal/fskit"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/runtime/claim"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/fs"
@@ -31,7 +30,7 @@ func TestAPutNeverReleasesAMarkerAnotherWriterTookOver(t *testing.T) {
 		take func(marker string, tok claim.Token) error
 	}{
 		{"renamed", func(marker string, tok claim.Token) error {
-			if err := fskit.Plant(marker+".other", tok.AppendText(nil)); err != nil {
+			if err := Plant(marker+".other", tok.AppendText(nil)); err != nil {
 				return err
 			}
 			return os.Rename(marker+".other", marker)
@@ -72,7 +71,7 @@ func TestAPutNeverReleasesAMarkerAnotherWriterTookOver(t *testing.T) {
 // name and the put is NOT_READY: two writers never hold one key (tried:
 // inverting the identity check takes the fresh marker over, READY).
 func TestAFreshMarkerSwappedInDuringATakeoverIsPutBack(t *testing.T) {
-	clock := fskit.NewClock()
+	clock := NewClock()
 	var marker string
 	var fresh uint64
 	// The driver reads the clock right after it lstat'ed the old marker,
@@ -104,7 +103,7 @@ func TestAFreshMarkerSwappedInDuringATakeoverIsPutBack(t *testing.T) {
 // swapIn renames a new marker dated at onto marker, as another writer's
 // claim does, and returns what is then under the name.
 func swapIn(marker string, at time.Time) (os.FileInfo, error) {
-	if err := fskit.Plant(marker+".fresh", nil); err != nil {
+	if err := Plant(marker+".fresh", nil); err != nil {
 		return nil, err
 	}
 	if err := os.Chtimes(marker+".fresh", at, at); err != nil {
@@ -174,7 +173,7 @@ func TestATakeoverNeverMovesAFreshMarkerInADeadOnesInode(t *testing.T) {
 		{"rewritten", func(t *testing.T) string { return tree.Value().Dir }, rewriteInPlace},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := fskit.NewClock()
+			clock := NewClock()
 			var marker string
 			var ino uint64
 			theirs := claim.New()
@@ -196,12 +195,12 @@ func TestATakeoverNeverMovesAFreshMarkerInADeadOnesInode(t *testing.T) {
 			t.Cleanup(func() { _ = os.RemoveAll(root) })
 			d, err := fs.Open(fs.Options{Root: root, MarkerTTL: time.Second, Now: now})
 			require.NoError(t, err)
-			f := blockingfx.New(t, d, 5*time.Second)
+			f := storekit.NewFx(t, d, 5*time.Second)
 			k := key(t, "a")
 			_, m, err := d.Paths(k)
 			require.NoError(t, err)
 			dead := claim.New()
-			require.NoError(t, fskit.Plant(m, dead.AppendText(nil)))
+			require.NoError(t, Plant(m, dead.AppendText(nil)))
 			require.NoError(t, os.Chtimes(m, clock.Now(), clock.Now()))
 			st, err := os.Lstat(m)
 			require.NoError(t, err)
@@ -233,7 +232,7 @@ func reuseInode(marker string, ino uint64, tok claim.Token, at time.Time) (bool,
 		return false, err
 	}
 	for range reuseTries {
-		if err := fskit.Plant(marker, tok.AppendText(nil)); err != nil {
+		if err := Plant(marker, tok.AppendText(nil)); err != nil {
 			return false, err
 		}
 		if err := os.Chtimes(marker, at, at); err != nil {
@@ -250,7 +249,7 @@ func reuseInode(marker string, ino uint64, tok claim.Token, at time.Time) (bool,
 			return false, err
 		}
 	}
-	return false, fskit.Plant(marker, tok.AppendText(nil))
+	return false, Plant(marker, tok.AppendText(nil))
 }
 
 // rewriteInPlace makes the dead marker's inode the other writer's fresh

@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/internal/memorykit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/memory"
+	"github.com/kvblob/kvblob/stores/memory/memorykit"
 )
 
 // TestConformance runs the suite, with spec/memory.yaml's generated cases

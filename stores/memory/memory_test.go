@@ -145,7 +145,7 @@ func TestCorruptObjectsAreFaultsNamingWhatWasWrong(t *testing.T) {
 		want string
 	}{
 		{"magic", mutate(func(o []byte) []byte { o[tr] = 'X'; return o }), "magic"},
-		{"version", mutate(func(o []byte) []byte { binary.LittleEndian.PutUint16(o[tr+4:], trailer.VersionKeyed+1); return o }), "format version 4, expected 1, 2 or 3"},
+		{"version", mutate(func(o []byte) []byte { binary.LittleEndian.PutUint16(o[tr+4:], trailer.VersionKeyed+1); return o }), "format version 5, expected 1, 2, 3 or 4"},
 		{"name", trailer.Encode("other", payload), "name digest"},
 		{"length", mutate(func(o []byte) []byte { binary.LittleEndian.PutUint64(o[tr+24:], 5); return o }), "payload length"},
 		{"checksum", mutate(func(o []byte) []byte { o[0] ^= 1; return o }), "CRC32"},

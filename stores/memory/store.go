@@ -5,8 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/kvblob/kvblob/internal/reuse"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/runtime/driverkit"
 
 	memorygen "github.com/kvblob/kvblob/generated/memory"
 	"github.com/kvblob/kvblob/stores/trailer"
@@ -22,10 +22,10 @@ type Store struct {
 	mu       sync.Mutex
 	arena    arena
 	keys     keyTable
-	objects  int                 // committed objects (entries with an obj)
-	spare    reuse.Stack[object] // objects whose block went back to the arena
-	entries  reuse.Stack[entry]  // entries out of the table that no write refers to
-	staged   atomic.Bool         // an injection or hold was ever staged
+	objects  int                     // committed objects (entries with an obj)
+	spare    driverkit.Stack[object] // objects whose block went back to the arena
+	entries  driverkit.Stack[entry]  // entries out of the table that no write refers to
+	staged   atomic.Bool             // an injection or hold was ever staged
 	nextID   int
 	used     int64
 	capacity int64 // 0: unbounded

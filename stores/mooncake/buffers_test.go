@@ -10,11 +10,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
-	"github.com/kvblob/kvblob/internal/mooncakekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+	"github.com/kvblob/kvblob/stores/mooncake/mooncakekit"
 )
 
 // bufferFaults are what register_buffer and unregister_buffer can do other

@@ -7,8 +7,8 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/generated/mooncake/mooncakecases"
-	"github.com/kvblob/kvblob/internal/mooncakekit"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+	"github.com/kvblob/kvblob/stores/mooncake/mooncakekit"
 )
 
 // suite is the conformance suite over the fake SDK for version v, named

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
-	"github.com/kvblob/kvblob/internal/reuse"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -61,7 +60,7 @@ type Driver struct {
 	mu         sync.Mutex
 	atTeardown []*op // gets whose access ends when the SDK client is closed
 	held       map[string]holding
-	spare      reuse.Stack[scratch] // Put's and Get's working space, while no call uses it
+	spare      driverkit.Stack[scratch] // Put's and Get's working space, while no call uses it
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -283,7 +282,7 @@ func (d *Driver) release(sc *scratch) {
 
 // keysOf are rows idx's keys, in sc's space: good until the next keysOf.
 func (sc *scratch) keysOf(rows []driver.Row, idx []int) []string {
-	ks := reuse.Resize(sc.keys, len(idx))
+	ks := driverkit.Resize(sc.keys, len(idx))
 	for k, i := range idx {
 		ks[k] = rows[i].Key
 	}
@@ -403,7 +402,7 @@ func (p *put) startSessions(start []int) (toScatter, toRevoke []int) {
 		return nil, nil
 	}
 	rows, o := p.rows, p.o
-	sizes := reuse.Resize(p.sc.sizes, len(start))
+	sizes := driverkit.Resize(p.sc.sizes, len(start))
 	p.sc.sizes = sizes
 	ov := p.d.overhead
 	for k, i := range start {
@@ -461,8 +460,8 @@ func (p *put) scatter(idx []int) (toEnd, toRevoke []int) {
 	for _, i := range idx {
 		n += len(rows[i].Spans)
 	}
-	flat := reuse.Resize(p.sc.flat, n)[:0] // every row's buffers in one array
-	bufs := reuse.Resize(p.sc.bufs, len(idx))
+	flat := driverkit.Resize(p.sc.flat, n)[:0] // every row's buffers in one array
+	bufs := driverkit.Resize(p.sc.bufs, len(idx))
 	for k, i := range idx {
 		at := len(flat)
 		for _, s := range rows[i].Spans {
@@ -562,7 +561,7 @@ func (p *put) revoke(idx []int) {
 		}
 		return
 	}
-	holds := reuse.Resize(p.sc.holds, len(idx))
+	holds := driverkit.Resize(p.sc.holds, len(idx))
 	p.sc.holds = holds
 	again := false
 	for k := range idx {
@@ -688,7 +687,7 @@ func (d *Driver) Get(_ context.Context, rows []driver.Row, hint driver.Hint) (dr
 	defer o.settle(call)
 	sc := d.takeScratch()
 	defer d.release(sc)
-	all := reuse.Resize(sc.all, len(rows))
+	all := driverkit.Resize(sc.all, len(rows))
 	sc.all = all
 	for i := range all {
 		all[i] = i
@@ -738,7 +737,7 @@ func (k *keeps) add(m rules.Mapping) {
 // reports whether an answer kept access, whether the call answered at all
 // (no raise, right count), and, unless rereading, the rows to reread.
 func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc *scratch) (kept keeps, ok bool, reread []int) {
-	bufs := reuse.Resize(sc.into, len(idx))
+	bufs := driverkit.Resize(sc.into, len(idx))
 	sc.into = bufs
 	var offs []int64 // with the trailer on: where each row's object is staged
 	if d.opt.Trailer {

@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/internal/blockingfx"
-	"github.com/kvblob/kvblob/internal/mooncakekit"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+	"github.com/kvblob/kvblob/stores/mooncake/mooncakekit"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
@@ -106,25 +106,25 @@ func TestACorruptOrCopiedObjectIsAFault(t *testing.T) {
 				} else {
 					d = withTrailer(m, mode == "keyed")(t)
 				}
-				f := blockingfx.New(t, d, 5*time.Second)
+				f := storekit.NewFx(t, d, 5*time.Second)
 				require.Equal(t, driver.Ready, f.Put(f.Row(a, 0, 1))[0].Status)
 				obj, ok := m.Object(a)
 				require.True(t, ok)
 				key, bad := attack(m, obj)
 				m.Plant(key, bad)
-				dst := f.Row(key, 1, blockingfx.Dest)
+				dst := f.Row(key, 1, storekit.Dest)
 				res := f.Get(dst)[0]
 				if name == "another length, tagged" {
 					if mode == "none" {
 						return // read zero-copy, short: the spec's FAULT may have written the slot
 					}
 					assert.Equal(t, driver.Fault, res.Status, "%v", res)
-					blockingfx.Untouched(t, dst)
+					storekit.Untouched(t, dst)
 					return
 				}
 				if name == "emptied" && mode == "none" {
 					assert.Equal(t, driver.Fault, res.Status, "a short read: %v", res)
-					blockingfx.Untouched(t, dst)
+					storekit.Untouched(t, dst)
 					return
 				}
 				if mode == "none" || mode == "unkeyed" && name == "copied, name digest rewritten" {
@@ -133,7 +133,7 @@ func TestACorruptOrCopiedObjectIsAFault(t *testing.T) {
 				}
 				assert.Equal(t, driver.Fault, res.Status, "%v", res)
 				assert.Contains(t, res.Text, "no whole row for it")
-				blockingfx.Untouched(t, dst)
+				storekit.Untouched(t, dst)
 			})
 		}
 	}

@@ -14,11 +14,11 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
-	"github.com/kvblob/kvblob/internal/mooncakekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
+	"github.com/kvblob/kvblob/stores/mooncake/mooncakekit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

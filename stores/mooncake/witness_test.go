@@ -8,24 +8,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/gen"
-	"github.com/kvblob/kvblob/internal/mcscenario"
 	"github.com/kvblob/kvblob/internal/witness"
+	"github.com/kvblob/kvblob/stores/mooncake/mooncakekit"
 )
 
 // Mooncake's witnesses are its recorded scenarios: what a real build of
 // the SDK answered (stores/mooncake/testdata/mcscenario, replayed over the
-// fake SDK by internal/mcscenario's TestReplay). Each recorded answer of a
+// fake SDK by stores/mooncake/mooncakekit's TestReplay). Each recorded answer of a
 // call the spec names is a witness of the rule that answer reaches, and a
 // get's recorded bytes hold the rule's written claim: "no", the
 // destination as it was; "yes" with READY, the key's bytes whole.
 
 // mcCalls is the spec call each scenario op is.
-var mcCalls = map[mcscenario.Op]string{
-	mcscenario.OpStart:   "batch_put_session_start",
-	mcscenario.OpScatter: "batch_put_from_multi_buffer_ranges",
-	mcscenario.OpEnd:     "batch_put_session_end",
-	mcscenario.OpRevoke:  "batch_put_session_revoke",
-	mcscenario.OpGet:     "batch_get_into",
+var mcCalls = map[mooncakekit.Op]string{
+	mooncakekit.OpStart:   "batch_put_session_start",
+	mooncakekit.OpScatter: "batch_put_from_multi_buffer_ranges",
+	mooncakekit.OpEnd:     "batch_put_session_end",
+	mooncakekit.OpRevoke:  "batch_put_session_revoke",
+	mooncakekit.OpGet:     "batch_get_into",
 }
 
 func TestWitness(t *testing.T) {
@@ -48,17 +48,17 @@ func TestWitness(t *testing.T) {
 		calls[c.Name] = c
 	}
 	dir := filepath.Join("testdata", "mcscenario")
-	for _, s := range mcscenario.All() {
-		rec, ok, err := mcscenario.Read(dir, s.Name)
+	for _, s := range mooncakekit.All() {
+		rec, ok, err := mooncakekit.Read(dir, s.Name)
 		require.NoError(t, err)
 		if !ok {
 			continue
 		}
-		answered := map[string]mcscenario.StepRecord{}
+		answered := map[string]mooncakekit.StepRecord{}
 		for _, r := range rec.Steps {
 			answered[r.Step] = r
 		}
-		bufs := map[string]mcscenario.Buf{}
+		bufs := map[string]mooncakekit.Buf{}
 		for _, b := range s.Bufs {
 			bufs[b.Name] = b
 		}
@@ -66,7 +66,7 @@ func TestWitness(t *testing.T) {
 		for _, st := range s.Steps {
 			r, ok := answered[st.Name]
 			call, named := calls[mcCalls[st.Op]]
-			if st.Op == mcscenario.OpWait {
+			if st.Op == mooncakekit.OpWait {
 				// An async step's answers are recorded under its name.
 				for _, o := range s.Steps {
 					if o.Name == st.Of {
@@ -75,7 +75,7 @@ func TestWitness(t *testing.T) {
 					}
 				}
 			}
-			if st.Op == mcscenario.OpFill {
+			if st.Op == mooncakekit.OpFill {
 				touched[st.Ref.Buf] = true
 			}
 			if !named || !ok || len(r.Answers) == 0 || st.Async {
@@ -88,8 +88,8 @@ func TestWitness(t *testing.T) {
 					rule, err = witness.Find(specs, stem, call.Name+".otherwise")
 				}
 				require.NoError(t, err)
-				var into *mcscenario.Ref
-				if st.Op == mcscenario.OpGet && i < len(st.Into) {
+				var into *mooncakekit.Ref
+				if st.Op == mooncakekit.OpGet && i < len(st.Into) {
 					into = &st.Into[i]
 				}
 				checkable := into == nil || !touched[into.Buf]
@@ -106,7 +106,7 @@ func TestWitness(t *testing.T) {
 					}
 				})
 			}
-			if into := st.Into; st.Op == mcscenario.OpGet {
+			if into := st.Into; st.Op == mooncakekit.OpGet {
 				for _, ref := range into {
 					touched[ref.Buf] = true
 				}
@@ -116,13 +116,13 @@ func TestWitness(t *testing.T) {
 }
 
 // answerOf is the spec answer a recorded answer a of key i of st is.
-func answerOf(call *gen.Call, a int64, st mcscenario.Step, i int, names map[int64]string, bufs map[string]mcscenario.Buf) string {
+func answerOf(call *gen.Call, a int64, st mooncakekit.Step, i int, names map[int64]string, bufs map[string]mooncakekit.Buf) string {
 	if call.Answers == "size" && a >= 0 {
 		want := int64(-1)
 		switch {
-		case st.Op == mcscenario.OpGet && i < len(st.Into):
+		case st.Op == mooncakekit.OpGet && i < len(st.Into):
 			want = refLen(st.Into[i], bufs)
-		case st.Op == mcscenario.OpScatter && i < len(st.From):
+		case st.Op == mooncakekit.OpScatter && i < len(st.From):
 			want = 0
 			for _, f := range st.From[i] {
 				want += refLen(f, bufs)
@@ -141,7 +141,7 @@ func answerOf(call *gen.Call, a int64, st mcscenario.Step, i int, names map[int6
 
 // refLen is how many bytes r names: Len, or with Len 0 the rest of its
 // buffer.
-func refLen(r mcscenario.Ref, bufs map[string]mcscenario.Buf) int64 {
+func refLen(r mooncakekit.Ref, bufs map[string]mooncakekit.Buf) int64 {
 	if r.Len > 0 {
 		return r.Len
 	}
@@ -153,7 +153,7 @@ func refLen(r mcscenario.Ref, bufs map[string]mcscenario.Buf) int64 {
 // a READY row's bytes are the row is the driver's trailer check's to say:
 // the SDK answered a whole size over a stale tail in
 // d6-short-write-stale-tail, which the trailer refuses.)
-func writtenHolds(rule witness.Rule, runs []mcscenario.ByteRun, buf mcscenario.Buf) error {
+func writtenHolds(rule witness.Rule, runs []mooncakekit.ByteRun, buf mooncakekit.Buf) error {
 	before := "untouched"
 	if buf.Fill != "" {
 		before = buf.Fill

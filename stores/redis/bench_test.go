@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/memory"
+	"github.com/kvblob/kvblob/stores/redis/rediskit"
 )
 
 // BenchmarkRoundTrip publishes and fetches 32 rows through the backend over

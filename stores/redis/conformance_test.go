@@ -10,8 +10,8 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/stores/redis"
+	"github.com/kvblob/kvblob/stores/redis/rediskit"
 )
 
 // builds are the server builds the package owns.

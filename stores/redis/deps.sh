@@ -2,7 +2,7 @@
 # What the Redis tests and the demo start on loopback (scripts/deps.sh
 # says how each step runs): Debian's redis-server 7, and Valkey 8.1, which
 # Debian 12 lacks: scripts/fetch-valkey.sh puts Debian 13's in
-# .bin/valkey-8.1 without installing anything (internal/rediskit looks
+# .bin/valkey-8.1 without installing anything (stores/redis/rediskit looks
 # there; KVBLOB_VALKEY_SERVER and KVBLOB_VALKEY_CLI name one of your own).
 set -uo pipefail
 . scripts/deps.sh

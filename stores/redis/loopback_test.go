@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/internal/rediskit"
+	"github.com/kvblob/kvblob/stores/redis/rediskit"
 )
 
 // TestStartedServersListenOnLoopbackOnly checks every socket each server
@@ -29,11 +29,11 @@ func TestStartedServersListenOnLoopbackOnly(t *testing.T) {
 	}
 	t.Run("standalone", func(t *testing.T) { check(t, redis7.Value()) })
 	t.Run("cluster", func(t *testing.T) { check(t, clusterOf(t, rediskit.Redis7).Nodes...) })
-	t.Run("tls-standalone", func(t *testing.T) { check(t, startSecure(t, rediskit.Redis7, false).servers...) })
-	t.Run("tls-cluster", func(t *testing.T) { check(t, startSecure(t, rediskit.Redis7, true).servers...) })
+	t.Run("tls-standalone", func(t *testing.T) { check(t, sharedSecure(t, rediskit.Redis7, false).servers...) })
+	t.Run("tls-cluster", func(t *testing.T) { check(t, sharedSecure(t, rediskit.Redis7, true).servers...) })
 	// Valkey 8.1 runs through a wrapper that execs it: the process checked
 	// is the server itself.
 	t.Run("valkey-standalone", func(t *testing.T) { valkey81.Need(t); check(t, valkey81.Value()) })
 	t.Run("valkey-cluster", func(t *testing.T) { valkey81.Need(t); check(t, clusterOf(t, rediskit.Valkey81).Nodes...) })
-	t.Run("valkey-tls-cluster", func(t *testing.T) { check(t, startSecure(t, rediskit.Valkey81, true).servers...) })
+	t.Run("valkey-tls-cluster", func(t *testing.T) { check(t, sharedSecure(t, rediskit.Valkey81, true).servers...) })
 }

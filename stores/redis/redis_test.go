@@ -12,10 +12,10 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/redis"
+	"github.com/kvblob/kvblob/stores/redis/rediskit"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
@@ -33,7 +33,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	storekit.MainOwning(m, redis7, valkey81, clusters[rediskit.Redis7], clusters[rediskit.Valkey81])
+	owned := []storekit.Owner{redis7, valkey81, clusters[rediskit.Redis7], clusters[rediskit.Valkey81]}
+	for _, k := range secureKinds {
+		owned = append(owned, secures[k])
+	}
+	storekit.MainOwning(m, owned...)
 }
 
 func standaloneOf(b *rediskit.Build) *storekit.Owned[*rediskit.Server] {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -13,10 +14,10 @@ import (
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	redisgen "github.com/kvblob/kvblob/generated/redis"
-	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/redis"
+	"github.com/kvblob/kvblob/stores/redis/rediskit"
 )
 
 // Two tenants, each an ACL user limited to its own key prefix.
@@ -31,10 +32,57 @@ type secure struct {
 	cluster bool
 	certs   *storekit.Certs
 	servers []*rediskit.Server
+	dir     string // the certificates' folder
+	stop    func()
+}
+
+// secureKind names a secure deployment: its build, and whether it is a
+// three-node Cluster.
+type secureKind struct {
+	build   *rediskit.Build
+	cluster bool
+}
+
+// secureKinds are the secure deployments, in rediskit.Builds' order, a
+// server then a Cluster of each build.
+var secureKinds = func() (out []secureKind) {
+	for _, b := range rediskit.Builds {
+		for _, cluster := range []bool{false, true} {
+			out = append(out, secureKind{b, cluster})
+		}
+	}
+	return out
+}()
+
+// secures are the secure deployments the tests share (deployments,
+// TestStartedServersListenOnLoopbackOnly): each starts at the first test
+// that needs it and stops after the tests (TestMain), instead of each
+// test starting its own (three tests each started all four, a dozen TLS
+// deployments, half of them Clusters: most of this package's server
+// starts).
+var secures = func() map[secureKind]*storekit.Owned[*secure] {
+	out := map[secureKind]*storekit.Owned[*secure]{}
+	for _, k := range secureKinds {
+		stop := func(s *secure) error {
+			s.stop()
+			return os.RemoveAll(s.dir)
+		}
+		out[k] = storekit.Own(k.build.Available, func() (*secure, error) { return newSecure(k.build, k.cluster) }, stop).Lazily()
+	}
+	return out
+}()
+
+// sharedSecure is the shared secure deployment of build b (or its
+// Cluster), started at the first call; it skips t when the build is not
+// installed.
+func sharedSecure(t *testing.T, b *rediskit.Build, cluster bool) *secure {
+	t.Helper()
+	return secures[secureKind{b, cluster}].Need(t)
 }
 
 // startSecure starts a TLS-only server of build b (or a three-node
-// Cluster) with certificates made in t.TempDir() and the two tenants.
+// Cluster) of t's own, stopped when t ends: for a test that must see
+// every byte its deployment ever wrote or logged.
 func startSecure(t *testing.T, b *rediskit.Build, cluster bool) *secure {
 	t.Helper()
 	if b == rediskit.Valkey81 {
@@ -42,24 +90,47 @@ func startSecure(t *testing.T, b *rediskit.Build, cluster bool) *secure {
 	} else {
 		redis7.Need(t)
 	}
-	certs, err := storekit.NewCerts(t.TempDir())
+	s, err := newSecure(b, cluster)
 	require.NoError(t, err)
+	t.Cleanup(func() {
+		s.stop()
+		assert.NoError(t, os.RemoveAll(s.dir))
+	})
+	return s
+}
+
+// newSecure starts a TLS-only server of build b (or a three-node Cluster)
+// with certificates made in a folder of its own and the two tenants.
+func newSecure(b *rediskit.Build, cluster bool) (*secure, error) {
+	dir, err := os.MkdirTemp("", "kvblob-redis-secure-")
+	if err != nil {
+		return nil, err
+	}
+	certs, err := storekit.NewCerts(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	cfg := rediskit.Config{Build: b, TLS: certs, Users: [][]string{
 		rediskit.TenantUser(tenantA, passA, tenantA, cluster), rediskit.TenantUser(tenantB, passB, tenantB, cluster),
 	}}
-	s := &secure{cluster: cluster, certs: certs}
+	s := &secure{cluster: cluster, certs: certs, dir: dir}
 	if cluster {
 		c, err := rediskit.StartClusterWith(3, cfg)
-		require.NoError(t, err)
-		t.Cleanup(c.Stop)
-		s.addrs, s.servers = c.Addrs(), c.Nodes
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		s.addrs, s.servers, s.stop = c.Addrs(), c.Nodes, c.Stop
 	} else {
 		srv, err := rediskit.StartWith(cfg)
-		require.NoError(t, err)
-		t.Cleanup(srv.Stop)
-		s.addrs, s.servers = []string{srv.Addr}, []*rediskit.Server{srv}
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		s.addrs, s.servers, s.stop = []string{srv.Addr}, []*rediskit.Server{srv}, srv.Stop
 	}
-	return s
+	return s, nil
 }
 
 // options are a tenant's options: TLS with the CA, the client certificate
@@ -69,13 +140,12 @@ func (s *secure) options(user, pass string) redis.Options {
 		TLS: &redis.TLS{CAFile: s.certs.CAFile, CertFile: s.certs.ClientCertFile, KeyFile: s.certs.ClientKey, ServerName: storekit.ServerName}}
 }
 
-// deployments runs fn over a secure server and Cluster of each build.
+// deployments runs fn over a secure server and Cluster of each build
+// (secures, shared by every test that calls it).
 func deployments(t *testing.T, fn func(t *testing.T, s *secure)) {
-	for _, b := range rediskit.Builds {
-		for _, cluster := range []bool{false, true} {
-			name := b.Name + "/" + map[bool]string{false: "standalone", true: "cluster"}[cluster]
-			t.Run(name, func(t *testing.T) { fn(t, startSecure(t, b, cluster)) })
-		}
+	for _, k := range secureKinds {
+		name := k.build.Name + "/" + map[bool]string{false: "standalone", true: "cluster"}[k.cluster]
+		t.Run(name, func(t *testing.T) { fn(t, sharedSecure(t, k.build, k.cluster)) })
 	}
 }
 

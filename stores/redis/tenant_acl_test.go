@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
-	"github.com/kvblob/kvblob/internal/rediskit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/redis"
+	"github.com/kvblob/kvblob/stores/redis/rediskit"
 )
 
 // docACL are the ACL SETUSER lines of docs/security.md, in order: every

@@ -12,17 +12,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/internal/rediskit"
-	"github.com/kvblob/kvblob/internal/wirefault"
 	"github.com/kvblob/kvblob/internal/witness"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/redis"
+	"github.com/kvblob/kvblob/stores/redis/rediskit"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
 // The witnesses of the Redis 7 and Valkey 8.1 specs: the real driver and
-// go-redis over a real server, through a wirefault proxy, each run making
+// go-redis over a real server, through a witness.Proxy, each run making
 // one rule apply and checking its claims (internal/witness).
 
 const (
@@ -36,7 +35,7 @@ const (
 // that plants and inspects.
 type wfx struct {
 	srv    *rediskit.Server
-	proxy  *wirefault.Proxy
+	proxy  *witness.Proxy
 	d      *redis.Driver
 	direct *goredis.Client
 	region *hostmem.Mapping
@@ -60,7 +59,7 @@ func newWfx(t *testing.T, b *rediskit.Build, tenant ...bool) *wfx {
 	require.NoError(t, err)
 	t.Cleanup(srv.Stop)
 	f := &wfx{srv: srv}
-	f.proxy, err = wirefault.Start(srv.Addr)
+	f.proxy, err = witness.StartProxy(srv.Addr)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, f.proxy.Close()) })
 	f.direct = goredis.NewClient(&goredis.Options{Addr: srv.Addr, Protocol: 2})
@@ -165,13 +164,13 @@ func (f *wfx) stored(t *testing.T, key string) []byte {
 
 // wget runs a get of row under fault (armed before the call; nil: none),
 // releases every connection, and says what happened to the destination.
-func (f *wfx) wget(t *testing.T, row driver.Row, fault *wirefault.Fault) witness.Observed {
+func (f *wfx) wget(t *testing.T, row driver.Row, fault *witness.Fault) witness.Observed {
 	t.Helper()
 	b := f.dst()
 	for i := range b {
 		b[i] = wCanary
 	}
-	var a *wirefault.Armed
+	var a *witness.Armed
 	if fault != nil {
 		a = f.proxy.Arm(*fault)
 	}
@@ -200,11 +199,11 @@ func (f *wfx) wget(t *testing.T, row driver.Row, fault *wirefault.Fault) witness
 // once the fault fired (the server changed under a stalled step), then
 // releases it. After the call it overwrites the source, releases every
 // connection, and says whether the server got the new bytes.
-func (f *wfx) wput(t *testing.T, row driver.Row, fault *wirefault.Fault, during func()) witness.Observed {
+func (f *wfx) wput(t *testing.T, row driver.Row, fault *witness.Fault, during func()) witness.Observed {
 	t.Helper()
 	f.src(0x5A)
 	before := bytes.Clone(row.Spans[0].Bytes())
-	var a *wirefault.Armed
+	var a *witness.Armed
 	if fault != nil {
 		a = f.proxy.Arm(*fault)
 	}
@@ -262,8 +261,8 @@ type redisWitness struct {
 // midValue is a fault in the reply of a get of a published row, 100
 // bytes into the value (the count starts after the bulk reply's header:
 // the handshake of a connection dialled for the get goes first).
-func midValue(a wirefault.Action) *wirefault.Fault {
-	return &wirefault.Fault{Dir: wirefault.Reply, Action: a, After: []byte(fmt.Sprintf("$%d\r\n", wRowBytes+trailer.Size)), At: 100}
+func midValue(a witness.Action) *witness.Fault {
+	return &witness.Fault{Dir: witness.Reply, Action: a, After: []byte(fmt.Sprintf("$%d\r\n", wRowBytes+trailer.Size)), At: 100}
 }
 
 // published puts the source row under a new key and returns it.
@@ -281,11 +280,11 @@ func getOf(f *wfx, src driver.Row) driver.Row { return f.row(src.Key, 1, src.Spa
 // storeStep is the store step's request: the second SET of a put (the
 // claim is the first), on every build: Redis 7's MULTI/SET/EXEC, Valkey's
 // SET IFEQ.
-func storeStep(a wirefault.Action, at int64) *wirefault.Fault {
-	return &wirefault.Fault{Dir: wirefault.Request, Action: a, After: []byte("\r\nset\r\n"), Skip: 1, At: at}
+func storeStep(a witness.Action, at int64) *witness.Fault {
+	return &witness.Fault{Dir: witness.Request, Action: a, After: []byte("\r\nset\r\n"), Skip: 1, At: at}
 }
 
-var getOtherwise = func(a wirefault.Action) func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
+var getOtherwise = func(a witness.Action) func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
 	return func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
 		return f.wget(t, getOf(f, published(t, f)), midValue(a))
 	}
@@ -293,7 +292,7 @@ var getOtherwise = func(a wirefault.Action) func(t *testing.T, f *wfx, b *redisk
 
 var redisWitnesses = []redisWitness{
 	{"get.whole", "reply sliced into 7-byte writes", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
-		return f.wget(t, getOf(f, published(t, f)), &wirefault.Fault{Dir: wirefault.Reply, Action: wirefault.Slice, SliceBytes: 7})
+		return f.wget(t, getOf(f, published(t, f)), &witness.Fault{Dir: witness.Reply, Action: witness.Slice, SliceBytes: 7})
 	}},
 	{"get.short", "an object of half the row's length under the key", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
 		src := published(t, f)
@@ -303,7 +302,7 @@ var redisWitnesses = []redisWitness{
 		return f.wget(t, f.row(half.Key, 1, src.Spans[0].Length), nil)
 	}},
 	{"get.NIL", "absent key, reply sliced", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
-		return f.wget(t, f.row(f.key(), 1), &wirefault.Fault{Dir: wirefault.Reply, Action: wirefault.Slice})
+		return f.wget(t, f.row(f.key(), 1), &witness.Fault{Dir: witness.Reply, Action: witness.Slice})
 	}},
 	{"get.PENDING", "another writer's marker under the key", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
 		key := f.key()
@@ -315,25 +314,25 @@ var redisWitnesses = []redisWitness{
 		require.NoError(t, f.direct.Set(t.Context(), key, bytes.Repeat([]byte{7}, wRowBytes+trailer.Size), 0).Err())
 		return f.wget(t, f.row(key, 1), nil)
 	}},
-	{"get.otherwise", "stall the reply mid-value past the read timeout", getOtherwise(wirefault.Stall)},
-	{"get.otherwise", "cut the reply mid-value", getOtherwise(wirefault.Cut)},
-	{"get.otherwise", "reset the reply mid-value", getOtherwise(wirefault.Reset)},
-	{"get.otherwise", "truncate the reply mid-value", getOtherwise(wirefault.Truncate)},
+	{"get.otherwise", "stall the reply mid-value past the read timeout", getOtherwise(witness.Stall)},
+	{"get.otherwise", "cut the reply mid-value", getOtherwise(witness.Cut)},
+	{"get.otherwise", "reset the reply mid-value", getOtherwise(witness.Reset)},
+	{"get.otherwise", "truncate the reply mid-value", getOtherwise(witness.Truncate)},
 	{"get.otherwise", "reset the request", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
-		return f.wget(t, getOf(f, published(t, f)), &wirefault.Fault{Dir: wirefault.Request, Action: wirefault.Reset, After: []byte("getrange"), At: 5})
+		return f.wget(t, getOf(f, published(t, f)), &witness.Fault{Dir: witness.Request, Action: witness.Reset, After: []byte("getrange"), At: 5})
 	}},
 
 	{"claim.OK", "request sliced into 64-byte writes", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
-		return f.wput(t, f.row(f.key(), 0), &wirefault.Fault{Dir: wirefault.Request, Action: wirefault.Slice, SliceBytes: 64}, nil)
+		return f.wput(t, f.row(f.key(), 0), &witness.Fault{Dir: witness.Request, Action: witness.Slice, SliceBytes: 64}, nil)
 	}},
 	{"claim.otherwise", "cut the claim's request", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
-		return f.wput(t, f.row(f.key(), 0), &wirefault.Fault{Dir: wirefault.Request, Action: wirefault.Cut, After: []byte("\r\nset\r\n"), At: 10}, nil)
+		return f.wput(t, f.row(f.key(), 0), &witness.Fault{Dir: witness.Request, Action: witness.Cut, After: []byte("\r\nset\r\n"), At: 10}, nil)
 	}},
 	{"claim.otherwise", "reset the claim's reply", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
 		// The claim's reply is the first of its round trip; a handshake's
 		// (HELLO's) holds "proto".
 		f.warm(t)
-		return f.wput(t, f.row(f.key(), 0), &wirefault.Fault{Dir: wirefault.Reply, Action: wirefault.Reset}, nil)
+		return f.wput(t, f.row(f.key(), 0), &witness.Fault{Dir: witness.Reply, Action: witness.Reset}, nil)
 	}},
 	{"claim.NIL", "the key holds this row's object", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
 		row := f.row(f.key(), 0)
@@ -367,7 +366,7 @@ var redisWitnesses = []redisWitness{
 		return f.wput(t, otherTenants(f, 0), nil, nil)
 	}},
 	{"store.NOPERM", asTenant("the ACL takes the key from the user while its store is stalled"), func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
-		return f.wput(t, f.row(f.key(), 0), storeStep(wirefault.Stall, 0), func() {
+		return f.wput(t, f.row(f.key(), 0), storeStep(witness.Stall, 0), func() {
 			require.NoError(t, f.direct.Do(context.Background(), "acl", "setuser", wTenant, "resetkeys", "~other/v1/*").Err())
 		})
 	}},
@@ -376,16 +375,16 @@ var redisWitnesses = []redisWitness{
 		return f.wput(t, f.row(f.key(), 0), nil, nil)
 	}},
 	{"store.OK", "store's request sliced into 64-byte writes", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
-		return f.wput(t, f.row(f.key(), 0), storeStep(wirefault.Slice, 0), nil)
+		return f.wput(t, f.row(f.key(), 0), storeStep(witness.Slice, 0), nil)
 	}},
 	{"store.otherwise", "cut the store's request mid-object", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
-		return f.wput(t, f.row(f.key(), 0), storeStep(wirefault.Cut, 200), nil)
+		return f.wput(t, f.row(f.key(), 0), storeStep(witness.Cut, 200), nil)
 	}},
 	{"store.otherwise", "stall the store's request past the read timeout", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
-		return f.wput(t, f.row(f.key(), 0), storeStep(wirefault.Stall, 200), nil)
+		return f.wput(t, f.row(f.key(), 0), storeStep(witness.Stall, 200), nil)
 	}},
 	{"store.OOM", "the server fills while the store's request is stalled", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
-		return f.wput(t, f.row(f.key(), 0), storeStep(wirefault.Stall, 0), func() { full(t, f) })
+		return f.wput(t, f.row(f.key(), 0), storeStep(witness.Stall, 0), func() { full(t, f) })
 	}},
 }
 
@@ -404,7 +403,7 @@ func full(t *testing.T, f *wfx) {
 func lostWitness(rule string) redisWitness {
 	return redisWitness{rule, "another writer takes the key while the store's request is stalled", func(t *testing.T, f *wfx, b *rediskit.Build) witness.Observed {
 		row := f.row(f.key(), 0)
-		o := f.wput(t, row, storeStep(wirefault.Stall, 0), func() {
+		o := f.wput(t, row, storeStep(witness.Stall, 0), func() {
 			require.NoError(t, f.direct.Set(context.Background(), row.Key, "another writer's", 0).Err())
 		})
 		v, err := f.direct.Get(t.Context(), row.Key).Result()

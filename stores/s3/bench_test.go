@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/kvblob/kvblob/internal/s3kit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/s3"
+	"github.com/kvblob/kvblob/stores/s3/s3kit"
 )
 
 // BenchmarkVersusClient compares the store with what a user would write by

@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvblob/kvblob/internal/blockingfx"
-	"github.com/kvblob/kvblob/internal/s3kit"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/s3"
+	"github.com/kvblob/kvblob/stores/s3/s3kit"
 )
 
 // TestACallNeverHasMoreThanRowsInFlightRows: a call of more rows than
@@ -28,7 +28,7 @@ func TestACallNeverHasMoreThanRowsInFlightRows(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			kit := s3kit.OpenWith(t, e, func(o *s3.Options) { o.RowsInFlight = c.set })
-			f := blockingfx.NewSized(t, kit, 5*time.Second, driver.Layout{SlotBytes: 4 << 10, Slots: s3.DefaultRowsInFlight + 2})
+			f := storekit.NewFxSized(t, kit, 5*time.Second, driver.Layout{SlotBytes: 4 << 10, Slots: s3.DefaultRowsInFlight + 2})
 			keys := make([]string, s3.DefaultRowsInFlight+2) // more than every limit here
 			for i := range keys {
 				keys[i] = key(t, string(rune('a'+i)))

@@ -6,8 +6,8 @@ import (
 	"github.com/kvblob/kvblob/conformance"
 	s3gen "github.com/kvblob/kvblob/generated/s3"
 	"github.com/kvblob/kvblob/generated/s3/s3cases"
-	"github.com/kvblob/kvblob/internal/s3kit"
 	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/stores/s3/s3kit"
 )
 
 // TestConformance runs the whole suite, every case generated from

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/internal/s3kit"
+	"github.com/kvblob/kvblob/stores/s3/s3kit"
 )
 
 // gw is the package's versitygw on loopback, started before the tests;

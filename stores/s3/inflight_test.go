@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvblob/kvblob/internal/blockingfx"
-	"github.com/kvblob/kvblob/internal/s3kit"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/stores/s3"
+	"github.com/kvblob/kvblob/stores/s3/s3kit"
 )
 
 // TestACallsRowsAreInFlightTogether: a call of DefaultRowsInFlight rows
@@ -16,7 +16,7 @@ import (
 // another never reaches (it fails on the wait's timeout).
 func TestACallsRowsAreInFlightTogether(t *testing.T) {
 	kit := s3kit.Open(t, gw.Value())
-	f := &fx{Fx: blockingfx.New(t, kit, 5*time.Second), kit: kit}
+	f := &fx{Fx: storekit.NewFx(t, kit, 5*time.Second), kit: kit}
 	keys := make([]string, s3.DefaultRowsInFlight)
 	for i := range keys {
 		keys[i] = key(t, string(rune('a'+i)))
@@ -26,6 +26,6 @@ func TestACallsRowsAreInFlightTogether(t *testing.T) {
 
 // fx is a kit driver with a registered region of 64 KiB slots.
 type fx struct {
-	*blockingfx.Fx
+	*storekit.Fx
 	kit *s3kit.Driver
 }

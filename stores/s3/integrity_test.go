@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	s3gen "github.com/kvblob/kvblob/generated/s3"
-	"github.com/kvblob/kvblob/internal/blockingfx"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/stores/s3"
@@ -93,7 +93,7 @@ var integrity = &conformance.Integrity{Factory: func(t conformance.T) driver.Dri
 func TestARowCopiedToAnotherKeyIsAFault(t *testing.T) {
 	gw.Need(t)
 	d := keyed(t)
-	f := blockingfx.New(t, d, 10*time.Second)
+	f := storekit.NewFx(t, d, 10*time.Second)
 	a, err := driver.Key("tenantA", []byte("block-0"))
 	require.NoError(t, err)
 	b, err := driver.Key("tenantB", []byte("block-0"))
@@ -103,11 +103,11 @@ func TestARowCopiedToAnotherKeyIsAFault(t *testing.T) {
 	for name, copied := range map[string][]byte{"as is": obj, "name digest rewritten": trailer.Retarget(obj, b)} {
 		t.Run(name, func(t *testing.T) {
 			require.NoError(t, plant(d.Driver, b, copied))
-			dst := f.Row(b, 1, blockingfx.Dest)
+			dst := f.Row(b, 1, storekit.Dest)
 			res := f.Get(dst)[0]
 			assert.Equal(t, driver.Fault, res.Status, "%v", res)
 			assert.Equal(t, int64(s3gen.Corrupt), res.Code, "%v", res)
-			blockingfx.Untouched(t, dst)
+			storekit.Untouched(t, dst)
 		})
 	}
 }
@@ -135,14 +135,14 @@ func TestTheRowsWriterRepairsAPoisonedRow(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := c.open(t)
-			f := blockingfx.New(t, d, 10*time.Second)
+			f := storekit.NewFx(t, d, 10*time.Second)
 			k := key(t, "a")
 			row := f.Row(k, 0, 1)
 			require.NoError(t, plant(d, k, c.poison(k, bytes.Repeat([]byte{0xEB}, len(row.Spans[0].Bytes())))))
-			dst := f.Row(k, 1, blockingfx.Dest)
+			dst := f.Row(k, 1, storekit.Dest)
 			res := f.Get(dst)[0]
 			require.Equal(t, driver.Fault, res.Status, "%v", res)
-			blockingfx.Untouched(t, dst)
+			storekit.Untouched(t, dst)
 
 			res = f.Put(row)[0]
 			require.Equal(t, driver.Ready, res.Status, "the row's writer repairs it: %v", res)
@@ -160,7 +160,7 @@ func TestTheRowsWriterRepairsAPoisonedRow(t *testing.T) {
 func TestAReplaceNeverOverwritesAnObjectStoredSince(t *testing.T) {
 	gw.Need(t)
 	d := keyed(t)
-	f := blockingfx.New(t, d, 10*time.Second)
+	f := storekit.NewFx(t, d, 10*time.Second)
 	k := key(t, "a")
 	row := f.Row(k, 0, 1)
 	require.NoError(t, plant(d.Driver, k, trailer.Encode(k, bytes.Repeat([]byte{0xEB}, len(row.Spans[0].Bytes())))))

@@ -18,11 +18,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvblob/kvblob/conformance/storekit"
 	s3gen "github.com/kvblob/kvblob/generated/s3"
-	"github.com/kvblob/kvblob/internal/blockingfx"
-	"github.com/kvblob/kvblob/internal/s3kit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/s3"
+	"github.com/kvblob/kvblob/stores/s3/s3kit"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
 
@@ -37,7 +37,7 @@ type hook func(r *http.Request, next http.RoundTripper) (*http.Response, error)
 // largeFx opens a driver whose every row is large, in parts of
 // s3.MinPartBytes, over slots of largeRow bytes, its requests passing
 // through h (nil: straight to the transport).
-func largeFx(t *testing.T, h hook) (*blockingfx.Fx, *s3kit.Driver) {
+func largeFx(t *testing.T, h hook) (*storekit.Fx, *s3kit.Driver) {
 	k := s3kit.OpenWith(t, gw.Value(), func(o *s3.Options) {
 		s3kit.Large(o)
 		o.PartBytes = s3.MinPartBytes
@@ -46,7 +46,7 @@ func largeFx(t *testing.T, h hook) (*blockingfx.Fx, *s3kit.Driver) {
 			o.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) { return h(r, next) })}
 		}
 	})
-	return blockingfx.NewSized(t, k, 10*time.Second, driver.Layout{SlotBytes: largeRow, Slots: 2}), k
+	return storekit.NewFxSized(t, k, 10*time.Second, driver.Layout{SlotBytes: largeRow, Slots: 2}), k
 }
 
 // uploadsLeft lists the multipart uploads the bucket still holds.
@@ -88,7 +88,7 @@ func TestALargeRowGoesInPartsBothWays(t *testing.T) {
 	kk := key(t, "large")
 	src := f.Row(kk, 0, 1)
 	require.Equal(t, driver.Ready, f.Put(src)[0].Status)
-	dst := f.Row(kk, 1, blockingfx.Dest)
+	dst := f.Row(kk, 1, storekit.Dest)
 	res := f.Get(dst)[0]
 	require.Equal(t, driver.Ready, res.Status, "%v", res)
 	assert.True(t, bytes.Equal(src.Spans[0].Bytes(), dst.Spans[0].Bytes()), "the row read back")
@@ -148,7 +148,7 @@ func TestTheFirstWriterWinsWhicheverWayItWrote(t *testing.T) {
 	f, k := largeFx(t, nil)
 	other, err := s3.Open(gw.Value().Options(k.Bucket(), k.Transport))
 	require.NoError(t, err)
-	g := blockingfx.NewSized(t, other, 10*time.Second, driver.Layout{SlotBytes: largeRow, Slots: 2})
+	g := storekit.NewFxSized(t, other, 10*time.Second, driver.Layout{SlotBytes: largeRow, Slots: 2})
 	kk := key(t, "contended")
 	entered, release := k.Seam.Hold("complete_upload", kk)
 	done := make(chan driver.Result, 1)
@@ -159,7 +159,7 @@ func TestTheFirstWriterWinsWhicheverWayItWrote(t *testing.T) {
 	release()
 	res := <-done
 	assert.Equal(t, driver.Fault, res.Status, "the later complete: %v", res)
-	dst := g.Row(kk, 1, blockingfx.Dest)
+	dst := g.Row(kk, 1, storekit.Dest)
 	require.Equal(t, driver.Ready, g.Get(dst)[0].Status)
 	assert.True(t, bytes.Equal(winner.Spans[0].Bytes(), dst.Spans[0].Bytes()), "the first writer's row is what the key holds")
 	assert.Zero(t, uploadsLeft(t, k), "the losing upload was not aborted")
@@ -187,11 +187,11 @@ func TestAnObjectReplacedBetweenItsRangesIsNotRead(t *testing.T) {
 	src := f.Row(kk, 0, 1)
 	require.Equal(t, driver.Ready, f.Put(src)[0].Status)
 	replacement = trailer.Encode(kk, bytes.Repeat([]byte{9}, largeRow))
-	dst := f.Row(kk, 1, blockingfx.Dest)
+	dst := f.Row(kk, 1, storekit.Dest)
 	res := f.Get(dst)[0]
 	assert.Equal(t, driver.Fault, res.Status, "%v", res)
 	assert.Equal(t, int64(s3gen.PreconditionFailed), res.Code, "%v", res)
-	blockingfx.Untouched(t, dst)
+	storekit.Untouched(t, dst)
 }
 
 // TestARangeAnsweredShortIsNeverRead: a later range whose 206 carries
@@ -223,12 +223,12 @@ func TestARangeAnsweredShortIsNeverRead(t *testing.T) {
 	})
 	kk := key(t, "short-range")
 	require.Equal(t, driver.Ready, f.Put(f.Row(kk, 0, 1))[0].Status)
-	dst := f.Row(kk, 1, blockingfx.Dest)
+	dst := f.Row(kk, 1, storekit.Dest)
 	res := f.Get(dst)[0]
 	require.Equal(t, driver.Fault, res.Status, "%v", res)
 	assert.Equal(t, int64(s3gen.Err), res.Code, "%v", res)
 	assert.Contains(t, res.Text, fmt.Sprintf("bytes %d-%d of the object answered %d bytes", part, 2*part-1, cut))
-	blockingfx.Untouched(t, dst)
+	storekit.Untouched(t, dst)
 }
 
 // TestALargePutsAccessEndsWhenItReturns: every part's body is sealed

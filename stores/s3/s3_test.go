@@ -19,12 +19,11 @@ import (
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/conformance/storekit"
 	s3gen "github.com/kvblob/kvblob/generated/s3"
-	"github.com/kvblob/kvblob/internal/blockingfx"
-	"github.com/kvblob/kvblob/internal/s3kit"
 	"github.com/kvblob/kvblob/runtime/backend"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/s3"
+	"github.com/kvblob/kvblob/stores/s3/s3kit"
 )
 
 func key(t *testing.T, name string) string {
@@ -81,7 +80,7 @@ func TestAPutsAccessEndsWhenItReturns(t *testing.T) {
 	d, err := s3.Open(gw.Value().Options("unused", late))
 	require.NoError(t, err)
 	s3.OnBody(d, func(r io.Reader) { mu.Lock(); body = r; mu.Unlock() })
-	f := blockingfx.New(t, d, 10*time.Second)
+	f := storekit.NewFx(t, d, 10*time.Second)
 	res := f.Put(f.Row(key(t, "a"), 0, 1))
 	require.Equal(t, driver.Fault, res[0].Status, "the transport failed the request")
 	assert.Equal(t, int64(s3gen.Conn), res[0].Code)
@@ -113,10 +112,10 @@ func TestSignedHTTPS(t *testing.T) {
 	})
 	d, err := s3.Open(gw.Value().Options(k.Bucket(), rec))
 	require.NoError(t, err)
-	f := blockingfx.New(t, d, 10*time.Second)
+	f := storekit.NewFx(t, d, 10*time.Second)
 	kk := key(t, "a")
 	require.Equal(t, driver.Ready, f.Put(f.Row(kk, 0, 1))[0].Status)
-	dst := f.Row(kk, 1, blockingfx.Dest)
+	dst := f.Row(kk, 1, storekit.Dest)
 	require.Equal(t, driver.Ready, f.Get(dst)[0].Status)
 	mu.Lock()
 	require.Len(t, auths, 2)
@@ -136,13 +135,13 @@ func TestSignedHTTPS(t *testing.T) {
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
 			d, err := s3.Open(opt)
 			require.NoError(t, err)
-			g := blockingfx.New(t, d, 10*time.Second)
+			g := storekit.NewFx(t, d, 10*time.Second)
 			res := g.Put(g.Row(key(t, "b"), 0, 1))
 			assert.Equal(t, driver.Fault, res[0].Status, "%v", res[0])
-			dst := g.Row(kk, 1, blockingfx.Dest)
+			dst := g.Row(kk, 1, storekit.Dest)
 			res = append(res, g.Get(dst)...)
 			assert.Equal(t, driver.Fault, res[1].Status, "%v", res[1])
-			blockingfx.Untouched(t, dst)
+			storekit.Untouched(t, dst)
 			if name == "wrong secret" {
 				assert.Equal(t, int64(s3gen.AccessDenied), res[0].Code, "%v", res[0])
 			}
@@ -170,7 +169,7 @@ func TestTheServerKilledFrozenAndRestarted(t *testing.T) {
 	defer func() { require.NoError(t, e.Close()) }()
 	require.NoError(t, e.Server.LoopbackOnly())
 	k := s3kit.Open(t, e)
-	f := blockingfx.New(t, k, 10*time.Second)
+	f := storekit.NewFx(t, k, 10*time.Second)
 	ready := []driver.Row{f.Row(key(t, "r0"), 0, 1), f.Row(key(t, "r1"), 1, 2)}
 	for _, r := range f.Put(ready...) {
 		require.Equal(t, driver.Ready, r.Status)
@@ -180,10 +179,10 @@ func TestTheServerKilledFrozenAndRestarted(t *testing.T) {
 		res := f.Put(f.Row(key(t, stage), 2, 3))
 		assert.Equal(t, driver.Fault, res[0].Status, "%s: put %v", stage, res[0])
 		assert.Equal(t, int64(s3gen.Conn), res[0].Code, "%s: put %v", stage, res[0])
-		dst := f.Row(ready[0].Key, 3, blockingfx.Dest)
+		dst := f.Row(ready[0].Key, 3, storekit.Dest)
 		res = f.Get(dst)
 		assert.Equal(t, driver.Fault, res[0].Status, "%s: get %v", stage, res[0])
-		blockingfx.Untouched(t, dst)
+		storekit.Untouched(t, dst)
 	}
 
 	require.NoError(t, e.Server.Freeze())
@@ -191,7 +190,7 @@ func TestTheServerKilledFrozenAndRestarted(t *testing.T) {
 	require.NoError(t, e.Server.Thaw())
 
 	// A get held inside the driver while the server dies.
-	dst := f.Row(ready[1].Key, 4, blockingfx.Dest)
+	dst := f.Row(ready[1].Key, 4, storekit.Dest)
 	entered, release := k.Seam.Hold("get", ready[1].Key)
 	got := make(chan []driver.Result, 1)
 	go func() {
@@ -209,13 +208,13 @@ func TestTheServerKilledFrozenAndRestarted(t *testing.T) {
 	res := <-got
 	require.Len(t, res, 1)
 	assert.Equal(t, driver.Fault, res[0].Status, "killed mid-get: %v", res[0])
-	blockingfx.Untouched(t, dst)
+	storekit.Untouched(t, dst)
 	faulted("killed")
 
 	require.NoError(t, e.Server.Restart())
 	require.NoError(t, e.Server.LoopbackOnly())
 	for i, r := range ready {
-		dst := f.Row(r.Key, 5+i, blockingfx.Dest)
+		dst := f.Row(r.Key, 5+i, storekit.Dest)
 		require.Equal(t, driver.Ready, f.Get(dst)[0].Status)
 		want := f.Row(r.Key, 7, byte(1+i)).Spans[0].Bytes()
 		require.True(t, bytes.Equal(want, dst.Spans[0].Bytes()), "row %d read back other bytes after the restart", i)
@@ -232,7 +231,7 @@ func TestAFullDiskDeclinesAndFreeingItAdmits(t *testing.T) {
 		t.Skip(s3kit.NoMount)
 	}
 	k := s3kit.Open(t, gw.Value())
-	f := blockingfx.New(t, k, 10*time.Second)
+	f := storekit.NewFx(t, k, 10*time.Second)
 	old := f.Row(key(t, "old"), 0, 1)
 	require.Equal(t, driver.Ready, f.Put(old)[0].Status)
 	filler, err := storekit.FillFS(gw.Value().Root)
@@ -240,7 +239,7 @@ func TestAFullDiskDeclinesAndFreeingItAdmits(t *testing.T) {
 	kk := key(t, "new")
 	res := f.Put(f.Row(kk, 1, 2))
 	require.Equal(t, driver.Declined, res[0].Status, "%v", res[0])
-	dst := f.Row(old.Key, 2, blockingfx.Dest)
+	dst := f.Row(old.Key, 2, storekit.Dest)
 	require.Equal(t, driver.Ready, f.Get(dst)[0].Status)
 	require.NoError(t, removeFile(filler))
 	require.Equal(t, driver.Ready, f.Put(f.Row(kk, 1, 2))[0].Status)
@@ -359,7 +358,7 @@ func (c *closeCounter) Close() error {
 // wholeAndLong opens a driver whose every GET answer passes through
 // onGet, and stores two keys: whole, a row the driver put, and long, an
 // object twice a row's length planted by another writer.
-func wholeAndLong(t *testing.T, k *s3kit.Driver, onGet func(*http.Response)) (f *blockingfx.Fx, whole, long string) {
+func wholeAndLong(t *testing.T, k *s3kit.Driver, onGet func(*http.Response)) (f *storekit.Fx, whole, long string) {
 	rec := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		resp, err := k.Transport.RoundTrip(r)
 		if err == nil && r.Method == http.MethodGet {
@@ -369,7 +368,7 @@ func wholeAndLong(t *testing.T, k *s3kit.Driver, onGet func(*http.Response)) (f 
 	})
 	d, err := s3.Open(gw.Value().Options(k.Bucket(), rec))
 	require.NoError(t, err)
-	f = blockingfx.New(t, d, 10*time.Second)
+	f = storekit.NewFx(t, d, 10*time.Second)
 	whole, long = key(t, "whole"), key(t, "long")
 	require.Equal(t, driver.Ready, f.Put(f.Row(whole, 0, 1))[0].Status)
 	require.NoError(t, k.Plant(long, bytes.Repeat([]byte{7}, 2*len(f.Region.Slot(0).Bytes()))))
@@ -398,7 +397,7 @@ func TestAGetClosesEveryBodyItOpened(t *testing.T) {
 		key  string
 		want driver.Status
 	}{{whole, driver.Ready}, {long, driver.Fault}, {whole, driver.Ready}, {long, driver.Fault}} {
-		res := f.Get(f.Row(tc.key, 1, blockingfx.Dest))[0]
+		res := f.Get(f.Row(tc.key, 1, storekit.Dest))[0]
 		require.Equal(t, tc.want, res.Status, "%v", res)
 	}
 	mu.Lock()
@@ -438,11 +437,11 @@ func TestUnsetOptionsTakeTheirDefaults(t *testing.T) {
 	opt.Timeout, opt.MaxAttempts, opt.Region = 0, 0, ""
 	d, err := s3.Open(opt)
 	require.NoError(t, err)
-	f := blockingfx.New(t, d, 10*time.Second)
+	f := storekit.NewFx(t, d, 10*time.Second)
 	kk := key(t, "a")
 	require.Equal(t, driver.Ready, f.Put(f.Row(kk, 0, 1))[0].Status, "a put under the default timeout")
-	require.Equal(t, driver.Ready, f.Get(f.Row(kk, 1, blockingfx.Dest))[0].Status)
-	res := f.Get(f.Row(broken, 1, blockingfx.Dest))[0]
+	require.Equal(t, driver.Ready, f.Get(f.Row(kk, 1, storekit.Dest))[0].Status)
+	res := f.Get(f.Row(broken, 1, storekit.Dest))[0]
 	assert.Equal(t, driver.Fault, res.Status, "%v", res)
 	mu.Lock()
 	defer mu.Unlock()
@@ -468,15 +467,15 @@ func TestAnAnswerWithoutALengthIsReadToTheRowsLimit(t *testing.T) {
 		resp.ContentLength = -1
 		resp.Header.Del("Content-Length")
 	})
-	dst := f.Row(whole, 1, blockingfx.Dest)
+	dst := f.Row(whole, 1, storekit.Dest)
 	res := f.Get(dst)[0]
 	require.Equal(t, driver.Ready, res.Status, "%v", res)
 	assert.Equal(t, f.Region.Slot(0).Bytes(), dst.Spans[0].Bytes())
 
-	dst = f.Row(long, 1, blockingfx.Dest)
+	dst = f.Row(long, 1, storekit.Dest)
 	res = f.Get(dst)[0]
 	assert.Equal(t, driver.Fault, res.Status, "%v", res)
 	assert.Equal(t, int64(s3gen.Corrupt), res.Code, "%v", res)
 	assert.Contains(t, res.Text, "longer than the row's", "%v", res)
-	blockingfx.Untouched(t, dst)
+	storekit.Untouched(t, dst)
 }

@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/internal/blockingfx"
-	"github.com/kvblob/kvblob/internal/s3kit"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/s3"
+	"github.com/kvblob/kvblob/stores/s3/s3kit"
 )
 
 // docPolicy is the S3 policy docs/security.md gives a tenant: its one
@@ -76,7 +76,7 @@ func TestNestedTenantPrefixesStayApart(t *testing.T) {
 	require.NoError(t, e.PutBucketPolicy(bucket, string(policy)))
 
 	type open struct {
-		f    *blockingfx.Fx
+		f    *storekit.Fx
 		stem driver.Stem
 	}
 	var ts []open
@@ -87,7 +87,7 @@ func TestNestedTenantPrefixesStayApart(t *testing.T) {
 		require.NoError(t, err)
 		stem, err := driver.KeyStem(tn.prefix)
 		require.NoError(t, err)
-		ts = append(ts, open{blockingfx.New(t, d, 10*time.Second), stem})
+		ts = append(ts, open{storekit.NewFx(t, d, 10*time.Second), stem})
 	}
 	for i, owner := range ts {
 		other := ts[1-i]
@@ -95,19 +95,19 @@ func TestNestedTenantPrefixesStayApart(t *testing.T) {
 		require.NoError(t, err)
 		res := owner.f.Put(owner.f.Row(k, 0, byte(i+1)))
 		require.Equal(t, driver.Ready, res[0].Status, "%s puts its own row: %v", tenants[i].prefix, res[0])
-		res = owner.f.Get(owner.f.Row(k, 1, blockingfx.Dest))
+		res = owner.f.Get(owner.f.Row(k, 1, storekit.Dest))
 		require.Equal(t, driver.Ready, res[0].Status, "%s gets its own row: %v", tenants[i].prefix, res[0])
 
 		who := fmt.Sprintf("%s on %s's key %s", tenants[1-i].prefix, tenants[i].prefix, k)
-		dst := other.f.Row(k, 2, blockingfx.Dest)
+		dst := other.f.Row(k, 2, storekit.Dest)
 		res = other.f.Get(dst)
 		assert.Equal(t, driver.Fault, res[0].Status, "%s: get: %v", who, res[0])
-		blockingfx.Untouched(t, dst)
+		storekit.Untouched(t, dst)
 		res = other.f.Put(other.f.Row(k, 0, 0x77))
 		assert.Equal(t, driver.Fault, res[0].Status, "%s: put: %v", who, res[0])
 		t.Logf("%s: put answered %v", who, res[0])
 
-		res = owner.f.Get(owner.f.Row(k, 1, blockingfx.Dest))
+		res = owner.f.Get(owner.f.Row(k, 1, storekit.Dest))
 		require.Equal(t, driver.Ready, res[0].Status, "%s's row after %s tried it: %v", tenants[i].prefix, tenants[1-i].prefix, res[0])
 		assert.Equal(t, owner.f.Row(k, 3, byte(i+1)).Spans[0].Bytes(), owner.f.Region.Slot(1).Bytes(), "%s's row changed", tenants[i].prefix)
 	}

@@ -11,16 +11,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvblob/kvblob/internal/s3kit"
-	"github.com/kvblob/kvblob/internal/wirefault"
 	"github.com/kvblob/kvblob/internal/witness"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/s3"
+	"github.com/kvblob/kvblob/stores/s3/s3kit"
 )
 
 // The witnesses of spec/s3-v1.109.yaml: the real driver and the AWS SDK
-// over versitygw, through a wirefault proxy (the stream is TLS, so a fault
+// over versitygw, through a witness.Proxy (the stream is TLS, so a fault
 // is placed by its byte count: a row of 128 KiB puts byte 40000 of a
 // request or reply inside the body whether or not a handshake came
 // first), each run checked against the rule it reaches
@@ -37,7 +36,7 @@ const (
 type s3w struct {
 	env    *s3kit.Env
 	k      *s3kit.Driver
-	proxy  *wirefault.Proxy
+	proxy  *witness.Proxy
 	region *hostmem.Mapping
 	reg    driver.Registration
 	n      int
@@ -48,7 +47,7 @@ func newS3w(t *testing.T, set func(*s3.Options)) *s3w {
 	env := gw.Need(t)
 	f := &s3w{env: env}
 	var err error
-	f.proxy, err = wirefault.Start(strings.TrimPrefix(env.Endpoint, "https://"))
+	f.proxy, err = witness.StartProxy(strings.TrimPrefix(env.Endpoint, "https://"))
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, f.proxy.Close()) })
 	f.k = s3kit.OpenWith(t, env, func(o *s3.Options) {
@@ -104,7 +103,7 @@ func onSlot(r driver.Row, s driver.Span) driver.Row {
 	return driver.Row{Key: r.Key, Spans: []driver.Span{s}}
 }
 
-func (f *s3w) arm(t *testing.T, fault *wirefault.Fault) func() {
+func (f *s3w) arm(t *testing.T, fault *witness.Fault) func() {
 	if fault == nil {
 		return func() {}
 	}
@@ -118,7 +117,7 @@ func (f *s3w) arm(t *testing.T, fault *wirefault.Fault) func() {
 	}
 }
 
-func (f *s3w) put(t *testing.T, row driver.Row, fault *wirefault.Fault) witness.Observed {
+func (f *s3w) put(t *testing.T, row driver.Row, fault *witness.Fault) witness.Observed {
 	t.Helper()
 	before := bytes.Clone(row.Spans[0].Bytes())
 	fired := f.arm(t, fault)
@@ -139,7 +138,7 @@ func (f *s3w) put(t *testing.T, row driver.Row, fault *wirefault.Fault) witness.
 	return o
 }
 
-func (f *s3w) get(t *testing.T, row driver.Row, fault *wirefault.Fault) witness.Observed {
+func (f *s3w) get(t *testing.T, row driver.Row, fault *witness.Fault) witness.Observed {
 	t.Helper()
 	dst := row.Spans[0].Bytes()
 	for i := range dst {
@@ -172,19 +171,19 @@ type s3Witness struct {
 	run       func(t *testing.T, f *s3w) witness.Observed
 }
 
-func replyAt(a wirefault.Action) *wirefault.Fault {
-	return &wirefault.Fault{Dir: wirefault.Reply, Action: a, At: swMidBody}
+func replyAt(a witness.Action) *witness.Fault {
+	return &witness.Fault{Dir: witness.Reply, Action: a, At: swMidBody}
 }
 
-func requestAt(a wirefault.Action) *wirefault.Fault {
-	return &wirefault.Fault{Dir: wirefault.Request, Action: a, At: swMidBody}
+func requestAt(a witness.Action) *witness.Fault {
+	return &witness.Fault{Dir: witness.Request, Action: a, At: swMidBody}
 }
 
-func getOtherwise(a wirefault.Action) func(t *testing.T, f *s3w) witness.Observed {
+func getOtherwise(a witness.Action) func(t *testing.T, f *s3w) witness.Observed {
 	return func(t *testing.T, f *s3w) witness.Observed { return f.get(t, f.published(t), replyAt(a)) }
 }
 
-func putFault(fault *wirefault.Fault) func(t *testing.T, f *s3w) witness.Observed {
+func putFault(fault *witness.Fault) func(t *testing.T, f *s3w) witness.Observed {
 	return func(t *testing.T, f *s3w) witness.Observed { return f.put(t, f.row(0), fault) }
 }
 
@@ -207,12 +206,12 @@ func retries(o *s3.Options) { o.MaxAttempts, o.Timeout = 3, 15*time.Second }
 
 var s3Witnesses = []s3Witness{
 	{"get.whole", "reply sliced into 1000-byte writes", nil, func(t *testing.T, f *s3w) witness.Observed {
-		return f.get(t, f.published(t), &wirefault.Fault{Dir: wirefault.Reply, Action: wirefault.Slice, SliceBytes: 1000})
+		return f.get(t, f.published(t), &witness.Fault{Dir: witness.Reply, Action: witness.Slice, SliceBytes: 1000})
 	}},
 	// The SDK retries a request whose response never came (it cannot
 	// retry a body that broke after its headers: getOtherwise).
 	{"get.whole", "reply reset before its first byte, the SDK retrying (MaxAttempts 3)", retries, func(t *testing.T, f *s3w) witness.Observed {
-		return f.get(t, f.published(t), &wirefault.Fault{Dir: wirefault.Reply, Action: wirefault.Reset})
+		return f.get(t, f.published(t), &witness.Fault{Dir: witness.Reply, Action: witness.Reset})
 	}},
 	{"get.short", "an object of half the row's length", nil, func(t *testing.T, f *s3w) witness.Observed {
 		half := f.published(t, swRowBytes/2)
@@ -229,12 +228,12 @@ var s3Witnesses = []s3Witness{
 		require.NoError(t, f.k.DropBucket())
 		return f.get(t, row, nil)
 	}},
-	{"get.otherwise", "stall the reply mid-body past the timeout", nil, getOtherwise(wirefault.Stall)},
-	{"get.otherwise", "cut the reply mid-body", nil, getOtherwise(wirefault.Cut)},
-	{"get.otherwise", "reset the reply mid-body", nil, getOtherwise(wirefault.Reset)},
-	{"get.otherwise", "truncate the reply mid-body", nil, getOtherwise(wirefault.Truncate)},
+	{"get.otherwise", "stall the reply mid-body past the timeout", nil, getOtherwise(witness.Stall)},
+	{"get.otherwise", "cut the reply mid-body", nil, getOtherwise(witness.Cut)},
+	{"get.otherwise", "reset the reply mid-body", nil, getOtherwise(witness.Reset)},
+	{"get.otherwise", "truncate the reply mid-body", nil, getOtherwise(witness.Truncate)},
 
-	{"put.OK", "request sliced into 1000-byte writes", nil, putFault(&wirefault.Fault{Dir: wirefault.Request, Action: wirefault.Slice, SliceBytes: 1000})},
+	{"put.OK", "request sliced into 1000-byte writes", nil, putFault(&witness.Fault{Dir: witness.Request, Action: witness.Slice, SliceBytes: 1000})},
 	{"put.PRECONDITION_FAILED", "the key holds this row's object", nil, func(t *testing.T, f *s3w) witness.Observed {
 		row := f.row(0)
 		require.Equal(t, driver.Ready, f.put(t, row, nil).Result.Status)
@@ -256,10 +255,10 @@ var s3Witnesses = []s3Witness{
 		return f.put(t, f.row(0), nil)
 	}},
 	{"put.INSUFFICIENT_STORAGE", "the gateway's disk full", nil, full(putFault(nil))},
-	{"put.otherwise", "cut the request mid-body", nil, putFault(requestAt(wirefault.Cut))},
-	{"put.otherwise", "reset the request mid-body", nil, putFault(requestAt(wirefault.Reset))},
-	{"put.otherwise", "stall the request mid-body past the timeout", nil, putFault(requestAt(wirefault.Stall))},
-	{"put.otherwise", "reset the reply", nil, putFault(&wirefault.Fault{Dir: wirefault.Reply, Action: wirefault.Reset})},
+	{"put.otherwise", "cut the request mid-body", nil, putFault(requestAt(witness.Cut))},
+	{"put.otherwise", "reset the request mid-body", nil, putFault(requestAt(witness.Reset))},
+	{"put.otherwise", "stall the request mid-body past the timeout", nil, putFault(requestAt(witness.Stall))},
+	{"put.otherwise", "reset the reply", nil, putFault(&witness.Fault{Dir: witness.Reply, Action: witness.Reset})},
 	{"replace.OK", "the key holds bytes that are no row", nil, func(t *testing.T, f *s3w) witness.Observed {
 		row := f.row(0)
 		require.NoError(t, f.k.Plant(row.Key, bytes.Repeat([]byte{7}, 100)))
@@ -270,7 +269,7 @@ var s3Witnesses = []s3Witness{
 		o.MultipartBytes, o.PartBytes, o.Timeout = 1, s3.MinPartBytes, 20*time.Second
 	}, func(t *testing.T, f *s3w) witness.Observed {
 		dst := f.published(t, swBigBytes)
-		a := f.proxy.Arm(wirefault.Fault{Dir: wirefault.Reply, Action: wirefault.Stall, At: swMidBody})
+		a := f.proxy.Arm(witness.Fault{Dir: witness.Reply, Action: witness.Stall, At: swMidBody})
 		// Once the first GET stalls, another writer's object goes under
 		// the key; the first GET then goes on with the old one's bytes
 		// and ETag.
@@ -289,10 +288,10 @@ var s3Witnesses = []s3Witness{
 		require.NoError(t, <-planted)
 		return o
 	}},
-	{"create_upload.OK", "a large row, request sliced", large, putFault(&wirefault.Fault{Dir: wirefault.Request, Action: wirefault.Slice, SliceBytes: 1000})},
+	{"create_upload.OK", "a large row, request sliced", large, putFault(&witness.Fault{Dir: witness.Request, Action: witness.Slice, SliceBytes: 1000})},
 	{"upload_part.OK", "a large row", large, putFault(nil)},
 	{"complete_upload.OK", "a large row", large, putFault(nil)},
-	{"upload_part.otherwise", "cut the part's request mid-body", large, putFault(requestAt(wirefault.Cut))},
+	{"upload_part.otherwise", "cut the part's request mid-body", large, putFault(requestAt(witness.Cut))},
 	{"create_upload.NO_SUCH_BUCKET", "the bucket removed under the gateway", large, func(t *testing.T, f *s3w) witness.Observed {
 		require.NoError(t, f.k.DropBucket())
 		return f.put(t, f.row(0), nil)

@@ -88,7 +88,11 @@ func BenchmarkTagCandidates(b *testing.B) {
 			run  func()
 		}{
 			{"hmac-sha256", func() { m := hmac.New(sha256.New, key); m.Write(buf); m.Sum(sum[:0]) }},
-			{"gmac-rows", func() { c := newChunker(in.current(), int64(size)); c.write(buf); c.sum(sum[:0], nonce, &t) }},
+			{"gmac-rows", func() {
+				c := newChunker(in.current(), int64(size))
+				c.write(buf)
+				c.sum(sum[:0], nonce, &t, "bench/v1/00")
+			}},
 			{"gmac-rows+copy", func() { s := in.Sealer(int64(size)); s.Copy(dst, buf); s.Finish(dst[:size], "k") }},
 			{"gmac-oneshot", func() { gcm.Seal(sum[:0], nonce, nil, buf) }},
 			{"blake3-zeebo", func() { h, _ := zeebo.NewKeyed(key); h.Write(buf); h.Sum(sum[:0]) }},

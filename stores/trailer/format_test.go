@@ -2,10 +2,15 @@ package trailer
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,8 +23,12 @@ import (
 // keyA (format2-keyed.obj) and unkeyed (format1-unkeyed.obj).
 const oldKey = "tenantA/v1/0a0b"
 
-func oldPayload() []byte {
-	p := make([]byte, 5000)
+func oldPayload() []byte { return rulePayload(5000) }
+
+// rulePayload is the n-byte payload of the objects in testdata/: byte i
+// is i*7 + i>>8.
+func rulePayload(n int) []byte {
+	p := make([]byte, n)
 	for i := range p {
 		p[i] = byte(i*7 + i>>8)
 	}
@@ -72,6 +81,75 @@ func TestRowsOfTheFormatBeforeStillRead(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, oldPayload(), got)
 	assert.Equal(t, Encode(oldKey, oldPayload()), unkeyed, "the unkeyed format is unchanged")
+}
+
+// TestTheFormatIsPinned: rows of formats 3 and 4 written by the code that
+// introduced each (testdata/format3-keyed-tails.txt and
+// format4-keyed-tails.txt: for each payload size, the nonce, tag and
+// trailer written after it) read whole under their key, alone and as the
+// previous key of a rotation. The sizes are where the chunking has edges:
+// no chunk, one byte, exactly one and two chunks, two chunks and a short
+// one. Any change to what a tag is computed over or how (the trailer, a
+// chunk's bytes, its index, the short last chunk, the key's bytes, the
+// key derivation's labels) makes every row already written a FAULT, and
+// fails here; such a change is a new format version, read beside these.
+// (Tried: each of chunker.hash's index, its chunk bytes, the final
+// chunk's hash and the trailer's copy in chunker.end, sum's append of the
+// key (format 4's rows), and either label, changed on its own, fails it.)
+func TestTheFormatIsPinned(t *testing.T) {
+	for _, f := range []struct {
+		file    string
+		version uint16
+	}{
+		{"format3-keyed-tails.txt", VersionGMAC},
+		{"format4-keyed-tails.txt", VersionKeyed},
+	} {
+		rows := pinnedRows(t, f.file)
+		assert.Len(t, rows, 5, "rows in %s", f.file)
+		for _, n := range slices.Sorted(maps.Keys(rows)) {
+			obj := rows[n]
+			t.Run(fmt.Sprintf("format %d, %d bytes", f.version, n), func(t *testing.T) {
+				require.Equal(t, f.version, binary.LittleEndian.Uint16(obj[len(obj)-Size+4:]), "the format version")
+				for _, in := range []*Integrity{integrity(t, keyA, nil), integrity(t, keyB, keyA)} {
+					got, err := in.Check(obj, oldKey)
+					require.NoError(t, err, "%v", in)
+					assert.Equal(t, rulePayload(n), got)
+				}
+				_, err := integrity(t, keyB, nil).Check(obj, oldKey)
+				assert.ErrorIs(t, err, ErrUnverified, "under another key alone")
+			})
+		}
+	}
+}
+
+// pinnedRows reads the rows of a testdata file of tails (a payload size
+// and the hex of what follows the payload, a line each; # comments), by
+// payload size: rulePayload(n) and its tail.
+func pinnedRows(t *testing.T, file string) map[int][]byte {
+	t.Helper()
+	rows := map[int][]byte{}
+	for _, line := range strings.Split(strings.TrimSpace(string(readTestdata(t, file))), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		var n int
+		var tail string
+		_, err := fmt.Sscanf(line, "%d %s", &n, &tail)
+		require.NoError(t, err, "%s: %q", file, line)
+		rest, err := hex.DecodeString(tail)
+		require.NoError(t, err, "%s: %q", file, line)
+		require.Len(t, rest, TagSize+Size, "%s: %q", file, line)
+		rows[n] = append(rulePayload(n), rest...)
+	}
+	return rows
+}
+
+// pinnedRow is the row of payload size n in a testdata file of tails.
+func pinnedRow(t *testing.T, file string, n int) []byte {
+	t.Helper()
+	obj, ok := pinnedRows(t, file)[n]
+	require.True(t, ok, "%s has no row of %d bytes", file, n)
+	return obj
 }
 
 // forgeCRCOf rewrites obj's trailer CRC32 for its first n bytes, its tag

@@ -19,36 +19,32 @@ import (
 //
 // A row's tag is computed in two levels, so that a writer or a reader can
 // feed its payload a piece at a time, each piece while it is in cache
-// (Sealer.Copy, Verifier.Write), through crypto/cipher's one-shot GCM:
+// (Sealer.Copy, Verifier.Write), through crypto/cipher's one-shot GCM.
+// With K1 = HMAC-SHA256(row key, chunkLabel) and K2 = HMAC-SHA256(row
+// key, tagLabel), each an AES-256 key:
 //
-//   - the payload is cut into chunks of ChunkSize bytes (the last may be
-//     shorter; an empty payload has none), and chunk i's hash is the
-//     AES-256-GMAC of the chunk under the chunk key, with nonce i (a
-//     12-byte big-endian counter). Chunk hashes are never stored or
-//     shown: each is GHASH of the chunk under the chunk key's hash key,
-//     masked with a pad that depends on i alone;
-//   - the tag is the AES-256-GMAC, under the tag key, with the row's own
-//     nonce (NonceSize random bytes, fresh for every row written, kept in
-//     the object beside the tag), of the trailer (magic, version, name
-//     digest, payload length, CRC32) followed by every chunk's hash.
+//   - the payload is cut into chunks x_0 .. x_{n-1} of ChunkSize bytes
+//     (the last may be shorter; an empty payload has none), and chunk
+//     i's hash is c_i = GMAC_K1(nonce: 4 zero bytes and i as 8 bytes
+//     big-endian; data: x_i), 16 bytes. Chunk hashes are never stored,
+//     returned or shown: they exist only inside the chunker, and the
+//     argument rests on it (every row hashes chunk i under nonce i);
+//   - the tag is GMAC_K2(nonce: N; data: T || c_0 || .. || c_{n-1} ||
+//     key), 16 bytes, where N is the row's nonce (NonceSize bytes from
+//     crypto/rand, fresh for every row written, stored before the tag),
+//     T the 36-byte trailer (magic, format version, reserved bytes, name
+//     digest, payload length, CRC32), and key the bytes of the key the
+//     row is stored and read under (T's length fixes the count of chunk
+//     hashes, so the key is what follows them).
 //
-// The two keys are derived from the row key with HMAC-SHA256 under two
-// labels (chunkLabel, tagLabel), so they are independent. Why a neighbour
-// who reads many rows and their tags still cannot forge one: the tag is a
-// Wegman-Carter MAC, GHASH under the tag key of the trailer and chunk
-// hashes, masked with AES of the row's nonce under the tag key. Each
-// nonce is 96 random bits, and a key tags at most MaxRowsPerKey rows, so
-// two rows share a nonce with probability below 2^-32 (q^2/2^97 for q
-// rows); with nonces distinct every tag it sees is masked by a pad used
-// once, and tells it nothing of either hash key. A forged object under a
-// new nonce meets a pad it never saw; one that reuses a seen row's nonce
-// must make the GHASH of its trailer and chunk hashes equal another's
-// plus a known difference: a polynomial equation in two unknown
-// independent hash keys, which holds for at most a degree's worth of the
-// 2^128 values of each (under 2^-110 per try for rows under 2 GiB). The
-// trailer in the tag's input binds the key's name (its digest), the
-// payload's length and format version; the chunk hashes bind every
-// payload byte and where it sits.
+// Format VersionGMAC (3), read only, is the same without the key's bytes
+// at the end of the tag's input: it binds the key only through T's
+// 16-byte name digest. The trailer's version in the tag's input keeps the
+// two formats' tags apart under the same K2; the labels still say v3,
+// where they were introduced.
+//
+// docs/security.md ("The tag") gives the argument, the bounds and the
+// limits: it is a composition of standard parts, not a standard mode.
 const (
 	// NonceSize is the row nonce's size: GCM's standard 96 bits.
 	NonceSize = 12
@@ -64,13 +60,18 @@ const (
 	// chunk copied or read is still in the first-level cache when it is
 	// hashed.
 	ChunkSize = 32 << 10
-	// MaxRowsPerKey is the most rows one row key should tag: past it,
-	// two random nonces may meet with probability over 2^-32. Rotate the
-	// key before (docs/security.md).
+	// MaxRowsPerKey is the most rows one row key should tag, summed over
+	// every writer that holds it: two of q random 96-bit nonces meet with
+	// probability under q^2/2^97, 2^-33 at this many (the limit NIST SP
+	// 800-38D sets for random GCM nonces). Rotate the key before
+	// (docs/security.md).
 	MaxRowsPerKey = 1 << 32
 )
 
-// The labels the two GMAC keys are derived under, from the row key.
+// The labels the two GMAC keys are derived under, from the row key. No
+// input of format VersionHMAC's HMAC under the same row key (a payload,
+// then a trailer beginning with Magic) is one of them
+// (TestTheDerivedKeysAreApart).
 const (
 	chunkLabel = "kvblob row integrity v3: chunk hash key"
 	tagLabel   = "kvblob row integrity v3: tag key"
@@ -83,29 +84,42 @@ type keyset struct {
 	chunk, tag cipher.AEAD
 }
 
-func derive(key []byte, label string) cipher.AEAD {
+// derive returns the GCM of the AES-256 key HMAC-SHA256(key, label). It
+// fails only where the Go runtime refuses GCM with nonces its caller
+// chooses: under GODEBUG=fips140=only, which allows GCM only with
+// nonces it draws itself, and the chunk hashes' nonces are their
+// indexes.
+func derive(key []byte, label string) (cipher.AEAD, error) {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(label))
 	b, err := aes.NewCipher(m.Sum(nil))
 	if err != nil {
-		panic("trailer: AES-256 refused a 32-byte key: " + err.Error())
+		return nil, err
 	}
-	g, err := cipher.NewGCM(b)
-	if err != nil {
-		panic("trailer: GCM refused AES: " + err.Error())
-	}
-	return g
+	return cipher.NewGCM(b)
 }
 
-func newKeyset(key []byte) func() *keyset {
+func newKeyset(key []byte) (func() *keyset, error) {
 	key = append([]byte(nil), key...)
+	chunk, err := derive(key, chunkLabel)
+	if err != nil {
+		return nil, err
+	}
+	tag, err := derive(key, tagLabel)
+	if err != nil {
+		return nil, err
+	}
 	k := &keyset{
 		hmac:  func() hash.Hash { return hmac.New(sha256.New, key) },
-		chunk: derive(key, chunkLabel),
-		tag:   derive(key, tagLabel),
+		chunk: chunk,
+		tag:   tag,
 	}
-	return func() *keyset { return k }
+	return func() *keyset { return k }, nil
 }
+
+// keyRoom is room in a chunker's aad for the key's bytes, past its
+// chunk hashes: a key up to this long costs sum no copy of aad.
+const keyRoom = 128
 
 // chunker hashes a payload's chunks as its bytes come, a piece at a time.
 type chunker struct {
@@ -113,14 +127,14 @@ type chunker struct {
 	i    uint64
 	part []byte // the bytes of a chunk begun but not ended (own memory)
 	// aad is the tag's input being built: room for the trailer, then each
-	// chunk's hash.
+	// chunk's hash (and, while sum runs, the key).
 	aad   []byte
 	nonce [NonceSize]byte
 }
 
 func newChunker(k *keyset, size int64) chunker {
 	c := chunker{k: k}
-	c.aad = make([]byte, Size, Size+MACSize*int((size+ChunkSize-1)/ChunkSize))
+	c.aad = make([]byte, Size, Size+MACSize*int((size+ChunkSize-1)/ChunkSize)+keyRoom)
 	return c
 }
 
@@ -154,15 +168,32 @@ func (c *chunker) write(p []byte) {
 	}
 }
 
-// sum appends the tag, under nonce, of the chunks written and the
-// trailer t to dst.
-func (c *chunker) sum(dst []byte, nonce []byte, t *[Size]byte) []byte {
+// sum appends format VersionKeyed's tag, under nonce, of the trailer t,
+// the chunks written and key to dst.
+func (c *chunker) sum(dst []byte, nonce []byte, t *[Size]byte, key string) []byte {
+	c.end(t)
+	n := len(c.aad)
+	c.aad = append(c.aad, key...)
+	dst = c.k.tag.Seal(dst, nonce, nil, c.aad)
+	c.aad = c.aad[:n]
+	return dst
+}
+
+// sum3 appends format VersionGMAC's tag, under nonce, of the trailer t
+// and the chunks written to dst: format VersionKeyed's without the key.
+func (c *chunker) sum3(dst []byte, nonce []byte, t *[Size]byte) []byte {
+	c.end(t)
+	return c.k.tag.Seal(dst, nonce, nil, c.aad)
+}
+
+// end hashes the chunk begun, if any (the payload's short last chunk),
+// and puts the trailer t at the head of the tag's input.
+func (c *chunker) end(t *[Size]byte) {
 	if len(c.part) > 0 {
 		c.hash(c.part)
 		c.part = c.part[:0]
 	}
 	copy(c.aad, t[:])
-	return c.k.tag.Seal(dst, nonce, nil, c.aad)
 }
 
 // Sealer writes a row's object a piece of payload at a time: the pieces,
@@ -227,7 +258,7 @@ func (s *Sealer) Finish(obj []byte, key string) []byte {
 	var nonce [NonceSize]byte
 	_, _ = rand.Read(nonce[:]) // crypto/rand.Read never fails (Go 1.24 and later)
 	obj = append(obj, nonce[:]...)
-	obj = s.c.sum(obj, nonce[:], &t)
+	obj = s.c.sum(obj, nonce[:], &t, key)
 	return append(obj, t[:]...)
 }
 

@@ -24,12 +24,13 @@ const (
 
 // Integrity holds the row keys of the keyed integrity tag. A writer tags
 // each object (format VersionKeyed) with AES-GMAC under the current key,
-// over the payload and the whole trailer (magic, format version, name
-// digest, payload length, CRC32), with a fresh random nonce (gmac.go); a
-// reader accepts an object only if its tag verifies under the current or
-// the previous key, so a key is rotated by making the old key previous,
-// then dropping it once no row written under it is read. A reader also
-// verifies the HMAC-SHA256 tag of the format before (VersionHMAC) under
+// over the payload, the whole trailer (magic, format version, name
+// digest, payload length, CRC32) and the key it is stored under, with a
+// fresh random nonce (gmac.go); a reader accepts an object only if its
+// tag verifies under the current or the previous key, so a key is
+// rotated by making the old key previous, then dropping it once no row
+// written under it is read. A reader also verifies the tags of the
+// formats before (VersionGMAC, and VersionHMAC's HMAC-SHA256) under
 // either key, so rows written before an upgrade still read.
 //
 // A nil *Integrity is integrity off: Append writes the unkeyed trailer and
@@ -49,7 +50,9 @@ type Integrity struct {
 
 // NewIntegrity returns integrity under current (the writer's key and the
 // reader's first) and previous (nil, or the key before a rotation). Each
-// key is at least MinKeyBytes long. The keys are copied.
+// key is at least MinKeyBytes long. The keys are copied. It fails too
+// where the Go runtime refuses GCM with nonces the caller chooses
+// (GODEBUG=fips140=only), which the tag needs (gmac.go).
 func NewIntegrity(current, previous []byte) (*Integrity, error) {
 	if len(current) < MinKeyBytes {
 		return nil, fmt.Errorf("trailer: the current row key has %d bytes; it needs at least %d", len(current), MinKeyBytes)
@@ -57,9 +60,13 @@ func NewIntegrity(current, previous []byte) (*Integrity, error) {
 	if previous != nil && len(previous) < MinKeyBytes {
 		return nil, fmt.Errorf("trailer: the previous row key has %d bytes; it needs at least %d", len(previous), MinKeyBytes)
 	}
-	in := &Integrity{current: newKeyset(current)}
-	if previous != nil {
-		in.previous = newKeyset(previous)
+	in := &Integrity{}
+	var err error
+	if in.current, err = newKeyset(current); err == nil && previous != nil {
+		in.previous, err = newKeyset(previous)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("trailer: this program's Go runtime refuses the row tag's AES-GCM (%w); the tag needs GCM with nonces it chooses, which GODEBUG=fips140=only forbids: run without fips140=only, or without a row key", err)
 	}
 	return in, nil
 }

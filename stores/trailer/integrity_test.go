@@ -2,6 +2,7 @@ package trailer
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
@@ -10,7 +11,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"log/slog"
+	"os"
+	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -221,4 +225,28 @@ func TestAssertNoSecretFindsEveryFormAndRefusesShortSecrets(t *testing.T) {
 			assert.Contains(t, r.errs[0], c.want)
 		})
 	}
+}
+
+// TestARuntimeThatRefusesTheTagIsAnError: under GODEBUG=fips140=only the
+// Go runtime refuses GCM with nonces the caller chooses, which the tag
+// needs. NewIntegrity (and so IntegrityFromEnv, at a program's start) then
+// returns an error that says so, where it panicked before (tried: the
+// panic back fails here, the child's exit status). The check runs in a
+// child process of this test binary, since fips140 is fixed when a
+// program starts.
+func TestARuntimeThatRefusesTheTagIsAnError(t *testing.T) {
+	if os.Getenv("KVBLOB_TRAILER_TEST_CHILD") == "fips140-only" {
+		_, err := NewIntegrity(keyA, nil)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "fips140=only")
+		AssertNoSecret(t, err.Error(), keyA)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestARuntimeThatRefusesTheTagIsAnError$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "KVBLOB_TRAILER_TEST_CHILD=fips140-only", "GODEBUG=fips140=only")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the child under fips140=only:\n%s", out)
+	assert.Contains(t, string(out), "--- PASS: TestARuntimeThatRefusesTheTagIsAnError")
 }

@@ -80,3 +80,23 @@ func TestReadHeadRefusesAnUnkeyedTrailerWithIntegrityOn(t *testing.T) {
 		assert.Equal(t, Head{}, h, "%v: a refused head promises nothing", in)
 	}
 }
+
+// TestAVerifierWithIntegrityOnRefusesAHeadWithoutATag: a Head of a format
+// that carries no tag (the unkeyed Version, which integrity off's ReadHead
+// takes) never verifies under a key, whatever bytes follow: a store that
+// made its Verifier from such a Head would otherwise read an unkeyed row
+// under integrity on. Before, such a Head was checked as a GMAC tag of
+// zeros and refused by chance of the tag; now verifies refuses every
+// format it does not know. (Tried: verifies' default answering true fails
+// it.)
+func TestAVerifierWithIntegrityOnRefusesAHeadWithoutATag(t *testing.T) {
+	payload := []byte("a KV row")
+	obj := Encode("k", payload)
+	h, err := (*Integrity)(nil).ReadHead(obj[len(obj)-min(len(obj), TailSize):], int64(len(obj)), "k")
+	require.NoError(t, err)
+	for _, in := range []*Integrity{integrity(t, keyA, nil), integrity(t, keyB, keyA)} {
+		v := in.Verifier(h)
+		v.Write(payload)
+		assert.ErrorIs(t, v.Check(payload), ErrUnverified, "%v", in)
+	}
+}

@@ -21,10 +21,11 @@ type Head struct {
 	crc     uint32
 	version uint16
 	// tag is the bytes between the payload and the trailer: the nonce
-	// and the GMAC tag (VersionKeyed, TagSize bytes), or the HMAC-SHA256
-	// tag (VersionHMAC).
+	// and the GMAC tag (VersionKeyed and VersionGMAC, TagSize bytes), or
+	// the HMAC-SHA256 tag (VersionHMAC).
 	tag [max(TagSize, HMACTagSize)]byte
 	t   [Size]byte
+	key string // the key the object is read under, which format VersionKeyed's tag binds
 }
 
 // head checks the trailer at the end of tail, the last min(size,
@@ -46,12 +47,12 @@ func head(tail []byte, size int64, key string) (Head, error) {
 	tagSize := 0
 	switch v {
 	case Version:
-	case VersionKeyed:
+	case VersionKeyed, VersionGMAC:
 		tagSize = TagSize
 	case VersionHMAC:
 		tagSize = HMACTagSize
 	default:
-		return h, fmt.Errorf("format version %d, expected %d, %d or %d", v, Version, VersionHMAC, VersionKeyed)
+		return h, fmt.Errorf("format version %d, expected %d, %d, %d or %d", v, Version, VersionHMAC, VersionGMAC, VersionKeyed)
 	}
 	if body < int64(tagSize) {
 		return h, fmt.Errorf("keyed object of %d bytes (format version %d) is shorter than its tag and trailer", size, v)
@@ -64,7 +65,7 @@ func head(tail []byte, size int64, key string) (Head, error) {
 	if n := binary.LittleEndian.Uint64(t[24:32]); n != uint64(body) {
 		return h, fmt.Errorf("payload length %d, trailer says %d", body, n)
 	}
-	h.Len, h.crc, h.version = body, binary.LittleEndian.Uint32(t[32:36]), v
+	h.Len, h.crc, h.version, h.key = body, binary.LittleEndian.Uint32(t[32:36]), v, key
 	copy(h.t[:], t)
 	return h, nil
 }
@@ -156,14 +157,23 @@ func (v *Verifier) Check(payload []byte) error {
 	return fmt.Errorf("%w: the tag does not verify under the current or the previous row key", ErrUnverified)
 }
 
-// verifies reports whether h's tag verifies under k: for format
-// VersionKeyed, that of c's chunks (c holds every payload byte); for
-// format VersionHMAC, one computed over payload.
+// verifies reports whether h's tag verifies under k: for formats
+// VersionKeyed and VersionGMAC, that of c's chunks (c holds every payload
+// byte), with the key the object is read under for VersionKeyed; for
+// format VersionHMAC, one computed over payload. A format with no tag
+// (Version, which ReadHead refuses with integrity on) never verifies.
 func (v *Verifier) verifies(k *keyset, c *chunker, payload []byte) bool {
-	if v.h.version == VersionHMAC {
-		return hmac.Equal(v.h.tag[:HMACTagSize], hmacTag(k, payload, v.h.t[:]))
-	}
 	var sum [MACSize]byte
-	got := c.sum(sum[:0], v.h.tag[:NonceSize], &v.h.t)
+	var got []byte
+	switch v.h.version {
+	case VersionHMAC:
+		return hmac.Equal(v.h.tag[:HMACTagSize], hmacTag(k, payload, v.h.t[:]))
+	case VersionKeyed:
+		got = c.sum(sum[:0], v.h.tag[:NonceSize], &v.h.t, v.h.key)
+	case VersionGMAC:
+		got = c.sum3(sum[:0], v.h.tag[:NonceSize], &v.h.t)
+	default:
+		return false
+	}
 	return hmac.Equal(v.h.tag[NonceSize:TagSize], got)
 }

@@ -18,17 +18,20 @@ import (
 //	payload length u64 | CRC32 (IEEE) of the payload u32
 //
 // little-endian, 36 bytes. Format Version (1) is unkeyed. Format
-// VersionKeyed (3) puts TagSize bytes between the payload and the
+// VersionKeyed (4) puts TagSize bytes between the payload and the
 // trailer: a fresh random nonce (NonceSize) and an AES-GMAC tag (MACSize)
-// (see Integrity). Format VersionHMAC (2), a HMAC-SHA256 tag of
-// HMACTagSize bytes there, is what the writers before format 3 wrote: it
-// is read (and its tag verified), never written. An incompatible change
-// bumps the version.
+// over the trailer, the payload and the key (see Integrity, gmac.go).
+// Formats VersionHMAC (2: a HMAC-SHA256 tag of HMACTagSize bytes there)
+// and VersionGMAC (3: format 4's layout, its tag over the trailer and
+// the payload, the key bound only by the trailer's 16-byte name digest)
+// are what writers wrote before: they are read (and their tags
+// verified), never written. An incompatible change bumps the version.
 const (
 	Magic        = "TLBK"
 	Version      = 1
 	VersionHMAC  = 2
-	VersionKeyed = 3
+	VersionGMAC  = 3
+	VersionKeyed = 4
 	Size         = 4 + 2 + 2 + 16 + 8 + 4
 )
 

@@ -26,7 +26,7 @@ func TestRoundTripAndEveryMismatch(t *testing.T) {
 		want string
 	}{
 		{"magic", mut(func(o []byte) { o[tr] = 'X' }), "k", `trailer magic "XLBK", expected "TLBK"`},
-		{"version", mut(func(o []byte) { binary.LittleEndian.PutUint16(o[tr+4:], VersionKeyed+1) }), "k", "format version 4, expected 1, 2 or 3"},
+		{"version", mut(func(o []byte) { binary.LittleEndian.PutUint16(o[tr+4:], VersionKeyed+1) }), "k", "format version 5, expected 1, 2, 3 or 4"},
 		{"name", obj, "other", `name digest does not match key "other"`},
 		{"length", mut(func(o []byte) { binary.LittleEndian.PutUint64(o[tr+24:], 99) }), "k", "payload length 8, trailer says 99"},
 		{"checksum", mut(func(o []byte) { o[0] ^= 1 }), "k", "CRC32"},

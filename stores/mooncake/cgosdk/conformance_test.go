@@ -11,11 +11,11 @@ import (
 	"github.com/kvblob/kvblob/conformance/storekit"
 	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
 	"github.com/kvblob/kvblob/generated/mooncake/mooncakecases"
-	"github.com/kvblob/kvblob/internal/mooncakekit"
-	"github.com/kvblob/kvblob/internal/mooncakekit/realkit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
+	"github.com/kvblob/kvblob/stores/mooncake/mooncakekit"
+	"github.com/kvblob/kvblob/stores/mooncake/mooncakekit/realkit"
 )
 
 // TestConformance runs the conformance suite against a real

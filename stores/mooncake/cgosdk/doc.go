@@ -11,7 +11,7 @@
 // tearDownAll, the build's version strings, and batch_put_from, the raw put
 // the benchmark compares with), cgosdk.go (the mooncake.SDK over the shim)
 // and conformance_test.go (the conformance suite over
-// internal/mooncakekit/realkit, a real mooncake_master on loopback and what
+// stores/mooncake/mooncakekit/realkit, a real mooncake_master on loopback and what
 // a real pool can stage; run only with MOONCAKE_REAL=1, and by 'gate --sdk
 // real').
 //

@@ -2,7 +2,7 @@
 
 package cgosdk_test
 
-// The recorder: mcscenario's script against the real SDK, a real
+// The recorder: mooncakekit's scenario script against the real SDK, a real
 // mooncake_master on loopback and two real clients, B in another process,
 // in the manner of go-cloud's drivertest record/replay. It runs only with
 // MOONCAKE_REAL=1, and writes stores/mooncake/testdata/mcscenario/*.json
@@ -12,8 +12,8 @@ package cgosdk_test
 //	MOONCAKE_REAL=1 go test -tags mooncake -count=1 -timeout 90m -parallel 3 \
 //	    -run 'TestRecord$' . -args -record -runs 3
 //
-// Each scenario runs -runs times (at least mcscenario.MinRuns, 3), and the
-// runs are merged (mcscenario.Merge): a recording holds what the SDK did in
+// Each scenario runs -runs times (at least mooncakekit.MinRuns, 3), and the
+// runs are merged (mooncakekit.Merge): a recording holds what the SDK did in
 // every run, each step's timing the set of classes seen, so a replay
 // accepts any of them; a scenario whose answers differ between runs is an
 // error, and nothing is written for it.
@@ -42,16 +42,16 @@ import (
 	"time"
 
 	"github.com/kvblob/kvblob/conformance/storekit"
-	"github.com/kvblob/kvblob/internal/mcscenario"
-	"github.com/kvblob/kvblob/internal/mooncakekit/realkit"
 	"github.com/kvblob/kvblob/runtime/hostmem"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
+	"github.com/kvblob/kvblob/stores/mooncake/mooncakekit"
+	"github.com/kvblob/kvblob/stores/mooncake/mooncakekit/realkit"
 )
 
 var (
 	record = flag.Bool("record", false, "write the recordings to stores/mooncake/testdata/mcscenario")
-	runs   = flag.Int("runs", mcscenario.MinRuns, "run each scenario this many times (at least mcscenario.MinRuns) and record what every run did")
+	runs   = flag.Int("runs", mooncakekit.MinRuns, "run each scenario this many times (at least mooncakekit.MinRuns) and record what every run did")
 )
 
 const (
@@ -83,22 +83,22 @@ func TestRecord(t *testing.T) {
 	if _, err := exec.LookPath("mooncake_master"); err != nil {
 		t.Fatalf("MOONCAKE_REAL=1 but mooncake_master is not on PATH: %v", err)
 	}
-	if *runs < mcscenario.MinRuns {
-		t.Fatalf("-runs %d: a recording merges at least %d runs, or a timing the SDK took once is pinned as what it always does", *runs, mcscenario.MinRuns)
+	if *runs < mooncakekit.MinRuns {
+		t.Fatalf("-runs %d: a recording merges at least %d runs, or a timing the SDK took once is pinned as what it always does", *runs, mooncakekit.MinRuns)
 	}
 	dir := filepath.Join("..", "testdata", "mcscenario")
-	for _, s := range mcscenario.All() {
+	for _, s := range mooncakekit.All() {
 		t.Run(s.Name, func(t *testing.T) {
 			if why := notRecordable[s.Name]; why != "" {
 				t.Skipf("not recordable: %s", why)
 			}
 			t.Parallel()
 			t0 := time.Now()
-			var recs []mcscenario.Recording
+			var recs []mooncakekit.Recording
 			for i := 0; i < *runs; i++ {
 				recs = append(recs, recordOnce(t, s))
 			}
-			rec, diffs := mcscenario.Merge(recs)
+			rec, diffs := mooncakekit.Merge(recs)
 			if len(diffs) > 0 {
 				t.Fatalf("the real SDK did not answer alike in %d runs, so no recording states what it does:\n  %s", *runs, strings.Join(diffs, "\n  "))
 			}
@@ -108,7 +108,7 @@ func TestRecord(t *testing.T) {
 			pretty, _ := json.MarshalIndent(rec, "", "  ")
 			t.Logf("%s", pretty)
 			if *record {
-				if err := mcscenario.Write(dir, rec); err != nil {
+				if err := mooncakekit.Write(dir, rec); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -118,7 +118,7 @@ func TestRecord(t *testing.T) {
 
 // recordOnce runs scenario s once, in a process of its own, and returns
 // what it answered.
-func recordOnce(t *testing.T, s mcscenario.Scenario) mcscenario.Recording {
+func recordOnce(t *testing.T, s mooncakekit.Scenario) mooncakekit.Recording {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "rec.json")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRecordScenario$", "-test.v", "-test.timeout=20m")
@@ -139,7 +139,7 @@ func recordOnce(t *testing.T, s mcscenario.Scenario) mcscenario.Recording {
 	if err != nil {
 		t.Fatalf("no recording: %v\n%s", err, tail(string(b), 6000))
 	}
-	var rec mcscenario.Recording
+	var rec mooncakekit.Recording
 	if err := json.Unmarshal(data, &rec); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func recordOnce(t *testing.T, s mcscenario.Scenario) mcscenario.Recording {
 }
 
 // clientEnv is the client environment a scenario's Config asks for.
-func clientEnv(c mcscenario.Config) []string {
+func clientEnv(c mooncakekit.Config) []string {
 	var env []string
 	if c.RPCTimeout != 0 {
 		env = append(env, "MC_RPC_TIMEOUT_MS="+strconv.FormatInt(c.RPCTimeout.Milliseconds(), 10))
@@ -164,8 +164,8 @@ func TestRecordScenario(t *testing.T) {
 	if name == "" {
 		t.Skip("run by TestRecord only")
 	}
-	var s mcscenario.Scenario
-	for _, sc := range mcscenario.All() {
+	var s mooncakekit.Scenario
+	for _, sc := range mooncakekit.All() {
 		if sc.Name == name {
 			s = sc
 		}
@@ -174,7 +174,7 @@ func TestRecordScenario(t *testing.T) {
 		t.Fatalf("no scenario %q", name)
 	}
 	env := &realEnv{t: t}
-	rec, err := mcscenario.Run(env, s)
+	rec, err := mooncakekit.Run(env, s)
 	if err != nil {
 		t.Errorf("run: %v", err)
 	}
@@ -187,10 +187,10 @@ func TestRecordScenario(t *testing.T) {
 	}
 }
 
-// realEnv is mcscenario.Env over a real master and real clients.
+// realEnv is mooncakekit.Env over a real master and real clients.
 type realEnv struct {
 	t      *testing.T
-	cfg    mcscenario.Config
+	cfg    mooncakekit.Config
 	master *storekit.Server
 	a      *cgosdk.Client
 	peer   *peer
@@ -198,11 +198,11 @@ type realEnv struct {
 	alloc  [][]byte
 }
 
-var _ mcscenario.Env = (*realEnv)(nil)
+var _ mooncakekit.Env = (*realEnv)(nil)
 
 func secs(d time.Duration) string { return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10) }
 
-func (e *realEnv) Open(cfg mcscenario.Config) ([]mooncake.SDK, error) {
+func (e *realEnv) Open(cfg mooncakekit.Config) ([]mooncake.SDK, error) {
 	e.cfg = cfg
 	m, err := storekit.Start(realkit.MasterSpec(
 		"--default_kv_lease_ttl="+strconv.FormatInt(cfg.Lease.Milliseconds(), 10),
@@ -218,7 +218,7 @@ func (e *realEnv) Open(cfg mcscenario.Config) ([]mooncake.SDK, error) {
 	mc := mooncake.DefaultConfig().Mooncake
 	mc.Master = m.Addr
 	mc.GlobalSegmentSize = 0
-	if cfg.PoolOn == mcscenario.A || cfg.PoolOn == mcscenario.Both {
+	if cfg.PoolOn == mooncakekit.A || cfg.PoolOn == mooncakekit.Both {
 		mc.GlobalSegmentSize = cfg.Segment
 	}
 	a, err := cgosdk.Open(mc)
@@ -230,7 +230,7 @@ func (e *realEnv) Open(cfg mcscenario.Config) ([]mooncake.SDK, error) {
 	out := []mooncake.SDK{a}
 	if cfg.Clients == 2 {
 		mc.GlobalSegmentSize = 0
-		if cfg.PoolOn == mcscenario.B || cfg.PoolOn == mcscenario.Both {
+		if cfg.PoolOn == mooncakekit.B || cfg.PoolOn == mooncakekit.Both {
 			mc.GlobalSegmentSize = cfg.Segment
 		}
 		p, err := startPeer(e.t, mc)
@@ -247,8 +247,8 @@ func (e *realEnv) Open(cfg mcscenario.Config) ([]mooncake.SDK, error) {
 // Alloc maps memory off the Go heap (runtime/hostmem) in the client's
 // process. It does not register it: the scenarios register explicitly
 // (r-registration) or prove that unregistered memory works over tcp (a5).
-func (e *realEnv) Alloc(client int, n int64) (mcscenario.Memory, error) {
-	if client == mcscenario.B {
+func (e *realEnv) Alloc(client int, n int64) (mooncakekit.Memory, error) {
+	if client == mooncakekit.B {
 		return e.peer.alloc(n)
 	}
 	p, err := hostmem.Alloc(int(n))
@@ -256,7 +256,7 @@ func (e *realEnv) Alloc(client int, n int64) (mcscenario.Memory, error) {
 		return nil, err
 	}
 	e.alloc = append(e.alloc, p)
-	return mcscenario.HostMemory(p), nil
+	return mooncakekit.HostMemory(p), nil
 }
 
 func (e *realEnv) Go(call func()) <-chan struct{} {
@@ -369,7 +369,7 @@ func (e *realEnv) Close() error {
 // request in a goroutine of its own, so a blocked call blocks nothing else.
 type peerReq struct {
 	ID    int64               `json:"id"`
-	Op    string              `json:"op"` // alloc, write, read, version, close, or an mcscenario.Op of an SDK call
+	Op    string              `json:"op"` // alloc, write, read, version, close, or an mooncakekit.Op of an SDK call
 	N     int64               `json:"n,omitempty"`
 	Addr  uintptr             `json:"addr,omitempty"`
 	Data  []byte              `json:"data,omitempty"`
@@ -471,29 +471,29 @@ func TestRecordPeer(t *testing.T) {
 				if p, err = find(q.Addr, q.N); err == nil {
 					r.Data = append([]byte(nil), p...)
 				}
-			case string(mcscenario.OpRegister):
+			case string(mooncakekit.OpRegister):
 				var c int64
 				c, err = sdk.RegisterBuffer(q.Bufs[0][0])
 				r.Answers = []int64{c}
-			case string(mcscenario.OpUnregister):
+			case string(mooncakekit.OpUnregister):
 				var c int64
 				c, err = sdk.UnregisterBuffer(q.Bufs[0][0])
 				r.Answers = []int64{c}
-			case string(mcscenario.OpStart):
+			case string(mooncakekit.OpStart):
 				r.Answers, err = sdk.BatchPutSessionStart(q.Keys, q.Sizes)
-			case string(mcscenario.OpScatter):
+			case string(mooncakekit.OpScatter):
 				r.Answers, err = sdk.BatchPutFromMultiBufferRanges(q.Keys, q.Bufs)
-			case string(mcscenario.OpEnd):
+			case string(mooncakekit.OpEnd):
 				r.Answers, err = sdk.BatchPutSessionEnd(q.Keys)
-			case string(mcscenario.OpRevoke):
+			case string(mooncakekit.OpRevoke):
 				r.Answers, err = sdk.BatchPutSessionRevoke(q.Keys)
-			case string(mcscenario.OpGet):
+			case string(mooncakekit.OpGet):
 				var into []mooncake.Buffer
 				for _, b := range q.Bufs {
 					into = append(into, b[0])
 				}
 				r.Answers, err = sdk.BatchGetInto(q.Keys, into)
-			case string(mcscenario.OpExist):
+			case string(mooncakekit.OpExist):
 				r.Answers, err = sdk.BatchIsExist(q.Keys)
 			default:
 				err = fmt.Errorf("unknown op %q", q.Op)
@@ -626,7 +626,7 @@ func (m peerMemory) Read(off, n int64) []byte {
 	return r.Data
 }
 
-func (p *peer) alloc(n int64) (mcscenario.Memory, error) {
+func (p *peer) alloc(n int64) (mooncakekit.Memory, error) {
 	r, err := p.do(peerReq{Op: "alloc", N: n})
 	if err != nil {
 		return nil, err
@@ -634,7 +634,7 @@ func (p *peer) alloc(n int64) (mcscenario.Memory, error) {
 	return peerMemory{p: p, addr: r.Addr, n: n}, nil
 }
 
-func (p *peer) call(op mcscenario.Op, keys []string, sizes []int64, bufs [][]mooncake.Buffer) ([]int64, error) {
+func (p *peer) call(op mooncakekit.Op, keys []string, sizes []int64, bufs [][]mooncake.Buffer) ([]int64, error) {
 	r, err := p.do(peerReq{Op: string(op), Keys: keys, Sizes: sizes, Bufs: bufs})
 	if err != nil {
 		return nil, err
@@ -644,40 +644,40 @@ func (p *peer) call(op mcscenario.Op, keys []string, sizes []int64, bufs [][]moo
 
 func (p *peer) Version() string { return cgosdk.SDKVersion }
 func (p *peer) RegisterBuffer(b mooncake.Buffer) (int64, error) {
-	a, err := p.call(mcscenario.OpRegister, nil, nil, [][]mooncake.Buffer{{b}})
+	a, err := p.call(mooncakekit.OpRegister, nil, nil, [][]mooncake.Buffer{{b}})
 	if err != nil {
 		return 0, err
 	}
 	return a[0], nil
 }
 func (p *peer) UnregisterBuffer(b mooncake.Buffer) (int64, error) {
-	a, err := p.call(mcscenario.OpUnregister, nil, nil, [][]mooncake.Buffer{{b}})
+	a, err := p.call(mooncakekit.OpUnregister, nil, nil, [][]mooncake.Buffer{{b}})
 	if err != nil {
 		return 0, err
 	}
 	return a[0], nil
 }
 func (p *peer) BatchPutSessionStart(keys []string, sizes []int64) ([]int64, error) {
-	return p.call(mcscenario.OpStart, keys, sizes, nil)
+	return p.call(mooncakekit.OpStart, keys, sizes, nil)
 }
 func (p *peer) BatchPutFromMultiBufferRanges(keys []string, bufs [][]mooncake.Buffer) ([]int64, error) {
-	return p.call(mcscenario.OpScatter, keys, nil, bufs)
+	return p.call(mooncakekit.OpScatter, keys, nil, bufs)
 }
 func (p *peer) BatchPutSessionEnd(keys []string) ([]int64, error) {
-	return p.call(mcscenario.OpEnd, keys, nil, nil)
+	return p.call(mooncakekit.OpEnd, keys, nil, nil)
 }
 func (p *peer) BatchPutSessionRevoke(keys []string) ([]int64, error) {
-	return p.call(mcscenario.OpRevoke, keys, nil, nil)
+	return p.call(mooncakekit.OpRevoke, keys, nil, nil)
 }
 func (p *peer) BatchGetInto(keys []string, bufs []mooncake.Buffer) ([]int64, error) {
 	var bb [][]mooncake.Buffer
 	for _, b := range bufs {
 		bb = append(bb, []mooncake.Buffer{b})
 	}
-	return p.call(mcscenario.OpGet, keys, nil, bb)
+	return p.call(mooncakekit.OpGet, keys, nil, bb)
 }
 func (p *peer) BatchIsExist(keys []string) ([]int64, error) {
-	return p.call(mcscenario.OpExist, keys, nil, nil)
+	return p.call(mooncakekit.OpExist, keys, nil, nil)
 }
 
 // Close tears B's client down and waits for its process to exit; a B that

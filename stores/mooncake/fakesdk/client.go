@@ -11,7 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/kvblob/kvblob/internal/reuse"
+	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/stores/mooncake"
 )
 
@@ -209,7 +209,7 @@ func (c *Client) metadataCall(call string, keys []string, sizes []int64) ([]int6
 	if len(ask) == 0 {
 		return m.finishLocked(call, keys, out)
 	}
-	placed := reuse.Resize(sc.placed, len(ask)) // a start's span per asked key
+	placed := driverkit.Resize(sc.placed, len(ask)) // a start's span per asked key
 	sc.placed = placed
 	clear(placed)
 	if !m.down && c.epoch != m.epoch {

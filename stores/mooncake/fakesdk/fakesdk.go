@@ -5,7 +5,7 @@
 // It answers as a real build (Mooncake main at 3b5a594, reporting
 // 0.3.12.post1) answered in the runs docs/mooncake-sdk.md records, and
 // stores/mooncake/testdata/mcscenario holds those answers; the replay test
-// in internal/mcscenario fails when this fake disagrees with one. Its
+// in stores/mooncake/mooncakekit fails when this fake disagrees with one. Its
 // decisions are its own: it names codes (generated/mooncake's Code names the
 // values of types.h), but never asks our spec what an answer means.
 //
@@ -51,7 +51,7 @@ import (
 	"time"
 
 	mooncakegen "github.com/kvblob/kvblob/generated/mooncake"
-	"github.com/kvblob/kvblob/internal/reuse"
+	"github.com/kvblob/kvblob/runtime/driverkit"
 )
 
 // The answers, by their names in types.h.
@@ -184,8 +184,8 @@ type Master struct {
 	calls  map[string]int
 	late   sync.WaitGroup // transfers still writing after their call answered
 
-	spare        reuse.Stack[scratch] // calls' working space, for the next calls
-	spareObjects reuse.Stack[object]  // objects dropped, for the next ones
+	spare        driverkit.Stack[scratch] // calls' working space, for the next calls
+	spareObjects driverkit.Stack[object]  // objects dropped, for the next ones
 }
 
 type faultKey struct{ call, key string }

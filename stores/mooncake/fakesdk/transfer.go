@@ -7,7 +7,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/kvblob/kvblob/internal/reuse"
+	"github.com/kvblob/kvblob/runtime/driverkit"
 	"github.com/kvblob/kvblob/stores/mooncake"
 )
 
@@ -77,7 +77,7 @@ func (c *Client) BatchPutFromMultiBufferRanges(keys []string, buffers [][]moonca
 	sc.writes, sc.slices = writes, flat
 	switch {
 	case len(writes) > 0 && m.fixed && !c.peerStallsLocked():
-		pinned, dsts := reuse.Resize(sc.spans, len(writes)), reuse.Resize(sc.dsts, len(writes))
+		pinned, dsts := driverkit.Resize(sc.spans, len(writes)), driverkit.Resize(sc.dsts, len(writes))
 		sc.spans, sc.dsts = pinned, dsts
 		for wi, w := range writes {
 			pinned[wi], dsts[wi] = w.dst, m.bytesLocked(w.dst)
@@ -157,7 +157,7 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 	out := make([]int64, len(keys))
 	sc := m.scratchLocked()
 	defer m.spareLocked(sc)
-	staged := reuse.Resize(sc.faults, len(keys)) // read only for the asked keys, each set here
+	staged := driverkit.Resize(sc.faults, len(keys)) // read only for the asked keys, each set here
 	ask := sc.ask[:0]
 	for i, k := range keys {
 		f, ok := m.takeLocked(CallGet, k)
@@ -169,8 +169,8 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 		ask = append(ask, i)
 	}
 	sc.faults, sc.ask = staged, ask
-	found := reuse.Resize(sc.found, len(ask)) // each asked key's object, nil for none
-	lookup := reuse.Resize(sc.codes, len(ask))
+	found := driverkit.Resize(sc.found, len(ask)) // each asked key's object, nil for none
+	lookup := driverkit.Resize(sc.codes, len(ask))
 	sc.found, sc.codes = found, lookup
 	clear(found)
 	clear(lookup)
@@ -231,7 +231,7 @@ func (c *Client) BatchGetInto(keys []string, buffers []mooncake.Buffer) ([]int64
 		}
 	}
 	if m.fixed && len(reads) > 0 {
-		pinned, srcs := reuse.Resize(sc.spans, len(reads)), reuse.Resize(sc.dsts, len(reads))
+		pinned, srcs := driverkit.Resize(sc.spans, len(reads)), driverkit.Resize(sc.dsts, len(reads))
 		sc.spans, sc.dsts = pinned, srcs
 		for j, r := range reads {
 			pinned[j], srcs[j] = r.obj.span, m.bytesLocked(r.obj.span)

@@ -5,9 +5,9 @@ import (
 
 	"github.com/kvblob/kvblob/conformance"
 	"github.com/kvblob/kvblob/internal/broken"
-	"github.com/kvblob/kvblob/internal/memorykit"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/stores/memory"
+	"github.com/kvblob/kvblob/stores/memory/memorykit"
 )
 
 // brokenCheck is the rule the "broken" store breaks.
