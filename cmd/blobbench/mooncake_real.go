@@ -88,8 +88,7 @@ func openRealMooncake(log io.Writer) (store, error) {
 // registered 64 MiB buffer took 130-330 ms where the same scatter from a
 // buffer used before took 25 ms (1 MiB rows, 4 per call, on the real SDK;
 // batch_put_from does not pay it), which printed the session path at
-// 12x batch_put_from at 1 MiB and publish_vs_raw_session at 3-5 (issue
-// 31).
+// 12x batch_put_from at 1 MiB and publish_vs_raw_session at 3-5.
 func rawMooncake(c *cgosdk.Client, w plainWork) (t plainTimes, err error) {
 	n := w.rowBytes
 	// slot is row i's window of mem, as the SDK takes it.
