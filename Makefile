@@ -75,9 +75,11 @@ soak: ## the randomized fault soak, bounded (SOAK_DURATION, default 60s)
 # fails), listed apart with the tests that were running; a pass there is
 # a pass (slow, and CI passes it). Each kill's line names the package whose
 # tests made it. A package's tests run once unmutated first (with CI's
-# -timeout: a package CI passes is mutated, however slow), as the first
-# of its work and charged to it, so mutants start as soon as their
-# package's run passed. A failure in an importer's tests is a kill only
+# -timeout: a package CI passes is mutated, however slow; cut short if
+# the budget ends first), as the first of its work and charged to it,
+# with coverage of the package alone (an importer's coverage of every
+# package is measured when a mutant first reaches its tests), so mutants
+# start as soon as their package's run passed. A failure in an importer's tests is a kill only
 # when those tests pass unmutated and fail on the mutant again (else the
 # mutant is reported flaky, apart). A package's tests that never execute
 # the mutated line (by their coverage, measured once unmutated) are

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -629,4 +631,36 @@ func TestAnUnmutatedRunIsCutShortAtTheBudgetsEnd(t *testing.T) {
 	assert.Zero(t, rs[0].Tried)
 	assert.Contains(t, out.String(), "unmutated s: its tests cut short", out.String())
 	assert.Contains(t, out.String(), "reached 0 of the 1 packages with a mutant (one decided or more); not reached: s (its unmutated run was cut short by the budget's end)", out.String())
+}
+
+// TestAPackagesOwnRunCoversItAlone: a package's own unmutated run counts
+// coverage of the package alone (all its own mutants read; counting
+// every package its test binary links made cmd/blobbench's tests six
+// times slower), and its run as an importer, measured when another
+// package's mutant first reaches it, counts every mutated package's.
+// (Tried: the own run with every package's coverage fails it.)
+func TestAPackagesOwnRunCoversItAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	root, err := filepath.Abs(mod)
+	require.NoError(t, err)
+	cfg := Config{Root: root, Timeout: time.Minute, CITimeout: 2 * time.Minute}
+	units := []*unit{{dir: "a", pkgDir: "a", importPath: "example.com/mod/a"}, {dir: "b", pkgDir: "b", importPath: "example.com/mod/b"}}
+	cov := newCoverage(cfg, units, t.TempDir())
+	v, _ := cov.baseline("example.com/mod/b", false)
+	require.Equal(t, survived, v)
+	files := func(own bool) []string {
+		var out []string
+		for f := range cov.get("example.com/mod/b", own).blocks {
+			out = append(out, path.Dir(f))
+		}
+		sort.Strings(out)
+		return slices.Compact(out)
+	}
+	assert.Equal(t, []string{"example.com/mod/b"}, files(true), "b's own run counts b alone")
+	ms, err := Mutants(filepath.Join(root, "a"))
+	require.NoError(t, err)
+	cov.runs("example.com/mod/b", false, ms[0]) // measures b as a's importer
+	assert.Equal(t, []string{"example.com/mod/a", "example.com/mod/b"}, files(false), "b's run as a's importer counts a too")
 }
