@@ -156,6 +156,39 @@ func TestLifecycleRules(t *testing.T) {
 			assert.Equal(t, driver.RuleAccessOpen, rule(l.Close(nil)))
 			assert.True(t, l.Drain(bg, func(context.Context) bool { return true }))
 		}},
+		{"registered counts the live registrations", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
+			// Each count is followed by another call on the lifecycle, so
+			// a count that kept the lock fails on its deadline (tried:
+			// dropping Registered's defer l.mu.Unlock()).
+			assert.Equal(t, 1, l.Registered())
+			require.NoError(t, l.Unregister(reg, nil))
+			assert.Equal(t, 0, l.Registered())
+			_, err := l.Register(r, admitAll, nil)
+			require.NoError(t, err)
+			assert.Equal(t, 1, l.Registered())
+		}},
+		{"a call with no rows is admitted and pins nothing", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
+			// A Put or Get of no rows reaches Begin: its admission looks at
+			// no region (tried: liveFor's len(rows) > 0 as >= 0 panics here
+			// on rows[0]).
+			for _, rows := range [][]driver.Row{nil, {{Key: "no spans"}}} {
+				c, err := l.Begin(rows, admitLive(rows))
+				require.NoError(t, err)
+				assert.NoError(t, l.Unregister(reg, nil), "a call over no region pins none")
+				reg, err = l.Register(r, admitAll, nil)
+				require.NoError(t, err)
+				c.End()
+			}
+			op, err := l.EachRow(bg, nil, admitLive(nil), func(driver.Row) driver.Result {
+				t.Error("a call with no rows ran one")
+				return driver.Result{}
+			})
+			require.NoError(t, err)
+			res, done := op.Poll()
+			assert.True(t, done)
+			assert.Empty(t, res)
+			assert.True(t, l.Drain(bg, nil), "every call ended")
+		}},
 		{"admission refusals record nothing", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
 			_, err := l.Begin(rowsIn(r), func(func(*driver.Region) bool) error { return driver.Reject(driver.RuleEmptyKey, "x") })
 			assert.Equal(t, driver.RuleEmptyKey, rule(err))
