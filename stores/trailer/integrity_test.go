@@ -187,6 +187,39 @@ func TestIntegrityNeverPrintsItsKeys(t *testing.T) {
 	assert.Contains(t, out.String(), "redacted")
 }
 
+// TestIntegritySaysWhatItHoldsEveryWayItIsPrinted: printed with any verb,
+// logged or marshalled, an Integrity says whether it is on and whether a
+// previous key is set, and the same every way; On answers whether it is
+// on. An output that said nothing would pass the redaction test above
+// (tried: dropping Format's write, and On answering in == nil, each fail
+// here).
+func TestIntegritySaysWhatItHoldsEveryWayItIsPrinted(t *testing.T) {
+	for _, c := range []struct {
+		in   *Integrity
+		on   bool
+		says string
+	}{
+		{nil, false, "integrity off"},
+		{integrity(t, keyA, nil), true, "integrity AES-GMAC (current key, redacted)"},
+		{integrity(t, keyA, keyB), true, "integrity AES-GMAC (current and previous key, redacted)"},
+	} {
+		assert.Equal(t, c.on, c.in.On(), c.says)
+		assert.Equal(t, c.says, c.in.String())
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%x", "%d"} {
+			assert.Equal(t, c.says, fmt.Sprintf(verb, c.in), verb)
+		}
+		assert.Equal(t, c.says, c.in.GoString())
+		assert.Equal(t, c.says, c.in.LogValue().String())
+		j, err := json.Marshal(c.in)
+		require.NoError(t, err)
+		if c.in == nil {
+			assert.Equal(t, "null", string(j), "encoding/json writes a nil pointer itself")
+			continue
+		}
+		assert.Equal(t, fmt.Sprintf("%q", c.says), string(j))
+	}
+}
+
 // recordTB is a TB that records what AssertNoSecret reports.
 type recordTB struct{ errs []string }
 
