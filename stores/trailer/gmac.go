@@ -261,13 +261,3 @@ func (s *Sealer) Finish(obj []byte, key string) []byte {
 	obj = s.c.sum(obj, nonce[:], &t, key)
 	return append(obj, t[:]...)
 }
-
-func makeTrailer(version uint16, digest [16]byte, n int64, crc uint32) [Size]byte {
-	var t [Size]byte
-	copy(t[0:4], Magic)
-	binary.LittleEndian.PutUint16(t[4:6], version)
-	copy(t[8:24], digest[:])
-	binary.LittleEndian.PutUint64(t[24:32], uint64(n))
-	binary.LittleEndian.PutUint32(t[32:36], crc)
-	return t
-}
