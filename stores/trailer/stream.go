@@ -134,7 +134,7 @@ func (v *Verifier) Write(p []byte) {
 // every byte of it (no more), and with integrity off its CRC32, with
 // integrity on its tag under the current key, or under the previous one,
 // which Check then computes over payload (the bytes written, as the
-// reader holds them).
+// reader holds them). Asked again, Check answers the same.
 func (v *Verifier) Check(payload []byte) error {
 	switch {
 	case v.n != v.h.Len:
