@@ -3,6 +3,7 @@ package driverkit
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -93,6 +94,15 @@ func TestLifecycleRules(t *testing.T) {
 			_, err := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
 			assert.Equal(t, driver.RuleSpanOutside, rule(err))
 			assert.Equal(t, driver.RuleUnknownRegistration, rule(l.Unregister(reg, nil)), "a second unregister")
+			// Each refusal leaves the lifecycle usable (tried: dropping the
+			// unlock before this refusal fails the case on its bound).
+			var other Lifecycle
+			theirs, err := other.Register(r, admitAll, nil)
+			require.NoError(t, err)
+			assert.Equal(t, driver.RuleUnknownRegistration, rule(l.Unregister(theirs, nil)), "another lifecycle's registration")
+			assert.Equal(t, driver.RuleUnknownRegistration, rule(l.Unregister(nil, nil)), "no registration")
+			_, err = l.Register(r, admitAll, nil)
+			assert.NoError(t, err, "the lifecycle goes on after the refusals")
 		}},
 		{"a failed detach leaves the registration live", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
 			boom := errors.New("sdk said no")
@@ -149,6 +159,37 @@ func TestLifecycleRules(t *testing.T) {
 			done := make(chan bool)
 			go func() { done <- l.Drain(bg, nil) }()
 			c.End()
+			assert.True(t, <-done)
+		}},
+		{"drain waits for every call in progress, not only the last", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
+			// Two calls in flight: the drain is woken only once the count
+			// reaches zero (tried: leaveLocked closing idle at
+			// inProgress == 1 wakes the drain at the first End, and the
+			// second End then wakes nothing: the case fails on its bound).
+			a, _ := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
+			b, _ := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
+			waiting := func() { // until a drain waits on the idle channel
+				for {
+					l.mu.Lock()
+					w := l.idle != nil
+					l.mu.Unlock()
+					if w {
+						return
+					}
+					runtime.Gosched()
+				}
+			}
+			done := make(chan bool)
+			go func() { done <- l.Drain(bg, nil) }()
+			waiting()
+			a.End()
+			waiting()
+			select {
+			case <-done:
+				t.Error("the drain returned with a call in progress")
+			default:
+			}
+			b.End()
 			assert.True(t, <-done)
 		}},
 		{"drain answers what finish answers", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
@@ -322,7 +363,8 @@ func TestLivenessIsPerRegion(t *testing.T) {
 
 // TestARegionStaysPinnedUntilItsLastCallEndsAccess: with two calls open on
 // a region, the first one ending its access (even twice: EndAccess, then
-// End) leaves the region pinned by the second.
+// End) leaves the region pinned by the second; once the second's ended,
+// the lifecycle holds nothing of it.
 func TestARegionStaysPinnedUntilItsLastCallEndsAccess(t *testing.T) {
 	var l Lifecycle
 	r := region("r")
@@ -337,6 +379,10 @@ func TestARegionStaysPinnedUntilItsLastCallEndsAccess(t *testing.T) {
 	assert.Equal(t, driver.RuleAccessOpen, rule(l.Unregister(reg, nil)), "the second call may still touch the region")
 	b.End()
 	require.NoError(t, l.Unregister(reg, nil))
+	// A driver that registers region after region for ever keeps no
+	// entry for one nothing pins (tried: dropping unpinLocked's delete
+	// fails here; the count it leaves, 0, pins nothing).
+	assert.Empty(t, l.pinned, "entries kept for regions nothing pins")
 }
 
 func TestEachRowCancelsTheRowsCtxStopped(t *testing.T) {
