@@ -126,6 +126,36 @@ func TestRotationAcceptsThePreviousKeyAndWritesTheCurrent(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnverified, "once the previous key is dropped, its rows are refused")
 }
 
+// TestKeysOfMinKeyBytesAreTakenAndShorterRefused holds the key length's
+// bound on both sides for each key: MinKeyBytes bytes is a key, one fewer
+// is refused naming which key. The test below tried only keys far from
+// the bound (tried: len(previous) < MinKeyBytes as <= fails here, and so
+// does the current key's).
+func TestKeysOfMinKeyBytesAreTakenAndShorterRefused(t *testing.T) {
+	at, below := keyA[:MinKeyBytes], keyB[:MinKeyBytes-1]
+	for _, c := range []struct {
+		name          string
+		current, prev []byte
+		refused       string // "" when taken
+	}{
+		{"both at the bound", at, at, ""},
+		{"the current key at the bound", at, nil, ""},
+		{"the current key one short", below, nil, "the current row key has 15 bytes; it needs at least 16"},
+		{"the previous key one short", at, below, "the previous row key has 15 bytes; it needs at least 16"},
+	} {
+		in, err := NewIntegrity(c.current, c.prev)
+		if c.refused != "" {
+			assert.EqualError(t, err, "trailer: "+c.refused, c.name)
+			continue
+		}
+		require.NoError(t, err, c.name)
+		payload := []byte("a KV row")
+		got, err := in.Check(in.Encode("k", payload), "k")
+		require.NoError(t, err, c.name)
+		assert.Equal(t, payload, got, c.name)
+	}
+}
+
 func TestKeysParseFromHexAndBase64AndTheEnvironment(t *testing.T) {
 	for _, s := range []string{hex.EncodeToString(keyA), base64.StdEncoding.EncodeToString(keyA), base64.RawStdEncoding.EncodeToString(keyA)} {
 		k, err := ParseKey(s)
