@@ -146,7 +146,7 @@ func (c *chunker) hash(chunk []byte) {
 
 // write adds p, the payload's next bytes.
 func (c *chunker) write(p []byte) {
-	if len(c.part) > 0 {
+	if len(c.part) != 0 {
 		n := min(len(p), ChunkSize-len(c.part))
 		c.part = append(c.part, p[:n]...)
 		p = p[n:]
@@ -160,7 +160,7 @@ func (c *chunker) write(p []byte) {
 		c.hash(p[:ChunkSize])
 		p = p[ChunkSize:]
 	}
-	if len(p) > 0 {
+	if len(p) != 0 {
 		if c.part == nil {
 			c.part = make([]byte, 0, ChunkSize)
 		}
