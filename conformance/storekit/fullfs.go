@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,18 +52,23 @@ func Unmount(dir string) error {
 // point, holding the owning process's pid and start time.
 const OwnerSuffix = ".storekit-owner"
 
-// SweepMounts unmounts every tmpfs whose owner record (Mount's) names a
-// process that is gone, and removes its mount point and record; a mount
-// with no record (not Mount's) or with a live owner is left alone. It
-// returns the mount points it swept.
+// SweepMounts unmounts every tmpfs under the temporary folder whose owner
+// record (Mount's) names a process that is gone, and removes its mount
+// point and record; a mount with no record (not Mount's), with a live
+// owner, or outside the temporary folder (where a test kit mounts
+// nothing) is left alone. It returns the mount points it swept.
 func SweepMounts() ([]string, error) {
 	info, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
+	tmp := filepath.Clean(os.TempDir()) + string(filepath.Separator)
 	var swept []string
 	var errs []error
 	for _, dir := range tmpfsMounts(string(info)) {
+		if !strings.HasPrefix(dir, tmp) {
+			continue
+		}
 		rec, err := os.ReadFile(dir + OwnerSuffix)
 		if err != nil {
 			continue // not Mount's

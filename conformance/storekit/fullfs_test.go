@@ -39,8 +39,8 @@ func mounted(t *testing.T, dir string) bool {
 // TestATmpfsItsKilledOwnerLeftIsSwept: a test process killed with its
 // tmpfs mounted (no cleanup runs) leaves an owner record, and the next
 // Mount's sweep unmounts that tmpfs and removes its folder and record;
-// while the owner lives, and for a mount Mount did not make, the sweep
-// leaves the mount alone.
+// while the owner lives, for a mount Mount did not make, and for one
+// outside the temporary folder, the sweep leaves the mount alone.
 func TestATmpfsItsKilledOwnerLeftIsSwept(t *testing.T) {
 	if !CanMount() {
 		t.Skip("mounting a tmpfs needs root")
@@ -76,6 +76,16 @@ func TestATmpfsItsKilledOwnerLeftIsSwept(t *testing.T) {
 	require.NoError(t, child.Process.Kill())
 	_ = child.Wait()
 	require.True(t, mounted(t, dir), "the killed owner's tmpfs went by itself: nothing to sweep")
+
+	elsewhere := filepath.Join(parent, "elsewhere")
+	require.NoError(t, os.Mkdir(elsewhere, 0o700))
+	tmp := os.Getenv("TMPDIR")
+	t.Setenv("TMPDIR", elsewhere)
+	swept, err = SweepMounts()
+	require.NoError(t, err)
+	assert.Empty(t, swept, "a mount outside the temporary folder was swept")
+	assert.True(t, mounted(t, dir), "a mount outside the temporary folder was swept")
+	t.Setenv("TMPDIR", tmp)
 
 	swept, err = SweepMounts()
 	require.NoError(t, err)
