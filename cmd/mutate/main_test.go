@@ -664,3 +664,17 @@ func TestAPackagesOwnRunCoversItAlone(t *testing.T) {
 	cov.runs("example.com/mod/b", false, ms[0]) // measures b as a's importer
 	assert.Equal(t, []string{"example.com/mod/a", "example.com/mod/b"}, files(false), "b's run as a's importer counts a too")
 }
+
+// TestABuildCheckWritesNoProgram: checking that a mutant of a main
+// package builds leaves no program in the module's root. (Tried: without
+// -o it writes "tool" there.)
+func TestABuildCheckWritesNoProgram(t *testing.T) {
+	root := writeModule(t, map[string]string{
+		"go.mod":           "module example.com/prog\n\ngo 1.21\n",
+		"cmd/tool/main.go": "package main\n\nfunc main() {}\n",
+		"overlay.json":     `{"Replace":{}}`,
+	})
+	require.True(t, builds(Config{Root: root}, filepath.Join(root, "overlay.json"), "./cmd/tool"))
+	_, err := os.Stat(filepath.Join(root, "tool"))
+	assert.True(t, os.IsNotExist(err), "go build wrote the program into the module's root")
+}
