@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -606,6 +608,43 @@ func TestAMutantGoTestsVetFailsIsAKill(t *testing.T) {
 	assert.Contains(t, out.String(), "&& -> ||", out.String())
 	assert.Contains(t, out.String(), "by go test's vet checks on example.com/vet/v", out.String())
 	assert.Zero(t, rs[0].KilledElsewhere, "v's own vet")
+}
+
+// TestVettingAMutantRunsNoTestBinary: a mutant is vetted as go test vets
+// a package, without running its test binary, whose TestMain may start
+// servers for nothing (a store's does); a vet failure is still one.
+// (Tried: without -exec true the TestMain below runs and writes its file.)
+func TestVettingAMutantRunsNoTestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	ran := filepath.Join(t.TempDir(), "ran")
+	root := writeModule(t, map[string]string{
+		"go.mod":      "module example.com/vetmain\n\ngo 1.21\n",
+		"m/m.go":      "package m\n\nfunc One() int { return 1 }\n",
+		"m/m_test.go": "package m\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) {\n\t_ = os.WriteFile(" + strconv.Quote(ran) + ", nil, 0o600)\n\tos.Exit(m.Run())\n}\n",
+		"m/bad.go":    "package m\n",
+	})
+	overlay := filepath.Join(t.TempDir(), "overlay.json")
+	bad := filepath.Join(t.TempDir(), "bad.go")
+	require.NoError(t, os.WriteFile(bad, []byte("package m\n\nimport \"fmt\"\n\nfunc Bad() string { return fmt.Sprintf(\"%d\", \"x\") }\n"), 0o600))
+	for _, c := range []struct {
+		name    string
+		replace map[string]string
+		want    bool
+	}{
+		{"clean", map[string]string{}, false},
+		{"a printf vet refuses", map[string]string{filepath.Join(root, "m", "bad.go"): bad}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := json.Marshal(map[string]any{"Replace": c.replace})
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(overlay, b, 0o600))
+			assert.Equal(t, c.want, vetFails(Config{Root: root}, overlay, "example.com/vetmain/m", false))
+			_, err = os.Stat(ran)
+			assert.True(t, os.IsNotExist(err), "vetting ran the test binary (its TestMain wrote %s)", ran)
+		})
+	}
 }
 
 // TestAnUnmutatedRunIsCutShortAtTheBudgetsEnd: a package's unmutated run
