@@ -66,37 +66,52 @@ soak: ## the randomized fault soak, bounded (SOAK_DURATION, default 60s)
 # mooncake tag are left out). Each mutant runs against the tests of its
 # package and then of every package whose tests link it, as CI runs them
 # (with -race where the package starts goroutines or uses sync), go test
-# -failfast (one failing test decides a kill); MUTATE_JOBS mutants at
-# once. A package's tests that reach their -timeout (four times what the
+# -failfast (one failing test decides a kill) and -vet=off (a mutant the
+# tests all pass is then vetted as go test vets it, and a vet failure,
+# which fails CI's go test, is a kill); MUTATE_JOBS mutants at once. A
+# package's tests that reach their -timeout (four times what the
 # package's test binary took to pass, 1 to 3 minutes) run again, whole,
 # under CI's (TEST_TIMEOUT): a hang there is a kill (CI's test binary
 # fails), listed apart with the tests that were running; a pass there is
 # a pass (slow, and CI passes it). Each kill's line names the package whose
 # tests made it. A package's tests run once unmutated first (with CI's
-# -timeout: a package CI passes is mutated, however slow), as the first
-# of its work and charged to it, so mutants start as soon as their
-# package's run passed. A failure in an importer's tests is a kill only
+# -timeout: a package CI passes is mutated, however slow; cut short if
+# the budget ends first), as the first of its work and charged to it,
+# with coverage of the package alone (an importer's coverage of every
+# package is measured when a mutant first reaches its tests), so mutants
+# start as soon as their package's run passed. A failure in an importer's tests is a kill only
 # when those tests pass unmutated and fail on the mutant again (else the
 # mutant is reported flaky, apart). A package's tests that never execute
 # the mutated line (by their coverage, measured once unmutated) are
-# skipped. The packages share the budget by time (the next mutant is
-# always the package's that has used the least; an importer's coverage
-# run, measured once for every package's mutants, is charged to none),
-# and a package's mutants are sampled (seeded: another MUTATE_SEED samples
-# others) when its share cannot cover them all: the report says each
-# package's share of the budget, the share sampled and the share decided
-# (a mutant the budget's end cut short is sampled, not decided, and not
-# scored). Mutants argued equivalent (no test could tell them from the
+# skipped. The budget reaches every package: the next mutant is always
+# the package's with the fewest decided or running (so every package gets
+# its first before any gets a second, however slow its tests; of equals,
+# a package whose unmutated run passed before one not started, then the
+# one that used the least time; an importer's coverage run, measured once
+# for every package's mutants, is charged to none); a package whose next
+# mutant would not finish before the budget's end is skipped, not the
+# run. A package's mutants are sampled (seeded: another MUTATE_SEED
+# samples others): the report says each package's share of the budget,
+# the share sampled and the share decided (a mutant the budget's end cut
+# short is sampled, not decided, and not scored), and the total how many
+# of the packages with a mutant were reached (one decided) and which were
+# not, with why. Mutants argued equivalent (no test could tell them from the
 # source) are listed, each with its reason, in cmd/mutate/equivalent.txt:
 # the report gives the score over every decided mutant and the score
 # without the listed ones, names each listed survivor with its reason
 # apart from the unexplained, and names an entry that a test killed
-# (wrong) or that matches no mutant (stale).
-MUTATE_BUDGET ?= 30m
+# (wrong) or that matches no mutant (stale). The default budget is what
+# 150 mutants decided across every package are estimated to take on a
+# two-core machine with nothing else running, from each package's
+# unmutated run and its mutants' measured cost: about 15 minutes of
+# unmutated runs, 25 of the mutants' own tests and 55 of the importers'
+# tests and coverage runs (for a mutant its own tests pass), 95 minutes
+# of work over two jobs that share the two cores.
+MUTATE_BUDGET ?= 60m
 MUTATE_JOBS ?= 2
 MUTATE_SEED ?= 1
 MUTATE_PKGS ?= ./...
-mutate: deps ## mutation testing of every package, bounded (MUTATE_BUDGET, default 30m): score and share sampled per package, each kill's package, each survivor's file:line, change and line, the listed equivalents apart
+mutate: deps ## mutation testing of every package, bounded (MUTATE_BUDGET, default 60m): score and share sampled per package, each kill's package, each survivor's file:line, change and line, the listed equivalents apart
 	$(GO) run ./cmd/mutate -budget $(MUTATE_BUDGET) -j $(MUTATE_JOBS) -seed $(MUTATE_SEED) -timeout 3m -ci-timeout $(TEST_TIMEOUT) -equivalent cmd/mutate/equivalent.txt $(MUTATE_PKGS)
 
 # Every fuzz target in the tree, found afresh each run: the packages whose

@@ -19,6 +19,14 @@ var textRoots = []string{"README.md", "docs", "spec", "generated", "runtime", "s
 // numbers. A user has neither, so the text must say the fact itself.
 var outside = regexp.MustCompile(`(?i)\.\./shared/|issue [0-9]+`)
 
+// wrapped matches an issue number a line break split from its word: a
+// line that ends in "issue" (foldedIssue), then one whose text, after a
+// comment's or quote's marks, starts with a number (foldedNumber).
+var (
+	foldedIssue  = regexp.MustCompile(`(?i)\bissue\s*$`)
+	foldedNumber = regexp.MustCompile(`^\s*(//|#|>|\*)*\s*[0-9]+`)
+)
+
 // mdLink matches a Markdown link's target: [text](target).
 var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 
@@ -59,6 +67,7 @@ func checkText(t *testing.T, root, rel string) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	prev := ""
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		if strings.ContainsRune(line, 0) {
@@ -67,6 +76,10 @@ func checkText(t *testing.T, root, rel string) {
 		if m := outside.FindString(line); m != "" {
 			t.Errorf("%s:%d: %q points outside the repository (a clone has neither the notes beside it nor the issue tracker): say the fact itself", rel, n, m)
 		}
+		if foldedIssue.MatchString(prev) && foldedNumber.MatchString(line) {
+			t.Errorf("%s:%d: an issue number folded onto this line points outside the repository (a clone has no issue tracker): say the fact itself", rel, n)
+		}
+		prev = line
 		if !strings.HasSuffix(rel, ".md") {
 			continue
 		}

@@ -67,7 +67,8 @@ func TestAgainstARedisYouRun(t *testing.T) {
 			` publish_vs_pipeline@` + size + `=` + f + ` fetch_vs_pipeline@` + size + `=` + f +
 			` publish_keyed_vs_off@` + size + `=` + f + ` fetch_keyed_vs_off@` + size + `=` + f +
 			` publish_keyed_vs_tag_bound@` + size + `=` + f + ` fetch_keyed_vs_tag_bound@` + size + `=` + f +
-			` tag_bound_gb_s@` + size + `=` + f + ` tag_only_gb_s@` + size + `=` + f
+			` tag_bound_gb_s@` + size + `=` + f + ` tag_only_gb_s@` + size + `=` + f +
+			` pipeline_publish_vs_tag_bound@` + size + `=` + f + ` pipeline_fetch_vs_tag_bound@` + size + `=` + f
 	}
 	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[redis\]: workers=2`+at("64KiB")+at("1MiB")+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+`$`), out.String())
 	assert.NotContains(t, out.String(), "ratios[memory]", "only the store given is benched")

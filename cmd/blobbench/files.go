@@ -30,6 +30,10 @@ import (
 // when positive, else each store's default.
 var rowsInFlightFlag int
 
+// fsDirFlag is -fs-dir: the folder the fs store's directory is made in
+// ("": the system's temporary folder, on the machine's disk here).
+var fsDirFlag string
+
 func rowsInFlight(def int) int {
 	if rowsInFlightFlag > 0 {
 		return rowsInFlightFlag
@@ -81,7 +85,9 @@ func buffers(conc, n int) [][]byte {
 }
 
 // fsStore is the shared-filesystem driver over a fresh directory on the
-// machine's disk (not a tmpfs: its fsyncs are real), against the durable
+// machine's disk (not a tmpfs: its fsyncs are real; -fs-dir makes it in
+// another folder, e.g. a tmpfs, to see the store without a disk's
+// fsyncs), against the durable
 // write a program would do itself (a temporary file written and fsynced,
 // renamed over the object, the directory fsynced) and a pread of the
 // whole file, at the same concurrency (posix); and against the same pread
@@ -89,7 +95,7 @@ func buffers(conc, n int) [][]byte {
 // least a raw client must do before it trusts a row on a filesystem that
 // others can write, which the driver's fetch does too.
 func fsStore() (store, error) {
-	dir, err := os.MkdirTemp("", "blobbench-fs-")
+	dir, err := os.MkdirTemp(fsDirFlag, "blobbench-fs-")
 	if err != nil {
 		return store{}, err
 	}

@@ -64,7 +64,7 @@ func TestQuickRunWritesEveryOutput(t *testing.T) {
 	assert.Contains(t, out.String(), "cost per row-op as work grows", "the table prints the sizes")
 	assert.Contains(t, out.String(), "two goroutine hand-offs alone", "and the floor under one batch")
 	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[mooncake-fake\]: workers=2`+sizes("", append([]string{"publish_unkeyed_vs_off", "fetch_unkeyed_vs_off"}, keyed...)...)+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+`$`), out.String())
-	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[fs\]: workers=2`+sizes("posix", append([]string{"fetch_vs_posix_checked"}, keyed...)...)+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+`$`), out.String(),
+	assert.Regexp(t, regexp.MustCompile(`(?m)^ratios\[fs\]: workers=2`+sizes("posix", append(append([]string{"fetch_vs_posix_checked"}, keyed...), "posix_publish_vs_tag_bound", "posix_fetch_vs_tag_bound")...)+` fetch_p99_loaded_vs_idle=`+f+` publish_loaded_vs_alone=`+f+`$`), out.String(),
 		"fs against a durable write and a pread of its own, and that pread with the CRC32 a raw client must check")
 	assert.Contains(t, errb.String(), "blobbench: memory", "progress goes to stderr")
 	b, err := os.ReadFile(filepath.Join(dir, "blobbench.json"))
@@ -110,6 +110,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-row-kib", "x"}, `-row-kib: "x" is not a size in KiB`},
 		{[]string{"-rows", "1024"}, `-rows was renamed -row-kib (comma-separated row sizes in KiB`},
 		{[]string{"-quick", "--rows=256"}, `-rows was renamed -row-kib`},
+		{[]string{"-fs-dir", "no/such/folder"}, `-fs-dir no/such/folder is not a folder that exists`},
 	}
 	if len(extraStores) == 0 {
 		cases = append(cases, struct {
@@ -167,8 +168,9 @@ func TestTheOwnClientRunsAtTheConcurrencyTheDriverReaches(t *testing.T) {
 // client puts at the publish's parallelism (backend.PublishWorkers of the
 // workers, times the rows a call sends at once) and gets at the fetch's,
 // so each ratio compares like with like; a store with a session path
-// gets its publish_vs_<session> ratio at every size, and one with a
-// checked get its fetch_vs_<checked>.
+// gets its publish_vs_<session> ratio at every size, one with a
+// checked get its fetch_vs_<checked>, and one with the row key its
+// client's time over the integrity code's pass (<client>_publish_vs_tag_bound).
 func TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches(t *testing.T) {
 	for _, c := range []struct {
 		workers, rowsInFlight, wantGet int
@@ -195,9 +197,14 @@ func TestAStoresClientRunsAtTheParallelismOfTheWorkItMatches(t *testing.T) {
 		assert.Equal(t, []int{c.wantGet, c.wantGet, c.wantGet}, gets, "gets, %+v", c)
 		require.NotNil(t, b.PublishVsSession, "%+v", c)
 		require.NotNil(t, b.FetchVsChecked, "%+v", c)
+		require.NotNil(t, b.PlainPublishVsTagBound, "%+v", c)
+		require.NotNil(t, b.PlainFetchVsTagBound, "%+v", c)
 		var out bytes.Buffer
 		printRatios(&out, ratios{Store: "x", PlainName: s.plainName, SessionName: s.sessionName, CheckedName: s.checkedName, Workers: c.workers,
-			Sizes: []sizeRatios{{RowBytes: 64 << 10, PublishVsPlain: b.PublishVsPipeline, FetchVsPlain: b.FetchVsPipeline, PublishVsSession: b.PublishVsSession, FetchVsChecked: b.FetchVsChecked}}})
+			Sizes: []sizeRatios{{RowBytes: 64 << 10, PublishVsPlain: b.PublishVsPipeline, FetchVsPlain: b.FetchVsPipeline, PublishVsSession: b.PublishVsSession, FetchVsChecked: b.FetchVsChecked,
+				integrityRatios: b.integrityRatios}}})
+		assert.Contains(t, out.String(), " own_publish_vs_tag_bound@64KiB="+b.PlainPublishVsTagBound.String())
+		assert.Contains(t, out.String(), " own_fetch_vs_tag_bound@64KiB="+b.PlainFetchVsTagBound.String())
 		assert.Contains(t, out.String(), " publish_vs_own@64KiB=")
 		assert.Contains(t, out.String(), " publish_vs_own_session@64KiB="+b.PublishVsSession.String())
 		assert.Contains(t, out.String(), " fetch_vs_own_checked@64KiB="+b.FetchVsChecked.String())
@@ -361,4 +368,25 @@ func objectOf(t *testing.T, store string, r *rig, key string) []byte {
 	obj, err := os.ReadFile(file)
 	require.NoError(t, err)
 	return obj
+}
+
+// TestTheFsStoreIsMadeInTheFolderFsDirNames: -fs-dir puts the fs store's
+// directory in the folder it names (a tmpfs, say), and the store's stop
+// removes that directory.
+func TestTheFsStoreIsMadeInTheFolderFsDirNames(t *testing.T) {
+	parent := t.TempDir()
+	fsDirFlag = parent
+	defer func() { fsDirFlag = "" }()
+	s, err := fsStore()
+	require.NoError(t, err)
+	d, err := s.make()
+	require.NoError(t, err)
+	file, _, err := d.(*fs.Driver).Paths("a/" + driver.KeyVersion + "/0123")
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	assert.True(t, strings.HasPrefix(file, parent+string(filepath.Separator)), "the store's file %s is not under -fs-dir %s", file, parent)
+	s.stop()
+	left, err := os.ReadDir(parent)
+	require.NoError(t, err)
+	assert.Empty(t, left, "the store's stop left its directory in -fs-dir")
 }

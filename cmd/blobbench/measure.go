@@ -173,6 +173,13 @@ type integrityRatios struct {
 	// and tag alone, nothing copied.
 	TagBoundGBs *spread `json:"tag_bound_gb_s,omitempty"`
 	TagOnlyGBs  *spread `json:"tag_only_gb_s,omitempty"`
+	// PlainPublishVsTagBound and PlainFetchVsTagBound are the store's own
+	// client (the plain baseline: posix, the SDK, a pipeline), which
+	// checks nothing, over the same single pass: where it is under the
+	// bound too, the medium, not the integrity code, is what a keyed
+	// store cannot pass.
+	PlainPublishVsTagBound *spread `json:"plain_publish_vs_tag_bound,omitempty"`
+	PlainFetchVsTagBound   *spread `json:"plain_fetch_vs_tag_bound,omitempty"`
 }
 
 type latency struct {
@@ -857,6 +864,8 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 	}()
 	var modeSteps func(r *rig, pubT, getT *[]time.Duration) error
 	var tagFetchR, tagPubR []float64
+	// The store's own client's times over the integrity code's pass.
+	var plainTagPubR, plainTagFetchR []float64
 	for i := 0; i <= p.reps; i++ { // rep 0 warms the store up and is not counted
 		// The driver's steps: a publish and a fetch of a fresh view, each
 		// from cold caches; its objects forgotten after.
@@ -981,6 +990,10 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			m.pubR, m.getR = append(m.pubR, float64(pub)/float64(mp)), append(m.getR, float64(get)/float64(mg))
 			if m.name == "keyed" {
 				tagPubR, tagFetchR = append(tagPubR, float64(tagPub)/float64(mp)), append(tagFetchR, float64(tagGet)/float64(mg))
+				if s.plain != nil {
+					plainTagPubR = append(plainTagPubR, float64(tagPub)/float64(plain.put))
+					plainTagFetchR = append(plainTagFetchR, float64(tagGet)/float64(plain.get))
+				}
 				m.gbs = append(m.gbs, gbs(total, mp), gbs(total, mg))
 				m.tagGBs = append(m.tagGBs, gbs(total, tagGet))
 				m.tagOnlyGBs = append(m.tagOnlyGBs, gbs(total, tagOnly))
@@ -1033,6 +1046,10 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			b.PublishKeyedVsTagBound, b.FetchKeyedVsTagBound = &tp, &tf
 			tg, to := spreadOf(m.tagGBs), spreadOf(m.tagOnlyGBs)
 			b.TagBoundGBs, b.TagOnlyGBs = &tg, &to
+			if len(plainTagPubR) > 0 {
+				pp, pf := spreadOf(plainTagPubR), spreadOf(plainTagFetchR)
+				b.PlainPublishVsTagBound, b.PlainFetchVsTagBound = &pp, &pf
+			}
 		}
 	}
 	if s.plain != nil {

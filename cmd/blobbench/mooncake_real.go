@@ -11,6 +11,7 @@ import (
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/cgosdk"
 	"github.com/kvblob/kvblob/stores/mooncake/mooncakekit/realkit"
+	"github.com/kvblob/kvblob/stores/trailer"
 )
 
 // Built with -tags mooncake, blobbench also measures the driver over the
@@ -18,7 +19,10 @@ import (
 // SDK's own batch_put_from and batch_get_into of the same bytes through the
 // same client (the ratios line's publish_vs_raw_sdk and fetch_vs_raw_sdk),
 // and the same puts made the driver's way through the same client: session
-// start, scatter, end (publish_vs_raw_session).
+// start, scatter, end (publish_vs_raw_session). Like every store that
+// takes a row key, it is measured with the unkeyed object trailer and
+// with the key on beside integrity off, each driver over a client of its
+// own (publish_unkeyed_vs_off, publish_keyed_vs_off, ...).
 func init() {
 	extraStores = append(extraStores, struct {
 		name string
@@ -45,18 +49,25 @@ func openRealMooncake(log io.Writer) (store, error) {
 	// The views are cut as a Mooncake store file's defaults cut them (its
 	// spec's config), so the figures are those of the batching users get.
 	batch := mooncake.DefaultConfig().Backend
+	// open makes a driver over a new real client of the pool's master:
+	// integrity off, the unkeyed trailer or the row key on, as opts say.
+	open := func(opts mooncake.Options) (driver.Driver, error) {
+		sdk, err := cgosdk.Open(cfg)
+		if err != nil {
+			return nil, err
+		}
+		d, err := mooncake.NewWith(sdk, opts)
+		if err != nil {
+			_ = sdk.Close()
+			return nil, err
+		}
+		return d, nil
+	}
 	return store{name: "mooncake-real", rowsPerCall: batch.RowsPerBatch, bytesPerCall: batch.BytesPerBatch,
-		make: func() (driver.Driver, error) {
-			sdk, err := cgosdk.Open(cfg)
-			if err != nil {
-				return nil, err
-			}
-			d, err := mooncake.New(sdk)
-			if err != nil {
-				_ = sdk.Close()
-				return nil, err
-			}
-			return d, nil
+		make:    func() (driver.Driver, error) { return open(mooncake.Options{}) },
+		unkeyed: func() (driver.Driver, error) { return open(mooncake.Options{Trailer: true}) },
+		keyed: func(in *trailer.Integrity) (driver.Driver, error) {
+			return open(mooncake.Options{Integrity: in})
 		},
 		forget:         func(d driver.Driver, keys []string) { _, _ = client(d).BatchRemove(keys) },
 		stop:           func() { _ = pool.Close() },
@@ -88,8 +99,7 @@ func openRealMooncake(log io.Writer) (store, error) {
 // registered 64 MiB buffer took 130-330 ms where the same scatter from a
 // buffer used before took 25 ms (1 MiB rows, 4 per call, on the real SDK;
 // batch_put_from does not pay it), which printed the session path at
-// 12x batch_put_from at 1 MiB and publish_vs_raw_session at 3-5 (issue
-// 31).
+// 12x batch_put_from at 1 MiB and publish_vs_raw_session at 3-5.
 func rawMooncake(c *cgosdk.Client, w plainWork) (t plainTimes, err error) {
 	n := w.rowBytes
 	// slot is row i's window of mem, as the SDK takes it.

@@ -2,9 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -334,43 +339,190 @@ func TestABudgetThatEndsDuringACoverageRunCutsTheMutant(t *testing.T) {
 	assert.Greater(t, measuring, 10*time.Millisecond, "b's coverage run took the budget's end")
 }
 
-// TestTheNextMutantComesFromThePackageThatUsedLeast: the budget is shared
-// by time, not by the order of the list: the next mutant is the unit's
-// that has used the least (its running mutants' time so far included),
-// skipping one with no mutant left and one whose mean would end past the
-// budget.
-func TestTheNextMutantComesFromThePackageThatUsedLeast(t *testing.T) {
-	now := time.Now()
-	end := now.Add(time.Minute)
-	mk := func(name string, left int, took time.Duration, done int, running ...time.Duration) *unit {
-		u := &unit{dir: name, ms: make([]Mutant, left), r: &Report{Took: took}, done: done, est: time.Second, base: 2, running: map[int]time.Time{}}
-		for i, d := range running {
-			u.running[i] = now.Add(-d)
-		}
-		return u
+// fake is one unit as TestTheNextWorkReachesEveryPackage sets it up.
+type fake struct {
+	name     string
+	base     int           // its unmutated run: 0 not started, 1 running, 2 passed
+	baseTook time.Duration // what that run took
+	decided  int           // mutants killed or survived
+	other    int           // mutants finished undecided (unbuilt, cut, flaky)
+	running  []time.Duration
+	took     time.Duration // its finished mutants' time
+	left     int           // mutants not yet started
+	failed   bool          // its unmutated run failed: no mutant to try
+}
+
+func (f fake) unit(now time.Time) *unit {
+	u := &unit{dir: f.name, base: f.base, baseTook: f.baseTook, est: f.baseTook, running: map[int]time.Time{}}
+	started := f.decided + f.other + len(f.running)
+	u.ms = make([]Mutant, started+f.left)
+	u.next, u.done = started, f.decided+f.other
+	u.r = &Report{Dir: f.name, Killed: f.decided, Unbuilt: f.other, Took: f.took, Tried: started, Total: len(u.ms)}
+	for i, d := range f.running {
+		u.running[f.decided+f.other+i] = now.Add(-d)
 	}
-	first := mk("first", 5, 50*time.Second, 2)
-	busy := mk("busy", 5, 0, 0, 40*time.Second)
-	drained := mk("drained", 0, 0, 0)
-	long := mk("long", 5, 2*time.Minute, 1) // its mean, 2 min, ends past the budget
-	late := mk("late", 5, 10*time.Second, 1)
-	units := []*unit{first, busy, drained, long, late}
-	assert.Same(t, late, nextUnit(units, now, end), "late used 10 s; first 50, busy 40 so far")
-	late.r.Took = 45 * time.Second
-	assert.Same(t, busy, nextUnit(units, now, end))
-	assert.Nil(t, nextUnit(units, now, now), "nothing fits a budget that ended")
-	assert.Nil(t, nextUnit([]*unit{drained}, now, end), "no mutant left")
-	fresh := mk("fresh", 5, 0, 0)
-	fresh.base = 0
-	first.baseTook = 300 * time.Second
-	assert.Same(t, busy, nextUnit(append(units, fresh), now, end), "a unit whose unmutated run has not started counts as the mean of the others' (300 s over 5: 60 s, more than busy's 40 so far)")
-	first.baseTook = 100 * time.Second
-	assert.Same(t, fresh, nextUnit(append(units, fresh), now, end), "100 s over 5: 20 s, less than busy's 40")
-	first.baseTook = 0
-	fresh.base = 1
-	assert.Same(t, busy, nextUnit(append(units, fresh), now, end), "nor while its unmutated run is under way")
-	fresh.base, fresh.baseTook = 2, 39*time.Second
-	assert.Same(t, fresh, nextUnit(append(units, fresh), now, end), "its unmutated run is charged to it: 39 s, less than busy's 40 so far")
+	if f.failed {
+		u.ms = nil
+	}
+	return u
+}
+
+// TestTheNextWorkReachesEveryPackage: the next work comes from the
+// package with the fewest mutants decided or running, so every package
+// gets its first before any gets a second; of equals, from one whose
+// unmutated run passed before one not started, then from the one that
+// used the least time; a package whose next work would not finish before
+// the budget's end is skipped, not the run. (Tried: ordering by time used
+// alone, as before, fails the rows marked *; dropping the running
+// mutants from the count fails "running"; dropping the fit check fails
+// "too long"; judging a package not started by the others' runs fails
+// "a slow run", as it failed a trial over the whole tree.)
+func TestTheNextWorkReachesEveryPackage(t *testing.T) {
+	s, m := time.Second, time.Minute
+	for _, c := range []struct {
+		name  string
+		left  time.Duration // of the budget
+		units []fake
+		want  string // "" for none
+	}{
+		{"* a package with none decided goes before one with one, however cheap that one's", 30 * m, []fake{
+			{name: "testsum", base: 2, baseTook: 5 * s, decided: 1, took: 3 * s, left: 90},
+			{name: "blobbench", base: 2, baseTook: 14 * m, took: 0, left: 90},
+		}, "blobbench"},
+		{"* a package not started goes before a second mutant, however long the others' unmutated runs took", 30 * m, []fake{
+			{name: "testsum", base: 2, baseTook: 5 * s, decided: 1, took: 3 * s, left: 90},
+			{name: "mutate", base: 2, baseTook: 21 * m, decided: 1, took: m, left: 90},
+			{name: "blobbench", base: 2, baseTook: 14 * m, decided: 1, took: m, left: 90},
+			{name: "fs", left: 90},
+		}, "fs"},
+		{"running counts as reached", 10 * m, []fake{
+			{name: "backend", base: 2, baseTook: 20 * s, running: []time.Duration{s}, left: 90},
+			{name: "fs", base: 2, baseTook: 30 * s, decided: 0, left: 90},
+		}, "fs"},
+		{"* a package whose mutants did not decide gets another before the others' second", 10 * m, []fake{
+			{name: "gen", base: 2, baseTook: 10 * s, other: 3, took: 30 * s, left: 90},
+			{name: "fs", base: 2, baseTook: 10 * s, decided: 1, took: 5 * s, left: 90},
+		}, "gen"},
+		{"of equals, a first mutant after its unmutated run before another's unmutated run", 10 * m, []fake{
+			{name: "claim", left: 20},
+			{name: "backend", base: 2, baseTook: m, left: 90},
+		}, "backend"},
+		{"of equals, the one that used the least", 10 * m, []fake{
+			{name: "first", base: 2, baseTook: 10 * s, decided: 2, took: 40 * s, left: 9},
+			{name: "busy", base: 2, baseTook: 10 * s, decided: 1, running: []time.Duration{35 * s}, took: 10 * s, left: 9},
+			{name: "late", base: 2, baseTook: 10 * s, decided: 2, took: 20 * s, left: 9},
+		}, "late"},
+		{"the running mutants' time so far is used", 10 * m, []fake{
+			{name: "busy", base: 2, baseTook: 10 * s, decided: 1, running: []time.Duration{35 * s}, left: 9},
+			{name: "late", base: 2, baseTook: 10 * s, decided: 2, took: 30 * s, left: 9},
+		}, "late"},
+		{"of equals not started, the first in the list", 10 * m, []fake{
+			{name: "a", left: 9}, {name: "b", left: 9},
+		}, "a"},
+		{"too long: a package whose next mutant would not finish is skipped, not the run", m, []fake{
+			{name: "redis", base: 2, baseTook: 2 * m, left: 90},
+			{name: "testsum", base: 2, baseTook: 5 * s, decided: 4, took: 20 * s, left: 90},
+		}, "testsum"},
+		{"a package whose mutants' mean would not finish is skipped", m, []fake{
+			{name: "redis", base: 2, baseTook: 10 * s, decided: 1, took: 2 * m, left: 90},
+			{name: "testsum", base: 2, baseTook: 5 * s, decided: 4, took: 20 * s, left: 90},
+		}, "testsum"},
+		{"a slow run: the first package's slow unmutated run does not keep the others from starting", 2 * m, []fake{
+			{name: "blobbench", base: 2, baseTook: 5 * m, decided: 0, left: 90},
+			{name: "demo", left: 90},
+			{name: "drivergen", left: 90},
+		}, "demo"},
+		{"a package not started is started however little is left (its run is cut at the end)", s, []fake{
+			{name: "a", base: 2, baseTook: 20 * s, decided: 1, took: 5 * s, left: 9},
+			{name: "fresh", left: 90},
+		}, "fresh"},
+		{"an unmutated run under way is not started again", 10 * m, []fake{
+			{name: "fs", base: 1, left: 90},
+			{name: "testsum", base: 2, baseTook: 5 * s, decided: 3, took: 9 * s, left: 90},
+		}, "testsum"},
+		{"a package whose tests failed unmutated has no mutant to try", 10 * m, []fake{
+			{name: "conformance", base: 2, baseTook: m, failed: true, left: 90},
+			{name: "testsum", base: 2, baseTook: 5 * s, decided: 3, took: 9 * s, left: 90},
+		}, "testsum"},
+		{"no mutant left", 10 * m, []fake{
+			{name: "claim", base: 2, baseTook: 5 * s, decided: 21, took: 90 * s},
+		}, ""},
+		{"the budget has ended", 0, []fake{
+			{name: "fresh", left: 9},
+			{name: "testsum", base: 2, baseTook: 5 * s, decided: 3, took: 9 * s, left: 90},
+		}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			now := time.Now()
+			var units []*unit
+			for _, f := range c.units {
+				units = append(units, f.unit(now))
+			}
+			got := ""
+			if u := nextUnit(units, now, now.Add(c.left)); u != nil {
+				got = u.dir
+			}
+			assert.Equal(t, c.want, got)
+		})
+	}
+}
+
+// TestEveryPackageIsReachedBeforeAnyGetsASecond plays schedule's rule
+// against fake packages, one cheap and others slow to test, two jobs at
+// once, until 40 mutants are decided: every mutant starts in a package
+// with the fewest decided or running (so every package's first is
+// decided before any second starts, and the cheap one does not take the
+// budget from the slow ones), and every package is reached.
+func TestEveryPackageIsReachedBeforeAnyGetsASecond(t *testing.T) {
+	costs := map[string]time.Duration{"testsum": 3 * time.Second, "backend": 40 * time.Second, "blobbench": 3 * time.Minute, "fs": 20 * time.Second, "redis": time.Minute}
+	names := []string{"blobbench", "backend", "fs", "redis", "testsum"}
+	now := time.Unix(0, 0)
+	end := now.Add(24 * time.Hour)
+	var units []*unit
+	for _, n := range names {
+		units = append(units, fake{name: n, left: 50}.unit(now))
+	}
+	type job struct {
+		u    *unit
+		k    int // -1: the unmutated run
+		done time.Time
+	}
+	var jobs []job
+	decided := 0
+	for decided < 40 {
+		for len(jobs) < 2 {
+			u := nextUnit(units, now, end)
+			require.NotNil(t, u)
+			if u.base == 0 {
+				u.base = 1
+				jobs = append(jobs, job{u, -1, now.Add(2 * costs[u.dir])})
+				continue
+			}
+			for _, v := range units {
+				require.LessOrEqual(t, u.reached(), v.reached(), "at %v a mutant of %s started (%d decided or running) before %s had as many (%d)", now.Sub(time.Unix(0, 0)), u.dir, u.reached(), v.dir, v.reached())
+			}
+			u.running[u.next] = now
+			u.r.Tried++
+			jobs = append(jobs, job{u, u.next, now.Add(costs[u.dir])})
+			u.next++
+		}
+		sort.Slice(jobs, func(i, j int) bool { return jobs[i].done.Before(jobs[j].done) })
+		j := jobs[0]
+		jobs = jobs[1:]
+		now = j.done
+		if j.k < 0 {
+			j.u.base, j.u.baseTook, j.u.est = 2, 2*costs[j.u.dir], 2*costs[j.u.dir]
+			continue
+		}
+		j.u.r.Took += now.Sub(j.u.running[j.k])
+		delete(j.u.running, j.k)
+		j.u.done++
+		j.u.r.Killed++
+		decided++
+	}
+	for _, u := range units {
+		assert.GreaterOrEqual(t, u.r.Decided(), 7, "%s: each of the 5 has about 40/5", u.dir)
+	}
 }
 
 // TestALineNoTestRunsSurvivesWithoutATestRun: a's and b's tests never
@@ -391,4 +543,177 @@ func TestALineNoTestRunsSurvivesWithoutATestRun(t *testing.T) {
 		assert.Contains(t, s, "[no test runs this line]")
 	}
 	assert.Contains(t, out.String(), "no test runs its line")
+}
+
+// TestTheTotalSaysWhichPackagesWereReached: the total line says how many
+// of the packages with a mutant had one decided, out of how many, and
+// names each other one with why, so "every package" can be checked from
+// the report. (Tried: counting a package with only an unbuilt mutant as
+// reached fails it.)
+func TestTheTotalSaysWhichPackagesWereReached(t *testing.T) {
+	now := time.Now()
+	reached := fake{name: "runtime/claim", base: 2, decided: 1, left: 20}.unit(now)
+	undecided := fake{name: "gen", base: 2, other: 2, left: 9}.unit(now)
+	undecided.r.Cut = 1
+	undecided.r.Unbuilt = 1
+	notStarted := fake{name: "cmd/blobbench", left: 90}.unit(now)
+	failed := fake{name: "conformance", base: 2, failed: true}.unit(now)
+	failed.r.Total = 40
+	failed.r.Baseline = "its own tests do not pass unmutated (failed): no mutant tried"
+	noTime := fake{name: "stores/redis", base: 2, left: 90}.unit(now)
+	none := fake{name: "internal/empty", base: 2}.unit(now)
+	var rs []*Report
+	for _, u := range []*unit{reached, undecided, notStarted, failed, noTime, none} {
+		u.r.Unreached = u.unreached()
+		rs = append(rs, u.r)
+	}
+	tot := Total(rs)
+	assert.Equal(t, 5, tot.Units, "internal/empty has no mutant")
+	assert.Equal(t, 1, tot.Reached)
+	assert.Equal(t, []string{
+		"gen (2 tried, none decided: 1 did not build, 1 cut short by the budget, 0 failed only flaky tests)",
+		"cmd/blobbench (its unmutated run never started before the budget's end)",
+		"conformance (its own tests do not pass unmutated (failed))",
+		"stores/redis (its unmutated run passed; no mutant would have finished before the budget's end)",
+	}, tot.NotReached)
+	var out bytes.Buffer
+	tot.Print(&out)
+	assert.Contains(t, out.String(), "; reached 1 of the 5 packages with a mutant (one decided or more); not reached: gen (2 tried")
+	out.Reset()
+	Total(rs[:1]).Print(&out)
+	assert.Contains(t, out.String(), "; reached 1 of the 1 packages with a mutant (one decided or more)\n", "nothing not reached, nothing named")
+}
+
+// TestAMutantGoTestsVetFailsIsAKill: the tests run with -vet=off, and a
+// mutant they all pass is vetted as go test vets a package: && -> || on
+// "x != 1 && x != 2" passes v's test, but vet's bool check fails it
+// ("suspect or"), so CI's go test fails: a kill, named as vet's. (Tried:
+// without the vet of a survivor the mutant survives; with vet on for the
+// tests it is reported as not built.)
+func TestAMutantGoTestsVetFailsIsAKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	root := writeModule(t, map[string]string{
+		"go.mod":      "module example.com/vet\n\ngo 1.21\n",
+		"v/v.go":      "package v\n\nfunc Odd(x int) bool {\n\tif x != 1 && x != 2 {\n\t\treturn true\n\t}\n\treturn false\n}\n",
+		"v/v_test.go": "package v\n\nimport \"testing\"\n\nfunc TestOdd(t *testing.T) {\n\tif !Odd(3) {\n\t\tt.Fatal(\"Odd(3)\")\n\t}\n}\n",
+	})
+	var out bytes.Buffer
+	rs, err := Run(Config{Root: root, Budget: 5 * time.Minute, Timeout: time.Minute, Jobs: 1, Race: "never", Only: []string{"v/v.go:4:12"}}, []string{"v"}, &out)
+	require.NoError(t, err, out.String())
+	require.Equal(t, 1, rs[0].Tried, out.String())
+	assert.Equal(t, 1, rs[0].Killed, out.String())
+	assert.Zero(t, rs[0].Unbuilt)
+	assert.Contains(t, out.String(), "&& -> ||", out.String())
+	assert.Contains(t, out.String(), "by go test's vet checks on example.com/vet/v", out.String())
+	assert.Zero(t, rs[0].KilledElsewhere, "v's own vet")
+}
+
+// TestVettingAMutantRunsNoTestBinary: a mutant is vetted as go test vets
+// a package, without running its test binary, whose TestMain may start
+// servers for nothing (a store's does); a vet failure is still one.
+// (Tried: without -exec true the TestMain below runs and writes its file.)
+func TestVettingAMutantRunsNoTestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	ran := filepath.Join(t.TempDir(), "ran")
+	root := writeModule(t, map[string]string{
+		"go.mod":      "module example.com/vetmain\n\ngo 1.21\n",
+		"m/m.go":      "package m\n\nfunc One() int { return 1 }\n",
+		"m/m_test.go": "package m\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) {\n\t_ = os.WriteFile(" + strconv.Quote(ran) + ", nil, 0o600)\n\tos.Exit(m.Run())\n}\n",
+		"m/bad.go":    "package m\n",
+	})
+	overlay := filepath.Join(t.TempDir(), "overlay.json")
+	bad := filepath.Join(t.TempDir(), "bad.go")
+	require.NoError(t, os.WriteFile(bad, []byte("package m\n\nimport \"fmt\"\n\nfunc Bad() string { return fmt.Sprintf(\"%d\", \"x\") }\n"), 0o600))
+	for _, c := range []struct {
+		name    string
+		replace map[string]string
+		want    bool
+	}{
+		{"clean", map[string]string{}, false},
+		{"a printf vet refuses", map[string]string{filepath.Join(root, "m", "bad.go"): bad}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := json.Marshal(map[string]any{"Replace": c.replace})
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(overlay, b, 0o600))
+			assert.Equal(t, c.want, vetFails(Config{Root: root}, overlay, "example.com/vetmain/m", false))
+			_, err = os.Stat(ran)
+			assert.True(t, os.IsNotExist(err), "vetting ran the test binary (its TestMain wrote %s)", ran)
+		})
+	}
+}
+
+// TestAnUnmutatedRunIsCutShortAtTheBudgetsEnd: a package's unmutated run
+// starts whenever the budget has not ended, and one still going at its
+// end is cut short there (its test binary with it), not run on to CI's
+// -timeout: the package is named not reached, with why. (Tried: without
+// the budget's end on the run it takes the minute the test sleeps and
+// passes.)
+func TestAnUnmutatedRunIsCutShortAtTheBudgetsEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	root := writeModule(t, map[string]string{
+		"go.mod":      "module example.com/slow\n\ngo 1.21\n",
+		"s/s.go":      "package s\n\nfunc One() int { return 1 }\n",
+		"s/s_test.go": "package s\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestSlow(t *testing.T) {\n\ttime.Sleep(time.Minute) // a package slower than the budget\n\tif One() != 1 {\n\t\tt.Fatal(\"One\")\n\t}\n}\n",
+	})
+	var out bytes.Buffer
+	t0 := time.Now()
+	rs, err := Run(Config{Root: root, Budget: 5 * time.Second, Timeout: time.Minute, CITimeout: 2 * time.Minute, Jobs: 1, Race: "never"}, []string{"s"}, &out)
+	require.NoError(t, err, out.String())
+	assert.Less(t, time.Since(t0), 50*time.Second, "cut at the budget's end, not run to the test's minute")
+	assert.Zero(t, rs[0].Tried)
+	assert.Contains(t, out.String(), "unmutated s: its tests cut short", out.String())
+	assert.Contains(t, out.String(), "reached 0 of the 1 packages with a mutant (one decided or more); not reached: s (its unmutated run was cut short by the budget's end)", out.String())
+}
+
+// TestAPackagesOwnRunCoversItAlone: a package's own unmutated run counts
+// coverage of the package alone (all its own mutants read; counting
+// every package its test binary links made cmd/blobbench's tests six
+// times slower), and its run as an importer, measured when another
+// package's mutant first reaches it, counts every mutated package's.
+// (Tried: the own run with every package's coverage fails it.)
+func TestAPackagesOwnRunCoversItAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on a module")
+	}
+	root, err := filepath.Abs(mod)
+	require.NoError(t, err)
+	cfg := Config{Root: root, Timeout: time.Minute, CITimeout: 2 * time.Minute}
+	units := []*unit{{dir: "a", pkgDir: "a", importPath: "example.com/mod/a"}, {dir: "b", pkgDir: "b", importPath: "example.com/mod/b"}}
+	cov := newCoverage(cfg, units, t.TempDir())
+	v, _ := cov.baseline("example.com/mod/b", false)
+	require.Equal(t, survived, v)
+	files := func(own bool) []string {
+		var out []string
+		for f := range cov.get("example.com/mod/b", own).blocks {
+			out = append(out, path.Dir(f))
+		}
+		sort.Strings(out)
+		return slices.Compact(out)
+	}
+	assert.Equal(t, []string{"example.com/mod/b"}, files(true), "b's own run counts b alone")
+	ms, err := Mutants(filepath.Join(root, "a"))
+	require.NoError(t, err)
+	cov.runs("example.com/mod/b", false, ms[0]) // measures b as a's importer
+	assert.Equal(t, []string{"example.com/mod/a", "example.com/mod/b"}, files(false), "b's run as a's importer counts a too")
+}
+
+// TestABuildCheckWritesNoProgram: checking that a mutant of a main
+// package builds leaves no program in the module's root. (Tried: without
+// -o it writes "tool" there.)
+func TestABuildCheckWritesNoProgram(t *testing.T) {
+	root := writeModule(t, map[string]string{
+		"go.mod":           "module example.com/prog\n\ngo 1.21\n",
+		"cmd/tool/main.go": "package main\n\nfunc main() {}\n",
+		"overlay.json":     `{"Replace":{}}`,
+	})
+	require.True(t, builds(Config{Root: root}, filepath.Join(root, "overlay.json"), "./cmd/tool"))
+	_, err := os.Stat(filepath.Join(root, "tool"))
+	assert.True(t, os.IsNotExist(err), "go build wrote the program into the module's root")
 }

@@ -15,9 +15,13 @@ import (
 type recorder struct {
 	testing.TB
 	skipped, failed string
+	helpers         []string // the functions that marked themselves helpers
 }
 
-func (r *recorder) Helper()           {}
+func (r *recorder) Helper() {
+	pc, _, _, _ := runtime.Caller(1)
+	r.helpers = append(r.helpers, runtime.FuncForPC(pc).Name())
+}
 func (r *recorder) Skip(args ...any)  { r.skipped = fmt.Sprint(args...); runtime.Goexit() }
 func (r *recorder) Fatal(args ...any) { r.failed = fmt.Sprint(args...); runtime.Goexit() }
 func (r *recorder) Fatalf(f string, args ...any) {
@@ -91,4 +95,17 @@ func TestOwnedThatFailsToStartEndsTheRun(t *testing.T) {
 	lazy := owning(&log, "lazy", "", boom).Lazily()
 	_, r := need(t, lazy)
 	assert.Equal(t, boom.Error(), r.failed, "a lazy start that fails fails the test that needed it")
+}
+
+// TestNeedMarksItselfAHelper: a test that Need skips or fails is reported
+// at the test's line, not in storekit, because Need marks itself a helper
+// (tried: dropping its t.Helper() fails here; the recorder's Helper did
+// nothing before).
+func TestNeedMarksItselfAHelper(t *testing.T) {
+	t.Setenv("CI", "")
+	var log []string
+	_, r := need(t, owning(&log, "a", "not installed", nil))
+	assert.Equal(t, "not installed", r.skipped)
+	require.Len(t, r.helpers, 1)
+	assert.Contains(t, r.helpers[0], "storekit.(*Owned[...]).Need")
 }

@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "fake-init") {
 		os.Exit(fakeInit(os.Args[1]))
 	}
+	if dir := os.Getenv(mountOwnerEnv); dir != "" {
+		os.Exit(mountOwner(dir))
+	}
 	switch mode := os.Getenv("SERVERPROC_FAKE"); mode {
 	case "":
 		goleak.VerifyTestMain(m)

@@ -23,12 +23,10 @@ func Go(f func()) (wait func(d time.Duration) bool) {
 		f()
 	}()
 	return func(d time.Duration) bool {
-		t := time.NewTimer(d)
-		defer t.Stop()
 		select {
 		case <-done:
 			return true
-		case <-t.C:
+		case <-time.After(d): // a timer no longer referenced is collected, fired or not
 			return false
 		}
 	}
@@ -61,12 +59,10 @@ func Value[V any](t TB, d time.Duration, what string, f func() V) V {
 // nothing comes within d.
 func Recv[V any](t TB, d time.Duration, what string, ch <-chan V) V {
 	t.Helper()
-	tm := time.NewTimer(d)
-	defer tm.Stop()
 	select {
 	case v := <-ch:
 		return v
-	case <-tm.C:
+	case <-time.After(d):
 		t.Fatalf("waited %v for %s", d, what)
 		var zero V
 		return zero

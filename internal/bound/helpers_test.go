@@ -1,6 +1,9 @@
 package bound
 
 import (
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,4 +45,46 @@ func TestGoWaitsAgainUntilItReturns(t *testing.T) {
 	assert.False(t, Call(10*time.Millisecond, func() { <-block }), "a call still running")
 	close(block)
 	assert.True(t, Call(5*time.Second, func() {}), "a call that returns")
+}
+
+// helperT records which functions marked themselves test helpers, and
+// what failed.
+type helperT struct {
+	helpers []string
+	failed  string
+}
+
+func (h *helperT) Helper() {
+	pc, _, _, _ := runtime.Caller(1)
+	name := runtime.FuncForPC(pc).Name()
+	_, fn, _ := strings.Cut(name, "/internal/bound.")
+	h.helpers = append(h.helpers, fn)
+}
+
+func (h *helperT) Fatalf(format string, args ...any) { h.failed = fmt.Sprintf(format, args...) }
+
+// TestEachHelperMarksItselfAHelper: a failure of Within, Value or Recv
+// is reported at the line of the test that waited, not in this package,
+// because each marks itself a helper (Value and the Within it calls
+// both). fakeT's Helper does nothing, so the other tests pass without
+// these marks (tried: dropping each of the three functions' t.Helper()
+// fails here).
+func TestEachHelperMarksItselfAHelper(t *testing.T) {
+	never := make(chan int)
+	release := make(chan struct{})
+	defer close(release)
+	for _, c := range []struct {
+		name string
+		wait func(TB)
+		want []string
+	}{
+		{"Within", func(t TB) { Within(t, time.Millisecond, "x", func() { <-release }) }, []string{"Within"}},
+		{"Value", func(t TB) { Value(t, time.Millisecond, "x", func() int { <-release; return 0 }) }, []string{"Value[...]", "Within"}},
+		{"Recv", func(t TB) { Recv(t, time.Millisecond, "x", never) }, []string{"Recv[...]"}},
+	} {
+		h := &helperT{}
+		c.wait(h)
+		assert.Equal(t, c.want, h.helpers, c.name)
+		assert.NotEmpty(t, h.failed, "%s: the wait timed out", c.name)
+	}
 }

@@ -3,12 +3,14 @@ package witness_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/gen"
+	"github.com/kvblob/kvblob/internal/bound"
 	"github.com/kvblob/kvblob/internal/witness"
 	"github.com/kvblob/kvblob/runtime/driver"
 )
@@ -117,4 +119,28 @@ func TestCoveredWantsEveryRuleWitnessedOrListed(t *testing.T) {
 	assert.ErrorContains(t, err, "witnessed and listed")
 	err = witness.Covered(specs, "w", append(all, "get.NOPE"), map[string]string{"get.otherwise": "why"})
 	assert.ErrorContains(t, err, "has no rule get.NOPE")
+}
+
+// TestSpecsLoadsTheModulesSpecFolderFromBelowIt: a witness test runs in
+// its store's folder, below the module's root, and Specs walks up to the
+// go.mod to load the spec folder beside it; outside any module it says
+// so. No test of the package called it (tried: dropping the walk's
+// dir = up loops at the package's folder, which the test's bound fails).
+func TestSpecsLoadsTheModulesSpecFolderFromBelowIt(t *testing.T) {
+	specs := bound.Value(t, 30*time.Second, "Specs from internal/witness", func() []*gen.Spec {
+		specs, err := witness.Specs()
+		require.NoError(t, err)
+		return specs
+	})
+	stems := map[string]bool{}
+	for _, s := range specs {
+		stems[witness.Stem(s.File)] = true
+	}
+	for _, stem := range []string{"memory", "redis-7", "fs-posix"} {
+		assert.True(t, stems[stem], "spec %s loaded from the module's spec folder (got %v)", stem, stems)
+	}
+
+	t.Chdir(t.TempDir())
+	_, err := witness.Specs()
+	assert.ErrorContains(t, err, "no go.mod at or above the working directory")
 }

@@ -41,3 +41,41 @@ func TestOnlyTheMarkerJudgedDeadIsTakenOver(t *testing.T) {
 		assert.Equal(t, tc.is, tc.judged.Is(tc.moved), tc.name)
 	}
 }
+
+// TestParseTakesEveryLowerHexDigitAndNothingBeside: a marker's text is
+// lower-case hex, each bound of each range taken and the byte just past it
+// refused. Each text starts with the byte tried and goes on in '1's, so
+// that a wrong answer is never the zero token a right one could also be
+// (tried: each of Parse's eight range comparisons flipped or loosened by
+// one, and its && and || swapped, fails here).
+func TestParseTakesEveryLowerHexDigitAndNothingBeside(t *testing.T) {
+	for _, tc := range []struct {
+		c     byte
+		token bool
+	}{
+		{'0', true}, {'9', true}, {'a', true}, {'f', true}, {'5', true}, {'c', true},
+		{'0' - 1, false}, {'9' + 1, false}, {'a' - 1, false}, {'f' + 1, false},
+		{'A', false}, {'F', false}, {' ', false}, {0x80, false},
+	} {
+		text := string([]byte{tc.c}) + strings.Repeat("1", TextLen-1)
+		got := Parse([]byte(text))
+		if tc.token {
+			assert.Equal(t, text, got.String(), "%q read as another token", text)
+		} else {
+			assert.True(t, got.IsZero(), "%q read as a token", text)
+		}
+	}
+}
+
+// TestTheMarkerTextIsPinned: a marker another process wrote (stores/fs
+// keeps them on a shared filesystem) holds 32 lower-case hex digits; a
+// token of another size would read none of them as a token (tried: Token
+// as 17 bytes fails here, where the round trip of its own text passes).
+func TestTheMarkerTextIsPinned(t *testing.T) {
+	const pinned = "00112233445566778899aabbccddeeff"
+	assert.Equal(t, 32, TextLen)
+	tok := Parse([]byte(pinned))
+	assert.Equal(t, pinned, tok.String())
+	assert.Equal(t, "xx"+pinned, string(tok.AppendText([]byte("xx"))))
+	assert.False(t, tok.IsZero())
+}

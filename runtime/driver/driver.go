@@ -129,7 +129,8 @@ func NewHint(b []byte) Hint {
 // IsZero reports whether h is the zero Hint.
 func (h Hint) IsZero() bool { return h.b == nil }
 
-// Bytes returns a copy of the hint's bytes.
+// Bytes returns a copy of the hint's bytes: nil for the zero Hint alone,
+// so that a hint of no bytes still reads as given.
 func (h Hint) Bytes() []byte {
 	if h.b == nil {
 		return nil

@@ -88,6 +88,15 @@ func TestHintIsOpaqueAndImmutable(t *testing.T) {
 	assert.Equal(t, []byte("node-7"), h.Bytes(), "changing Bytes' result changed the hint")
 	assert.True(t, Hint{}.IsZero())
 	assert.False(t, NewHint(nil).IsZero(), "an empty hint is still a hint")
+	// Bytes answers nil for the zero Hint alone: a hint of no bytes is
+	// still given (tried: dropping NewHint's c = []byte{} makes an empty
+	// hint's Bytes nil).
+	assert.Nil(t, Hint{}.Bytes())
+	for _, b := range [][]byte{nil, {}} {
+		got := NewHint(b).Bytes()
+		assert.NotNil(t, got, "NewHint(%#v).Bytes()", b)
+		assert.Empty(t, got)
+	}
 }
 
 func TestRejectedErrorIsTheOnlyRejection(t *testing.T) {
@@ -114,13 +123,32 @@ func TestStatusNames(t *testing.T) {
 }
 
 // TestAResultPrintsAFaultsCodeAndText: a FAULT prints its code and text,
-// what a log line needs to say what went wrong; every other result prints
-// its status alone.
+// what a log line needs to say what went wrong, and so does a DECLINED
+// that carries either (the store's answer); every other result prints
+// its status alone. (Tried: the DECLINED's Code != 0 || Text != "" as &&
+// fails the declines carrying one of the two.)
 func TestAResultPrintsAFaultsCodeAndText(t *testing.T) {
+	assert.Equal(t, "DECLINED(-28: )", Result{Status: Declined, Code: -28}.String())
+	assert.Equal(t, "DECLINED(0: the store is full)", Result{Status: Declined, Text: "the store is full"}.String())
 	assert.Equal(t, "FAULT(-706: the object has a lease)", FaultResult(-706, "the object has a %s", "lease").String())
 	assert.Equal(t, "READY", Result{Status: Ready, Code: 3, Text: "ignored"}.String())
 	assert.Equal(t, "DECLINED(-28: write answered ENOSPC (-28))", Result{Status: Declined, Code: -28, Text: "write answered ENOSPC (-28)"}.String())
 	assert.Equal(t, "DECLINED", Result{Status: Declined}.String())
+}
+
+// TestAResultIsAnErrorOnlyWhenItIsAFault: Err carries a FAULT's code and
+// text on as a *FaultError, and every other status (an answer, not an
+// error) is nil. No test of the package called it (tried: r.Status !=
+// Fault as == fails here).
+func TestAResultIsAnErrorOnlyWhenItIsAFault(t *testing.T) {
+	err := FaultResult(-706, "the object has a lease").Err()
+	var f *FaultError
+	require.ErrorAs(t, err, &f)
+	assert.Equal(t, FaultError{Code: -706, Text: "the object has a lease"}, *f)
+	assert.EqualError(t, err, "FAULT(-706): the object has a lease")
+	for _, s := range []Status{Ready, Miss, NotReady, Declined, Cancelled} {
+		assert.NoError(t, Result{Status: s, Code: -28, Text: "an answer"}.Err(), "%v", s)
+	}
 }
 
 // stubDriver and wrapDriver are drivers for As: wrapDriver reaches the
@@ -176,6 +204,18 @@ func TestKeyStemRefusesBadPrefixes(t *testing.T) {
 		assert.ErrorContains(t, err, "segment", "prefix %q", p)
 		_, _, err = ParseKey(p + "/v1/ab")
 		assert.Error(t, err, "key under prefix %q", p)
+	}
+	// A segment of the form of a key version ('v' and digits, each digit
+	// at its range's ends too) is refused; one with another byte after the
+	// 'v' is a name (tried: isKeyVersion's c > '9' as >= takes "v9" for a
+	// name).
+	for _, p := range []string{"v0", "v9", "kv/v1", "a/v09/b"} {
+		_, err := KeyStem(p)
+		assert.ErrorContains(t, err, "the form of a key version", "prefix %q", p)
+	}
+	for _, p := range []string{"v", "v1a", "va", "V1", "kv/vv1"} {
+		_, err := KeyStem(p)
+		assert.NoError(t, err, "prefix %q", p)
 	}
 	for _, p := range []string{"...", ".a", "a.", "kv/.hidden", "kv/..x"} {
 		_, err := KeyStem(p)

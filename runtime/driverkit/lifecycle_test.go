@@ -3,6 +3,7 @@ package driverkit
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -93,6 +94,15 @@ func TestLifecycleRules(t *testing.T) {
 			_, err := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
 			assert.Equal(t, driver.RuleSpanOutside, rule(err))
 			assert.Equal(t, driver.RuleUnknownRegistration, rule(l.Unregister(reg, nil)), "a second unregister")
+			// Each refusal leaves the lifecycle usable (tried: dropping the
+			// unlock before this refusal fails the case on its bound).
+			var other Lifecycle
+			theirs, err := other.Register(r, admitAll, nil)
+			require.NoError(t, err)
+			assert.Equal(t, driver.RuleUnknownRegistration, rule(l.Unregister(theirs, nil)), "another lifecycle's registration")
+			assert.Equal(t, driver.RuleUnknownRegistration, rule(l.Unregister(nil, nil)), "no registration")
+			_, err = l.Register(r, admitAll, nil)
+			assert.NoError(t, err, "the lifecycle goes on after the refusals")
 		}},
 		{"a failed detach leaves the registration live", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
 			boom := errors.New("sdk said no")
@@ -151,10 +161,74 @@ func TestLifecycleRules(t *testing.T) {
 			c.End()
 			assert.True(t, <-done)
 		}},
+		{"drain waits for every call in progress, not only the last", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
+			// Two calls in flight: the drain is woken only once the count
+			// reaches zero (tried: leaveLocked closing idle at
+			// inProgress == 1 wakes the drain at the first End, and the
+			// second End then wakes nothing: the case fails on its bound).
+			a, _ := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
+			b, _ := l.Begin(rowsIn(r), admitLive(rowsIn(r)))
+			waiting := func() { // until a drain waits on the idle channel
+				for {
+					l.mu.Lock()
+					w := l.idle != nil
+					l.mu.Unlock()
+					if w {
+						return
+					}
+					runtime.Gosched()
+				}
+			}
+			done := make(chan bool)
+			go func() { done <- l.Drain(bg, nil) }()
+			waiting()
+			a.End()
+			waiting()
+			select {
+			case <-done:
+				t.Error("the drain returned with a call in progress")
+			default:
+			}
+			b.End()
+			assert.True(t, <-done)
+		}},
 		{"drain answers what finish answers", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
 			assert.False(t, l.Drain(bg, func(context.Context) bool { return false }))
 			assert.Equal(t, driver.RuleAccessOpen, rule(l.Close(nil)))
 			assert.True(t, l.Drain(bg, func(context.Context) bool { return true }))
+		}},
+		{"registered counts the live registrations", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
+			// Each count is followed by another call on the lifecycle, so
+			// a count that kept the lock fails on its deadline (tried:
+			// dropping Registered's defer l.mu.Unlock()).
+			assert.Equal(t, 1, l.Registered())
+			require.NoError(t, l.Unregister(reg, nil))
+			assert.Equal(t, 0, l.Registered())
+			_, err := l.Register(r, admitAll, nil)
+			require.NoError(t, err)
+			assert.Equal(t, 1, l.Registered())
+		}},
+		{"a call with no rows is admitted and pins nothing", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
+			// A Put or Get of no rows reaches Begin: its admission looks at
+			// no region (tried: liveFor's len(rows) > 0 as >= 0 panics here
+			// on rows[0]).
+			for _, rows := range [][]driver.Row{nil, {{Key: "no spans"}}} {
+				c, err := l.Begin(rows, admitLive(rows))
+				require.NoError(t, err)
+				assert.NoError(t, l.Unregister(reg, nil), "a call over no region pins none")
+				reg, err = l.Register(r, admitAll, nil)
+				require.NoError(t, err)
+				c.End()
+			}
+			op, err := l.EachRow(bg, nil, admitLive(nil), func(driver.Row) driver.Result {
+				t.Error("a call with no rows ran one")
+				return driver.Result{}
+			})
+			require.NoError(t, err)
+			res, done := op.Poll()
+			assert.True(t, done)
+			assert.Empty(t, res)
+			assert.True(t, l.Drain(bg, nil), "every call ended")
 		}},
 		{"admission refusals record nothing", func(t *testing.T, l *Lifecycle, r *driver.Region, reg driver.Registration) {
 			_, err := l.Begin(rowsIn(r), func(func(*driver.Region) bool) error { return driver.Reject(driver.RuleEmptyKey, "x") })
@@ -289,7 +363,8 @@ func TestLivenessIsPerRegion(t *testing.T) {
 
 // TestARegionStaysPinnedUntilItsLastCallEndsAccess: with two calls open on
 // a region, the first one ending its access (even twice: EndAccess, then
-// End) leaves the region pinned by the second.
+// End) leaves the region pinned by the second; once the second's ended,
+// the lifecycle holds nothing of it.
 func TestARegionStaysPinnedUntilItsLastCallEndsAccess(t *testing.T) {
 	var l Lifecycle
 	r := region("r")
@@ -304,6 +379,10 @@ func TestARegionStaysPinnedUntilItsLastCallEndsAccess(t *testing.T) {
 	assert.Equal(t, driver.RuleAccessOpen, rule(l.Unregister(reg, nil)), "the second call may still touch the region")
 	b.End()
 	require.NoError(t, l.Unregister(reg, nil))
+	// A driver that registers region after region for ever keeps no
+	// entry for one nothing pins (tried: dropping unpinLocked's delete
+	// fails here; the count it leaves, 0, pins nothing).
+	assert.Empty(t, l.pinned, "entries kept for regions nothing pins")
 }
 
 func TestEachRowCancelsTheRowsCtxStopped(t *testing.T) {

@@ -427,6 +427,32 @@ func TestScrapeSeesRejectionsAndViolations(t *testing.T) {
 	assert.Equal(t, "the connection broke", ev["error"])
 }
 
+// mute is a memory driver whose Get returns neither an operation nor an
+// error: a protocol violation of another kind.
+type mute struct{ *memory.Driver }
+
+func (mute) Get(context.Context, []driver.Row, driver.Hint) (driver.Operation, error) {
+	return nil, nil
+}
+
+// TestScrapeSeesACallThatReturnedNothing: a call that returned neither an
+// operation nor an error counts its rows as errors and logs that it did,
+// as a failed call does; the test above has only calls that returned an
+// error (tried: call's err != nil || op == nil as && fails here).
+func TestScrapeSeesACallThatReturnedNothing(t *testing.T) {
+	e := newEnv(t, mute{memory.New(memory.Options{})}, "memory", backend.Config{})
+	before := e.scrape()
+	get, err := e.be.Fetch(t.Context(), e.view(0, 2, 0))
+	require.NoError(t, err)
+	e.wait(get)
+	after := e.scrape()
+	assert.Equal(t, 2.0, moved(t, before, after, rows("get", "error")))
+	assert.Equal(t, 1.0, after[be("protocol_violation")])
+	ev := e.logs.waitFor(t, "driver: call returned neither an operation nor an error")
+	assert.Equal(t, "get", ev["op"])
+	assert.EqualValues(t, 2, ev["rows"])
+}
+
 // TestInstrumentForwardsAs reaches the memory driver through the wrapper.
 func TestInstrumentForwardsAs(t *testing.T) {
 	d := memory.New(memory.Options{})

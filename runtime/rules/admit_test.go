@@ -243,3 +243,45 @@ func TestAdmitKeysAgreesWithASet(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmitKeysReusesItsTable: a batch past smallKeys rows takes its hash
+// table from the pool and gives it back, so admitting batch after batch
+// makes no garbage (admission runs for every driver call). Below half an
+// allocation a call on average, so that a table the GC took from the pool
+// now and then does not fail it; a table never given back costs two a
+// call (tried: dropping Release's Put fails here).
+func TestAdmitKeysReusesItsTable(t *testing.T) {
+	rows := make([]driver.Row, 4*smallKeys)
+	for i := range rows {
+		rows[i].Key = fmt.Sprint("kv/v1/", i)
+	}
+	require.NoError(t, AdmitKeys(rows))
+	if allocs := testing.AllocsPerRun(100, func() { _ = AdmitKeys(rows) }); allocs >= 0.5 {
+		t.Errorf("AdmitKeys of %d rows: %v allocations a call, want none", len(rows), allocs)
+	}
+}
+
+// TestAddHashedAnswersMinusOneForANewKey: AddHashed answers exactly -1 for
+// a key not added before, pairwise (up to smallKeys rows) and through the
+// table, and the earlier row's index for a repeat; its one caller tests
+// < 0, so a -2 passed every other test (tried: the pairwise return -1 as
+// -2 fails here).
+func TestAddHashedAnswersMinusOneForANewKey(t *testing.T) {
+	seed := maphash.MakeSeed()
+	for _, n := range []int{smallKeys, smallKeys + 1} {
+		rows := make([]driver.Row, n)
+		for i := range rows {
+			rows[i].Key = fmt.Sprint("kv/v1/", i)
+		}
+		rows[n-1].Key = rows[1].Key // the last repeats the second
+		set := NewKeySet(n)
+		for i := range rows {
+			want := -1
+			if i == n-1 {
+				want = 1
+			}
+			assert.Equal(t, want, set.AddHashed(rows, i, maphash.String(seed, rows[i].Key)), "%d rows: row %d", n, i)
+		}
+		set.Release()
+	}
+}

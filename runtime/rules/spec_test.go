@@ -167,3 +167,24 @@ func TestPickWithNoSpecs(t *testing.T) {
 		t.Errorf("Pick() error = %v", err)
 	}
 }
+
+// TestCodeNameNamesTheTablesCodesAndNumbersTheRest: a code in the spec's
+// table prints by its name, any other by its number in decimal (no test
+// printed a code the table lacks: a base of 11 printed "Code(-9999)" as
+// "Code(-6a70)", tried).
+func TestCodeNameNamesTheTablesCodesAndNumbersTheRest(t *testing.T) {
+	s := &Spec{Codes: map[string]int64{"OBJECT_NOT_FOUND": -704, "OK": 0}}
+	for _, c := range []struct {
+		code int64
+		want string
+	}{
+		{-704, "OBJECT_NOT_FOUND"},
+		{0, "OK"},
+		{-9999, "Code(-9999)"},
+		{42, "Code(42)"},
+	} {
+		if got := s.CodeName(c.code); got != c.want {
+			t.Errorf("CodeName(%d) = %q, want %q", c.code, got, c.want)
+		}
+	}
+}

@@ -190,3 +190,34 @@ func TestAWalkGoesOnPastErrorsAndAnswersTheFirst(t *testing.T) {
 	assert.Equal(t, 6, st.Looked)
 	assert.Equal(t, 1, tr.open)
 }
+
+// TestTheLimitsHoldAtOneAndTakeTheirDefaultsBelow: a Depth of 1 is the
+// root alone (every directory in it counted, not entered) and a Batch of
+// 1 reads one entry at a time, where 0 or less takes each default. The
+// other tests set Depth 8 and Batch 2 or more, so a default applied to 1
+// as well passed them (tried: l.Depth <= 0 as <= 1, and l.Batch <= 0 as
+// <= 1, each fails here).
+func TestTheLimitsHoldAtOneAndTakeTheirDefaultsBelow(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		depth, batch  int
+		most, asked   int // directories open at most, entries one Read asked for at most
+		looked, prune int
+	}{
+		{"one", 1, 1, 1, 1, 100 + 1, 1},
+		{"zero: the defaults", 0, 0, DefaultDepth, DefaultBatch, 100*DefaultDepth + DefaultDepth, 1},
+		{"below zero: the defaults", -1, -1, DefaultDepth, DefaultBatch, 100*DefaultDepth + DefaultDepth, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := &tree{files: 100, deep: 2 * DefaultDepth, open: 1, most: 1}
+			st, err := Walk(&node{t: tr}, Limits{Budget: 1 << 20, Depth: c.depth, Batch: c.batch}, nil, func(*node, []string, Entry) error { return nil })
+			require.NoError(t, err)
+			assert.Equal(t, c.most, tr.most, "directories open at most")
+			assert.Equal(t, c.most, st.Deepest)
+			assert.Equal(t, c.asked, tr.asked, "entries one Read asked for")
+			assert.Equal(t, c.looked, st.Looked)
+			assert.Equal(t, c.prune, st.Pruned)
+			assert.Equal(t, 1, tr.open)
+		})
+	}
+}

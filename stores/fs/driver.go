@@ -148,6 +148,10 @@ type Driver struct {
 	// place a test can plant what another writer would have made between a
 	// takeover and the create that follows it.
 	markerAttempt func(attempt int)
+	// markerFound, set only by tests, is called when an exclusive create
+	// found a marker under the name, before that marker is read: where a
+	// test makes the other writer release the key in between.
+	markerFound func()
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -381,6 +385,9 @@ func (d *Driver) createMarker(dir int, p paths, mine claim.Token) (fsgen.Code, e
 		}
 		if !errors.Is(err, unix.EEXIST) || attempt > 0 {
 			return classify(err), &os.PathError{Op: "create", Path: p.marker(), Err: err}
+		}
+		if d.markerFound != nil {
+			d.markerFound()
 		}
 		old, err := d.seeMarker(dir, p.markerName, true)
 		switch {

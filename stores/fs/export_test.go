@@ -21,6 +21,10 @@ func SetReadPiece(d *Driver, n int) { d.piece = n }
 // with the attempt's number (0, then 1 after a takeover or a release).
 func OnMarkerAttempt(d *Driver, f func(attempt int)) { d.markerAttempt = f }
 
+// OnMarkerFound makes d call f when an exclusive create of a marker found
+// one under the name, before d reads it.
+func OnMarkerFound(d *Driver, f func()) { d.markerFound = f }
+
 // IsLink is isLink on name in the directory dir.
 func IsLink(dir *os.File, name string) bool { return isLink(int(dir.Fd()), name) }
 

@@ -147,6 +147,57 @@ func TestADeadMarkerIsTakenOverOnceAPut(t *testing.T) {
 	assert.Equal(t, second, st.Sys().(*syscall.Stat_t).Ino, "the marker under the name is the one planted before the retry")
 }
 
+// TestAMarkerReleasedBetweenCreateAndReadIsRetried: a put whose exclusive
+// create finds another writer's live marker, which that writer then
+// releases before the put reads it, creates its own marker on its one
+// retry and answers READY, with the bytes stored; a second release, of a
+// marker that came back before the retry, is NOT_READY (one retry, never
+// a loop). Reading the vanished marker's ENOENT as an error instead (the
+// `continue` made a return) answers the first put a FAULT; tried.
+func TestAMarkerReleasedBetweenCreateAndReadIsRetried(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		comes bool // another live marker is under the name again before the retry
+		want  driver.Status
+	}{
+		{"released", false, driver.Ready},
+		{"released and taken again", true, driver.NotReady},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Unix(1_700_000_000, 0)
+			now := func() time.Time { return start } // the planted marker is live
+			f, k, marker := plantedMarker(t, fs.Options{MarkerTTL: time.Hour, Now: now}, start)
+			d := f.Driver.(*fs.Driver)
+			found := 0
+			fs.OnMarkerFound(d, func() {
+				found++
+				require.NoError(t, os.Remove(marker), "the other writer's release")
+			})
+			var attempts []int
+			fs.OnMarkerAttempt(d, func(attempt int) {
+				attempts = append(attempts, attempt)
+				if attempt == 1 && c.comes {
+					require.NoError(t, Plant(marker, nil))
+					require.NoError(t, os.Chtimes(marker, start, start))
+				}
+			})
+			row := f.Row(k, 0, 1)
+			res := f.Put(row)[0]
+			require.Equal(t, c.want, res.Status, "%v", res)
+			assert.Equal(t, []int{0, 1}, attempts, "one retry after the release")
+			assert.Equal(t, 1, found, "the marker was found under the name once")
+			if c.want != driver.Ready {
+				return
+			}
+			dst := f.Row(k, 1, storekit.Dest)
+			require.Equal(t, driver.Ready, f.Get(dst)[0].Status)
+			assert.Equal(t, row.Spans[0].Bytes(), dst.Spans[0].Bytes(), "the put's bytes are not what the key holds")
+			_, err := os.Lstat(marker)
+			assert.True(t, os.IsNotExist(err), "the put left its marker: %v", err)
+		})
+	}
+}
+
 // TestATakeoverNeverMovesAFreshMarkerInADeadOnesInode: a writer judges a
 // marker dead; before it moves the marker aside, another writer takes the
 // key over (the dead marker removed) and makes its own fresh marker, which

@@ -16,7 +16,7 @@ func Retarget(obj []byte, key string) []byte {
 		return out
 	}
 	d := NameDigest(key)
-	copy(out[len(out)-Size+8:len(out)-Size+24], d[:])
+	copy(out[len(out)-Size+8:], d[:])
 	return out
 }
 

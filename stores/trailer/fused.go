@@ -1,7 +1,6 @@
 package trailer
 
 import (
-	"encoding/binary"
 	"hash/crc32"
 )
 
@@ -25,11 +24,5 @@ func CopyCRC(crc uint32, dst, src []byte) uint32 {
 // key whose NameDigest is digest, into t (at least Size bytes): Append's
 // trailer, for a caller that computed the digest and the CRC itself.
 func Put(t []byte, digest [16]byte, n int, crc uint32) {
-	_ = t[Size-1]
-	copy(t[0:4], Magic)
-	binary.LittleEndian.PutUint16(t[4:6], Version)
-	t[6], t[7] = 0, 0
-	copy(t[8:24], digest[:])
-	binary.LittleEndian.PutUint64(t[24:32], uint64(n))
-	binary.LittleEndian.PutUint32(t[32:36], crc)
+	putTrailer(t, Version, digest, int64(n), crc)
 }

@@ -146,7 +146,7 @@ func (c *chunker) hash(chunk []byte) {
 
 // write adds p, the payload's next bytes.
 func (c *chunker) write(p []byte) {
-	if len(c.part) > 0 {
+	if len(c.part) != 0 {
 		n := min(len(p), ChunkSize-len(c.part))
 		c.part = append(c.part, p[:n]...)
 		p = p[n:]
@@ -160,7 +160,7 @@ func (c *chunker) write(p []byte) {
 		c.hash(p[:ChunkSize])
 		p = p[ChunkSize:]
 	}
-	if len(p) > 0 {
+	if len(p) != 0 {
 		if c.part == nil {
 			c.part = make([]byte, 0, ChunkSize)
 		}
@@ -260,14 +260,4 @@ func (s *Sealer) Finish(obj []byte, key string) []byte {
 	obj = append(obj, nonce[:]...)
 	obj = s.c.sum(obj, nonce[:], &t, key)
 	return append(obj, t[:]...)
-}
-
-func makeTrailer(version uint16, digest [16]byte, n int64, crc uint32) [Size]byte {
-	var t [Size]byte
-	copy(t[0:4], Magic)
-	binary.LittleEndian.PutUint16(t[4:6], version)
-	copy(t[8:24], digest[:])
-	binary.LittleEndian.PutUint64(t[24:32], uint64(n))
-	binary.LittleEndian.PutUint32(t[32:36], crc)
-	return t
 }

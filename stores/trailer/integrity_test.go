@@ -126,6 +126,36 @@ func TestRotationAcceptsThePreviousKeyAndWritesTheCurrent(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnverified, "once the previous key is dropped, its rows are refused")
 }
 
+// TestKeysOfMinKeyBytesAreTakenAndShorterRefused holds the key length's
+// bound on both sides for each key: MinKeyBytes bytes is a key, one fewer
+// is refused naming which key. The test below tried only keys far from
+// the bound (tried: len(previous) < MinKeyBytes as <= fails here, and so
+// does the current key's).
+func TestKeysOfMinKeyBytesAreTakenAndShorterRefused(t *testing.T) {
+	at, below := keyA[:MinKeyBytes], keyB[:MinKeyBytes-1]
+	for _, c := range []struct {
+		name          string
+		current, prev []byte
+		refused       string // "" when taken
+	}{
+		{"both at the bound", at, at, ""},
+		{"the current key at the bound", at, nil, ""},
+		{"the current key one short", below, nil, "the current row key has 15 bytes; it needs at least 16"},
+		{"the previous key one short", at, below, "the previous row key has 15 bytes; it needs at least 16"},
+	} {
+		in, err := NewIntegrity(c.current, c.prev)
+		if c.refused != "" {
+			assert.EqualError(t, err, "trailer: "+c.refused, c.name)
+			continue
+		}
+		require.NoError(t, err, c.name)
+		payload := []byte("a KV row")
+		got, err := in.Check(in.Encode("k", payload), "k")
+		require.NoError(t, err, c.name)
+		assert.Equal(t, payload, got, c.name)
+	}
+}
+
 func TestKeysParseFromHexAndBase64AndTheEnvironment(t *testing.T) {
 	for _, s := range []string{hex.EncodeToString(keyA), base64.StdEncoding.EncodeToString(keyA), base64.RawStdEncoding.EncodeToString(keyA)} {
 		k, err := ParseKey(s)
@@ -185,6 +215,39 @@ func TestIntegrityNeverPrintsItsKeys(t *testing.T) {
 	out.WriteString(err.Error())
 	AssertNoSecret(t, out.String(), keyA, keyB)
 	assert.Contains(t, out.String(), "redacted")
+}
+
+// TestIntegritySaysWhatItHoldsEveryWayItIsPrinted: printed with any verb,
+// logged or marshalled, an Integrity says whether it is on and whether a
+// previous key is set, and the same every way; On answers whether it is
+// on. An output that said nothing would pass the redaction test above
+// (tried: dropping Format's write, and On answering in == nil, each fail
+// here).
+func TestIntegritySaysWhatItHoldsEveryWayItIsPrinted(t *testing.T) {
+	for _, c := range []struct {
+		in   *Integrity
+		on   bool
+		says string
+	}{
+		{nil, false, "integrity off"},
+		{integrity(t, keyA, nil), true, "integrity AES-GMAC (current key, redacted)"},
+		{integrity(t, keyA, keyB), true, "integrity AES-GMAC (current and previous key, redacted)"},
+	} {
+		assert.Equal(t, c.on, c.in.On(), c.says)
+		assert.Equal(t, c.says, c.in.String())
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%x", "%d"} {
+			assert.Equal(t, c.says, fmt.Sprintf(verb, c.in), verb)
+		}
+		assert.Equal(t, c.says, c.in.GoString())
+		assert.Equal(t, c.says, c.in.LogValue().String())
+		j, err := json.Marshal(c.in)
+		require.NoError(t, err)
+		if c.in == nil {
+			assert.Equal(t, "null", string(j), "encoding/json writes a nil pointer itself")
+			continue
+		}
+		assert.Equal(t, fmt.Sprintf("%q", c.says), string(j))
+	}
 }
 
 // recordTB is a TB that records what AssertNoSecret reports.

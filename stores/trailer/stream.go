@@ -43,7 +43,7 @@ func head(tail []byte, size int64, key string) (Head, error) {
 		return h, fmt.Errorf("trailer magic %q, expected %q", t[0:4], Magic)
 	}
 	body := size - Size
-	v := binary.LittleEndian.Uint16(t[4:6])
+	v := binary.LittleEndian.Uint16(t[4:])
 	tagSize := 0
 	switch v {
 	case Version:
@@ -62,10 +62,10 @@ func head(tail []byte, size int64, key string) (Head, error) {
 	if d := NameDigest(key); !bytes.Equal(t[8:24], d[:]) {
 		return h, fmt.Errorf("name digest does not match key %q", key)
 	}
-	if n := binary.LittleEndian.Uint64(t[24:32]); n != uint64(body) {
+	if n := binary.LittleEndian.Uint64(t[24:]); n != uint64(body) {
 		return h, fmt.Errorf("payload length %d, trailer says %d", body, n)
 	}
-	h.Len, h.crc, h.version, h.key = body, binary.LittleEndian.Uint32(t[32:36]), v, key
+	h.Len, h.crc, h.version, h.key = body, binary.LittleEndian.Uint32(t[32:]), v, key
 	copy(h.t[:], t)
 	return h, nil
 }
@@ -134,7 +134,7 @@ func (v *Verifier) Write(p []byte) {
 // every byte of it (no more), and with integrity off its CRC32, with
 // integrity on its tag under the current key, or under the previous one,
 // which Check then computes over payload (the bytes written, as the
-// reader holds them).
+// reader holds them). Asked again, Check answers the same.
 func (v *Verifier) Check(payload []byte) error {
 	switch {
 	case v.n != v.h.Len:

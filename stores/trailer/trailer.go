@@ -38,20 +38,33 @@ const (
 // NameDigest is the first 16 bytes of SHA-256 of the key.
 func NameDigest(key string) [16]byte {
 	sum := sha256.Sum256([]byte(key))
-	var d [16]byte
-	copy(d[:], sum[:16])
-	return d
+	return [16]byte(sum[:])
 }
 
+// header is payload's trailer of format version for key.
 func header(version uint16, key string, payload []byte) [Size]byte {
+	return makeTrailer(version, NameDigest(key), int64(len(payload)), crc32.ChecksumIEEE(payload))
+}
+
+// makeTrailer is the trailer of format version for a payload of n bytes
+// with checksum crc, under a key whose NameDigest is digest.
+func makeTrailer(version uint16, digest [16]byte, n int64, crc uint32) [Size]byte {
 	var t [Size]byte
-	copy(t[0:4], Magic)
-	binary.LittleEndian.PutUint16(t[4:6], version)
-	d := NameDigest(key)
-	copy(t[8:24], d[:])
-	binary.LittleEndian.PutUint64(t[24:32], uint64(len(payload)))
-	binary.LittleEndian.PutUint32(t[32:36], crc32.ChecksumIEEE(payload))
+	putTrailer(t[:], version, digest, n, crc)
 	return t
+}
+
+// putTrailer writes that trailer into t (at least Size bytes), every byte
+// of it: the one place the layout is written (head reads it). Each field
+// is written from its offset on, so that a field's end is fixed by its
+// type alone.
+func putTrailer(t []byte, version uint16, digest [16]byte, n int64, crc uint32) {
+	copy(t, Magic)
+	binary.LittleEndian.PutUint16(t[4:], version)
+	t[6], t[7] = 0, 0
+	copy(t[8:], digest[:])
+	binary.LittleEndian.PutUint64(t[24:], uint64(n))
+	binary.LittleEndian.PutUint32(t[32:], crc)
 }
 
 // Append appends payload's unkeyed trailer for key to obj (which must end

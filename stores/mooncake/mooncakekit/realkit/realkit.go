@@ -4,9 +4,11 @@
 // mooncake_master started on loopback, drivers over real clients of it, a
 // second real client that stages what a real pool can stage (another
 // writer, a full pool, planted objects of any length), a master killed for
-// a failing call, and a stager for every case the spec marks stageable. The
-// real test (cgosdk's TestConformance) and 'gate --sdk real' both run on it.
-// It builds only with the tag mooncake (see cgosdk's doc for the SDK).
+// a failing call (and, for a failed put, restarted before the put returns,
+// so that a retry can succeed), and a stager for every case the spec marks
+// stageable. The real test (cgosdk's TestConformance) and 'gate --sdk real'
+// both run on it. It builds only with the tag mooncake (see cgosdk's doc
+// for the SDK).
 package realkit
 
 import (
@@ -53,8 +55,20 @@ var Master = MasterSpec("--put_start_discard_timeout_sec=2")
 
 // Deadline bounds each wait of a check over the real pool: with the master
 // killed, each metadata call answers RPC_FAIL only after the client's
-// connect retries (about 4.2 s), and a put makes more than one.
+// connect retries (about 4.2 s), and a put makes more than one; a put
+// FailPut stages also waits for the restarted master (restoreWait).
 const Deadline = 30 * time.Second
+
+// restoreWait bounds the wait for a restarted master to take a put again
+// (restore). A restarted master answers a start NO_AVAILABLE_HANDLE until
+// the client has mounted its segment on it again, about 1 s on a real
+// build (docs/mooncake-sdk.md, Master faults); it leaves the rest of
+// Deadline to the put's own call against the killed master.
+const restoreWait = 20 * time.Second
+
+// pollEvery paces the tries of a wait that polls the real pool: it spaces
+// the calls; it synchronises nothing.
+const pollEvery = 20 * time.Millisecond
 
 // SkipReasons are the scenarios a real pool cannot stage here, each with
 // why.
@@ -77,9 +91,10 @@ type Pool struct {
 	buf    []byte // the helper's registered buffer, for planted objects
 
 	mu     sync.Mutex
-	held   map[driver.Driver][]string // sessions the helper holds for a check
-	killed map[driver.Driver]bool     // checks that killed the master
-	failed map[driver.Driver][]error  // stagings that failed, reported by the check's cleanup
+	sdks   map[driver.Driver]*trackedSDK // each open check's client, by its driver
+	held   map[driver.Driver][]string    // sessions the helper holds for a check
+	killed map[driver.Driver]bool        // checks that killed the master
+	failed map[driver.Driver][]error     // stagings that failed, reported by the check's cleanup
 }
 
 // Start checks that mooncake_master is the cgo SDK's own build, starts it on
@@ -100,7 +115,8 @@ func Start() (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pool{master: m, held: map[driver.Driver][]string{}, killed: map[driver.Driver]bool{}, failed: map[driver.Driver][]error{}}
+	p := &Pool{master: m, sdks: map[driver.Driver]*trackedSDK{}, held: map[driver.Driver][]string{},
+		killed: map[driver.Driver]bool{}, failed: map[driver.Driver][]error{}}
 	fail := func(err error) (*Pool, error) {
 		_ = p.Close()
 		return nil, err
@@ -179,6 +195,9 @@ func (p *Pool) Factory() conformance.Factory {
 			t.Fatal(err)
 		}
 		p.Opened.Add(1)
+		p.mu.Lock()
+		p.sdks[d] = sdk
+		p.mu.Unlock()
 		// Registered before the harness's cleanup, so it runs after it.
 		t.Cleanup(func() {
 			p.release(t, d)
@@ -195,15 +214,28 @@ func (p *Pool) Factory() conformance.Factory {
 	}
 }
 
-// trackedSDK records whether the driver closed its client.
+// trackedSDK records whether the driver closed its client, and runs what
+// a staging arms after the client's next put session start (failPut).
 type trackedSDK struct {
 	mooncake.SDK
 	closed atomic.Bool
+	// afterStart, when set, runs once, after the client's next
+	// batch_put_session_start has answered and before that answer
+	// returns to the driver.
+	afterStart atomic.Pointer[func()]
 }
 
 func (s *trackedSDK) Close() error {
 	s.closed.Store(true)
 	return s.SDK.Close()
+}
+
+func (s *trackedSDK) BatchPutSessionStart(keys []string, sizes []int64) ([]int64, error) {
+	codes, err := s.SDK.BatchPutSessionStart(keys, sizes)
+	if f := s.afterStart.Swap(nil); f != nil {
+		(*f)()
+	}
+	return codes, err
 }
 
 // ofCheck is the driver a check's staging is recorded under: the one the
@@ -227,15 +259,19 @@ func (p *Pool) hold(d driver.Driver, keys ...string) {
 }
 
 // release revokes the sessions the helper opened for d's check, and
-// restarts the master if the check killed it.
+// restarts the master if the check killed it and left it down.
 func (p *Pool) release(t conformance.T, d driver.Driver) {
 	d = ofCheck(d)
 	p.mu.Lock()
-	keys, killed, failed := p.held[d], p.killed[d], p.failed[d]
+	keys, killed, failed, sdk := p.held[d], p.killed[d], p.failed[d], p.sdks[d]
 	delete(p.held, d)
 	delete(p.killed, d)
 	delete(p.failed, d)
+	delete(p.sdks, d)
 	p.mu.Unlock()
+	if sdk != nil {
+		sdk.afterStart.Store(nil) // a put FailPut armed for never started
+	}
 	for _, err := range failed {
 		t.Errorf("%s: staging on the real pool failed: %v", t.Name(), err)
 	}
@@ -246,15 +282,38 @@ func (p *Pool) release(t conformance.T, d driver.Driver) {
 		// The helper's first call over its connection to the killed master
 		// answers RPC_FAIL (end of file) and the client reconnects: make
 		// that call here, not in the next check's staging.
-		for i := 0; i < 3; i++ {
-			if got, err := p.helper.BatchIsExist([]string{"realkit/reconnect"}); err == nil && len(got) == 1 && got[0] >= 0 {
-				break
-			}
+		if err := p.reconnectHelper(time.Now().Add(restoreWait)); err != nil {
+			t.Errorf("after restarting mooncake_master for %s: %v", t.Name(), err)
 		}
 		return // a restarted master holds no session
 	}
 	if len(keys) > 0 {
 		_, _ = p.helper.BatchPutSessionRevoke(keys)
+	}
+}
+
+// reconnectHelper polls the helper's batch_is_exist until it answers,
+// until deadline: its first call over its connection to a killed master
+// answers RPC_FAIL (end of file), and the client reconnects.
+func (p *Pool) reconnectHelper(deadline time.Time) error {
+	return poll(deadline, func() error {
+		got, err := p.helper.BatchIsExist([]string{"realkit/reconnect"})
+		if err != nil || len(got) != 1 || got[0] < 0 {
+			return fmt.Errorf("the helper's batch_is_exist answered %v, %v", got, err)
+		}
+		return nil
+	})
+}
+
+// poll calls try until it succeeds or deadline passes, pacing the tries
+// by pollEvery; past the deadline it returns try's last error.
+func poll(deadline time.Time, try func() error) error {
+	for {
+		err := try()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(pollEvery)
 	}
 }
 
@@ -273,6 +332,71 @@ func (p *Pool) kill(d driver.Driver) {
 	p.killed[d] = true
 	p.mu.Unlock()
 	p.master.Kill()
+}
+
+// failPut makes the next put of d's check fail inside the SDK, and only
+// that put (conformance.Scenarios.FailPut): it kills the master, so the
+// put's batch_put_session_start answers RPC_FAIL after the client's
+// connect retries; once that start has answered, and before its answer
+// returns to the driver, the master is restarted on its port (restore).
+// The driver ends a put whose start answered RPC_FAIL with no further
+// call, so the whole put ran against the killed master, and the check's
+// next call finds a master that takes a put. A restarted master holds no
+// object (every object is gone): the check's key is absent, not stored.
+func (p *Pool) failPut(d driver.Driver) {
+	d = ofCheck(d)
+	p.mu.Lock()
+	sdk := p.sdks[d]
+	p.mu.Unlock()
+	if sdk == nil {
+		p.fail(d, errors.New("FailPut: the check's driver has no client this pool opened"))
+	} else {
+		restore := func() {
+			if err := p.restore(d, sdk); err != nil {
+				p.fail(d, fmt.Errorf("FailPut: %w", err))
+			}
+		}
+		sdk.afterStart.Store(&restore)
+	}
+	p.kill(d)
+}
+
+// restore restarts the master d's check killed, on its port, and returns
+// once it takes a put again: a start through the check's own client is
+// accepted (then revoked), and the helper answers. It polls until
+// restoreWait passes: the restarted master answers a start
+// NO_AVAILABLE_HANDLE until the client has mounted its segment on it
+// again (about 1 s), and a client's first call over its connection to the
+// killed master answers RPC_FAIL. Each try starts a key of its own, since
+// the client refuses a second start of a key it holds.
+func (p *Pool) restore(d driver.Driver, sdk *trackedSDK) error {
+	if err := p.master.Restart(); err != nil {
+		return fmt.Errorf("restarting mooncake_master: %w", err)
+	}
+	p.mu.Lock()
+	delete(p.killed, d) // up again: the check's cleanup has nothing to restart
+	p.mu.Unlock()
+	deadline := time.Now().Add(restoreWait)
+	try := 0
+	err := poll(deadline, func() error {
+		try++
+		k := []string{fmt.Sprintf("realkit/restored/%d", try)}
+		codes, err := sdk.SDK.BatchPutSessionStart(k, []int64{conformance.RowBytes})
+		if err != nil || len(codes) != 1 || codes[0] != 0 {
+			return fmt.Errorf("a put session start through the check's client answered %v, %v", codes, err)
+		}
+		if codes, err := sdk.SDK.BatchPutSessionRevoke(k); err != nil || len(codes) != 1 || codes[0] != 0 {
+			p.fail(d, fmt.Errorf("FailPut: revoking the restarted master's probe session %q answered %v, %v", k[0], codes, err))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("the restarted mooncake_master took no put within %v (%d tries): %w", restoreWait, try, err)
+	}
+	if err := p.reconnectHelper(deadline); err != nil {
+		return fmt.Errorf("after restarting mooncake_master: %w", err)
+	}
+	return nil
 }
 
 // start opens a helper session on key for n bytes and keeps it for d's
@@ -341,10 +465,11 @@ func (p *Pool) fill(d driver.Driver, key string) error {
 }
 
 // Scenarios are what a real pool stages: another client writing (a helper
-// session), a full pool (the helper's sessions fill it), and a failing put
-// or read (the master killed: metadata calls answer RPC_FAIL, a put's after
-// the client's connect retries, about 4 s). Staging that fails fails the
-// check.
+// session), a full pool (the helper's sessions fill it), a failing put
+// (the master killed for the put's start, which answers RPC_FAIL after the
+// client's connect retries, about 4 s, then restarted before the put
+// returns: failPut) and a failing read (the master killed until the
+// check ends). Staging that fails fails the check.
 func (p *Pool) Scenarios() conformance.Scenarios {
 	return conformance.Scenarios{
 		Writing: func(d driver.Driver, key string) func() {
@@ -358,7 +483,7 @@ func (p *Pool) Scenarios() conformance.Scenarios {
 				p.fail(d, fmt.Errorf("Full: %w", err))
 			}
 		},
-		FailPut:  func(d driver.Driver, _ string) { p.kill(d) },
+		FailPut:  func(d driver.Driver, _ string) { p.failPut(d) },
 		FailRead: func(d driver.Driver, _ string) { p.kill(d) },
 	}
 }
