@@ -2,6 +2,7 @@ package gen
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -311,14 +313,12 @@ func Drift(outDir string, want map[string][]byte) (differ, stale []string, err e
 		if !e.IsDir() {
 			continue
 		}
-		files, ours, err := ownedFiles(outDir, e.Name())
+		files, err := ownedFiles(outDir, e.Name())
 		if err != nil {
 			return nil, nil, err
 		}
-		if ours {
-			for _, f := range files {
-				add(f)
-			}
+		for _, f := range files {
+			add(f)
 		}
 	}
 	sort.Strings(differ)
@@ -330,33 +330,40 @@ func isGoSource(name string) bool {
 	return strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go")
 }
 
+// errNotOurs stops ownedFiles' walk at the first Go file drivergen did
+// not write.
+var errNotOurs = errors.New("a Go file drivergen did not write")
+
 // ownedFiles returns the .go files (tests aside) under outDir/dir, as
-// paths relative to outDir, and whether every one of them (at least one)
-// starts with drivergen's header.
-func ownedFiles(outDir, dir string) (files []string, ours bool, err error) {
-	ours = true
-	err = filepath.WalkDir(filepath.Join(outDir, dir), func(p string, e fs.DirEntry, err error) error {
+// paths relative to outDir, when every one of them is a regular file
+// starting with drivergen's header; otherwise none.
+func ownedFiles(outDir, dir string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(filepath.Join(outDir, dir), func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if e.IsDir() || !isGoSource(e.Name()) {
 			return nil
 		}
-		gen := false
-		if e.Type().IsRegular() {
-			if gen, err = isGeneratedFile(p); err != nil {
-				return err
-			}
+		if !e.Type().IsRegular() {
+			return errNotOurs
+		}
+		gen, err := isGeneratedFile(p)
+		if err != nil {
+			return err
 		}
 		if !gen {
-			ours = false
-			return filepath.SkipAll
+			return errNotOurs
 		}
 		rel, err := filepath.Rel(outDir, p)
 		files = append(files, filepath.ToSlash(rel))
 		return err
 	})
-	return files, ours && len(files) > 0, err
+	if errors.Is(err, errNotOurs) {
+		return nil, nil
+	}
+	return files, err
 }
 
 // EmptiedFolders returns the folders between each of removed (paths under
@@ -373,11 +380,8 @@ func EmptiedFolders(removed []string) []string {
 			dirs = append(dirs, d)
 		}
 	}
-	sort.Slice(dirs, func(i, j int) bool {
-		if a, b := strings.Count(dirs[i], "/"), strings.Count(dirs[j], "/"); a != b {
-			return a > b
-		}
-		return dirs[i] < dirs[j]
+	slices.SortFunc(dirs, func(a, b string) int {
+		return cmp.Or(cmp.Compare(strings.Count(b, "/"), strings.Count(a, "/")), strings.Compare(a, b))
 	})
 	return dirs
 }
@@ -404,7 +408,8 @@ func isGeneratedFile(p string) (bool, error) {
 // repository root would put packages beside it), a package path that is
 // not a folder, and a package folder holding Go that drivergen did not
 // write (a file without its header, other than a _test.go), which it would
-// overwrite or mix its package into.
+// overwrite or mix its package into. It names every such path, and every
+// one it could not read.
 func CheckOut(outDir string, want map[string][]byte) error {
 	if _, err := os.Stat(filepath.Join(outDir, "go.mod")); err == nil {
 		return fmt.Errorf("%s holds go.mod: it is a module root, not a folder of generated packages; want -out naming the folder the packages go in (e.g. generated)", outDir)
@@ -417,7 +422,8 @@ func CheckOut(outDir string, want map[string][]byte) error {
 			continue
 		}
 		if err != nil {
-			return err
+			errs = append(errs, err)
+			continue
 		}
 		if !info.IsDir() {
 			errs = append(errs, fmt.Errorf("%s is not a folder; drivergen writes package %s there", dir, pkg))
@@ -425,7 +431,8 @@ func CheckOut(outDir string, want map[string][]byte) error {
 		}
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			return err
+			errs = append(errs, err)
+			continue
 		}
 		for _, e := range entries {
 			p := filepath.Join(dir, e.Name())
@@ -438,7 +445,8 @@ func CheckOut(outDir string, want map[string][]byte) error {
 			}
 			gen, err := isGeneratedFile(p)
 			if err != nil {
-				return err
+				errs = append(errs, err)
+				continue
 			}
 			if !gen {
 				errs = append(errs, fmt.Errorf("%s does not start with %q: drivergen did not write it, and writes only into package folders of its own; move it, or pick another -out", p, "// "+Header))
@@ -448,11 +456,21 @@ func CheckOut(outDir string, want map[string][]byte) error {
 	return errors.Join(errs...)
 }
 
+// diffLines is b's lines, each with its newline; a last line without one
+// is a line too, and the empty rest after a final newline is not.
+func diffLines(b []byte) []string {
+	lines := strings.SplitAfter(string(b), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
 // LineDiff returns a unified-style diff of a and b, naming them aName and
 // bName, with three lines of context. It is for short files: it costs
 // len(a)*len(b).
 func LineDiff(aName, bName string, a, b []byte) string {
-	x, y := strings.SplitAfter(string(a), "\n"), strings.SplitAfter(string(b), "\n")
+	x, y := diffLines(a), diffLines(b)
 	n, m := len(x), len(y)
 	lcs := make([][]int32, n+1)
 	for i := range lcs {
@@ -478,12 +496,12 @@ func LineDiff(aName, bName string, a, b []byte) string {
 		case i < n && j < m && x[i] == y[j]:
 			ops = append(ops, line{' ', x[i]})
 			i, j = i+1, j+1
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
+		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
+			ops = append(ops, line{'-', x[i]}) // a change's old lines first, as diff -u
+			i++
+		default:
 			ops = append(ops, line{'+', y[j]})
 			j++
-		default:
-			ops = append(ops, line{'-', x[i]})
-			i++
 		}
 	}
 	var out strings.Builder

@@ -250,10 +250,27 @@ func FuzzGenerate(f *testing.F) {
 	})
 }
 
+// TestLineDiffNamesChangedLines: LineDiff is the two names, then each
+// changed line, its old lines (-) before its new (+), with three lines of
+// context either side and nothing farther; a last line without a newline
+// is a line, and an empty file has none.
 func TestLineDiffNamesChangedLines(t *testing.T) {
-	d := LineDiff("a", "b", []byte("x\ny\nz\n"), []byte("x\nY\nz\n"))
-	assert.Contains(t, d, "-y\n")
-	assert.Contains(t, d, "+Y\n")
+	nine := "1\n2\n3\n4\n5\n6\n7\n8\n9\n"
+	twelve := "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n"
+	for _, c := range []struct{ a, b, want string }{
+		{"x\ny\n", "x\ny\n", ""},
+		{"x\ny\nz\n", "x\nY\nz\n", " x\n-y\n+Y\n z\n"},
+		{nine, strings.Replace(nine, "5", "F", 1), " 2\n 3\n 4\n-5\n+F\n 6\n 7\n 8\n"},
+		{twelve, strings.Replace(strings.Replace(twelve, "12", "B", 1), "1\n", "A\n", 1), "-1\n+A\n 2\n 3\n 4\n 9\n 10\n 11\n-12\n+B\n"},
+		{"x\n", "x\ny\n", " x\n+y\n"},
+		{"y\n", "x\ny\n", "+x\n y\n"},
+		{"x\ny\n", "y\n", "-x\n y\n"},
+		{"", "x\n", "+x\n"},
+		{"x\n", "", "-x\n"},
+		{"x", "x\n", "-x\n+x\n"},
+	} {
+		assert.Equal(t, "--- a\n+++ b\n"+c.want, LineDiff("a", "b", []byte(c.a), []byte(c.b)), "%q -> %q", c.a, c.b)
+	}
 }
 
 // TestGoldenOutputsCompile writes each golden case's generated files into a

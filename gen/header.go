@@ -342,12 +342,8 @@ func (p *cExpr) unary() (int64, error) {
 		p.i++
 		return v, nil
 	case t[0] >= '0' && t[0] <= '9':
-		lit := strings.TrimRight(strings.ReplaceAll(t, "'", ""), "uUlL")
-		if len(lit) > 2 && (lit[1] == 'b' || lit[1] == 'B') {
-			u, err := strconv.ParseUint(lit[2:], 2, 64)
-			return int64(u), err
-		}
-		u, err := strconv.ParseUint(lit, 0, 64)
+		// Base 0 reads C's prefixes: 0x, 0b, and 0 for octal.
+		u, err := strconv.ParseUint(strings.TrimRight(strings.ReplaceAll(t, "'", ""), "uUlL"), 0, 64)
 		if err != nil {
 			return 0, fmt.Errorf("cannot read %q as an integer", t)
 		}

@@ -109,3 +109,95 @@ func TestFindEnumNeedsExactlyOneHeader(t *testing.T) {
 	_, err = FindEnum(dir, "ErrorCode")
 	assert.ErrorContains(t, err, "defined in 2 headers")
 }
+
+// TestEvalCFollowsCsPrecedenceAndAssociativity: each operator computes
+// what C's does; of two operators of adjacent levels, the higher binds
+// first whichever comes first; operators of one level bind left to right;
+// literals are read in every base, with separators and suffixes; a name
+// is an earlier enumerator, qualified or not. Each expression's value
+// differs from what a wrong precedence or associativity would give.
+func TestEvalCFollowsCsPrecedenceAndAssociativity(t *testing.T) {
+	known := map[string]int64{"A": 3, "B": -2}
+	for _, c := range []struct {
+		expr string
+		want int64
+	}{
+		// each operator
+		{"6 | 3", 7}, {"6 ^ 3", 5}, {"6 & 3", 2}, {"1 << 3", 8}, {"-16 >> 2", -4},
+		{"6 + 3", 9}, {"6 - 3", 3}, {"6 * 3", 18}, {"7 / 2", 3}, {"-7 / 2", -3}, {"7 % 3", 1}, {"-7 % 3", -1},
+		// adjacent levels, the higher one second and first
+		{"1 | 2 ^ 3", 1}, {"1 ^ 1 | 1", 1},
+		{"6 ^ 3 & 5", 7}, {"3 & 5 ^ 6", 7},
+		{"6 & 1 << 2", 4}, {"1 << 2 & 3", 0}, {"6 & 16 >> 2", 4},
+		{"1 << 1 + 1", 4}, {"1 + 1 << 1", 4}, {"16 >> 1 + 1", 4}, {"1 - 1 << 1", 0},
+		{"1 + 2 * 3", 7}, {"2 * 3 + 1", 7}, {"7 - 6 / 2", 4}, {"7 - 5 % 3", 5},
+		// one level, left to right
+		{"1 << 4 >> 2", 4}, {"10 - 2 - 3", 5}, {"1 - 2 + 3", 2}, {"64 / 4 / 2", 8}, {"7 * 3 % 4", 1}, {"7 % 4 * 2", 6},
+		{"2 * 3 / 4", 1}, {"9 % 5 / 2", 2}, {"9 / 2 % 3", 1},
+		// unary operators and parentheses
+		{"-5", -5}, {"+5", 5}, {"~5", -6}, {"- -5", 5}, {"-(2 + 3)", -5}, {"(1 + 2) * 3", 9}, {"~0", -1}, {"-1 << 4", -16},
+		// literals
+		{"0x1F", 31}, {"0XfF", 255}, {"010", 8}, {"0b101", 5}, {"0B11", 3}, {"1'000'000", 1000000}, {"0x1'0", 16},
+		{"10u", 10}, {"10UL", 10}, {"10ll", 10}, {"0", 0},
+		// names
+		{"A", 3}, {"A + B", 1}, {"ErrorCode::A", 3}, {"sdk::ErrorCode::B", -2}, {"_x", 7},
+	} {
+		k := map[string]int64{"_x": 7}
+		for n, v := range known {
+			k[n] = v
+		}
+		got, err := evalC(c.expr, k)
+		if assert.NoError(t, err, c.expr) {
+			assert.Equal(t, c.want, got, c.expr)
+		}
+	}
+	for _, c := range []struct{ expr, want string }{
+		{"1 / 0", "division by zero"}, {"1 % 0", "division by zero"},
+		{"(1 + 2", "missing )"}, {"(1 + 2 3", "missing )"}, {"1 +", "the value ends early"}, {"", "the value ends early"},
+		{"1 2", `unexpected "2"`}, {"@", `unexpected "@"`}, {"1 @", `unexpected "@"`},
+		{"sizeof(int)", "sizeof is no earlier enumerator (macros and casts are not read)"},
+		{"99999999999999999999", `cannot read "99999999999999999999" as an integer`},
+	} {
+		_, err := evalC(c.expr, map[string]int64{})
+		if assert.Error(t, err, c.expr) {
+			assert.Equal(t, c.want, err.Error(), c.expr)
+		}
+	}
+}
+
+// TestParseEnumSkipsWhatIsNotCode: a digit separator after a 0, an empty
+// block comment, and a preprocessor line continued with a backslash (even
+// one holding an enum) are read as the compiler reads them.
+func TestParseEnumSkipsWhatIsNotCode(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want int64
+	}{
+		{"enum ErrorCode { A = 10'0 };", 100},
+		{"enum ErrorCode { A = 0x1'0 };", 16},
+		{"/**/ enum ErrorCode { A = 1 };", 1},
+		{"enum ErrorCode { A = /**/ 2 };", 2},
+		{"#define OLD \\\n  enum ErrorCode { A = 5 };\nenum ErrorCode { A = 3 };", 3},
+		{"  # pragma once\nenum ErrorCode { A = 4 };", 4},
+	} {
+		codes, err := ParseEnum("x.h", []byte(c.src), "ErrorCode")
+		if assert.NoError(t, err, "%q", c.src) && assert.Len(t, codes, 1, "%q", c.src) {
+			assert.Equal(t, c.want, codes[0].Value, "%q", c.src)
+		}
+	}
+}
+
+// TestFindEnumReadsHeadersOnly: under a folder, only files named as
+// headers are read, whichever of the names.
+func TestFindEnumReadsHeadersOnly(t *testing.T) {
+	for _, ext := range headerExts {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "sdk"+ext), []byte("enum ErrorCode { OK = 0 };"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "sdk.c"), []byte("enum ErrorCode { OK = 1 };"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("enum ErrorCode { OK = 2 };"), 0o644))
+		codes, err := FindEnum(dir, "ErrorCode")
+		if assert.NoError(t, err, ext) && assert.Len(t, codes, 1, ext) {
+			assert.Equal(t, filepath.Join(dir, "sdk"+ext), codes[0].File)
+		}
+	}
+}

@@ -8,19 +8,20 @@ import (
 	"github.com/kvblob/kvblob/gen"
 )
 
-// loadSpecFile reads and loads one spec file, printing its errors.
-func loadSpecFile(name string, stderr io.Writer) (*gen.Spec, bool) {
+// loadSpecFile reads and loads one spec file, printing its errors; it
+// returns the spec and the file's bytes.
+func loadSpecFile(name string, stderr io.Writer) (*gen.Spec, []byte, bool) {
 	data, err := gen.ReadSpec(name)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return nil, false
+		return nil, nil, false
 	}
 	s, err := gen.Load(name, data)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return nil, false
+		return nil, nil, false
 	}
-	return s, true
+	return s, data, true
 }
 
 // runDiff is 'drivergen diff [-json] OLD NEW': what a reviewer of a new SDK
@@ -29,19 +30,19 @@ func loadSpecFile(name string, stderr io.Writer) (*gen.Spec, bool) {
 func runDiff(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("diff", "diff [-json] OLD NEW", stderr)
 	asJSON := fs.Bool("json", false, "print the differences as JSON (field names: docs/sdk-ci.md)")
-	if code := parse(fs, args); code >= 0 {
-		return code
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
 	}
 	if fs.NArg() != 2 {
 		fmt.Fprintln(stderr, "drivergen diff: want two spec files, OLD and NEW")
 		fs.Usage()
 		return 2
 	}
-	a, ok := loadSpecFile(fs.Arg(0), stderr)
+	a, _, ok := loadSpecFile(fs.Arg(0), stderr)
 	if !ok {
 		return 2
 	}
-	b, ok := loadSpecFile(fs.Arg(1), stderr)
+	b, _, ok := loadSpecFile(fs.Arg(1), stderr)
 	if !ok {
 		return 2
 	}
@@ -51,12 +52,12 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	}
 	d := gen.Diff(a, b)
 	if *asJSON {
-		out, err := json.MarshalIndent(d, "", "  ")
-		if err != nil {
-			fmt.Fprintln(stderr, err)
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(d); err != nil {
+			fmt.Fprintf(stderr, "drivergen diff: writing the JSON: %v\n", err)
 			return 2
 		}
-		fmt.Fprintf(stdout, "%s\n", out)
 	} else {
 		fmt.Fprint(stdout, d.Text())
 	}

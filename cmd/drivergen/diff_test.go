@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -86,6 +88,20 @@ func TestDiffRedis7ToValkey81(t *testing.T) {
 	}, changes, out)
 }
 
+// failingWriter fails every write, as a closed pipe does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+// TestDiffJSONThatCannotBeWrittenIsTrouble: diff -json whose output cannot
+// be written exits 2 (trouble), not 0 or 1, which would answer whether
+// the specs differ.
+func TestDiffJSONThatCannotBeWrittenIsTrouble(t *testing.T) {
+	var stderr bytes.Buffer
+	assert.Equal(t, 2, run([]string{"diff", "-json", oldSpec, oldSpec}, failingWriter{}, &stderr))
+	assert.Equal(t, "drivergen diff: writing the JSON: broken pipe\n", stderr.String())
+}
+
 func TestDiffUsage(t *testing.T) {
 	code, _, stderr := runCLI("diff", oldSpec)
 	assert.Equal(t, 2, code)
@@ -111,8 +127,11 @@ func TestNewFromStartsTheNextVersion(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	to := filepath.Join(dir, "hdr-2.0-rc1.yaml")
 	assert.Contains(t, out, "wrote "+to+" (store hdr, Hdr20Rc1 in generated/hdr, SDK hdr-sdk 2.0-rc1)")
+	assertPerm(t, to, 0o644)
 	got, err := os.ReadFile(to)
 	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(got), "# Started from "+from+" by 'drivergen new --from': read the SDK's changes since\n# [1], edit what they change, then 'drivergen diff "+from+" "+to+"'.\n"+strings.SplitAfter(string(src), "\n")[0]),
+		"the copy starts by saying where it came from and what to do, then the origin's text:\n%s", got)
 	assert.Contains(t, string(got), "# gen/diff_test.go: new.yaml differs", "comments are kept")
 	assert.Contains(t, string(got), `sdk: {name: hdr-sdk, versions: ["2.0-rc1"]}`)
 
@@ -148,9 +167,12 @@ func TestNewFromRewritesABlockList(t *testing.T) {
 
 // TestNewFromEmptiesVerified: a new release was verified on no commit, so
 // the copy's sdk.verified is empty, whether the origin wrote it as a flow
-// or a block list.
+// or a block list, or on one line with sdk.versions, before or after it
+// (two edits of one line, made from its end).
 func TestNewFromEmptiesVerified(t *testing.T) {
 	for in, want := range map[string]string{
+		"store: s\nsdk: {name: n, versions: [\"1.0.0\"], verified: [\"3b5a59413\"]}\ncodes: {}\n":                   "store: s\nsdk: {name: n, versions: [\"2\"], verified: []}\ncodes: {}\n",
+		"store: s\nsdk: {name: n, verified: [\"3b5a59413\"], versions: [\"1.0.0\"]}\ncodes: {}\n":                   "store: s\nsdk: {name: n, verified: [], versions: [\"2\"]}\ncodes: {}\n",
 		"store: s\nsdk:\n  name: n\n  versions: [\"1\"]\n  verified: [\"3b5a59413\"] # main\ncodes: {}\n":           "store: s\nsdk:\n  name: n\n  versions: [\"2\"]\n  verified: [] # main\ncodes: {}\n",
 		"store: s\nsdk:\n  name: n\n  versions: [\"1\"]\n  verified:\n    - 3b5a59413\n    - 0123abcd\ncodes: {}\n": "store: s\nsdk:\n  name: n\n  versions: [\"2\"]\n  verified: []\ncodes: {}\n",
 	} {
@@ -259,4 +281,104 @@ func TestNewTakesNamesOnlyAsOnePlainSegment(t *testing.T) {
 	code, _, stderr := runCLI("new", "--from", from, "--version", "0.3.12.post1+b1_x")
 	assert.Equal(t, 0, code, stderr)
 	assert.FileExists(t, filepath.Join(dir, "hdr-0.3.12.post1+b1_x.yaml"))
+}
+
+// TestNameCharactersAtTheirRangesEnds: a version is ASCII letters, digits
+// and "._+-", starting with a letter or a digit; a store is lower-case
+// letters and digits, starting with a letter. Each range is tried at both
+// ends and at the character just past each.
+func TestNameCharactersAtTheirRangesEnds(t *testing.T) {
+	for _, c := range []struct {
+		s                 string
+		version, package_ bool
+	}{
+		{"a", true, true}, {"z", true, true}, {"A", true, false}, {"Z", true, false},
+		{"0", true, false}, {"9", true, false},
+		{"az09", true, true}, {"aAzZ09", true, false}, {"z9", true, true}, {"0.3.12.post1+x_y-z", true, false},
+		{"`", false, false}, {"{", false, false}, {"@", false, false}, {"[", false, false}, {"/", false, false}, {":", false, false},
+		{"a`", false, false}, {"a{", false, false}, {"a@", false, false}, {"a[", false, false}, {"a/", false, false}, {"a:", false, false},
+		{".a", false, false}, {"_a", false, false}, {"+a", false, false}, {"-a", false, false}, {"a.", true, false},
+		{"", false, false}, {"é", false, false}, {"aé", false, false},
+	} {
+		assert.Equal(t, c.version, plainSegment("--version", c.s) == nil, "version %q", c.s)
+		assert.Equal(t, c.package_, isPackageName(c.s), "store %q", c.s)
+	}
+}
+
+// TestNewFromRefusesWhatItCannotCopy: new --from refuses (exit 1), saying
+// what and where, and writing nothing, an origin it cannot read or load,
+// an sdk.versions flow list spanning lines (it rewrites one only on one
+// line), and a copy that does not load beside its origin (both holding
+// for one version).
+func TestNewFromRefusesWhatItCannotCopy(t *testing.T) {
+	src, err := os.ReadFile(oldSpec)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name, origin, version, want string // origin "": none
+	}{
+		{"no origin", "", "2", "hdr-1.yaml: no such file or directory"},
+		{"an origin that does not load", "store: hdr\n", "2", "hdr-1.yaml:1:1: "},
+		{"versions spanning lines", strings.Replace(string(src), `versions: ["1"]}`, "versions: [\"1\",\n    \"1.1\"]}", 1), "2",
+			"drivergen new: {from}: line 4: sdk.versions spans lines; write it on one line\n"},
+		{"the origin's own version", string(src), "1", "drivergen new: the copy does not load:\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			from := filepath.Join(dir, "hdr-1.yaml")
+			if c.origin != "" {
+				require.NoError(t, os.WriteFile(from, []byte(c.origin), 0o644))
+			}
+			code, out, stderr := runCLI("new", "--from", from, "--version", c.version, "-o", filepath.Join(dir, "copy.yaml"))
+			assert.Equal(t, 1, code)
+			assert.Empty(t, out)
+			assert.Contains(t, stderr, strings.ReplaceAll(c.want, "{from}", from))
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, len(entries), 1, "only the origin is there")
+		})
+	}
+}
+
+// TestRespecRefusesWhatItCannotRewrite: respec rewrites only a mapping
+// whose sdk is a mapping holding a versions list (and a verified list,
+// when given), each flow list on one line; anything else is an error
+// saying what it found, never a panic or a half-rewritten copy.
+func TestRespecRefusesWhatItCannotRewrite(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"[1, 2]\n", "not a spec mapping"},
+		{"", "not a spec mapping"},
+		{"store: s\n", "no sdk to rewrite"},
+		{"store: s\nsdk: x\n", "no sdk to rewrite"},
+		{"sdk: {name: n}\n", "no sdk.versions list to rewrite"},
+		{"sdk: {versions: \"1\"}\n", "no sdk.versions list to rewrite"},
+		{"sdk: {versions: [\"1\",\n  \"2\"]}\n", "line 1: sdk.versions spans lines; write it on one line"},
+		{"sdk: {versions: [\"1\"], verified: abc}\n", "sdk.verified is not a list"},
+		{"sdk: {versions: [\"1\"], verified: [a,\n  b]}\n", "line 1: sdk.verified spans lines; write it on one line"},
+	} {
+		_, err := respec([]byte(c.in), "2")
+		if assert.Error(t, err, "%q", c.in) {
+			assert.Equal(t, c.want, err.Error(), "%q", c.in)
+		}
+	}
+}
+
+// TestNewFromRemovesACopyItCouldNotWrite: a copy whose write failed is
+// removed, and new --from fails saying why (here the file is opened
+// read-only, so its write fails).
+func TestNewFromRemovesACopyItCouldNotWrite(t *testing.T) {
+	dir := t.TempDir()
+	from := filepath.Join(dir, "hdr-1.yaml")
+	src, err := os.ReadFile(oldSpec)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(from, src, 0o644))
+	createSpec = func(name string) (*os.File, error) {
+		return os.OpenFile(name, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
+	defer func() { createSpec = createSpecFile }()
+	code, out, stderr := runCLI("new", "--from", from, "--version", "2")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Contains(t, stderr, "bad file descriptor")
+	_, err = os.Stat(filepath.Join(dir, "hdr-2.yaml"))
+	assert.True(t, os.IsNotExist(err), "the copy is removed")
 }

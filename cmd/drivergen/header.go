@@ -17,14 +17,14 @@ func runValidateCmd(args []string, stdout, stderr io.Writer) int {
 	header := fs.String("header", "", "check each spec's codes against the enum the header `FILE` (or the headers under a folder) declares")
 	enum := fs.String("enum", "", "the enum -header reads (Mooncake: ErrorCode)")
 	sdkVersion := fs.String("sdk-version", "", "validate only the spec, among FILEs, that holds for this SDK build (as it reports itself: \"0.3.12.post1 (git: 3b5a59413)\")")
-	if code := parse(fs, args); code >= 0 {
-		return code
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
 	}
 	files := fs.Args()
 	if *sdkVersion != "" {
-		var code int
-		if files, code = holdingFor(files, *sdkVersion, stdout, stderr); code >= 0 {
-			return code
+		var ok bool
+		if files, ok = holdingFor(files, *sdkVersion, stdout, stderr); !ok {
+			return 1
 		}
 	}
 	if *header == "" {
@@ -62,8 +62,8 @@ func runValidateCmd(args []string, stdout, stderr io.Writer) int {
 // says on stdout which it leaves out, and why. A file that does not load
 // is kept (validation names its errors). When no spec holds for v, it
 // prints what a driver's open would (the specs it has, and the command
-// that starts one for v) and returns exit code 1; otherwise code is -1.
-func holdingFor(names []string, v string, stdout, stderr io.Writer) (files []string, code int) {
+// that starts one for v) and reports false.
+func holdingFor(names []string, v string, stdout, stderr io.Writer) (files []string, ok bool) {
 	var held []*rules.Spec
 	for _, name := range names {
 		data, err := gen.ReadSpec(name)
@@ -86,7 +86,7 @@ func holdingFor(names []string, v string, stdout, stderr io.Writer) (files []str
 	if len(files) == 0 {
 		_, err := rules.Pick("drivergen validate", "the SDK", v, held...)
 		fmt.Fprintln(stderr, err)
-		return nil, 1
+		return nil, false
 	}
-	return files, -1
+	return files, true
 }

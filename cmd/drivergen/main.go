@@ -27,8 +27,14 @@ import (
 	"github.com/kvblob/kvblob/gen"
 )
 
-var log = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, NoColor: true, PartsExclude: []string{zerolog.TimestampFieldName}}).
-	With().Str("tool", "drivergen").Logger()
+var log = newLog(os.Stderr)
+
+// newLog is drivergen's log, written to w: what generate did, a line per
+// file it wrote or removed.
+func newLog(w io.Writer) zerolog.Logger {
+	return zerolog.New(zerolog.ConsoleWriter{Out: w, NoColor: true, PartsExclude: []string{zerolog.TimestampFieldName}}).
+		With().Str("tool", "drivergen").Logger()
+}
 
 type command struct {
 	name, usage, summary string
@@ -87,15 +93,13 @@ func newFlags(name, usageLine string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args; it returns -1 to go on, or the exit code.
-func parse(fs *flag.FlagSet, args []string) int {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+// flagExit is a command's exit code when fs.Parse failed, having printed
+// why: 0 when -help asked for the usage, 2 for a flag it does not take.
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
 	}
-	return -1
+	return 2
 }
 
 // loadAndGenerate loads specDir and renders every package.
@@ -113,25 +117,26 @@ func loadAndGenerate(specDir string, stderr io.Writer) (map[string][]byte, bool)
 	return files, true
 }
 
-// noArgs refuses positional arguments for a command that takes none.
-func noArgs(fs *flag.FlagSet, stderr io.Writer) int {
+// extraArgs reports, having said so, that a command taking flags only was
+// given positional arguments (a usage error: exit 2).
+func extraArgs(fs *flag.FlagSet, stderr io.Writer) bool {
 	if fs.NArg() == 0 {
-		return -1
+		return false
 	}
 	fmt.Fprintf(stderr, "drivergen %s: unexpected argument %q; the command takes flags only\n", fs.Name(), fs.Arg(0))
 	fs.Usage()
-	return 2
+	return true
 }
 
 func runGenerate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("generate", "generate [-spec DIR] [-out DIR]", stderr)
 	specDir := fs.String("spec", "spec", "folder of spec files")
 	outDir := fs.String("out", "generated", "folder to write packages into (per store, <store>/ and <store>/<store>cases/)")
-	if code := parse(fs, args); code >= 0 {
-		return code
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
 	}
-	if code := noArgs(fs, stderr); code >= 0 {
-		return code
+	if extraArgs(fs, stderr) {
+		return 2
 	}
 	start := time.Now()
 	files, ok := loadAndGenerate(*specDir, stderr)
@@ -196,9 +201,7 @@ func writeFiles(outDir string, names []string, files map[string][]byte) error {
 	temps := make([]string, 0, len(names))
 	defer func() {
 		for _, t := range temps {
-			if t != "" {
-				os.Remove(t)
-			}
+			os.Remove(t) // a temporary file renamed into place is gone already
 		}
 	}()
 	for _, name := range names {
@@ -227,7 +230,6 @@ func writeFiles(outDir string, names []string, files map[string][]byte) error {
 		if err := os.Rename(temps[i], p); err != nil {
 			return fmt.Errorf("%w (files before %s were replaced)", err, name)
 		}
-		temps[i] = ""
 	}
 	return nil
 }
@@ -236,11 +238,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("check", "check [-spec DIR] [-out DIR]", stderr)
 	specDir := fs.String("spec", "spec", "folder of spec files")
 	outDir := fs.String("out", "generated", "folder of generated packages")
-	if code := parse(fs, args); code >= 0 {
-		return code
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
 	}
-	if code := noArgs(fs, stderr); code >= 0 {
-		return code
+	if extraArgs(fs, stderr) {
+		return 2
 	}
 	files, ok := loadAndGenerate(*specDir, stderr)
 	if !ok {
@@ -248,7 +250,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	differ, stale, err := gen.Drift(*outDir, files)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintf(stderr, "drivergen check: %v\n", err)
 		return 1
 	}
 	if len(differ) == 0 && len(stale) == 0 {
@@ -323,8 +325,8 @@ func validateFiles(names []string, stdout, stderr io.Writer, check func(*gen.Spe
 func runNew(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("new", "new [-root DIR] STORE", stderr)
 	root := fs.String("root", ".", "repository root")
-	if code := parse(fs, args); code >= 0 {
-		return code
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

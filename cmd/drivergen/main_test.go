@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -96,10 +97,20 @@ func TestCheckNamesEachStaleFile(t *testing.T) {
 		for _, p := range files {
 			assert.Contains(t, stderr, p+": generated file that no spec produces any more")
 		}
+		var logged bytes.Buffer
+		log = newLog(&logged)
 		code, _, stderr = runCLI("generate", "-spec", specDir, "-out", outDir)
+		log = newLog(os.Stderr)
 		require.Equal(t, 0, code, stderr)
 		_, err := os.Stat(old)
 		assert.True(t, os.IsNotExist(err), "generate removes a stale package folder with its files")
+		for _, p := range files {
+			assert.Contains(t, logged.String(), "INF removed stale generated file file="+p+" tool=drivergen\n")
+		}
+		for _, p := range []string{filepath.Join(old, "memorycases"), old} {
+			assert.Contains(t, logged.String(), "INF removed stale package folder folder="+p+" tool=drivergen\n")
+		}
+		assert.Regexp(t, `INF generate done files=\d+ removed=2 took=\S+ tool=drivergen written=0\n$`, logged.String())
 
 		// A folder holding Go drivergen did not write is never touched.
 		require.NoError(t, os.MkdirAll(old, 0o755))
@@ -145,10 +156,15 @@ func TestNewScaffoldsAStoreAndRefusesToOverwrite(t *testing.T) {
 	root := t.TempDir()
 	code, out, _ := runCLI("new", "-root", root, "acme")
 	require.Equal(t, 0, code)
-	assert.Contains(t, out, "spec/acme.yaml")
+	var wrote string
 	for _, f := range []string{"spec/acme.yaml", "stores/acme/driver.go", "stores/acme/conformance_test.go", "stores/acme/kit_test.go", "stores/acme/deps.sh"} {
-		_, err := os.Stat(filepath.Join(root, f))
-		assert.NoError(t, err, f)
+		assertPerm(t, filepath.Join(root, f), 0o644)
+		wrote += "wrote " + filepath.Join(root, f) + "\n"
+	}
+	assert.Equal(t, wrote+strings.NewReplacer("STORE", "acme", "SPECGO", "Acme").Replace(nextSteps), out,
+		"new names each file it wrote, then the next steps for the store")
+	for _, d := range []string{"spec", "stores", "stores/acme"} {
+		assertPerm(t, filepath.Join(root, d), 0o755)
 	}
 	code, _, _ = runCLI("validate", filepath.Join(root, "spec/acme.yaml"))
 	assert.Equal(t, 0, code, "the scaffolded spec is valid")
@@ -160,32 +176,94 @@ func TestNewScaffoldsAStoreAndRefusesToOverwrite(t *testing.T) {
 	assert.Contains(t, stderr, "refusing to overwrite")
 	code, _, _ = runCLI("new", "-root", root, "Bad-Name")
 	assert.Equal(t, 2, code)
+	for _, args := range [][]string{{}, {"one", "two"}} {
+		code, out, stderr = runCLI(append([]string{"new", "-root", t.TempDir()}, args...)...)
+		assert.Equal(t, 2, code, "new takes one store: %q", args)
+		assert.Empty(t, out)
+		assert.Contains(t, stderr, "usage: drivergen new [-root DIR] STORE")
+	}
 	notDir := filepath.Join(root, "spec/acme.yaml") // a file: no folder can be made under it
 	code, _, stderr = runCLI("new", "-root", notDir, "acme")
 	assert.Equal(t, 1, code, "a folder that cannot be made fails the command")
 	assert.Contains(t, stderr, "not a directory")
 }
 
+// TestUsageAndUnknownCommands: drivergen alone is a usage error, help is
+// not; the usage names each command, one a line, with its arguments and
+// what it does; an unknown command is refused with the usage.
 func TestUsageAndUnknownCommands(t *testing.T) {
 	code, out, _ := runCLI()
 	assert.Equal(t, 2, code, "no command is a usage error")
 	assert.Contains(t, out, "drivergen generate", "and prints the usage")
-	code, out, _ = runCLI("--help")
-	assert.Equal(t, 0, code)
-	for _, c := range []string{"generate", "check", "validate", "new"} {
-		assert.Contains(t, out, "drivergen "+c)
+	for _, help := range []string{"-h", "-help", "--help", "help"} {
+		code, out, _ = runCLI(help)
+		assert.Equal(t, 0, code, help)
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		require.Len(t, lines, 3+len(commands)+2, help)
+		assert.Equal(t, []string{"drivergen turns store specs (spec/*.yaml) into Go (generated/).", "", "Usage:"}, lines[:3])
+		for i, c := range commands {
+			assert.Regexp(t, "^  drivergen "+regexp.QuoteMeta(c.usage)+" +"+regexp.QuoteMeta(c.summary)+"$", lines[3+i])
+		}
+		assert.Equal(t, []string{"", "Run 'drivergen COMMAND -help' for a command's flags."}, lines[3+len(commands):])
 	}
 	code, _, stderr := runCLI("frobnicate")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, `unknown command "frobnicate"`)
-	for _, c := range []string{"generate", "check", "validate", "new"} {
-		code, _, stderr := runCLI(c, "-help")
-		assert.Equal(t, 0, code, c)
-		assert.Contains(t, stderr, "usage: drivergen "+c)
+	assert.Contains(t, stderr, "Usage:")
+}
+
+// TestEveryCommandTakesHelpAndRefusesABadFlag: each command's -help prints
+// its usage and does nothing else (exit 0: run from this folder, which
+// holds no spec/, a command that went on would fail or write); a flag it
+// does not take is a usage error (exit 2); a command taking flags only
+// refuses an argument (exit 2).
+func TestEveryCommandTakesHelpAndRefusesABadFlag(t *testing.T) {
+	from := filepath.Join(t.TempDir(), "hdr-1.yaml") // a copy: a broken new --from writes beside it
+	src, err := os.ReadFile(oldSpec)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(from, src, 0o644))
+	for _, cmd := range [][]string{{"generate"}, {"check"}, {"validate"}, {"new"}, {"new", "--from", from}, {"diff"}} {
+		name := strings.Join(cmd, " ")
+		code, out, stderr := runCLI(append(cmd, "-help")...)
+		assert.Equal(t, 0, code, name)
+		assert.Empty(t, out, name)
+		assert.Regexp(t, "^usage: drivergen "+cmd[0]+" ", stderr, name)
+
+		code, out, stderr = runCLI(append(cmd, "-bogus")...)
+		assert.Equal(t, 2, code, name)
+		assert.Empty(t, out, name)
+		assert.Contains(t, stderr, "flag provided but not defined: -bogus", name)
+		assert.Contains(t, stderr, "usage: drivergen "+cmd[0]+" ", name)
+	}
+	for _, cmd := range [][]string{{"generate"}, {"check"}, {"new", "--from", from, "--version", "2"}} {
+		name := strings.Join(cmd, " ")
+		code, out, stderr := runCLI(append(cmd, "extra")...)
+		assert.Equal(t, 2, code, name)
+		assert.Empty(t, out, name)
+		assert.Contains(t, stderr, "drivergen "+cmd[0]+`: unexpected argument "extra"; the command takes flags only`, name)
 	}
 }
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// umask is the process's file mode creation mask, read before any test
+// runs: the modes drivergen asks for, less these bits, are the modes its
+// files get.
+var umask os.FileMode
+
+func TestMain(m *testing.M) {
+	old := syscall.Umask(0)
+	syscall.Umask(old)
+	umask = os.FileMode(old)
+	goleak.VerifyTestMain(m)
+}
+
+// assertPerm asserts that path's permission bits are perm less the umask.
+func assertPerm(t *testing.T, path string, perm os.FileMode) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if assert.NoError(t, err) {
+		assert.Equal(t, perm&^umask, fi.Mode().Perm(), "%s's mode", path)
+	}
+}
 
 // TestAScaffoldedStoreCompiles scaffolds a store in a copy of the module,
 // generates its package, vets it and runs its test: a driver author's first
@@ -478,4 +556,59 @@ func TestSpecErrorsNameThePathGiven(t *testing.T) {
 		assert.Equal(t, 1, code, verb)
 		assert.Regexp(t, "^"+regexp.QuoteMeta(p)+`:\d+:1: unknown key "stroe"`, stderr, verb)
 	}
+}
+
+// TestGenerateAndCheckSayWhyTheyCannotReadTheTree: a package folder of
+// generated/ that cannot be read (here a file where the folder belongs)
+// fails generate and check (exit 1), naming it and why.
+func TestGenerateAndCheckSayWhyTheyCannotReadTheTree(t *testing.T) {
+	dir := copyTree(t)
+	specDir, outDir := filepath.Join(dir, "spec"), filepath.Join(dir, "generated")
+	memory := filepath.Join(outDir, "memory")
+	require.NoError(t, os.RemoveAll(memory))
+	require.NoError(t, os.WriteFile(memory, nil, 0o644))
+	for verb, want := range map[string]string{
+		"check":    "drivergen check: open " + memory + ": not a directory\n",
+		"generate": "drivergen generate: " + memory + " is not a folder; drivergen writes package memory there\nstat " + filepath.Join(memory, "memorycases") + ": not a directory\n",
+	} {
+		code, out, stderr := runCLI(verb, "-spec", specDir, "-out", outDir)
+		assert.Equal(t, 1, code, verb)
+		assert.Empty(t, out, verb)
+		assert.Equal(t, want, stderr, verb)
+	}
+}
+
+// TestValidateUsageErrors: validate needs at least one file, and -header
+// and -enum each need the other; each is a usage error (exit 2) that says
+// so, and nothing is validated.
+func TestValidateUsageErrors(t *testing.T) {
+	const spec = "../../spec/memory.yaml"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "usage: drivergen validate "},
+		{[]string{"-header", "../../gen/testdata/header/ok", "-enum", "ErrorCode"}, "usage: drivergen validate "},
+		{[]string{"-enum", "ErrorCode", spec}, "drivergen validate: -enum needs -header\n"},
+		{[]string{"-header", "../../gen/testdata/header/ok", spec}, "drivergen validate: -header needs -enum NAME"},
+	} {
+		code, out, stderr := runCLI(append([]string{"validate"}, c.args...)...)
+		assert.Equal(t, 2, code, "%q", c.args)
+		assert.Empty(t, out, "%q", c.args)
+		assert.True(t, strings.HasPrefix(stderr, c.want), "%q: %s", c.args, stderr)
+	}
+}
+
+// TestValidateForABuildKeepsWhatItCannotRead: with -sdk-version, a file
+// that does not read or load is kept, not left out, so that validation
+// names its errors.
+func TestValidateForABuildKeepsWhatItCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	missing, broken := filepath.Join(dir, "missing.yaml"), filepath.Join(dir, "broken.yaml")
+	require.NoError(t, os.WriteFile(broken, []byte("store: x\n"), 0o644))
+	code, out, stderr := runCLI("validate", "-sdk-version", "1", missing, broken)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Contains(t, stderr, missing+": no such file or directory")
+	assert.Contains(t, stderr, broken+":1:1: ")
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,11 +43,11 @@ func runNewVersion(args []string, stdout, stderr io.Writer) int {
 	from := fs.String("from", "", "the spec of the last SDK version")
 	version := fs.String("version", "", "the new SDK version")
 	out := fs.String("o", "", "the file to write (default: STORE-VERSION.yaml beside --from)")
-	if code := parse(fs, args); code >= 0 {
-		return code
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
 	}
-	if code := noArgs(fs, stderr); code >= 0 {
-		return code
+	if extraArgs(fs, stderr) {
+		return 2
 	}
 	if *from == "" || *version == "" {
 		fmt.Fprintln(stderr, "drivergen new: --from needs --version V, the SDK version the new spec holds for")
@@ -55,7 +57,7 @@ func runNewVersion(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "drivergen new: %v\n", err)
 		return 2
 	}
-	old, ok := loadSpecFile(*from, stderr)
+	old, data, ok := loadSpecFile(*from, stderr)
 	if !ok {
 		return 1
 	}
@@ -64,11 +66,6 @@ func runNewVersion(args []string, stdout, stderr io.Writer) int {
 		// lower-case letters and digits) and *version a plain segment, so
 		// the file lands beside --from, never elsewhere.
 		*out = filepath.Join(filepath.Dir(*from), old.Store+"-"+*version+".yaml")
-	}
-	data, err := gen.ReadSpec(*from)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
 	}
 	text, err := respec(data, *version)
 	if err != nil {
@@ -86,7 +83,7 @@ func runNewVersion(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "drivergen new: the copy does not load:\n%v\n", err)
 		return 1
 	}
-	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := createSpec(*out)
 	if errors.Is(err, os.ErrExist) {
 		fmt.Fprintf(stderr, "drivergen new: %s exists; refusing to overwrite it\n", *out)
 		return 1
@@ -107,6 +104,14 @@ func runNewVersion(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "wrote %s (store %s, %s in generated/%s, SDK %s %s)\n", *out, old.Store, s.GoName(), gen.StorePackage(old.Store), old.SDK.Name, *version)
 	fmt.Fprintf(stdout, "next: edit it for the SDK's changes, 'drivergen diff %s %s', 'make generate', then the gate\n", *from, *out)
 	return 0
+}
+
+// createSpec is createSpecFile; tests replace it to fail the write.
+var createSpec = createSpecFile
+
+// createSpecFile creates the new spec's file, never over an existing one.
+func createSpecFile(name string) (*os.File, error) {
+	return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
 // respec returns data with sdk.versions set to [version] and sdk.verified
@@ -136,62 +141,49 @@ func respec(data []byte, version string) ([]byte, error) {
 		return nil, errors.New("no sdk.versions list to rewrite")
 	}
 	lines := strings.SplitAfter(string(data), "\n")
-	// Edits go from the bottom up, so earlier positions stay true.
 	type edit struct {
 		line, col, end int // 1-based line; byte columns [col, end) of that line
 		with           string
 	}
 	var edits []edit
-	newVersions := "[" + strconv.Quote(version) + "]"
-	if vv.Style&yaml.FlowStyle != 0 {
-		l := lines[vv.Line-1]
-		start := vv.Column - 1
-		end := strings.IndexByte(l[start:], ']')
-		if end < 0 {
-			return nil, fmt.Errorf("line %d: sdk.versions spans lines; write it on one line", vv.Line)
+	// replace adds the edits that write the list v (of key k, named name)
+	// as with: a flow list's brackets and what they hold, on its one line;
+	// a block list's lines, with "key: with" written on its key's line.
+	replace := func(k, v *yaml.Node, name, with string) error {
+		if v.Style&yaml.FlowStyle != 0 {
+			start := v.Column - 1
+			list, _, closed := strings.Cut(lines[v.Line-1][start:], "]")
+			if !closed {
+				return fmt.Errorf("line %d: %s spans lines; write it on one line", v.Line, name)
+			}
+			edits = append(edits, edit{v.Line, start, start + len(list) + 1, with})
+			return nil
 		}
-		edits = append(edits, edit{vv.Line, start, start + end + 1, newVersions})
-	} else {
-		last := vv.Content[len(vv.Content)-1].Line
-		for l := last; l >= vv.Content[0].Line; l-- {
+		for l := v.Content[len(v.Content)-1].Line; l >= v.Content[0].Line; l-- {
 			edits = append(edits, edit{l, 0, len(lines[l-1]), ""})
 		}
-		kl := lines[vk.Line-1]
-		colon := strings.IndexByte(kl[vk.Column-1:], ':') + vk.Column
-		edits = append(edits, edit{vk.Line, colon, colon, " " + newVersions})
+		colon := strings.IndexByte(lines[k.Line-1][k.Column-1:], ':') + k.Column
+		edits = append(edits, edit{k.Line, colon, colon, " " + with})
+		return nil
+	}
+	if err := replace(vk, vv, "sdk.versions", "["+strconv.Quote(version)+"]"); err != nil {
+		return nil, err
 	}
 	// A new release was verified on no commit yet: sdk.verified starts
 	// empty, so every build of it is unverified until the gate passed on
 	// it and its commit is added.
-	if vk2, vf := value(sdk, "verified"); vf != nil {
+	if vk, vf := value(sdk, "verified"); vf != nil {
 		if vf.Kind != yaml.SequenceNode {
 			return nil, errors.New("sdk.verified is not a list")
 		}
-		if vf.Style&yaml.FlowStyle != 0 {
-			l := lines[vf.Line-1]
-			start := vf.Column - 1
-			end := strings.IndexByte(l[start:], ']')
-			if end < 0 {
-				return nil, fmt.Errorf("line %d: sdk.verified spans lines; write it on one line", vf.Line)
-			}
-			edits = append(edits, edit{vf.Line, start, start + end + 1, "[]"})
-		} else {
-			for l := vf.Content[len(vf.Content)-1].Line; l >= vf.Content[0].Line; l-- {
-				edits = append(edits, edit{l, 0, len(lines[l-1]), ""})
-			}
-			kl := lines[vk2.Line-1]
-			colon := strings.IndexByte(kl[vk2.Column-1:], ':') + vk2.Column
-			edits = append(edits, edit{vk2.Line, colon, colon, " []"})
+		if err := replace(vk, vf, "sdk.verified", "[]"); err != nil {
+			return nil, err
 		}
 	}
-	// Apply from the last line up, so earlier positions stay true.
-	for i := 0; i < len(edits); i++ {
-		for j := i + 1; j < len(edits); j++ {
-			if edits[j].line > edits[i].line || edits[j].line == edits[i].line && edits[j].col > edits[i].col {
-				edits[i], edits[j] = edits[j], edits[i]
-			}
-		}
-	}
+	// Each line is its own string, so only edits of one line touch each
+	// other's positions: apply them from the line's end, so earlier
+	// positions stay true.
+	slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(b.col, a.col) })
 	for _, e := range edits {
 		l := lines[e.line-1]
 		lines[e.line-1] = l[:e.col] + e.with + l[e.end:]

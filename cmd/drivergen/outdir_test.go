@@ -55,3 +55,32 @@ func TestGenerateWritesOnlyInsideTheModule(t *testing.T) {
 	_, err = os.Stat(filepath.Join(loose, "gen"))
 	assert.True(t, os.IsNotExist(err))
 }
+
+// TestRealPathResolvesWhatExists: realPath is the path made absolute, the
+// links of its longest existing prefix resolved, and the folders not made
+// yet appended as given.
+func TestRealPathResolvesWhatExists(t *testing.T) {
+	dir := t.TempDir()
+	real, err := filepath.EvalSymlinks(dir)
+	require.NoError(t, err)
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "target"), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(dir, "target"), filepath.Join(dir, "link")))
+	cwd, err := os.Getwd()
+	require.NoError(t, err)
+	realCwd, err := filepath.EvalSymlinks(cwd)
+	require.NoError(t, err)
+	for in, want := range map[string]string{
+		filepath.Join(dir, "target"):                 filepath.Join(real, "target"),
+		filepath.Join(dir, "link"):                   filepath.Join(real, "target"),
+		filepath.Join(dir, "link", "new", "deeper"):  filepath.Join(real, "target", "new", "deeper"),
+		filepath.Join(dir, "new"):                    filepath.Join(real, "new"),
+		filepath.Join(dir, "link", "..", "new", "x"): filepath.Join(real, "new", "x"),
+		".":   realCwd,
+		"new": filepath.Join(realCwd, "new"),
+	} {
+		got, err := realPath(in)
+		if assert.NoError(t, err, in) {
+			assert.Equal(t, want, got, in)
+		}
+	}
+}

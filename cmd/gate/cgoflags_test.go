@@ -178,10 +178,52 @@ func TestCgoflagsRefusesAnIncompleteTree(t *testing.T) {
 	assert.Contains(t, stderr, "usage: gate cgoflags")
 }
 
+// TestSplitCommand: a compile command splits as a POSIX shell splits it:
+// blanks (space, tab, newline) between arguments, quotes and backslashes
+// joining; an empty quoted argument is an argument; a quote or backslash
+// left open is an error.
 func TestSplitCommand(t *testing.T) {
-	got, err := splitCommand(`c++ -DA="x y" '-DB=it'\''s' -DC=a\ b  -c f.cpp`)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"c++", "-DA=x y", "-DB=it's", "-DC=a b", "-c", "f.cpp"}, got)
-	_, err = splitCommand(`c++ "-DA`)
-	assert.Error(t, err)
+	for _, c := range []struct {
+		cmd  string
+		want []string
+	}{
+		{`c++ -DA="x y" '-DB=it'\''s' -DC=a\ b  -c f.cpp`, []string{"c++", "-DA=x y", "-DB=it's", "-DC=a b", "-c", "f.cpp"}},
+		{"", nil},
+		{" \t\n", nil},
+		{"a", []string{"a"}},
+		{" a\tb\nc ", []string{"a", "b", "c"}},
+		{`''`, []string{""}},
+		{`a '' b`, []string{"a", "", "b"}},
+		{`a''b`, []string{"ab"}},
+		{`"a b"c`, []string{"a bc"}},
+		{`'a\b'`, []string{`a\b`}},
+		{`"a\"b"`, []string{`a"b`}},
+		{`"a'b" 'a"b'`, []string{"a'b", `a"b`}},
+		{`\'`, []string{"'"}},
+		{`\ `, []string{" "}},
+		{`a\\`, []string{`a\`}},
+	} {
+		got, err := splitCommand(c.cmd)
+		if assert.NoError(t, err, "%q", c.cmd) {
+			assert.Equal(t, c.want, got, "%q", c.cmd)
+		}
+	}
+	for _, cmd := range []string{`c++ "-DA`, `'a`, `a\`, `"a\"`} {
+		_, err := splitCommand(cmd)
+		assert.EqualError(t, err, "unterminated quote", "%q", cmd)
+	}
+	for _, arg := range []string{"", "a", "a b", "it's", `\`, `"`, "'''", "a\tb\nc"} {
+		got, err := splitCommand("x " + shellQuote(arg))
+		if assert.NoError(t, err, "%q", arg) {
+			assert.Equal(t, []string{"x", arg}, got, "shellQuote(%q) reads back as itself", arg)
+		}
+	}
+}
+
+// TestIncludeDirs: the -I directories of a command, joined or as the next
+// argument, in order; not -isystem's, and not a -I that ends the command.
+func TestIncludeDirs(t *testing.T) {
+	assert.Equal(t, []string{"x", "y", "z"}, includeDirs([]string{"c++", "-I", "x", "-Iy", "-isystem", "s", "-isystem/t", "-DI", "-I", "z", "-I"}))
+	assert.Empty(t, includeDirs([]string{"-I"}))
+	assert.Empty(t, includeDirs(nil))
 }

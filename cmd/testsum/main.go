@@ -20,11 +20,14 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -53,8 +56,8 @@ type skip struct{ pkg, test string }
 const progressEvery = 30 * time.Second
 
 func main() {
+	// No Stop: os.Exit ends the process, and runs no deferred call.
 	tick := time.NewTicker(progressEvery)
-	defer tick.Stop()
 	os.Exit(summarize(lines(os.Stdin), os.Stdout, progress{w: os.Stderr, tick: tick.C, start: time.Now()}))
 }
 
@@ -77,7 +80,7 @@ func lines(in io.Reader) <-chan []byte {
 	go func() {
 		defer close(ch)
 		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		sc.Buffer(nil, 1<<24) // lines of up to 16 MiB; the buffer grows as they need
 		for sc.Scan() {
 			ch <- append([]byte(nil), sc.Bytes()...)
 		}
@@ -186,7 +189,10 @@ func (t *tally) finish(out io.Writer) int {
 	printSkips(out, t.skips)
 	failed := t.failed > 0 || t.packagesFailed > 0 || t.buildFailed > 0
 	if failed && t.failed == 0 {
-		fmt.Fprintf(out, "testsum: %d packages failed (a build error, a panic, or a TestMain that failed)\n", t.packagesFailed+t.buildFailed)
+		// go test follows each failed build with a fail line of every
+		// package it broke, so those lines count the packages; the builds
+		// count when go test's output ended before them.
+		fmt.Fprintf(out, "testsum: %d packages failed (a build error, a panic, or a TestMain that failed)\n", max(t.packagesFailed, t.buildFailed))
 	}
 	fmt.Fprintf(out, "tests: %d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped)
 	if failed {
@@ -204,16 +210,18 @@ var logLine = regexp.MustCompile(`^\s*[\w.-]+\.go:\d+: `)
 // skipReason is what a skipped test logged last: its t.Skip message,
 // with the file:line head cut and any continuation lines joined.
 func skipReason(lines []string) string {
-	last := -1
-	for i, l := range lines {
-		if logLine.MatchString(l) {
-			last = i
+	for i := len(lines) - 1; i >= 0; i-- {
+		if logLine.MatchString(lines[i]) {
+			return joinLogged(lines[i:])
 		}
 	}
-	if last < 0 {
-		return noReason
-	}
-	parts := append([]string{logLine.ReplaceAllString(lines[last], "")}, lines[last+1:]...)
+	return noReason
+}
+
+// joinLogged is one logged message on one line: its first line without
+// the file:line head, then its continuation lines, each trimmed.
+func joinLogged(lines []string) string {
+	parts := append([]string{logLine.ReplaceAllString(lines[0], "")}, lines[1:]...)
 	for i := range parts {
 		parts[i] = strings.TrimSpace(parts[i])
 	}
@@ -224,18 +232,10 @@ func skipReason(lines []string) string {
 }
 
 // printSkips prints the skipped tests grouped by reason, the largest
-// group first, each group's tests by package.
+// group first (then by reason), each group's tests by package.
 func printSkips(out io.Writer, skips map[string][]skip) {
-	reasons := make([]string, 0, len(skips))
-	for r := range skips {
-		reasons = append(reasons, r)
-	}
-	sort.Slice(reasons, func(i, j int) bool {
-		a, b := reasons[i], reasons[j]
-		if len(skips[a]) != len(skips[b]) {
-			return len(skips[a]) > len(skips[b])
-		}
-		return a < b
+	reasons := slices.SortedFunc(maps.Keys(skips), func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(skips[b]), len(skips[a])), strings.Compare(a, b))
 	})
 	for _, r := range reasons {
 		fmt.Fprintf(out, "skipped %d: %s\n", len(skips[r]), r)

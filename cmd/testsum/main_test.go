@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -35,36 +36,98 @@ func TestCountsAndShowsFailures(t *testing.T) {
 	assert.NotContains(t, s, "packages failed", "a failed test explains its package's failure")
 }
 
-func TestAPackageFailureWithoutATestFails(t *testing.T) {
-	var out bytes.Buffer
-	in := `{"Action":"output","Package":"p","Output":"panic: TestMain\n"}
-{"Action":"fail","Package":"p","Elapsed":0.1}
-`
-	assert.Equal(t, 1, run(strings.NewReader(in), &out))
-	assert.Contains(t, out.String(), "panic: TestMain")
-	assert.Contains(t, out.String(), "testsum: 1 packages failed (a build error, a panic, or a TestMain that failed)\ntests: 0 passed, 0 failed, 0 skipped", "no failed test explains it: the line says what failed")
-}
-
-func TestAllPassing(t *testing.T) {
-	var out bytes.Buffer
-	in := `{"Action":"pass","Package":"p","Test":"TestA"}
+// TestWhatFailsTheRun: the run fails (exit 1) when a test, a package or a
+// build failed, each alone too (go test's output can end before the
+// package lines that follow a failed test or build); when no failed test
+// explains the failure, the line before the totals counts the packages
+// that failed, each once. The build streams are go test -json's own.
+func TestWhatFailsTheRun(t *testing.T) {
+	const packagesFailed = "testsum: %d packages failed (a build error, a panic, or a TestMain that failed)\n"
+	for _, c := range []struct {
+		name, in string
+		code     int
+		tail     string // the output's end
+	}{{
+		name: "all passed",
+		in: `{"Action":"pass","Package":"p","Test":"TestA"}
 {"Action":"pass","Package":"p","Elapsed":0.1}
-`
-	assert.Equal(t, 0, run(strings.NewReader(in), &out))
-	assert.True(t, strings.HasSuffix(out.String(), "tests: 1 passed, 0 failed, 0 skipped\n"))
+`,
+		tail: "ok  \tp\t0.100s\ntests: 1 passed, 0 failed, 0 skipped\n",
+	}, {
+		name: "a package failed with no failed test",
+		in: `{"Action":"output","Package":"p","Output":"panic: TestMain\n"}
+{"Action":"fail","Package":"p","Elapsed":0.1}
+`,
+		code: 1,
+		tail: "panic: TestMain\nFAIL\tp\t0.100s\n" + fmt.Sprintf(packagesFailed, 1) + "tests: 0 passed, 0 failed, 0 skipped\n",
+	}, {
+		name: "a failed test and no package line",
+		in: `{"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:1: boom\n"}
+{"Action":"fail","Package":"p","Test":"TestA"}
+`,
+		code: 1,
+		tail: "--- FAIL: TestA (p)\n    a_test.go:1: boom\ntests: 0 passed, 1 failed, 0 skipped\n",
+	}, {
+		name: "a failed build and no package line",
+		in: `{"ImportPath":"m/p [m/p.test]","Action":"build-output","Output":"p/p.go:2:12: undefined: x\n"}
+{"ImportPath":"m/p [m/p.test]","Action":"build-fail"}
+`,
+		code: 1,
+		tail: "p/p.go:2:12: undefined: x\n" + fmt.Sprintf(packagesFailed, 1) + "tests: 0 passed, 0 failed, 0 skipped\n",
+	}, {
+		name: "a test binary that did not build",
+		in: `{"ImportPath":"m/p [m/p.test]","Action":"build-output","Output":"# m/p [m/p.test]\n"}
+{"ImportPath":"m/p [m/p.test]","Action":"build-output","Output":"p/p.go:2:12: undefined: x\n"}
+{"ImportPath":"m/p [m/p.test]","Action":"build-fail"}
+{"Action":"start","Package":"m/p"}
+{"Action":"output","Package":"m/p","Output":"FAIL\tm/p [build failed]\n"}
+{"Action":"fail","Package":"m/p","Elapsed":0,"FailedBuild":"m/p [m/p.test]"}
+`,
+		code: 1,
+		tail: "# m/p [m/p.test]\np/p.go:2:12: undefined: x\nFAIL\tm/p\t0.000s\n" + fmt.Sprintf(packagesFailed, 1) + "tests: 0 passed, 0 failed, 0 skipped\n",
+	}, {
+		name: "two packages that did not build and one importing one of them",
+		in: `{"ImportPath":"m/p","Action":"build-output","Output":"# m/p\n"}
+{"ImportPath":"m/p","Action":"build-fail"}
+{"Action":"start","Package":"m/p"}
+{"Action":"output","Package":"m/p","Output":"FAIL\tm/p [build failed]\n"}
+{"Action":"fail","Package":"m/p","Elapsed":0,"FailedBuild":"m/p"}
+{"ImportPath":"m/q","Action":"build-output","Output":"# m/q\n"}
+{"ImportPath":"m/q","Action":"build-fail"}
+{"Action":"start","Package":"m/q"}
+{"Action":"start","Package":"m/r"}
+{"Action":"output","Package":"m/r","Output":"FAIL\tm/r [build failed]\n"}
+{"Action":"fail","Package":"m/r","Elapsed":0,"FailedBuild":"m/p"}
+{"Action":"output","Package":"m/q","Output":"FAIL\tm/q [build failed]\n"}
+{"Action":"fail","Package":"m/q","Elapsed":0,"FailedBuild":"m/q"}
+`,
+		code: 1,
+		tail: fmt.Sprintf(packagesFailed, 3) + "tests: 0 passed, 0 failed, 0 skipped\n",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			assert.Equal(t, c.code, run(strings.NewReader(c.in), &out))
+			assert.True(t, strings.HasSuffix(out.String(), c.tail), "got:\n%s", out.String())
+			if !strings.Contains(c.tail, "packages failed") {
+				assert.NotContains(t, out.String(), "packages failed")
+			}
+		})
+	}
 }
 
 // TestSkipsAreNamedAndGroupedByReasonBeforeTheTotals: every skipped test
 // is named under the reason it logged, the largest group first, and the
-// totals line stays the last line.
+// totals line stays the last line. No order asked for is the input's: the
+// largest group's reason sorts between the others, its packages and their
+// tests arrive in reverse.
 func TestSkipsAreNamedAndGroupedByReasonBeforeTheTotals(t *testing.T) {
-	in := `{"Action":"run","Package":"kv/stores/redis","Test":"TestDriver"}
+	in := `{"Action":"output","Package":"kv/stores/redis","Test":"TestFaults","Output":"    faults_test.go:12: redis-server not found (apt-get install redis-server)\n"}
+{"Action":"skip","Package":"kv/stores/redis","Test":"TestFaults","Elapsed":0}
+{"Action":"run","Package":"kv/stores/redis","Test":"TestDriver"}
 {"Action":"output","Package":"kv/stores/redis","Test":"TestDriver","Output":"=== RUN   TestDriver\n"}
 {"Action":"output","Package":"kv/stores/redis","Test":"TestDriver","Output":"    redis_test.go:40: redis-server not found (apt-get install redis-server)\n"}
 {"Action":"output","Package":"kv/stores/redis","Test":"TestDriver","Output":"--- SKIP: TestDriver (0.00s)\n"}
 {"Action":"skip","Package":"kv/stores/redis","Test":"TestDriver","Elapsed":0}
-{"Action":"output","Package":"kv/stores/redis","Test":"TestFaults","Output":"    faults_test.go:12: redis-server not found (apt-get install redis-server)\n"}
-{"Action":"skip","Package":"kv/stores/redis","Test":"TestFaults","Elapsed":0}
 {"Action":"output","Package":"kv/cmd/demo","Test":"TestDemo","Output":"    demo_test.go:9: redis-server not found (apt-get install redis-server)\n"}
 {"Action":"skip","Package":"kv/cmd/demo","Test":"TestDemo","Elapsed":0}
 {"Action":"output","Package":"kv/conformance","Test":"TestSuite/hold","Output":"    suite.go:88: a log line first\n"}
@@ -131,17 +194,125 @@ func TestProgressWhileSilent(t *testing.T) {
 	assert.True(t, strings.HasSuffix(out.String(), "tests: 1 passed, 0 failed, 0 skipped\n"))
 }
 
+// TestProgressLineNamesAFewRunningPackages: the line names the first three
+// running packages by name and counts the rest; three are named alone.
 func TestProgressLineNamesAFewRunningPackages(t *testing.T) {
-	running := map[string]bool{"d": true, "a": true, "c": true, "b": true, "e": true}
-	assert.Equal(t, "testsum: 1m5s: 7 packages done; running: a, b, c and 2 more", progressLine(65*time.Second, 7, running))
+	for _, c := range []struct {
+		running []string
+		want    string
+	}{
+		{nil, "none yet: go test is still building"},
+		{[]string{"a"}, "a"},
+		{[]string{"c", "a", "b"}, "a, b, c"},
+		{[]string{"d", "a", "c", "b"}, "a, b, c and 1 more"},
+		{[]string{"d", "a", "c", "b", "e"}, "a, b, c and 2 more"},
+	} {
+		running := map[string]bool{}
+		for _, p := range c.running {
+			running[p] = true
+		}
+		assert.Equal(t, "testsum: 1m5s: 7 packages done; running: "+c.want, progressLine(65*time.Second, 7, running), "running %v", c.running)
+	}
 }
 
-// TestALineLongerThanTheBoundIsReported: go test's output is read in
-// lines of up to 16 MiB; a longer one ends the reading, and testsum says
-// so rather than summarizing a cut stream as whole.
-func TestALineLongerThanTheBoundIsReported(t *testing.T) {
-	long := `{"Action":"output","Package":"p","Output":"` + strings.Repeat("x", 1<<24) + `"}` + "\n"
-	var out bytes.Buffer
-	run(strings.NewReader(long), &out)
-	assert.Contains(t, out.String(), "testsum: reading go test's output: bufio.Scanner: token too long")
+// TestLinesAreReadUpToTheBound: go test's output is read in lines of up
+// to 16 MiB (a test may log a large value in one line; bufio's default
+// bound is 64 KiB): a line of 1 MiB is read whole (a line that is not an
+// event is passed through), a line past 16 MiB ends the reading, and
+// testsum says so rather than summarizing a cut stream as whole. (A line
+// just under 16 MiB takes 10 s under -race on a busy machine.)
+func TestLinesAreReadUpToTheBound(t *testing.T) {
+	t.Run("under", func(t *testing.T) {
+		line := strings.Repeat("x", 1<<20) + "\n"
+		var out bytes.Buffer
+		run(strings.NewReader(line), &out)
+		assert.True(t, strings.HasPrefix(out.String(), line), "the line is not passed through whole")
+		assert.NotContains(t, out.String(), "testsum: reading go test's output")
+	})
+	t.Run("over", func(t *testing.T) {
+		long := `{"Action":"output","Package":"p","Output":"` + strings.Repeat("x", 1<<24) + `"}` + "\n"
+		var out bytes.Buffer
+		run(strings.NewReader(long), &out)
+		assert.Contains(t, out.String(), "testsum: reading go test's output: bufio.Scanner: token too long")
+	})
+}
+
+// TestAFailedPackageShowsItsOwnOutputNotGoTestsLines: a failed package's
+// output outside its tests (a panic, a TestMain's log) is printed before
+// its FAIL line; go test's own lines about the package (its result, the
+// coverage) are not, since testsum prints its own result line. Each case
+// sends one of go test's lines among the package's output.
+func TestAFailedPackageShowsItsOwnOutputNotGoTestsLines(t *testing.T) {
+	for _, goTests := range []string{
+		"=== RUN   TestA\n",
+		"PASS\n",
+		"FAIL\n",
+		"ok  \tp\t0.100s\n",
+		"FAIL\tp [build failed]\n",
+		"?   \tp\t[no test files]\n",
+		"coverage: 50.0% of statements\n",
+	} {
+		t.Run(strings.TrimSpace(goTests), func(t *testing.T) {
+			var in strings.Builder
+			for _, o := range []string{"panic: TestMain\n", goTests, "exit status 2\n"} {
+				fmt.Fprintf(&in, `{"Action":"output","Package":"p","Output":%q}`+"\n", o)
+			}
+			in.WriteString(`{"Action":"fail","Package":"p","Elapsed":0.1}` + "\n")
+			var out bytes.Buffer
+			assert.Equal(t, 1, run(strings.NewReader(in.String()), &out))
+			want := "panic: TestMain\nexit status 2\nFAIL\tp\t0.100s\n"
+			assert.True(t, strings.HasPrefix(out.String(), want), "got:\n%s", out.String())
+		})
+	}
+}
+
+// TestOutputGoesWithTheResultThatFollowsIt: a result prints the output
+// sent since the last result of the same package or test, never an
+// earlier run's again; a stream may hold one package run twice (two go
+// test runs piped into one testsum).
+func TestOutputGoesWithTheResultThatFollowsIt(t *testing.T) {
+	for _, c := range []struct {
+		name, in, want string
+	}{{
+		name: "a package",
+		in: `{"Action":"output","Package":"p","Output":"panic: first\n"}
+{"Action":"fail","Package":"p","Elapsed":0.1}
+{"Action":"output","Package":"p","Output":"panic: second\n"}
+{"Action":"fail","Package":"p","Elapsed":0.2}
+`,
+		want: "panic: first\nFAIL\tp\t0.100s\npanic: second\nFAIL\tp\t0.200s\n",
+	}, {
+		name: "a test",
+		in: `{"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:1: first\n"}
+{"Action":"fail","Package":"p","Test":"TestA"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:1: second\n"}
+{"Action":"fail","Package":"p","Test":"TestA"}
+`,
+		want: "--- FAIL: TestA (p)\n    a_test.go:1: first\n--- FAIL: TestA (p)\n    a_test.go:1: second\n",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			assert.Equal(t, 1, run(strings.NewReader(c.in), &out))
+			assert.True(t, strings.HasPrefix(out.String(), c.want), "got:\n%s", out.String())
+		})
+	}
+}
+
+// TestSkipReasonIsTheLastLoggedMessage: a skip's reason is the message it
+// logged last (t.Skip's), its head cut and its continuation lines joined;
+// a skip that logged nothing, or an empty last message, gave none.
+func TestSkipReasonIsTheLastLoggedMessage(t *testing.T) {
+	for _, c := range []struct {
+		lines []string
+		want  string
+	}{
+		{nil, noReason},
+		{[]string{"not a log line\n"}, noReason},
+		{[]string{"    a_test.go:9: no server\n"}, "no server"},
+		{[]string{"    a_test.go:8: a log first\n", "    a_test.go:9: no server\n"}, "no server"},
+		{[]string{"    a_test.go:9: no server\n", "        (install one)\n", "\n"}, "no server (install one)"},
+		{[]string{"    a_test.go:8: a log first\n", "    a_test.go:9: \n"}, noReason},
+	} {
+		assert.Equal(t, c.want, skipReason(c.lines), "lines %q", c.lines)
+	}
 }
