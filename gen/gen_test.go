@@ -563,6 +563,8 @@ func TestOneStoresSpecsShareItsPackage(t *testing.T) {
 		{"a value renamed", "  NOT_FOUND: -1\n", "  NOT_FOUND: -1\n  GONE: -3\n", "b.yaml", `8:3: code GONE has value -3, which `,
 			strings.Replace(validSpec, "  NOT_FOUND: -1\n", "  NOT_FOUND: -1\n  LOST: -3\n", 1)},
 		{"a call missing", "  put_call:\n", "  put_it:\n", "b.yaml", `9:3: call put_it is not a call of `, ""},
+		{"a call the first spec declares left out", "", "", "b.yaml", `1:1: declares no call put_again, which `,
+			strings.Replace(validSpec, "  get_call:\n", "  put_again:\n    op: put\n    touches_memory: true\n    access_end: on_return\n    answers: code\n    codes:\n      OK: {result: READY}\n    otherwise: {result: FAULT}\n  get_call:\n", 1)},
 		{"a call answering otherwise", "    answers: size\n    whole: {result: READY, written: \"yes\"}\n    short: {result: FAULT, written: \"yes\"}\n", "    answers: code\n", "b.yaml", `17:3: call get_call answers code here and size in `, ""},
 		{"a variant in one spec only", "store: s\n\n", "store: s\nvariant: fast\n", "b.yaml", `2:10: variant is "fast" here and "" in `, ""},
 		{"a file name that is no Go name", "", "", "1b.yaml", `1:1: the spec file's name "1b" (without .yaml) must be letters and digits`, ""},
