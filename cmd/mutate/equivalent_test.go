@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,7 +213,7 @@ b/b.go: drop statement: gone()
 	assert.Contains(t, s, "[listed equivalent]\n", "the progress line marks it")
 
 	out.Reset()
-	stale, err := List(mod, []string{"a"}, list, &out)
+	stale, err := List(mod, []string{"a"}, list, 1, &out)
 	require.NoError(t, err)
 	assert.Equal(t, 1, stale)
 	assert.Contains(t, out.String(), "a/a.go:9:7: > -> >=: if v > hi { [listed equivalent at eq.txt:1]\n")
@@ -233,10 +234,37 @@ func TestTheCheckedInListMatchesTheTree(t *testing.T) {
 	listed := 0
 	for d := range dirs {
 		var out bytes.Buffer
-		stale, err := List("../..", []string{d}, list, &out)
+		stale, err := List("../..", []string{d}, list, 1, &out)
 		require.NoError(t, err)
 		assert.Zero(t, stale, out.String())
 		listed += bytes.Count(out.Bytes(), []byte("[listed equivalent at "))
 	}
 	assert.Equal(t, len(list), listed, "each entry names one mutant")
+}
+
+// TestListPrintsTheOrderARunTries: -list prints a package's mutants in the
+// order a run with the same -seed tries them (the order Run takes from
+// tryOrder), so the mutants a short budget reaches can be read, and killed,
+// before the run; another seed lists the same mutants in another order.
+func TestListPrintsTheOrderARunTries(t *testing.T) {
+	lines := func(seed int64) []string {
+		var out bytes.Buffer
+		_, err := List("../..", []string{"internal/srccheck"}, nil, seed, &out)
+		require.NoError(t, err)
+		return strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	}
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	ms, err := Mutants(filepath.Join(root, "internal/srccheck"))
+	require.NoError(t, err)
+	var want []string
+	for _, m := range tryOrder(ms, 7) {
+		want = append(want, fmt.Sprintf("%s:%d:%d: %s: %s", relFile(root, m.File), m.At[0], m.At[1], m.Desc, m.Line))
+	}
+	seven := lines(7)
+	assert.Equal(t, want, seven, "the order Run tries under seed 7")
+	assert.Equal(t, seven, lines(7), "a seed lists one order")
+	other := lines(8)
+	assert.NotEqual(t, seven, other, "another seed, another order")
+	assert.ElementsMatch(t, seven, other, "the same mutants")
 }

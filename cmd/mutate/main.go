@@ -99,7 +99,7 @@ func main() {
 	jobs := flag.Int("j", 2, "mutants tested at once")
 	importers := flag.Bool("importers", true, "also run the tests of the packages whose tests link the mutated one")
 	race := flag.String("race", "auto", "-race: auto (where the package starts goroutines or uses sync), always or never")
-	list := flag.Bool("list", false, "list the mutants and exit")
+	list := flag.Bool("list", false, "list the mutants in the order a run with -seed tries them, and exit")
 	strict := flag.Bool("strict", false, "exit 1 when a mutant not listed equivalent survived, or an entry of the list is wrong or stale")
 	only := flag.String("only", "", "test only the mutants whose file:line (or file:line:col) is in this comma-separated list")
 	dir := flag.String("C", ".", "the module's root directory; package directories are relative to it")
@@ -134,7 +134,7 @@ func main() {
 		}
 	}
 	if *list {
-		stale, err := List(*dir, dirs, cfg.Equivalents, os.Stdout)
+		stale, err := List(*dir, dirs, cfg.Equivalents, cfg.Seed, os.Stdout)
 		if err != nil {
 			fatal(err)
 		}
@@ -255,8 +255,7 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 		if cfg.Only != nil {
 			ms = pick(ms, root, cfg.Only)
 		}
-		rand.New(rand.NewSource(cfg.Seed)).Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
-		u.ms = ms
+		u.ms = tryOrder(ms, cfg.Seed)
 		u.pkgs = []string{u.importPath}
 		if cfg.Importers {
 			u.pkgs = append(u.pkgs, testers[u.importPath]...)
@@ -283,11 +282,21 @@ func Run(cfg Config, dirs []string, w io.Writer) ([]*Report, error) {
 	return reports, nil
 }
 
+// tryOrder shuffles a package's mutants into the order a run with seed
+// tries them; List prints that order, so the mutants a budget reaches
+// first can be read before a run.
+func tryOrder(ms []Mutant, seed int64) []Mutant {
+	rand.New(rand.NewSource(seed)).Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
+	return ms
+}
+
 // List writes every mutant of dirs (relative to root), one a line, as
-// "file:line:col: change: source line", those the list of equivalents
-// names marked, then each entry of the list for dirs' files that matches
-// no mutant (or several); it returns how many of those there are.
-func List(root string, dirs []string, list []*Equivalent, w io.Writer) (int, error) {
+// "file:line:col: change: source line", in the order a run with seed
+// tries them (so a package's first lines are what a short budget
+// reaches), those the list of equivalents names marked, then each entry
+// of the list for dirs' files that matches no mutant (or several); it
+// returns how many of those there are.
+func List(root string, dirs []string, list []*Equivalent, seed int64, w io.Writer) (int, error) {
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return 0, err
@@ -305,7 +314,7 @@ func List(root string, dirs []string, list []*Equivalent, w io.Writer) (int, err
 		}
 		equiv := &equivalents{}
 		problems := equiv.match(list, ms, root, u.holds)
-		for _, m := range ms {
+		for _, m := range tryOrder(ms, seed) {
 			listed := ""
 			if e := equiv.entry(m); e != nil {
 				listed = " [listed equivalent at " + e.At + "]"
