@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"math/rand"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	memorygen "github.com/kvblob/kvblob/generated/memory"
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/stores/memory"
 	"github.com/kvblob/kvblob/stores/mooncake"
 	"github.com/kvblob/kvblob/stores/mooncake/fakesdk"
 )
@@ -30,4 +35,29 @@ func TestEveryFaultStagedIsTallied(t *testing.T) {
 	assert.ErrorIs(t, err, errChaos, "every roll fires: the call raises before reaching the SDK")
 	assert.Equal(t, 2, tl.faults["transfer_fail_still_writing"], "one per key: %v", tl.faults)
 	m.Wait()
+}
+
+// TestAStagedCodeIsAnswered: a code the chaotic memory store stages for a
+// row is the one the row's call answers, so a random_code fault in a
+// report is one the backend met. A put whose every roll fires stages the
+// first code after OK, and answers it.
+func TestAStagedCodeIsAnswered(t *testing.T) {
+	region := &driver.Region{Name: "r", Kind: driver.Host, Layout: driver.Layout{SlotBytes: 64, Slots: 1}, Mem: make([]byte, 64)}
+	tl := &tally{faults: map[string]int{}}
+	c := &chaosMemory{Driver: memory.New(memory.Options{}), d: &dice{rng: rand.New(alwaysSource{})}, t: tl}
+	_, err := c.Register(region)
+	require.NoError(t, err)
+	op, err := c.Put(context.Background(), []driver.Row{{Key: "k", Spans: []driver.Span{region.Slot(0)}}})
+	require.NoError(t, err)
+	res, done := op.Poll()
+	require.True(t, done, "a blocking store's put is finished when it returns")
+	want := memorygen.Memory().Codes()[1]
+	if assert.Len(t, res, 1) {
+		assert.Equal(t, int64(want), res[0].Code, "the put answers the staged %v: %v", want, res[0])
+	}
+	assert.Equal(t, 1, tl.faults["random_code"], "%v", tl.faults)
+	// Every roll fired, lost_access_evidence too: the put's access is never
+	// proven to end, so its region stays registered; the delay's timer is
+	// all that is left to wait for (goleak checks).
+	c.wg.Wait()
 }
