@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"math/rand"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -61,3 +63,33 @@ func TestAStagedCodeIsAnswered(t *testing.T) {
 	// all that is left to wait for (goleak checks).
 	c.wg.Wait()
 }
+
+// TestALingeringAccessEndsOnlyAfterTheInnerOne: the chaos lets an
+// operation's access linger past its own end, never end before it: while
+// the inner operation's access is open, the lingering one stays open
+// however often it is polled; once the inner one ended and its results
+// are final, it ends after its hold.
+func TestALingeringAccessEndsOnlyAfterTheInnerOne(t *testing.T) {
+	inner := &switchOp{}
+	var wg sync.WaitGroup
+	l := &lingerOp{Operation: inner, wg: &wg}
+	for range 3 {
+		_, done := l.Poll()
+		assert.True(t, done)
+		wg.Wait() // any release timer the poll started
+		assert.False(t, l.AccessEnded(), "the inner access is still open")
+	}
+	inner.ended.Store(true)
+	l.Poll()
+	wg.Wait()
+	assert.True(t, l.AccessEnded(), "the inner access ended and the hold passed")
+}
+
+// switchOp is a finished operation whose access ends when ended is set.
+type switchOp struct {
+	openOp
+	ended atomic.Bool
+}
+
+func (*switchOp) Poll() ([]driver.Result, bool) { return nil, true }
+func (s *switchOp) AccessEnded() bool           { return s.ended.Load() }
