@@ -166,8 +166,9 @@ func TestEvalCFollowsCsPrecedenceAndAssociativity(t *testing.T) {
 }
 
 // TestParseEnumSkipsWhatIsNotCode: a digit separator after a 0, an empty
-// block comment, and a preprocessor line continued with a backslash (even
-// one holding an enum) are read as the compiler reads them.
+// block comment, a preprocessor line continued with a backslash (even
+// one holding an enum), and one that ends the file without a newline are
+// read as the compiler reads them.
 func TestParseEnumSkipsWhatIsNotCode(t *testing.T) {
 	for _, c := range []struct {
 		src  string
@@ -179,6 +180,7 @@ func TestParseEnumSkipsWhatIsNotCode(t *testing.T) {
 		{"enum ErrorCode { A = /**/ 2 };", 2},
 		{"#define OLD \\\n  enum ErrorCode { A = 5 };\nenum ErrorCode { A = 3 };", 3},
 		{"  # pragma once\nenum ErrorCode { A = 4 };", 4},
+		{"enum ErrorCode { A = 6 };\n#endif", 6}, // a last line with no newline
 	} {
 		codes, err := ParseEnum("x.h", []byte(c.src), "ErrorCode")
 		if assert.NoError(t, err, "%q", c.src) && assert.Len(t, codes, 1, "%q", c.src) {
