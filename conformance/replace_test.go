@@ -14,15 +14,22 @@ import (
 
 // keepsFirst wraps the memory driver as a store that keeps the first
 // object put under a key: a later put of the key answers READY and stores
-// nothing. With foreign, a get the store cannot answer READY (the length
-// is not the stored object's) answers READY anyway, with its destination
-// filled with bytes no put stored.
+// nothing. A get the store cannot answer READY (the length is not the
+// stored object's) answers what the memory driver answers, or with fault
+// a FAULT, or with foreign READY anyway, its destination filled with
+// bytes no put stored. With evicts it declares Evicts.
 type keepsFirst struct {
 	driver.Driver
-	foreign bool
+	fault, foreign, evicts bool
 
 	mu     sync.Mutex
 	stored map[string]bool
+}
+
+func (d *keepsFirst) Capabilities() driver.Capabilities {
+	c := d.Driver.Capabilities()
+	c.Evicts = d.evicts
+	return c
 }
 
 func (d *keepsFirst) Put(ctx context.Context, rows []driver.Row) (driver.Operation, error) {
@@ -33,7 +40,7 @@ func (d *keepsFirst) Put(ctx context.Context, rows []driver.Row) (driver.Operati
 	}
 	d.mu.Unlock()
 	if again {
-		return answered(rows, func(int) {}), nil
+		return doneReady(len(rows)), nil
 	}
 	return d.Driver.Put(ctx, rows)
 }
@@ -44,24 +51,30 @@ func (d *keepsFirst) Get(ctx context.Context, rows []driver.Row, h driver.Hint) 
 		return nil, err
 	}
 	res, done := op.Poll() // the blocking memory driver is done at once
-	if !done || !d.foreign {
+	if !done || !d.fault && !d.foreign {
 		return op, nil
 	}
-	return answered(rows, func(i int) {
-		if res[i].Status != driver.Ready {
+	out := make([]driver.Result, len(res))
+	for i, r := range res {
+		switch {
+		case r.Status == driver.Ready:
+			out[i] = r
+		case d.foreign:
 			for _, s := range rows[i].Spans {
 				conformance.Fill(s, 0xEE)
 			}
+			out[i] = driver.Result{Status: driver.Ready}
+		default:
+			out[i] = driver.FaultResult(5, "the object has another length")
 		}
-	}), nil
+	}
+	return missOp(out), nil
 }
 
-// answered is an operation done at once, every row READY, after fill ran
-// for each row.
-func answered(rows []driver.Row, fill func(i int)) driver.Operation {
-	res := make([]driver.Result, len(rows))
+// doneReady is an operation done at once, every row READY.
+func doneReady(n int) driver.Operation {
+	res := make([]driver.Result, n)
 	for i := range res {
-		fill(i)
 		res[i] = driver.Result{Status: driver.Ready}
 	}
 	return missOp(res)
@@ -69,8 +82,9 @@ func answered(rows []driver.Row, fill func(i int)) driver.Operation {
 
 // TestAReadyPutOverAnotherLengthCatchesEachLie: a store whose put over a
 // stored key of another length answers READY without storing fails the
-// check, which says what the get then showed: not READY (not declaring
-// Evicts, so no MISS is tolerated), or READY with bytes no put stored.
+// check, which says what the get then showed: not READY (a FAULT is no
+// eviction, even from a store that declares Evicts), or READY with bytes
+// no put stored.
 func TestAReadyPutOverAnotherLengthCatchesEachLie(t *testing.T) {
 	var check conformance.Check
 	for _, c := range conformance.Checks() {
@@ -79,18 +93,23 @@ func TestAReadyPutOverAnotherLengthCatchesEachLie(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		foreign bool
-		says    string
+		name                   string
+		fault, foreign, evicts bool
+		says                   string
 	}{
-		{false, "READY promises the new bytes are stored"},
-		{true, "answered READY with bytes no put stored"},
+		{"as the memory driver answers", false, false, false, "READY promises the new bytes are stored"},
+		{"a FAULT", true, false, false, "READY promises the new bytes are stored"},
+		{"a FAULT from a store that evicts", true, false, true, "READY promises the new bytes are stored"},
+		{"READY with foreign bytes", false, true, false, "answered READY with bytes no put stored"},
 	} {
-		factory := func(conformance.T) driver.Driver {
-			return &keepsFirst{Driver: memory.New(memory.Options{}), foreign: c.foreign, stored: map[string]bool{}}
-		}
-		o := conformance.RunRecorded(check, factory, conformance.Suite{})
-		assert.False(t, o.Passed || o.Skipped, "foreign=%v: the store was not caught", c.foreign)
-		assert.Contains(t, o.Reason, c.says, "foreign=%v", c.foreign)
-		assert.Contains(t, o.Reason, ": READY, ", "foreign=%v: the put's answer is named", c.foreign)
+		t.Run(c.name, func(t *testing.T) {
+			factory := func(conformance.T) driver.Driver {
+				return &keepsFirst{Driver: memory.New(memory.Options{}), fault: c.fault, foreign: c.foreign, evicts: c.evicts, stored: map[string]bool{}}
+			}
+			o := conformance.RunRecorded(check, factory, conformance.Suite{})
+			assert.False(t, o.Passed || o.Skipped, "the store was not caught")
+			assert.Contains(t, o.Reason, c.says)
+			assert.Contains(t, o.Reason, ": READY, ", "the put's answer is named")
+		})
 	}
 }
