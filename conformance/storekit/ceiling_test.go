@@ -92,6 +92,16 @@ func (d *workers) run(ctx context.Context, call string, rows []driver.Row) drive
 // "late" (2, starting rows after the cancel).
 const ceilingEnv = "STOREKIT_TEST_CEILING"
 
+// TestRowsInFlightAtMostPassesASoundDriver: the fixture passes a driver
+// that runs exactly the limit's rows at once and never starts a row after
+// the cancel, here in the test's own process, where a coverage run sees
+// it (the failing runs below are child processes).
+func TestRowsInFlightAtMostPassesASoundDriver(t *testing.T) {
+	seam := &driverkit.Seam{}
+	f := NewFx(t, &workers{seam: seam, limit: 2}, 5*time.Second)
+	f.RowsInFlightAtMost(t, seam, "put", "get", []string{"a", "b", "c", "d"}, 2)
+}
+
 // TestRowsInFlightAtMostChild is the fixture run TestRowsInFlightAtMost
 // watches from outside: a failing fixture fails its test binary.
 func TestRowsInFlightAtMostChild(t *testing.T) {

@@ -64,3 +64,49 @@ func TestMainFailsTheRunItShould(t *testing.T) {
 		})
 	}
 }
+
+// tests is a run of tests that answers code.
+type tests struct {
+	code int
+	ran  bool
+}
+
+func (m *tests) Run() int { m.ran = true; return m.code }
+
+// TestRunSaysHowTheRunWent: Main's code is the tests' own when setup
+// succeeded and no goroutine outlived them, having called the teardown
+// after the tests; 1 when setup failed (no test runs), or when a
+// goroutine outlived tests that passed.
+func TestRunSaysHowTheRunWent(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		tests    int // the tests' exit code
+		setupErr bool
+		leak     bool
+		want     int
+	}{
+		{"clean", 0, false, false, 0},
+		{"a test failed", 1, false, false, 1},
+		{"setup failed", 0, true, false, 1},
+		{"a goroutine outlived the tests", 0, false, true, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := &tests{code: c.tests}
+			block := make(chan struct{})
+			defer close(block) // ends the leaked goroutine, if any
+			tornDown := false
+			got := run(m, func() (func(), error) {
+				if c.setupErr {
+					return nil, errors.New("setup: the server would not start")
+				}
+				if c.leak {
+					go func() { <-block }()
+				}
+				return func() { tornDown = m.ran }, nil
+			})
+			assert.Equal(t, c.want, got)
+			assert.Equal(t, !c.setupErr, m.ran, "the tests ran")
+			assert.Equal(t, !c.setupErr, tornDown, "the teardown ran after the tests")
+		})
+	}
+}
