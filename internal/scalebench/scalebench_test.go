@@ -6,11 +6,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/kvblob/kvblob/internal/bound"
 	"github.com/kvblob/kvblob/internal/scalebench"
 	"github.com/kvblob/kvblob/runtime/backend"
 )
@@ -34,7 +36,10 @@ func TestWorkloadsRunAndClose(t *testing.T) {
 }
 
 func TestHandoffEnds(t *testing.T) {
-	assert.Positive(t, scalebench.Handoff(100), "its goroutine ends (goleak checks)")
+	// A hundred round trips take microseconds; a broken hand-off that
+	// parks for ever fails here, naming it, not at the binary's -timeout.
+	el := bound.Value(t, 30*time.Second, "Handoff(100)", func() time.Duration { return scalebench.Handoff(100) })
+	assert.Positive(t, el, "its goroutine ends (goleak checks)")
 }
 
 // BenchmarkHandoff reports the two goroutine hand-offs alone; compare with
