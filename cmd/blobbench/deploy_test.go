@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -20,10 +21,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvblob/kvblob/internal/bound"
 	"github.com/kvblob/kvblob/stores/redis"
 	"github.com/kvblob/kvblob/stores/redis/rediskit"
 	"github.com/kvblob/kvblob/stores/trailer"
 )
+
+// runWithin is run, bounded: a quick run takes seconds, and a phase whose
+// hand-off deadlocks (a fetch that never waits for its pong) then fails
+// its test in two minutes, naming the run, instead of holding the test
+// binary to its -timeout and then CI's.
+func runWithin(t *testing.T, args []string, stdout, stderr io.Writer) int {
+	t.Helper()
+	return bound.Value(t, 2*time.Minute, "blobbench "+strings.Join(args, " "), func() int { return run(args, stdout, stderr) })
+}
 
 // TestAgainstARedisYouRun points blobbench at a redis-server the test
 // starts on loopback, as a user points it at theirs: it refuses a prefix
@@ -52,14 +63,14 @@ func TestAgainstARedisYouRun(t *testing.T) {
 	}
 
 	var out, errb bytes.Buffer
-	assert.Equal(t, 1, run([]string{"-quick", "-redis", srv.Addr, "-prefix", "theirs", "-out", t.TempDir()}, &out, &errb))
+	assert.Equal(t, 1, runWithin(t, []string{"-quick", "-redis", srv.Addr, "-prefix", "theirs", "-out", t.TempDir()}, &out, &errb))
 	assert.Contains(t, errb.String(), `holds keys under "theirs/"`)
 	assert.Contains(t, errb.String(), "-force")
 	assert.Equal(t, []string{"theirs/v1/00"}, keys(), "a refused run writes nothing")
 
 	out.Reset()
 	errb.Reset()
-	require.Equal(t, 0, run([]string{"-quick", "-redis", srv.Addr, "-prefix", "bench", "-out", t.TempDir(), "-steps"}, &out, &errb), errb.String())
+	require.Equal(t, 0, runWithin(t, []string{"-quick", "-redis", srv.Addr, "-prefix", "bench", "-out", t.TempDir(), "-steps"}, &out, &errb), errb.String())
 	t.Run("each rep runs its rounds", func(t *testing.T) { assertEachRepRanItsRounds(t, errb.String()) })
 	f := `\d+\.\d+ \(\d+\.\d+–\d+\.\d+\)`
 	at := func(size string) string {
@@ -78,7 +89,7 @@ func TestAgainstARedisYouRun(t *testing.T) {
 	out.Reset()
 	errb.Reset()
 	// What -force deletes does not depend on the sizes: one of each.
-	require.Equal(t, 0, run([]string{"-quick", "-redis", srv.Addr, "-prefix", "theirs", "-force", "-stores", "redis", "-row-kib", "64", "-workers", "1", "-out", t.TempDir()}, &out, &errb), errb.String())
+	require.Equal(t, 0, runWithin(t, []string{"-quick", "-redis", srv.Addr, "-prefix", "theirs", "-force", "-stores", "redis", "-row-kib", "64", "-workers", "1", "-out", t.TempDir()}, &out, &errb), errb.String())
 	assert.Equal(t, []string{"theirs/v1/00"}, keys(), "-force deletes only what the run wrote")
 	v, err := c.Get(ctx, "theirs/v1/00").Result()
 	require.NoError(t, err)
@@ -99,7 +110,7 @@ func TestAgainstAValkeyYouRun(t *testing.T) {
 	require.NoError(t, err)
 	defer srv.Stop()
 	var out, errb bytes.Buffer
-	require.Equal(t, 0, run([]string{"-quick", "-redis", srv.Addr, "-prefix", "bench", "-row-kib", "64", "-workers", "2", "-out", t.TempDir()}, &out, &errb), errb.String())
+	require.Equal(t, 0, runWithin(t, []string{"-quick", "-redis", srv.Addr, "-prefix", "bench", "-row-kib", "64", "-workers", "2", "-out", t.TempDir()}, &out, &errb), errb.String())
 	assert.Contains(t, out.String(), "ratios[redis-valkey-8.1]: workers=2 publish_vs_memcpy@64KiB=")
 	assert.NotContains(t, out.String(), "ratios[redis]:")
 }
@@ -120,7 +131,7 @@ func TestAFailedRunDeletesWhatItWrote(t *testing.T) {
 	require.NoError(t, c.ConfigSet(ctx, "maxmemory", "8mb").Err())
 	require.NoError(t, c.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
 	var out, errb bytes.Buffer
-	assert.Equal(t, 1, run([]string{"-quick", "-redis", srv.Addr, "-row-kib", "1024", "-workers", "1", "-out", t.TempDir()}, &out, &errb))
+	assert.Equal(t, 1, runWithin(t, []string{"-quick", "-redis", srv.Addr, "-row-kib", "1024", "-workers", "1", "-out", t.TempDir()}, &out, &errb))
 	assert.Contains(t, errb.String(), "deleting the")
 	t.Log(errb.String())
 	n, err := c.DBSize(ctx).Result()

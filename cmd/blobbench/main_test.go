@@ -45,7 +45,7 @@ func TestQuickRunWritesEveryOutput(t *testing.T) {
 	// -workers gives the worker counts -quick has: they replace the
 	// defaults (appended, every count would be measured twice).
 	prof := filepath.Join(t.TempDir(), "cpu.prof")
-	require.Equal(t, 0, run([]string{"-quick", "-no-redis", "-stores", "memory,mooncake-fake,fs", "-workers", "1,2", "-cpuprofile", prof, "-out", dir}, &out, &errb), errb.String())
+	require.Equal(t, 0, runWithin(t, []string{"-quick", "-no-redis", "-stores", "memory,mooncake-fake,fs", "-workers", "1,2", "-cpuprofile", prof, "-out", dir}, &out, &errb), errb.String())
 	f := `\d+\.\d+ \(\d+\.\d+–\d+\.\d+\)`
 	// Every ratio at every row size, one line per store.
 	sizes := func(extra string, more ...string) string {
@@ -129,7 +129,7 @@ func TestBadFlags(t *testing.T) {
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer
-		assert.Equal(t, 2, run(c.args, &out, &errb), "%v", c.args)
+		assert.Equal(t, 2, runWithin(t, c.args, &out, &errb), "%v", c.args)
 		assert.Contains(t, errb.String(), c.want, "%v", c.args)
 	}
 }
