@@ -102,3 +102,31 @@ func TestDiffNamesTheVerifiedCommits(t *testing.T) {
 	a.SDK.HasVerified = true
 	assert.Equal(t, []FieldChange{{Field: "sdk.verified", Old: "[]", New: "[3b5a59413]"}}, Diff(a, b).Identity)
 }
+
+// TestAMeaningsChangeIsNamedByItsField: a change to any one field of a
+// rule's meaning is named, by its spec field, with the old and new
+// values, and nothing else is.
+func TestAMeaningsChangeIsNamedByItsField(t *testing.T) {
+	base := Meaning{Result: "FAULT", Written: "no", FollowUp: "none", IfExists: "READY", IfAbsent: "MISS", IfOther: "FAULT", Text: "t", Example: "e"}
+	for _, c := range []struct {
+		field    string
+		old, new string
+		change   func(m *Meaning)
+	}{
+		{"result", "FAULT", "MISS", func(m *Meaning) { m.Result = "MISS" }},
+		{"written", "no", "maybe", func(m *Meaning) { m.Written = "maybe" }},
+		{"follow_up", "none", "reread_once", func(m *Meaning) { m.FollowUp = "reread_once" }},
+		{"keeps_access", "false", "true", func(m *Meaning) { m.KeepsAccess = true }},
+		{"if_exists", "READY", "FAULT", func(m *Meaning) { m.IfExists = "FAULT" }},
+		{"if_absent", "MISS", "FAULT", func(m *Meaning) { m.IfAbsent = "FAULT" }},
+		{"if_other", "FAULT", "MISS", func(m *Meaning) { m.IfOther = "MISS" }},
+		{"text", "t", "u", func(m *Meaning) { m.Text = "u" }},
+		{"stageable", "false", "true", func(m *Meaning) { m.Stageable = true }},
+		{"example", "e", "f", func(m *Meaning) { m.Example = "f" }},
+	} {
+		n := base
+		c.change(&n)
+		assert.Equal(t, []FieldChange{{Field: c.field, Old: c.old, New: c.new}}, base.changes(&n), c.field)
+	}
+	assert.Empty(t, base.changes(&base))
+}

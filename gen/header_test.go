@@ -6,9 +6,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/internal/bound"
 )
 
 func loadHeaderSpec(t *testing.T) *Spec {
@@ -25,7 +28,7 @@ func loadHeaderSpec(t *testing.T) *Spec {
 // name are not the enum; hex, parentheses, implicit values, references,
 // attributes and preprocessor lines in the body are read.
 func TestParseEnumReadsAHeaderAsTheCompilerWould(t *testing.T) {
-	codes, err := FindEnum("testdata/header/ok/sdk.h", "ErrorCode")
+	codes, err := findEnum(t, "testdata/header/ok/sdk.h", "ErrorCode")
 	require.NoError(t, err)
 	var got []string
 	for _, c := range codes {
@@ -43,7 +46,7 @@ func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 // TestCheckHeaderNamesBothPositions: a renumbered code fails at the spec's
 // position and names the header's line and value.
 func TestCheckHeaderNamesBothPositions(t *testing.T) {
-	codes, err := FindEnum("testdata/header/renumbered", "ErrorCode")
+	codes, err := findEnum(t, "testdata/header/renumbered", "ErrorCode")
 	require.NoError(t, err)
 	errs := CheckHeader(loadHeaderSpec(t), codes, "ErrorCode")
 	want := filepath.Join("testdata/header/renumbered", "sdk.h")
@@ -62,7 +65,7 @@ func TestCheckHeaderNamesMissingAndExtraCodes(t *testing.T) {
   OBJECT_NOT_FOUND = -704,
   OBJECT_ALREADY_EXISTS = -703
 };`
-	codes, err := ParseEnum("x.h", []byte(src), "ErrorCode")
+	codes, err := parseEnum(t, "x.h", []byte(src), "ErrorCode")
 	require.NoError(t, err)
 	errs := CheckHeader(loadHeaderSpec(t), codes, "ErrorCode")
 	assert.Equal(t, strings.Join([]string{
@@ -81,7 +84,7 @@ func TestParseEnumRefusesWhatItCannotRead(t *testing.T) {
 		{"empty", "enum ErrorCode {\n};", "x.h:1: enum ErrorCode has no enumerators"},
 	}
 	for _, c := range cases {
-		_, err := ParseEnum("x.h", []byte(c.src), "ErrorCode")
+		_, err := parseEnum(t, "x.h", []byte(c.src), "ErrorCode")
 		if assert.Error(t, err, c.name) {
 			assert.Contains(t, err.Error(), c.want, c.name)
 		}
@@ -90,7 +93,7 @@ func TestParseEnumRefusesWhatItCannotRead(t *testing.T) {
 
 func TestParseEnumValues(t *testing.T) {
 	src := "typedef enum {\n A = 0x10, B = 1 << 4 | 1, C = ~0, D = (A + B) * 2, E = 0b101, F = 1'000u, G\n} ErrorCode;"
-	codes, err := ParseEnum("x.h", []byte(src), "ErrorCode")
+	codes, err := parseEnum(t, "x.h", []byte(src), "ErrorCode")
 	require.NoError(t, err)
 	got := map[string]int64{}
 	for _, c := range codes {
@@ -101,12 +104,12 @@ func TestParseEnumValues(t *testing.T) {
 
 func TestFindEnumNeedsExactlyOneHeader(t *testing.T) {
 	dir := t.TempDir()
-	_, err := FindEnum(dir, "ErrorCode")
+	_, err := findEnum(t, dir, "ErrorCode")
 	assert.ErrorContains(t, err, "no header")
 	for _, n := range []string{"a.h", "b.hpp"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte("enum ErrorCode { OK = 0 };"), 0o644))
 	}
-	_, err = FindEnum(dir, "ErrorCode")
+	_, err = findEnum(t, dir, "ErrorCode")
 	assert.ErrorContains(t, err, "defined in 2 headers")
 }
 
@@ -166,8 +169,9 @@ func TestEvalCFollowsCsPrecedenceAndAssociativity(t *testing.T) {
 }
 
 // TestParseEnumSkipsWhatIsNotCode: a digit separator after a 0, an empty
-// block comment, and a preprocessor line continued with a backslash (even
-// one holding an enum) are read as the compiler reads them.
+// block comment, a preprocessor line continued with a backslash (even
+// one holding an enum), and one that ends the file without a newline are
+// read as the compiler reads them.
 func TestParseEnumSkipsWhatIsNotCode(t *testing.T) {
 	for _, c := range []struct {
 		src  string
@@ -179,8 +183,9 @@ func TestParseEnumSkipsWhatIsNotCode(t *testing.T) {
 		{"enum ErrorCode { A = /**/ 2 };", 2},
 		{"#define OLD \\\n  enum ErrorCode { A = 5 };\nenum ErrorCode { A = 3 };", 3},
 		{"  # pragma once\nenum ErrorCode { A = 4 };", 4},
+		{"enum ErrorCode { A = 6 };\n#endif", 6}, // a last line with no newline
 	} {
-		codes, err := ParseEnum("x.h", []byte(c.src), "ErrorCode")
+		codes, err := parseEnum(t, "x.h", []byte(c.src), "ErrorCode")
 		if assert.NoError(t, err, "%q", c.src) && assert.Len(t, codes, 1, "%q", c.src) {
 			assert.Equal(t, c.want, codes[0].Value, "%q", c.src)
 		}
@@ -195,9 +200,40 @@ func TestFindEnumReadsHeadersOnly(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "sdk"+ext), []byte("enum ErrorCode { OK = 0 };"), 0o644))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "sdk.c"), []byte("enum ErrorCode { OK = 1 };"), 0o644))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("enum ErrorCode { OK = 2 };"), 0o644))
-		codes, err := FindEnum(dir, "ErrorCode")
+		codes, err := findEnum(t, dir, "ErrorCode")
 		if assert.NoError(t, err, ext) && assert.Len(t, codes, 1, ext) {
 			assert.Equal(t, filepath.Join(dir, "sdk"+ext), codes[0].File)
 		}
 	}
+}
+
+// enumBound bounds a parse in these tests: a header of a few lines parses
+// in microseconds, and a broken stripC that never moves past a line would
+// otherwise hold the test binary to its -timeout (minutes, naming no
+// rule) instead of failing here in seconds.
+const enumBound = 30 * time.Second
+
+type enumResult struct {
+	codes []HeaderCode
+	err   error
+}
+
+// parseEnum is ParseEnum, bounded by enumBound.
+func parseEnum(t *testing.T, file string, src []byte, name string) ([]HeaderCode, error) {
+	t.Helper()
+	r := bound.Value(t, enumBound, "ParseEnum of "+file, func() enumResult {
+		c, err := ParseEnum(file, src, name)
+		return enumResult{c, err}
+	})
+	return r.codes, r.err
+}
+
+// findEnum is FindEnum, bounded by enumBound.
+func findEnum(t *testing.T, dir, name string) ([]HeaderCode, error) {
+	t.Helper()
+	r := bound.Value(t, enumBound, "FindEnum in "+dir, func() enumResult {
+		c, err := FindEnum(dir, name)
+		return enumResult{c, err}
+	})
+	return r.codes, r.err
 }

@@ -42,7 +42,10 @@ func TestMain(m *testing.M) {
 func TestQuickRunWritesEveryOutput(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
-	require.Equal(t, 0, run([]string{"-quick", "-no-redis", "-stores", "memory,mooncake-fake,fs", "-out", dir}, &out, &errb), errb.String())
+	// -workers gives the worker counts -quick has: they replace the
+	// defaults (appended, every count would be measured twice).
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	require.Equal(t, 0, run([]string{"-quick", "-no-redis", "-stores", "memory,mooncake-fake,fs", "-workers", "1,2", "-cpuprofile", prof, "-out", dir}, &out, &errb), errb.String())
 	f := `\d+\.\d+ \(\d+\.\d+–\d+\.\d+\)`
 	// Every ratio at every row size, one line per store.
 	sizes := func(extra string, more ...string) string {
@@ -72,6 +75,11 @@ func TestQuickRunWritesEveryOutput(t *testing.T) {
 	var rep report
 	require.NoError(t, json.Unmarshal(b, &rep))
 	assert.Len(t, rep.Bandwidth, 3*2*2, "three stores x two row sizes x two worker counts")
+	// -cpuprofile: a gzipped pprof profile of the run.
+	pb, err := os.ReadFile(prof)
+	require.NoError(t, err)
+	require.Greater(t, len(pb), 2, "-cpuprofile wrote an empty file")
+	assert.Equal(t, []byte{0x1f, 0x8b}, pb[:2], "-cpuprofile wrote a gzipped profile")
 	assert.Len(t, rep.Latency, 3)
 	for _, b := range rep.Bandwidth {
 		if b.RowBytes == 64<<10 {
@@ -111,6 +119,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-rows", "1024"}, `-rows was renamed -row-kib (comma-separated row sizes in KiB`},
 		{[]string{"-quick", "--rows=256"}, `-rows was renamed -row-kib`},
 		{[]string{"-fs-dir", "no/such/folder"}, `-fs-dir no/such/folder is not a folder that exists`},
+		{[]string{"-quick", "-no-redis", "-stores", "memory", "-cpuprofile", "no/such/folder/cpu.prof", "-out", t.TempDir()}, `no/such/folder/cpu.prof`},
 	}
 	if len(extraStores) == 0 {
 		cases = append(cases, struct {

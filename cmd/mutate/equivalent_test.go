@@ -69,6 +69,7 @@ func TestTheListOfEquivalentsIsReadOrRefusedAtItsLine(t *testing.T) {
 func TestAnEntryNamesItsMutantByChangeAndLineNotLineNumber(t *testing.T) {
 	root := t.TempDir()
 	src := "package p\n\nfunc f(a, b int) int {\n\tif a > b {\n\t\treturn f(1, 1)\n\t}\n\treturn g(1, 1)\n}\n\nfunc g(a, b int) int {\n\treturn f(1, 1)\n}\n"
+	chain := "package p\n\nfunc h(x, y, z bool) bool {\n\treturn x && y && z\n}\n"
 	moved := "package p\n\n// a comment that moves every line down\n\n" + src[len("package p\n\n"):]
 	for _, c := range []struct {
 		name  string
@@ -82,6 +83,9 @@ func TestAnEntryNamesItsMutantByChangeAndLineNotLineNumber(t *testing.T) {
 		{"another change at the same position is not listed", src, "p/p.go: > -> <=: if a > b {", []string{"4:7 > -> <="}, ""},
 		{"@N picks on the line", src, "p/p.go: 1 -> 2@2: return f(1, 1)", []string{"5:15 1 -> 2"}, ""},
 		{"@N counts lines alike in source order", src, "p/p.go: 1 -> 2@3: return f(1, 1)", []string{"11:11 1 -> 2"}, ""},
+		// (x && y) && z: the walk meets the outer && (the second) first.
+		{"@N counts in source order where the walk does not", chain, "p/p.go: && -> ||@1: return x && y && z", []string{"4:11 && -> ||"}, ""},
+		{"@N counts in source order where the walk does not, the second", chain, "p/p.go: && -> ||@2: return x && y && z", []string{"4:16 && -> ||"}, ""},
 		{"@N past the last", src, "p/p.go: 1 -> 2@5: return f(1, 1)", nil, "[stale: no mutant matches"},
 		{"several without @N", src, "p/p.go: 1 -> 2: return g(1, 1)", nil, "[ambiguous: 2 mutants match (at 7:11, 7:14); add @N"},
 		{"the line changed", src, "p/p.go: > -> >=: if a >= b {", nil, "eq.txt:1: p/p.go: > -> >=: if a >= b { [stale: no mutant matches"},

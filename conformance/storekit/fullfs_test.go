@@ -126,3 +126,14 @@ func TestMountinfoIsReadAsTheKernelWritesIt(t *testing.T) {
 		"39 35 98:0 / /tmp/tmpfs-looking rw - ext4 tmpfs rw\n"
 	assert.Equal(t, []string{"/mnt/a b", "/tmp/x"}, tmpfsMounts(info))
 }
+
+// TestMountRefusesWhenItCannotRecordItsOwner: a mount whose owner record
+// cannot be written is not made (no sweep could ever find it), and the
+// error says which record failed and why.
+func TestMountRefusesWhenItCannotRecordItsOwner(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "no-such-folder", "mnt")
+	err := Mount(dir, 1<<20)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	assert.Contains(t, err.Error(), "recording the owner of "+dir)
+}

@@ -78,6 +78,12 @@ func RowKey() *trailer.Integrity {
 // the machine is no error: setup records why, and the tests that need it
 // skip saying so.
 func Main(m *testing.M, setup func() (teardown func(), err error)) {
+	os.Exit(run(m, setup))
+}
+
+// run is Main but for the exit: it returns the code Main exits with. m
+// runs the tests (Main's *testing.M).
+func run(m interface{ Run() int }, setup func() (teardown func(), err error)) int {
 	code := func() int {
 		if setup != nil {
 			teardown, err := setup()
@@ -97,5 +103,5 @@ func Main(m *testing.M, setup func() (teardown func(), err error)) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }

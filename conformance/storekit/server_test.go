@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(mountOwnerEnv); dir != "" {
 		os.Exit(mountOwner(dir))
 	}
+	if mode := os.Getenv(mainModeEnv); mode != "" {
+		runMain(m, mode)
+	}
 	switch mode := os.Getenv("SERVERPROC_FAKE"); mode {
 	case "":
 		goleak.VerifyTestMain(m)

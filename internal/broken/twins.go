@@ -74,7 +74,7 @@ var twins = map[string]func(inner driver.Driver) driver.Driver{
 	"put_never_writes_its_sources": func(in driver.Driver) driver.Driver {
 		return &Driver{Inner: in, op: func(o *Op) {
 			if o.Put {
-				o.after = func([]driver.Result) { o.Rows[0].Spans[0].Bytes()[1] ^= 0x01 }
+				o.after = func([]driver.Result) { o.Rows[0].Spans[0].Bytes()[1] ^= 0xff }
 			}
 		}}
 	},

@@ -1,12 +1,18 @@
 package scalebench_test
 
 import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/kvblob/kvblob/internal/bound"
 	"github.com/kvblob/kvblob/internal/scalebench"
 	"github.com/kvblob/kvblob/runtime/backend"
 )
@@ -30,7 +36,10 @@ func TestWorkloadsRunAndClose(t *testing.T) {
 }
 
 func TestHandoffEnds(t *testing.T) {
-	assert.Positive(t, scalebench.Handoff(100), "its goroutine ends (goleak checks)")
+	// A hundred round trips take microseconds; a broken hand-off that
+	// parks for ever fails here, naming it, not at the binary's -timeout.
+	el := bound.Value(t, 30*time.Second, "Handoff(100)", func() time.Duration { return scalebench.Handoff(100) })
+	assert.Positive(t, el, "its goroutine ends (goleak checks)")
 }
 
 // BenchmarkHandoff reports the two goroutine hand-offs alone; compare with
@@ -38,4 +47,37 @@ func TestHandoffEnds(t *testing.T) {
 func BenchmarkHandoff(b *testing.B) {
 	el := scalebench.Handoff(b.N)
 	b.ReportMetric(float64(el.Nanoseconds())/float64(b.N), "ns/round-trip")
+}
+
+// TestTheSizesAreTheOnesTheDocsName: the outstanding-attempt counts and
+// view sizes blobbench times are the ones its package doc lists and the
+// README's range spans, so a reader of either knows which sizes a
+// blobbench.json holds.
+func TestTheSizesAreTheOnesTheDocsName(t *testing.T) {
+	// 4096 as "4,096", as the docs write a number.
+	num := func(n int) string {
+		s := strconv.Itoa(n)
+		if len(s) > 3 {
+			s = s[:len(s)-3] + "," + s[len(s)-3:]
+		}
+		return s
+	}
+	list := func(ns []int) string {
+		var s []string
+		for _, n := range ns {
+			s = append(s, num(n))
+		}
+		return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+	}
+	// says asserts that the file at path, its comment markers and line
+	// breaks made single spaces, holds want.
+	says := func(path, want string) {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		text := strings.Join(strings.Fields(strings.ReplaceAll(string(b), "//", " ")), " ")
+		assert.True(t, strings.Contains(text, want), "%s does not say %q", path, want)
+	}
+	a, v := scalebench.Attempts, scalebench.BatchesPerView
+	says("../../cmd/blobbench/main.go", fmt.Sprintf("with %s one-row fetches outstanding, and over views of %s one-row batches", list(a), list(v)))
+	says("../../README.md", fmt.Sprintf("(%s to %s attempts outstanding, %s to %s batches per view", num(a[0]), num(a[len(a)-1]), num(v[0]), num(v[len(v)-1])))
 }

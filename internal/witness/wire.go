@@ -349,9 +349,10 @@ func (u *pump) write(b []byte) bool {
 func (p *Proxy) reach(u *pump, chunk []byte) (*Armed, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	best, bestPos := (*Armed)(nil), len(chunk)+1
+	var best *Armed
+	var bestPos int
 	for _, a := range p.armed {
-		if _, pos, ok := a.scan(u, chunk); ok && pos < bestPos {
+		if _, pos, ok := a.scan(u, chunk); ok && (best == nil || pos < bestPos) {
 			best, bestPos = a, pos
 		}
 	}
@@ -401,7 +402,7 @@ func (a *Armed) scan(u *pump, chunk []byte) (st faultState, pos int, ok bool) {
 	if a.After == nil {
 		n := st.counts[u]
 		if int64(len(chunk)) < a.At-n {
-			counts := make(map[*pump]int64, len(st.counts)+1)
+			counts := make(map[*pump]int64)
 			for k, v := range st.counts {
 				counts[k] = v
 			}

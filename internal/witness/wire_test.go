@@ -237,3 +237,28 @@ func TestAtCountsEachConnectionAlone(t *testing.T) {
 	_, err = io.ReadFull(small, make([]byte, 1))
 	assert.NoError(t, err, "the small connection was cut")
 }
+
+// TestAtCountsAcrossReads: a fault without After counts every byte its
+// connection passed since arming, not only the read that reaches At: At 5
+// over a read of 3 bytes and one of 4 acts at the second read's third
+// byte.
+func TestAtCountsAcrossReads(t *testing.T) {
+	e := startEcho(t)
+	p, err := witness.StartProxy(e.ln.Addr().String())
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, p.Close()) }()
+	p.Arm(witness.Fault{Dir: witness.Request, Action: witness.Cut, At: 5})
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Write([]byte("abc"))
+	require.NoError(t, err)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.ReadFull(c, make([]byte, 3)) // through and echoed: the proxy read it alone
+	require.NoError(t, err)
+	_, err = c.Write([]byte("defg"))
+	require.NoError(t, err)
+	_ = c.(*net.TCPConn).CloseWrite() // ends the echo if no cut did; after a cut it may fail
+	<-e.ends
+	assert.Equal(t, "abcde", e.received())
+}

@@ -144,3 +144,28 @@ func TestSpecsLoadsTheModulesSpecFolderFromBelowIt(t *testing.T) {
 	_, err := witness.Specs()
 	assert.ErrorContains(t, err, "no go.mod at or above the working directory")
 }
+
+// TestCheckNamesOnlyTheClaimsTheRunContradicts: a run that answered
+// another status than its rule's is reported for the status alone: a
+// rule's code claims are about a FAULT it ends in, so a run that did not
+// fault (or a rule that does not end in one) is never told it faulted
+// with the wrong code.
+func TestCheckNamesOnlyTheClaimsTheRunContradicts(t *testing.T) {
+	tests := []struct {
+		rule string
+		o    witness.Observed
+		want string
+	}{
+		{"put.BAD", witness.Observed{Result: driver.Result{Status: driver.Ready}, AccessEnded: true}, "the spec says FAULT, the real run answered READY"},
+		{"put.FULL", witness.Observed{Result: driver.Result{Status: driver.Fault, Code: -1}, AccessEnded: true}, "the spec says DECLINED"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			err := rule(t, tt.rule).Check(tt.o)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.NotContains(t, err.Error(), "did not reach this rule", "a claim about the code of a FAULT the rule or the run does not end in")
+			assert.Equal(t, 1, strings.Count(err.Error(), "\n")+1, "one contradiction: %v", err)
+		})
+	}
+}

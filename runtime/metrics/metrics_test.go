@@ -585,6 +585,25 @@ func TestRowFaultLogsAreRateLimited(t *testing.T) {
 	require.NoError(t, w.Unregister(reg))
 }
 
+// TestDefaultBucketsAreOneTwoFive: the default buckets are 1, 2 and 5
+// times each power of ten from 10 µs to 20 s, then the slow-call
+// threshold, 60 s, as their doc says.
+func TestDefaultBucketsAreOneTwoFive(t *testing.T) {
+	var want []float64
+	for e := -5; e <= 1; e++ {
+		for _, m := range []float64{1, 2, 5} {
+			if b := m * math.Pow10(e); b <= 20 {
+				want = append(want, b)
+			}
+		}
+	}
+	want = append(want, 60)
+	require.Len(t, metrics.DefaultBuckets, len(want))
+	for i, b := range metrics.DefaultBuckets {
+		assert.InEpsilon(t, want[i], b, 1e-9, "bucket %d", i)
+	}
+}
+
 // TestDefaultBucketsSeeALocalCall: a local call of 1 MiB takes 100-200
 // µs and a memory store's call of a few KiB a few microseconds; the
 // default buckets tell those apart from each other and from a 250 µs
