@@ -157,7 +157,10 @@ type tenant struct {
 
 func openTenant(t *testing.T, opt redis.Options) *tenant {
 	t.Helper()
-	d, err := redis.Open(context.Background(), opt)
+	// Open within a bound: a dialer that never returns (a TLS dial whose
+	// plain-port probe's wait never ends) fails the test here, not at the
+	// test binary's timeout.
+	d, err := redis.Open(conformance.Within(30*time.Second), opt)
 	require.NoError(t, err)
 	r, err := hostmem.Map("slots", driver.Layout{SlotBytes: 4096, Slots: 8})
 	require.NoError(t, err)

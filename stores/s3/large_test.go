@@ -196,39 +196,45 @@ func TestAnObjectReplacedBetweenItsRangesIsNotRead(t *testing.T) {
 
 // TestARangeAnsweredShortIsNeverRead: a later range whose 206 carries
 // fewer bytes than asked (a gateway that cut it, with a Content-Length
-// to match) is no part of the row: the get is a FAULT (ERR) that names
-// the range and what came, with the destination untouched: the short
-// answer is caught where it came, not left to the CRC32 over a row with a
-// hole in it. (Tried: the length check dropped answers CORRUPT from the
+// to match), even none, is no part of the row: the get is a FAULT (ERR)
+// that names the range and what came, with the destination untouched: the
+// short answer is caught where it came, not left to the CRC32 over a row
+// with a hole in it, and an empty one is a short answer, not a malformed
+// length. (Tried: the length check dropped answers CORRUPT from the
 // CRC32, which fails the code's check; the range's last byte misnamed
-// fails the message's check.)
+// fails the message's check; getRange refusing a length of 0 as it
+// refuses a negative one fails the empty answer's message.)
 func TestARangeAnsweredShortIsNeverRead(t *testing.T) {
 	gw.Need(t)
-	const part, cut = s3.MinPartBytes, 1000
+	const part = s3.MinPartBytes
 	second := fmt.Sprintf("bytes=%d-", part)
-	f, _ := largeFx(t, func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
-		resp, err := next.RoundTrip(r)
-		if err != nil || r.Method != http.MethodGet || !strings.HasPrefix(r.Header.Get("Range"), second) {
-			return resp, err
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		resp.Body = io.NopCloser(bytes.NewReader(body[:cut]))
-		resp.ContentLength = cut
-		resp.Header.Set("Content-Length", fmt.Sprint(cut))
-		return resp, nil
-	})
-	kk := key(t, "short-range")
-	require.Equal(t, driver.Ready, f.Put(f.Row(kk, 0, 1))[0].Status)
-	dst := f.Row(kk, 1, storekit.Dest)
-	res := f.Get(dst)[0]
-	require.Equal(t, driver.Fault, res.Status, "%v", res)
-	assert.Equal(t, int64(s3gen.Err), res.Code, "%v", res)
-	assert.Contains(t, res.Text, fmt.Sprintf("bytes %d-%d of the object answered %d bytes", part, 2*part-1, cut))
-	storekit.Untouched(t, dst)
+	for _, cut := range []int{1000, 0} {
+		t.Run(fmt.Sprintf("%d_bytes", cut), func(t *testing.T) {
+			f, _ := largeFx(t, func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
+				resp, err := next.RoundTrip(r)
+				if err != nil || r.Method != http.MethodGet || !strings.HasPrefix(r.Header.Get("Range"), second) {
+					return resp, err
+				}
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil {
+					return nil, err
+				}
+				resp.Body = io.NopCloser(bytes.NewReader(body[:cut]))
+				resp.ContentLength = int64(cut)
+				resp.Header.Set("Content-Length", fmt.Sprint(cut))
+				return resp, nil
+			})
+			kk := key(t, "short-range")
+			require.Equal(t, driver.Ready, f.Put(f.Row(kk, 0, 1))[0].Status)
+			dst := f.Row(kk, 1, storekit.Dest)
+			res := f.Get(dst)[0]
+			require.Equal(t, driver.Fault, res.Status, "%v", res)
+			assert.Equal(t, int64(s3gen.Err), res.Code, "%v", res)
+			assert.Contains(t, res.Text, fmt.Sprintf("bytes %d-%d of the object answered %d bytes", part, 2*part-1, cut))
+			storekit.Untouched(t, dst)
+		})
+	}
 }
 
 // TestALargePutsAccessEndsWhenItReturns: every part's body is sealed
