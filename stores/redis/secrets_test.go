@@ -86,7 +86,14 @@ func TestSecretsStayOutOfEveryOutput(t *testing.T) {
 	slog.New(slog.NewJSONHandler(out, nil)).Info("opening", "options", opt)
 
 	// A round trip through the backend, whose logs go to the zerolog writer.
-	d, err := redis.Open(context.Background(), opt)
+	// Each Open is bounded: a dial broken so that it never returns (its
+	// plain-RESP probe's wait group miscounted) fails here in seconds.
+	open := func(o redis.Options) (*redis.Driver, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		return redis.Open(ctx, o)
+	}
+	d, err := open(opt)
 	require.NoError(t, err)
 	out.print(d, d.ServerVersion())
 	logger.Info().Stringer("driver", d).Msg("opened")
@@ -154,13 +161,13 @@ func TestSecretsStayOutOfEveryOutput(t *testing.T) {
 	// Refusals at Open.
 	bad := opt
 	bad.Password = passA + "-wrong"
-	_, err = redis.Open(context.Background(), bad)
+	_, err = open(bad)
 	require.Error(t, err)
 	out.print(err)
 	logger.Error().Err(err).Interface("options", bad).Msg("open failed")
 	untrusted := opt
 	untrusted.TLS = &redis.TLS{CAFile: s.certs.OtherCAFile, CertFile: s.certs.ClientCertFile, KeyFile: s.certs.ClientKey}
-	_, err = redis.Open(context.Background(), untrusted)
+	_, err = open(untrusted)
 	require.Error(t, err)
 	logger.Error().Err(err).Msg("open failed")
 	t.Setenv(trailer.EnvKey, "!"+hex.EncodeToString(current))
