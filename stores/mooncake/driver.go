@@ -600,14 +600,13 @@ func (p *put) askExistence() {
 		default:
 			o.results[i] = existence(m, m.IfAbsent)
 		}
-		if o.results[i].Status == driver.Fault && o.results[i].Text == "" {
-			o.results[i] = driver.FaultResult(0, "batch_is_exist could not confirm the key")
-		}
 	}
 }
 
 // existence is a row's result once batch_is_exist answered: status, or,
-// when that is FAULT, the mapping's own fault (its code and reason).
+// when that is FAULT, the mapping's own fault (its code and reason: every
+// mapping a row waits with is a FAULT that says why, the spec's as
+// rules.CallRule.Map makes it and the driver's own).
 func existence(m rules.Mapping, status driver.Status) driver.Result {
 	if status == driver.Fault {
 		return m.Result
