@@ -212,3 +212,20 @@ func TestANeighbourCannotForgeARow(t *testing.T) {
 	}
 	require.Equal(t, uint16(VersionKeyed), binary.LittleEndian.Uint16(ox[len(ox)-Size+4:]))
 }
+
+// TestForgeCRCKeepsTheChecksumItIsGiven: the forger the attack tests use
+// gives the CRC32 it was asked for, changing only the last 4 bytes, for
+// short and long inputs and any wanted value, so an attack test that sees
+// the keyed tag refuse a forged payload sees it refuse a payload whose
+// unkeyed trailer would pass, not one a broken forger gave away.
+func TestForgeCRCKeepsTheChecksumItIsGiven(t *testing.T) {
+	for _, n := range []int{4, 5, 37, 4096} {
+		for _, want := range []uint32{0, 1, 0xdeadbeef, 0xffffffff} {
+			b := bytes.Repeat([]byte{0x3c}, n)
+			got := ForgeCRC(b, want)
+			assert.Equal(t, want, crc32.ChecksumIEEE(got), "%d bytes, want %#x", n, want)
+			assert.Equal(t, b[:n-4], got[:n-4], "only the last 4 bytes change")
+			assert.Equal(t, bytes.Repeat([]byte{0x3c}, n), b, "the input is not written")
+		}
+	}
+}

@@ -28,9 +28,9 @@ func Retarget(obj []byte, key string) []byte {
 func ForgeCRC(b []byte, want uint32) []byte {
 	out := append([]byte(nil), b...)
 	n := len(out) - 4
-	var rev [256]byte // the table entry whose top byte is i
-	for j := 0; j < 256; j++ {
-		rev[crc32.IEEETable[j]>>24] = byte(j)
+	var rev [len(crc32.IEEETable)]byte // the table entry whose top byte is i
+	for j, e := range crc32.IEEETable {
+		rev[e>>24] = byte(j)
 	}
 	s := ^crc32.ChecksumIEEE(out[:n]) // the register after the prefix
 	w := ^want                        // the register wanted after the patch
