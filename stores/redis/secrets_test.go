@@ -187,3 +187,23 @@ func TestSecretsStayOutOfEveryOutput(t *testing.T) {
 type discard struct{}
 
 func (discard) Printf(context.Context, string, ...any) {}
+
+// TestOptionsSayWhetherAPasswordIsSet: Options print a password as set
+// (redacted), and name none when none is set, in String and JSON alike,
+// so an operator reading a log can tell a run without a password from
+// one with it. (Tried: String's Password check negated fails it.)
+func TestOptionsSayWhetherAPasswordIsSet(t *testing.T) {
+	for _, c := range []struct {
+		password string
+		want     bool
+	}{{"", false}, {"hunter2-not-printed", true}} {
+		opt := redis.Options{Addrs: []string{"127.0.0.1:6379"}, Password: c.password}
+		j, err := json.Marshal(opt)
+		require.NoError(t, err)
+		for how, out := range map[string]string{"String": opt.String(), "%#v": fmt.Sprintf("%#v", opt), "JSON": string(j)} {
+			assert.Equal(t, c.want, bytes.Contains([]byte(out), []byte("Password")), "%s with password %q: %s", how, c.password, out)
+			assert.Equal(t, c.want, bytes.Contains([]byte(out), []byte("[redacted]")), "%s with password %q: %s", how, c.password, out)
+			assert.NotContains(t, out, "hunter2")
+		}
+	}
+}
