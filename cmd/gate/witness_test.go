@@ -48,7 +48,7 @@ func TestARowCountsItsSpecsWitnessedRules(t *testing.T) {
 		witness("redis-7", all[0], "a reset", "pass").
 		witness("redis-7", all[1], "a stall", "pass").
 		witness("redis-7", all[2], "a slice", "fail", spec("spec/redis-7.yaml:1:2"), "spec/redis-7.yaml:1:2: contradicted").
-		witness("redis-7", all[3], "no server", "skip", "no server").
+		witness("redis-7", all[3], "no server", "skip", "what the run logged before its skip", "no server").
 		witness("redis-7", all[3], "a silent skip", "skip") // no line to keep: the message is empty
 	dir := t.TempDir()
 	jsonFile, junitFile := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.xml")
@@ -77,11 +77,17 @@ func TestARowCountsItsSpecsWitnessedRules(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(x), `<property name="witnessed" value="2/`+itoa(len(all))+`"></property>`)
 	assert.Contains(t, string(x), `name="witness `+all[2]+`/a slice"`)
-	var silent []checkResult
+	var silent, skipped []checkResult
 	for _, c := range redis.Checks {
-		if c.Name == "witness "+all[3]+"/a silent skip" {
+		switch c.Name {
+		case "witness " + all[3] + "/a silent skip":
 			silent = append(silent, c)
+		case "witness " + all[3] + "/no server":
+			skipped = append(skipped, c)
 		}
+	}
+	if assert.Len(t, skipped, 1) {
+		assert.Equal(t, "no server", skipped[0].Message, "a skip's message is its reason alone, not what the run logged before it")
 	}
 	if assert.Len(t, silent, 1, "a skipped run that printed nothing is a check") {
 		assert.Equal(t, statusSkipped, silent[0].Status)
