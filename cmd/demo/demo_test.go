@@ -246,9 +246,10 @@ func TestAFetchOfRowsNeverPublishedSaysHowFewWereDelivered(t *testing.T) {
 	assert.NotContains(t, stdout.String(), "rows match", "no row was delivered to compare")
 }
 
-// TestTheFlagsBoundsTakeTheirEdges: each flag's least allowed value is
-// taken (-batch-rows 0 is "no bound", not an error), and one below it is
-// refused naming the flag.
+// TestTheFlagsBoundsTakeTheirEdges: each flag's least and greatest allowed
+// values are taken (-batch-rows 0 is "no bound", not an error), and one
+// past either is refused naming the flag. (Tried: -rows' > 1<<16 as >=
+// refuses 65536.)
 func TestTheFlagsBoundsTakeTheirEdges(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -258,6 +259,12 @@ func TestTheFlagsBoundsTakeTheirEdges(t *testing.T) {
 		{[]string{"-batch-rows", "-1"}, "-batch-rows is -1"},
 		{[]string{"-rows", "1"}, ""},
 		{[]string{"-rows", "0"}, "-rows is 0"},
+		{[]string{"-rows", "65536"}, ""},
+		{[]string{"-rows", "65537"}, "-rows is 65537"},
+		{[]string{"-row-bytes", "1"}, ""},
+		{[]string{"-row-bytes", "0"}, "-row-bytes is 0"},
+		{[]string{"-row-bytes", "67108864"}, ""},
+		{[]string{"-row-bytes", "67108865"}, "-row-bytes is 67108865"},
 		{[]string{"-workers", "1"}, ""},
 		{[]string{"-workers", "0"}, "-workers is 0"},
 	} {
