@@ -231,11 +231,7 @@ func (c *collector) addCheck(e event, name string) {
 	case "pass", "fail", "skip":
 		k.result.Seconds = e.Elapsed
 		k.result.Status = map[string]string{"pass": statusPassed, "fail": statusFailed, "skip": statusSkipped}[e.Action]
-		msgs := messages(k.lines, k.result.Status == statusFailed)
-		if k.result.Status == statusSkipped && len(msgs) > 0 {
-			msgs = msgs[len(msgs)-1:] // the skip's reason; what the check logged before it is no part of it
-		}
-		k.result.Message = strings.Join(msgs, "\n")
+		k.result.Message = message(k.lines, k.result.Status)
 		s.add(k.result)
 		c.progress(s, k.result)
 	}
@@ -323,6 +319,19 @@ func messages(lines []string, foreign bool) []string {
 		out = append(out, strings.Join(theirs, "\n"))
 	}
 	return out
+}
+
+// message is a check's message as its result carries it, from what the
+// check logged: every message of a failure (with the process's own
+// output, see messages), of a skip only the last, the skip's reason (what
+// the check logged before it is no part of it), of a pass all it logged.
+// A conformance check and a witness run are read alike.
+func message(lines []string, status string) string {
+	msgs := messages(lines, status == statusFailed)
+	if status == statusSkipped {
+		msgs = msgs[max(0, len(msgs)-1):]
+	}
+	return strings.Join(msgs, "\n")
 }
 
 // isFrame reports whether an output line is go test's own framing of a

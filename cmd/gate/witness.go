@@ -73,11 +73,7 @@ func (c *collector) addWitness(e event, rest string) {
 	case "pass", "fail", "skip":
 		k.result.Seconds = e.Elapsed
 		k.result.Status = map[string]string{"pass": statusPassed, "fail": statusFailed, "skip": statusSkipped}[e.Action]
-		msgs := messages(k.lines, k.result.Status == statusFailed)
-		if k.result.Status == statusSkipped && len(msgs) > 0 {
-			msgs = msgs[len(msgs)-1:]
-		}
-		k.result.Message = strings.Join(msgs, "\n")
+		k.result.Message = message(k.lines, k.result.Status)
 		w.checks = append(w.checks, k.result)
 		if k.result.Status == statusPassed {
 			w.witnessed[rule] = true
