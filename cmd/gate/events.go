@@ -229,9 +229,7 @@ func (c *collector) addCheck(e event, name string) {
 			s.RoundTrip = v
 		}
 	case "pass", "fail", "skip":
-		k.result.Seconds = e.Elapsed
-		k.result.Status = map[string]string{"pass": statusPassed, "fail": statusFailed, "skip": statusSkipped}[e.Action]
-		k.result.Message = message(k.lines, k.result.Status)
+		k.end(e)
 		s.add(k.result)
 		c.progress(s, k.result)
 	}
@@ -319,6 +317,15 @@ func messages(lines []string, foreign bool) []string {
 		out = append(out, strings.Join(theirs, "\n"))
 	}
 	return out
+}
+
+// end settles k's result from e, the pass, fail or skip that ends the
+// check (a conformance check or a witness run alike): its time, its
+// status and its message.
+func (k *checkRow) end(e event) {
+	k.result.Seconds = e.Elapsed
+	k.result.Status = map[string]string{"pass": statusPassed, "fail": statusFailed, "skip": statusSkipped}[e.Action]
+	k.result.Message = message(k.lines, k.result.Status)
 }
 
 // message is a check's message as its result carries it, from what the

@@ -71,9 +71,7 @@ func (c *collector) addWitness(e event, rest string) {
 			k.result.Spec = v
 		}
 	case "pass", "fail", "skip":
-		k.result.Seconds = e.Elapsed
-		k.result.Status = map[string]string{"pass": statusPassed, "fail": statusFailed, "skip": statusSkipped}[e.Action]
-		k.result.Message = message(k.lines, k.result.Status)
+		k.end(e)
 		w.checks = append(w.checks, k.result)
 		if k.result.Status == statusPassed {
 			w.witnessed[rule] = true
