@@ -232,6 +232,18 @@ func TestAStageThatCannotBeHadFaultsEveryRowWithNoSDKCode(t *testing.T) {
 	}
 }
 
+// getWithNoNewStage gets rows while no stage can be mapped (the mapping
+// answers ENOMEM): a get that needs a new stage faults, one that reuses
+// the driver's stage does not.
+func getWithNoNewStage(t *testing.T, d *mooncake.Driver, rows []driver.Row) driver.Operation {
+	t.Helper()
+	restore := mooncake.FailStageAlloc(unix.ENOMEM)
+	defer restore()
+	op, err := d.Get(context.Background(), rows, driver.Hint{})
+	require.NoError(t, err)
+	return op
+}
+
 // TestAStageLargeEnoughIsReused: with the trailer, a get reads its rows'
 // objects into the driver's registered stage; a later get that needs no
 // more than the stage holds, to the byte, reuses it and maps nothing new
@@ -243,10 +255,7 @@ func TestAStageLargeEnoughIsReused(t *testing.T) {
 	require.NoError(t, err)
 	assertAll(t, op, driver.Ready)
 
-	restore := mooncake.FailStageAlloc(unix.ENOMEM)
-	op, err = d.Get(context.Background(), rows, driver.Hint{})
-	restore()
-	require.NoError(t, err)
+	op = getWithNoNewStage(t, d, rows)
 	assertAll(t, op, driver.Ready)
 	done()
 }
@@ -265,10 +274,7 @@ func TestAStageAGetRaisedOverIsNeverReused(t *testing.T) {
 	require.NoError(t, err)
 	assertAll(t, op, driver.Fault)
 
-	restore := mooncake.FailStageAlloc(unix.ENOMEM)
-	op, err = d.Get(context.Background(), rows, driver.Hint{})
-	restore()
-	require.NoError(t, err)
+	op = getWithNoNewStage(t, d, rows)
 	res, finished := op.Poll()
 	require.True(t, finished)
 	for i, r := range res {
