@@ -1447,7 +1447,9 @@ func builds(cfg Config, overlay, pkg string) bool {
 // line no block of a package's run executed cannot fail that package's
 // tests, which are then not run against it. Where a run failed, or the
 // line is in no block (outside a function, a case's expression), the
-// tests run.
+// tests run. A test that runs its test binary again as a child process
+// counts the child's lines only when it passes -test.gocoverdir on
+// (internal/testchild does): else they are run by no test here.
 type coverage struct {
 	cfg     Config
 	end     time.Time // the budget's end: a run still going then is cut short (zero: none)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvblob/kvblob/internal/testchild"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/driverkit"
 )
@@ -89,7 +91,8 @@ func (d *workers) run(ctx context.Context, call string, rows []driver.Row) drive
 
 // ceilingEnv makes TestRowsInFlightAtMostChild run the fixture against
 // the workers driver it names: "sound" (2 workers), "serial" (1) or
-// "late" (2, starting rows after the cancel).
+// "late" (2, starting rows after the cancel), or misused: "few-keys" (no
+// more keys than the limit).
 const ceilingEnv = "STOREKIT_TEST_CEILING"
 
 // TestRowsInFlightAtMostPassesASoundDriver: the fixture passes a driver
@@ -114,25 +117,33 @@ func TestRowsInFlightAtMostChild(t *testing.T) {
 	if mode == "serial" {
 		d.limit = 1
 	}
+	keys := []string{"a", "b", "c", "d"}
+	if mode == "few-keys" {
+		keys = keys[:2]
+	}
 	f := NewFx(t, d, 5*time.Second)
-	f.RowsInFlightAtMost(t, seam, "put", "get", []string{"a", "b", "c", "d"}, 2)
+	f.RowsInFlightAtMost(t, seam, "put", "get", keys, 2)
 }
 
 // TestRowsInFlightAtMost: the fixture passes a driver that runs exactly
 // the limit's rows at once and never starts a row after the cancel, and
 // fails, saying why, one that runs fewer at once or starts the rows left
-// after the cancel (they use the holds staged for them).
+// after the cancel (they use the holds staged for them). A misuse is
+// reported at the store test's line that called the fixture (it is a
+// helper), not inside the fixture.
 func TestRowsInFlightAtMost(t *testing.T) {
 	for _, c := range []struct {
 		mode string
 		says string // "": the fixture passes
+		at   string // a file the failure must be reported at ("": any)
 	}{
-		{"sound", ""},
-		{"serial", "put of 4 rows: 1 rows ([0]) inside the store call at once, want 2 (the limit)"},
-		{"late", "put: 0 holds left unused, want 2 (one a row that never started)"},
+		{"sound", "", ""},
+		{"serial", "put of 4 rows: 1 rows ([0]) inside the store call at once, want 2 (the limit)", ""},
+		{"late", "put: 0 holds left unused, want 2 (one a row that never started)", ""},
+		{"few-keys", "RowsInFlightAtMost needs more keys than the limit (2), got 2", "ceiling_test.go"},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestRowsInFlightAtMostChild$", "-test.v", "-test.count=1")
+			cmd := testchild.Command("-test.run=^TestRowsInFlightAtMostChild$", "-test.v", "-test.count=1")
 			cmd.Env = append(os.Environ(), ceilingEnv+"="+c.mode)
 			out, err := cmd.CombinedOutput()
 			if c.says == "" {
@@ -142,6 +153,9 @@ func TestRowsInFlightAtMost(t *testing.T) {
 			var exit *exec.ExitError
 			require.True(t, errors.As(err, &exit), "the fixture passed: %v\n%s", err, out)
 			assert.Contains(t, string(out), c.says)
+			if c.at != "" {
+				assert.Regexp(t, regexp.QuoteMeta(c.at)+`:\d+: `+regexp.QuoteMeta(c.says), string(out))
+			}
 		})
 	}
 }

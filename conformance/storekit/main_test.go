@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/internal/testchild"
 )
 
 // mainModeEnv makes TestMain run Main instead of the tests: "leak" with a
@@ -49,7 +51,7 @@ func TestMainFailsTheRunItShould(t *testing.T) {
 		{"leak", 1, "goleak:"},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd := testchild.Command("-test.run=^$")
 			cmd.Env = append(os.Environ(), mainModeEnv+"="+c.mode)
 			out, err := cmd.CombinedOutput()
 			code := 0
