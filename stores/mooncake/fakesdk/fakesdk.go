@@ -149,6 +149,7 @@ type Master struct {
 	fixed    bool          // arena is a reservation that never moves (see reserve)
 	pins     map[int64]int // spans (by offset) a transfer copies into or out of without the lock
 	deferred []span        // spans freed while pinned: freed at the last unpin
+	copying  func()        // a test's look at the master while a copy runs without the lock; set before any call
 	top      int64
 	free     []span // sorted by offset
 	used     int64

@@ -125,6 +125,9 @@ func (m *Master) copyUnlocked(pinned []span, copies func()) {
 		m.pinLocked(s)
 	}
 	m.mu.Unlock()
+	if m.copying != nil {
+		m.copying()
+	}
 	copies()
 	m.mu.Lock()
 	for _, s := range pinned {
