@@ -71,3 +71,49 @@ func TestATransferOfTheFixedArenaCopiesWithoutTheLock(t *testing.T) {
 		})
 	}
 }
+
+// TestAGetThatReadsNothingLeavesNoReader: a get whose transfer from the
+// owner's segment never runs (the owner killed, or frozen past the status
+// timeout) ends its read of the object when it answers, and one whose
+// transfer goes on past its answer ends it when the owner thaws: so an
+// object dropped later is spare for the next put instead of lost to the
+// spares for good. (Tried: dropping the unread of the frozen owner's
+// given-up transfer fails the second case.)
+func TestAGetThatReadsNothingLeavesNoReader(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		knobs func(*Knobs)
+		env   func(*Master) // the owner's state during the get
+		after func(*Master) // what ends it, after the get answered
+	}{
+		{"the owner killed", nil, (*Master).KillPeer, nil},
+		{"the owner frozen past the status timeout", nil, (*Master).FreezePeer, nil},
+		{"the owner frozen past the transfer wait, the transfer going on", func(k *Knobs) { k.StatusTimeout = 2 * k.TransferWait }, (*Master).FreezePeer, (*Master).ThawPeer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMaster(4 << 10)
+			if tc.knobs != nil {
+				k := DefaultKnobs()
+				tc.knobs(&k)
+				m.SetKnobs(k)
+			}
+			m.SetOwner(NewClient(m, Version))
+			c := NewClient(m, Version)
+			m.Plant("k", []byte{1, 2, 3})
+			m.mu.Lock()
+			o := m.objects["k"] // the owner's expiry may drop it meanwhile
+			m.mu.Unlock()
+			tc.env(m)
+			buf := make([]byte, 3)
+			var codes []int64
+			require.NoError(t, m.Await(m.Go(func() { codes, _ = c.BatchGetInto([]string{"k"}, []mooncake.Buffer{mooncake.BufferOf(buf)}) })))
+			assert.Equal(t, []int64{codeTransferFail}, codes)
+			if tc.after != nil {
+				tc.after(m)
+			}
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			assert.Zero(t, o.readers, "gets still reading k")
+		})
+	}
+}
