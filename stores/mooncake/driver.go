@@ -254,7 +254,7 @@ func (o *op) settle(call *driverkit.Call) {
 type scratch struct {
 	start, held, kept, scatter, toEnd, toRevoke, endRevoke, ask []int     // a put's rows, by stage
 	holds                                                       []holding // a put's revoked rows' holdings
-	all, reread                                                 []int     // a get's
+	all                                                         []int     // a get's
 	keys                                                        []string
 	sizes                                                       []int64
 	flat                                                        []Buffer   // a scatter's buffers, back to back
@@ -785,9 +785,6 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 		}
 		return keeps{}, true, nil
 	}
-	if !rereading {
-		reread = sc.reread[:0] // idx is sc.reread when rereading
-	}
 	for k, i := range idx {
 		m := d.spec.Calls.BatchGetInto.Map(answers[k], rows[i].Bytes())
 		if rereading {
@@ -800,11 +797,8 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 			continue
 		}
 		if !rereading && m.FollowUp == rules.FollowRereadOnce {
-			reread = append(reread, i)
+			reread = append(reread, i) // a lease expired mid-transfer: rare, so the list is the call's own
 		}
-	}
-	if !rereading {
-		sc.reread = reread
 	}
 	if kept.any() {
 		sc.getStage = nil // a transfer may still write it: never reused
