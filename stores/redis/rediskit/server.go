@@ -189,13 +189,19 @@ func dial(addr string, certs *storekit.Certs) (net.Conn, error) {
 	return tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, cfg)
 }
 
+// commandWait bounds a command's whole exchange: a server that accepted
+// the connection but never answers (stopped, or a port another process
+// took) fails the command, and a readiness probe tries again, instead of
+// waiting for good. Tests shorten it.
+var commandWait = 5 * time.Second
+
 func command1(addr string, certs *storekit.Certs, command string) (string, error) {
 	c, err := dial(addr, certs)
 	if err != nil {
 		return "", err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(commandWait))
 	if _, err := fmt.Fprintf(c, "%s\r\n", command); err != nil {
 		return "", err
 	}

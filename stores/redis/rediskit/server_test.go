@@ -2,13 +2,17 @@ package rediskit
 
 import (
 	"bufio"
+	"net"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/internal/bound"
 )
 
 // TestAClusterNodeHasABusPortOfItsOwn: each node of a Cluster is given a
@@ -56,4 +60,36 @@ func clusterPort(t *testing.T, s *Server) int {
 	port, err := strconv.Atoi(lines[4])
 	require.NoError(t, err, "%q", lines)
 	return port
+}
+
+// TestACommandGivesUpOnASilentServer: a command to a server that accepts
+// the connection and never answers fails with a timeout once commandWait
+// has passed, so a readiness probe goes on to its next try instead of
+// waiting for good. (Tried: without the connection's deadline the command
+// waits until the listener closes it, and fails the bound.)
+func TestACommandGivesUpOnASilentServer(t *testing.T) {
+	defer func(d time.Duration) { commandWait = d }(commandWait)
+	commandWait = 100 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		defer close(accepted)
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c // held open, never answered
+		}
+	}()
+	defer func() {
+		ln.Close()
+		if c, ok := <-accepted; ok {
+			c.Close()
+		}
+	}()
+	err = bound.Value(t, 10*time.Second, "a command to a silent server", func() error {
+		_, err := Command(ln.Addr().String(), "PING")
+		return err
+	})
+	var ne net.Error
+	require.ErrorAs(t, err, &ne, "the command fails")
+	assert.True(t, ne.Timeout(), "on its deadline: %v", err)
 }
