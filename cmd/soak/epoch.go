@@ -187,10 +187,7 @@ func (e *epoch) run(deadline time.Time, left int, rep *Report) {
 			progress = time.Now()
 		}
 		e.checkGuard("step")
-		if len(e.open) > 0 && e.rng.Float64() < 0.08 {
-			e.t.fault("cancel")
-			e.open[e.rng.Intn(len(e.open))].a.Cancel()
-		}
+		e.maybeCancel()
 		k := 1 + e.rng.Intn(6)
 		if len(e.free) < k {
 			if time.Since(progress) > 100*time.Millisecond {
@@ -220,6 +217,20 @@ func (e *epoch) run(deadline time.Time, left int, rep *Report) {
 		}
 	}
 	e.shutdown(rep)
+}
+
+// cancelRate is how often a step of an epoch cancels an open attempt:
+// rarely, so that most attempts run to their end and their READY rows
+// are checked, yet every epoch of some length sees a cancel.
+const cancelRate = 0.08
+
+// maybeCancel cancels one open attempt, picked at random, with
+// probability cancelRate (one draw, and none while no attempt is open).
+func (e *epoch) maybeCancel() {
+	if len(e.open) > 0 && e.rng.Float64() < cancelRate {
+		e.t.fault("cancel")
+		e.open[e.rng.Intn(len(e.open))].a.Cancel()
+	}
 }
 
 func (e *epoch) waitForWork() {
