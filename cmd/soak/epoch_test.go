@@ -3,8 +3,14 @@ package main
 import (
 	"math/rand"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvblob/kvblob/runtime/driver"
+	"github.com/kvblob/kvblob/stores/memory"
 )
 
 // drawSource gives a rand.Rand's draws in order: Float64 is each value
@@ -62,4 +68,31 @@ func TestAStepCancelsAnOpenAttemptAtTheCancelRate(t *testing.T) {
 			assert.Len(t, src.vals, 2, "no draw with no attempt open")
 		}
 	}
+}
+
+// TestAnEpochEndsOnlyOnceItsStoreLetGoOfEveryCall: an epoch's shutdown
+// returns only after every call the chaotic memory store was told to hold
+// has been let go (its release timer fired), so that nothing of an epoch
+// still runs in its store when the epoch's last checks read its slots, or
+// when the next epoch starts. The hold here is staged for a call that
+// never comes, so the backend stops at once and only the release is left
+// to wait for. In a synctest bubble the clock moves only while every
+// goroutine waits: shutdown returning before the release's time came is
+// shutdown not waiting for it.
+func TestAnEpochEndsOnlyOnceItsStoreLetGoOfEveryCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tl := &tally{faults: map[string]int{}}
+		e, err := newEpoch("memory", rand.New(rand.NewSource(1)), tl)
+		require.NoError(t, err)
+		// Every roll fires, and a held call is released after just under
+		// a millisecond, the longest the chaos holds one.
+		const hold = time.Millisecond - time.Nanosecond
+		e.chaosMC.d = &dice{rng: rand.New(&drawSource{vals: []int64{int64(hold) << 32}})}
+		e.chaosMC.stage(memory.CallGet, []driver.Row{{Key: e.key(3)}})
+		require.Equal(t, 1, tl.faults["delay"], "the chaos held the key's next get")
+		start := time.Now()
+		e.shutdown(&Report{})
+		assert.GreaterOrEqual(t, time.Since(start), hold, "the epoch's shutdown returned while its store still held a call")
+		assert.Empty(t, tl.violations)
+	})
 }
