@@ -409,9 +409,7 @@ func (e *epoch) shutdown(rep *Report) {
 	t0 := time.Now()
 	err := e.be.Shutdown(ctx)
 	cancel()
-	if el := time.Since(t0); el > budget+shutdownSlack {
-		e.t.violation("%s: Shutdown(%v) took %v", e.store, budget, el)
-	}
+	e.checkShutdownTime(budget, time.Since(t0))
 	var se *backend.ShutdownError
 	if err != nil && !errors.As(err, &se) {
 		e.t.violation("%s: Shutdown returned %v, not a *backend.ShutdownError", e.store, err)
@@ -459,6 +457,14 @@ func (e *epoch) shutdown(rep *Report) {
 		_ = e.mem.Close()
 	}
 	// Otherwise the region stays mapped: a store may still touch it.
+}
+
+// checkShutdownTime: Shutdown returns within its budget, give or take
+// shutdownSlack (took is how long it took).
+func (e *epoch) checkShutdownTime(budget, took time.Duration) {
+	if took > budget+shutdownSlack {
+		e.t.violation("%s: Shutdown(%v) took %v", e.store, budget, took)
+	}
 }
 
 // checker wraps the driver the backend drives and watches the rules that
