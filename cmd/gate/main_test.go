@@ -377,6 +377,22 @@ func TestTheStreamBecomesTheTable(t *testing.T) {
 		out:    []string{"stores/memory", "  stores/memory ERROR setup: stores/memory/x_test.go:3:1: syntax error"},
 		stderr: []string{"gate: stores/memory did not run: stores/memory/x_test.go:3:1: syntax error"},
 	}, {
+		// What the conformance test logs before any store runs (a Run
+		// refused before its first store) is why its package failed;
+		// go test's own framing lines and the events that carry no
+		// output are not.
+		name: "a conformance run that fails before its first store says why",
+		stream: &stream{events: []event{
+			{Action: "run", Package: pkg, Test: conformanceTest},
+			{Action: "output", Package: pkg, Test: conformanceTest, Output: "=== RUN   " + conformanceTest + "\n"},
+			{Action: "output", Package: pkg, Test: conformanceTest, Output: "    suite.go:1: no store to run: register one\n"},
+			{Action: "output", Package: pkg, Test: conformanceTest, Output: "--- FAIL: " + conformanceTest + " (0.00s)\n"},
+			{Action: "fail", Package: pkg, Test: conformanceTest},
+			{Action: "fail", Package: pkg},
+		}},
+		code: 2,
+		out:  []string{"  stores/memory ERROR setup: ", "suite.go:1: no store to run: register one\n"},
+	}, {
 		name:   "a store nobody runs",
 		stream: (&stream{}).store("memory").store("fs"),
 		args:   []string{"--store", "nosuch"},
