@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
+	"go/parser"
+	"go/token"
 	"io"
 	"net"
 	"net/http"
@@ -278,4 +281,20 @@ func TestTheFlagsBoundsTakeTheirEdges(t *testing.T) {
 			assert.Contains(t, err.Error(), c.want)
 		}
 	}
+}
+
+// TestTheDocStatesTheFlagsDefaults: the command's doc states the request's
+// size, the workers, the rows of a driver call and the bound on the run
+// that a run without flags has, so a reader of the doc knows what the
+// demo moves without reading -help.
+func TestTheDocStatesTheFlagsDefaults(t *testing.T) {
+	var stderr bytes.Buffer
+	c, err := parse(nil, &stderr)
+	require.NoError(t, err)
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", nil, parser.ParseComments|parser.PackageClauseOnly)
+	require.NoError(t, err)
+	doc := strings.Join(strings.Fields(f.Doc.Text()), " ")
+	want := fmt.Sprintf("By default the request is %d rows of %s (-rows, -row-bytes), each process runs %d backend workers (-workers), and a driver call carries at most %d rows (-batch-rows); -timeout (%v) bounds the whole run.",
+		c.rows, size(c.rowBytes), c.workers, c.batch, c.timeout)
+	assert.Contains(t, doc, want, "cmd/demo's doc does not state the flags' defaults")
 }

@@ -9,6 +9,10 @@
 //	go run ./cmd/demo                 # starts redis-server on loopback, stops it after
 //	go run ./cmd/demo -redis HOST:PORT # a Redis the user runs (add -cluster for Redis Cluster)
 //
+// By default the request is 64 rows of 256 KiB (-rows, -row-bytes), each
+// process runs 2 backend workers (-workers), and a driver call carries at
+// most 16 rows (-batch-rows); -timeout (1m0s) bounds the whole run.
+//
 // The demo writes only keys under a prefix of its own
 // (kvblob-demo-<random>), and deletes them before it exits, whether the
 // run succeeded or not. It re-executes itself with -role publish and

@@ -88,7 +88,8 @@ func TestTheChecksBite(t *testing.T) {
 // TestTheNewChecksBite feeds each of the later invariants a violation: a
 // finished outcome holding a PENDING row, an attempt quiesced while an
 // operation may still touch its slot, a wrong READY row of an attempt that
-// never quiesced (checked at the end), and a short read called READY.
+// never quiesced (checked at the end), a Shutdown that took longer than
+// its budget and slack, and a short read called READY.
 func TestTheNewChecksBite(t *testing.T) {
 	check := func(t *testing.T, want string, do func(e *epoch, rep *Report)) {
 		t.Helper()
@@ -125,6 +126,12 @@ func TestTheNewChecksBite(t *testing.T) {
 			e.checkUnquiesced(rep)
 			assert.Equal(t, 2, rep.RowsCheckedUnquiesced)
 			e.open = nil
+		})
+	})
+	t.Run("shutdown past its budget", func(t *testing.T) {
+		check(t, "Shutdown(10ms) took 1.010000001s", func(e *epoch, _ *Report) {
+			e.checkShutdownTime(10*time.Millisecond, 10*time.Millisecond+shutdownSlack) // at the bound: no violation
+			e.checkShutdownTime(10*time.Millisecond, 10*time.Millisecond+shutdownSlack+time.Nanosecond)
 		})
 	})
 	t.Run("short read called READY", func(t *testing.T) {

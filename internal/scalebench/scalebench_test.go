@@ -1,6 +1,7 @@
 package scalebench_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -35,7 +36,25 @@ func TestWorkloadsRunAndClose(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, el)
 	assert.Equal(t, 48, rows, "whole views of 16 rows until at least 40")
+	assert.Equal(t, 16+40+48, r.Stats().BatchesSettled-before, "each view settled before Views returned")
 	require.NoError(t, r.Close())
+}
+
+// TestAWorkloadOverAShutDownRigFails: a workload whose fetch the backend
+// refuses returns that refusal, with no time and no rows, instead of
+// waiting on an attempt it never got.
+func TestAWorkloadOverAShutDownRigFails(t *testing.T) {
+	r, err := scalebench.New(4, backend.Config{Workers: 1, RowsPerBatch: 1})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, r.Close()) }()
+	require.NoError(t, r.Shutdown(context.Background()))
+	el, rows, err := r.Views(8)
+	assert.Error(t, err, "Views over a shut-down backend")
+	assert.Zero(t, el)
+	assert.Zero(t, rows)
+	el, err = r.Outstanding(8)
+	assert.Error(t, err, "Outstanding over a shut-down backend")
+	assert.Zero(t, el)
 }
 
 func TestHandoffEnds(t *testing.T) {
