@@ -1,6 +1,7 @@
 package rediskit
 
 import (
+	"io"
 	"bufio"
 	"net"
 	"os"
@@ -92,4 +93,17 @@ func TestACommandGivesUpOnASilentServer(t *testing.T) {
 	var ne net.Error
 	require.ErrorAs(t, err, &ne, "the command fails")
 	assert.True(t, ne.Timeout(), "on its deadline: %v", err)
+
+	// And it closed its connection: a probe tries again and again, and
+	// each try would otherwise leave a descriptor (and the server a
+	// client) behind.
+	srv, ok := <-accepted
+	require.True(t, ok, "the server accepted the command's connection")
+	defer srv.Close()
+	sent := bound.Value(t, 10*time.Second, "the server reading the command's connection to its end", func() string {
+		b, err := io.ReadAll(srv)
+		assert.NoError(t, err, "the connection ends in EOF")
+		return string(b)
+	})
+	assert.Equal(t, "PING\r\n", sent)
 }
