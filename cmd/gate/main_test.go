@@ -24,6 +24,7 @@ import (
 	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/gen"
 	"github.com/kvblob/kvblob/generated/memory/memorycases"
+	"github.com/kvblob/kvblob/internal/bound"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -32,11 +33,22 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // from here.
 var base = []string{"-spec", "../../spec", "-out", "../../generated"}
 
+// runCLI runs the gate as its command line does, with a real go test.
 func runCLI(args ...string) (int, string, string) {
-	return runWith(execGoTest, args...)
+	return runGate(execGoTest, args...)
 }
 
-func runWith(goTest goTester, args ...string) (int, string, string) {
+// runWith runs the gate over the go test that goTest plays (a recorded
+// stream, in milliseconds), and fails t when it has not returned within a
+// minute: a reader that never sees its stream end (the pipe left open)
+// fails its test in a minute rather than at the binary's timeout.
+func runWith(t *testing.T, goTest goTester, args ...string) (code int, out, stderr string) {
+	t.Helper()
+	bound.Within(t, time.Minute, "the gate over a played go test", func() { code, out, stderr = runGate(goTest, args...) })
+	return code, out, stderr
+}
+
+func runGate(goTest goTester, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	code := gate{goTest: goTest, generate: generateOnce}.run(args, &out, &errb)
 	return code, out.String(), errb.String()
@@ -173,7 +185,7 @@ func TestUsage(t *testing.T) {
 			t.Errorf("%v: go test ran; a usage error is found before the run", c.args)
 			return nil
 		}
-		code, _, stderr := runWith(never, c.args...)
+		code, _, stderr := runWith(t, never, c.args...)
 		assert.Equal(t, c.code, code, "%v", c.args)
 		assert.Contains(t, stderr, c.want, "%v", c.args)
 	}
@@ -194,7 +206,7 @@ func TestOutsideTheCheckoutIsASetUpError(t *testing.T) {
 	} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			t.Chdir(dir)
-			code, _, stderr := runWith(never, "--junit", filepath.Join(dir, "gate.xml"), "--json", filepath.Join(dir, "gate.json"))
+			code, _, stderr := runWith(t, never, "--junit", filepath.Join(dir, "gate.xml"), "--json", filepath.Join(dir, "gate.json"))
 			assert.Equal(t, 2, code)
 			assert.Contains(t, stderr, want)
 			assertSetupReports(t, dir, want)
@@ -241,13 +253,13 @@ func TestAStoreIsARowOfTheTable(t *testing.T) {
 	}
 	s := announce()
 	s.store("s3-large").check("s3-large", "a_check", "pass", kind("check")).end("s3-large", "pass")
-	code, out, stderr := runWith(s.goTest, append(base, "--store", "s3-large")...)
+	code, out, stderr := runWith(t, s.goTest, append(base, "--store", "s3-large")...)
 	assert.Equal(t, 0, code, "%s\n%s", out, stderr)
 	assert.Contains(t, strings.Join(s.args, " "), "-run ^(TestConformance|TestWitness)$/^(s3-large)$")
 	assert.Regexp(t, `(?m)^s3-large\s`, out)
 
 	dir := t.TempDir()
-	code, _, stderr = runWith(announce().goTest, append(base, "--store", "nosuch", "--junit", filepath.Join(dir, "gate.xml"), "--json", filepath.Join(dir, "gate.json"))...)
+	code, _, stderr = runWith(t, announce().goTest, append(base, "--store", "nosuch", "--junit", filepath.Join(dir, "gate.xml"), "--json", filepath.Join(dir, "gate.json"))...)
 	assert.Equal(t, 2, code)
 	want := `unknown store "nosuch"; want one of s3, s3-large`
 	assert.Contains(t, stderr, want)
@@ -263,7 +275,7 @@ func TestDashCRunsInTheCheckoutGiven(t *testing.T) {
 	t.Chdir(t.TempDir())
 	s := &stream{}
 	s.store("memory").check("memory", "a_check", "pass", kind("check")).end("memory", "pass")
-	code, out, stderr := runWith(s.goTest, "-C", root, "--store", "memory")
+	code, out, stderr := runWith(t, s.goTest, "-C", root, "--store", "memory")
 	assert.Equal(t, 0, code, "%s\n%s", out, stderr)
 	assert.Contains(t, stderr, "gate: checking generated against spec")
 	assert.Regexp(t, `(?m)^memory\s`, out)
@@ -277,16 +289,16 @@ func TestGoTestArgs(t *testing.T) {
 		testArgs([]string{"./a", "./b"}, []string{"redis", "redis-valkey-8.1"}, []string{"redis-7", "redis-valkey-8.1"}, true, time.Hour))
 
 	s := (&stream{}).store("memory", conformance.FactSDK, "kvblob-memory 1").check("memory", "x", "pass").end("memory", "pass")
-	code, _, stderr := runWith(s.goTest, append(base, "--store", "memory", "--packages", "./stores/memory")...)
+	code, _, stderr := runWith(t, s.goTest, append(base, "--store", "memory", "--packages", "./stores/memory")...)
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "30m0s", "-run", "^(TestConformance|TestWitness)$/^(memory)$", "./stores/memory"}, s.args, "the gate's default bound")
-	code, _, stderr = runWith(s.goTest, append(base, "--store", "memory", "--packages", "./stores/memory", "--timeout", "45m")...)
+	code, _, stderr = runWith(t, s.goTest, append(base, "--store", "memory", "--packages", "./stores/memory", "--timeout", "45m")...)
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, []string{"-count=1", "-json", "-timeout", "45m0s", "-run", "^(TestConformance|TestWitness)$/^(memory)$", "./stores/memory"}, s.args)
 	assert.Empty(t, s.env)
 
 	// A path from the module root is one, not a standard library package.
-	code, _, stderr = runWith(s.goTest, append(base, "--store", "memory", "--packages", "stores/memory")...)
+	code, _, stderr = runWith(t, s.goTest, append(base, "--store", "memory", "--packages", "stores/memory")...)
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, "./stores/memory", s.args[len(s.args)-1])
 }
@@ -401,7 +413,7 @@ func TestTheStreamBecomesTheTable(t *testing.T) {
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, out, stderr := runWith(c.stream.goTest, append(append(base, "--packages", "./stores/memory"), c.args...)...)
+			code, out, stderr := runWith(t, c.stream.goTest, append(append(base, "--packages", "./stores/memory"), c.args...)...)
 			assert.Equal(t, c.code, code, "%s\n%s", out, stderr)
 			rest := out
 			for _, w := range c.out {
@@ -469,7 +481,7 @@ func TestGateRefusesStaleGeneratedCode(t *testing.T) {
 		t.Error("go test ran over a stale generated/")
 		return nil
 	}
-	code, _, stderr := runWith(never, "-spec", "../../spec", "-out", filepath.Join(dir, "generated"), "--store", "memory")
+	code, _, stderr := runWith(t, never, "-spec", "../../spec", "-out", filepath.Join(dir, "generated"), "--store", "memory")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, p+" differs")
 	assert.Contains(t, stderr, "run 'make generate'")
@@ -485,12 +497,12 @@ func TestSDKHeadersAgainstTheSpec(t *testing.T) {
 			check("memory", "x", "pass", kind("check")).end("memory", "pass")
 	}
 	args := append(base, "--packages", "./stores/memory", "--store", "memory", "--sdk-enum", "MemoryCode")
-	code, out, stderr := runWith(memory().goTest, append(args, "--sdk-include", "testdata/headers-ok")...)
+	code, out, stderr := runWith(t, memory().goTest, append(args, "--sdk-include", "testdata/headers-ok")...)
 	require.Equal(t, 0, code, "%s\n%s", out, stderr)
 	assert.Equal(t, [3]int{2, 0, 0}, tableCounts(t, out)["memory"], "the header check is one more passed check")
 
 	xmlFile := filepath.Join(t.TempDir(), "gate.xml")
-	code, out, _ = runWith(memory().goTest, append(args, "--sdk-include", "testdata/headers-renumbered", "--junit", xmlFile)...)
+	code, out, _ = runWith(t, memory().goTest, append(args, "--sdk-include", "testdata/headers-renumbered", "--junit", xmlFile)...)
 	assert.Equal(t, 1, code)
 	full := lineOf(t, "../../spec/memory.yaml", "  FULL:")
 	want := "spec/memory.yaml:" + strconv.Itoa(full) + ":3: code FULL is -3 here, but testdata/headers-renumbered/memory_codes.h:7 declares FULL = -30"
@@ -499,12 +511,12 @@ func TestSDKHeadersAgainstTheSpec(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(b), want)
 
-	code, out, _ = runWith(memory().goTest, append(args, "--sdk-include", t.TempDir())...)
+	code, out, _ = runWith(t, memory().goTest, append(args, "--sdk-include", t.TempDir())...)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, out, "memory ERROR codes_match_sdk_headers")
 	assert.Contains(t, out, "no header")
 
-	code, _, stderr = runWith(memory().goTest, append(base, "--packages", "./stores/memory", "--sdk-include", "testdata/headers-ok")...)
+	code, _, stderr = runWith(t, memory().goTest, append(base, "--packages", "./stores/memory", "--sdk-include", "testdata/headers-ok")...)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "no selected store names the enum of its codes")
 }
@@ -611,7 +623,7 @@ func TestTheSDKsOwnLogIsInNoReportMessage(t *testing.T) {
 		check("memory", "failed", "fail", kind("check"), glog, "got FAULT", glog).
 		end("memory", "fail")
 	jsonFile := filepath.Join(t.TempDir(), "gate.json")
-	code, out, stderr := runWith(s.goTest, append(base, "--packages", "./stores/memory", "--json", jsonFile)...)
+	code, out, stderr := runWith(t, s.goTest, append(base, "--packages", "./stores/memory", "--json", jsonFile)...)
 	require.Equal(t, 1, code, "%s\n%s", out, stderr)
 	jb, err := os.ReadFile(jsonFile)
 	require.NoError(t, err)

@@ -52,7 +52,7 @@ func TestARowCountsItsSpecsWitnessedRules(t *testing.T) {
 		witness("redis-7", all[3], "a silent skip", "skip") // no line to keep: the message is empty
 	dir := t.TempDir()
 	jsonFile, junitFile := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.xml")
-	code, out, stderr := runWith(s.goTest, append(base, "--json", jsonFile, "--junit", junitFile)...)
+	code, out, stderr := runWith(t, s.goTest, append(base, "--json", jsonFile, "--junit", junitFile)...)
 	require.Equal(t, 1, code, "a contradicted rule fails the gate\n%s\n%s", out, stderr)
 	assert.Regexp(t, `(?m)^STORE\s+SDK\s+PASSED\s+FAILED\s+SKIPPED\s+WITNESSED\s+TIME`, out)
 	assert.Regexp(t, `(?m)^redis\s.*\s2/`+itoa(len(all))+`\s`, out)
