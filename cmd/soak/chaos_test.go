@@ -39,6 +39,21 @@ func TestEveryFaultStagedIsTallied(t *testing.T) {
 	m.Wait()
 }
 
+// TestAStuckPutOutlivesItsSession: the put_stuck_past_discard fault is
+// what it says: the fake master's clock passes its discard timeout while
+// the put is stuck, so the session the put writes under is one the master
+// may discard, and the fault is tallied.
+func TestAStuckPutOutlivesItsSession(t *testing.T) {
+	m := fakesdk.NewMaster(0)
+	tl := &tally{faults: map[string]int{}}
+	c := &chaosSDK{inner: fakesdk.NewClient(m, fakesdk.Version), m: m, d: &dice{rng: rand.New(alwaysSource{})}, t: tl}
+	before := m.Now()
+	_, _ = c.BatchPutFromMultiBufferRanges([]string{"a"}, [][]mooncake.Buffer{{mooncake.BufferOf(make([]byte, 64))}})
+	assert.Greater(t, m.Now().Sub(before), fakesdk.DefaultDiscard, "the master's clock passed the discard timeout")
+	assert.Equal(t, 1, tl.faults["put_stuck_past_discard"], "%v", tl.faults)
+	m.Wait()
+}
+
 // TestAStagedCodeIsAnswered: a code the chaotic memory store stages for a
 // row is the one the row's call answers, so a random_code fault in a
 // report is one the backend met. A put whose every roll fires stages the
