@@ -106,12 +106,18 @@ func TestAGetThatReadsNothingLeavesNoReader(t *testing.T) {
 			tc.env(m)
 			buf := make([]byte, 3)
 			var codes []int64
-			require.NoError(t, m.Await(m.Go(func() { codes, _ = c.BatchGetInto([]string{"k"}, []mooncake.Buffer{mooncake.BufferOf(buf)}) })))
+			// Each step is bounded: a wait that never settles or a lock a
+			// broken line keeps fails here in seconds, not at the binary's
+			// timeout.
+			err := bound.Value(t, 30*time.Second, "the get", func() error {
+				return m.Await(m.Go(func() { codes, _ = c.BatchGetInto([]string{"k"}, []mooncake.Buffer{mooncake.BufferOf(buf)}) }))
+			})
+			require.NoError(t, err)
 			assert.Equal(t, []int64{codeTransferFail}, codes)
 			if tc.after != nil {
-				tc.after(m)
+				bound.Within(t, 30*time.Second, "what ends the transfer", func() { tc.after(m) })
 			}
-			m.mu.Lock()
+			bound.Within(t, 30*time.Second, "taking the master's lock", m.mu.Lock)
 			defer m.mu.Unlock()
 			assert.Zero(t, o.readers, "gets still reading k")
 		})
