@@ -1,8 +1,8 @@
 package rediskit
 
 import (
-	"io"
 	"bufio"
+	"io"
 	"net"
 	"os"
 	"strconv"
