@@ -189,6 +189,8 @@ func TestSessionBookkeeping(t *testing.T) {
 			m.Answer(fakesdk.CallEnd, "k", mooncakegen.InternalError)
 			m.Miscount(fakesdk.CallRevoke, "k")
 		}, driver.Fault, "open", false, false},
+		// Tried: the end's err != nil || a count mismatch -> &&, which reads the missing answer.
+		{"an end that answers a wrong count is left open for drain", func(m *fakesdk.Master) { m.Miscount(fakesdk.CallEnd, "k") }, driver.Fault, "open", false, false},
 		{"a raise in the scatter leaves access unproven", func(m *fakesdk.Master) { m.Raise(fakesdk.CallScatter, "k") }, driver.Fault, "keep", true, true},
 		{"a wrong count from the scatter leaves access unproven", func(m *fakesdk.Master) { m.Miscount(fakesdk.CallScatter, "k") }, driver.Fault, "keep", true, true},
 		{"a full pool declines", func(m *fakesdk.Master) { m.SetCapacity(1) }, driver.Declined, "", false, false},
