@@ -64,10 +64,7 @@ func TestEvictsTolerance(t *testing.T) {
 		"cancel_yields_CANCELLED_only_for_rows_that_never_started",
 		"a_READY_put_over_another_length_stored_the_new_bytes",
 	}
-	checks := map[string]conformance.Check{}
-	for _, c := range conformance.Checks() {
-		checks[c.Name] = c
-	}
+	checks := conformance.Checks()
 	factory := func(declares, always bool) conformance.Factory {
 		return func(conformance.T) driver.Driver {
 			return &evicting{Driver: memory.New(memory.Options{}), declares: declares, always: always, evicted: map[string]bool{}}
@@ -75,10 +72,7 @@ func TestEvictsTolerance(t *testing.T) {
 	}
 	s := conformance.Suite{}
 	for _, name := range names {
-		c, ok := checks[name]
-		if !ok {
-			t.Fatalf("no check %q", name)
-		}
+		c := checkNamed(t, checks, name)
 		if o := conformance.RunRecorded(c, factory(true, false), s); !o.Passed {
 			t.Errorf("%s: a store that declares Evicts and evicted a row once failed: %s", name, o.Reason)
 		}
@@ -86,7 +80,7 @@ func TestEvictsTolerance(t *testing.T) {
 			t.Errorf("%s: a store that evicted a READY row without declaring Evicts was not caught", name)
 		}
 	}
-	if o := conformance.RunRecorded(checks[names[0]], factory(true, true), s); o.Passed || o.Skipped {
+	if o := conformance.RunRecorded(checkNamed(t, checks, names[0]), factory(true, true), s); o.Passed || o.Skipped {
 		t.Error("a store that declares Evicts but keeps nothing was not caught")
 	}
 }

@@ -55,12 +55,7 @@ func TestHostileRawHoldsAMissToItsDestination(t *testing.T) {
 		f := func(conformance.T) driver.Driver {
 			return &missesRaw{Driver: memory.New(memory.Options{}), writes: writes}
 		}
-		var check conformance.Check
-		for _, c := range conformance.HostileChecks(pairNeighbour{open: f}) {
-			if c.Name == conformance.HostileRawName {
-				check = c
-			}
-		}
+		check := checkNamed(t, conformance.HostileChecks(pairNeighbour{open: f}), conformance.HostileRawName)
 		o := conformance.RunRecorded(check, f, conformance.Suite{})
 		if !writes {
 			assert.True(t, o.Passed, "a MISS that left the destination untouched failed: skipped=%v %s", o.Skipped, o.Reason)

@@ -89,12 +89,7 @@ func (d *lateTransfers) Get(ctx context.Context, rows []driver.Row, h driver.Hin
 // as 'h.Row(key, 2)', fails the sound store here: READY, but the bytes
 // differ.)
 func TestEachGetOfACheckReadsIntoADestinationOfItsOwn(t *testing.T) {
-	var check conformance.Check
-	for _, c := range conformance.Checks() {
-		if c.Name == "a_faulted_put_leaves_the_key_writable" {
-			check = c
-		}
-	}
+	check := checkNamed(t, conformance.Checks(), "a_faulted_put_leaves_the_key_writable")
 	factory := func(conformance.T) driver.Driver { return &lateTransfers{Driver: memory.New(memory.Options{})} }
 	o := conformance.RunRecorded(check, factory, conformance.Suite{Scenarios: memorykit.Scenarios()})
 	assert.True(t, o.Passed, "a store whose failed reads write on until their access ends did not pass (skipped=%v): %s", o.Skipped, o.Reason)

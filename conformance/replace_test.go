@@ -86,12 +86,7 @@ func doneReady(n int) driver.Operation {
 // eviction, even from a store that declares Evicts), or READY with bytes
 // no put stored.
 func TestAReadyPutOverAnotherLengthCatchesEachLie(t *testing.T) {
-	var check conformance.Check
-	for _, c := range conformance.Checks() {
-		if c.Name == "a_READY_put_over_another_length_stored_the_new_bytes" {
-			check = c
-		}
-	}
+	check := checkNamed(t, conformance.Checks(), "a_READY_put_over_another_length_stored_the_new_bytes")
 	for _, c := range []struct {
 		name                   string
 		fault, foreign, evicts bool
