@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/internal/bound"
 	"github.com/kvblob/kvblob/stores/redis"
 	"github.com/kvblob/kvblob/stores/redis/rediskit"
@@ -43,12 +44,7 @@ func runWithin(t *testing.T, args []string, stdout, stderr io.Writer) int {
 // same run shows that every bandwidth rep runs its rounds (a run of its
 // own cost as much CPU as the rest of this test).
 func TestAgainstARedisYouRun(t *testing.T) {
-	if ok, why := rediskit.Available(); !ok {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but no Redis server: %s", why)
-		}
-		t.Skip(why)
-	}
+	storekit.NeedInstalled(t, rediskit.Available)
 	srv, err := rediskit.Start()
 	require.NoError(t, err)
 	defer srv.Stop()
@@ -100,12 +96,7 @@ func TestAgainstARedisYouRun(t *testing.T) {
 // named as the build it is, not as Redis (at one row size and worker
 // count: the name does not depend on them).
 func TestAgainstAValkeyYouRun(t *testing.T) {
-	if ok, why := rediskit.Valkey81.Available(); !ok {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but no Valkey 8.1: %s", why)
-		}
-		t.Skip(why)
-	}
+	storekit.NeedInstalled(t, rediskit.Valkey81.Available)
 	srv, err := rediskit.StartWith(rediskit.Config{Build: rediskit.Valkey81})
 	require.NoError(t, err)
 	defer srv.Stop()

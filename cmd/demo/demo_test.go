@@ -35,12 +35,7 @@ func TestMain(m *testing.M) {
 
 func needRedis(t *testing.T) {
 	t.Helper()
-	if ok, why := storekit.Available(redisSpec); !ok {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(why)
-		}
-		t.Skip(why)
-	}
+	storekit.NeedInstalled(t, func() (bool, string) { return storekit.Available(redisSpec) })
 }
 
 func demo(t *testing.T, args ...string) string {

@@ -109,3 +109,31 @@ func TestNeedMarksItselfAHelper(t *testing.T) {
 	require.Len(t, r.helpers, 1)
 	assert.Contains(t, r.helpers[0], "storekit.(*Owned[...]).Need")
 }
+
+// TestNeedInstalledSkipsOrFailsWhatTheMachineLacks: NeedInstalled lets a
+// test run when what it needs is installed, skips it with the reason when
+// not, and fails it instead under CI=true; it reports at the test's line
+// (it marks itself a helper).
+func TestNeedInstalledSkipsOrFailsWhatTheMachineLacks(t *testing.T) {
+	run := func(ci string, ok bool) *recorder {
+		t.Setenv("CI", ci)
+		r := &recorder{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			NeedInstalled(r, func() (bool, string) { return ok, "x-server is not installed" })
+		}()
+		<-done
+		return r
+	}
+	r := run("true", true)
+	assert.Empty(t, r.skipped+r.failed, "installed: the test runs")
+	r = run("", false)
+	assert.Equal(t, "x-server is not installed", r.skipped)
+	assert.Empty(t, r.failed)
+	require.Len(t, r.helpers, 1)
+	assert.Contains(t, r.helpers[0], "storekit.NeedInstalled")
+	r = run("true", false)
+	assert.Empty(t, r.skipped)
+	assert.Equal(t, "CI=true, where every server is installed (make deps), but x-server is not installed", r.failed)
+}

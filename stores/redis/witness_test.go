@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/internal/witness"
 	"github.com/kvblob/kvblob/runtime/driver"
 	"github.com/kvblob/kvblob/runtime/hostmem"
@@ -459,12 +459,7 @@ func TestWitness(t *testing.T) {
 				ids = append(ids, w.rule)
 			}
 			require.NoError(t, witness.Covered(specs, stem, ids, redisUnreached))
-			if ok, why := b.Available(); !ok {
-				if os.Getenv("CI") == "true" {
-					t.Fatalf("CI=true but no %s server: %s", stem, why)
-				}
-				t.Skip(why)
-			}
+			storekit.NeedInstalled(t, b.Available)
 			for _, w := range all {
 				rule, err := witness.Find(specs, stem, w.rule)
 				require.NoError(t, err)

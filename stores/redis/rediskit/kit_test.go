@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvblob/kvblob/conformance"
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/generated/redis/rediscases"
 	"github.com/kvblob/kvblob/stores/redis"
 	"github.com/kvblob/kvblob/stores/trailer"
@@ -22,12 +23,7 @@ import (
 // t where none is installed, and fails it under CI=true.
 func needServer(t *testing.T) *Server {
 	t.Helper()
-	if ok, why := Available(); !ok {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but no server: %s", why)
-		}
-		t.Skip(why)
-	}
+	storekit.NeedInstalled(t, Available)
 	s, err := Start()
 	require.NoError(t, err)
 	t.Cleanup(s.Stop)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"io"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvblob/kvblob/conformance/storekit"
 	"github.com/kvblob/kvblob/internal/bound"
 )
 
@@ -24,12 +24,7 @@ import (
 func TestAClusterNodeHasABusPortOfItsOwn(t *testing.T) {
 	for _, b := range []*Build{Redis7, Valkey81} {
 		t.Run(b.Name, func(t *testing.T) {
-			if ok, why := b.Available(); !ok {
-				if os.Getenv("CI") == "true" {
-					t.Fatalf("CI=true but no server: %s", why)
-				}
-				t.Skip(why)
-			}
+			storekit.NeedInstalled(t, b.Available)
 			c, err := StartClusterWith(3, Config{Build: b})
 			require.NoError(t, err)
 			defer c.Stop()
