@@ -15,12 +15,16 @@ import (
 
 // SpecPos returns the spec position (file:line:col) of the generated case
 // id among cases, for an SDK check or a failure to name the rule it pins.
-// It panics when no case has that id: the spec no longer holds the rule
-// the caller names, which only an edit of the caller mends.
-func SpecPos(cases []conformance.Case, id string) string {
+// It panics, as CaseOf does, when no case has that id.
+func SpecPos(cases []conformance.Case, id string) string { return CaseOf(cases, id).Pos }
+
+// CaseOf returns the generated case id among cases, for a kit's test that
+// stages one case. It panics when no case has that id: the spec no longer
+// holds the rule the caller names, which only an edit of the caller mends.
+func CaseOf(cases []conformance.Case, id string) conformance.Case {
 	for _, c := range cases {
 		if c.ID == id {
-			return c.Pos
+			return c
 		}
 	}
 	panic(fmt.Sprintf("storekit: no generated case %q; the spec no longer holds the rule its caller names", id))

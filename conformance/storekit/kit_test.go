@@ -83,6 +83,8 @@ func TestSpecPos(t *testing.T) {
 	cases := []conformance.Case{{ID: "get/NIL", Pos: "spec/x.yaml:3:5"}}
 	assert.Equal(t, "spec/x.yaml:3:5", SpecPos(cases, "get/NIL"))
 	assert.PanicsWithValue(t, `storekit: no generated case "get/OK"; the spec no longer holds the rule its caller names`, func() { SpecPos(cases, "get/OK") })
+	assert.Equal(t, cases[0], CaseOf(cases, "get/NIL"))
+	assert.PanicsWithValue(t, `storekit: no generated case "get/OK"; the spec no longer holds the rule its caller names`, func() { CaseOf(cases, "get/OK") })
 }
 
 // wrapper wraps a driver, as the fault wrappers of kits and tests do.

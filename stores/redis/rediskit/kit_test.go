@@ -107,13 +107,7 @@ func TestStageLeavesWhatEachGetCaseFinds(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.id, func(t *testing.T) {
-			var c conformance.Case
-			for _, k := range rediscases.Redis7() {
-				if k.ID == tc.id {
-					c = k
-				}
-			}
-			require.Equal(t, tc.id, c.ID, "spec/redis-7.yaml generates the case")
+			c := storekit.CaseOf(rediscases.Redis7(), tc.id)
 			d := factory(t)
 			defer d.Close()
 			require.NoError(t, Stage(&conformance.Harness{T: t, Ctx: context.Background(), D: d}, c, "p/v1/0a"))

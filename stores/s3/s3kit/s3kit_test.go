@@ -52,18 +52,6 @@ func TestFetchReadsWhatPlantStored(t *testing.T) {
 	assert.Equal(t, "NoSuchKey", errCode(err), "a fetch after Remove: %v", err)
 }
 
-// caseByID is the generated case id.
-func caseByID(t *testing.T, id string) conformance.Case {
-	t.Helper()
-	for _, c := range s3cases.S3V1109() {
-		if c.ID == id {
-			return c
-		}
-	}
-	t.Fatalf("spec/s3-v1.109.yaml generates no case %s", id)
-	return conformance.Case{}
-}
-
 // TestStageLeavesWhatEachCaseFinds: Stage leaves under the key what the
 // case's answer finds there on the gateway itself, and arms the seam only
 // for an answer no server gives on cue: a put's 412 over another length
@@ -97,7 +85,7 @@ func TestStageLeavesWhatEachCaseFinds(t *testing.T) {
 			k := s3kit.Open(t, gw.Need(t))
 			h := &conformance.Harness{T: t, Ctx: context.Background(), D: k}
 			const key = "p/v1/0a"
-			require.NoError(t, s3kit.Stage(h, caseByID(t, tc.id), key))
+			require.NoError(t, s3kit.Stage(h, storekit.CaseOf(s3cases.S3V1109(), tc.id), key))
 			got, err := k.Fetch(key)
 			if tc.want != nil {
 				require.NoError(t, err)
