@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestMachineBusyCountsOnlyTimeATaskRan: the machine's busy time is user,
@@ -70,4 +71,20 @@ func TestOthersAreTheMachinesBusyTimeLessTheRuns(t *testing.T) {
 		assert.Positive(t, c.own)
 		assert.Positive(t, c.busy)
 	}
+}
+
+func TestBusyCoresAreTheMachinesBusyTimeOverTheStepsWallTime(t *testing.T) {
+	at := func(busy time.Duration) cpuClock { return cpuClock{busy: busy, ok: true} }
+	var b busyTally
+	_, ok := b.cores("off")
+	assert.False(t, ok, "nothing counted")
+	b.add(at(time.Second), at(time.Second+30*time.Millisecond), 20*time.Millisecond, false)
+	b.add(at(0), at(10*time.Millisecond), 20*time.Millisecond, false)
+	_, ok = b.cores("off")
+	assert.False(t, ok, "no fetch counted")
+	b.add(at(0), at(50*time.Millisecond), 25*time.Millisecond, true)
+	b.add(cpuClock{}, at(time.Hour), time.Millisecond, true) // a reading without /proc/stat: not counted
+	c, ok := b.cores("keyed")
+	require.True(t, ok)
+	assert.Equal(t, wayCores{Way: "keyed", Publish: 1, Fetch: 2}, c, "40 ms busy in 40 ms of publishes, 50 in 25 of fetches")
 }

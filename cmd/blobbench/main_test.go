@@ -75,6 +75,15 @@ func TestQuickRunWritesEveryOutput(t *testing.T) {
 	var rep report
 	require.NoError(t, json.Unmarshal(b, &rep))
 	assert.Len(t, rep.Bandwidth, 3*2*2, "three stores x two row sizes x two worker counts")
+	ways := map[string][]string{"memory": {"off", "keyed"}, "mooncake-fake": {"off", "unkeyed", "keyed"}, "fs": {"off", "keyed"}}
+	for _, b := range rep.Bandwidth {
+		var got []string
+		for _, c := range b.BusyCores {
+			got = append(got, c.Way)
+			assert.GreaterOrEqual(t, min(c.Publish, c.Fetch), 0.0, "%s %s", b.Store, c.Way)
+		}
+		assert.Equal(t, ways[b.Store], got, "%s: the busy cores of every way it measured", b.Store)
+	}
 	// -cpuprofile: a gzipped pprof profile of the run.
 	pb, err := os.ReadFile(prof)
 	require.NoError(t, err)

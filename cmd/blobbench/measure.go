@@ -149,6 +149,51 @@ type bandwidth struct {
 	// the fetch's time.
 	FetchVsChecked *spread `json:"fetch_vs_checked,omitempty"`
 	integrityRatios
+	// BusyCores is, for each way of the store measured, how many of the
+	// machine's cores were busy while its timed publishes and fetches ran:
+	// the machine's busy CPU time (/proc/stat, every process's, the
+	// store's servers too) over their wall time, every counted rep
+	// together. A way at the machine's core count is bound by CPU, so the
+	// CPU time a check adds is added to its wall time however the check is
+	// scheduled. Absent where /proc/stat is not readable.
+	BusyCores []wayCores `json:"busy_cores,omitempty"`
+}
+
+// wayCores is one way's busy cores (bandwidth.BusyCores): "off", and
+// "unkeyed" and "keyed" where the store has them.
+type wayCores struct {
+	Way     string  `json:"way"`
+	Publish float64 `json:"publish"`
+	Fetch   float64 `json:"fetch"`
+}
+
+// busyTally adds up the machine's busy CPU time and the wall time of a
+// way's timed steps.
+type busyTally struct {
+	ok                                 bool
+	pubBusy, pubWall, getBusy, getWall time.Duration
+}
+
+// add counts a step that ran from start to now (readCPUClock at each)
+// for wall; a step either reading lacks is not counted.
+func (b *busyTally) add(start, now cpuClock, wall time.Duration, fetch bool) {
+	if !start.ok || !now.ok {
+		return
+	}
+	b.ok = true
+	if fetch {
+		b.getBusy, b.getWall = b.getBusy+now.busy-start.busy, b.getWall+wall
+	} else {
+		b.pubBusy, b.pubWall = b.pubBusy+now.busy-start.busy, b.pubWall+wall
+	}
+}
+
+// cores is the tally as way's wayCores, and false when nothing was counted.
+func (b *busyTally) cores(way string) (wayCores, bool) {
+	if !b.ok || b.pubWall <= 0 || b.getWall <= 0 {
+		return wayCores{}, false
+	}
+	return wayCores{Way: way, Publish: float64(b.pubBusy) / float64(b.pubWall), Fetch: float64(b.getBusy) / float64(b.getWall)}, true
 }
 
 // integrityRatios are what a store's integrity costs, each side by side
@@ -862,7 +907,8 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 			_ = m.r.close()
 		}
 	}()
-	var modeSteps func(r *rig, pubT, getT *[]time.Duration) error
+	var modeSteps func(r *rig, pubT, getT *[]time.Duration, busy *busyTally) error
+	var offBusy busyTally
 	var tagFetchR, tagPubR []float64
 	// The store's own client's times over the integrity code's pass.
 	var plainTagPubR, plainTagFetchR []float64
@@ -870,25 +916,31 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		// The driver's steps: a publish and a fetch of a fresh view, each
 		// from cold caches; its objects forgotten after.
 		var pubT, getT []time.Duration
-		driverSteps := func() error { return modeSteps(r, &pubT, &getT) }
-		modeSteps = func(r *rig, pubT, getT *[]time.Duration) error {
+		driverSteps := func() error { return modeSteps(r, &pubT, &getT, &offBusy) }
+		modeSteps = func(r *rig, pubT, getT *[]time.Duration, busy *busyTally) error {
 			src, dst := r.views(0, rows)
 			before := r.be.Stats().BatchesQueued
 			if s.settle != nil {
 				s.settle()
 			}
 			coldCaches()
-			t0 := time.Now()
+			c0, t0 := readCPUClock(), time.Now()
 			if err := r.finish(r.be.Publish(context.Background(), src)); err != nil {
 				return err
 			}
 			*pubT = append(*pubT, time.Since(t0))
+			if i > 0 {
+				busy.add(c0, readCPUClock(), (*pubT)[len(*pubT)-1], false)
+			}
 			coldCaches()
-			t0 = time.Now()
+			c0, t0 = readCPUClock(), time.Now()
 			if err := r.finish(r.be.Fetch(context.Background(), dst)); err != nil {
 				return err
 			}
 			*getT = append(*getT, time.Since(t0))
+			if i > 0 {
+				busy.add(c0, readCPUClock(), (*getT)[len(*getT)-1], true)
+			}
 			batches = (r.be.Stats().BatchesQueued - before) / 2
 			r.forget(src)
 			runtime.GC()
@@ -947,7 +999,7 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		for _, m := range modes {
 			m.pubT, m.getT = nil, nil
 			for k := 0; k < rounds; k++ {
-				if err := modeSteps(m.r, &m.pubT, &m.getT); err != nil {
+				if err := modeSteps(m.r, &m.pubT, &m.getT, &m.busy); err != nil {
 					return bandwidth{}, fmt.Errorf("%s: %w", m.name, err)
 				}
 			}
@@ -1035,7 +1087,13 @@ func measureBandwidth(s store, p plan, rowBytes int64, rows, workers int) (bandw
 		PublishGBs: gbs(total, medianDur(pubs)), FetchGBs: gbs(total, medianDur(gets)),
 		MemcpyGBs: gbs(total, medianDur(cps)), AllocCopyGBs: gbs(total, medianDur(allocs)),
 		PublishVsMemcpy: spreadOf(pubR), FetchVsMemcpy: spreadOf(getR)}
+	if c, ok := offBusy.cores("off"); ok {
+		b.BusyCores = append(b.BusyCores, c)
+	}
 	for _, m := range modes {
+		if c, ok := m.busy.cores(m.name); ok {
+			b.BusyCores = append(b.BusyCores, c)
+		}
 		pr, gr := spreadOf(m.pubR), spreadOf(m.getR)
 		switch m.name {
 		case "unkeyed":
@@ -1466,6 +1524,7 @@ type modeRig struct {
 	pubR, getR  []float64       // per rep: integrity off's time over this way's
 	gbs, tagGBs []float64
 	tagOnlyGBs  []float64
+	busy        busyTally // its timed steps' busy cores, every counted rep
 }
 
 // newModeRigs makes s's other ways' rigs (store.unkeyed, store.keyed).
