@@ -2,6 +2,8 @@ package mooncake_test
 
 import (
 	"bytes"
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -136,5 +138,36 @@ func TestACorruptOrCopiedObjectIsAFault(t *testing.T) {
 				storekit.Untouched(t, dst)
 			})
 		}
+	}
+}
+
+// TestAKeyedPutOfManyMegabytesTagsEveryRow: a keyed put whose rows come to
+// several megabytes tags them on more than one goroutine (tagShare), and
+// every row's object, whichever goroutine tagged it, verifies under the
+// row key and reads back READY, byte for byte.
+func TestAKeyedPutOfManyMegabytesTagsEveryRow(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // goroutines to share the tag, on any host
+	m := fakesdk.NewMaster(0)
+	in := keyedIntegrity(t)
+	const rows, rowBytes = 5, 1 << 20
+	f := storekit.NewFxSized(t, withTrailer(m, true)(t), 5*time.Second, driver.Layout{SlotBytes: rowBytes, Slots: 2 * rows})
+	var src, dst []driver.Row
+	for i := range rows {
+		key := fmt.Sprintf("row-%d", i)
+		src, dst = append(src, f.Row(key, i, byte(i))), append(dst, f.Row(key, rows+i, storekit.Dest))
+	}
+	for i, r := range f.Put(src...) {
+		require.Equal(t, driver.Ready, r.Status, "put row %d: %v", i, r)
+	}
+	for i, r := range src {
+		obj, ok := m.Object(r.Key)
+		require.True(t, ok, "row %d stored", i)
+		payload, err := in.Check(obj, r.Key)
+		require.NoError(t, err, "row %d's object verifies under the row key", i)
+		assert.True(t, bytes.Equal(r.Spans[0].Bytes(), payload), "row %d's payload", i)
+	}
+	for i, r := range f.Get(dst...) {
+		require.Equal(t, driver.Ready, r.Status, "get row %d: %v", i, r)
+		assert.True(t, bytes.Equal(src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes()), "row %d read back", i)
 	}
 }
