@@ -86,5 +86,5 @@ func TestBusyCoresAreTheMachinesBusyTimeOverTheStepsWallTime(t *testing.T) {
 	b.add(cpuClock{}, at(time.Hour), time.Millisecond, true) // a reading without /proc/stat: not counted
 	c, ok := b.cores("keyed")
 	require.True(t, ok)
-	assert.Equal(t, wayCores{Way: "keyed", Publish: 1, Fetch: 2}, c, "40 ms busy in 40 ms of publishes, 50 in 25 of fetches")
+	assert.Equal(t, wayCores{Way: "keyed", Publish: 1, Fetch: 2, PublishSeconds: 0.04, FetchSeconds: 0.025}, c, "40 ms busy in 40 ms of publishes, 50 in 25 of fetches")
 }
