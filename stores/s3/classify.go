@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 
 	"github.com/aws/smithy-go"
@@ -30,6 +31,17 @@ var byCode = map[string]s3gen.Code{
 var byStatus = map[int]s3gen.Code{
 	403: s3gen.AccessDenied, 404: s3gen.NoSuchKey, 409: s3gen.ConditionalConflict,
 	412: s3gen.PreconditionFailed, 503: s3gen.SlowDown, 507: s3gen.InsufficientStorage,
+}
+
+// unsatisfiable reports a ranged GET the server refused because no byte
+// of its range exists (416, InvalidRange): from byte 0, an empty object.
+func unsatisfiable(err error) bool {
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() == "InvalidRange" {
+		return true
+	}
+	var status interface{ HTTPStatusCode() int }
+	return errors.As(err, &status) && status.HTTPStatusCode() == http.StatusRequestedRangeNotSatisfiable
 }
 
 // classify turns a client error into a spec/s3-v1.109.yaml code: the S3

@@ -68,3 +68,26 @@ func TestClassifyTurnsAnswersIntoSpecCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsatisfiableIsA416: a ranged GET refused as InvalidRange, or with a
+// 416 whatever its code, says no byte of the range exists; nothing else
+// does (getRanges reads such an object as empty).
+func TestUnsatisfiableIsA416(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{answered(416, "InvalidRange"), true},
+		{answered(416, ""), true},
+		{answered(416, "SomethingElse"), true},
+		{answered(400, "InvalidRange"), true},
+		{answered(404, "NoSuchKey"), false},
+		{answered(400, "InvalidArgument"), false},
+		{errors.New("connection reset"), false},
+		{nil, false},
+	} {
+		if got := unsatisfiable(c.err); got != c.want {
+			t.Errorf("unsatisfiable(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}

@@ -208,6 +208,11 @@ func (d *Driver) getRanges(ctx context.Context, key string, rowBytes int64, buf 
 	part := d.opt.PartBytes
 	got, etag, total, code, err := d.getRange(ctx, key, 0, buf[:min(part, limit)], "")
 	switch {
+	case code != s3gen.OK && unsatisfiable(err):
+		// No range from byte 0 is satisfiable: the object is empty. One
+		// GET of it whole gives its ETag, so that a writer can replace
+		// exactly it (put, after a 412), and is CORRUPT for any row.
+		return d.getObject(ctx, key, rowBytes, buf)
 	case code != s3gen.OK:
 		return nil, etag, code, err
 	case total > limit:
