@@ -20,7 +20,7 @@ func suite(name string, v mooncakecases.Version, master *fakesdk.Master) conform
 	return conformance.Suite{
 		Name: name, SDK: mooncakekit.Describe(v.Spec.Spec, build, "fake"), CodeEnum: "ErrorCode",
 		Factory: mooncakekit.FactoryOf(master, build), Scenarios: mooncakekit.Scenarios(),
-		Cases: v.Cases, Stage: mooncakekit.Stage, KnownFailures: mooncakekit.KnownFailures(),
+		Cases: v.Cases, Stage: mooncakekit.Stage, KnownFailures: mooncakekit.KnownFailures(false),
 		Integrity: integrity, Neighbour: mooncakekit.Neighbour{}, NeighbourFactory: withTrailer(master, false),
 	}
 }

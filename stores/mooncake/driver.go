@@ -1,6 +1,7 @@
 package mooncake
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -307,7 +308,9 @@ type put struct {
 // A key this driver's own put is writing is NOT_READY at once; a key whose
 // session it left open is READY when batch_is_exist shows its object
 // complete, NOT_READY otherwise. It never starts a session for a key it
-// holds.
+// holds. With the trailer on, a row READY because its key's object is
+// complete is read back first, and is READY only if that object is the
+// row's own (confirm).
 func (d *Driver) Put(_ context.Context, rows []driver.Row) (driver.Operation, error) {
 	call, err := d.life.Begin(rows, func(live func(*driver.Region) bool) error { return d.spec.Admission.Put(rows, live) })
 	if err != nil {
@@ -590,6 +593,7 @@ func (p *put) askExistence() {
 	}
 	p.sc.ask = idx
 	answers, err := p.d.sdk.BatchIsExist(p.sc.keysOf(rows, idx))
+	var confirm []int // rows READY by presence alone, to read back (the trailer on)
 	for k, i := range idx {
 		m := exists[i]
 		switch {
@@ -597,8 +601,69 @@ func (p *put) askExistence() {
 			o.results[i] = m.Result
 		case answers[k] == 1:
 			o.results[i] = existence(m, m.IfExists)
+			if p.d.opt.Trailer && o.results[i].Status == driver.Ready {
+				confirm = append(confirm, i) // a rare path: the list is the call's own
+			}
 		default:
 			o.results[i] = existence(m, m.IfAbsent)
+		}
+	}
+	p.confirm(confirm)
+}
+
+// confirm reads back, with the trailer on, the object of each row that
+// batch_is_exist found complete, and leaves READY only a row whose object
+// is its own: an object whose trailer (or, keyed, tag) fails under the
+// row's key, or whose payload is not the row's bytes, is a FAULT. The
+// pool never overwrites an object, so READY over another (a peer's, or a
+// row of another length) would promise a row no get reads back. It reads
+// into the driver's own stage, never the row's slot, which a put only
+// reads.
+func (p *put) confirm(idx []int) {
+	if len(idx) == 0 {
+		return
+	}
+	d, rows, o, sc := p.d, p.rows, p.o, p.sc
+	offs := make([]int64, len(idx)+1)
+	for k, i := range idx {
+		offs[k+1] = offs[k] + rows[i].Bytes() + stageMax
+	}
+	if err := d.room(&sc.getStage, offs[len(idx)]); err != nil {
+		for _, i := range idx {
+			o.results[i] = driver.FaultResult(0, "mooncake: no memory to read back the object the key holds: %v", err)
+		}
+		return
+	}
+	bufs := driverkit.Resize(sc.into, len(idx))
+	sc.into = bufs
+	for k := range idx {
+		bufs[k] = sc.getStage.at(offs[k], offs[k+1]-offs[k])
+	}
+	answers, err := d.sdk.BatchGetInto(sc.keysOf(rows, idx), bufs)
+	if err != nil || len(answers) != len(idx) {
+		for _, i := range idx {
+			o.results[i] = raised("batch_get_into, reading back the object the key holds,", err, len(answers), len(idx))
+		}
+		sc.getStage = nil // the SDK may still write it: never reused
+		return
+	}
+	for k, i := range idx {
+		row := rows[i]
+		if answers[k] < 0 {
+			m := d.spec.Calls.BatchGetInto.Map(answers[k], row.Bytes())
+			if m.KeepsAccess {
+				sc.getStage = nil // a transfer may still write it: never reused
+			}
+			o.results[i] = driver.FaultResult(answers[k], "mooncake: the key holds a complete object, but reading it back to check it answered %s", d.codeName(answers[k]))
+			continue
+		}
+		staged := sc.getStage.mem[offs[k]:offs[k+1]]
+		payload, err := d.opt.Integrity.Check(staged[:min(answers[k], int64(len(staged)))], row.Key)
+		switch {
+		case err != nil:
+			o.results[i] = driver.FaultResult(0, "mooncake: the key holds an object that is no row for it (%v), and the pool never overwrites one: the row cannot be stored under the key until that object is removed", err)
+		case !bytes.Equal(payload, row.Spans[0].Bytes()):
+			o.results[i] = driver.FaultResult(0, "mooncake: the key holds another %d-byte row's object, not this row's %d bytes, and the pool never overwrites one", len(payload), row.Bytes())
 		}
 	}
 }

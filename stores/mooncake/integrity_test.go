@@ -55,7 +55,7 @@ func withTrailer(master *fakesdk.Master, keyed bool) conformance.Factory {
 func TestTheTrailerKeepsTheContract(t *testing.T) {
 	for _, keyed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "unkeyed", true: "keyed"}[keyed], func(t *testing.T) {
-			conformance.Run(t, conformance.Suite{Name: "mooncake-trailer", Factory: withTrailer(nil, keyed), Scenarios: mooncakekit.Scenarios(), KnownFailures: mooncakekit.KnownFailures()})
+			conformance.Run(t, conformance.Suite{Name: "mooncake-trailer", Factory: withTrailer(nil, keyed), Scenarios: mooncakekit.Scenarios(), KnownFailures: mooncakekit.KnownFailures(true)})
 		})
 	}
 }
@@ -169,5 +169,60 @@ func TestAKeyedPutOfManyMegabytesTagsEveryRow(t *testing.T) {
 	for i, r := range f.Get(dst...) {
 		require.Equal(t, driver.Ready, r.Status, "get row %d: %v", i, r)
 		assert.True(t, bytes.Equal(src[i].Spans[0].Bytes(), dst[i].Spans[0].Bytes()), "row %d read back", i)
+	}
+}
+
+// TestAPutOverAnObjectTheKeyHoldsIsReadyOnlyForTheRowsOwn: with the
+// trailer on, a put that finds the key's object complete (the pool never
+// overwrites one) reads it back and answers READY only when it is the
+// row's own object, so that READY always promises a get that reads the
+// row; another row's object under the key, a peer's without the row key,
+// or a torn one, is a FAULT that says so. (Tried: without the read-back
+// every one of them answers READY.)
+func TestAPutOverAnObjectTheKeyHoldsIsReadyOnlyForTheRowsOwn(t *testing.T) {
+	key, err := driver.Key("tenantA", []byte("block-0"))
+	require.NoError(t, err)
+	for _, keyed := range []bool{false, true} {
+		plant := map[string]struct {
+			object func(in *trailer.Integrity, row []byte) []byte
+			want   driver.Status
+			says   string
+		}{
+			"the row's own object": {func(in *trailer.Integrity, row []byte) []byte { return in.Encode(key, row) }, driver.Ready, ""},
+			"another row's object": {func(in *trailer.Integrity, row []byte) []byte {
+				other := bytes.Clone(row)
+				other[7] ^= 1
+				return in.Encode(key, other)
+			}, driver.Fault, "another"},
+			"a torn object":         {func(in *trailer.Integrity, row []byte) []byte { return in.Encode(key, row)[:len(row)/2] }, driver.Fault, "no row for it"},
+			"bytes with no trailer": {func(_ *trailer.Integrity, row []byte) []byte { return bytes.Clone(row) }, driver.Fault, "no row for it"},
+		}
+		if keyed {
+			plant["a peer's object without the row key"] = struct {
+				object func(in *trailer.Integrity, row []byte) []byte
+				want   driver.Status
+				says   string
+			}{func(_ *trailer.Integrity, row []byte) []byte { return trailer.Encode(key, row) }, driver.Fault, "no row for it"}
+		}
+		for name, c := range plant {
+			t.Run(fmt.Sprintf("keyed=%v/%s", keyed, name), func(t *testing.T) {
+				m := fakesdk.NewMaster(0)
+				f := storekit.NewFx(t, withTrailer(m, keyed)(t), 5*time.Second)
+				src := f.Row(key, 0, 1)
+				var in *trailer.Integrity
+				if keyed {
+					in = keyedIntegrity(t)
+				}
+				m.Plant(key, c.object(in, src.Spans[0].Bytes()))
+				res := f.Put(src)[0]
+				require.Equal(t, c.want, res.Status, "%v", res)
+				assert.Contains(t, res.Text, c.says)
+				if c.want == driver.Ready {
+					dst := f.Row(key, 1, storekit.Dest)
+					require.Equal(t, driver.Ready, f.Get(dst)[0].Status)
+					assert.Equal(t, src.Spans[0].Bytes(), dst.Spans[0].Bytes())
+				}
+			})
+		}
 	}
 }

@@ -76,7 +76,7 @@ func TestConformance(t *testing.T) {
 			return pool.Stage(h, c, key)
 		},
 		Deadline:      realkit.Deadline,
-		KnownFailures: mooncakekit.KnownFailures(),
+		KnownFailures: mooncakekit.KnownFailures(false),
 	})
 }
 
