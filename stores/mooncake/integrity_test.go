@@ -182,12 +182,13 @@ func TestAKeyedPutOfManyMegabytesTagsEveryRow(t *testing.T) {
 func TestAPutOverAnObjectTheKeyHoldsIsReadyOnlyForTheRowsOwn(t *testing.T) {
 	key, err := driver.Key("tenantA", []byte("block-0"))
 	require.NoError(t, err)
+	type planted struct {
+		object func(in *trailer.Integrity, row []byte) []byte
+		want   driver.Status
+		says   string
+	}
 	for _, keyed := range []bool{false, true} {
-		plant := map[string]struct {
-			object func(in *trailer.Integrity, row []byte) []byte
-			want   driver.Status
-			says   string
-		}{
+		plant := map[string]planted{
 			"the row's own object": {func(in *trailer.Integrity, row []byte) []byte { return in.Encode(key, row) }, driver.Ready, ""},
 			"another row's object": {func(in *trailer.Integrity, row []byte) []byte {
 				other := bytes.Clone(row)
@@ -198,11 +199,7 @@ func TestAPutOverAnObjectTheKeyHoldsIsReadyOnlyForTheRowsOwn(t *testing.T) {
 			"bytes with no trailer": {func(_ *trailer.Integrity, row []byte) []byte { return bytes.Clone(row) }, driver.Fault, "no row for it"},
 		}
 		if keyed {
-			plant["a peer's object without the row key"] = struct {
-				object func(in *trailer.Integrity, row []byte) []byte
-				want   driver.Status
-				says   string
-			}{func(_ *trailer.Integrity, row []byte) []byte { return trailer.Encode(key, row) }, driver.Fault, "no row for it"}
+			plant["a peer's object without the row key"] = planted{func(_ *trailer.Integrity, row []byte) []byte { return trailer.Encode(key, row) }, driver.Fault, "no row for it"}
 		}
 		for name, c := range plant {
 			t.Run(fmt.Sprintf("keyed=%v/%s", keyed, name), func(t *testing.T) {
