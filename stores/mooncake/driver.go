@@ -634,10 +634,11 @@ func (p *put) confirm(idx []int) {
 		}
 		return
 	}
+	stage := sc.getStage
 	bufs := driverkit.Resize(sc.into, len(idx))
 	sc.into = bufs
 	for k := range idx {
-		bufs[k] = sc.getStage.at(offs[k], offs[k+1]-offs[k])
+		bufs[k] = stage.at(offs[k], offs[k+1]-offs[k])
 	}
 	answers, err := d.sdk.BatchGetInto(sc.keysOf(rows, idx), bufs)
 	if err != nil || len(answers) != len(idx) {
@@ -650,14 +651,13 @@ func (p *put) confirm(idx []int) {
 	for k, i := range idx {
 		row := rows[i]
 		if answers[k] < 0 {
-			m := d.spec.Calls.BatchGetInto.Map(answers[k], row.Bytes())
-			if m.KeepsAccess {
-				sc.getStage = nil // a transfer may still write it: never reused
+			if d.spec.Calls.BatchGetInto.Map(answers[k], row.Bytes()).KeepsAccess {
+				sc.getStage = nil // a transfer may still write it: never reused (its other rows' objects are read below)
 			}
 			o.results[i] = driver.FaultResult(answers[k], "mooncake: the key holds a complete object, but reading it back to check it answered %s", d.codeName(answers[k]))
 			continue
 		}
-		staged := sc.getStage.mem[offs[k]:offs[k+1]]
+		staged := stage.mem[offs[k]:offs[k+1]]
 		payload, err := d.opt.Integrity.Check(staged[:min(answers[k], int64(len(staged)))], row.Key)
 		switch {
 		case err != nil:

@@ -223,3 +223,25 @@ func TestAPutOverAnObjectTheKeyHoldsIsReadyOnlyForTheRowsOwn(t *testing.T) {
 		}
 	}
 }
+
+// TestAReadBackThatFailsFaultsItsRowAlone: a put's read-back of the
+// objects its keys held (the trailer on) whose get answers TRANSFER_FAIL
+// for one key faults that row, saying so, and the other row, whose object
+// came back in the same call, is checked and READY. (Tried: the stage,
+// dropped for good once a transfer may still write it, then read through
+// for the next row, panics.)
+func TestAReadBackThatFailsFaultsItsRowAlone(t *testing.T) {
+	m := fakesdk.NewMaster(0)
+	f := storekit.NewFx(t, withTrailer(m, true)(t), 5*time.Second)
+	in := keyedIntegrity(t)
+	a, b := f.Row("a", 0, 1), f.Row("b", 1, 2)
+	for _, r := range []driver.Row{a, b} {
+		m.Plant(r.Key, in.Encode(r.Key, r.Spans[0].Bytes()))
+	}
+	m.TransferStillRunning("a", time.Millisecond)
+	t.Cleanup(m.Wait)
+	res := f.Put(a, b)
+	assert.Equal(t, driver.Fault, res[0].Status, "%v", res[0])
+	assert.Contains(t, res[0].Text, "reading it back to check it answered TRANSFER_FAIL")
+	assert.Equal(t, driver.Ready, res[1].Status, "%v", res[1])
+}
