@@ -83,18 +83,9 @@ func (o *Owned[T]) Need(t testing.TB) T {
 	if err := o.bringUp(); err != nil {
 		t.Fatal(err)
 	}
-	if why := o.Why(); why != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf(ciLacks, why)
-		}
-		t.Skip(why)
-	}
+	NeedInstalled(t, func() (bool, string) { why := o.Why(); return why == "", why })
 	return o.Value()
 }
-
-// ciLacks is how a test that needs what the machine lacks fails under
-// CI=true, where make deps installs every server, instead of skipping.
-const ciLacks = "CI=true, where every server is installed (make deps), but %s"
 
 // NeedInstalled skips t when available says the machine lacks what t
 // needs (a server, a build), as Need does, and fails t instead under
@@ -104,7 +95,7 @@ func NeedInstalled(t testing.TB, available func() (ok bool, why string)) {
 	t.Helper()
 	if ok, why := available(); !ok {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf(ciLacks, why)
+			t.Fatalf("CI=true, where every server is installed (make deps), but %s", why)
 		}
 		t.Skip(why)
 	}

@@ -98,16 +98,17 @@ func TestOwnedThatFailsToStartEndsTheRun(t *testing.T) {
 }
 
 // TestNeedMarksItselfAHelper: a test that Need skips or fails is reported
-// at the test's line, not in storekit, because Need marks itself a helper
-// (tried: dropping its t.Helper() fails here; the recorder's Helper did
-// nothing before).
+// at the test's line, not in storekit, because Need, and NeedInstalled
+// under it, mark themselves helpers (tried: dropping Need's t.Helper()
+// fails here; the recorder's Helper did nothing before).
 func TestNeedMarksItselfAHelper(t *testing.T) {
 	t.Setenv("CI", "")
 	var log []string
 	_, r := need(t, owning(&log, "a", "not installed", nil))
 	assert.Equal(t, "not installed", r.skipped)
-	require.Len(t, r.helpers, 1)
+	require.Len(t, r.helpers, 2)
 	assert.Contains(t, r.helpers[0], "storekit.(*Owned[...]).Need")
+	assert.Contains(t, r.helpers[1], "storekit.NeedInstalled")
 }
 
 // TestNeedInstalledSkipsOrFailsWhatTheMachineLacks: NeedInstalled lets a
