@@ -624,22 +624,16 @@ func (p *put) confirm(idx []int) {
 		return
 	}
 	d, rows, o, sc := p.d, p.rows, p.o, p.sc
-	offs := make([]int64, len(idx)+1)
-	for k, i := range idx {
-		offs[k+1] = offs[k] + rows[i].Bytes() + stageMax
-	}
-	if err := d.room(&sc.getStage, offs[len(idx)]); err != nil {
+	bufs := driverkit.Resize(sc.into, len(idx))
+	sc.into = bufs
+	offs, err := d.stageObjects(sc, rows, idx, bufs)
+	if err != nil {
 		for _, i := range idx {
 			o.results[i] = driver.FaultResult(0, "mooncake: no memory to read back the object the key holds: %v", err)
 		}
 		return
 	}
 	stage := sc.getStage
-	bufs := driverkit.Resize(sc.into, len(idx))
-	sc.into = bufs
-	for k := range idx {
-		bufs[k] = stage.at(offs[k], offs[k+1]-offs[k])
-	}
 	answers, err := d.sdk.BatchGetInto(sc.keysOf(rows, idx), bufs)
 	if err != nil || len(answers) != len(idx) {
 		for _, i := range idx {
@@ -797,6 +791,24 @@ func (k *keeps) add(m rules.Mapping) {
 	}
 }
 
+// stageObjects lays the objects of rows idx out back to back in sc's get
+// stage, each with room for the most a trailer and tag add (stageMax),
+// and points bufs[k] at the k-th: it returns where each lies (offs[k] to
+// offs[k+1]), or an error with nothing staged.
+func (d *Driver) stageObjects(sc *scratch, rows []driver.Row, idx []int, bufs []Buffer) (offs []int64, err error) {
+	offs = make([]int64, len(idx)+1)
+	for k, i := range idx {
+		offs[k+1] = offs[k] + rows[i].Bytes() + stageMax
+	}
+	if err := d.room(&sc.getStage, offs[len(idx)]); err != nil {
+		return nil, err
+	}
+	for k := range idx {
+		bufs[k] = sc.getStage.at(offs[k], offs[k+1]-offs[k])
+	}
+	return offs, nil
+}
+
 // getInto runs one batch_get_into over rows idx and maps the answers. It
 // reports whether an answer kept access, whether the call answered at all
 // (no raise, right count), and, unless rereading, the rows to reread.
@@ -805,21 +817,15 @@ func (d *Driver) getInto(rows []driver.Row, idx []int, o *op, rereading bool, sc
 	sc.into = bufs
 	var offs []int64 // with the trailer on: where each row's object is staged
 	if d.opt.Trailer {
-		offs = make([]int64, len(idx)+1)
-		for k, i := range idx {
-			offs[k+1] = offs[k] + rows[i].Bytes() + stageMax
-		}
-		if err := d.room(&sc.getStage, offs[len(idx)]); err != nil {
+		var err error
+		if offs, err = d.stageObjects(sc, rows, idx, bufs); err != nil {
 			for _, i := range idx {
 				o.results[i] = driver.FaultResult(0, "mooncake: no memory to stage the rows' objects in: %v", err)
 			}
 			return keeps{}, true, nil
 		}
-	}
-	for k, i := range idx {
-		if offs != nil {
-			bufs[k] = sc.getStage.at(offs[k], offs[k+1]-offs[k])
-		} else {
+	} else {
+		for k, i := range idx {
 			bufs[k] = spanBuffer(rows[i].Spans[0])
 		}
 	}
