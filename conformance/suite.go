@@ -356,7 +356,7 @@ func (s Suite) run(t T, sub func(name string, f func(T))) {
 				t.Skipf("%s", skip)
 			}
 			if why, known := s.KnownFailures[c.Name]; known {
-				reportKnown(t, record(c.Name, func(t T) { runCheck(t, c, s.Factory, s) }), why)
+				reportKnown(t, recordCheck(c, s.Factory, s), why)
 				return
 			}
 			runCheck(t, c, s.Factory, s)
